@@ -1,0 +1,162 @@
+//! Backends: where buffers live and who moves and multiplies them.
+//!
+//! A backend drives every device of its process (one in pure MPI, several in hybrid mode) and
+//! runs each collective over all devices of all processes. Workloads and the timing loop are
+//! generic over [`Backend`], so the CPU backend (host buffers, MPI, CPU GEMM) and the CUDA
+//! backend (device buffers, NCCL, cuBLAS, CUDA events) share them unchanged.
+//!
+//! Asynchrony is explicit: `collective` and `gemm` may only enqueue work; `synchronize` waits
+//! for it; `mark` records a point on the device timeline and `elapsed_s` reads the time between
+//! two marks (on the CPU backend, marks are host clock readings and everything is synchronous).
+
+mod host;
+
+#[cfg(feature = "mpi")]
+pub mod cpu;
+
+pub use host::{AllocError, Element, HostBuf};
+
+use crate::params::{BackendKind, CaseParams, Dtype, MatmulShape, ReduceOp, Workload};
+use crate::results::schema::{BackendInfo, DeviceBinding, TimerInfo};
+
+/// Errors from a backend. A backend error fails the case (on every rank), not the launch.
+#[derive(Debug, thiserror::Error)]
+pub enum BackendError {
+    #[error(transparent)]
+    Alloc(#[from] AllocError),
+    #[error("{0}")]
+    Unsupported(String),
+    #[error("{0}")]
+    Device(String),
+}
+
+pub type BackendResult<T> = Result<T, BackendError>;
+
+/// One collective operation, as every device sees it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CollectiveCall {
+    pub workload: Workload,
+    pub dtype: Dtype,
+    /// Reduction operator (allreduce, reduce, reduce_scatter).
+    pub op: Option<ReduceOp>,
+    /// Root device (global index) for reduce and broadcast.
+    pub root: Option<u32>,
+    /// Elements in each device's send buffer.
+    pub send_count: usize,
+    /// Elements in each device's receive buffer.
+    pub recv_count: usize,
+    /// In place: one buffer per device (see [`Backend::collective`]).
+    pub in_place: bool,
+    /// Devices taking part (all processes).
+    pub devices: u32,
+}
+
+/// The GEMMs one device runs in one call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GemmBatch {
+    pub shape: MatmulShape,
+    /// Matrices in the batch (0 = nothing to do on this device).
+    pub count: usize,
+    /// All products use the first B matrix.
+    pub shared_b: bool,
+}
+
+impl GemmBatch {
+    pub fn a_len(&self) -> usize {
+        (self.shape.m * self.shape.k) as usize
+    }
+    pub fn b_len(&self) -> usize {
+        (self.shape.k * self.shape.n) as usize
+    }
+    pub fn c_len(&self) -> usize {
+        (self.shape.m * self.shape.n) as usize
+    }
+}
+
+impl CollectiveCall {
+    /// Elements of the single buffer an in-place call uses per device.
+    pub fn in_place_count(&self) -> usize {
+        self.send_count.max(self.recv_count)
+    }
+}
+
+/// A device-side (or host-side, for the CPU backend) compute and communication engine.
+pub trait Backend {
+    /// One buffer on one device.
+    type Buf;
+    /// A point on the device timeline.
+    type Mark: Copy;
+
+    fn kind(&self) -> BackendKind;
+    /// Library versions and settings, for provenance.
+    fn info(&self) -> BackendInfo;
+    /// The clock behind `mark`/`elapsed_s`.
+    fn timer_info(&self) -> TimerInfo;
+    /// Devices this process drives.
+    fn local_devices(&self) -> usize;
+    /// Global index of local device `dev` (its position in allgather order).
+    fn device_index(&self, dev: usize) -> u32;
+    /// Total devices over all processes.
+    fn total_devices(&self) -> u32;
+    /// Where each local device sits: node-local number, CPUs in force, description.
+    fn device_bindings(&self) -> Vec<DeviceBinding>;
+
+    /// `Err(reason)` if this backend cannot run the case at all (the case is then skipped).
+    fn supports(&self, params: &CaseParams) -> Result<(), String>;
+
+    /// A buffer of `count` elements on local device `dev` (contents unspecified).
+    fn alloc(&mut self, dev: usize, dtype: Dtype, count: usize) -> BackendResult<Self::Buf>;
+    /// Copies `host` into `buf` (same dtype and length).
+    fn upload(&mut self, dev: usize, buf: &mut Self::Buf, host: &HostBuf) -> BackendResult<()>;
+    /// Copies `buf` back to the host.
+    fn download(&mut self, dev: usize, buf: &Self::Buf) -> BackendResult<HostBuf>;
+
+    /// Enqueues one collective over all devices. `send` and `recv` hold one buffer per local
+    /// device. In place, `send` is empty and each `recv` buffer has
+    /// [`CollectiveCall::in_place_count`] elements: the input of allgather sits at
+    /// `device_index × send_count`, the output of reduce_scatter at
+    /// [`Backend::reduce_scatter_in_place_offset`]; every other in-place input and output starts
+    /// at 0.
+    fn collective(
+        &mut self,
+        call: &CollectiveCall,
+        send: &[Self::Buf],
+        recv: &mut [Self::Buf],
+    ) -> BackendResult<()>;
+
+    /// Where device `device` (global index) finds its in-place reduce_scatter result, in
+    /// elements. NCCL's convention (its own block) is the default; MPI puts it at 0.
+    fn reduce_scatter_in_place_offset(&self, device: u32, recv_count: usize) -> usize {
+        device as usize * recv_count
+    }
+
+    /// Enqueues a strided batch of GEMMs on every local device: for device `dev` and
+    /// `j < batches[dev].count`, C_j = A_j · B_j, row-major, matrices stored back to back in
+    /// each device's `a`, `b` and `c` buffers (B_j = B_0 when `batches[dev].shared_b`).
+    fn gemm(
+        &mut self,
+        batches: &[GemmBatch],
+        a: &[Self::Buf],
+        b: &[Self::Buf],
+        c: &mut [Self::Buf],
+    ) -> BackendResult<()>;
+
+    /// The type GEMM products accumulate in (f32 for half-precision inputs on GPUs), which
+    /// decides whether a GEMM check can be exact.
+    fn gemm_accumulator(&self, dtype: Dtype) -> Dtype {
+        dtype
+    }
+
+    /// Relative tolerance validation must allow for a reduction (0 = exact).
+    fn reduction_tolerance(&self, _dtype: Dtype, _op: ReduceOp) -> f64 {
+        0.0
+    }
+
+    /// Waits until all enqueued work of every local device is done.
+    fn synchronize(&mut self) -> BackendResult<()>;
+    /// Records a point on the timeline of every local device.
+    fn mark(&mut self) -> BackendResult<Self::Mark>;
+    /// Seconds between two marks (waits for `to` if needed); with several local devices, the
+    /// longest.
+    fn elapsed_s(&mut self, from: Self::Mark, to: Self::Mark) -> BackendResult<f64>;
+}

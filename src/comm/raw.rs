@@ -1,0 +1,315 @@
+//! Thin, checked wrappers over the MPI C calls on [`HostBuf`]s.
+//!
+//! rsmpi's safe API has no `MPI_IN_PLACE`, and the CPU backend needs both in-place and
+//! out-of-place forms of every collective, so the data plane calls MPI directly here. Each
+//! wrapper checks buffer lengths against the counts before handing pointers to MPI, so a
+//! wrong count is a panic in our code (a bug), never memory corruption.
+
+use crate::backend::HostBuf;
+use crate::params::{Dtype, ReduceOp};
+use mpi::ffi;
+use mpi::raw::AsRaw;
+use mpi::traits::Equivalence;
+use std::os::raw::{c_int, c_void};
+
+extern "C" {
+    fn scalebench_mpi_in_place() -> *mut c_void;
+}
+
+/// The MPI library's `MPI_IN_PLACE`.
+fn in_place() -> *mut c_void {
+    // SAFETY: returns a constant from the MPI header; no arguments, no state.
+    unsafe { scalebench_mpi_in_place() }
+}
+
+/// The MPI datatype for an element type. Half-precision types travel as 16-bit words (they
+/// can be moved, not reduced, by MPI).
+pub fn datatype(d: Dtype) -> ffi::MPI_Datatype {
+    match d {
+        Dtype::F32 => f32::equivalent_datatype().as_raw(),
+        Dtype::F64 => f64::equivalent_datatype().as_raw(),
+        Dtype::I32 => i32::equivalent_datatype().as_raw(),
+        Dtype::F16 | Dtype::Bf16 => u16::equivalent_datatype().as_raw(),
+    }
+}
+
+/// The MPI operator for a reduction; `avg` reduces with SUM (the caller divides).
+pub fn operation(op: ReduceOp) -> ffi::MPI_Op {
+    use mpi::collective::SystemOperation;
+    match op {
+        ReduceOp::Sum | ReduceOp::Avg => SystemOperation::sum().as_raw(),
+        ReduceOp::Prod => SystemOperation::product().as_raw(),
+        ReduceOp::Min => SystemOperation::min().as_raw(),
+        ReduceOp::Max => SystemOperation::max().as_raw(),
+    }
+}
+
+fn count(n: usize) -> c_int {
+    c_int::try_from(n).expect("element count beyond MPI's int range (checked when planning)")
+}
+
+fn check(rc: c_int, what: &str) {
+    // The default error handler aborts the job before we get here; this catches a library
+    // configured to return errors.
+    assert_eq!(rc, 0, "{what} returned MPI error code {rc}");
+}
+
+/// The largest element count one MPI call can take.
+pub const MAX_COUNT: usize = c_int::MAX as usize;
+
+/// Source of an MPI call: a buffer, or the receive buffer itself (in place).
+pub enum Src<'a> {
+    Buf(&'a HostBuf),
+    InPlace,
+}
+
+impl Src<'_> {
+    fn ptr(&self) -> *const c_void {
+        match self {
+            Src::Buf(b) => b.as_ptr() as *const c_void,
+            Src::InPlace => in_place(),
+        }
+    }
+    fn assert_len(&self, n: usize, dtype: Dtype) {
+        if let Src::Buf(b) = self {
+            assert!(
+                b.len() >= n && b.dtype() == dtype,
+                "send buffer too short or mistyped"
+            );
+        }
+    }
+}
+
+pub fn barrier(comm: ffi::MPI_Comm) {
+    // SAFETY: a valid communicator handle; no buffers.
+    check(unsafe { ffi::MPI_Barrier(comm) }, "MPI_Barrier");
+}
+
+pub fn allreduce(comm: ffi::MPI_Comm, src: Src, dst: &mut HostBuf, n: usize, op: ReduceOp) {
+    let dt = dst.dtype();
+    src.assert_len(n, dt);
+    assert!(dst.len() >= n);
+    // SAFETY: both buffers hold at least n elements of dt (asserted above).
+    let rc = unsafe {
+        ffi::MPI_Allreduce(
+            src.ptr(),
+            dst.as_mut_ptr() as *mut c_void,
+            count(n),
+            datatype(dt),
+            operation(op),
+            comm,
+        )
+    };
+    check(rc, "MPI_Allreduce");
+}
+
+/// Reduce to `root`. `dst` is only written at the root; elsewhere pass `None`.
+/// In place is only meaningful at the root (other ranks pass their send buffer).
+pub fn reduce(
+    comm: ffi::MPI_Comm,
+    src: Src,
+    dst: Option<&mut HostBuf>,
+    dtype: Dtype,
+    n: usize,
+    op: ReduceOp,
+    root: i32,
+) {
+    src.assert_len(n, dtype);
+    let dst_ptr = match dst {
+        Some(d) => {
+            assert!(d.len() >= n && d.dtype() == dtype);
+            d.as_mut_ptr() as *mut c_void
+        }
+        None => std::ptr::null_mut(),
+    };
+    // SAFETY: buffers checked above; the receive buffer is only read at the root.
+    let rc = unsafe {
+        ffi::MPI_Reduce(
+            src.ptr(),
+            dst_ptr,
+            count(n),
+            datatype(dtype),
+            operation(op),
+            root,
+            comm,
+        )
+    };
+    check(rc, "MPI_Reduce");
+}
+
+pub fn bcast(comm: ffi::MPI_Comm, buf: &mut HostBuf, n: usize, root: i32) {
+    assert!(buf.len() >= n);
+    // SAFETY: buf holds n elements.
+    let rc = unsafe {
+        ffi::MPI_Bcast(
+            buf.as_mut_ptr() as *mut c_void,
+            count(n),
+            datatype(buf.dtype()),
+            root,
+            comm,
+        )
+    };
+    check(rc, "MPI_Bcast");
+}
+
+/// All-gather of `n` elements per rank into `dst` (size × n). In place: each rank's input
+/// is its own block of `dst`.
+pub fn allgather(comm: ffi::MPI_Comm, size: usize, src: Src, dst: &mut HostBuf, n: usize) {
+    let dt = dst.dtype();
+    src.assert_len(n, dt);
+    assert!(dst.len() >= n * size);
+    let (sc, st) = match src {
+        Src::InPlace => (0, datatype(dt)),
+        Src::Buf(_) => (count(n), datatype(dt)),
+    };
+    // SAFETY: dst holds size × n elements; src n (when not in place).
+    let rc = unsafe {
+        ffi::MPI_Allgather(
+            src.ptr(),
+            sc,
+            st,
+            dst.as_mut_ptr() as *mut c_void,
+            count(n),
+            datatype(dt),
+            comm,
+        )
+    };
+    check(rc, "MPI_Allgather");
+}
+
+/// Reduce-scatter with `n` result elements per rank. In place: the input is `dst`
+/// (size × n) and the result lands in its first n elements (MPI's convention).
+pub fn reduce_scatter_block(
+    comm: ffi::MPI_Comm,
+    size: usize,
+    src: Src,
+    dst: &mut HostBuf,
+    n: usize,
+    op: ReduceOp,
+) {
+    let dt = dst.dtype();
+    src.assert_len(n * size, dt);
+    match src {
+        Src::InPlace => assert!(dst.len() >= n * size),
+        Src::Buf(_) => assert!(dst.len() >= n),
+    }
+    // SAFETY: lengths checked above.
+    let rc = unsafe {
+        ffi::MPI_Reduce_scatter_block(
+            src.ptr(),
+            dst.as_mut_ptr() as *mut c_void,
+            count(n),
+            datatype(dt),
+            operation(op),
+            comm,
+        )
+    };
+    check(rc, "MPI_Reduce_scatter_block");
+}
+
+/// All-to-all with `n` elements per peer (buffers of size × n).
+pub fn alltoall(comm: ffi::MPI_Comm, size: usize, src: Src, dst: &mut HostBuf, n: usize) {
+    let dt = dst.dtype();
+    src.assert_len(n * size, dt);
+    assert!(dst.len() >= n * size);
+    let (sc, st) = match src {
+        Src::InPlace => (0, datatype(dt)),
+        Src::Buf(_) => (count(n), datatype(dt)),
+    };
+    // SAFETY: both buffers hold size × n elements.
+    let rc = unsafe {
+        ffi::MPI_Alltoall(
+            src.ptr(),
+            sc,
+            st,
+            dst.as_mut_ptr() as *mut c_void,
+            count(n),
+            datatype(dt),
+            comm,
+        )
+    };
+    check(rc, "MPI_Alltoall");
+}
+
+fn displacements(counts: &[usize]) -> (Vec<c_int>, Vec<c_int>) {
+    let c: Vec<c_int> = counts.iter().map(|n| count(*n)).collect();
+    let mut d = Vec::with_capacity(c.len());
+    let mut at: usize = 0;
+    for n in counts {
+        d.push(count(at));
+        at += n;
+    }
+    (c, d)
+}
+
+/// Scatter with per-rank counts from `root`.
+pub fn scatterv(
+    comm: ffi::MPI_Comm,
+    rank: usize,
+    root_data: Option<&HostBuf>,
+    counts: &[usize],
+    out: &mut HostBuf,
+    root: i32,
+) {
+    let dt = out.dtype();
+    assert!(out.len() >= counts[rank]);
+    let (c, d) = displacements(counts);
+    let send = match root_data {
+        Some(b) => {
+            assert!(b.len() >= counts.iter().sum::<usize>() && b.dtype() == dt);
+            b.as_ptr() as *const c_void
+        }
+        None => std::ptr::null(),
+    };
+    // SAFETY: the root's buffer holds the sum of counts; out holds this rank's count.
+    let rc = unsafe {
+        ffi::MPI_Scatterv(
+            send,
+            c.as_ptr(),
+            d.as_ptr(),
+            datatype(dt),
+            out.as_mut_ptr() as *mut c_void,
+            c[rank],
+            datatype(dt),
+            root,
+            comm,
+        )
+    };
+    check(rc, "MPI_Scatterv");
+}
+
+/// Gather with per-rank counts to `root`.
+pub fn gatherv(
+    comm: ffi::MPI_Comm,
+    rank: usize,
+    data: &HostBuf,
+    counts: &[usize],
+    root_out: Option<&mut HostBuf>,
+    root: i32,
+) {
+    let dt = data.dtype();
+    assert!(data.len() >= counts[rank]);
+    let (c, d) = displacements(counts);
+    let recv = match root_out {
+        Some(b) => {
+            assert!(b.len() >= counts.iter().sum::<usize>() && b.dtype() == dt);
+            b.as_mut_ptr() as *mut c_void
+        }
+        None => std::ptr::null_mut(),
+    };
+    // SAFETY: data holds this rank's count; the root's buffer holds the sum of counts.
+    let rc = unsafe {
+        ffi::MPI_Gatherv(
+            data.as_ptr() as *const c_void,
+            c[rank],
+            datatype(dt),
+            recv,
+            c.as_ptr(),
+            d.as_ptr(),
+            datatype(dt),
+            root,
+            comm,
+        )
+    };
+    check(rc, "MPI_Gatherv");
+}

@@ -1,0 +1,334 @@
+//! Planning: what cases to measure, in what order, in which launches.
+//!
+//! [`RunOptions`] is the resolved form of `scalebench run`'s options; [`expand`] turns it and a
+//! launch's shape into the ordered list of cases. Order follows nccl-tests: per workload, type,
+//! operator, root and timing mode, sizes ascend, and each size is measured out of place, then
+//! in place (so the table can show both side by side).
+
+use crate::cli::{InPlaceChoice, RunArgs};
+use crate::error::{Error, Result};
+use crate::measure::IterPolicy;
+use crate::params::{
+    BackendKind, CaseParams, Collect, Dtype, LaunchShape, MatmulShape, ReduceOp, Scaling, Timing,
+    Workload,
+};
+use crate::units::format_bytes;
+use crate::workload::collective::{counts, CountError};
+use crate::workload::{Fault, RunSettings};
+
+/// What to measure in one launch, independent of its shape.
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    pub workloads: Vec<Workload>,
+    pub sizes_bytes: Vec<u64>,
+    pub dtypes: Vec<Dtype>,
+    pub ops: Vec<ReduceOp>,
+    pub roots: Vec<u32>,
+    pub shapes: Vec<MatmulShape>,
+    pub batch: u32,
+    pub collect: Collect,
+    pub scaling: Scaling,
+    pub timings: Vec<Timing>,
+    pub in_place: Vec<bool>,
+    pub threads_per_device: u32,
+    pub fault: Option<String>,
+    pub settings: RunSettings,
+}
+
+fn nonempty<T>(v: &[T], option: &str) -> Result<()> {
+    if v.is_empty() {
+        return Err(Error::input(format!(
+            "{option} is empty: give at least one value"
+        )));
+    }
+    Ok(())
+}
+
+impl RunOptions {
+    /// Checks and resolves `run`'s options (no MPI needed).
+    pub fn from_args(a: &RunArgs) -> Result<Self> {
+        nonempty(&a.workloads, "--workload")?;
+        nonempty(&a.sizes.0, "--sizes")?;
+        nonempty(&a.dtypes, "--dtype")?;
+        nonempty(&a.ops, "--op")?;
+        nonempty(&a.roots, "--root")?;
+        nonempty(&a.dims, "--dims")?;
+        nonempty(&a.timings, "--timing")?;
+        if a.iters == Some(0) {
+            return Err(Error::input("--iters 0: give at least 1 timed iteration"));
+        }
+        if a.batches == Some(0) {
+            return Err(Error::input("--batches 0: give at least 1 batch"));
+        }
+        if !(a.time_budget.is_finite() && a.time_budget > 0.0) {
+            return Err(Error::input(format!(
+                "--time-budget {}: give a positive number of seconds, e.g. 0.5",
+                a.time_budget
+            )));
+        }
+        if a.threads_per_device == 0 {
+            return Err(Error::input("--threads-per-device 0: give at least 1"));
+        }
+        if a.batch == 0 {
+            return Err(Error::input(
+                "--batch 0: batch_matmul needs at least 1 matrix",
+            ));
+        }
+        if let Some(f) = &a.fault {
+            if Fault::parse(f).is_none() {
+                return Err(Error::input(format!(
+                    "--fault {f}: expected one of {}",
+                    Fault::NAMES.join(", ")
+                )));
+            }
+        }
+        Ok(RunOptions {
+            workloads: dedup(&a.workloads),
+            sizes_bytes: a.sizes.0.iter().map(|b| b.get()).collect(),
+            dtypes: dedup(&a.dtypes),
+            ops: dedup(&a.ops),
+            roots: dedup(&a.roots),
+            shapes: dedup(&a.dims),
+            batch: a.batch,
+            collect: a.collect.into(),
+            scaling: a.scaling.into(),
+            timings: dedup(&a.timings),
+            in_place: match a.in_place {
+                InPlaceChoice::Both => vec![false, true],
+                InPlaceChoice::Yes => vec![true],
+                InPlaceChoice::No => vec![false],
+            },
+            threads_per_device: a.threads_per_device,
+            fault: a.fault.clone(),
+            settings: RunSettings {
+                policy: IterPolicy {
+                    iters: a.iters,
+                    warmup: a.warmup,
+                    time_budget_s: a.time_budget,
+                    batches: a.batches,
+                },
+                check_iters: a.check,
+            },
+        })
+    }
+}
+
+fn dedup<T: PartialEq + Clone>(v: &[T]) -> Vec<T> {
+    let mut out: Vec<T> = Vec::new();
+    for x in v {
+        if !out.contains(x) {
+            out.push(x.clone());
+        }
+    }
+    out
+}
+
+/// The cases of one launch, in measurement order. Errors name the option and the fix.
+pub fn expand(o: &RunOptions, shape: LaunchShape) -> Result<Vec<CaseParams>> {
+    let devices = shape.devices();
+    let mut cases = Vec::new();
+    let base = CaseParams {
+        workload: Workload::Allreduce,
+        backend: shape.backend,
+        topology: shape.topology,
+        nodes: shape.nodes,
+        devices_per_node: shape.devices_per_node,
+        binding: shape.binding,
+        placement: shape.placement,
+        timing: Timing::Pipelined,
+        dtype: Dtype::F32,
+        op: None,
+        root: None,
+        in_place: None,
+        requested_bytes: None,
+        shape: None,
+        batch: None,
+        collect: None,
+        scaling: None,
+        threads_per_device: None,
+        fault: o.fault.clone(),
+    };
+    for &w in &o.workloads {
+        for &dtype in &o.dtypes {
+            let ops: Vec<Option<ReduceOp>> = if w.has_op() {
+                o.ops.iter().map(|x| Some(*x)).collect()
+            } else {
+                vec![None]
+            };
+            let roots: Vec<Option<u32>> = if w.has_root() {
+                o.roots.iter().map(|x| Some(*x)).collect()
+            } else {
+                vec![None]
+            };
+            for op in &ops {
+                for root in &roots {
+                    if let Some(r) = root {
+                        if *r >= devices {
+                            return Err(Error::input(format!(
+                                "--root {r}: this launch has {devices} device(s), numbered 0..{}: give a root below {devices}",
+                                devices - 1
+                            )));
+                        }
+                    }
+                    for &timing in &o.timings {
+                        let c = CaseParams {
+                            workload: w,
+                            dtype,
+                            op: *op,
+                            root: *root,
+                            timing,
+                            ..base.clone()
+                        };
+                        if w.is_collective() {
+                            expand_collective(o, c, devices, &mut cases)?;
+                        } else {
+                            for s in &o.shapes {
+                                cases.push(CaseParams {
+                                    shape: Some(*s),
+                                    scaling: Some(o.scaling),
+                                    batch: (w == Workload::BatchMatmul).then_some(o.batch),
+                                    collect: (w == Workload::BatchMatmul).then_some(o.collect),
+                                    threads_per_device: (shape.backend == BackendKind::Cpu)
+                                        .then_some(o.threads_per_device),
+                                    ..c.clone()
+                                });
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    Ok(cases)
+}
+
+fn expand_collective(
+    o: &RunOptions,
+    c: CaseParams,
+    devices: u32,
+    out: &mut Vec<CaseParams>,
+) -> Result<()> {
+    // MPI_Bcast exists only in place; the CPU backend measures that one form.
+    let places: Vec<bool> =
+        if c.workload == crate::params::Workload::Broadcast && c.backend == BackendKind::Cpu {
+            vec![true]
+        } else {
+            o.in_place.clone()
+        };
+    for &bytes in &o.sizes_bytes {
+        match counts(c.workload, bytes, c.dtype, devices) {
+            Err(e @ CountError::NotDivisible { .. }) | Err(e @ CountError::TooLarge { .. }) => {
+                return Err(Error::input(format!(
+                    "--sizes {}: {e}",
+                    format_bytes(bytes)
+                )));
+            }
+            // Too small for this many devices: recorded as skipped, with the reason.
+            Ok(_) | Err(CountError::TooSmall { .. }) => {}
+        }
+        for &ip in &places {
+            out.push(CaseParams {
+                requested_bytes: Some(bytes),
+                in_place: Some(ip),
+                ..c.clone()
+            });
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::{Cli, Command};
+    use crate::params::{Binding, Placement, Topology};
+    use clap::Parser;
+
+    fn opts(args: &[&str]) -> Result<RunOptions> {
+        let mut full = vec!["scalebench", "run"];
+        full.extend(args);
+        let Command::Run(a) = Cli::try_parse_from(full).unwrap().command;
+        RunOptions::from_args(&a)
+    }
+
+    fn shape(devices: u32) -> LaunchShape {
+        LaunchShape {
+            backend: BackendKind::Cpu,
+            topology: Topology::Pure,
+            nodes: 1,
+            devices_per_node: devices,
+            binding: Binding::None,
+            placement: Placement::Fill,
+        }
+    }
+
+    #[test]
+    fn product_is_complete_and_ordered() {
+        let o = opts(&[
+            "-w",
+            "allreduce,reduce,broadcast",
+            "--sizes",
+            "8,16",
+            "--op",
+            "sum,max",
+            "--root",
+            "0,1",
+        ])
+        .unwrap();
+        let cases = expand(&o, shape(2)).unwrap();
+        // allreduce: 2 ops × 2 sizes × 2 places; reduce: 2 ops × 2 roots × 2 × 2; broadcast: 2 roots × 2 sizes × in-place only
+        assert_eq!(cases.len(), 8 + 16 + 4);
+        assert_eq!(cases[0].in_place, Some(false));
+        assert_eq!(cases[1].in_place, Some(true));
+        assert_eq!(cases[0].requested_bytes, cases[1].requested_bytes);
+        let ids: std::collections::HashSet<String> = cases.iter().map(|c| c.id()).collect();
+        assert_eq!(ids.len(), cases.len(), "ids are unique");
+        assert!(cases
+            .iter()
+            .filter(|c| c.workload == Workload::Broadcast)
+            .all(|c| c.op.is_none() && c.in_place == Some(true)));
+    }
+
+    #[test]
+    fn matmul_cases_carry_their_shape() {
+        let o = opts(&[
+            "-w",
+            "matmul,batch_matmul",
+            "--dims",
+            "64,32x16x8",
+            "--scaling",
+            "strong",
+        ])
+        .unwrap();
+        let cases = expand(&o, shape(2)).unwrap();
+        assert_eq!(cases.len(), 4);
+        assert!(cases
+            .iter()
+            .all(|c| c.scaling == Some(Scaling::Strong) && c.in_place.is_none()));
+        assert_eq!(cases[2].batch, Some(4));
+    }
+
+    #[test]
+    fn input_errors_name_the_option() {
+        let e = expand(&opts(&["--sizes", "6"]).unwrap(), shape(2)).unwrap_err();
+        assert!(
+            e.to_string().starts_with("--sizes 6B:") && e.to_string().contains("multiple of 4"),
+            "{e}"
+        );
+        let e = expand(&opts(&["-w", "reduce", "--root", "2"]).unwrap(), shape(2)).unwrap_err();
+        assert!(e.to_string().contains("--root 2"), "{e}");
+        assert!(opts(&["--iters", "0"]).is_err());
+        assert!(opts(&["--time-budget", "-1"]).is_err());
+        assert!(opts(&["--fault", "boom"]).is_err());
+        // too small for the device count is not an input error (the case is skipped)
+        assert_eq!(
+            expand(
+                &opts(&["-w", "allgather", "--sizes", "8"]).unwrap(),
+                shape(4)
+            )
+            .unwrap()
+            .len(),
+            2
+        );
+    }
+}

@@ -1,0 +1,3 @@
+//! What people read: the live console table, and reports built from results files.
+
+pub mod console;

@@ -1,0 +1,348 @@
+//! Reading and writing results without ever losing a finished measurement.
+//!
+//! - The journal (`journal.jsonl`) gets one JSON line per finished case or launch, flushed and
+//!   synced as it happens; a crash loses at most the line being written (a torn last line is
+//!   skipped with a warning when read back).
+//! - `results.json` is always replaced atomically (write a temporary file in the same directory,
+//!   sync, rename), so readers see the old file or the new one, never half of one.
+
+use super::schema::{
+    CaseResult, Generator, LaunchRecord, ResultsFile, RunInfo, FORMAT_VERSION, METRICS_VERSION,
+    READABLE_VERSIONS,
+};
+use serde::{Deserialize, Serialize};
+use std::fs::{self, File, OpenOptions};
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+
+/// File names inside a run directory.
+pub const RESULTS_FILE: &str = "results.json";
+pub const JOURNAL_FILE: &str = "journal.jsonl";
+
+/// Errors reading or writing results. Each names the file and says what to do.
+#[derive(Debug, thiserror::Error)]
+pub enum ResultsError {
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(
+        "{path}: no such file or directory: give a results.json or a run directory that holds one"
+    )]
+    Missing { path: PathBuf },
+    #[error("{path}:{line}:{column}: not a scalebench results file: {msg}")]
+    Parse {
+        path: PathBuf,
+        line: usize,
+        column: usize,
+        msg: String,
+    },
+    #[error("{path}: format_version {found} cannot be read by scalebench {ours}, which reads versions {readable:?}: use a scalebench that writes version {found}")]
+    Version {
+        path: PathBuf,
+        found: u64,
+        ours: &'static str,
+        readable: &'static [u32],
+    },
+    #[error("{path}: the file is empty (was the run killed before it wrote anything?): rerun, or `scalebench collect` its run directory")]
+    Empty { path: PathBuf },
+}
+
+impl ResultsError {
+    fn io(path: &Path, source: std::io::Error) -> Self {
+        if source.kind() == std::io::ErrorKind::NotFound {
+            ResultsError::Missing {
+                path: path.to_path_buf(),
+            }
+        } else {
+            ResultsError::Io {
+                path: path.to_path_buf(),
+                source,
+            }
+        }
+    }
+}
+
+/// The generator block for files written by this build.
+pub fn this_generator() -> Generator {
+    Generator {
+        name: "scalebench".to_string(),
+        version: env!("CARGO_PKG_VERSION").to_string(),
+        git_sha: option_env!("SCALEBENCH_GIT_SHA")
+            .filter(|s| !s.is_empty())
+            .map(str::to_string),
+    }
+}
+
+/// Assembles a results file in the current format.
+pub fn new_results(
+    run: RunInfo,
+    launches: Vec<LaunchRecord>,
+    cases: Vec<CaseResult>,
+) -> ResultsFile {
+    ResultsFile {
+        format_version: FORMAT_VERSION,
+        metrics_version: METRICS_VERSION,
+        generator: this_generator(),
+        run,
+        launches,
+        cases,
+    }
+}
+
+/// Writes `bytes` to `path` atomically: a temporary sibling, synced, then renamed over `path`.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), ResultsError> {
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    fs::create_dir_all(dir).map_err(|e| ResultsError::io(dir, e))?;
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("out");
+    let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
+    let write = || -> std::io::Result<()> {
+        let mut f = File::create(&tmp)?;
+        f.write_all(bytes)?;
+        f.sync_all()?;
+        fs::rename(&tmp, path)?;
+        // Sync the directory so the rename itself survives a crash.
+        if let Ok(d) = File::open(dir) {
+            let _ = d.sync_all();
+        }
+        Ok(())
+    };
+    write().map_err(|e| {
+        let _ = fs::remove_file(&tmp);
+        ResultsError::io(path, e)
+    })
+}
+
+/// Writes a results file atomically as pretty JSON.
+pub fn write_results(path: &Path, results: &ResultsFile) -> Result<(), ResultsError> {
+    let mut bytes = serde_json::to_vec_pretty(results).map_err(|e| ResultsError::Io {
+        path: path.to_path_buf(),
+        source: std::io::Error::other(e),
+    })?;
+    bytes.push(b'\n');
+    write_atomic(path, &bytes)
+}
+
+/// One line of the journal.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum JournalRecord {
+    /// Written first: what the run is.
+    Run(RunInfo),
+    /// A launch started or ended (the last record for a launch id wins).
+    Launch(LaunchRecord),
+    /// A case finished (the last record for a case id wins).
+    Case(CaseResult),
+}
+
+/// Append-only journal of finished work.
+pub struct Journal {
+    file: File,
+    path: PathBuf,
+}
+
+impl Journal {
+    /// Opens (creating if needed) the journal at `path` for appending.
+    pub fn open(path: &Path) -> Result<Self, ResultsError> {
+        if let Some(dir) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            fs::create_dir_all(dir).map_err(|e| ResultsError::io(dir, e))?;
+        }
+        let file = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .map_err(|e| ResultsError::io(path, e))?;
+        Ok(Journal {
+            file,
+            path: path.to_path_buf(),
+        })
+    }
+
+    /// Appends one record as a single line and syncs it to disk.
+    pub fn append(&mut self, rec: &JournalRecord) -> Result<(), ResultsError> {
+        let mut line = serde_json::to_vec(rec).map_err(|e| ResultsError::Io {
+            path: self.path.clone(),
+            source: std::io::Error::other(e),
+        })?;
+        line.push(b'\n');
+        // One write call per line: with O_APPEND, lines from one writer never interleave.
+        self.file
+            .write_all(&line)
+            .and_then(|_| self.file.sync_data())
+            .map_err(|e| ResultsError::io(&self.path, e))
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+/// What a journal holds, with the problems met while reading it.
+#[derive(Debug, Default)]
+pub struct JournalContents {
+    pub run: Option<RunInfo>,
+    /// Latest record per launch id, in first-seen order.
+    pub launches: Vec<LaunchRecord>,
+    /// Latest record per case id, in first-seen order.
+    pub cases: Vec<CaseResult>,
+    /// Lines that could not be read (e.g. the torn last line of a killed run).
+    pub warnings: Vec<String>,
+}
+
+/// Reads a journal. A malformed line is skipped with a warning naming it, since a killed
+/// writer can leave a partial last line; every complete line is kept.
+pub fn read_journal(path: &Path) -> Result<JournalContents, ResultsError> {
+    let f = File::open(path).map_err(|e| ResultsError::io(path, e))?;
+    let mut out = JournalContents::default();
+    for (i, line) in BufReader::new(f).lines().enumerate() {
+        let line = line.map_err(|e| ResultsError::io(path, e))?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        match serde_json::from_str::<JournalRecord>(&line) {
+            Ok(JournalRecord::Run(r)) => out.run = Some(r),
+            Ok(JournalRecord::Launch(l)) => upsert(&mut out.launches, l, |x| &x.launch_id),
+            Ok(JournalRecord::Case(c)) => upsert(&mut out.cases, c, |x| &x.id),
+            Err(e) => out.warnings.push(format!(
+                "{}:{}: skipped an unreadable journal line ({e})",
+                path.display(),
+                i + 1
+            )),
+        }
+    }
+    Ok(out)
+}
+
+/// Replaces the element with the same key, or appends.
+pub fn upsert<T>(v: &mut Vec<T>, item: T, key: impl Fn(&T) -> &String) {
+    match v.iter().position(|x| key(x) == key(&item)) {
+        Some(i) => v[i] = item,
+        None => v.push(item),
+    }
+}
+
+/// Reads a results file, or the `results.json` inside a run directory. Checks the format
+/// version before anything else so a newer file gets a clear message, not a field error.
+pub fn read_results(path: &Path) -> Result<ResultsFile, ResultsError> {
+    let file = if path.is_dir() {
+        path.join(RESULTS_FILE)
+    } else {
+        path.to_path_buf()
+    };
+    let text = fs::read_to_string(&file).map_err(|e| ResultsError::io(&file, e))?;
+    parse_results(&file, &text)
+}
+
+/// Parses results text; `path` is only used in messages.
+pub fn parse_results(path: &Path, text: &str) -> Result<ResultsFile, ResultsError> {
+    if text.trim().is_empty() {
+        return Err(ResultsError::Empty {
+            path: path.to_path_buf(),
+        });
+    }
+    let parse_err = |e: serde_json::Error| ResultsError::Parse {
+        path: path.to_path_buf(),
+        line: e.line(),
+        column: e.column(),
+        msg: e.to_string(),
+    };
+    let value: serde_json::Value = serde_json::from_str(text).map_err(parse_err)?;
+    let version = value
+        .get("format_version")
+        .and_then(|v| v.as_u64())
+        .ok_or_else(|| ResultsError::Parse {
+            path: path.to_path_buf(),
+            line: 1,
+            column: 1,
+            msg: "no numeric `format_version` at the top level".to_string(),
+        })?;
+    if !READABLE_VERSIONS.iter().any(|v| u64::from(*v) == version) {
+        return Err(ResultsError::Version {
+            path: path.to_path_buf(),
+            found: version,
+            ours: env!("CARGO_PKG_VERSION"),
+            readable: READABLE_VERSIONS,
+        });
+    }
+    // Parse the text again (not the Value) so errors carry line and column.
+    serde_json::from_str(text).map_err(parse_err)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tmpdir(tag: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("scalebench-io-{tag}-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&d);
+        fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    fn run_info() -> RunInfo {
+        RunInfo {
+            run_id: "r1".into(),
+            started_unix_s: 1.0,
+            written_unix_s: 2.0,
+            command_line: vec!["scalebench".into()],
+            emulated_nodes: false,
+            labels: Default::default(),
+        }
+    }
+
+    #[test]
+    fn atomic_write_replaces_whole_file() {
+        let d = tmpdir("atomic");
+        let p = d.join("x.json");
+        write_atomic(&p, b"first").unwrap();
+        write_atomic(&p, b"second").unwrap();
+        assert_eq!(fs::read(&p).unwrap(), b"second");
+        // no temporary files left behind
+        assert_eq!(fs::read_dir(&d).unwrap().count(), 1);
+    }
+
+    #[test]
+    fn journal_survives_a_torn_last_line() {
+        let d = tmpdir("journal");
+        let p = d.join(JOURNAL_FILE);
+        let mut j = Journal::open(&p).unwrap();
+        j.append(&JournalRecord::Run(run_info())).unwrap();
+        drop(j);
+        // a writer killed mid-line
+        let mut f = OpenOptions::new().append(true).open(&p).unwrap();
+        f.write_all(b"{\"type\":\"case\",\"id\":\"ab").unwrap();
+        let c = read_journal(&p).unwrap();
+        assert_eq!(c.run.unwrap().run_id, "r1");
+        assert_eq!(c.warnings.len(), 1);
+        assert!(c.warnings[0].contains(":2:"), "{:?}", c.warnings);
+    }
+
+    #[test]
+    fn version_and_parse_errors_name_the_file() {
+        let p = Path::new("some/results.json");
+        let e = parse_results(p, "{\"format_version\": 99}").unwrap_err();
+        assert!(matches!(e, ResultsError::Version { found: 99, .. }));
+        assert!(e.to_string().contains("some/results.json"));
+        let e = parse_results(p, "{\"format_version\": 1, \"cases\": [").unwrap_err();
+        assert!(matches!(e, ResultsError::Parse { .. }), "{e}");
+        let e = parse_results(p, "   ").unwrap_err();
+        assert!(matches!(e, ResultsError::Empty { .. }));
+        let e = parse_results(p, "[1,2]").unwrap_err();
+        assert!(e.to_string().contains("format_version"), "{e}");
+        let e = read_results(Path::new("/nonexistent/dir/results.json")).unwrap_err();
+        assert!(matches!(e, ResultsError::Missing { .. }));
+    }
+
+    #[test]
+    fn results_round_trip() {
+        let d = tmpdir("roundtrip");
+        let r = new_results(run_info(), vec![], vec![]);
+        write_results(&d.join(RESULTS_FILE), &r).unwrap();
+        assert_eq!(read_results(&d).unwrap(), r);
+    }
+}

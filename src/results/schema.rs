@@ -1,0 +1,358 @@
+//! The results format (`results.json`): a versioned contract read by `report`, `compare` and
+//! other tools. Units are in field names (`_s` seconds, `_bytes`, `_gbps` = 1e9 bytes/s,
+//! `gflops` = 1e9 floating-point operations/s).
+//!
+//! Compatibility: readers accept every `format_version` in [`READABLE_VERSIONS`]; a field added
+//! later must be optional (`#[serde(default)]`) so older files stay readable.
+
+use crate::params::{CaseParams, LaunchShape, Timing};
+use crate::stats::Summary;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// The version this build writes.
+pub const FORMAT_VERSION: u32 = 1;
+/// The versions this build reads.
+pub const READABLE_VERSIONS: &[u32] = &[1];
+/// Version of the metric definitions (time, algbw, busbw, gflops) documented in README.
+/// Files with different definitions are not comparable.
+pub const METRICS_VERSION: u32 = 1;
+
+/// A whole results file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ResultsFile {
+    /// Format version of this file (see [`FORMAT_VERSION`]).
+    pub format_version: u32,
+    /// Version of the metric definitions (see [`METRICS_VERSION`]).
+    pub metrics_version: u32,
+    /// The program that wrote the file.
+    pub generator: Generator,
+    /// What produced the file and when.
+    pub run: RunInfo,
+    /// One record per `mpirun`/`srun` launch that contributed cases.
+    pub launches: Vec<LaunchRecord>,
+    /// One record per measured (or failed, skipped) case.
+    pub cases: Vec<CaseResult>,
+}
+
+/// The program that wrote a file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Generator {
+    /// Always `scalebench`.
+    pub name: String,
+    /// Crate version.
+    pub version: String,
+    /// Git commit the binary was built from (with `-dirty` for uncommitted changes), if known.
+    #[serde(default)]
+    pub git_sha: Option<String>,
+}
+
+/// What produced the file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunInfo {
+    /// Unique id of the run (UTC timestamp and a random suffix).
+    pub run_id: String,
+    /// When the run started, seconds since the Unix epoch.
+    pub started_unix_s: f64,
+    /// When the file was last written, seconds since the Unix epoch.
+    pub written_unix_s: f64,
+    /// Command line of the process that wrote the file.
+    pub command_line: Vec<String>,
+    /// True if any launch ran on nodes emulated on one machine (not real separate hosts).
+    pub emulated_nodes: bool,
+    /// Free-form labels (from a sweep spec), e.g. `{"cluster": "mahti"}`.
+    #[serde(default)]
+    pub labels: BTreeMap<String, String>,
+}
+
+/// How a launch ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LaunchStatus {
+    /// Every rank finished and reported.
+    Ok,
+    /// The launcher exited non-zero (cases that finished before are kept).
+    Failed,
+    /// Killed after its time limit.
+    Timeout,
+    /// Still running, or killed without a trace (the writer never saw its end).
+    Incomplete,
+}
+
+/// One `mpirun`/`srun` launch.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LaunchRecord {
+    /// Id of the launch: its shape id, plus `-aN` for the Nth retry.
+    pub launch_id: String,
+    /// The allocation shape all its cases share.
+    pub shape: LaunchShape,
+    pub status: LaunchStatus,
+    /// The launcher that started the ranks (`mpirun`, `srun`, `direct` for one rank).
+    pub launcher: String,
+    /// Command line of the launch.
+    pub command_line: Vec<String>,
+    /// Start, seconds since the Unix epoch.
+    pub started_unix_s: f64,
+    /// End, seconds since the Unix epoch, if the launch ended.
+    #[serde(default)]
+    pub finished_unix_s: Option<f64>,
+    /// Wall time of the launch as the caller saw it, seconds (start-up included).
+    #[serde(default)]
+    pub wall_s: Option<f64>,
+    /// Start-up and tear-down overhead: wall time minus the sum of its cases' times, seconds.
+    #[serde(default)]
+    pub overhead_s: Option<f64>,
+    /// Last lines of the launch's standard error, for failed launches.
+    #[serde(default)]
+    pub stderr_tail: Option<String>,
+    /// Where and how the ranks ran; absent if the launch died before reporting.
+    #[serde(default)]
+    pub provenance: Option<Provenance>,
+}
+
+/// Where and how a launch's ranks ran.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Provenance {
+    /// MPI processes (the world size the job actually got).
+    pub world_size: u32,
+    /// Devices taking part (ranks × devices per rank).
+    pub devices: u32,
+    /// Distinct nodes.
+    pub nodes: u32,
+    /// True if nodes are groups of ranks on one host, not separate machines.
+    pub emulated_nodes: bool,
+    /// How nodes were told apart: `emulated`, `slurm` (SLURM_NODEID) or `hostname`.
+    pub node_source: String,
+    /// The MPI library's version string (`MPI_Get_library_version`).
+    #[serde(default)]
+    pub mpi_library: Option<String>,
+    /// The MPI standard version, e.g. `3.1`.
+    #[serde(default)]
+    pub mpi_standard: Option<String>,
+    /// The clock used for timing.
+    pub timer: TimerInfo,
+    /// The backend and its devices.
+    pub backend: BackendInfo,
+    /// Every rank: host, node, pid, CPU affinity in force, devices.
+    pub ranks: Vec<RankInfo>,
+    /// Every distinct host: CPU model, cores, memory.
+    pub hosts: Vec<HostInfo>,
+    /// Environment variables that shape performance (OMPI_*, SLURM_*, UCX_*, NCCL_*, ...).
+    #[serde(default)]
+    pub environment: BTreeMap<String, String>,
+    /// Problems noticed with the set-up (e.g. affinity differs from the requested binding).
+    #[serde(default)]
+    pub warnings: Vec<String>,
+}
+
+/// The clock behind every time in the file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TimerInfo {
+    /// E.g. `clock_gettime(CLOCK_MONOTONIC)` or `cudaEventElapsedTime`.
+    pub source: String,
+    /// Smallest observable difference between two readings, seconds (measured).
+    pub resolution_s: f64,
+}
+
+/// The backend that ran the cases.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BackendInfo {
+    pub kind: crate::params::BackendKind,
+    /// Library versions and settings, e.g. `MPI collectives on host buffers; gemm 0.19 (AVX-512)`.
+    pub detail: String,
+}
+
+/// One MPI process.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RankInfo {
+    /// MPI rank in the world communicator.
+    pub rank: u32,
+    /// Host name as the operating system reports it.
+    pub host: String,
+    /// Node index (0-based) this rank belongs to.
+    pub node: u32,
+    /// Node name (SLURMD_NODENAME under Slurm, the host name, or `enode<N>` when emulated).
+    pub node_name: String,
+    /// Rank among the ranks of its node.
+    pub local_rank: u32,
+    pub pid: u32,
+    /// CPUs the process may run on, read back from the OS (Linux cpulist, e.g. `0-3,8`).
+    pub cpus: String,
+    /// The devices this process drives.
+    pub devices: Vec<DeviceBinding>,
+}
+
+/// One device (GPU, or CPU worker on the CPU backend) driven by a rank.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DeviceBinding {
+    /// Global device index (position in allgather order).
+    pub index: u32,
+    /// Device number on its node (the GPU id that fill-up / round-robin rules give).
+    pub local_index: u32,
+    /// CPUs the driving thread may run on, read back from the OS (Linux cpulist).
+    pub cpus: String,
+    /// Device description (GPU name and PCI bus id; `cpu` on the CPU backend).
+    pub name: String,
+}
+
+/// One host.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HostInfo {
+    pub host: String,
+    /// `model name` from /proc/cpuinfo.
+    pub cpu_model: String,
+    /// Logical CPUs online.
+    pub logical_cpus: u32,
+    /// Physical cores (hwloc), if known.
+    #[serde(default)]
+    pub physical_cores: Option<u32>,
+    /// Physical memory, bytes.
+    pub memory_bytes: u64,
+}
+
+/// How a case ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CaseStatus {
+    /// Measured and validated.
+    Ok,
+    /// Measured, but validation found wrong elements (`wrong` > 0).
+    Wrong,
+    /// Could not run (error in `message`).
+    Failed,
+    /// Not applicable to this set-up (reason in `message`), e.g. a size that rounds to 0 elements.
+    Skipped,
+    /// Its launch ran out of time before the case finished.
+    Timeout,
+}
+
+impl CaseStatus {
+    /// Whether `--resume` must run the case again.
+    pub fn needs_rerun(self) -> bool {
+        matches!(
+            self,
+            CaseStatus::Failed | CaseStatus::Timeout | CaseStatus::Wrong
+        )
+    }
+    pub fn name(self) -> &'static str {
+        match self {
+            CaseStatus::Ok => "ok",
+            CaseStatus::Wrong => "wrong",
+            CaseStatus::Failed => "failed",
+            CaseStatus::Skipped => "skipped",
+            CaseStatus::Timeout => "timeout",
+        }
+    }
+}
+
+/// One case's outcome.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CaseResult {
+    /// Stable id: hash of `params` (see `CaseParams::id`).
+    pub id: String,
+    /// The launch the case ran in.
+    pub launch_id: String,
+    pub params: CaseParams,
+    pub status: CaseStatus,
+    /// Why a case failed, was skipped or timed out.
+    #[serde(default)]
+    pub message: Option<String>,
+    /// Seconds since the Unix epoch.
+    pub started_unix_s: f64,
+    /// Seconds since the Unix epoch.
+    pub finished_unix_s: f64,
+    /// Devices taking part (n in the bandwidth factors).
+    pub devices: u32,
+    /// MPI processes taking part.
+    pub ranks: u32,
+    /// Bytes of one element.
+    pub element_bytes: u64,
+    /// Collectives: S in algbw = S / time, following nccl-tests (the buffer for allreduce,
+    /// broadcast and reduce; the total output for allgather; the total input for
+    /// reduce_scatter; each rank's total send for alltoall), after rounding.
+    #[serde(default)]
+    pub bytes: Option<u64>,
+    /// Collectives: elements in each device's send buffer.
+    #[serde(default)]
+    pub send_count: Option<u64>,
+    /// Collectives: elements in each device's receive buffer.
+    #[serde(default)]
+    pub recv_count: Option<u64>,
+    /// Elements found wrong by validation, summed over devices and check iterations.
+    pub wrong: u64,
+    /// Validated iterations (`--check`).
+    pub check_iters: u32,
+    /// Relative tolerance used by validation (0 = exact).
+    pub tolerance: f64,
+    /// Timing of the operation (absent when the case did not run).
+    #[serde(default)]
+    pub timing: Option<TimingResult>,
+    /// Algorithm bandwidth S / time_s, GB/s (1e9 bytes/s).
+    #[serde(default)]
+    pub algbw_gbps: Option<f64>,
+    /// Bus bandwidth algbw × busbw_factor, GB/s: nccl-tests' normalisation to a flat ring's
+    /// per-link traffic; not a physical link measurement.
+    #[serde(default)]
+    pub busbw_gbps: Option<f64>,
+    /// The factor used: 2(n−1)/n allreduce, (n−1)/n allgather/reduce_scatter/alltoall, 1 broadcast/reduce.
+    #[serde(default)]
+    pub busbw_factor: Option<f64>,
+    /// GEMM rate per device: FLOP of one device's work / time_s / 1e9.
+    #[serde(default)]
+    pub gflops: Option<f64>,
+    /// GEMM rate of all devices together, 1e9 FLOP/s.
+    #[serde(default)]
+    pub gflops_total: Option<f64>,
+    /// batch_matmul phases (scatter, compute, gather), each timed per iteration.
+    #[serde(default)]
+    pub phases: Vec<PhaseResult>,
+}
+
+/// Timing of one case.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TimingResult {
+    pub mode: Timing,
+    /// Untimed iterations before measuring.
+    pub warmup_iters: u32,
+    /// Timed operations per rank.
+    pub iters: u32,
+    /// Pipelined: batches the iterations were split into (one sample each). Isolated: = iters.
+    pub batches: u32,
+    /// Headline time of one operation, seconds: the mean over ranks of each rank's mean
+    /// (nccl-tests `-a 1`, OSU's average latency).
+    pub time_s: f64,
+    /// How `time_s` combines ranks: always `mean_of_rank_means` in this version.
+    pub cross_rank: String,
+    /// Spread of the per-rank means, seconds.
+    pub rank_mean_s: RankSpread,
+    /// Each rank's mean time per operation, seconds, indexed by rank.
+    pub per_rank_mean_s: Vec<f64>,
+    /// What one sample is: `iteration_max_over_ranks` (isolated: one call, slowest rank) or
+    /// `batch_mean_max_over_ranks` (pipelined: a batch's time per op, slowest rank).
+    pub sample_kind: String,
+    /// The raw samples, seconds per operation, in measurement order.
+    pub samples_s: Vec<f64>,
+    /// Summary of `samples_s`, seconds.
+    pub stats_s: Summary,
+}
+
+/// Min, mean and max over ranks, with the ranks that hold the extremes.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct RankSpread {
+    pub min: f64,
+    pub mean: f64,
+    pub max: f64,
+    pub min_rank: u32,
+    pub max_rank: u32,
+}
+
+/// One phase of a multi-phase workload.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PhaseResult {
+    /// `scatter`, `compute` or `gather` (or `reduce`).
+    pub name: String,
+    /// Mean over ranks of each rank's mean phase time, seconds.
+    pub time_s: f64,
+    /// Per-iteration phase times (slowest rank), seconds.
+    pub stats_s: Summary,
+}

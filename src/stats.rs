@@ -1,0 +1,164 @@
+//! Descriptive statistics as pure functions over `&[f64]`.
+//!
+//! A leaf module: no I/O, nothing else of the crate. Invariants: inputs may be in any order;
+//! non-finite values are the caller's bug (debug-asserted); an empty input gives `None`.
+//! Quantiles interpolate linearly between order statistics (R's type 7, numpy's default).
+
+use serde::{Deserialize, Serialize};
+
+/// Summary of a sample set. All values in the samples' unit.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Summary {
+    /// Number of samples.
+    pub n: usize,
+    pub min: f64,
+    pub median: f64,
+    pub mean: f64,
+    pub max: f64,
+    /// 99th percentile (type-7 interpolation).
+    pub p99: f64,
+    /// Sample standard deviation (n − 1 denominator; 0 for one sample).
+    pub stddev: f64,
+    /// Coefficient of variation: stddev / mean (0 when the mean is 0).
+    pub cv: f64,
+}
+
+/// Summarises `samples`; `None` if empty.
+pub fn summarize(samples: &[f64]) -> Option<Summary> {
+    if samples.is_empty() {
+        return None;
+    }
+    debug_assert!(samples.iter().all(|x| x.is_finite()));
+    let mut sorted = samples.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let m = mean(samples)?;
+    let sd = stddev(samples)?;
+    Some(Summary {
+        n: samples.len(),
+        min: sorted[0],
+        median: quantile_sorted(&sorted, 0.5),
+        mean: m,
+        max: sorted[sorted.len() - 1],
+        p99: quantile_sorted(&sorted, 0.99),
+        stddev: sd,
+        cv: if m != 0.0 { sd / m.abs() } else { 0.0 },
+    })
+}
+
+/// Arithmetic mean; `None` if empty.
+pub fn mean(xs: &[f64]) -> Option<f64> {
+    if xs.is_empty() {
+        None
+    } else {
+        Some(xs.iter().sum::<f64>() / xs.len() as f64)
+    }
+}
+
+/// Sample standard deviation (n − 1); 0 for a single value; `None` if empty.
+pub fn stddev(xs: &[f64]) -> Option<f64> {
+    let m = mean(xs)?;
+    if xs.len() < 2 {
+        return Some(0.0);
+    }
+    let ss: f64 = xs.iter().map(|x| (x - m) * (x - m)).sum();
+    Some((ss / (xs.len() - 1) as f64).sqrt())
+}
+
+/// Median; `None` if empty.
+pub fn median(xs: &[f64]) -> Option<f64> {
+    quantile(xs, 0.5)
+}
+
+/// The q-quantile (0 ≤ q ≤ 1, clamped) with linear interpolation; `None` if empty.
+pub fn quantile(xs: &[f64], q: f64) -> Option<f64> {
+    if xs.is_empty() {
+        return None;
+    }
+    let mut sorted = xs.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    Some(quantile_sorted(&sorted, q))
+}
+
+/// The q-quantile of already sorted data. Panics on empty input (callers check).
+pub fn quantile_sorted(sorted: &[f64], q: f64) -> f64 {
+    let q = q.clamp(0.0, 1.0);
+    let h = (sorted.len() - 1) as f64 * q;
+    let lo = h.floor() as usize;
+    let hi = h.ceil() as usize;
+    sorted[lo] + (h - lo as f64) * (sorted[hi] - sorted[lo])
+}
+
+/// Minimum, maximum and the index of each (first occurrence); `None` if empty.
+pub fn argmin_argmax(xs: &[f64]) -> Option<(usize, usize)> {
+    if xs.is_empty() {
+        return None;
+    }
+    let mut lo = 0;
+    let mut hi = 0;
+    for (i, x) in xs.iter().enumerate() {
+        if *x < xs[lo] {
+            lo = i;
+        }
+        if *x > xs[hi] {
+            hi = i;
+        }
+    }
+    Some((lo, hi))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn known_values() {
+        let s = summarize(&[4.0, 1.0, 3.0, 2.0]).unwrap();
+        assert_eq!(s.n, 4);
+        assert_eq!(s.min, 1.0);
+        assert_eq!(s.max, 4.0);
+        assert_eq!(s.median, 2.5);
+        assert_eq!(s.mean, 2.5);
+        assert!((s.stddev - 1.290_994_448_735_805_6).abs() < 1e-12);
+        assert!((s.p99 - 3.97).abs() < 1e-12);
+        assert!((s.cv - s.stddev / 2.5).abs() < 1e-15);
+    }
+
+    #[test]
+    fn edge_cases() {
+        assert!(summarize(&[]).is_none());
+        let one = summarize(&[7.0]).unwrap();
+        assert_eq!(
+            (one.min, one.median, one.max, one.p99, one.stddev),
+            (7.0, 7.0, 7.0, 7.0, 0.0)
+        );
+        assert_eq!(summarize(&[0.0, 0.0]).unwrap().cv, 0.0);
+        assert_eq!(quantile(&[1.0, 2.0, 3.0], 2.0), Some(3.0));
+        assert_eq!(quantile(&[1.0, 2.0, 3.0], -1.0), Some(1.0));
+        assert_eq!(argmin_argmax(&[3.0, 1.0, 5.0, 1.0]), Some((1, 2)));
+    }
+
+    #[test]
+    fn order_invariant_and_bounded() {
+        // A cheap property check over many deterministic pseudo-random sets.
+        let mut state = 0x1234_5678_u64;
+        for len in 1..60 {
+            let xs: Vec<f64> = (0..len)
+                .map(|_| {
+                    state = state
+                        .wrapping_mul(6364136223846793005)
+                        .wrapping_add(1442695040888963407);
+                    (state >> 11) as f64 / (1u64 << 53) as f64
+                })
+                .collect();
+            let mut rev = xs.clone();
+            rev.reverse();
+            let a = summarize(&xs).unwrap();
+            let b = summarize(&rev).unwrap();
+            assert_eq!(a.median, b.median);
+            assert_eq!(a.p99, b.p99);
+            assert!(a.min <= a.median && a.median <= a.max);
+            assert!(a.min <= a.mean && a.mean <= a.max);
+            assert!(a.median <= a.p99 && a.p99 <= a.max);
+        }
+    }
+}

@@ -1,0 +1,202 @@
+//! The machine: who and where each rank is, CPU affinity, and host facts for provenance.
+
+pub mod affinity;
+pub mod identity;
+
+use crate::results::schema::HostInfo;
+use std::collections::BTreeMap;
+
+/// This host's name as the OS reports it.
+pub fn hostname() -> String {
+    let mut buf = [0u8; 256];
+    // SAFETY: gethostname writes at most buf.len() bytes into buf.
+    let rc = unsafe { libc::gethostname(buf.as_mut_ptr() as *mut libc::c_char, buf.len()) };
+    if rc == 0 {
+        let end = buf.iter().position(|b| *b == 0).unwrap_or(buf.len());
+        String::from_utf8_lossy(&buf[..end]).into_owned()
+    } else {
+        "unknown".to_string()
+    }
+}
+
+/// CPU model, CPU counts and memory of this host (Linux /proc; unknowns are empty or 0).
+pub fn host_info() -> HostInfo {
+    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
+    HostInfo {
+        host: hostname(),
+        cpu_model: cpu_model(&cpuinfo),
+        logical_cpus: std::thread::available_parallelism()
+            .map(|n| n.get() as u32)
+            .unwrap_or(0)
+            .max(online_cpus()),
+        physical_cores: physical_cores(&cpuinfo),
+        memory_bytes: mem_total_bytes(&meminfo),
+    }
+}
+
+fn online_cpus() -> u32 {
+    // SAFETY: sysconf has no memory effects.
+    let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
+    n.max(0) as u32
+}
+
+fn cpu_model(cpuinfo: &str) -> String {
+    cpuinfo
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix("model name")
+                .and_then(|r| r.split_once(':'))
+                .map(|(_, v)| v.trim().to_string())
+        })
+        .unwrap_or_default()
+}
+
+/// Distinct (physical id, core id) pairs.
+fn physical_cores(cpuinfo: &str) -> Option<u32> {
+    let mut pairs = std::collections::BTreeSet::new();
+    let (mut phys, mut core) = (None, None);
+    for line in cpuinfo.lines().chain(std::iter::once("")) {
+        if line.trim().is_empty() {
+            if let (Some(p), Some(c)) = (phys.take(), core.take()) {
+                pairs.insert((p, c));
+            }
+            continue;
+        }
+        if let Some((k, v)) = line.split_once(':') {
+            match k.trim() {
+                "physical id" => phys = v.trim().parse::<u32>().ok(),
+                "core id" => core = v.trim().parse::<u32>().ok(),
+                _ => {}
+            }
+        }
+    }
+    (!pairs.is_empty()).then_some(pairs.len() as u32)
+}
+
+fn mem_total_bytes(meminfo: &str) -> u64 {
+    meminfo
+        .lines()
+        .find_map(|l| l.strip_prefix("MemTotal:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .map_or(0, |kb| kb * 1024)
+}
+
+/// Environment variable prefixes that shape performance and are recorded with results.
+const ENV_PREFIXES: &[&str] = &[
+    "OMPI_",
+    "PMIX_",
+    "PMI_",
+    "SLURM_",
+    "SLURMD_",
+    "UCX_",
+    "NCCL_",
+    "CUDA_",
+    "HWLOC_",
+    "OMP_",
+    "I_MPI_",
+    "MV2_",
+    "FI_",
+    "HSA_",
+    "ROCR_",
+    "SCALEBENCH_",
+    "MPI_",
+];
+/// Launcher internals (session directories, rendezvous URIs, per-rank ids): not settings.
+const ENV_INTERNAL: &[&str] = &[
+    "OMPI_MCA_orte_",
+    "OMPI_MCA_ess",
+    "OMPI_MCA_pmix",
+    "OMPI_MCA_initial_wdir",
+    "OMPI_FILE_LOCATION",
+    "OMPI_ARGV",
+    "OMPI_COMMAND",
+    "OMPI_APP_CTX_",
+    "OMPI_FIRST_RANKS",
+    "OMPI_NUM_APP_CTX",
+    "OMPI_COMM_WORLD_",
+    "OMPI_UNIVERSE_SIZE",
+    "PMIX_",
+    "PMI_FD",
+    "PMI_RANK",
+    "PMI_SIZE",
+    "SLURM_PROCID",
+    "SLURM_LOCALID",
+    "SLURM_TASK_PID",
+    "SLURM_STEP_",
+    "SLURM_SRUN_COMM",
+    "SLURM_LAUNCH_NODE_IPADDR",
+    "SLURM_GTIDS",
+];
+const ENV_EXACT: &[&str] = &[
+    "RANK",
+    "LOCAL_RANK",
+    "WORLD_SIZE",
+    "MASTER_ADDR",
+    "MASTER_PORT",
+    "LD_LIBRARY_PATH",
+];
+
+/// The performance-relevant environment, with anything that looks like a secret redacted.
+pub fn captured_environment(
+    vars: impl Iterator<Item = (String, String)>,
+) -> BTreeMap<String, String> {
+    vars.filter(|(k, _)| {
+        ENV_PREFIXES.iter().any(|p| k.starts_with(p)) || ENV_EXACT.contains(&k.as_str())
+    })
+    .filter(|(k, _)| !ENV_INTERNAL.iter().any(|p| k.starts_with(p)) || k.starts_with("PMIX_MCA_"))
+    .map(|(k, v)| {
+        let upper = k.to_ascii_uppercase();
+        let secret = [
+            "TOKEN",
+            "SECRET",
+            "PASSWORD",
+            "PASSWD",
+            "CREDENTIAL",
+            "_KEY",
+        ]
+        .iter()
+        .any(|s| upper.contains(s));
+        (k, if secret { "<redacted>".to_string() } else { v })
+    })
+    .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_proc_files() {
+        let cpu = "processor\t: 0\nmodel name\t: Test CPU @ 2GHz\nphysical id\t: 0\ncore id\t: 0\n\nprocessor\t: 1\nmodel name\t: Test CPU @ 2GHz\nphysical id\t: 0\ncore id\t: 0\n\nprocessor\t: 2\nphysical id\t: 0\ncore id\t: 1\n";
+        assert_eq!(cpu_model(cpu), "Test CPU @ 2GHz");
+        assert_eq!(physical_cores(cpu), Some(2));
+        assert_eq!(
+            mem_total_bytes("MemTotal:       24576000 kB\nMemFree: 1 kB\n"),
+            24576000 * 1024
+        );
+        let h = host_info();
+        assert!(h.logical_cpus >= 1 && h.memory_bytes > 0 && !h.host.is_empty());
+    }
+
+    #[test]
+    fn environment_is_filtered_and_redacted() {
+        let vars = vec![
+            ("OMPI_MCA_btl".to_string(), "self,tcp".to_string()),
+            (
+                "OMPI_MCA_orte_hnp_uri".to_string(),
+                "tcp://10.0.0.1:1".to_string(),
+            ),
+            ("PMIX_SERVER_URI2".to_string(), "x".to_string()),
+            ("HOME".to_string(), "/root".to_string()),
+            ("SLURM_JOB_ID".to_string(), "7".to_string()),
+            ("NCCL_API_KEY".to_string(), "hunter2".to_string()),
+            ("RANK".to_string(), "0".to_string()),
+        ];
+        let env = captured_environment(vars.into_iter());
+        assert_eq!(env.len(), 4);
+        assert!(!env.contains_key("HOME"));
+        assert_eq!(env["NCCL_API_KEY"], "<redacted>");
+        assert_eq!(env["OMPI_MCA_btl"], "self,tcp");
+    }
+}

@@ -1,0 +1,331 @@
+//! Byte sizes with binary units: parsing (`8B`, `4KiB`, `1M`), size lists and ranges
+//! (`8B:1GiB:x2`, `4KiB,1MiB`), and the one place where sizes are formatted for people.
+//!
+//! Binary suffixes follow nccl-tests (`128M` = 128 × 2^20 bytes). Decimal-looking units such as
+//! `MB` are rejected rather than guessed, because the two readings differ by 5 % at MiB scale.
+
+use std::fmt;
+
+/// A size in bytes. The newtype keeps bytes from being mixed up with element counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Bytes(pub u64);
+
+impl Bytes {
+    pub fn get(self) -> u64 {
+        self.0
+    }
+}
+
+impl fmt::Display for Bytes {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&format_bytes(self.0))
+    }
+}
+
+/// Why a size text could not be read. The message says what was wrong and how to write it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SizeError {
+    #[error(
+        "empty size: write a number of bytes with an optional binary unit, e.g. 8B, 4KiB, 1MiB"
+    )]
+    Empty,
+    #[error("'{0}' is not a size: write a whole number of bytes with an optional binary unit (B, KiB, MiB, GiB, TiB or K, M, G, T), e.g. 4KiB")]
+    Malformed(String),
+    #[error("'{text}' has the unit '{unit}', which is ambiguous: write {suggest} for the binary unit, or the plain number of bytes")]
+    DecimalUnit {
+        text: String,
+        unit: String,
+        suggest: String,
+    },
+    #[error("'{0}' is negative: sizes are whole numbers of bytes ≥ 0")]
+    Negative(String),
+    #[error("'{0}' is too large (more than 2^63 bytes)")]
+    TooLarge(String),
+    #[error("range '{0}' is malformed: write START:END:STEP with STEP as xF (multiply, F ≥ 2) or +SIZE (add), e.g. 8B:1GiB:x2 or 1MiB:8MiB:+1MiB")]
+    BadRange(String),
+    #[error("range '{text}' is empty: its start ({start}) is larger than its end ({end})")]
+    EmptyRange {
+        text: String,
+        start: String,
+        end: String,
+    },
+    #[error("range '{0}' expands to more than {1} sizes: use a larger step")]
+    RangeTooLong(String, usize),
+}
+
+const UNITS: &[(&str, u64)] = &[
+    ("", 1),
+    ("B", 1),
+    ("K", 1 << 10),
+    ("KiB", 1 << 10),
+    ("M", 1 << 20),
+    ("MiB", 1 << 20),
+    ("G", 1 << 30),
+    ("GiB", 1 << 30),
+    ("T", 1 << 40),
+    ("TiB", 1 << 40),
+];
+
+/// The most sizes a range may expand to; a guard against `1B:1TiB:+1B`.
+pub const MAX_RANGE_LEN: usize = 100_000;
+
+/// Parses one size such as `8`, `8B`, `4KiB`, `1M`.
+pub fn parse_bytes(text: &str) -> Result<Bytes, SizeError> {
+    let t = text.trim();
+    if t.is_empty() {
+        return Err(SizeError::Empty);
+    }
+    if t.starts_with('-') {
+        return Err(SizeError::Negative(t.to_string()));
+    }
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (digits, unit) = t.split_at(split);
+    if digits.is_empty() {
+        return Err(SizeError::Malformed(t.to_string()));
+    }
+    let unit = unit.trim();
+    let mult = match UNITS.iter().find(|(u, _)| *u == unit) {
+        Some((_, m)) => *m,
+        None => {
+            let lower = unit.to_ascii_lowercase();
+            let suggest = match lower.as_str() {
+                "kb" => Some("KiB"),
+                "mb" => Some("MiB"),
+                "gb" => Some("GiB"),
+                "tb" => Some("TiB"),
+                _ => None,
+            };
+            return Err(match suggest {
+                Some(s) => SizeError::DecimalUnit {
+                    text: t.to_string(),
+                    unit: unit.to_string(),
+                    suggest: s.to_string(),
+                },
+                None => SizeError::Malformed(t.to_string()),
+            });
+        }
+    };
+    let n: u64 = digits
+        .parse()
+        .map_err(|_| SizeError::TooLarge(t.to_string()))?;
+    let v = n
+        .checked_mul(mult)
+        .filter(|v| *v <= i64::MAX as u64)
+        .ok_or_else(|| SizeError::TooLarge(t.to_string()))?;
+    Ok(Bytes(v))
+}
+
+/// Parses a size list: comma-separated items, each a size or a range `START:END:STEP`.
+/// The result keeps the written order and drops exact duplicates.
+pub fn parse_size_list(text: &str) -> Result<Vec<Bytes>, SizeError> {
+    let mut out: Vec<Bytes> = Vec::new();
+    for item in text.split(',') {
+        let item = item.trim();
+        if item.is_empty() {
+            return Err(SizeError::Empty);
+        }
+        let sizes = if item.contains(':') {
+            parse_range(item)?
+        } else {
+            vec![parse_bytes(item)?]
+        };
+        for s in sizes {
+            if !out.contains(&s) {
+                out.push(s);
+            }
+        }
+        if out.len() > MAX_RANGE_LEN {
+            return Err(SizeError::RangeTooLong(text.to_string(), MAX_RANGE_LEN));
+        }
+    }
+    Ok(out)
+}
+
+fn parse_range(text: &str) -> Result<Vec<Bytes>, SizeError> {
+    let parts: Vec<&str> = text.split(':').collect();
+    if parts.len() != 3 {
+        return Err(SizeError::BadRange(text.to_string()));
+    }
+    let start = parse_bytes(parts[0])?;
+    let end = parse_bytes(parts[1])?;
+    if start > end {
+        return Err(SizeError::EmptyRange {
+            text: text.to_string(),
+            start: start.to_string(),
+            end: end.to_string(),
+        });
+    }
+    let step = parts[2].trim();
+    let mut out = Vec::new();
+    if let Some(f) = step.strip_prefix('x').or_else(|| step.strip_prefix('*')) {
+        let factor: u64 = f
+            .trim()
+            .parse()
+            .map_err(|_| SizeError::BadRange(text.to_string()))?;
+        if factor < 2 || start.0 == 0 {
+            return Err(SizeError::BadRange(text.to_string()));
+        }
+        let mut v = start.0;
+        while v <= end.0 {
+            out.push(Bytes(v));
+            if out.len() > MAX_RANGE_LEN {
+                return Err(SizeError::RangeTooLong(text.to_string(), MAX_RANGE_LEN));
+            }
+            v = match v.checked_mul(factor) {
+                Some(n) => n,
+                None => break,
+            };
+        }
+    } else if let Some(a) = step.strip_prefix('+') {
+        let add = parse_bytes(a)?;
+        if add.0 == 0 {
+            return Err(SizeError::BadRange(text.to_string()));
+        }
+        let mut v = start.0;
+        while v <= end.0 {
+            out.push(Bytes(v));
+            if out.len() > MAX_RANGE_LEN {
+                return Err(SizeError::RangeTooLong(text.to_string(), MAX_RANGE_LEN));
+            }
+            v += add.0;
+        }
+    } else {
+        return Err(SizeError::BadRange(text.to_string()));
+    }
+    Ok(out)
+}
+
+/// Formats bytes the way people read them: the largest binary unit that divides the value
+/// exactly (`4KiB`, `1GiB`), otherwise plain bytes (`1000B`). Round-trips through [`parse_bytes`].
+pub fn format_bytes(v: u64) -> String {
+    const NAMED: &[(&str, u64)] = &[
+        ("TiB", 1 << 40),
+        ("GiB", 1 << 30),
+        ("MiB", 1 << 20),
+        ("KiB", 1 << 10),
+    ];
+    for (name, m) in NAMED {
+        if v >= *m && v % m == 0 {
+            return format!("{}{}", v / m, name);
+        }
+    }
+    format!("{v}B")
+}
+
+/// Formats seconds with a unit that keeps 3–4 significant digits (`12.3 µs`, `4.56 ms`).
+pub fn format_seconds(s: f64) -> String {
+    if !s.is_finite() {
+        return format!("{s}");
+    }
+    let a = s.abs();
+    if a >= 1.0 {
+        format!("{s:.3} s")
+    } else if a >= 1e-3 {
+        format!("{:.3} ms", s * 1e3)
+    } else if a >= 1e-6 {
+        format!("{:.2} µs", s * 1e6)
+    } else {
+        format!("{:.1} ns", s * 1e9)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_binary_units() {
+        assert_eq!(parse_bytes("8").unwrap(), Bytes(8));
+        assert_eq!(parse_bytes("8B").unwrap(), Bytes(8));
+        assert_eq!(parse_bytes("4KiB").unwrap(), Bytes(4096));
+        assert_eq!(parse_bytes("4K").unwrap(), Bytes(4096));
+        assert_eq!(parse_bytes("1MiB").unwrap(), Bytes(1 << 20));
+        assert_eq!(parse_bytes(" 2G ").unwrap(), Bytes(2 << 30));
+        assert_eq!(parse_bytes("1TiB").unwrap(), Bytes(1 << 40));
+    }
+
+    #[test]
+    fn rejects_bad_sizes_with_reasons() {
+        assert!(matches!(parse_bytes("12Q"), Err(SizeError::Malformed(_))));
+        assert!(matches!(parse_bytes("-4"), Err(SizeError::Negative(_))));
+        assert!(matches!(parse_bytes(""), Err(SizeError::Empty)));
+        assert!(matches!(parse_bytes("KiB"), Err(SizeError::Malformed(_))));
+        assert!(matches!(
+            parse_bytes("1.5MiB"),
+            Err(SizeError::Malformed(_))
+        ));
+        let e = parse_bytes("1MB").unwrap_err();
+        assert!(e.to_string().contains("MiB"), "{e}");
+        assert!(matches!(
+            parse_bytes("99999999999999999999"),
+            Err(SizeError::TooLarge(_))
+        ));
+        assert!(matches!(
+            parse_bytes("16777216T"),
+            Err(SizeError::TooLarge(_))
+        ));
+    }
+
+    #[test]
+    fn expands_ranges_and_lists() {
+        let v = parse_size_list("8B:64B:x2").unwrap();
+        assert_eq!(v, vec![Bytes(8), Bytes(16), Bytes(32), Bytes(64)]);
+        let v = parse_size_list("1KiB:3KiB:+1KiB").unwrap();
+        assert_eq!(v, vec![Bytes(1024), Bytes(2048), Bytes(3072)]);
+        let v = parse_size_list("4KiB,1MiB,4KiB").unwrap();
+        assert_eq!(v, vec![Bytes(4096), Bytes(1 << 20)]);
+        let v = parse_size_list("8B:1GiB:x2").unwrap();
+        assert_eq!(v.len(), 28);
+        assert_eq!(*v.last().unwrap(), Bytes(1 << 30));
+        // an end that is not on the step grid stops below it
+        let v = parse_size_list("8:100:x4").unwrap();
+        assert_eq!(v, vec![Bytes(8), Bytes(32)]);
+    }
+
+    #[test]
+    fn rejects_bad_ranges() {
+        assert!(matches!(
+            parse_size_list("8:4:x2"),
+            Err(SizeError::EmptyRange { .. })
+        ));
+        assert!(matches!(
+            parse_size_list("8:64"),
+            Err(SizeError::BadRange(_))
+        ));
+        assert!(matches!(
+            parse_size_list("8:64:x1"),
+            Err(SizeError::BadRange(_))
+        ));
+        assert!(matches!(
+            parse_size_list("0:64:x2"),
+            Err(SizeError::BadRange(_))
+        ));
+        assert!(matches!(
+            parse_size_list("8:64:+0"),
+            Err(SizeError::BadRange(_))
+        ));
+        assert!(matches!(
+            parse_size_list("8:64:y2"),
+            Err(SizeError::BadRange(_))
+        ));
+        assert!(matches!(
+            parse_size_list("4KiB,,8KiB"),
+            Err(SizeError::Empty)
+        ));
+        assert!(matches!(
+            parse_size_list("1:1TiB:+1"),
+            Err(SizeError::RangeTooLong(..))
+        ));
+    }
+
+    #[test]
+    fn formats_round_trip() {
+        for v in [0u64, 1, 8, 1000, 1024, 3 << 20, (1 << 30) + 1, 5 << 40] {
+            assert_eq!(parse_bytes(&format_bytes(v)).unwrap(), Bytes(v), "{v}");
+        }
+        assert_eq!(format_bytes(4096), "4KiB");
+        assert_eq!(format_bytes(1536), "1536B");
+        assert_eq!(format_seconds(1.5e-6), "1.50 µs");
+        assert_eq!(format_seconds(0.0125), "12.500 ms");
+    }
+}

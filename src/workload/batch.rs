@@ -1,0 +1,374 @@
+//! `batch_matmul`: the cluster pattern of the source documents (file 004). Rank 0 holds a
+//! batch of square matrices; it scatters them over the devices (MPI scatter, then a copy to
+//! each device), every device squares its share (C_b = A_b · A_b), and the products return to
+//! rank 0 (copy back, then MPI gather, or a sum through MPI reduce).
+//!
+//! Each iteration is timed end to end and per phase (scatter, compute, gather/reduce) on the
+//! host clock, after synchronising the devices at each phase boundary.
+
+use super::gemm_check;
+use super::{agree, CaseError, Measured, RunSettings};
+use crate::backend::{Backend, BackendError, GemmBatch, HostBuf};
+use crate::comm::HostComm;
+use crate::measure::{self, RankSamples};
+use crate::params::{CaseParams, Collect, MatmulShape, Scaling, Timing};
+use crate::results::schema::PhaseResult;
+use crate::stats;
+use std::time::Instant;
+
+/// Sampled entries checked per matrix.
+const CHECK_SAMPLES: usize = 64;
+
+/// Matrices device `d` of `devices` gets from a batch of `total`, and the first one's index.
+pub fn share(total: u64, d: u32, devices: u32) -> (u64, u64) {
+    let n = u64::from(devices.max(1));
+    let first = total * u64::from(d) / n;
+    let end = total * (u64::from(d) + 1) / n;
+    (end - first, first)
+}
+
+/// Matrices in the whole batch.
+pub fn total_batch(batch: u32, scaling: Scaling, devices: u32) -> u64 {
+    match scaling {
+        Scaling::Weak => u64::from(batch) * u64::from(devices),
+        Scaling::Strong => u64::from(batch),
+    }
+}
+
+struct Phases {
+    scatter: Vec<f64>,
+    compute: Vec<f64>,
+    collect: Vec<f64>,
+    total: Vec<f64>,
+}
+
+pub fn run<B: Backend, C: HostComm>(
+    backend: &mut B,
+    comm: &C,
+    params: &CaseParams,
+    settings: &RunSettings,
+) -> Result<Measured, CaseError> {
+    let shape = params
+        .shape
+        .ok_or_else(|| CaseError::Failed("batch_matmul case without a shape".into()))?;
+    if shape.m != shape.n || shape.n != shape.k {
+        return Err(CaseError::Failed(format!(
+            "batch_matmul squares each matrix, so it needs a square shape, not {shape}: give --dims N"
+        )));
+    }
+    let dim = shape.m;
+    let mat = (dim * dim) as usize;
+    let dtype = params.dtype;
+    let collect = params.collect.unwrap_or(Collect::Gather);
+    let scaling = params.scaling.unwrap_or(Scaling::Weak);
+    let devices = backend.total_devices();
+    let ranks = comm.size();
+    let per_rank = devices / ranks;
+    let total = total_batch(params.batch.unwrap_or(1), scaling, devices);
+    if total == 0 {
+        return Err(CaseError::Failed(
+            "batch_matmul needs at least one matrix: give --batch ≥ 1".into(),
+        ));
+    }
+    let root = comm.is_root();
+    let local = backend.local_devices();
+    // Elements each rank receives: its devices' shares, back to back.
+    let rank_counts: Vec<usize> = (0..ranks)
+        .map(|r| {
+            (r * per_rank..(r + 1) * per_rank)
+                .map(|d| share(total, d, devices).0 as usize * mat)
+                .sum()
+        })
+        .collect();
+    let mine: Vec<(u64, u64)> = (0..local)
+        .map(|dev| share(total, backend.device_index(dev), devices))
+        .collect();
+    let batches: Vec<GemmBatch> = mine
+        .iter()
+        .map(|(c, _)| GemmBatch {
+            shape,
+            count: *c as usize,
+            shared_b: false,
+        })
+        .collect();
+
+    let setup = |backend: &mut B| -> Result<_, BackendError> {
+        let all = if root {
+            let mut h = HostBuf::zeros(dtype, total as usize * mat)?;
+            for b in 0..total {
+                gemm_check::fill_a(&mut h, b as usize * mat, b, 0, dim, dim);
+            }
+            Some(h)
+        } else {
+            None
+        };
+        let out = if root {
+            let len = match collect {
+                Collect::Gather => total as usize * mat,
+                Collect::Reduce => mat,
+            };
+            Some(HostBuf::zeros(dtype, len)?)
+        } else {
+            None
+        };
+        let staged = HostBuf::zeros(dtype, rank_counts[comm.rank() as usize])?;
+        let mut a = Vec::new();
+        let mut c = Vec::new();
+        for (dev, (cnt, _)) in mine.iter().enumerate() {
+            a.push(backend.alloc(dev, dtype, *cnt as usize * mat)?);
+            c.push(backend.alloc(dev, dtype, *cnt as usize * mat)?);
+        }
+        let local_sum = HostBuf::zeros(dtype, mat)?;
+        Ok((all, out, staged, a, c, local_sum))
+    };
+    let (all, out, staged, a, c, local_sum) = agree(comm, setup(backend))?;
+    let mut st = State {
+        all,
+        out,
+        staged,
+        a,
+        c,
+        local_sum,
+        mine: &mine,
+        batches: &batches,
+        rank_counts: &rank_counts,
+        mat,
+        collect,
+    };
+    // Probe, agree on counts, warm up, then time.
+    comm.barrier();
+    let probe = agree(comm, st.step(backend, comm))?;
+    let est = comm.max_f64(probe.0 + probe.1 + probe.2);
+    let mut counts = settings.policy.resolve(Timing::Isolated, None, est);
+    counts.batches = counts.iters;
+    for _ in 0..counts.warmup {
+        agree(comm, st.step(backend, comm))?;
+    }
+    let mut ph = Phases {
+        scatter: Vec::new(),
+        compute: Vec::new(),
+        collect: Vec::new(),
+        total: Vec::new(),
+    };
+    for _ in 0..counts.iters {
+        if params.timing == Timing::Isolated {
+            comm.barrier();
+        }
+        let (s, k, g) = agree(comm, st.step(backend, comm))?;
+        ph.scatter.push(s);
+        ph.compute.push(k);
+        ph.collect.push(g);
+        ph.total.push(s + k + g);
+    }
+    let timing = measure::combine(
+        comm,
+        params.timing,
+        &RankSamples {
+            counts,
+            mean_s: stats::mean(&ph.total).unwrap_or(0.0),
+            samples_s: ph.total.clone(),
+        },
+    );
+    let collect_name = match collect {
+        Collect::Gather => "gather",
+        Collect::Reduce => "reduce",
+    };
+    let mut phases = Vec::new();
+    for (name, xs) in [
+        ("scatter", &ph.scatter),
+        ("compute", &ph.compute),
+        (collect_name, &ph.collect),
+    ] {
+        let mut worst = xs.clone();
+        comm.max_f64_slice(&mut worst);
+        let means = comm.gather_f64(stats::mean(xs).unwrap_or(0.0));
+        if let (true, Some(summary)) = (root, stats::summarize(&worst)) {
+            phases.push(PhaseResult {
+                name: name.to_string(),
+                time_s: stats::mean(&means).unwrap_or(0.0),
+                stats_s: summary,
+            });
+        }
+    }
+
+    // Validation at the root on the products that came back.
+    let acc = backend.gemm_accumulator(dtype);
+    let tol = match collect {
+        Collect::Gather => gemm_check::tolerance(acc, dim),
+        Collect::Reduce => gemm_check::tolerance(acc, dim * total),
+    };
+    let mut wrong = 0;
+    for _ in 0..settings.check_iters {
+        if let Some(o) = st.out.as_mut() {
+            let len = o.len();
+            o.fill_range(0, len, |_| f64::NAN);
+        }
+        agree(comm, st.step(backend, comm))?;
+        if let Some(o) = st.out.as_ref() {
+            wrong += check(o, collect, total, shape, tol);
+        }
+    }
+    Ok(Measured {
+        timing,
+        wrong: comm.sum_u64(wrong),
+        check_iters: settings.check_iters,
+        tolerance: tol,
+        flops_total: Some(total as f64 * MatmulShape::square(dim).flops()),
+        phases,
+        ..Measured::default()
+    })
+}
+
+/// Buffers and layout of one batch_matmul case.
+struct State<'p, Buf> {
+    /// The whole batch (root only).
+    all: Option<HostBuf>,
+    /// Products or their sum (root only).
+    out: Option<HostBuf>,
+    /// This rank's share, in and out.
+    staged: HostBuf,
+    a: Vec<Buf>,
+    c: Vec<Buf>,
+    local_sum: HostBuf,
+    mine: &'p [(u64, u64)],
+    batches: &'p [GemmBatch],
+    rank_counts: &'p [usize],
+    mat: usize,
+    collect: Collect,
+}
+
+impl<Buf> State<'_, Buf> {
+    /// One iteration; returns (scatter, compute, collect) seconds on this rank.
+    fn step<B: Backend<Buf = Buf>, C: HostComm>(
+        &mut self,
+        backend: &mut B,
+        comm: &C,
+    ) -> Result<(f64, f64, f64), BackendError> {
+        let mat = self.mat;
+        let dtype = self.staged.dtype();
+        let t0 = Instant::now();
+        comm.scatterv(self.all.as_ref(), self.rank_counts, &mut self.staged);
+        let mut at = 0;
+        for (dev, (cnt, _)) in self.mine.iter().enumerate() {
+            let len = *cnt as usize * mat;
+            let mut part = HostBuf::zeros(dtype, len)?;
+            part.copy_from(0, &self.staged, at, len);
+            backend.upload(dev, &mut self.a[dev], &part)?;
+            at += len;
+        }
+        backend.synchronize()?;
+        let t1 = Instant::now();
+        backend.gemm(self.batches, &self.a, &self.a, &mut self.c)?;
+        backend.synchronize()?;
+        let t2 = Instant::now();
+        let mut at = 0;
+        if self.collect == Collect::Reduce {
+            self.local_sum.fill_range(0, mat, |_| 0.0);
+        }
+        for (dev, (cnt, _)) in self.mine.iter().enumerate() {
+            let host = backend.download(dev, &self.c[dev])?;
+            let len = *cnt as usize * mat;
+            match self.collect {
+                Collect::Gather => self.staged.copy_from(at, &host, 0, len),
+                Collect::Reduce => {
+                    for m in 0..*cnt as usize {
+                        for x in 0..mat {
+                            self.local_sum
+                                .set(x, self.local_sum.get(x) + host.get(m * mat + x));
+                        }
+                    }
+                }
+            }
+            at += len;
+        }
+        match self.collect {
+            Collect::Gather => comm.gatherv(&self.staged, self.rank_counts, self.out.as_mut()),
+            Collect::Reduce => comm.reduce_sum(&self.local_sum, self.out.as_mut()),
+        }
+        let t3 = Instant::now();
+        Ok((
+            (t1 - t0).as_secs_f64(),
+            (t2 - t1).as_secs_f64(),
+            (t3 - t2).as_secs_f64(),
+        ))
+    }
+}
+
+/// Counts wrong sampled entries of the returned products (gather) or their sum (reduce).
+fn check(out: &HostBuf, collect: Collect, total: u64, shape: MatmulShape, tol: f64) -> u64 {
+    let mat = (shape.m * shape.n) as usize;
+    match collect {
+        Collect::Gather => (0..total)
+            .map(|b| {
+                gemm_check::count_wrong(
+                    out,
+                    b as usize * mat,
+                    shape,
+                    CHECK_SAMPLES,
+                    tol,
+                    |i, k| gemm_check::a_entry(b, i, k),
+                    |k, j| gemm_check::a_entry(b, k, j),
+                )
+            })
+            .sum(),
+        Collect::Reduce => {
+            // Σ_b A_b·A_b = Σ_b Σ_k a_b(i,k)·a_b(k,j): check as one product with a k-axis
+            // that runs over (b, k) pairs.
+            let k = shape.k;
+            let wide = MatmulShape {
+                k: k * total,
+                ..shape
+            };
+            gemm_check::count_wrong(
+                out,
+                0,
+                wide,
+                CHECK_SAMPLES,
+                tol,
+                |i, bk| gemm_check::a_entry(bk / k, i, bk % k),
+                |bk, j| gemm_check::a_entry(bk / k, bk % k, j),
+            )
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shares_cover_the_batch() {
+        for (total, n) in [(16u64, 4u32), (10, 3), (2, 5), (7, 1)] {
+            let parts: Vec<_> = (0..n).map(|d| share(total, d, n)).collect();
+            assert_eq!(parts.iter().map(|p| p.0).sum::<u64>(), total);
+            let mut next = 0;
+            for (cnt, first) in parts {
+                assert_eq!(first, next);
+                next += cnt;
+            }
+        }
+        assert_eq!(total_batch(4, Scaling::Weak, 3), 12);
+        assert_eq!(total_batch(4, Scaling::Strong, 3), 4);
+    }
+
+    #[test]
+    fn reduce_check_accepts_the_true_sum_only() {
+        let shape = MatmulShape::square(5);
+        let total = 3;
+        let mut sum = HostBuf::zeros(crate::params::Dtype::F64, 25).unwrap();
+        for b in 0..total {
+            for i in 0..5 {
+                for j in 0..5 {
+                    let v: f64 = (0..5)
+                        .map(|k| gemm_check::a_entry(b, i, k) * gemm_check::a_entry(b, k, j))
+                        .sum();
+                    let x = (i * 5 + j) as usize;
+                    sum.set(x, sum.get(x) + v);
+                }
+            }
+        }
+        assert_eq!(check(&sum, Collect::Reduce, total, shape, 0.0), 0);
+        sum.set(24, sum.get(24) + 1.0);
+        assert!(check(&sum, Collect::Reduce, total, shape, 0.0) > 0);
+    }
+}

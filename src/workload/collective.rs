@@ -1,0 +1,347 @@
+//! The six collectives: nccl-tests' size and count semantics, buffer set-up, timing and
+//! validation.
+//!
+//! Sizes mean what they mean in nccl-tests: the buffer for allreduce, broadcast and reduce; the
+//! total output for allgather; the total input for reduce_scatter; each rank's total send for
+//! alltoall. For the last three the per-rank count is rounded down to a multiple of 16 bytes.
+
+use super::pattern::{count_wrong, Pattern};
+use super::{agree, CaseError, Measured, RunSettings};
+use crate::backend::{Backend, BackendError, CollectiveCall, HostBuf};
+use crate::comm::HostComm;
+use crate::measure;
+use crate::params::{CaseParams, Dtype, Workload};
+
+/// Element counts and the bandwidth byte count of one collective case.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Counts {
+    /// Elements in each device's send buffer.
+    pub send_count: u64,
+    /// Elements in each device's receive buffer.
+    pub recv_count: u64,
+    /// S in algbw = S / time.
+    pub bytes: u64,
+}
+
+/// Why a size does not fit a collective.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CountError {
+    #[error("{bytes} bytes is not a whole number of {dtype} elements ({elem} bytes each): use a multiple of {elem} bytes")]
+    NotDivisible { bytes: u64, dtype: Dtype, elem: u64 },
+    #[error("{bytes} bytes over {devices} devices rounds down to 0 elements per device (per-device blocks are multiples of 16 bytes): use at least {min} bytes")]
+    TooSmall { bytes: u64, devices: u32, min: u64 },
+    #[error("{bytes} bytes needs {count} elements in one buffer, more than one MPI call can move ({max}): use a smaller size")]
+    TooLarge { bytes: u64, count: u64, max: u64 },
+}
+
+/// The largest element count of one buffer (MPI's `int` counts).
+pub const MAX_COUNT: u64 = i32::MAX as u64;
+
+/// nccl-tests' counts for `workload` at `bytes` with `devices` devices.
+pub fn counts(
+    workload: Workload,
+    bytes: u64,
+    dtype: Dtype,
+    devices: u32,
+) -> Result<Counts, CountError> {
+    let elem = dtype.size_bytes();
+    if bytes % elem != 0 {
+        return Err(CountError::NotDivisible { bytes, dtype, elem });
+    }
+    let count = bytes / elem;
+    let n = u64::from(devices.max(1));
+    let c = match workload {
+        Workload::Allreduce | Workload::Broadcast | Workload::Reduce => Counts {
+            send_count: count,
+            recv_count: count,
+            bytes: count * elem,
+        },
+        Workload::Allgather | Workload::ReduceScatter | Workload::Alltoall => {
+            let align = (16 / elem).max(1);
+            let base = (count / n) / align * align;
+            if base == 0 {
+                return Err(CountError::TooSmall {
+                    bytes,
+                    devices,
+                    min: n * align * elem,
+                });
+            }
+            match workload {
+                Workload::Allgather => Counts {
+                    send_count: base,
+                    recv_count: base * n,
+                    bytes: base * n * elem,
+                },
+                Workload::ReduceScatter => Counts {
+                    send_count: base * n,
+                    recv_count: base,
+                    bytes: base * n * elem,
+                },
+                _ => Counts {
+                    send_count: base * n,
+                    recv_count: base * n,
+                    bytes: base * n * elem,
+                },
+            }
+        }
+        Workload::Matmul | Workload::BatchMatmul => unreachable!("not a collective"),
+    };
+    let largest = c.send_count.max(c.recv_count);
+    if largest > MAX_COUNT {
+        return Err(CountError::TooLarge {
+            bytes,
+            count: largest,
+            max: MAX_COUNT,
+        });
+    }
+    Ok(c)
+}
+
+/// Where one device's input sits and what its output must be.
+struct Layout<'a> {
+    call: &'a CollectiveCall,
+    pattern: &'a Pattern,
+    root: u32,
+}
+
+impl Layout<'_> {
+    /// Fills the input of device `d` into `buf` (its send buffer, or its only buffer in place)
+    /// and poisons every element the collective must write.
+    fn fill_input(&self, buf: &mut HostBuf, d: u32, corrupt: bool) {
+        let c = self.call;
+        let p = self.pattern;
+        let s = p.sentinel();
+        buf.fill_range(0, buf.len(), |_| s);
+        let (at, len) = match c.workload {
+            Workload::Allgather if c.in_place => (d as usize * c.send_count, c.send_count),
+            _ => (0, c.send_count),
+        };
+        // Broadcast: non-root inputs are their own (wrong) values, so a no-op is caught.
+        p.fill_inputs(buf, at, len, d, 0);
+        if corrupt && d == 0 && len > 0 {
+            buf.set(at, buf.get(at) + 1.0);
+        }
+    }
+
+    /// Counts wrong elements in device `d`'s result buffer.
+    fn check_output(&self, buf: &HostBuf, d: u32, rs_offset: usize, tol: f64) -> u64 {
+        let c = self.call;
+        let p = self.pattern;
+        let n = c.recv_count;
+        match c.workload {
+            Workload::Allreduce => count_wrong(buf, 0, n, tol, |k| p.reduced(k as u64)),
+            Workload::Reduce if d == self.root => {
+                count_wrong(buf, 0, n, tol, |k| p.reduced(k as u64))
+            }
+            Workload::Reduce => 0,
+            Workload::Broadcast => count_wrong(buf, 0, n, 0.0, |k| p.input(self.root, k as u64)),
+            Workload::Allgather => {
+                let base = c.send_count;
+                count_wrong(buf, 0, n, 0.0, |k| {
+                    p.input((k / base) as u32, (k % base) as u64)
+                })
+            }
+            Workload::ReduceScatter => {
+                let at = if c.in_place { rs_offset } else { 0 };
+                let first = d as u64 * n as u64;
+                count_wrong(buf, at, n, tol, |i| p.reduced(first + i as u64))
+            }
+            Workload::Alltoall => {
+                let base = c.recv_count / c.devices as usize;
+                count_wrong(buf, 0, n, 0.0, |k| {
+                    let (j, i) = (k / base, k % base);
+                    p.input(j as u32, (d as usize * base + i) as u64)
+                })
+            }
+            Workload::Matmul | Workload::BatchMatmul => unreachable!("not a collective"),
+        }
+    }
+}
+
+/// Each local device's buffers (`send` is empty in place).
+struct Buffers<Buf> {
+    send: Vec<Buf>,
+    recv: Vec<Buf>,
+}
+
+/// Runs one collective case.
+pub fn run<B: Backend, C: HostComm>(
+    backend: &mut B,
+    comm: &C,
+    params: &CaseParams,
+    settings: &RunSettings,
+    corrupt: bool,
+) -> Result<Measured, CaseError> {
+    let devices = backend.total_devices();
+    let requested = params.requested_bytes.unwrap_or(0);
+    let cnt = match counts(params.workload, requested, params.dtype, devices) {
+        Ok(c) => c,
+        Err(e @ CountError::TooSmall { .. }) => return Err(CaseError::Skipped(e.to_string())),
+        Err(e) => return Err(CaseError::Failed(e.to_string())),
+    };
+    let in_place = params.in_place.unwrap_or(false);
+    let root = params.root.unwrap_or(0);
+    if params.workload.has_root() && root >= devices {
+        return Err(CaseError::Failed(format!(
+            "root {root} is not a device: this launch has devices 0..{}",
+            devices - 1
+        )));
+    }
+    let call = CollectiveCall {
+        workload: params.workload,
+        dtype: params.dtype,
+        op: params.op,
+        root: params.workload.has_root().then_some(root),
+        send_count: cnt.send_count as usize,
+        recv_count: cnt.recv_count as usize,
+        in_place,
+        devices,
+    };
+    let pattern = Pattern::new(
+        params.dtype,
+        if params.workload.has_op() {
+            params.op
+        } else {
+            None
+        },
+        devices,
+    );
+    let layout = Layout {
+        call: &call,
+        pattern: &pattern,
+        root,
+    };
+    let local = backend.local_devices();
+    let tol = params
+        .op
+        .filter(|_| params.workload.has_op())
+        .map_or(0.0, |op| backend.reduction_tolerance(params.dtype, op));
+
+    // Buffers: one receive (or in-place) buffer per local device, plus send buffers.
+    let alloc = |backend: &mut B| -> Result<Buffers<B::Buf>, BackendError> {
+        let mut send = Vec::new();
+        let mut recv = Vec::new();
+        for dev in 0..local {
+            if in_place {
+                recv.push(backend.alloc(dev, params.dtype, call.in_place_count())?);
+            } else {
+                send.push(backend.alloc(dev, params.dtype, call.send_count)?);
+                recv.push(backend.alloc(dev, params.dtype, call.recv_count)?);
+            }
+        }
+        Ok(Buffers { send, recv })
+    };
+    let Buffers { mut send, mut recv } = agree(comm, alloc(backend))?;
+
+    // Fresh inputs before timing and before every checked iteration.
+    let reset =
+        |backend: &mut B, send: &mut [B::Buf], recv: &mut [B::Buf]| -> Result<(), BackendError> {
+            for dev in 0..local {
+                let d = backend.device_index(dev);
+                if in_place {
+                    let mut h = HostBuf::zeros(params.dtype, call.in_place_count())?;
+                    layout.fill_input(&mut h, d, corrupt);
+                    backend.upload(dev, &mut recv[dev], &h)?;
+                } else {
+                    let mut h = HostBuf::zeros(params.dtype, call.send_count)?;
+                    layout.fill_input(&mut h, d, corrupt);
+                    backend.upload(dev, &mut send[dev], &h)?;
+                    let s = pattern.sentinel();
+                    let r = HostBuf::from_fn(params.dtype, call.recv_count, |_| s)?;
+                    backend.upload(dev, &mut recv[dev], &r)?;
+                }
+            }
+            Ok(())
+        };
+    agree(comm, reset(backend, &mut send, &mut recv))?;
+
+    let timed = measure::time_op(
+        backend,
+        comm,
+        params.timing,
+        &settings.policy,
+        Some(cnt.bytes),
+        |b| b.collective(&call, &send, &mut recv),
+    );
+    let samples = agree(comm, timed)?;
+    let timing = measure::combine(comm, params.timing, &samples);
+
+    // Validation: fresh inputs, one operation, every output element compared.
+    let mut wrong_local = 0u64;
+    for _ in 0..settings.check_iters {
+        let checked = (|| -> Result<u64, BackendError> {
+            reset(backend, &mut send, &mut recv)?;
+            backend.collective(&call, &send, &mut recv)?;
+            backend.synchronize()?;
+            let mut w = 0;
+            for (dev, buf) in recv.iter().enumerate() {
+                let d = backend.device_index(dev);
+                let host = backend.download(dev, buf)?;
+                let off = backend.reduce_scatter_in_place_offset(d, call.recv_count);
+                w += layout.check_output(&host, d, off, tol);
+            }
+            Ok(w)
+        })();
+        wrong_local += agree(comm, checked)?;
+    }
+    Ok(Measured {
+        timing,
+        wrong: comm.sum_u64(wrong_local),
+        check_iters: settings.check_iters,
+        tolerance: tol,
+        bytes: Some(cnt.bytes),
+        send_count: Some(cnt.send_count),
+        recv_count: Some(cnt.recv_count),
+        flops_total: None,
+        phases: Vec::new(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_follow_nccl_tests() {
+        // allreduce: the buffer
+        let c = counts(Workload::Allreduce, 1024, Dtype::F32, 4).unwrap();
+        assert_eq!((c.send_count, c.recv_count, c.bytes), (256, 256, 1024));
+        // allgather: S is the total output; per-rank block rounded down to 16 bytes
+        let c = counts(Workload::Allgather, 1000, Dtype::F32, 3).unwrap();
+        // 250 elements / 3 = 83 → multiple of 4 elements = 80 per rank
+        assert_eq!((c.send_count, c.recv_count, c.bytes), (80, 240, 960));
+        // reduce_scatter: S is the total input
+        let c = counts(Workload::ReduceScatter, 1 << 20, Dtype::F64, 4).unwrap();
+        assert_eq!(
+            (c.send_count, c.recv_count, c.bytes),
+            (131072, 32768, 1 << 20)
+        );
+        // alltoall: S is each rank's total send
+        let c = counts(Workload::Alltoall, 4096, Dtype::I32, 2).unwrap();
+        assert_eq!((c.send_count, c.recv_count, c.bytes), (1024, 1024, 4096));
+        let c = counts(Workload::Broadcast, 8, Dtype::F64, 16).unwrap();
+        assert_eq!((c.send_count, c.bytes), (1, 8));
+    }
+
+    #[test]
+    fn count_errors() {
+        assert!(matches!(
+            counts(Workload::Allreduce, 6, Dtype::F32, 2),
+            Err(CountError::NotDivisible { .. })
+        ));
+        let e = counts(Workload::Allgather, 32, Dtype::F32, 4).unwrap_err();
+        assert_eq!(
+            e,
+            CountError::TooSmall {
+                bytes: 32,
+                devices: 4,
+                min: 64
+            }
+        );
+        assert!(e.to_string().contains("at least 64 bytes"));
+        assert!(matches!(
+            counts(Workload::Allreduce, 16 << 30, Dtype::F32, 2),
+            Err(CountError::TooLarge { .. })
+        ));
+    }
+}

@@ -1,0 +1,143 @@
+//! Workloads: what one case does on every rank, generic over backend and control plane.
+//!
+//! Each workload sets up buffers with exactly predictable contents, times its operation with
+//! [`crate::measure`], validates results, and returns a [`Measured`] (timing at rank 0 only).
+//! Failures are agreed across ranks ([`agree`]) so that one rank's failure fails the case on
+//! every rank instead of leaving the others blocked in a collective.
+
+pub mod batch;
+pub mod collective;
+pub mod gemm_check;
+pub mod matmul;
+pub mod pattern;
+
+use crate::backend::{Backend, BackendError};
+use crate::comm::HostComm;
+use crate::measure::IterPolicy;
+use crate::params::{CaseParams, Workload};
+use crate::results::schema::{PhaseResult, TimingResult};
+
+/// Settings shared by all cases of a launch.
+#[derive(Debug, Clone)]
+pub struct RunSettings {
+    pub policy: IterPolicy,
+    /// Validated iterations after timing (`--check`); 0 disables validation.
+    pub check_iters: u32,
+}
+
+/// What a case produced. `timing` and `phases` are filled at rank 0 only; everything else is
+/// the same on every rank.
+#[derive(Debug, Clone, Default)]
+pub struct Measured {
+    pub timing: Option<TimingResult>,
+    pub wrong: u64,
+    pub check_iters: u32,
+    pub tolerance: f64,
+    pub bytes: Option<u64>,
+    pub send_count: Option<u64>,
+    pub recv_count: Option<u64>,
+    /// FLOP of one operation over all devices (GEMM workloads).
+    pub flops_total: Option<f64>,
+    pub phases: Vec<PhaseResult>,
+}
+
+/// Why a case produced no measurement (the same on every rank).
+#[derive(Debug, Clone, PartialEq)]
+pub enum CaseError {
+    /// Not applicable here (reason).
+    Skipped(String),
+    /// Tried and failed (reason, naming the ranks).
+    Failed(String),
+}
+
+/// Makes every rank agree on an outcome: `Ok` only if it is `Ok` on every rank; otherwise a
+/// failure whose message (at the root) lists each failing rank's error.
+pub fn agree<T, C: HostComm>(comm: &C, local: Result<T, BackendError>) -> Result<T, CaseError> {
+    let ok = local.is_ok();
+    if comm.all_ok(ok) {
+        return local.map_err(|_| unreachable!());
+    }
+    let msg = match &local {
+        Ok(_) => String::new(),
+        Err(e) => e.to_string(),
+    };
+    let all = comm.gather_bytes(msg.as_bytes());
+    let text = all
+        .iter()
+        .enumerate()
+        .filter(|(_, m)| !m.is_empty())
+        .map(|(r, m)| format!("rank {r}: {}", String::from_utf8_lossy(m)))
+        .collect::<Vec<_>>()
+        .join("; ");
+    Err(CaseError::Failed(text))
+}
+
+/// Test-only faults (the hidden `--fault` option), used to prove that failure handling works
+/// with the real binary: they make real things go wrong, nothing is faked in the results.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fault {
+    /// Device 0 feeds one wrong input element, so validation must report a wrong result.
+    Corrupt,
+    /// The last rank fails to set the case up (the case fails, the launch goes on).
+    Fail,
+    /// Rank 0 blocks forever before the case (the launch must be timed out).
+    Hang,
+    /// The last rank aborts the process (the launch crashes).
+    Crash,
+}
+
+impl Fault {
+    pub fn parse(s: &str) -> Option<Fault> {
+        match s {
+            "corrupt" => Some(Fault::Corrupt),
+            "fail" => Some(Fault::Fail),
+            "hang" => Some(Fault::Hang),
+            "crash" => Some(Fault::Crash),
+            _ => None,
+        }
+    }
+    pub const NAMES: &'static [&'static str] = &["corrupt", "fail", "hang", "crash"];
+}
+
+/// Runs one case on every rank.
+pub fn run_case<B: Backend, C: HostComm>(
+    backend: &mut B,
+    comm: &C,
+    params: &CaseParams,
+    settings: &RunSettings,
+) -> Result<Measured, CaseError> {
+    if let Err(why) = backend.supports(params) {
+        return Err(CaseError::Skipped(why));
+    }
+    let fault = params.fault.as_deref().and_then(Fault::parse);
+    let last = comm.size() - 1;
+    match fault {
+        Some(Fault::Hang) if comm.rank() == 0 => loop {
+            std::thread::sleep(std::time::Duration::from_secs(3600));
+        },
+        Some(Fault::Crash) if comm.rank() == last => {
+            eprintln!("scalebench: rank {last}: aborting on purpose (fault=crash)");
+            std::process::abort();
+        }
+        Some(Fault::Fail) => {
+            let local = if comm.rank() == last {
+                Err(BackendError::Device("injected failure (fault=fail)".into()))
+            } else {
+                Ok(())
+            };
+            agree(comm, local)?;
+        }
+        _ => {}
+    }
+    match params.workload {
+        Workload::Matmul => matmul::run(backend, comm, params, settings),
+        Workload::BatchMatmul => batch::run(backend, comm, params, settings),
+        _ => collective::run(
+            backend,
+            comm,
+            params,
+            settings,
+            fault == Some(Fault::Corrupt),
+        ),
+    }
+}

@@ -1,0 +1,235 @@
+//! The results format (version 1) written out again, independently of `src/results/schema.rs`,
+//! as a consumer would. Unknown fields are errors: a change to the format must change this
+//! file too, deliberately.
+#![allow(dead_code)]
+
+use serde::Deserialize;
+use std::collections::BTreeMap;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ResultsFile {
+    pub format_version: u32,
+    pub metrics_version: u32,
+    pub generator: Generator,
+    pub run: Run,
+    pub launches: Vec<Launch>,
+    pub cases: Vec<Case>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Generator {
+    pub name: String,
+    pub version: String,
+    pub git_sha: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Run {
+    pub run_id: String,
+    pub started_unix_s: f64,
+    pub written_unix_s: f64,
+    pub command_line: Vec<String>,
+    pub emulated_nodes: bool,
+    pub labels: BTreeMap<String, String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Launch {
+    pub launch_id: String,
+    pub shape: Shape,
+    pub status: String,
+    pub launcher: String,
+    pub command_line: Vec<String>,
+    pub started_unix_s: f64,
+    pub finished_unix_s: Option<f64>,
+    pub wall_s: Option<f64>,
+    pub overhead_s: Option<f64>,
+    pub stderr_tail: Option<String>,
+    pub provenance: Option<Provenance>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Shape {
+    pub backend: String,
+    pub topology: String,
+    pub nodes: u32,
+    pub devices_per_node: u32,
+    pub binding: String,
+    pub placement: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Provenance {
+    pub world_size: u32,
+    pub devices: u32,
+    pub nodes: u32,
+    pub emulated_nodes: bool,
+    pub node_source: String,
+    pub mpi_library: Option<String>,
+    pub mpi_standard: Option<String>,
+    pub timer: Timer,
+    pub backend: Backend,
+    pub ranks: Vec<Rank>,
+    pub hosts: Vec<Host>,
+    pub environment: BTreeMap<String, String>,
+    pub warnings: Vec<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Timer {
+    pub source: String,
+    pub resolution_s: f64,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Backend {
+    pub kind: String,
+    pub detail: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Rank {
+    pub rank: u32,
+    pub host: String,
+    pub node: u32,
+    pub node_name: String,
+    pub local_rank: u32,
+    pub pid: u32,
+    pub cpus: String,
+    pub devices: Vec<Device>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Device {
+    pub index: u32,
+    pub local_index: u32,
+    pub cpus: String,
+    pub name: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Host {
+    pub host: String,
+    pub cpu_model: String,
+    pub logical_cpus: u32,
+    pub physical_cores: Option<u32>,
+    pub memory_bytes: u64,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Case {
+    pub id: String,
+    pub launch_id: String,
+    pub params: Params,
+    pub status: String,
+    pub message: Option<String>,
+    pub started_unix_s: f64,
+    pub finished_unix_s: f64,
+    pub devices: u32,
+    pub ranks: u32,
+    pub element_bytes: u64,
+    pub bytes: Option<u64>,
+    pub send_count: Option<u64>,
+    pub recv_count: Option<u64>,
+    pub wrong: u64,
+    pub check_iters: u32,
+    pub tolerance: f64,
+    pub timing: Option<Timing>,
+    pub algbw_gbps: Option<f64>,
+    pub busbw_gbps: Option<f64>,
+    pub busbw_factor: Option<f64>,
+    pub gflops: Option<f64>,
+    pub gflops_total: Option<f64>,
+    pub phases: Vec<Phase>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Params {
+    pub workload: String,
+    pub backend: String,
+    pub topology: String,
+    pub nodes: u32,
+    pub devices_per_node: u32,
+    pub binding: String,
+    pub placement: String,
+    pub timing: String,
+    pub dtype: String,
+    pub op: Option<String>,
+    pub root: Option<u32>,
+    pub in_place: Option<bool>,
+    pub requested_bytes: Option<u64>,
+    pub shape: Option<Mnk>,
+    pub batch: Option<u32>,
+    pub collect: Option<String>,
+    pub scaling: Option<String>,
+    pub threads_per_device: Option<u32>,
+    pub fault: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Mnk {
+    pub m: u64,
+    pub n: u64,
+    pub k: u64,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Timing {
+    pub mode: String,
+    pub warmup_iters: u32,
+    pub iters: u32,
+    pub batches: u32,
+    pub time_s: f64,
+    pub cross_rank: String,
+    pub rank_mean_s: Spread,
+    pub per_rank_mean_s: Vec<f64>,
+    pub sample_kind: String,
+    pub samples_s: Vec<f64>,
+    pub stats_s: Summary,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Spread {
+    pub min: f64,
+    pub mean: f64,
+    pub max: f64,
+    pub min_rank: u32,
+    pub max_rank: u32,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Summary {
+    pub n: usize,
+    pub min: f64,
+    pub median: f64,
+    pub mean: f64,
+    pub max: f64,
+    pub p99: f64,
+    pub stddev: f64,
+    pub cv: f64,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Phase {
+    pub name: String,
+    pub time_s: f64,
+    pub stats_s: Summary,
+}
