@@ -10,7 +10,9 @@
 //! workers copy the result into their own buffers. MPI is only called from the main thread
 //! (MPI_THREAD_FUNNELED).
 
-use super::{Backend, BackendError, BackendResult, CollectiveCall, Element, GemmBatch, HostBuf};
+use super::{
+    Backend, BackendError, BackendResult, CollectiveCall, DevicePlan, Element, GemmBatch, HostBuf,
+};
 use crate::comm::raw::{self, Src};
 use crate::params::{BackendKind, CaseParams, Dtype, ReduceOp, Workload};
 use crate::results::schema::{BackendInfo, DeviceBinding, TimerInfo};
@@ -20,19 +22,6 @@ use mpi::topology::SimpleCommunicator;
 use mpi::traits::*;
 use std::ops::Range;
 use std::time::Instant;
-
-/// How the CPU backend drives this rank's devices.
-#[derive(Debug, Clone)]
-pub struct CpuConfig {
-    /// Devices this rank drives (1 = pure MPI; G = hybrid with G worker threads).
-    pub devices_per_rank: usize,
-    /// Threads each device's GEMM may use.
-    pub threads_per_device: usize,
-    /// Node-local number of each of this rank's devices (for provenance).
-    pub local_indices: Vec<u32>,
-    /// CPUs each device's worker thread is bound to (`None`: inherit the process's).
-    pub worker_cpus: Vec<Option<Vec<u32>>>,
-}
 
 /// Element arithmetic for local reductions (integers wrap: timing loops repeat in-place sums
 /// until values overflow, which must not panic).
@@ -165,7 +154,7 @@ pub struct CpuBackend {
     rank: u32,
     size: u32,
     g: usize,
-    cfg: CpuConfig,
+    cfg: DevicePlan,
     /// Hybrid: one thread per device.
     workers: Option<rayon::ThreadPool>,
     /// Per device, when its GEMM may use several threads.
@@ -175,7 +164,7 @@ pub struct CpuBackend {
     epoch: Instant,
     resolution_s: f64,
     /// Problems met while setting up (e.g. a worker binding that did not take).
-    pub warnings: Vec<String>,
+    warnings: Vec<String>,
 }
 
 fn ensure(slot: &mut Option<HostBuf>, dtype: Dtype, len: usize) -> BackendResult<&mut HostBuf> {
@@ -190,7 +179,7 @@ fn ensure(slot: &mut Option<HostBuf>, dtype: Dtype, len: usize) -> BackendResult
 impl CpuBackend {
     /// Sets up the backend on `world` (duplicated: data-plane traffic never meets control
     /// messages). Starts and binds the worker threads in hybrid mode.
-    pub fn new(world: &SimpleCommunicator, cfg: CpuConfig) -> BackendResult<Self> {
+    pub fn new(world: &SimpleCommunicator, cfg: DevicePlan) -> BackendResult<Self> {
         let comm = world.duplicate();
         let g = cfg.devices_per_rank.max(1);
         let mut warnings = Vec::new();
@@ -664,6 +653,10 @@ impl Backend for CpuBackend {
                 },
             })
             .collect()
+    }
+
+    fn warnings(&self) -> Vec<String> {
+        self.warnings.clone()
     }
 
     fn supports(&self, p: &CaseParams) -> Result<(), String> {

@@ -28,6 +28,23 @@ pub enum BackendError {
     Unsupported(String),
     #[error("{0}")]
     Device(String),
+    /// The backend cannot start on this machine (no driver, no device): one sentence, exit 2.
+    #[error("{0}")]
+    Unavailable(String),
+}
+
+/// Which devices a process drives and how (the same for every backend).
+#[derive(Debug, Clone)]
+pub struct DevicePlan {
+    /// Devices this rank drives (1 = pure MPI; G = hybrid).
+    pub devices_per_rank: usize,
+    /// Node-local number of each of this rank's devices (GPU id by the fill-up or round-robin
+    /// rule); a GPU backend opens these devices.
+    pub local_indices: Vec<u32>,
+    /// CPUs each device's driving thread is bound to (`None`: inherit the process's).
+    pub worker_cpus: Vec<Option<Vec<u32>>>,
+    /// CPU threads each device's GEMM may use (CPU backend).
+    pub threads_per_device: usize,
 }
 
 pub type BackendResult<T> = Result<T, BackendError>;
@@ -100,6 +117,10 @@ pub trait Backend {
     fn total_devices(&self) -> u32;
     /// Where each local device sits: node-local number, CPUs in force, description.
     fn device_bindings(&self) -> Vec<DeviceBinding>;
+    /// Problems met while setting up (e.g. a binding that did not take), for provenance.
+    fn warnings(&self) -> Vec<String> {
+        Vec::new()
+    }
 
     /// `Err(reason)` if this backend cannot run the case at all (the case is then skipped).
     fn supports(&self, params: &CaseParams) -> Result<(), String>;

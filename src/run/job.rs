@@ -6,8 +6,8 @@
 //! provenance → run cases, appending each to the journal as it finishes → write `results.json`
 //! atomically.
 
-use crate::backend::cpu::{CpuBackend, CpuConfig};
-use crate::backend::Backend;
+use crate::backend::cpu::CpuBackend;
+use crate::backend::{Backend, BackendError, DevicePlan};
 use crate::cli::RunArgs;
 use crate::comm::mpi::MpiComm;
 use crate::comm::HostComm;
@@ -61,30 +61,6 @@ pub fn run(args: &RunArgs, argv: &[String]) -> Result<RunOutcome> {
     let shape = launch_shape(args, &layout, size)?;
     let cases = plan::expand(&opts, shape)?;
 
-    // Output: rank 0 creates it; everyone learns whether that worked.
-    let started = now_unix_s();
-    let run_id = new_run_id(started);
-    let out_dir = args
-        .out
-        .clone()
-        .unwrap_or_else(|| PathBuf::from("results").join(&run_id));
-    let mut journal = None;
-    let mut open_err = String::new();
-    if comm.is_root() {
-        match Journal::open(&out_dir.join(JOURNAL_FILE)) {
-            Ok(j) => journal = Some(j),
-            Err(e) => open_err = e.to_string(),
-        }
-    }
-    let mut msg = open_err.into_bytes();
-    comm.broadcast_bytes(&mut msg);
-    if !msg.is_empty() {
-        return Err(Error::Runtime(format!(
-            "cannot write results: {}",
-            String::from_utf8_lossy(&msg)
-        )));
-    }
-
     let slot = &layout.slots[rank as usize];
     let devices_per_rank = shape.devices_per_rank();
     let local_indices: Vec<u32> = (0..devices_per_rank)
@@ -99,147 +75,232 @@ pub fn run(args: &RunArgs, argv: &[String]) -> Result<RunOutcome> {
             Topology::Hybrid => w,
         })
         .collect();
-    let cfg = CpuConfig {
+    let plan = DevicePlan {
         devices_per_rank: devices_per_rank as usize,
         threads_per_device: args.threads_per_device as usize,
         local_indices,
         worker_cpus: vec![None; devices_per_rank as usize],
     };
-    let backend = CpuBackend::new(&world, cfg);
-    let mut backend = workload::agree(&comm, backend).map_err(|e| match e {
-        workload::CaseError::Failed(m) | workload::CaseError::Skipped(m) => {
+    let job = Job {
+        args,
+        argv,
+        opts: &opts,
+        comm: &comm,
+        env: &env,
+        layout: &layout,
+        shape,
+        cases: &cases,
+    };
+    match args.backend {
+        BackendKind::Cpu => {
+            let backend = CpuBackend::new(&world, plan);
+            job.execute(start_backend(&comm, backend)?)
+        }
+        // The CUDA backend is wired in here once it exists (issue 7).
+        BackendKind::Cuda => Err(Error::Environment(
+            "--backend cuda: the CUDA backend is not part of this build yet".into(),
+        )),
+    }
+}
+
+/// Agrees on the backend's start: an unavailable backend (no driver, no device) is an
+/// environment error (exit 2) with the failing ranks' own sentences.
+fn start_backend<B: Backend>(
+    comm: &MpiComm,
+    backend: crate::backend::BackendResult<B>,
+) -> Result<B> {
+    let unavailable = matches!(backend, Err(BackendError::Unavailable(_)));
+    let unavailable_anywhere = !comm.all_ok(!unavailable);
+    workload::agree(comm, backend).map_err(|e| {
+        let m = match e {
+            workload::CaseError::Failed(m) | workload::CaseError::Skipped(m) => m,
+        };
+        if unavailable_anywhere {
+            Error::Environment(m)
+        } else {
             Error::Runtime(format!("backend set-up failed: {m}"))
         }
-    })?;
-
-    let provenance = gather_provenance(&comm, &backend, &layout);
-    let launch_id = args.launch_id.clone().unwrap_or_else(|| shape.id());
-    let emulated = layout.emulated;
-    let mut launch = LaunchRecord {
-        launch_id: launch_id.clone(),
-        shape,
-        status: LaunchStatus::Incomplete,
-        launcher: env.source.map_or("direct".to_string(), |s| s.to_string()),
-        command_line: argv.to_vec(),
-        started_unix_s: started,
-        finished_unix_s: None,
-        wall_s: None,
-        overhead_s: None,
-        stderr_tail: None,
-        provenance,
-    };
-    let run_info = RunInfo {
-        run_id,
-        started_unix_s: started,
-        written_unix_s: started,
-        command_line: argv.to_vec(),
-        emulated_nodes: emulated,
-        labels: Default::default(),
-    };
-    let journal_write = |j: &mut Option<Journal>, rec: JournalRecord| -> Result<()> {
-        match j {
-            Some(j) => j.append(&rec).map_err(Error::from),
-            None => Ok(()),
-        }
-    };
-    journal_write(&mut journal, JournalRecord::Run(run_info.clone()))?;
-    journal_write(&mut journal, JournalRecord::Launch(launch.clone()))?;
-
-    let mut table = TablePrinter::new();
-    let print = |lines: Vec<String>| {
-        if comm.is_root() && !args.quiet {
-            let mut so = std::io::stdout().lock();
-            for l in lines {
-                let _ = writeln!(so, "{l}");
-            }
-            let _ = so.flush();
-        }
-    };
-    if comm.is_root() && !args.quiet {
-        if let Some(p) = &launch.provenance {
-            print(vec![format!(
-                "# scalebench {} | {} rank(s), {} device(s) on {} node(s){} | {} | results: {}",
-                env!("CARGO_PKG_VERSION"),
-                p.world_size,
-                p.devices,
-                p.nodes,
-                if p.emulated_nodes {
-                    " (emulated on one host)"
-                } else {
-                    ""
-                },
-                p.mpi_library
-                    .as_deref()
-                    .unwrap_or("MPI")
-                    .lines()
-                    .next()
-                    .unwrap_or(""),
-                out_dir.display()
-            )]);
-            for w in &p.warnings {
-                print(vec![format!("# warning: {w}")]);
-            }
-        }
-    }
-
-    let mut results: Vec<CaseResult> = Vec::new();
-    let mut any_failed = false;
-    for params in &cases {
-        let t0 = now_unix_s();
-        let outcome = workload::run_case(&mut backend, &comm, params, &opts.settings);
-        let t1 = now_unix_s();
-        let failed = match &outcome {
-            Ok(m) => m.wrong > 0,
-            Err(workload::CaseError::Failed(_)) => true,
-            Err(workload::CaseError::Skipped(_)) => false,
-        };
-        any_failed |= failed;
-        if comm.is_root() {
-            let rec = crate::run::record(
-                params,
-                &launch_id,
-                t0,
-                t1,
-                backend.total_devices(),
-                size,
-                outcome,
-            );
-            journal_write(&mut journal, JournalRecord::Case(rec.clone()))?;
-            print(table.push(&rec));
-            results.push(rec);
-        }
-    }
-    print(table.flush());
-
-    let finished = now_unix_s();
-    let mut results_path = None;
-    if comm.is_root() {
-        print(vec![summary_line(&results)]);
-        launch.status = LaunchStatus::Ok;
-        launch.finished_unix_s = Some(finished);
-        launch.wall_s = Some(finished - started);
-        let case_time: f64 = results
-            .iter()
-            .map(|c| c.finished_unix_s - c.started_unix_s)
-            .sum();
-        launch.overhead_s = Some((finished - started - case_time).max(0.0));
-        journal_write(&mut journal, JournalRecord::Launch(launch.clone()))?;
-        let mut info = run_info;
-        info.written_unix_s = finished;
-        let file = new_results(info, vec![launch], results.clone());
-        let path = out_dir.join(RESULTS_FILE);
-        write_results(&path, &file)?;
-        results_path = Some(path);
-    }
-    debug_assert!(results.iter().all(|c| c.status != CaseStatus::Timeout));
-    Ok(RunOutcome {
-        exit_code: if any_failed {
-            EXIT_CASES_FAILED
-        } else {
-            EXIT_OK
-        },
-        results: results_path,
     })
+}
+
+/// Everything a launch needs besides its backend.
+struct Job<'a> {
+    args: &'a RunArgs,
+    argv: &'a [String],
+    opts: &'a RunOptions,
+    comm: &'a MpiComm,
+    env: &'a identity::LauncherEnv,
+    layout: &'a NodeLayout,
+    shape: LaunchShape,
+    cases: &'a [crate::params::CaseParams],
+}
+
+impl Job<'_> {
+    fn execute<B: Backend>(&self, mut backend: B) -> Result<RunOutcome> {
+        let Job {
+            args,
+            argv,
+            opts,
+            comm,
+            env,
+            layout,
+            shape,
+            cases,
+        } = *self;
+        let size = comm.size();
+        // Output: rank 0 creates it; everyone learns whether that worked.
+        let started = now_unix_s();
+        let run_id = new_run_id(started);
+        let out_dir = args
+            .out
+            .clone()
+            .unwrap_or_else(|| PathBuf::from("results").join(&run_id));
+        let mut journal = None;
+        let mut open_err = String::new();
+        if comm.is_root() {
+            match Journal::open(&out_dir.join(JOURNAL_FILE)) {
+                Ok(j) => journal = Some(j),
+                Err(e) => open_err = e.to_string(),
+            }
+        }
+        let mut msg = open_err.into_bytes();
+        comm.broadcast_bytes(&mut msg);
+        if !msg.is_empty() {
+            return Err(Error::Runtime(format!(
+                "cannot write results: {}",
+                String::from_utf8_lossy(&msg)
+            )));
+        }
+
+        let provenance = gather_provenance(comm, &backend, layout);
+        let launch_id = args.launch_id.clone().unwrap_or_else(|| shape.id());
+        let emulated = layout.emulated;
+        let mut launch = LaunchRecord {
+            launch_id: launch_id.clone(),
+            shape,
+            status: LaunchStatus::Incomplete,
+            launcher: env.source.map_or("direct".to_string(), |s| s.to_string()),
+            command_line: argv.to_vec(),
+            started_unix_s: started,
+            finished_unix_s: None,
+            wall_s: None,
+            overhead_s: None,
+            stderr_tail: None,
+            provenance,
+        };
+        let run_info = RunInfo {
+            run_id,
+            started_unix_s: started,
+            written_unix_s: started,
+            command_line: argv.to_vec(),
+            emulated_nodes: emulated,
+            labels: Default::default(),
+        };
+        let journal_write = |j: &mut Option<Journal>, rec: JournalRecord| -> Result<()> {
+            match j {
+                Some(j) => j.append(&rec).map_err(Error::from),
+                None => Ok(()),
+            }
+        };
+        journal_write(&mut journal, JournalRecord::Run(run_info.clone()))?;
+        journal_write(&mut journal, JournalRecord::Launch(launch.clone()))?;
+
+        let mut table = TablePrinter::new();
+        let print = |lines: Vec<String>| {
+            if comm.is_root() && !args.quiet {
+                let mut so = std::io::stdout().lock();
+                for l in lines {
+                    let _ = writeln!(so, "{l}");
+                }
+                let _ = so.flush();
+            }
+        };
+        if comm.is_root() && !args.quiet {
+            if let Some(p) = &launch.provenance {
+                print(vec![format!(
+                    "# scalebench {} | {} rank(s), {} device(s) on {} node(s){} | {} | results: {}",
+                    env!("CARGO_PKG_VERSION"),
+                    p.world_size,
+                    p.devices,
+                    p.nodes,
+                    if p.emulated_nodes {
+                        " (emulated on one host)"
+                    } else {
+                        ""
+                    },
+                    p.mpi_library
+                        .as_deref()
+                        .unwrap_or("MPI")
+                        .lines()
+                        .next()
+                        .unwrap_or(""),
+                    out_dir.display()
+                )]);
+                for w in &p.warnings {
+                    print(vec![format!("# warning: {w}")]);
+                }
+            }
+        }
+
+        let mut results: Vec<CaseResult> = Vec::new();
+        let mut any_failed = false;
+        for params in cases {
+            let t0 = now_unix_s();
+            let outcome = workload::run_case(&mut backend, comm, params, &opts.settings);
+            let t1 = now_unix_s();
+            let failed = match &outcome {
+                Ok(m) => m.wrong > 0,
+                Err(workload::CaseError::Failed(_)) => true,
+                Err(workload::CaseError::Skipped(_)) => false,
+            };
+            any_failed |= failed;
+            if comm.is_root() {
+                let rec = crate::run::record(
+                    params,
+                    &launch_id,
+                    t0,
+                    t1,
+                    backend.total_devices(),
+                    size,
+                    outcome,
+                );
+                journal_write(&mut journal, JournalRecord::Case(rec.clone()))?;
+                print(table.push(&rec));
+                results.push(rec);
+            }
+        }
+        print(table.flush());
+
+        let finished = now_unix_s();
+        let mut results_path = None;
+        if comm.is_root() {
+            print(vec![summary_line(&results)]);
+            launch.status = LaunchStatus::Ok;
+            launch.finished_unix_s = Some(finished);
+            launch.wall_s = Some(finished - started);
+            let case_time: f64 = results
+                .iter()
+                .map(|c| c.finished_unix_s - c.started_unix_s)
+                .sum();
+            launch.overhead_s = Some((finished - started - case_time).max(0.0));
+            journal_write(&mut journal, JournalRecord::Launch(launch.clone()))?;
+            let mut info = run_info;
+            info.written_unix_s = finished;
+            let file = new_results(info, vec![launch], results.clone());
+            let path = out_dir.join(RESULTS_FILE);
+            write_results(&path, &file)?;
+            results_path = Some(path);
+        }
+        debug_assert!(results.iter().all(|c| c.status != CaseStatus::Timeout));
+        Ok(RunOutcome {
+            exit_code: if any_failed {
+                EXIT_CASES_FAILED
+            } else {
+                EXIT_OK
+            },
+            results: results_path,
+        })
+    }
 }
 
 /// Every rank's facts go to rank 0, which assigns nodes and tells everyone.
@@ -318,9 +379,9 @@ fn launch_shape(args: &RunArgs, layout: &NodeLayout, size: u32) -> Result<Launch
 }
 
 /// Every rank describes itself; rank 0 assembles the provenance.
-fn gather_provenance(
+fn gather_provenance<B: Backend>(
     comm: &MpiComm,
-    backend: &CpuBackend,
+    backend: &B,
     layout: &NodeLayout,
 ) -> Option<Provenance> {
     let rank = comm.rank();
@@ -336,7 +397,7 @@ fn gather_provenance(
         devices: backend.device_bindings(),
     };
     let host = topology::host_info();
-    let warnings = backend.warnings.clone();
+    let warnings = backend.warnings();
     let payload = serde_json::to_vec(&(me, host, warnings)).expect("rank info serialises");
     let all = comm.gather_bytes(&payload);
     if !comm.is_root() {
