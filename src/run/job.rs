@@ -19,7 +19,7 @@ use crate::results::io::{
     new_results, write_results, Journal, JournalRecord, JOURNAL_FILE, RESULTS_FILE,
 };
 use crate::results::schema::{
-    CaseResult, CaseStatus, LaunchRecord, LaunchStatus, Provenance, RankInfo, RunInfo,
+    CaseResult, LaunchRecord, LaunchStatus, Provenance, RankInfo, RunInfo,
 };
 use crate::results::{new_run_id, now_unix_s};
 use crate::topology::identity::{self, NodeLayout, RankFacts};
