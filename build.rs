@@ -7,7 +7,17 @@ fn main() {
     println!("cargo:rerun-if-changed=build.rs");
     println!("cargo:rerun-if-changed=csrc/mpi_shim.c");
     println!("cargo:rerun-if-env-changed=SCALEBENCH_GIT_SHA");
-    let sha = std::env::var("SCALEBENCH_GIT_SHA").ok().or_else(git_sha);
+    // Rebuild when HEAD moves so the recorded commit stays true (also after a failed `git`).
+    println!("cargo:rerun-if-changed=.git/HEAD");
+    if let Ok(head) = std::fs::read_to_string(".git/HEAD") {
+        if let Some(r) = head.strip_prefix("ref: ") {
+            println!("cargo:rerun-if-changed=.git/{}", r.trim());
+        }
+    }
+    let sha = std::env::var("SCALEBENCH_GIT_SHA")
+        .ok()
+        .filter(|s| !s.is_empty())
+        .or_else(git_sha);
     println!(
         "cargo:rustc-env=SCALEBENCH_GIT_SHA={}",
         sha.unwrap_or_default()
@@ -48,13 +58,6 @@ fn git_sha() -> Option<String> {
         .unwrap_or(false);
     if dirty {
         sha.push_str("-dirty");
-    }
-    // Rebuild when HEAD moves so the recorded commit stays true.
-    if let Ok(head) = std::fs::read_to_string(".git/HEAD") {
-        println!("cargo:rerun-if-changed=.git/HEAD");
-        if let Some(r) = head.strip_prefix("ref: ") {
-            println!("cargo:rerun-if-changed=.git/{}", r.trim());
-        }
     }
     Some(sha)
 }

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # The project's tests, as CI runs them: formatting, lints (all targets and features, incl.
 # the CUDA backend), a build without optional features, unit tests, and integration tests that
-# start the real binary under real mpirun.
+# start the real binary under real mpirun and a real local Slurm cluster.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash ci/setup.sh
+bash ci/setup.sh --slurm --browser
 source ci/env.sh
 
 step() { printf '\n== %s ==\n' "$*"; }
@@ -18,5 +18,17 @@ cargo clippy --release --locked --all-targets --all-features -- -D warnings
 step "build without optional features (report/compare on a laptop: no MPI, no CUDA)"
 cargo build --release --locked --no-default-features
 
-step "tests (unit + integration under mpirun)"
+step "local Slurm cluster of 2 emulated nodes (stopped on exit, also when a test fails)"
+trap 'bash ci/slurm/stop.sh' EXIT
+eval "$(bash ci/slurm/start.sh 2)"
+export SCALEBENCH_REQUIRE_SLURM=1
+
+step "tests (unit, integration under mpirun and under the real Slurm)"
 cargo test --release --locked --all-features
+
+step "benches, each run once (smoke test: that they build, set up, validate and run; never timing)"
+cargo bench --locked --all-features -- --test
+
+step "performance regression against results/baselines/ci-small (confirming rerun before failing)"
+# The binary the test step built (same features), so this step compiles nothing.
+SCALEBENCH_BIN=${CARGO_TARGET_DIR:-target}/release/scalebench bash ci/regression.sh

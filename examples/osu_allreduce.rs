@@ -16,7 +16,10 @@ fn main() {
     let (warmup, iters) = (100, 1000);
     let mut bytes = 8usize;
     if rank == 0 {
-        println!("# raw rsmpi OSU-style allreduce, f32 sum, {} ranks", world.size());
+        println!(
+            "# raw rsmpi OSU-style allreduce, f32 sum, {} ranks",
+            world.size()
+        );
         println!("# {:>10} {:>14}", "size (B)", "avg lat (us)");
     }
     while bytes <= 16 << 10 {

@@ -29,6 +29,28 @@ pub struct Cli {
 pub enum Command {
     /// Measure collectives and GEMMs in this MPI job (start it with mpirun/srun, or alone as one rank).
     Run(Box<RunArgs>),
+    /// Show the launches and cases a sweep spec expands to (nothing runs).
+    Plan(PlanArgs),
+    /// Run a sweep spec on this machine: one mpirun per launch, every finished case kept.
+    Sweep(SweepArgs),
+    /// Show this machine's topology (hwloc) and the CPUs each binding policy would give.
+    Topo(TopoArgs),
+    /// Submit a sweep spec to a scheduler: one job per allocation shape (job arrays where shapes
+    /// repeat), then a job that merges the results. UGE and PBS scripts with --dry-run.
+    Submit(SubmitArgs),
+    /// Show the jobs of a submitted run (bounded polling of the scheduler).
+    Status(StatusArgs),
+    /// Merge a run directory's results into results.json, recording failed or missing jobs.
+    Collect(CollectArgs),
+    /// Record how a launch ended (run inside job scripts).
+    #[command(hide = true)]
+    FinishLaunch(FinishLaunchArgs),
+    /// Compare two results files case by case: relative change of the median with a confidence
+    /// interval, multiple-comparison control, a noise band; exit 1 on a regression.
+    Compare(CompareArgs),
+    /// Build a report from results files: charts (SVG, PNG), report.html, report.md and
+    /// results.csv with scaling efficiency, α–β model fits, pure vs hybrid, binding, stragglers.
+    Report(ReportArgs),
 }
 
 /// A comma-separated size list with ranges, parsed as one value (`8B:1GiB:x2,3MiB`).
@@ -37,6 +59,132 @@ pub struct SizeList(pub Vec<Bytes>);
 
 fn parse_sizes(s: &str) -> Result<SizeList, String> {
     parse_size_list(s).map(SizeList).map_err(|e| e.to_string())
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct PlanArgs {
+    /// The sweep spec (TOML; see examples/).
+    pub spec: PathBuf,
+    /// List every case (id and parameters) under its launch.
+    #[arg(long)]
+    pub cases: bool,
+    /// Print the plan as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Clone, Args)]
+#[command(
+    after_help = "Exit codes: 0 every case ok; 2 bad spec; 3 some case failed, was wrong or timed out (results are kept); 130 interrupted (results are kept; continue with --resume)."
+)]
+pub struct SweepArgs {
+    /// The sweep spec (TOML; see examples/).
+    pub spec: PathBuf,
+    /// Run directory (default: results/<name>-<UTC timestamp>).
+    #[arg(short, long)]
+    pub out: Option<PathBuf>,
+    /// Continue the sweep in --out: run only cases that are missing, failed, wrong or timed out.
+    #[arg(long)]
+    pub resume: bool,
+    /// Print the launch commands without running them.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// No progress line and no tables.
+    #[arg(short, long)]
+    pub quiet: bool,
+    /// Kill a launch after this many seconds (overrides the spec's [launch] timeout_s).
+    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true)]
+    pub launch_timeout: Option<f64>,
+    /// The MPI launcher.
+    #[arg(long, default_value = "mpirun")]
+    pub mpirun: String,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct TopoArgs {
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+    /// Devices per node to show bindings for (default: the GPUs found, or 2).
+    #[arg(long)]
+    pub devices_per_node: Option<u32>,
+    /// Cores kept free: a cpulist such as `0`, or `first_per_numa`.
+    #[arg(long, default_value = "")]
+    pub reserved_cores: String,
+}
+
+#[derive(Debug, Clone, Args)]
+#[command(
+    after_help = "Submitting into a run directory that already holds a run submits only its missing or failed cases."
+)]
+pub struct SubmitArgs {
+    /// The sweep spec (TOML; see examples/).
+    pub spec: PathBuf,
+    /// slurm, uge or pbs (default: the profile's).
+    #[arg(long)]
+    pub scheduler: Option<String>,
+    /// A built-in site profile (puhti, mahti, lumi, sulis, apocrita, pbs-example, local-slurm)
+    /// or a profile file.
+    #[arg(long)]
+    pub profile: Option<String>,
+    /// Run directory (default: results/<name>-<UTC timestamp>).
+    #[arg(short, long)]
+    pub out: Option<PathBuf>,
+    /// Write and print the job scripts without submitting them.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Account (project) to charge, overriding the profile's.
+    #[arg(long)]
+    pub account: Option<String>,
+    /// Partition (queue), overriding the profile's.
+    #[arg(long)]
+    pub partition: Option<String>,
+    #[arg(short, long)]
+    pub quiet: bool,
+}
+
+#[derive(Debug, Clone, Args)]
+#[command(
+    after_help = "Exit codes: 0 every job ended and recorded success; 3 a job failed, timed out or never ran; 4 --wait ran out of time."
+)]
+pub struct StatusArgs {
+    /// The run directory.
+    pub run: PathBuf,
+    /// Wait until no job of the run is queued or running.
+    #[arg(long)]
+    pub wait: bool,
+    /// With --wait: give up after this many seconds.
+    #[arg(long, default_value_t = 3600.0)]
+    pub timeout: f64,
+    #[arg(short, long)]
+    pub quiet: bool,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct CollectArgs {
+    /// The run directory.
+    pub run: PathBuf,
+    /// The job running the collection (set by the collect job).
+    #[arg(long, hide = true)]
+    pub from_job: Option<String>,
+    #[arg(short, long)]
+    pub quiet: bool,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct FinishLaunchArgs {
+    #[arg(long)]
+    pub dir: PathBuf,
+    #[arg(long, allow_negative_numbers = true)]
+    pub exit_code: i32,
+    #[arg(long)]
+    pub started: f64,
+    #[arg(long)]
+    pub timeout_s: Option<f64>,
+    #[arg(long, default_value = "srun")]
+    pub launcher: String,
+    #[arg(long)]
+    pub job_id: Option<String>,
 }
 
 /// Which buffer placements to measure.
@@ -159,17 +307,24 @@ pub struct RunArgs {
     #[arg(long, default_value = "fill")]
     pub placement: Placement,
 
-    /// CPU binding of each device's thread: none, core, numa, socket or gpu.
+    /// CPU binding of each device's thread (computed with hwloc; start the launcher with its
+    /// own binding off): none, core, numa, socket, or gpu (cores nearest the device's GPU;
+    /// falls back to core without GPUs, and says so).
     #[arg(long, default_value = "none")]
     pub binding: Binding,
 
-    /// CPUs never bound to (e.g. `0` for core 0 reserved for the system), as a cpulist.
+    /// Cores never bound to: a cpulist such as `0` or `0,8`, or `first_per_numa`.
     #[arg(long, default_value = "")]
     pub reserved_cores: String,
 
     /// CPU threads each device's GEMM may use (CPU backend).
     #[arg(long, default_value_t = 1)]
     pub threads_per_device: u32,
+
+    /// Run the launch plan in FILE (written by `scalebench sweep`/`submit`) instead of the
+    /// workload, size and shape options.
+    #[arg(long, value_name = "FILE")]
+    pub plan: Option<PathBuf>,
 
     /// Do not print the results table.
     #[arg(short, long)]
@@ -214,6 +369,168 @@ impl From<ScalingArg> for Scaling {
     }
 }
 
+/// What `compare` judges cases by (`auto`: busbw for collectives, gflops for GEMMs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum CompareMetric {
+    /// busbw for collectives, GFLOP/s per device for GEMMs, time where neither exists.
+    Auto,
+    /// Seconds per operation (lower is better).
+    Time,
+    /// Bus bandwidth, GB/s (higher is better).
+    Busbw,
+    /// Algorithm bandwidth, GB/s (higher is better).
+    Algbw,
+    /// GFLOP/s per device (higher is better).
+    Gflops,
+}
+
+/// Report formats of `compare`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ReportFormat {
+    /// For a terminal.
+    Text,
+    /// For a CI comment: regressions and improvements in a table, the rest folded.
+    Md,
+    /// Every case, for machines.
+    Json,
+}
+
+/// When `compare` exits 1.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum FailOnArg {
+    /// A case regressed, or a case that worked in the baseline failed in the candidate.
+    Regression,
+    /// Also improvements, fixed, missing, new cases and status changes.
+    AnyChange,
+    /// Never (report only).
+    Never,
+}
+
+/// Multiple-comparison correction of `compare`'s p-values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum CorrectionArg {
+    /// Holm: chance of any false alarm over all cases ≤ 1 − confidence.
+    Holm,
+    /// Benjamini–Hochberg: expected share of false alarms among alarms ≤ 1 − confidence.
+    Bh,
+    /// None: each case on its own.
+    None,
+}
+
+#[derive(Debug, Clone, Args)]
+#[command(
+    after_help = "Exit codes: 0 no regression; 1 regression found (see --fail-on); \
+2 bad input or unusable comparison (unreadable, truncated or mismatched files, no case in common); \
+4 I/O failure."
+)]
+pub struct CompareArgs {
+    /// Baseline: a results.json, or a run directory holding one.
+    pub baseline: PathBuf,
+
+    /// Candidate: a results.json, or a run directory holding one.
+    pub candidate: PathBuf,
+
+    /// The number compared per case.
+    #[arg(long, value_enum, default_value = "auto")]
+    pub metric: CompareMetric,
+
+    /// Noise band as a fraction (0.02 = ±2 %): a case regresses only when its whole interval
+    /// lies beyond it.
+    #[arg(long, default_value_t = 0.02)]
+    pub noise: f64,
+
+    /// Confidence of the intervals; 1 − confidence is the significance level after correction.
+    #[arg(long, default_value_t = 0.95)]
+    pub confidence: f64,
+
+    /// Multiple-comparison correction over all compared cases.
+    #[arg(long, value_enum, default_value = "holm")]
+    pub correction: CorrectionArg,
+
+    /// Output format on stdout.
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: ReportFormat,
+
+    /// What makes the exit code 1.
+    #[arg(long, value_enum, default_value = "regression")]
+    pub fail_on: FailOnArg,
+
+    /// Compare even when metric definitions (metrics_version) differ or a format version is
+    /// not one this build reads (if its fields still parse).
+    #[arg(long)]
+    pub allow_mismatch: bool,
+
+    /// Also write the report to FILE (atomically), in the format its extension names (.md,
+    /// .json, .txt), else in --format.
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+
+    /// Text format: list every case, not only regressions, improvements and status changes.
+    #[arg(long)]
+    pub all: bool,
+}
+
+/// Files `report` writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ReportOutput {
+    /// report.html: one self-contained page (inline SVG charts, sortable tables).
+    Html,
+    /// report.md: Markdown with PNG (or SVG) chart links, for a code-hosting site.
+    Md,
+    /// results.csv (one row per case) and tables/*.csv (every report table).
+    Csv,
+    /// charts/*.svg.
+    Svg,
+    /// charts/*.png.
+    Png,
+}
+
+#[derive(Debug, Clone, Args)]
+#[command(after_help = EXIT_CODES)]
+pub struct ReportArgs {
+    /// Results files (results.json) or run directories. Several are merged, e.g. one run per
+    /// node count; a case measured twice counts once (the newest).
+    #[arg(required = true, value_name = "RESULTS")]
+    pub results: Vec<PathBuf>,
+
+    /// Output directory (default: reports/<UTC timestamp>). An earlier report there is
+    /// replaced whole; any other non-empty directory is refused.
+    #[arg(short, long)]
+    pub out: Option<PathBuf>,
+
+    /// Title of the report (default: from the run ids).
+    #[arg(long)]
+    pub title: Option<String>,
+
+    /// Files to write (comma list): html, md, csv, svg, png.
+    #[arg(
+        long = "format",
+        value_enum,
+        value_delimiter = ',',
+        default_value = "html,md,csv,svg,png"
+    )]
+    pub formats: Vec<ReportOutput>,
+
+    /// Only cases whose parameter KEY has VALUE, as in the case id text (e.g. workload=allreduce,
+    /// dtype=f32, requested_bytes=1MiB, nodes=2). Repeat it: the same key means any of the
+    /// values, different keys must all match.
+    #[arg(long, value_name = "KEY=VALUE")]
+    pub only: Vec<String>,
+
+    /// Flag a case as noisy when the coefficient of variation of its samples exceeds this.
+    #[arg(long, default_value_t = 0.10)]
+    pub noisy_cv: f64,
+
+    /// Pure-vs-hybrid and binding ratios within 1 ± this count as a tie.
+    #[arg(long, default_value_t = 0.05)]
+    pub tie_band: f64,
+
+    /// Variants (dtype, op, in-place, timing, ...) charted per workload, most cases first; the
+    /// others are in the tables and results.csv.
+    #[arg(long, default_value_t = 1)]
+    pub chart_variants: usize,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -239,7 +556,9 @@ mod tests {
             "isolated",
         ])
         .unwrap();
-        let Command::Run(a) = cli.command;
+        let Command::Run(a) = cli.command else {
+            panic!("parsed as another command")
+        };
         assert_eq!(a.workloads, vec![Workload::Allreduce, Workload::Matmul]);
         assert_eq!(a.sizes.0, vec![Bytes(4096), Bytes(8), Bytes(16), Bytes(32)]);
         assert_eq!(a.dtypes, vec![Dtype::F32, Dtype::F64]);

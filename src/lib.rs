@@ -22,7 +22,10 @@
 pub mod backend;
 pub mod cli;
 pub mod comm;
+pub mod compare;
+pub mod config;
 pub mod error;
+pub mod launch;
 pub mod measure;
 pub mod params;
 pub mod plan;

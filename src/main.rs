@@ -6,6 +6,11 @@ use scalebench::error::Error;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
+    // Exit quietly when a reader closes the pipe (`scalebench plan ... | head`), as Unix tools do.
+    // SAFETY: setting a signal disposition before any thread starts.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     let argv: Vec<String> = std::env::args().collect();
     let cli = match Cli::try_parse_from(&argv) {
         Ok(c) => c,
@@ -36,7 +41,139 @@ fn main() -> ExitCode {
 fn dispatch(cli: Cli, argv: &[String]) -> Result<u8, Error> {
     match cli.command {
         Command::Run(args) => run(&args, argv),
+        Command::Plan(args) => plan(&args),
+        Command::Sweep(args) => sweep(&args, argv),
+        Command::Topo(args) => topo(&args),
+        Command::Submit(args) => submit(&args, argv),
+        Command::Status(a) => {
+            scalebench::launch::submit::status(&a.run, a.wait, a.timeout, a.quiet)
+        }
+        Command::Collect(a) => scalebench::launch::submit::collect(&a.run, a.from_job, a.quiet),
+        Command::FinishLaunch(a) => scalebench::launch::submit::finish_launch(
+            &a.dir,
+            a.exit_code,
+            a.started,
+            a.timeout_s,
+            &a.launcher,
+            a.job_id,
+        ),
+        Command::Compare(args) => scalebench::compare::run(&args),
+        Command::Report(args) => scalebench::report::run(&args),
     }
+}
+
+fn plan(args: &scalebench::cli::PlanArgs) -> Result<u8, Error> {
+    let (spec, plan, local) = scalebench::launch::local::plan_spec(&args.spec)?;
+    if let Some(why) = local {
+        eprintln!("note: this plan cannot run as a local sweep here (submit it to a cluster instead): {why}");
+    }
+    if args.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&plan.launches)
+                .map_err(|e| Error::Runtime(e.to_string()))?
+        );
+    } else {
+        print!(
+            "{}",
+            scalebench::launch::describe(&spec.name, &args.spec, &plan, args.cases)
+        );
+    }
+    Ok(0)
+}
+
+fn submit(args: &scalebench::cli::SubmitArgs, argv: &[String]) -> Result<u8, Error> {
+    let scheduler = args
+        .scheduler
+        .as_deref()
+        .map(|s| {
+            s.parse()
+                .map_err(|e: String| Error::Input(format!("--scheduler: {e}")))
+        })
+        .transpose()?;
+    let req = scalebench::launch::submit::SubmitRequest {
+        spec: args.spec.clone(),
+        scheduler,
+        profile: args.profile.clone(),
+        out: args.out.clone(),
+        dry_run: args.dry_run,
+        account: args.account.clone(),
+        partition: args.partition.clone(),
+        quiet: args.quiet,
+    };
+    scalebench::launch::submit::submit(&req, argv)
+}
+
+fn sweep(args: &scalebench::cli::SweepArgs, argv: &[String]) -> Result<u8, Error> {
+    let req = scalebench::launch::local::SweepRequest {
+        spec: args.spec.clone(),
+        out: args.out.clone(),
+        resume: args.resume,
+        dry_run: args.dry_run,
+        quiet: args.quiet,
+        launch_timeout_s: args.launch_timeout,
+        mpirun: args.mpirun.clone(),
+    };
+    scalebench::launch::local::sweep(&req, argv)
+}
+
+#[cfg(feature = "mpi")]
+fn topo(args: &scalebench::cli::TopoArgs) -> Result<u8, Error> {
+    use scalebench::topology::{binding::Reserved, hwloc, report};
+    let reserved = Reserved::parse(&args.reserved_cores)
+        .map_err(|e| Error::Input(format!("--reserved-cores: {e}")))?;
+    let machine = hwloc::discover().map_err(Error::Environment)?;
+    let devices = args.devices_per_node.unwrap_or(if machine.gpus.is_empty() {
+        2
+    } else {
+        machine.gpus.len() as u32
+    });
+    if devices == 0 {
+        return Err(Error::Input("--devices-per-node 0: give at least 1".into()));
+    }
+    let r = report::topo_report(machine, devices, &reserved).map_err(Error::Input)?;
+    if args.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&r).map_err(|e| Error::Runtime(e.to_string()))?
+        );
+    } else {
+        print!("{}", report::render_text(&r));
+        print!("{}", cuda_devices());
+    }
+    Ok(0)
+}
+
+/// What the CUDA driver says about this node's GPUs (names, memory), next to hwloc's view.
+#[cfg(feature = "cuda")]
+fn cuda_devices() -> String {
+    match scalebench::backend::cuda::list_gpus() {
+        Ok(gpus) => gpus
+            .iter()
+            .map(|g| {
+                format!(
+                    "  CUDA {}: {} ({} GiB, PCI {}, compute {}.{})\n",
+                    g.ordinal,
+                    g.name,
+                    g.memory_bytes >> 30,
+                    g.pci_bus_id,
+                    g.compute_capability.0,
+                    g.compute_capability.1
+                )
+            })
+            .collect(),
+        Err(e) => format!("  CUDA: {e}\n"),
+    }
+}
+
+#[cfg(all(feature = "mpi", not(feature = "cuda")))]
+fn cuda_devices() -> String {
+    String::new()
+}
+
+#[cfg(not(feature = "mpi"))]
+fn topo(_args: &scalebench::cli::TopoArgs) -> Result<u8, Error> {
+    Err(Error::Environment("this scalebench was built without the `mpi` feature, which brings hwloc: rebuild with default features to use `topo`".into()))
 }
 
 #[cfg(feature = "mpi")]

@@ -211,10 +211,22 @@ impl CpuBackend {
             None
         };
         let t = cfg.threads_per_device.max(1);
+        // A device's GEMM threads run on that device's CPUs.
         let gemm_pools = (0..g)
-            .map(|_| {
+            .map(|w| {
+                let cpus = cfg.worker_cpus.get(w).cloned().flatten();
                 (t > 1)
-                    .then(|| rayon::ThreadPoolBuilder::new().num_threads(t).build())
+                    .then(|| {
+                        rayon::ThreadPoolBuilder::new()
+                            .num_threads(t)
+                            .thread_name(move |i| format!("scalebench-gemm{w}.{i}"))
+                            .start_handler(move |_| {
+                                if let Some(set) = &cpus {
+                                    let _ = affinity::bind_current_thread(set);
+                                }
+                            })
+                            .build()
+                    })
                     .transpose()
                     .map_err(|e| BackendError::Device(format!("could not start GEMM threads: {e}")))
             })

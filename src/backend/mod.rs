@@ -13,6 +13,8 @@ mod host;
 
 #[cfg(feature = "mpi")]
 pub mod cpu;
+#[cfg(feature = "cuda")]
+pub mod cuda;
 
 pub use host::{AllocError, Element, HostBuf};
 
@@ -66,6 +68,28 @@ pub struct CollectiveCall {
     pub in_place: bool,
     /// Devices taking part (all processes).
     pub devices: u32,
+}
+
+/// Device-side timing of one overlapped batch step ([`Backend::square_batch`]): how long
+/// each engine was busy, summed over the step's matrices, and the step's span on the device.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct OverlapTiming {
+    /// Host→device copies, seconds.
+    pub copy_in_s: f64,
+    /// GEMMs, seconds.
+    pub compute_s: f64,
+    /// Device→host copies, seconds.
+    pub copy_out_s: f64,
+    /// First copy's start to the last copy's end, seconds.
+    pub span_s: f64,
+}
+
+impl OverlapTiming {
+    /// Seconds of work hidden by overlap: the engines' busy time beyond the span (0 when the
+    /// phases ran one after another).
+    pub fn hidden_s(&self) -> f64 {
+        (self.copy_in_s + self.compute_s + self.copy_out_s - self.span_s).max(0.0)
+    }
 }
 
 /// The GEMMs one device runs in one call.
@@ -171,6 +195,37 @@ pub trait Backend {
     /// Relative tolerance validation must allow for a reduction (0 = exact).
     fn reduction_tolerance(&self, _dtype: Dtype, _op: ReduceOp) -> f64 {
         0.0
+    }
+
+    /// Whether batch_matmul hands its device work to [`Backend::square_batch`] in one call,
+    /// so the backend can overlap host↔device copies with the GEMMs. The default (false)
+    /// keeps upload, GEMM and download as separate phases.
+    fn overlaps_batch_transfers(&self) -> bool {
+        false
+    }
+
+    /// batch_matmul's device step in one call: copies `inputs[dev]` into `a[dev]`, computes
+    /// C_j = A_j · A_j for each of the `batches[dev].count` matrices into `c[dev]`, and returns
+    /// every local device's products, with the device-side timing where copies and GEMMs
+    /// overlapped. The default runs the phases one after another (`None`).
+    fn square_batch(
+        &mut self,
+        batches: &[GemmBatch],
+        inputs: &[HostBuf],
+        a: &mut [Self::Buf],
+        c: &mut [Self::Buf],
+    ) -> BackendResult<(Vec<HostBuf>, Option<OverlapTiming>)> {
+        for (dev, h) in inputs.iter().enumerate() {
+            self.upload(dev, &mut a[dev], h)?;
+        }
+        self.gemm(batches, a, a, c)?;
+        self.synchronize()?;
+        let products = c
+            .iter()
+            .enumerate()
+            .map(|(dev, buf)| self.download(dev, buf))
+            .collect::<BackendResult<Vec<_>>>()?;
+        Ok((products, None))
     }
 
     /// Waits until all enqueued work of every local device is done.

@@ -16,7 +16,7 @@ use crate::results::schema::{RankSpread, TimingResult};
 use crate::stats;
 
 /// How many iterations to run.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct IterPolicy {
     /// Timed iterations; `None` = automatic (see [`IterPolicy::resolve`]).
     pub iters: Option<u32>,

@@ -5,6 +5,8 @@
 //! operator, root and timing mode, sizes ascend, and each size is measured out of place, then
 //! in place (so the table can show both side by side).
 
+pub mod sweep;
+
 use crate::cli::{InPlaceChoice, RunArgs};
 use crate::error::{Error, Result};
 use crate::measure::IterPolicy;
@@ -121,6 +123,50 @@ fn dedup<T: PartialEq + Clone>(v: &[T]) -> Vec<T> {
         }
     }
     out
+}
+
+/// Everything one launch (one `mpirun`/`srun` of `scalebench run --plan FILE`) measures:
+/// written by `sweep`/`submit`, read by every rank of the launch.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct LaunchPlan {
+    /// Id recorded with the launch's results (the shape's id, `-aN` for retries).
+    pub launch_id: String,
+    pub shape: LaunchShape,
+    /// CPU threads per device's GEMM (CPU backend).
+    pub threads_per_device: u32,
+    /// Cores kept free (`""`, `first_per_numa` or a cpulist).
+    pub reserved_cores: String,
+    /// Whether nodes are emulated on one host.
+    pub emulate_nodes: bool,
+    pub settings: RunSettings,
+    /// The cases, in order; each has `launch_shape() == shape`.
+    pub cases: Vec<CaseParams>,
+}
+
+impl LaunchPlan {
+    /// Reads a plan file; errors name the file and the reason.
+    pub fn read(path: &std::path::Path) -> Result<LaunchPlan> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| Error::Input(format!("--plan {}: {e}", path.display())))?;
+        let plan: LaunchPlan = serde_json::from_str(&text).map_err(|e| {
+            Error::Input(format!(
+                "--plan {}:{}:{}: not a scalebench launch plan: {e}",
+                path.display(),
+                e.line(),
+                e.column()
+            ))
+        })?;
+        if let Some(c) = plan.cases.iter().find(|c| c.launch_shape() != plan.shape) {
+            return Err(Error::Input(format!(
+                "--plan {}: case {} ({}) does not belong to this launch's shape ({})",
+                path.display(),
+                c.id(),
+                c.label(),
+                plan.shape.label()
+            )));
+        }
+        Ok(plan)
+    }
 }
 
 /// The cases of one launch, in measurement order. Errors name the option and the fix.
@@ -247,7 +293,9 @@ mod tests {
     fn opts(args: &[&str]) -> Result<RunOptions> {
         let mut full = vec!["scalebench", "run"];
         full.extend(args);
-        let Command::Run(a) = Cli::try_parse_from(full).unwrap().command;
+        let Command::Run(a) = Cli::try_parse_from(full).unwrap().command else {
+            panic!("not a run command")
+        };
         RunOptions::from_args(&a)
     }
 

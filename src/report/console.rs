@@ -1,14 +1,14 @@
 //! The live results table rank 0 prints while a run goes on, laid out like nccl-tests': for
 //! collectives one row per size with out-of-place and in-place side by side.
 
-use crate::params::{Timing, Workload};
+use crate::params::{LaunchShape, Timing, Workload};
 use crate::results::schema::{CaseResult, CaseStatus};
 use std::fmt::Write;
 
 /// Formats finished cases into table lines as they arrive.
 #[derive(Default)]
 pub struct TablePrinter {
-    block: Option<(Workload, Timing)>,
+    block: Option<(Workload, Timing, LaunchShape)>,
     /// An out-of-place row waiting for its in-place partner.
     pending: Option<CaseResult>,
 }
@@ -49,7 +49,7 @@ impl TablePrinter {
     /// Lines to print for a finished case (possibly none until its partner arrives).
     pub fn push(&mut self, c: &CaseResult) -> Vec<String> {
         let mut out = Vec::new();
-        let key = (c.params.workload, c.params.timing);
+        let key = (c.params.workload, c.params.timing, c.params.launch_shape());
         if self.block != Some(key) {
             out.extend(self.flush());
             out.extend(header(c));
@@ -126,8 +126,8 @@ fn problem(c: &CaseResult) -> Option<String> {
 fn header(c: &CaseResult) -> Vec<String> {
     let p = &c.params;
     let mut v = vec![format!(
-        "# {} ({} timing) on {} device(s): {} node(s) × {} device(s), {} topology, {} rank(s)",
-        p.workload, p.timing, c.devices, p.nodes, p.devices_per_node, p.topology, c.ranks
+        "# {} ({} timing) on {} device(s): {} node(s) × {} device(s), {} topology, {} rank(s), binding {}, placement {}",
+        p.workload, p.timing, c.devices, p.nodes, p.devices_per_node, p.topology, c.ranks, p.binding, p.placement
     )];
     match p.workload {
         Workload::Matmul => {

@@ -1,3 +1,16 @@
 //! What people read: the live console table, and reports built from results files.
 
+pub mod analyze;
+pub mod build;
 pub mod console;
+pub mod derive;
+pub mod doc;
+pub mod document;
+pub mod html;
+pub mod load;
+pub mod markdown;
+pub mod model;
+pub mod plot;
+pub mod table;
+
+pub use build::{generate, run, Outputs, Request, Written};

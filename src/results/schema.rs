@@ -349,7 +349,9 @@ pub struct RankSpread {
 /// One phase of a multi-phase workload.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PhaseResult {
-    /// `scatter`, `compute` or `gather` (or `reduce`).
+    /// `scatter`, `compute` and `gather` (or `reduce`). A backend that overlaps copies with
+    /// compute (CUDA) reports `transfer_compute` instead of `compute`, plus `overlap_hidden`:
+    /// device seconds per iteration the overlap saved.
     pub name: String,
     /// Mean over ranks of each rank's mean phase time, seconds.
     pub time_s: f64,

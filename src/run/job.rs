@@ -1,10 +1,10 @@
 //! `scalebench run`: one MPI job that measures a list of cases.
 //!
-//! Every rank parses the same options and expands the same cases; rank 0 alone writes. Order
-//! of events: check options (no MPI yet, nothing written) → MPI start → check the world the
-//! launcher gave us → assign nodes → open the output (rank 0) → set up the backend → record
-//! provenance → run cases, appending each to the journal as it finishes → write `results.json`
-//! atomically.
+//! Every rank parses the same options (or reads the same launch plan) and expands the same
+//! cases; rank 0 alone writes. Order of events: check options (no MPI yet, nothing written) →
+//! MPI start → check the world the launcher gave us → assign nodes → compute each device's
+//! binding → start the backend → open the output (rank 0) → record provenance → run cases,
+//! appending each to the journal as it finishes → write `results.json` atomically.
 
 use crate::backend::cpu::CpuBackend;
 use crate::backend::{Backend, BackendError, DevicePlan};
@@ -12,19 +12,20 @@ use crate::cli::RunArgs;
 use crate::comm::mpi::MpiComm;
 use crate::comm::HostComm;
 use crate::error::{Error, Result, EXIT_CASES_FAILED, EXIT_OK};
-use crate::params::{BackendKind, LaunchShape, Topology};
-use crate::plan::{self, RunOptions};
+use crate::params::{BackendKind, Binding, CaseParams, LaunchShape, Placement, Topology};
+use crate::plan::{self, LaunchPlan, RunOptions};
 use crate::report::console::{summary_line, TablePrinter};
 use crate::results::io::{
     new_results, write_results, Journal, JournalRecord, JOURNAL_FILE, RESULTS_FILE,
 };
 use crate::results::schema::{
-    CaseResult, LaunchRecord, LaunchStatus, Provenance, RankInfo, RunInfo,
+    CaseResult, HostInfo, LaunchRecord, LaunchStatus, Provenance, RankInfo, RunInfo,
 };
 use crate::results::{new_run_id, now_unix_s};
-use crate::topology::identity::{self, NodeLayout, RankFacts};
+use crate::topology::binding::{self, BindRequest, Reserved};
+use crate::topology::identity::{self, LauncherEnv, NodeLayout, RankFacts};
 use crate::topology::{self, affinity};
-use crate::workload;
+use crate::workload::{self, RunSettings};
 use std::io::Write;
 use std::path::PathBuf;
 
@@ -35,10 +36,75 @@ pub struct RunOutcome {
     pub results: Option<PathBuf>,
 }
 
+/// Where the cases come from.
+enum Cases {
+    /// Expanded from `run`'s options once the launch shape is known.
+    Options(Box<RunOptions>),
+    /// Given by a launch plan.
+    Plan(Vec<CaseParams>),
+}
+
+/// One launch, resolved from the command line or a plan file.
+struct Request {
+    backend: BackendKind,
+    topology: Topology,
+    nodes: Option<u32>,
+    devices_per_node: Option<u32>,
+    placement: Placement,
+    binding: Binding,
+    reserved: Reserved,
+    emulate_nodes: bool,
+    threads_per_device: u32,
+    settings: RunSettings,
+    cases: Cases,
+    launch_id: Option<String>,
+}
+
+fn request(args: &RunArgs) -> Result<Request> {
+    let reserved = |text: &str, option: &str| {
+        Reserved::parse(text).map_err(|e| Error::Input(format!("{option}: {e}")))
+    };
+    if let Some(path) = &args.plan {
+        let p = LaunchPlan::read(path)?;
+        return Ok(Request {
+            backend: p.shape.backend,
+            topology: p.shape.topology,
+            nodes: Some(p.shape.nodes),
+            devices_per_node: Some(p.shape.devices_per_node),
+            placement: p.shape.placement,
+            binding: p.shape.binding,
+            reserved: reserved(
+                &p.reserved_cores,
+                &format!("{} reserved_cores", path.display()),
+            )?,
+            emulate_nodes: p.emulate_nodes,
+            threads_per_device: p.threads_per_device,
+            settings: p.settings,
+            cases: Cases::Plan(p.cases),
+            launch_id: Some(p.launch_id),
+        });
+    }
+    let opts = RunOptions::from_args(args)?;
+    Ok(Request {
+        backend: args.backend,
+        topology: args.topology,
+        nodes: args.nodes,
+        devices_per_node: args.devices_per_node,
+        placement: args.placement,
+        binding: args.binding,
+        reserved: reserved(&args.reserved_cores, "--reserved-cores")?,
+        emulate_nodes: args.emulate_nodes,
+        threads_per_device: args.threads_per_device,
+        settings: opts.settings.clone(),
+        cases: Cases::Options(Box::new(opts)),
+        launch_id: args.launch_id.clone(),
+    })
+}
+
 /// Runs `scalebench run` in this process (one MPI rank).
 pub fn run(args: &RunArgs, argv: &[String]) -> Result<RunOutcome> {
-    let opts = RunOptions::from_args(args)?;
-    if args.backend == BackendKind::Cuda && !cfg!(feature = "cuda") {
+    let req = request(args)?;
+    if req.backend == BackendKind::Cuda && !cfg!(feature = "cuda") {
         return Err(Error::Environment(
             "--backend cuda: this scalebench was built without CUDA support: rebuild with `cargo build --release --features cuda`".into(),
         ));
@@ -46,9 +112,9 @@ pub fn run(args: &RunArgs, argv: &[String]) -> Result<RunOutcome> {
     // Ask for the lowest thread level the launch needs: OpenMPI's small-message latency is
     // measurably higher under MPI_THREAD_FUNNELED than under MPI_Init (see ci/bench.sh), and
     // only hybrid workers, multi-threaded GEMMs and GPU runtimes add threads (none calls MPI).
-    let needs_threads = args.topology == Topology::Hybrid
-        || args.threads_per_device > 1
-        || args.backend != BackendKind::Cpu;
+    let needs_threads = req.topology == Topology::Hybrid
+        || req.threads_per_device > 1
+        || req.backend != BackendKind::Cpu;
     let universe = if needs_threads {
         mpi::initialize_with_threading(mpi::Threading::Funneled).map(|(u, _)| u)
     } else {
@@ -67,13 +133,61 @@ pub fn run(args: &RunArgs, argv: &[String]) -> Result<RunOutcome> {
     let env = identity::launcher_env(|k| std::env::var(k).ok());
     identity::check_world(&env, rank, size).map_err(Error::Environment)?;
 
-    let layout = agree_layout(&comm, args, &env)?;
-    let shape = launch_shape(args, &layout, size)?;
-    let cases = plan::expand(&opts, shape)?;
+    let layout = agree_layout(&comm, &req, &env)?;
+    let shape = launch_shape(&req, &layout, size)?;
+    let cases = match &req.cases {
+        Cases::Options(o) => plan::expand(o, shape)?,
+        Cases::Plan(c) => c.clone(),
+    };
+    let (device_plan, notes) = agree_input(&comm, device_plan(&req, &shape, &layout, rank))?;
 
+    let job = Job {
+        argv,
+        quiet: args.quiet,
+        out: args.out.clone(),
+        settings: &req.settings,
+        launch_id: req.launch_id.clone().unwrap_or_else(|| shape.id()),
+        comm: &comm,
+        env: &env,
+        layout: &layout,
+        shape,
+        cases: &cases,
+        notes,
+    };
+    match req.backend {
+        BackendKind::Cpu => {
+            let backend = CpuBackend::new(&world, device_plan);
+            job.execute(start_backend(&comm, backend)?)
+        }
+        #[cfg(feature = "cuda")]
+        BackendKind::Cuda => {
+            let backend = crate::backend::cuda::CudaBackend::new(&world, device_plan);
+            job.execute(start_backend(&comm, backend)?)
+        }
+        // Rejected at the top of `run` in a build without the `cuda` feature.
+        #[cfg(not(feature = "cuda"))]
+        BackendKind::Cuda => unreachable!("--backend cuda is rejected before MPI starts"),
+    }
+}
+
+/// Makes every rank agree on a per-rank input check: an error anywhere is an input error
+/// everywhere, with each failing rank's message (printed by rank 0).
+fn agree_input<T>(comm: &MpiComm, local: std::result::Result<T, String>) -> Result<T> {
+    workload::agree(comm, local.map_err(BackendError::Unsupported)).map_err(|e| match e {
+        workload::CaseError::Failed(m) | workload::CaseError::Skipped(m) => Error::Input(m),
+    })
+}
+
+/// Which devices this rank drives and where each one's thread is bound.
+fn device_plan(
+    req: &Request,
+    shape: &LaunchShape,
+    layout: &NodeLayout,
+    rank: u32,
+) -> std::result::Result<(DevicePlan, Vec<String>), String> {
     let slot = &layout.slots[rank as usize];
-    let devices_per_rank = shape.devices_per_rank();
-    let local_indices: Vec<u32> = (0..devices_per_rank)
+    let per_rank = shape.devices_per_rank();
+    let local_indices: Vec<u32> = (0..per_rank)
         .map(|w| match shape.topology {
             Topology::Pure => identity::device_local_index(
                 shape.placement,
@@ -85,32 +199,40 @@ pub fn run(args: &RunArgs, argv: &[String]) -> Result<RunOutcome> {
             Topology::Hybrid => w,
         })
         .collect();
-    let plan = DevicePlan {
-        devices_per_rank: devices_per_rank as usize,
-        threads_per_device: args.threads_per_device as usize,
-        local_indices,
-        worker_cpus: vec![None; devices_per_rank as usize],
-    };
-    let job = Job {
-        args,
-        argv,
-        opts: &opts,
-        comm: &comm,
-        env: &env,
-        layout: &layout,
-        shape,
-        cases: &cases,
-    };
-    match args.backend {
-        BackendKind::Cpu => {
-            let backend = CpuBackend::new(&world, plan);
-            job.execute(start_backend(&comm, backend)?)
+    let mut notes = Vec::new();
+    let worker_cpus = if req.binding == Binding::None {
+        vec![None; per_rank as usize]
+    } else {
+        let machine = topology::hwloc::discover()?;
+        let mut cpus = Vec::new();
+        for &device in &local_indices {
+            let d = binding::decide(
+                &machine,
+                &BindRequest {
+                    policy: req.binding,
+                    devices_on_node: shape.devices_per_node,
+                    device,
+                    host_share: slot.host_share,
+                    reserved: req.reserved.clone(),
+                },
+            )
+            .map_err(|e| format!("--binding {}: {e}", req.binding))?;
+            if let Some(n) = d.note {
+                notes.push(format!("rank {rank} device {device}: {n}"));
+            }
+            cpus.push(d.cpus);
         }
-        // The CUDA backend is wired in here once it exists (issue 7).
-        BackendKind::Cuda => Err(Error::Environment(
-            "--backend cuda: the CUDA backend is not part of this build yet".into(),
-        )),
-    }
+        cpus
+    };
+    Ok((
+        DevicePlan {
+            devices_per_rank: per_rank as usize,
+            local_indices,
+            worker_cpus,
+            threads_per_device: req.threads_per_device as usize,
+        },
+        notes,
+    ))
 }
 
 /// Agrees on the backend's start: an unavailable backend (no driver, no device) is an
@@ -135,33 +257,29 @@ fn start_backend<B: Backend>(
 
 /// Everything a launch needs besides its backend.
 struct Job<'a> {
-    args: &'a RunArgs,
     argv: &'a [String],
-    opts: &'a RunOptions,
+    quiet: bool,
+    out: Option<PathBuf>,
+    settings: &'a RunSettings,
+    launch_id: String,
     comm: &'a MpiComm,
-    env: &'a identity::LauncherEnv,
+    env: &'a LauncherEnv,
     layout: &'a NodeLayout,
     shape: LaunchShape,
-    cases: &'a [crate::params::CaseParams],
+    cases: &'a [CaseParams],
+    /// Binding notes of this rank (fallbacks, shared cores).
+    notes: Vec<String>,
 }
 
 impl Job<'_> {
     fn execute<B: Backend>(&self, mut backend: B) -> Result<RunOutcome> {
-        let Job {
-            args,
-            argv,
-            opts,
-            comm,
-            env,
-            layout,
-            shape,
-            cases,
-        } = *self;
+        let comm = self.comm;
         let size = comm.size();
+
         // Output: rank 0 creates it; everyone learns whether that worked.
         let started = now_unix_s();
         let run_id = new_run_id(started);
-        let out_dir = args
+        let out_dir = self
             .out
             .clone()
             .unwrap_or_else(|| PathBuf::from("results").join(&run_id));
@@ -182,15 +300,16 @@ impl Job<'_> {
             )));
         }
 
-        let provenance = gather_provenance(comm, &backend, layout);
-        let launch_id = args.launch_id.clone().unwrap_or_else(|| shape.id());
-        let emulated = layout.emulated;
+        let provenance = gather_provenance(comm, &backend, self.layout, &self.notes);
         let mut launch = LaunchRecord {
-            launch_id: launch_id.clone(),
-            shape,
+            launch_id: self.launch_id.clone(),
+            shape: self.shape,
             status: LaunchStatus::Incomplete,
-            launcher: env.source.map_or("direct".to_string(), |s| s.to_string()),
-            command_line: argv.to_vec(),
+            launcher: self
+                .env
+                .source
+                .map_or("direct".to_string(), |s| s.to_string()),
+            command_line: self.argv.to_vec(),
             started_unix_s: started,
             finished_unix_s: None,
             wall_s: None,
@@ -202,22 +321,22 @@ impl Job<'_> {
             run_id,
             started_unix_s: started,
             written_unix_s: started,
-            command_line: argv.to_vec(),
-            emulated_nodes: emulated,
+            command_line: self.argv.to_vec(),
+            emulated_nodes: self.layout.emulated,
             labels: Default::default(),
         };
-        let journal_write = |j: &mut Option<Journal>, rec: JournalRecord| -> Result<()> {
+        let append = |j: &mut Option<Journal>, rec: JournalRecord| -> Result<()> {
             match j {
                 Some(j) => j.append(&rec).map_err(Error::from),
                 None => Ok(()),
             }
         };
-        journal_write(&mut journal, JournalRecord::Run(run_info.clone()))?;
-        journal_write(&mut journal, JournalRecord::Launch(launch.clone()))?;
+        append(&mut journal, JournalRecord::Run(run_info.clone()))?;
+        append(&mut journal, JournalRecord::Launch(launch.clone()))?;
 
-        let mut table = TablePrinter::new();
+        let show = comm.is_root() && !self.quiet;
         let print = |lines: Vec<String>| {
-            if comm.is_root() && !args.quiet {
+            if show {
                 let mut so = std::io::stdout().lock();
                 for l in lines {
                     let _ = writeln!(so, "{l}");
@@ -225,65 +344,58 @@ impl Job<'_> {
                 let _ = so.flush();
             }
         };
-        if comm.is_root() && !args.quiet {
-            if let Some(p) = &launch.provenance {
-                print(vec![format!(
-                    "# scalebench {} | {} rank(s), {} device(s) on {} node(s){} | {} | results: {}",
-                    env!("CARGO_PKG_VERSION"),
-                    p.world_size,
-                    p.devices,
-                    p.nodes,
-                    if p.emulated_nodes {
-                        " (emulated on one host)"
-                    } else {
-                        ""
-                    },
-                    p.mpi_library
-                        .as_deref()
-                        .unwrap_or("MPI")
-                        .lines()
-                        .next()
-                        .unwrap_or(""),
-                    out_dir.display()
-                )]);
-                for w in &p.warnings {
-                    print(vec![format!("# warning: {w}")]);
-                }
-            }
+        if let Some(p) = &launch.provenance {
+            print(vec![format!(
+                "# scalebench {} | {} rank(s), {} device(s) on {} node(s){} | binding {} | {} | results: {}",
+                env!("CARGO_PKG_VERSION"),
+                p.world_size,
+                p.devices,
+                p.nodes,
+                if p.emulated_nodes { " (emulated on one host)" } else { "" },
+                self.shape.binding,
+                p.mpi_library.as_deref().unwrap_or("MPI").lines().next().unwrap_or(""),
+                out_dir.display()
+            )]);
+            print(
+                p.warnings
+                    .iter()
+                    .map(|w| format!("# warning: {w}"))
+                    .collect(),
+            );
         }
 
+        let mut table = TablePrinter::new();
         let mut results: Vec<CaseResult> = Vec::new();
         let mut any_failed = false;
-        for params in cases {
+        for params in self.cases {
             let t0 = now_unix_s();
-            let outcome = workload::run_case(&mut backend, comm, params, &opts.settings);
+            let outcome = workload::run_case(&mut backend, comm, params, self.settings);
             let t1 = now_unix_s();
-            let failed = match &outcome {
+            any_failed |= match &outcome {
                 Ok(m) => m.wrong > 0,
                 Err(workload::CaseError::Failed(_)) => true,
                 Err(workload::CaseError::Skipped(_)) => false,
             };
-            any_failed |= failed;
             if comm.is_root() {
                 let rec = crate::run::record(
                     params,
-                    &launch_id,
+                    &self.launch_id,
                     t0,
                     t1,
                     backend.total_devices(),
                     size,
                     outcome,
                 );
-                journal_write(&mut journal, JournalRecord::Case(rec.clone()))?;
+                append(&mut journal, JournalRecord::Case(rec.clone()))?;
                 print(table.push(&rec));
                 results.push(rec);
             }
         }
         print(table.flush());
 
-        let finished = now_unix_s();
         let mut results_path = None;
         if comm.is_root() {
+            let finished = now_unix_s();
             print(vec![summary_line(&results)]);
             launch.status = LaunchStatus::Ok;
             launch.finished_unix_s = Some(finished);
@@ -293,12 +405,11 @@ impl Job<'_> {
                 .map(|c| c.finished_unix_s - c.started_unix_s)
                 .sum();
             launch.overhead_s = Some((finished - started - case_time).max(0.0));
-            journal_write(&mut journal, JournalRecord::Launch(launch.clone()))?;
+            append(&mut journal, JournalRecord::Launch(launch.clone()))?;
             let mut info = run_info;
             info.written_unix_s = finished;
-            let file = new_results(info, vec![launch], results.clone());
             let path = out_dir.join(RESULTS_FILE);
-            write_results(&path, &file)?;
+            write_results(&path, &new_results(info, vec![launch], results))?;
             results_path = Some(path);
         }
         Ok(RunOutcome {
@@ -313,7 +424,7 @@ impl Job<'_> {
 }
 
 /// Every rank's facts go to rank 0, which assigns nodes and tells everyone.
-fn agree_layout(comm: &MpiComm, args: &RunArgs, env: &identity::LauncherEnv) -> Result<NodeLayout> {
+fn agree_layout(comm: &MpiComm, req: &Request, env: &LauncherEnv) -> Result<NodeLayout> {
     let facts = RankFacts {
         host: topology::hostname(),
         slurm_node_id: env.node_id,
@@ -332,10 +443,10 @@ fn agree_layout(comm: &MpiComm, args: &RunArgs, env: &identity::LauncherEnv) -> 
             .map(|b| serde_json::from_slice(b).expect("facts from our own ranks"))
             .collect();
         let natural = identity::assign_nodes(&facts, None);
-        let emulate = match (&natural, args.nodes) {
-            _ if args.emulate_nodes => Some((args.nodes.unwrap_or(1), args.placement)),
+        let emulate = match (&natural, req.nodes) {
+            _ if req.emulate_nodes => Some((req.nodes.unwrap_or(1), req.placement)),
             // More nodes asked for than exist: emulate them on what there is, and say so.
-            (Ok(l), Some(n)) if n > l.nodes && l.nodes == 1 => Some((n, args.placement)),
+            (Ok(l), Some(n)) if n > l.nodes && l.nodes == 1 => Some((n, req.placement)),
             _ => None,
         };
         let layout = match emulate {
@@ -345,45 +456,52 @@ fn agree_layout(comm: &MpiComm, args: &RunArgs, env: &identity::LauncherEnv) -> 
         reply = serde_json::to_vec(&layout).expect("layout serialises");
     }
     comm.broadcast_bytes(&mut reply);
-    let layout: std::result::Result<NodeLayout, String> =
+    let mut layout: std::result::Result<NodeLayout, String> =
         serde_json::from_slice(&reply).expect("layout from rank 0");
-    layout.map_err(|e| Error::Input(format!("--nodes {}: {e}", args.nodes.unwrap_or(1))))
+    // A cluster whose nodes stand in for real ones (ci/slurm/start.sh) says so through its
+    // profile's environment; nothing in Slurm's own variables can tell.
+    if std::env::var("SCALEBENCH_EMULATED_NODES").is_ok_and(|v| v == "1") {
+        if let Ok(l) = &mut layout {
+            l.emulated = true;
+        }
+    }
+    layout.map_err(|e| Error::Input(format!("--nodes {}: {e}", req.nodes.unwrap_or(1))))
 }
 
-/// The launch shape from the options and the world we got; a mismatch is an input error that
+/// The launch shape from the request and the world we got; a mismatch is an input error that
 /// names both numbers.
-fn launch_shape(args: &RunArgs, layout: &NodeLayout, size: u32) -> Result<LaunchShape> {
-    let nodes = args.nodes.unwrap_or(layout.nodes);
+fn launch_shape(req: &Request, layout: &NodeLayout, size: u32) -> Result<LaunchShape> {
+    let nodes = req.nodes.unwrap_or(layout.nodes);
     if nodes != layout.nodes {
         return Err(Error::Input(format!(
             "--nodes {nodes}: this job's ranks run on {} node(s) ({}): start the job on {nodes} node(s), or pass --emulate-nodes to group ranks on one host",
             layout.nodes, layout.source
         )));
     }
-    let dpn = match args.topology {
-        Topology::Pure => args.devices_per_node.unwrap_or(size / nodes.max(1)),
-        Topology::Hybrid => args.devices_per_node.unwrap_or(1),
+    let dpn = match req.topology {
+        Topology::Pure => req.devices_per_node.unwrap_or(size / nodes.max(1)),
+        Topology::Hybrid => req.devices_per_node.unwrap_or(1),
     };
     if dpn == 0 {
         return Err(Error::input("--devices-per-node 0: give at least 1"));
     }
-    let expected = match args.topology {
+    let expected = match req.topology {
         Topology::Pure => nodes * dpn,
         Topology::Hybrid => nodes,
     };
     if expected != size {
         return Err(Error::Input(format!(
             "this job has {size} MPI rank(s), but {} topology on {nodes} node(s) × {dpn} device(s) needs {expected}: start {expected} rank(s) (mpirun -np {expected}) or change --nodes/--devices-per-node/--topology",
-            args.topology
+            req.topology
         )));
     }
     Ok(LaunchShape {
-        backend: args.backend,
-        topology: args.topology,
+        backend: req.backend,
+        topology: req.topology,
         nodes,
         devices_per_node: dpn,
-        binding: crate::params::Binding::None,
-        placement: args.placement,
+        binding: req.binding,
+        placement: req.placement,
     })
 }
 
@@ -392,6 +510,7 @@ fn gather_provenance<B: Backend>(
     comm: &MpiComm,
     backend: &B,
     layout: &NodeLayout,
+    notes: &[String],
 ) -> Option<Provenance> {
     let rank = comm.rank();
     let slot = &layout.slots[rank as usize];
@@ -405,18 +524,19 @@ fn gather_provenance<B: Backend>(
         cpus: affinity::format_cpulist(&affinity::current_thread_cpus().unwrap_or_default()),
         devices: backend.device_bindings(),
     };
-    let host = topology::host_info();
-    let warnings = backend.warnings();
-    let payload = serde_json::to_vec(&(me, host, warnings)).expect("rank info serialises");
+    let mut warnings = notes.to_vec();
+    warnings.extend(backend.warnings());
+    let payload =
+        serde_json::to_vec(&(me, topology::host_info(), warnings)).expect("rank info serialises");
     let all = comm.gather_bytes(&payload);
     if !comm.is_root() {
         return None;
     }
     let mut ranks = Vec::new();
-    let mut hosts: Vec<crate::results::schema::HostInfo> = Vec::new();
+    let mut hosts: Vec<HostInfo> = Vec::new();
     let mut warnings = Vec::new();
     for b in all {
-        let (r, h, w): (RankInfo, crate::results::schema::HostInfo, Vec<String>) =
+        let (r, h, w): (RankInfo, HostInfo, Vec<String>) =
             serde_json::from_slice(&b).expect("rank info from our own ranks");
         if !hosts.iter().any(|x| x.host == h.host) {
             hosts.push(h);

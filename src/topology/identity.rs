@@ -111,6 +111,9 @@ pub struct NodeSlot {
     pub node: u32,
     pub node_name: String,
     pub local_rank: u32,
+    /// This node's position among the nodes that share its host, and how many share it
+    /// (emulated nodes split a host's cores; a real node has (0, 1)).
+    pub host_share: (u32, u32),
 }
 
 /// Node assignment for a whole launch.
@@ -131,6 +134,26 @@ pub fn assign_nodes(
     facts: &[RankFacts],
     emulate: Option<(u32, Placement)>,
 ) -> Result<NodeLayout, String> {
+    let mut layout = assign(facts, emulate)?;
+    // Which nodes share each host, in node order.
+    for r in 0..layout.slots.len() {
+        let host = &facts[r].host;
+        let mut nodes: Vec<u32> = facts
+            .iter()
+            .zip(&layout.slots)
+            .filter(|(f, _)| &f.host == host)
+            .map(|(_, s)| s.node)
+            .collect();
+        nodes.sort_unstable();
+        nodes.dedup();
+        let me = layout.slots[r].node;
+        let index = nodes.iter().position(|n| *n == me).unwrap_or(0) as u32;
+        layout.slots[r].host_share = (index, nodes.len() as u32);
+    }
+    Ok(layout)
+}
+
+fn assign(facts: &[RankFacts], emulate: Option<(u32, Placement)>) -> Result<NodeLayout, String> {
     let size = facts.len() as u32;
     if let Some((nodes, placement)) = emulate {
         if nodes == 0 || size % nodes != 0 {
@@ -147,6 +170,7 @@ pub fn assign_nodes(
                     node,
                     node_name: format!("enode{node}"),
                     local_rank: local,
+                    host_share: (0, 1),
                 }
             })
             .collect();
@@ -178,6 +202,7 @@ pub fn assign_nodes(
                             .filter(|g| g.slurm_node_id == Some(id))
                             .count() as u32
                     }),
+                    host_share: (0, 1),
                 }
             })
             .collect();
@@ -205,6 +230,7 @@ pub fn assign_nodes(
                 node,
                 node_name: f.host.clone(),
                 local_rank: facts[..r].iter().filter(|g| g.host == f.host).count() as u32,
+                host_share: (0, 1),
             }
         })
         .collect();
@@ -315,6 +341,7 @@ mod tests {
             vec![(0, 0), (0, 1), (1, 0), (1, 1)]
         );
         assert!(l.emulated);
+        assert_eq!(l.slots[3].host_share, (1, 2));
         let l = assign_nodes(&f, Some((2, Placement::RoundRobin))).unwrap();
         assert_eq!(
             l.slots
@@ -332,8 +359,10 @@ mod tests {
         assert_eq!((l.nodes, l.emulated, l.source.as_str()), (2, true, "slurm"));
         assert_eq!(l.slots[2].node_name, "n2");
         assert_eq!(l.slots[3].local_rank, 1);
+        assert_eq!(l.slots[2].host_share, (1, 2));
         let l = assign_nodes(&facts(&["a", "a", "b", "b"], Some(&[0, 0, 1, 1])), None).unwrap();
         assert!(!l.emulated);
+        assert_eq!(l.slots[2].host_share, (0, 1));
     }
 
     #[test]

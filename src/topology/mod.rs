@@ -1,7 +1,12 @@
 //! The machine: who and where each rank is, CPU affinity, and host facts for provenance.
 
 pub mod affinity;
+pub mod binding;
+#[cfg(feature = "mpi")]
+pub mod hwloc;
 pub mod identity;
+pub mod machine;
+pub mod report;
 
 use crate::results::schema::HostInfo;
 use std::collections::BTreeMap;

@@ -54,6 +54,19 @@ pub fn tolerance(acc: Dtype, k: u64) -> f64 {
     }
 }
 
+/// Relative tolerance for a k-term product accumulated in `acc` and stored in `out`:
+/// [`tolerance`], plus one rounding to `out` where `out` is narrower than `acc` and results can
+/// exceed its exact integers (f16/bf16 products of an f32-accumulating GPU GEMM). The rounding
+/// is at most `out`'s unit roundoff relative to |c| ≤ Σ|a||b|, which the check compares with.
+pub fn tolerance_stored(acc: Dtype, out: Dtype, k: u64) -> f64 {
+    let t = tolerance(acc, k);
+    let bits = out.exact_integer_bits();
+    if bits >= acc.exact_integer_bits() || 4 * k <= 1u64 << bits {
+        return t;
+    }
+    t + 2f64.powi(-(bits as i32))
+}
+
 /// Positions (row, col) checked in an m×n product: the four corners and `samples` others
 /// spread by a fixed pseudo-random sequence (the same on every run).
 pub fn sample_positions(m: u64, n: u64, samples: usize) -> Vec<(u64, u64)> {
@@ -152,6 +165,42 @@ mod tests {
         assert!(tolerance(Dtype::F32, 1 << 23) > 0.0);
         assert_eq!(tolerance(Dtype::F64, 1 << 40), 0.0);
         assert!(tolerance(Dtype::F16, 4096) > 0.0);
+    }
+
+    #[test]
+    fn narrow_results_of_a_wide_accumulator_allow_one_rounding() {
+        // unchanged where the result type is the accumulator (CPU GEMMs)
+        for d in [Dtype::F32, Dtype::F64] {
+            for k in [16, 4096, 1 << 23] {
+                assert_eq!(tolerance_stored(d, d, k), tolerance(d, k));
+            }
+        }
+        // f16 results exact while 4k ≤ 2^11; beyond, one f16 rounding of an exact f32 sum
+        assert_eq!(tolerance_stored(Dtype::F32, Dtype::F16, 512), 0.0);
+        let k = 4096u64;
+        let tol = tolerance_stored(Dtype::F32, Dtype::F16, k);
+        assert_eq!(tol, 2f64.powi(-11));
+        // batch_matmul's A·A accumulated exactly, then rounded to f16, passes; the bare
+        // accumulator's tolerance (0) would count it wrong (|c| reaches 2k here)
+        let shape = MatmulShape { m: 4, n: 4, k };
+        let mut c = HostBuf::zeros(Dtype::F16, 16).unwrap();
+        for i in 0..4 {
+            for j in 0..4 {
+                let exact: f64 = (0..k).map(|l| a_entry(1, i, l) * a_entry(1, l, j)).sum();
+                c.set((i * 4 + j) as usize, exact);
+            }
+        }
+        let (a, b) = (|i, l| a_entry(1, i, l), |l, j| a_entry(1, l, j));
+        assert_eq!(count_wrong(&c, 0, shape, 32, tol, a, b), 0);
+        assert!(
+            count_wrong(&c, 0, shape, 32, 0.0, a, b) > 0,
+            "no entry needed rounding"
+        );
+        // bf16: 8 bits
+        assert_eq!(
+            tolerance_stored(Dtype::F32, Dtype::Bf16, 4096),
+            2f64.powi(-8)
+        );
     }
 
     #[test]

@@ -106,7 +106,7 @@ pub fn run<B: Backend, C: HostComm>(
     let samples = agree(comm, timed)?;
     let timing = measure::combine(comm, params.timing, &samples);
 
-    let tol = gemm_check::tolerance(backend.gemm_accumulator(dtype), total.k);
+    let tol = gemm_check::tolerance_stored(backend.gemm_accumulator(dtype), dtype, total.k);
     let mut wrong_local = 0;
     for _ in 0..settings.check_iters {
         let checked = (|| -> Result<u64, BackendError> {

@@ -18,7 +18,7 @@ use crate::params::{CaseParams, Workload};
 use crate::results::schema::{PhaseResult, TimingResult};
 
 /// Settings shared by all cases of a launch.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct RunSettings {
     pub policy: IterPolicy,
     /// Validated iterations after timing (`--check`); 0 disables validation.
@@ -62,14 +62,50 @@ pub fn agree<T, C: HostComm>(comm: &C, local: Result<T, BackendError>) -> Result
         Err(e) => e.to_string(),
     };
     let all = comm.gather_bytes(msg.as_bytes());
-    let text = all
+    let msgs: Vec<String> = all
         .iter()
-        .enumerate()
-        .filter(|(_, m)| !m.is_empty())
-        .map(|(r, m)| format!("rank {r}: {}", String::from_utf8_lossy(m)))
+        .map(|m| String::from_utf8_lossy(m).into_owned())
+        .collect();
+    Err(CaseError::Failed(group_by_message(&msgs)))
+}
+
+/// "rank 1: X; ranks 0,2-3: Y": ranks with the same message share one entry, in rank order
+/// of their first appearance; empty messages (ranks without a failure) are left out.
+pub fn group_by_message(msgs: &[String]) -> String {
+    let mut groups: Vec<(&str, Vec<u32>)> = Vec::new();
+    for (r, m) in msgs.iter().enumerate().filter(|(_, m)| !m.is_empty()) {
+        match groups.iter_mut().find(|(g, _)| *g == m.as_str()) {
+            Some((_, ranks)) => ranks.push(r as u32),
+            None => groups.push((m.as_str(), vec![r as u32])),
+        }
+    }
+    groups
+        .iter()
+        .map(|(m, ranks)| {
+            let list = crate::topology::affinity::format_cpulist(ranks);
+            format!(
+                "{} {list}: {m}",
+                if ranks.len() == 1 { "rank" } else { "ranks" }
+            )
+        })
         .collect::<Vec<_>>()
-        .join("; ");
-    Err(CaseError::Failed(text))
+        .join("; ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn failures_are_grouped_by_message() {
+        let m = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(group_by_message(&m(&["", "boom"])), "rank 1: boom");
+        assert_eq!(
+            group_by_message(&m(&["x", "y", "x", "x"])),
+            "ranks 0,2-3: x; rank 1: y"
+        );
+        assert_eq!(group_by_message(&m(&["", ""])), "");
+    }
 }
 
 /// Test-only faults (the hidden `--fault` option), used to prove that failure handling works

@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# Starts a real Slurm cluster of N emulated nodes on this machine (default 2, at most 4):
+# munged, slurmctld and one slurmd per node (`slurmd -N nX`), all on loopback, with state in
+# $SCALEBENCH_SLURM_DIR (default /tmp/scalebench-slurm). Prints `export SLURM_CONF=...`.
+# Stop it with ci/slurm/stop.sh, which kills only the PIDs recorded here.
+# Nodes share this host, so results from them say `emulated_nodes: true`.
+set -euo pipefail
+nodes=${1:-2}
+[[ "$nodes" =~ ^[1-4]$ ]] || { echo "ci/slurm/start.sh: nodes must be 1-4, not '$nodes'" >&2; exit 2; }
+here=$(cd "$(dirname "$0")" && pwd)
+bash "$here/../setup.sh" --slurm
+dir=${SCALEBENCH_SLURM_DIR:-/tmp/scalebench-slurm}
+if [ -f "$dir/pids" ]; then
+  bash "$here/stop.sh" >/dev/null 2>&1 || true
+fi
+rm -rf "$dir"
+# munged insists on private directories whose parents are not writable by others.
+mkdir -p "$dir"/{state,spool,log,munge,tmp}
+chmod 755 "$dir" "$dir/munge"
+: > "$dir/pids"
+
+mungekey -c -k "$dir/munge/munge.key" -f >/dev/null 2>&1
+chmod 600 "$dir/munge/munge.key"
+munged -F --key-file="$dir/munge/munge.key" --socket="$dir/munge/munge.socket" \
+  --pid-file="$dir/munge/munged.pid" --log-file="$dir/log/munged.log" --seed-file="$dir/munge/seed" \
+  >/dev/null 2>&1 &
+echo "munged $!" >> "$dir/pids"
+
+cpus=$(nproc)
+mem=$(( $(awk '/MemTotal/ {print int($2/1024)}' /proc/meminfo) / 8 ))
+port0=$(( 17000 + RANDOM % 2000 ))
+ctld_port=$(( port0 + 10 ))
+cat > "$dir/slurm.conf" <<CONF
+ClusterName=scalebench
+SlurmctldHost=localhost
+SlurmctldPort=$ctld_port
+SlurmUser=root
+SlurmdUser=root
+AuthType=auth/munge
+AuthInfo=socket=$dir/munge/munge.socket
+CredType=cred/munge
+StateSaveLocation=$dir/state
+SlurmdSpoolDir=$dir/spool/%n
+SlurmctldPidFile=$dir/slurmctld.pid
+SlurmdPidFile=$dir/slurmd-%n.pid
+SlurmctldLogFile=$dir/log/slurmctld.log
+SlurmdLogFile=$dir/log/slurmd-%n.log
+TmpFS=$dir/tmp/%n
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core
+AccountingStorageType=accounting_storage/none
+JobCompType=jobcomp/filetxt
+JobCompLoc=$dir/jobcomp.txt
+MpiDefault=pmix
+ReturnToService=2
+MailProg=/bin/true
+MinJobAge=3600
+SchedulerParameters=batch_sched_delay=0,sched_min_interval=0
+DependencyParameters=kill_invalid_depend
+SlurmdTimeout=30
+InactiveLimit=0
+KillWait=5
+NodeName=n[1-$nodes] NodeAddr=127.0.0.1 Port=[$port0-$(( port0 + nodes - 1 ))] CPUs=$cpus RealMemory=$mem State=UNKNOWN
+PartitionName=debug Nodes=n[1-$nodes] Default=YES MaxTime=INFINITE State=UP OverSubscribe=NO
+CONF
+for n in $(seq 1 "$nodes"); do mkdir -p "$dir/spool/n$n" "$dir/tmp/n$n"; done
+export SLURM_CONF="$dir/slurm.conf"
+slurmctld -D -f "$SLURM_CONF" >/dev/null 2>&1 &
+echo "slurmctld $!" >> "$dir/pids"
+for n in $(seq 1 "$nodes"); do
+  slurmd -D -N "n$n" -f "$SLURM_CONF" >/dev/null 2>&1 &
+  echo "slurmd-n$n $!" >> "$dir/pids"
+done
+# Wait (bounded) until every node is idle.
+for _ in $(seq 1 100); do
+  idle=$(timeout 5 sinfo -h -N -o '%T' 2>/dev/null | grep -c '^idle' || true)
+  [ "$idle" = "$nodes" ] && { echo "export SLURM_CONF=$SLURM_CONF"; exit 0; }
+  sleep 0.2
+done
+echo "ci/slurm/start.sh: nodes did not come up; see $dir/log/" >&2
+timeout 5 sinfo -N >&2 || true
+tail -5 "$dir"/log/*.log >&2 || true
+exit 1

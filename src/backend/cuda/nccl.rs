@@ -1,0 +1,797 @@
+//! NCCL: type and operator mapping, the calls each collective makes (with nccl-tests'
+//! in-place conventions), communicator set-up, and the tolerance NCCL's float average needs.
+//!
+//! One NCCL rank per GPU, numbered as the workloads number devices: global rank = process
+//! rank × devices per process + local device. Pure MPI has one communicator per process
+//! (`ncclCommInitRank`); hybrid creates one per local GPU inside one `ncclGroupStart/End`
+//! (as nccl-tests does with `-g`). Every collective of all local devices is issued inside one
+//! group, so one thread can drive several GPUs without deadlock.
+//!
+//! [`plan`] is pure: it says which NCCL calls a collective makes, on which buffer and at which
+//! element offset. [`Resolved`] checks every range against the buffer it points into before a
+//! device pointer is formed, so a planning mistake is an error, never an out-of-bounds access.
+
+use crate::backend::CollectiveCall;
+use crate::params::{Dtype, ReduceOp, Workload};
+use cudarc::driver::sys::CUdeviceptr;
+use cudarc::nccl::result as nres;
+use cudarc::nccl::sys as nsys;
+use std::ffi::{c_void, CStr};
+
+/// NCCL's element type for a [`Dtype`].
+pub fn nccl_type(d: Dtype) -> nsys::ncclDataType_t {
+    use nsys::ncclDataType_t as T;
+    match d {
+        Dtype::F32 => T::ncclFloat32,
+        Dtype::F64 => T::ncclFloat64,
+        Dtype::I32 => T::ncclInt32,
+        Dtype::F16 => T::ncclFloat16,
+        Dtype::Bf16 => T::ncclBfloat16,
+    }
+}
+
+/// NCCL's operator for a [`ReduceOp`] (`avg` is NCCL's native `ncclAvg`).
+pub fn nccl_op(op: ReduceOp) -> nsys::ncclRedOp_t {
+    use nsys::ncclRedOp_t as O;
+    match op {
+        ReduceOp::Sum => O::ncclSum,
+        ReduceOp::Prod => O::ncclProd,
+        ReduceOp::Min => O::ncclMin,
+        ReduceOp::Max => O::ncclMax,
+        ReduceOp::Avg => O::ncclAvg,
+    }
+}
+
+/// `major.minor.patch` from `ncclGetVersion`'s code (X·10000+Y·100+Z since 2.9, X·1000+Y·100+Z
+/// before).
+pub fn format_version(code: i32) -> String {
+    let (major, rest) = if code >= 10000 {
+        (code / 10000, code % 10000)
+    } else {
+        (code / 1000, code % 1000)
+    };
+    format!("{major}.{}.{}", rest / 100, rest % 100)
+}
+
+/// Relative tolerance that NCCL's native average of floats over `n` ranks needs.
+///
+/// NCCL computes a float average as a pre-multiplied sum: every input is multiplied by
+/// fl(1/n) and the products are summed (integers are summed, then divided exactly). When `n`
+/// is a power of two, 1/n and every product are exact and the validation inputs keep every
+/// partial sum exact, so the result is exact (0). Otherwise each product and each addition
+/// rounds: with unit roundoff u of the element type, |result − mean| ≤ γ_{n+2}·mean|x|
+/// (γ_m = m·u/(1 − m·u), one rounding for 1/n, one per product, n − 1 additions, one spare
+/// for a scalar kept in f32). The validation inputs of an average are c + (2d − (n − 1)) with
+/// mean c, so mean|x| ≤ (n + 1)·max(|c|, 1), which gives the bound relative to the checker's
+/// max(|expected|, 1). nccl-tests allows 2 ulps for the same reason (its inputs have only two
+/// non-zero ranks, ours all n).
+pub fn avg_tolerance(dtype: Dtype, n: u32) -> f64 {
+    if !dtype.is_float() || n.is_power_of_two() {
+        return 0.0;
+    }
+    let u = 2f64.powi(-(dtype.exact_integer_bits() as i32));
+    let mu = f64::from(n + 2) * u;
+    if mu >= 0.5 {
+        return 1.0;
+    }
+    (f64::from(n + 1) * mu / (1.0 - mu)).min(1.0)
+}
+
+/// Which of a device's two buffers a pointer refers to (`Recv` is the only buffer in place).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Side {
+    Send,
+    Recv,
+}
+
+/// A range of elements in one of a device's buffers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Span {
+    pub side: Side,
+    /// First element.
+    pub at: usize,
+    /// Elements NCCL reads or writes there.
+    pub len: usize,
+}
+
+/// One NCCL call of one device. Counts are NCCL's (per rank) and roots are global ranks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Call {
+    AllReduce {
+        send: Span,
+        recv: Span,
+        op: ReduceOp,
+    },
+    Reduce {
+        send: Span,
+        recv: Span,
+        op: ReduceOp,
+        root: u32,
+    },
+    Broadcast {
+        send: Span,
+        recv: Span,
+        root: u32,
+    },
+    AllGather {
+        send: Span,
+        recv: Span,
+    },
+    ReduceScatter {
+        send: Span,
+        recv: Span,
+        op: ReduceOp,
+    },
+    Send {
+        send: Span,
+        peer: u32,
+    },
+    Recv {
+        recv: Span,
+        peer: u32,
+    },
+}
+
+impl Call {
+    /// Every range the call touches.
+    pub fn spans(&self) -> Vec<Span> {
+        match *self {
+            Call::AllReduce { send, recv, .. }
+            | Call::Reduce { send, recv, .. }
+            | Call::Broadcast { send, recv, .. }
+            | Call::AllGather { send, recv }
+            | Call::ReduceScatter { send, recv, .. } => vec![send, recv],
+            Call::Send { send, .. } => vec![send],
+            Call::Recv { recv, .. } => vec![recv],
+        }
+    }
+}
+
+/// The NCCL calls device `device` (global index = NCCL rank) makes for `call`.
+///
+/// In place there is one buffer (`Recv`, [`CollectiveCall::in_place_count`] elements) and
+/// nccl-tests' conventions hold: allgather sends from `recv + rank·sendcount`, reduce_scatter
+/// receives into `recv + rank·recvcount` (the trait's default
+/// `reduce_scatter_in_place_offset`), everything else reads and writes from element 0.
+/// All-to-all is grouped send/recv per peer, as nccl-tests does; it has no in-place form
+/// (sending from and receiving into one buffer in one group races).
+pub fn plan(call: &CollectiveCall, device: u32) -> Result<Vec<Call>, String> {
+    let n = call.devices;
+    if device >= n {
+        return Err(format!(
+            "device {device} outside a collective of {n} devices"
+        ));
+    }
+    let op = call.op.unwrap_or(ReduceOp::Sum);
+    let root = call.root.unwrap_or(0);
+    if call.workload.has_root() && root >= n {
+        return Err(format!("root {root} is not one of the {n} devices"));
+    }
+    let (sc, rc) = (call.send_count, call.recv_count);
+    let src_side = if call.in_place {
+        Side::Recv
+    } else {
+        Side::Send
+    };
+    let span = |side, at, len| Span { side, at, len };
+    let d = device as usize;
+    Ok(match call.workload {
+        Workload::Allreduce => vec![Call::AllReduce {
+            send: span(src_side, 0, sc),
+            recv: span(Side::Recv, 0, sc),
+            op,
+        }],
+        Workload::Reduce => vec![Call::Reduce {
+            send: span(src_side, 0, sc),
+            recv: span(Side::Recv, 0, sc),
+            op,
+            root,
+        }],
+        Workload::Broadcast => vec![Call::Broadcast {
+            send: span(src_side, 0, sc),
+            recv: span(Side::Recv, 0, sc),
+            root,
+        }],
+        Workload::Allgather => {
+            if rc != sc * n as usize {
+                return Err(format!(
+                    "allgather of {sc} into {rc} elements over {n} devices"
+                ));
+            }
+            let at = if call.in_place { d * sc } else { 0 };
+            vec![Call::AllGather {
+                send: span(src_side, at, sc),
+                recv: span(Side::Recv, 0, rc),
+            }]
+        }
+        Workload::ReduceScatter => {
+            if sc != rc * n as usize {
+                return Err(format!(
+                    "reduce_scatter of {sc} into {rc} elements over {n} devices"
+                ));
+            }
+            let at = if call.in_place { d * rc } else { 0 };
+            vec![Call::ReduceScatter {
+                send: span(src_side, 0, sc),
+                recv: span(Side::Recv, at, rc),
+                op,
+            }]
+        }
+        Workload::Alltoall => {
+            if call.in_place {
+                return Err(IN_PLACE_ALLTOALL.to_string());
+            }
+            if sc != rc || sc % n as usize != 0 {
+                return Err(format!("alltoall of {sc} → {rc} elements over {n} devices"));
+            }
+            let chunk = sc / n as usize;
+            (0..n)
+                .flat_map(|p| {
+                    let at = p as usize * chunk;
+                    [
+                        Call::Send {
+                            send: span(Side::Send, at, chunk),
+                            peer: p,
+                        },
+                        Call::Recv {
+                            recv: span(Side::Recv, at, chunk),
+                            peer: p,
+                        },
+                    ]
+                })
+                .collect()
+        }
+        Workload::Matmul | Workload::BatchMatmul => {
+            return Err(format!("{} is not a collective", call.workload))
+        }
+    })
+}
+
+/// Why in-place all-to-all is not measured on NCCL.
+pub const IN_PLACE_ALLTOALL: &str = "NCCL has no in-place all-to-all (grouped send/recv from and into one buffer races; nccl-tests times it but does not check it): use --in-place no";
+
+/// A device buffer as NCCL sees it: base address and length in elements.
+#[derive(Debug, Clone, Copy)]
+pub struct Region {
+    pub ptr: CUdeviceptr,
+    pub len: usize,
+}
+
+/// A [`Call`] whose ranges were checked against the device's buffers.
+#[derive(Debug, Clone, Copy)]
+pub struct Resolved {
+    call: Call,
+    send: Option<Region>,
+    recv: Region,
+    elem_bytes: usize,
+}
+
+impl Resolved {
+    /// Checks every range of `call` against the buffers (`send` is `None` in place).
+    pub fn new(
+        call: Call,
+        send: Option<Region>,
+        recv: Region,
+        elem_bytes: usize,
+    ) -> Result<Resolved, String> {
+        for s in call.spans() {
+            let region = match s.side {
+                Side::Send => send.ok_or("an in-place call refers to a send buffer")?,
+                Side::Recv => recv,
+            };
+            let end = s.at.checked_add(s.len).ok_or("element range overflows")?;
+            if end > region.len {
+                return Err(format!(
+                    "{call:?} reaches element {end} of a {}-element {:?} buffer",
+                    region.len, s.side
+                ));
+            }
+        }
+        Ok(Resolved {
+            call,
+            send,
+            recv,
+            elem_bytes,
+        })
+    }
+
+    fn addr(&self, s: Span) -> *mut c_void {
+        let base = match s.side {
+            Side::Send => self.send.expect("checked in Resolved::new").ptr,
+            Side::Recv => self.recv.ptr,
+        };
+        (base + (s.at * self.elem_bytes) as u64) as *mut c_void
+    }
+
+    /// Enqueues the call on `stream`.
+    ///
+    /// # Safety
+    /// `comm` must be a live communicator of this device, `stream` a live stream of the same
+    /// device, and the regions given to [`Resolved::new`] live device allocations of this
+    /// device that stay allocated until the stream has run the call.
+    pub unsafe fn launch(
+        &self,
+        dtype: Dtype,
+        comm: nsys::ncclComm_t,
+        stream: nsys::cudaStream_t,
+    ) -> Result<(), String> {
+        let t = nccl_type(dtype);
+        // SAFETY: every range was checked against its buffer in `Resolved::new`; the caller
+        // guarantees that the buffers, the communicator and the stream are live and belong to
+        // one device. Counts and roots are those NCCL documents for each call.
+        let r = unsafe {
+            match self.call {
+                Call::AllReduce { send, recv, op } => nres::all_reduce(
+                    self.addr(send),
+                    self.addr(recv),
+                    send.len,
+                    t,
+                    nccl_op(op),
+                    comm,
+                    stream,
+                ),
+                Call::Reduce {
+                    send,
+                    recv,
+                    op,
+                    root,
+                } => nres::reduce(
+                    self.addr(send),
+                    self.addr(recv),
+                    send.len,
+                    t,
+                    nccl_op(op),
+                    root as i32,
+                    comm,
+                    stream,
+                ),
+                Call::Broadcast { send, recv, root } => nres::broadcast(
+                    self.addr(send),
+                    self.addr(recv),
+                    send.len,
+                    t,
+                    root as i32,
+                    comm,
+                    stream,
+                ),
+                Call::AllGather { send, recv } => {
+                    nres::all_gather(self.addr(send), self.addr(recv), send.len, t, comm, stream)
+                }
+                Call::ReduceScatter { send, recv, op } => nres::reduce_scatter(
+                    self.addr(send),
+                    self.addr(recv),
+                    recv.len,
+                    t,
+                    nccl_op(op),
+                    comm,
+                    stream,
+                ),
+                Call::Send { send, peer } => {
+                    nres::send(self.addr(send), send.len, t, peer as i32, comm, stream)
+                }
+                Call::Recv { recv, peer } => {
+                    nres::recv(self.addr(recv), recv.len, t, peer as i32, comm, stream)
+                }
+            }
+        };
+        r.map(|_| ()).map_err(|e| error_text(e.0))
+    }
+}
+
+/// `ncclXxx (description; last error)` for an NCCL result code. Never panics, even with an
+/// NCCL too old to have `ncclGetLastError` (2.13).
+pub fn error_text(code: nsys::ncclResult_t) -> String {
+    fn owned(p: *const std::ffi::c_char) -> String {
+        if p.is_null() {
+            return String::new();
+        }
+        // SAFETY: NCCL returns NUL-terminated strings it owns and never frees while loaded.
+        unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned()
+    }
+    let what = super::probe::guarded("ncclGetErrorString", || {
+        // SAFETY: takes any result code and returns a static string.
+        Ok(owned(unsafe { nsys::ncclGetErrorString(code) }))
+    })
+    .unwrap_or_default();
+    let last = super::probe::guarded("ncclGetLastError", || {
+        // SAFETY: a null communicator is allowed (documented); returns a string NCCL owns.
+        Ok(owned(unsafe {
+            nsys::ncclGetLastError(std::ptr::null_mut())
+        }))
+    })
+    .unwrap_or_default();
+    match (what.is_empty(), last.is_empty()) {
+        (_, false) => format!("{code:?} ({what}; {last})"),
+        (false, true) => format!("{code:?} ({what})"),
+        (true, true) => format!("{code:?}"),
+    }
+}
+
+/// The loaded NCCL's version, e.g. `2.28.3`.
+pub fn version() -> Result<String, String> {
+    nres::get_nccl_version()
+        .map(format_version)
+        .map_err(|e| error_text(e.0))
+}
+
+/// The 128 bytes that name a communicator, made on one rank and sent to the others.
+pub fn unique_id() -> Result<Vec<u8>, String> {
+    let id = nres::get_uniqueid().map_err(|e| error_text(e.0))?;
+    Ok(id.internal.iter().map(|&c| c as u8).collect())
+}
+
+/// The communicators of this process's GPUs, one per local device.
+///
+/// Dropped with `ncclCommAbort`: it frees local resources without waiting for peers, so a
+/// process that leaves early (an error on one rank) cannot hang in teardown. All work is
+/// synchronised before the backend drops, so nothing is in flight.
+pub struct Comms {
+    comms: Vec<nsys::ncclComm_t>,
+}
+
+impl Comms {
+    /// Creates one communicator per entry of `contexts` with NCCL ranks `first_rank..`, in one
+    /// group (required when one thread initialises several ranks). `bind(i)` makes device i's
+    /// context current, as `ncclCommInitRank` takes the current device.
+    pub fn init(
+        id: &[u8],
+        nranks: u32,
+        first_rank: u32,
+        local: usize,
+        mut bind: impl FnMut(usize) -> Result<(), String>,
+    ) -> Result<Comms, String> {
+        let internal: [std::ffi::c_char; 128] = id
+            .try_into()
+            .map(|b: [u8; 128]| b.map(|x| x as std::ffi::c_char))
+            .map_err(|_| format!("an NCCL unique id has 128 bytes, not {}", id.len()))?;
+        let uid = nsys::ncclUniqueId { internal };
+        let mut comms = Comms {
+            comms: vec![std::ptr::null_mut(); local],
+        };
+        nres::group_start().map_err(|e| error_text(e.0))?;
+        let mut first_err = None;
+        for i in 0..local {
+            if let Err(e) = bind(i) {
+                first_err.get_or_insert(e);
+                break;
+            }
+            // SAFETY: `comms.comms[i]` is a valid place for NCCL to write the handle; `uid` is a
+            // unique id produced by ncclGetUniqueId on rank 0 and copied byte for byte.
+            let r = unsafe {
+                nres::comm_init_rank(
+                    &mut comms.comms[i],
+                    nranks as i32,
+                    uid,
+                    (first_rank + i as u32) as i32,
+                )
+            };
+            if let Err(e) = r {
+                first_err.get_or_insert(format!("ncclCommInitRank: {}", error_text(e.0)));
+                break;
+            }
+        }
+        // The group must be closed even after an error, or NCCL stays in group mode.
+        if let Err(e) = nres::group_end() {
+            first_err.get_or_insert(format!("ncclCommInitRank: {}", error_text(e.0)));
+        }
+        match first_err {
+            // `comms` drops here and aborts whatever was created.
+            Some(e) => Err(e),
+            None => Ok(comms),
+        }
+    }
+
+    pub fn get(&self, i: usize) -> nsys::ncclComm_t {
+        self.comms[i]
+    }
+
+    /// The first asynchronous error any communicator reports (a failed peer, a network
+    /// error), as a sentence.
+    pub fn check_async(&self) -> Result<(), String> {
+        for (i, &c) in self.comms.iter().enumerate() {
+            let mut state = nsys::ncclResult_t::ncclSuccess;
+            // SAFETY: `c` is a live communicator; NCCL writes one result code.
+            let r = unsafe { nsys::ncclCommGetAsyncError(c, &mut state) };
+            if r != nsys::ncclResult_t::ncclSuccess {
+                return Err(format!("ncclCommGetAsyncError: {}", error_text(r)));
+            }
+            if !matches!(
+                state,
+                nsys::ncclResult_t::ncclSuccess | nsys::ncclResult_t::ncclInProgress
+            ) {
+                return Err(format!(
+                    "NCCL reported an asynchronous error on local device {i}: {}",
+                    error_text(state)
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Comms {
+    fn drop(&mut self) {
+        for c in self.comms.drain(..).filter(|c| !c.is_null()) {
+            // SAFETY: `c` came from ncclCommInitRank and is released exactly once here.
+            let _ = unsafe { nres::comm_abort(c) };
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backend::HostBuf;
+    use crate::workload::collective::counts;
+    use crate::workload::pattern::{count_wrong, Pattern};
+
+    #[test]
+    fn types_and_ops_map_one_to_one() {
+        use nsys::ncclDataType_t as T;
+        use nsys::ncclRedOp_t as O;
+        let t: Vec<T> = Dtype::ALL.iter().map(|d| nccl_type(*d)).collect();
+        assert_eq!(
+            t,
+            vec![
+                T::ncclFloat32,
+                T::ncclFloat64,
+                T::ncclInt32,
+                T::ncclFloat16,
+                T::ncclBfloat16
+            ]
+        );
+        let o: Vec<O> = ReduceOp::ALL.iter().map(|d| nccl_op(*d)).collect();
+        assert_eq!(
+            o,
+            vec![O::ncclSum, O::ncclProd, O::ncclMin, O::ncclMax, O::ncclAvg]
+        );
+        // NCCL's ABI values (nccl.h), which the library receives as integers
+        assert_eq!(T::ncclFloat16 as u32, 6);
+        assert_eq!(T::ncclBfloat16 as u32, 9);
+        assert_eq!(O::ncclAvg as u32, 4);
+    }
+
+    #[test]
+    fn versions_decode_both_encodings() {
+        assert_eq!(format_version(22803), "2.28.3");
+        assert_eq!(format_version(21903), "2.19.3");
+        assert_eq!(format_version(2804), "2.8.4");
+    }
+
+    fn call(w: Workload, bytes: u64, n: u32, in_place: bool) -> CollectiveCall {
+        let c = counts(w, bytes, Dtype::F32, n).unwrap();
+        CollectiveCall {
+            workload: w,
+            dtype: Dtype::F32,
+            op: w.has_op().then_some(ReduceOp::Sum),
+            root: w.has_root().then_some(n - 1),
+            send_count: c.send_count as usize,
+            recv_count: c.recv_count as usize,
+            in_place,
+            devices: n,
+        }
+    }
+
+    /// Resolves every call of every device against buffers of the workload's sizes.
+    fn resolve_all(c: &CollectiveCall) -> Vec<Vec<Resolved>> {
+        (0..c.devices)
+            .map(|d| {
+                let recv_len = if c.in_place {
+                    c.in_place_count()
+                } else {
+                    c.recv_count
+                };
+                let send = (!c.in_place).then_some(Region {
+                    ptr: 0x1000,
+                    len: c.send_count,
+                });
+                let recv = Region {
+                    ptr: 0x8000_0000,
+                    len: recv_len,
+                };
+                plan(c, d)
+                    .unwrap()
+                    .into_iter()
+                    .map(|x| Resolved::new(x, send, recv, 4).unwrap())
+                    .collect()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn in_place_offsets_follow_nccl_tests() {
+        let n = 4;
+        // allgather in place: send from recv + rank·sendcount
+        let c = call(Workload::Allgather, 4096, n, true);
+        for d in 0..n {
+            let p = plan(&c, d).unwrap();
+            assert_eq!(
+                p,
+                vec![Call::AllGather {
+                    send: Span {
+                        side: Side::Recv,
+                        at: d as usize * c.send_count,
+                        len: c.send_count
+                    },
+                    recv: Span {
+                        side: Side::Recv,
+                        at: 0,
+                        len: c.recv_count
+                    },
+                }]
+            );
+        }
+        // reduce_scatter in place: receive into send + rank·recvcount, the trait's default
+        let c = call(Workload::ReduceScatter, 4096, n, true);
+        for d in 0..n {
+            let Call::ReduceScatter { send, recv, .. } = plan(&c, d).unwrap()[0] else {
+                panic!("not a reduce_scatter")
+            };
+            assert_eq!(
+                (send.side, send.at, send.len),
+                (Side::Recv, 0, c.send_count)
+            );
+            assert_eq!(
+                (recv.side, recv.at),
+                (Side::Recv, d as usize * c.recv_count)
+            );
+            let rs_default = d as usize * c.recv_count;
+            assert_eq!(recv.at, rs_default);
+        }
+        // allreduce in place: one buffer, from 0
+        let c = call(Workload::Allreduce, 1024, n, true);
+        let Call::AllReduce { send, recv, .. } = plan(&c, 2).unwrap()[0] else {
+            panic!()
+        };
+        assert_eq!(send, recv);
+        assert_eq!((send.side, send.at, send.len), (Side::Recv, 0, 256));
+    }
+
+    #[test]
+    fn roots_are_global_device_indices() {
+        let c = call(Workload::Reduce, 1024, 8, false);
+        for d in 0..8 {
+            match plan(&c, d).unwrap()[0] {
+                Call::Reduce { root, send, .. } => {
+                    assert_eq!(root, 7);
+                    assert_eq!(send.side, Side::Send);
+                }
+                x => panic!("{x:?}"),
+            }
+        }
+        let mut c = call(Workload::Broadcast, 1024, 8, false);
+        c.root = Some(8);
+        assert!(plan(&c, 0).unwrap_err().contains("root 8"));
+    }
+
+    #[test]
+    fn alltoall_is_grouped_send_recv_per_peer() {
+        let c = call(Workload::Alltoall, 4096, 4, false);
+        let chunk = c.send_count / 4;
+        let p = plan(&c, 1).unwrap();
+        assert_eq!(p.len(), 8);
+        for (q, pair) in p.chunks(2).enumerate() {
+            assert_eq!(
+                pair[0],
+                Call::Send {
+                    send: Span {
+                        side: Side::Send,
+                        at: q * chunk,
+                        len: chunk
+                    },
+                    peer: q as u32
+                }
+            );
+            assert_eq!(
+                pair[1],
+                Call::Recv {
+                    recv: Span {
+                        side: Side::Recv,
+                        at: q * chunk,
+                        len: chunk
+                    },
+                    peer: q as u32
+                }
+            );
+        }
+        let c = call(Workload::Alltoall, 4096, 4, true);
+        assert_eq!(plan(&c, 0).unwrap_err(), IN_PLACE_ALLTOALL);
+    }
+
+    #[test]
+    fn every_planned_range_fits_the_workloads_buffers() {
+        for w in [
+            Workload::Allreduce,
+            Workload::Reduce,
+            Workload::Broadcast,
+            Workload::Allgather,
+            Workload::ReduceScatter,
+            Workload::Alltoall,
+        ] {
+            for n in [1, 2, 3, 8] {
+                for in_place in [false, true] {
+                    if w == Workload::Alltoall && in_place {
+                        continue;
+                    }
+                    let c = call(w, 3 << 12, n, in_place);
+                    let r = resolve_all(&c);
+                    assert_eq!(r.len(), n as usize);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn addresses_are_byte_offsets_of_elements() {
+        let c = call(Workload::Allgather, 4096, 4, true);
+        let r = &resolve_all(&c)[3][0];
+        let Call::AllGather { send, .. } = r.call else {
+            panic!()
+        };
+        assert_eq!(
+            r.addr(send) as u64,
+            0x8000_0000 + (3 * c.send_count * 4) as u64
+        );
+    }
+
+    #[test]
+    fn a_range_outside_its_buffer_is_refused() {
+        let c = call(Workload::Allreduce, 1024, 2, false);
+        let p = plan(&c, 0).unwrap()[0];
+        let send = Some(Region { ptr: 1, len: 256 });
+        let short = Region { ptr: 2, len: 255 };
+        assert!(Resolved::new(p, send, short, 4)
+            .unwrap_err()
+            .contains("element 256"));
+        // in place with no send buffer, a send-side span is refused
+        let rs = call(Workload::Alltoall, 1024, 2, false);
+        let s = plan(&rs, 0).unwrap()[0];
+        assert!(Resolved::new(s, None, Region { ptr: 2, len: 256 }, 4).is_err());
+    }
+
+    /// NCCL's float average (pre-multiplied sum) emulated in the element type, in several
+    /// orders, on the workload's own validation inputs: exact for powers of two, within
+    /// [`avg_tolerance`] otherwise; and the tolerance is needed (some results are inexact).
+    #[test]
+    fn avg_tolerance_covers_nccls_premultiplied_sum() {
+        let round = |d: Dtype, x: f64| {
+            let mut b = HostBuf::zeros(d, 1).unwrap();
+            b.set(0, x);
+            b.get(0)
+        };
+        for dtype in [Dtype::F32, Dtype::F16, Dtype::Bf16, Dtype::F64] {
+            let mut inexact = 0;
+            for n in [2u32, 3, 4, 5, 6, 7, 8, 12, 24] {
+                let p = Pattern::new(dtype, Some(ReduceOp::Avg), n);
+                let tol = avg_tolerance(dtype, n);
+                assert_eq!(tol == 0.0, n.is_power_of_two(), "{dtype} n={n}");
+                let scalar = round(dtype, 1.0 / f64::from(n));
+                let k_max = 700u64;
+                let mut got = HostBuf::zeros(dtype, k_max as usize).unwrap();
+                for order in 0..3 {
+                    for k in 0..k_max {
+                        let mut terms: Vec<f64> = (0..n)
+                            .map(|d| round(dtype, p.input(d, k) * scalar))
+                            .collect();
+                        match order {
+                            0 => {}
+                            1 => terms.reverse(),
+                            _ => terms.sort_by(|a, b| b.abs().total_cmp(&a.abs())),
+                        }
+                        let s = terms.iter().fold(0.0, |acc, t| round(dtype, acc + t));
+                        got.set(k as usize, s);
+                    }
+                    let wrong = count_wrong(&got, 0, k_max as usize, tol, |k| p.reduced(k as u64));
+                    assert_eq!(wrong, 0, "{dtype} n={n} order {order} tol {tol}");
+                    inexact += count_wrong(&got, 0, k_max as usize, 0.0, |k| p.reduced(k as u64));
+                }
+            }
+            if dtype != Dtype::F64 {
+                assert!(
+                    inexact > 0,
+                    "{dtype}: pre-multiplied average was always exact"
+                );
+            }
+        }
+    }
+}

@@ -1,0 +1,511 @@
+//! Finding CUDA without ever panicking: which libraries load, which devices exist, which
+//! device each rank drives, and what each GPU is (name, memory, PCI bus id, nearby CPUs).
+//!
+//! cudarc loads libcuda, libcublas and libnccl on first use and panics when one is missing, so
+//! every first touch goes through a presence check (`is_culib_present`, which only tries to
+//! `dlopen` the candidate names) and then through [`guarded`], which turns any remaining panic
+//! (a missing symbol in an old library) into an error sentence. Device listing uses the driver
+//! API's `cuDevice*` queries only: it never creates a context.
+
+use cudarc::driver::result::{self as dres, DriverError};
+use cudarc::driver::sys as dsys;
+use std::cell::Cell;
+use std::panic::{self, AssertUnwindSafe};
+use std::sync::Mutex;
+
+/// Serialises panic-hook swaps, so two threads in [`guarded`] cannot lose the original hook.
+static HOOK_LOCK: Mutex<()> = Mutex::new(());
+
+thread_local! {
+    /// Depth of [`guarded`] calls on this thread (nested calls keep the outer silent hook).
+    static GUARD_DEPTH: Cell<u32> = const { Cell::new(0) };
+}
+
+/// Runs `f` and turns a panic inside it into `Err("{what}: {panic message}")`.
+///
+/// The default panic hook is silenced while `f` runs, so nothing is printed for a panic that
+/// becomes an error sentence. The hook is process-wide, so swaps are serialised; this is
+/// only used around first touches of a CUDA library (set-up and device listing).
+pub fn guarded<T>(what: &str, f: impl FnOnce() -> Result<T, String>) -> Result<T, String> {
+    let outer = GUARD_DEPTH.with(|d| d.get()) == 0;
+    let lock = outer.then(|| HOOK_LOCK.lock().unwrap_or_else(|e| e.into_inner()));
+    let previous = outer.then(|| {
+        let p = panic::take_hook();
+        panic::set_hook(Box::new(|_| {}));
+        p
+    });
+    GUARD_DEPTH.with(|d| d.set(d.get() + 1));
+    let outcome = panic::catch_unwind(AssertUnwindSafe(f));
+    GUARD_DEPTH.with(|d| d.set(d.get() - 1));
+    if let Some(p) = previous {
+        panic::set_hook(p);
+    }
+    drop(lock);
+    match outcome {
+        Ok(r) => r,
+        Err(payload) => {
+            let msg = payload
+                .downcast_ref::<String>()
+                .map(String::as_str)
+                .or_else(|| payload.downcast_ref::<&str>().copied())
+                .unwrap_or("unknown panic");
+            Err(format!("{what}: {msg}"))
+        }
+    }
+}
+
+/// Which CUDA libraries can be loaded on this machine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Libraries {
+    pub driver: bool,
+    pub cublas: bool,
+    pub nccl: bool,
+}
+
+/// The file names cudarc tries for `lib` (e.g. `cuda` → `libcuda.so`, …, `libcuda.so.1`).
+pub fn candidates(lib: &str) -> Vec<String> {
+    cudarc::get_lib_name_candidates(lib)
+}
+
+/// Tries to load each library (and unloads it again). Never panics.
+pub fn libraries() -> Libraries {
+    // SAFETY (all three): `is_culib_present` only `dlopen`s candidate file names and drops the
+    // handle; loading runs the library's initialisers, which any use of CUDA runs anyway.
+    Libraries {
+        driver: unsafe { cudarc::driver::sys::is_culib_present() },
+        cublas: unsafe { cudarc::cublas::sys::is_culib_present() },
+        nccl: unsafe { cudarc::nccl::sys::is_culib_present() },
+    }
+}
+
+/// The distinct `lib{name}.so*` file names cudarc tries for `lib`, in its order.
+fn so_names(lib: &str) -> Vec<String> {
+    let prefix = format!("lib{lib}.so");
+    let mut out: Vec<String> = Vec::new();
+    for c in candidates(lib) {
+        if c.starts_with(&prefix) && !out.contains(&c) {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// The sentence for a machine without the driver library.
+pub fn no_driver_message() -> String {
+    format!(
+        "no CUDA driver found: libcuda.so.1 could not be loaded (tried {}): install the NVIDIA driver, or add the directory holding libcuda.so.1 to LD_LIBRARY_PATH (`nvidia-smi` lists the GPUs where the driver works)",
+        so_names("cuda").join(", ")
+    )
+}
+
+/// The sentence for a machine whose NCCL cannot be loaded (collectives then fail).
+pub fn no_nccl_message() -> String {
+    format!(
+        "NCCL could not be loaded (tried {}): NCCL installs libnccl.so.2, and cudarc looks for libnccl.so, so create the link (`ln -s libnccl.so.2 libnccl.so` in NCCL's lib directory, or in a directory of your own listed in LD_LIBRARY_PATH)",
+        so_names("nccl").join(", ")
+    )
+}
+
+/// The sentence for a machine whose cuBLAS cannot be loaded (GEMM cases then fail).
+pub fn no_cublas_message() -> String {
+    format!(
+        "cuBLAS could not be loaded (tried {}): install the CUDA toolkit's libcublas, or add its directory to LD_LIBRARY_PATH",
+        so_names("cublas").join(", ")
+    )
+}
+
+/// `NAME: description` of a driver error.
+pub fn driver_error(e: DriverError) -> String {
+    let name = e
+        .error_name()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|_| format!("{:?}", e.0));
+    match e.error_string() {
+        Ok(s) => format!("{name} ({})", s.to_string_lossy()),
+        Err(_) => name,
+    }
+}
+
+/// `CUDA_VISIBLE_DEVICES` as this process sees it, for messages.
+pub fn visible_devices_env() -> String {
+    match std::env::var("CUDA_VISIBLE_DEVICES") {
+        Ok(v) => format!("CUDA_VISIBLE_DEVICES={v:?}"),
+        Err(_) => "CUDA_VISIBLE_DEVICES unset".to_string(),
+    }
+}
+
+/// The entries of `CUDA_VISIBLE_DEVICES` that CUDA honours, in ordinal order.
+///
+/// As CUDA documents it: a comma-separated list of device indices or UUIDs (`GPU-…`, `MIG-…`);
+/// the list ends at the first entry that is neither, so `0,1,-1,2` makes devices 0 and 1
+/// visible and an empty value makes none visible. Entries are trimmed.
+pub fn parse_visible_devices(value: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for raw in value.split(',') {
+        let e = raw.trim();
+        let index = !e.is_empty() && e.bytes().all(|b| b.is_ascii_digit());
+        let uuid = e.starts_with("GPU-") || e.starts_with("MIG-");
+        if !(index || uuid) {
+            break;
+        }
+        out.push(e.to_string());
+    }
+    out
+}
+
+/// How a rank's node-local GPU numbers map onto the CUDA ordinals it can see.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OrdinalChoice {
+    /// CUDA ordinal (position among the visible devices) of each local device.
+    pub ordinals: Vec<u32>,
+    /// Why the mapping is not the identity, for provenance (`None` when it is).
+    pub note: Option<String>,
+}
+
+/// Maps node-local GPU numbers (the fill-up or round-robin rule's result) onto the `visible`
+/// CUDA ordinals of this process.
+///
+/// Ordinal `i` is the i-th visible device, so with `CUDA_VISIBLE_DEVICES` unset GPU `i` is
+/// ordinal `i`, and with it set the launcher's choice is respected. One exception: a rank
+/// that drives one GPU and sees exactly one device was given its own GPU by the launcher
+/// (Slurm `--gpus-per-task=1`, `--gpu-bind=single:1`), so it uses ordinal 0 whatever its
+/// node-local number. Anything else that does not fit is an error sentence with the fix.
+pub fn choose_ordinals(local_indices: &[u32], visible: u32) -> Result<OrdinalChoice, String> {
+    if local_indices.is_empty() {
+        return Err("no CUDA device: this rank was given no device to drive".into());
+    }
+    if let Some(&want) = local_indices.iter().find(|&&i| i >= visible) {
+        if local_indices.len() == 1 && visible == 1 {
+            return Ok(OrdinalChoice {
+                ordinals: vec![0],
+                note: Some(format!(
+                    "node-local GPU {want} is this rank's only visible device (ordinal 0): the launcher gave each rank its own GPU"
+                )),
+            });
+        }
+        return Err(format!(
+            "no CUDA device for node-local GPU {want}: this process sees {visible} device(s) ({}); give each node at least --devices-per-node GPUs (or lower --devices-per-node), or let the launcher bind one GPU per rank",
+            visible_devices_env()
+        ));
+    }
+    let mut seen = local_indices.to_vec();
+    seen.sort_unstable();
+    seen.dedup();
+    if seen.len() != local_indices.len() {
+        return Err(format!(
+            "node-local GPUs {local_indices:?} repeat a device: NCCL needs a distinct GPU per device"
+        ));
+    }
+    Ok(OrdinalChoice {
+        ordinals: local_indices.to_vec(),
+        note: None,
+    })
+}
+
+/// One GPU as the driver describes it.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct GpuInfo {
+    /// CUDA ordinal in this process (after `CUDA_VISIBLE_DEVICES`).
+    pub ordinal: u32,
+    /// Marketing name, e.g. `NVIDIA H100 80GB HBM3`.
+    pub name: String,
+    /// `GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx`, unique per device (and per MIG instance).
+    pub uuid: String,
+    /// PCI address as Linux writes it: `dddd:bb:dd.0` (lower-case hex).
+    pub pci_bus_id: String,
+    /// Total device memory, bytes.
+    pub memory_bytes: u64,
+    /// Compute capability (major, minor).
+    pub compute_capability: (i32, i32),
+    /// Streaming multiprocessors.
+    pub multiprocessors: i32,
+    /// The `CUDA_VISIBLE_DEVICES` entry this ordinal came from, when the variable is set.
+    pub visible_as: Option<String>,
+    /// CPUs nearest the device (Linux cpulist from sysfs `local_cpulist`), where readable.
+    pub nearby_cpus: Option<String>,
+    /// NUMA node of the device's PCI slot, where the kernel knows it.
+    pub numa_node: Option<i32>,
+}
+
+impl GpuInfo {
+    /// One line for provenance: name, bus id, memory, capability, UUID.
+    pub fn describe(&self) -> String {
+        let mut s = format!(
+            "{} ({}, {:.1} GiB, cc {}.{}, {} SMs, {}, CUDA ordinal {}",
+            self.name,
+            self.pci_bus_id,
+            self.memory_bytes as f64 / f64::from(1u32 << 30),
+            self.compute_capability.0,
+            self.compute_capability.1,
+            self.multiprocessors,
+            self.uuid,
+            self.ordinal
+        );
+        if let Some(v) = &self.visible_as {
+            s.push_str(&format!(" = CUDA_VISIBLE_DEVICES entry {v}"));
+        }
+        s.push(')');
+        s
+    }
+}
+
+/// `dddd:bb:dd.0` from the PCI domain, bus and device numbers.
+pub fn format_pci_bus_id(domain: i32, bus: i32, device: i32) -> String {
+    format!("{domain:04x}:{bus:02x}:{device:02x}.0")
+}
+
+/// `GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx` (as nvidia-smi prints it) from 16 bytes.
+pub fn format_uuid(bytes: &[u8; 16]) -> String {
+    let h: Vec<String> = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    format!(
+        "GPU-{}-{}-{}-{}-{}",
+        h[0..4].concat(),
+        h[4..6].concat(),
+        h[6..8].concat(),
+        h[8..10].concat(),
+        h[10..16].concat()
+    )
+}
+
+/// `major.minor` from a CUDA version number (`13000` → `13.0`, `12080` → `12.8`).
+pub fn format_cuda_version(v: i32) -> String {
+    format!("{}.{}", v / 1000, (v % 1000) / 10)
+}
+
+/// The CPUs and NUMA node sysfs gives for a PCI device, where readable.
+fn sysfs_locality(pci_bus_id: &str) -> (Option<String>, Option<i32>) {
+    let dir = std::path::Path::new("/sys/bus/pci/devices").join(pci_bus_id);
+    let cpus = std::fs::read_to_string(dir.join("local_cpulist"))
+        .ok()
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty());
+    let numa = std::fs::read_to_string(dir.join("numa_node"))
+        .ok()
+        .and_then(|s| s.trim().parse::<i32>().ok())
+        .filter(|n| *n >= 0);
+    (cpus, numa)
+}
+
+/// Initialises the driver and counts the visible devices, with the sentences the backend
+/// fails with (`no CUDA driver found: …`, `no CUDA device: …`). Never panics.
+pub fn device_count() -> Result<u32, String> {
+    if !libraries().driver {
+        return Err(no_driver_message());
+    }
+    guarded(
+        "no CUDA driver found: the driver library could not be used",
+        || {
+            match dres::init().and_then(|()| dres::device::get_count()) {
+            Ok(0) => Err(format!(
+                "no CUDA device: the driver reports 0 devices ({}; `nvidia-smi` lists what the node has)",
+                visible_devices_env()
+            )),
+            Ok(n) => Ok(n as u32),
+            Err(e) => Err(format!(
+                "no CUDA device: the driver failed to start with {} ({}; `nvidia-smi` shows whether the node has GPUs and a working driver)",
+                driver_error(e),
+                visible_devices_env()
+            )),
+        }
+        },
+    )
+}
+
+/// The driver's CUDA version (e.g. `13.0`): the newest CUDA the installed driver supports.
+pub fn driver_version() -> Result<String, String> {
+    guarded("cuDriverGetVersion", || {
+        let mut v = 0;
+        // SAFETY: the driver is loaded and initialised (callers ran `device_count` first);
+        // cuDriverGetVersion writes one int through a valid pointer.
+        unsafe { dsys::cuDriverGetVersion(&mut v) }
+            .result()
+            .map_err(driver_error)?;
+        Ok(format_cuda_version(v))
+    })
+}
+
+/// Describes the device at `ordinal` with `cuDevice*` queries (no context is created).
+pub fn gpu_info(ordinal: u32) -> Result<GpuInfo, String> {
+    guarded("querying a CUDA device", || {
+        let e = |what: &str| {
+            let what = what.to_string();
+            move |err: DriverError| format!("{what} of device {ordinal}: {}", driver_error(err))
+        };
+        let dev = dres::device::get(ordinal as i32).map_err(e("cuDeviceGet"))?;
+        let attr = |a: dsys::CUdevice_attribute| {
+            // SAFETY: `dev` was returned by cuDeviceGet just above.
+            unsafe { dres::device::get_attribute(dev, a) }.map_err(e("cuDeviceGetAttribute"))
+        };
+        use dsys::CUdevice_attribute as A;
+        let pci_bus_id = format_pci_bus_id(
+            attr(A::CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID)?,
+            attr(A::CU_DEVICE_ATTRIBUTE_PCI_BUS_ID)?,
+            attr(A::CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID)?,
+        );
+        let uuid = dres::device::get_uuid(dev).map_err(e("cuDeviceGetUuid"))?;
+        let uuid_bytes: [u8; 16] = uuid.bytes.map(|b| b as u8);
+        // SAFETY: `dev` was returned by cuDeviceGet just above.
+        let memory_bytes =
+            unsafe { dres::device::total_mem(dev) }.map_err(e("cuDeviceTotalMem"))? as u64;
+        let (nearby_cpus, numa_node) = sysfs_locality(&pci_bus_id);
+        let visible_as = std::env::var("CUDA_VISIBLE_DEVICES")
+            .ok()
+            .and_then(|v| parse_visible_devices(&v).get(ordinal as usize).cloned());
+        Ok(GpuInfo {
+            ordinal,
+            name: dres::device::get_name(dev).map_err(e("cuDeviceGetName"))?,
+            uuid: format_uuid(&uuid_bytes),
+            pci_bus_id,
+            memory_bytes,
+            compute_capability: (
+                attr(A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)?,
+                attr(A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)?,
+            ),
+            multiprocessors: attr(A::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?,
+            visible_as,
+            nearby_cpus,
+            numa_node,
+        })
+    })
+}
+
+/// Every GPU this process can see (for `scalebench topo`). Without a driver or a device this
+/// is an `Err` sentence; it never panics and creates no CUDA context.
+pub fn list_gpus() -> Result<Vec<GpuInfo>, String> {
+    let n = device_count()?;
+    (0..n).map(gpu_info).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn visible_devices_follow_cuda_rules() {
+        assert_eq!(parse_visible_devices("0,1"), vec!["0", "1"]);
+        assert_eq!(parse_visible_devices(" 2 , 3"), vec!["2", "3"]);
+        // the list ends at the first invalid entry
+        assert_eq!(parse_visible_devices("0,1,-1,2"), vec!["0", "1"]);
+        assert_eq!(parse_visible_devices("-1"), Vec::<String>::new());
+        assert_eq!(parse_visible_devices(""), Vec::<String>::new());
+        assert_eq!(parse_visible_devices("NoDevFiles"), Vec::<String>::new());
+        assert_eq!(
+            parse_visible_devices("GPU-8932f937-d72c,MIG-1a2b,x,3"),
+            vec!["GPU-8932f937-d72c", "MIG-1a2b"]
+        );
+    }
+
+    #[test]
+    fn ordinals_are_the_local_gpu_numbers_when_visible() {
+        let c = choose_ordinals(&[2], 4).unwrap();
+        assert_eq!(c.ordinals, vec![2]);
+        assert_eq!(c.note, None);
+        // hybrid: every GPU of the node
+        let c = choose_ordinals(&[0, 1, 2, 3], 4).unwrap();
+        assert_eq!(c.ordinals, vec![0, 1, 2, 3]);
+    }
+
+    #[test]
+    fn a_rank_with_its_own_gpu_uses_ordinal_zero() {
+        // Slurm --gpus-per-task=1: local rank 3 sees one device
+        let c = choose_ordinals(&[3], 1).unwrap();
+        assert_eq!(c.ordinals, vec![0]);
+        assert!(c.note.unwrap().contains("only visible device"));
+    }
+
+    #[test]
+    fn too_few_devices_is_one_sentence_with_the_fix() {
+        let e = choose_ordinals(&[2], 2).unwrap_err();
+        assert!(e.starts_with("no CUDA device for node-local GPU 2"), "{e}");
+        assert!(e.contains("--devices-per-node"), "{e}");
+        // hybrid asking for more GPUs than exist
+        let e = choose_ordinals(&[0, 1, 2], 2).unwrap_err();
+        assert!(e.contains("node-local GPU 2"), "{e}");
+        assert!(choose_ordinals(&[], 4).is_err());
+        assert!(choose_ordinals(&[1, 1], 4).unwrap_err().contains("repeat"));
+    }
+
+    #[test]
+    fn fill_up_and_round_robin_ranks_land_on_distinct_gpus() {
+        use crate::params::Placement;
+        use crate::topology::identity::device_local_index;
+        // 2 nodes × 4 GPUs, 8 ranks: every (node, ordinal) pair is used exactly once.
+        for placement in [Placement::Fill, Placement::RoundRobin] {
+            let mut used = std::collections::BTreeSet::new();
+            for rank in 0..8u32 {
+                let (node, local_rank) = match placement {
+                    Placement::Fill => (rank / 4, rank % 4),
+                    Placement::RoundRobin => (rank % 2, rank / 2),
+                };
+                let gpu = device_local_index(placement, rank, local_rank, 2, 4);
+                let c = choose_ordinals(&[gpu], 4).unwrap();
+                assert!(
+                    used.insert((node, c.ordinals[0])),
+                    "{placement} rank {rank}"
+                );
+            }
+            assert_eq!(used.len(), 8);
+        }
+    }
+
+    #[test]
+    fn formats_match_the_tools() {
+        assert_eq!(format_pci_bus_id(0, 0x3b, 0), "0000:3b:00.0");
+        assert_eq!(format_pci_bus_id(1, 255, 31), "0001:ff:1f.0");
+        let mut b = [0u8; 16];
+        for (i, x) in b.iter_mut().enumerate() {
+            *x = i as u8 * 17;
+        }
+        assert_eq!(format_uuid(&b), "GPU-00112233-4455-6677-8899-aabbccddeeff");
+        assert_eq!(format_cuda_version(13000), "13.0");
+        assert_eq!(format_cuda_version(12080), "12.8");
+    }
+
+    #[test]
+    fn guarded_turns_a_panic_into_a_sentence() {
+        let r: Result<(), String> = guarded("loading libfoo", || panic!("Missing symbol cuFoo"));
+        assert_eq!(r.unwrap_err(), "loading libfoo: Missing symbol cuFoo");
+        let r: Result<u32, String> = guarded("x", || Ok(7));
+        assert_eq!(r.unwrap(), 7);
+        let r: Result<u32, String> = guarded("x", || Err("plain".into()));
+        assert_eq!(r.unwrap_err(), "plain");
+        // nested: the inner panic is caught by the inner guard, the outer one goes on
+        let r: Result<String, String> = guarded("outer", || {
+            let inner: Result<(), String> = guarded("inner", || panic!("boom"));
+            Ok(inner.unwrap_err())
+        });
+        assert_eq!(r.unwrap(), "inner: boom");
+    }
+
+    #[test]
+    fn sentences_name_the_libraries() {
+        let m = no_driver_message();
+        assert!(m.starts_with("no CUDA driver found: "), "{m}");
+        assert!(m.contains("libcuda.so.1"), "{m}");
+        assert!(no_nccl_message().contains("ln -s libnccl.so.2 libnccl.so"));
+        // cudarc never tries NCCL's own soname: that is why the link is needed
+        assert!(!so_names("nccl").contains(&"libnccl.so.2".to_string()));
+        assert!(so_names("nccl").contains(&"libnccl.so".to_string()));
+        assert!(no_cublas_message().contains("libcublas.so"));
+        let names = so_names("cuda");
+        let mut dedup = names.clone();
+        dedup.dedup();
+        assert_eq!(names, dedup);
+    }
+
+    /// On this machine (CI has no GPU) the probe must answer with a sentence, not a panic.
+    #[test]
+    fn probing_never_panics() {
+        match list_gpus() {
+            Ok(gpus) => {
+                for g in gpus {
+                    assert!(g.pci_bus_id.len() == 12, "{g:?}");
+                }
+            }
+            Err(e) => assert!(
+                e.starts_with("no CUDA driver found: ") || e.starts_with("no CUDA device: "),
+                "{e}"
+            ),
+        }
+    }
+}

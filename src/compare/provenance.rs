@@ -1,0 +1,256 @@
+//! Whether two results files can be compared, and how their set-ups differ.
+//!
+//! A difference in hardware, MPI library, scalebench version, binding, CPU affinity, emulated
+//! nodes, backend or performance-relevant environment does not stop a comparison (finding what
+//! such a change does is often the point), but it is said at the top of the output. Different
+//! metric definitions (`metrics_version`) make the numbers mean different things: that is
+//! *blocking*, and `compare` refuses unless `--allow-mismatch`.
+
+use crate::results::schema::{LaunchStatus, Provenance, ResultsFile};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// One way the two runs' set-ups differ.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Difference {
+    /// What differs, e.g. `MPI library`.
+    pub what: String,
+    /// The baseline's value(s).
+    pub baseline: String,
+    /// The candidate's value(s).
+    pub candidate: String,
+    /// True when the numbers are not comparable (refused unless `--allow-mismatch`).
+    pub blocking: bool,
+}
+
+/// Environment variables that identify a job or a node rather than configure it: they differ
+/// between any two runs and say nothing about performance.
+const ENV_IDENTITY: &[&str] = &[
+    "JOB_ID",
+    "JOBID",
+    "JOB_NAME",
+    "NODELIST",
+    "NODENAME",
+    "SUBMIT_",
+    "_TIME",
+    "ARRAY_",
+    "_PID",
+    "TOPOLOGY_ADDR",
+    "CLUSTER_NAME",
+    "SLURM_CONF",
+    "SLURM_WORKING_DIR",
+];
+
+fn provenances(f: &ResultsFile) -> impl Iterator<Item = &Provenance> {
+    f.launches.iter().filter_map(|l| l.provenance.as_ref())
+}
+
+/// The distinct values of one property over a file's launches, joined for display.
+fn values(f: &ResultsFile, get: impl Fn(&ResultsFile) -> Vec<String>) -> BTreeSet<String> {
+    get(f).into_iter().collect()
+}
+
+fn join(set: &BTreeSet<String>) -> String {
+    if set.is_empty() {
+        "(not recorded)".to_string()
+    } else {
+        set.iter().cloned().collect::<Vec<_>>().join("; ")
+    }
+}
+
+/// How `baseline` and `candidate` differ, blocking differences first.
+pub fn differences(baseline: &ResultsFile, candidate: &ResultsFile) -> Vec<Difference> {
+    let mut out = Vec::new();
+    let mut check = |what: &str, blocking: bool, get: &dyn Fn(&ResultsFile) -> Vec<String>| {
+        let (b, c) = (values(baseline, get), values(candidate, get));
+        if b != c {
+            out.push(Difference {
+                what: what.to_string(),
+                baseline: join(&b),
+                candidate: join(&c),
+                blocking,
+            });
+        }
+    };
+    check("metric definitions (metrics_version)", true, &|f| {
+        vec![f.metrics_version.to_string()]
+    });
+    check("results format version", false, &|f| {
+        vec![f.format_version.to_string()]
+    });
+    check("scalebench version", false, &|f| {
+        let sha = f.generator.git_sha.as_deref().unwrap_or("unknown commit");
+        vec![format!("{} ({sha})", f.generator.version)]
+    });
+    check("CPU model", false, &|f| {
+        provenances(f)
+            .flat_map(|p| p.hosts.iter().map(|h| h.cpu_model.clone()))
+            .collect()
+    });
+    check("logical CPUs per host", false, &|f| {
+        provenances(f)
+            .flat_map(|p| p.hosts.iter().map(|h| h.logical_cpus.to_string()))
+            .collect()
+    });
+    check("MPI library", false, &|f| {
+        provenances(f)
+            .map(|p| p.mpi_library.clone().unwrap_or_else(|| "unknown".into()))
+            .collect()
+    });
+    check("backend", false, &|f| {
+        provenances(f)
+            .map(|p| format!("{}: {}", p.backend.kind, p.backend.detail))
+            .collect()
+    });
+    check("binding", false, &|f| {
+        f.launches
+            .iter()
+            .map(|l| l.shape.binding.to_string())
+            .collect()
+    });
+    check("emulated nodes", false, &|f| {
+        vec![f.run.emulated_nodes.to_string()]
+    });
+    check("rank CPU affinity", false, &|f| {
+        provenances(f)
+            .map(|p| {
+                p.ranks
+                    .iter()
+                    .map(|r| format!("rank {}: cpus {}", r.rank, r.cpus))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            })
+            .collect()
+    });
+    check("timer", false, &|f| {
+        provenances(f).map(|p| p.timer.source.clone()).collect()
+    });
+    if let Some(d) = environment_difference(baseline, candidate) {
+        out.push(d);
+    }
+    out.sort_by_key(|d| !d.blocking);
+    out
+}
+
+/// The performance-relevant environment variables that differ (job identities ignored).
+fn environment_difference(baseline: &ResultsFile, candidate: &ResultsFile) -> Option<Difference> {
+    let env = |f: &ResultsFile| -> BTreeMap<String, BTreeSet<String>> {
+        let mut m: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+        for p in provenances(f) {
+            for (k, v) in &p.environment {
+                if !ENV_IDENTITY.iter().any(|s| k.contains(s)) {
+                    m.entry(k.clone()).or_default().insert(v.clone());
+                }
+            }
+        }
+        m
+    };
+    let (b, c) = (env(baseline), env(candidate));
+    let keys: BTreeSet<&String> = b.keys().chain(c.keys()).collect();
+    let show = |m: &BTreeMap<String, BTreeSet<String>>, k: &String| match m.get(k) {
+        Some(v) => format!("{k}={}", v.iter().cloned().collect::<Vec<_>>().join("|")),
+        None => format!("{k} unset"),
+    };
+    let differing: Vec<&String> = keys
+        .into_iter()
+        .filter(|k| b.get(*k) != c.get(*k))
+        .collect();
+    if differing.is_empty() {
+        return None;
+    }
+    Some(Difference {
+        what: "environment".to_string(),
+        baseline: differing
+            .iter()
+            .map(|k| show(&b, k))
+            .collect::<Vec<_>>()
+            .join(", "),
+        candidate: differing
+            .iter()
+            .map(|k| show(&c, k))
+            .collect::<Vec<_>>()
+            .join(", "),
+        blocking: false,
+    })
+}
+
+/// Launches of `file` that did not finish cleanly (their missing cases are explained by it).
+pub fn launch_warnings(file: &ResultsFile, side: &str) -> Vec<String> {
+    file.launches
+        .iter()
+        .filter(|l| l.status != LaunchStatus::Ok)
+        .map(|l| {
+            let status = match l.status {
+                LaunchStatus::Ok => "ok",
+                LaunchStatus::Failed => "failed",
+                LaunchStatus::Timeout => "timed out",
+                LaunchStatus::Incomplete => "incomplete",
+            };
+            format!(
+                "{side} launch {} ({}) {status}: cases may be missing or failed",
+                l.launch_id,
+                l.shape.label()
+            )
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::results::io::parse_results;
+    use std::path::Path;
+
+    fn golden() -> ResultsFile {
+        let text = include_str!("../../tests/golden/results-v1.json");
+        parse_results(Path::new("golden"), text).unwrap()
+    }
+
+    #[test]
+    fn same_file_has_no_differences() {
+        let g = golden();
+        assert!(differences(&g, &g).is_empty());
+        assert!(launch_warnings(&g, "baseline").is_empty());
+    }
+
+    #[test]
+    fn each_difference_is_named_and_metrics_block() {
+        let a = golden();
+        let mut b = golden();
+        b.metrics_version = 2;
+        b.generator.version = "0.2.0".into();
+        let p = b.launches[0].provenance.as_mut().unwrap();
+        p.mpi_library = Some("MPICH 4.1".into());
+        p.hosts[0].cpu_model = "AMD EPYC 7763".into();
+        p.ranks[1].cpus = "0".into();
+        p.environment.insert("UCX_TLS".into(), "rc".into());
+        p.environment.insert("SLURM_JOB_ID".into(), "1234".into());
+        b.run.emulated_nodes = true;
+        b.launches[0].status = LaunchStatus::Failed;
+        let d = differences(&a, &b);
+        let names: Vec<&str> = d.iter().map(|x| x.what.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "metric definitions (metrics_version)",
+                "scalebench version",
+                "CPU model",
+                "MPI library",
+                "emulated nodes",
+                "rank CPU affinity",
+                "environment"
+            ]
+        );
+        assert!(d[0].blocking && d[1..].iter().all(|x| !x.blocking));
+        let mpi = &d[3];
+        assert!(mpi.baseline.starts_with("Open MPI v4.1.4") && mpi.candidate == "MPICH 4.1");
+        let env = d.last().unwrap();
+        assert_eq!(env.baseline, "UCX_TLS unset");
+        assert_eq!(env.candidate, "UCX_TLS=rc");
+        let w = launch_warnings(&b, "candidate");
+        assert_eq!(w.len(), 1);
+        assert!(
+            w[0].contains("failed") && w[0].contains("candidate"),
+            "{w:?}"
+        );
+    }
+}

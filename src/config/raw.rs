@@ -1,0 +1,58 @@
+//! The sweep spec as written: TOML with source spans, before any meaning is given to it.
+
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use toml::Spanned;
+
+/// A map whose keys and values keep their position in the file.
+pub type SpannedTable = BTreeMap<Spanned<String>, Spanned<toml::Value>>;
+
+/// The top level of a spec file.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawSpec {
+    pub name: Option<Spanned<String>>,
+    pub description: Option<String>,
+    #[serde(default)]
+    pub labels: BTreeMap<Spanned<String>, Spanned<String>>,
+    /// Axes: each a value or a list; the product of all is taken.
+    #[serde(default)]
+    pub axes: SpannedTable,
+    /// Groups of axes that advance together.
+    #[serde(default)]
+    pub zip: Vec<Spanned<SpannedTable>>,
+    /// Combinations to drop.
+    #[serde(default)]
+    pub exclude: Vec<Spanned<SpannedTable>>,
+    #[serde(default)]
+    pub run: RawRun,
+    #[serde(default)]
+    pub launch: RawLaunch,
+    /// Scheduler submission settings (`scalebench submit`).
+    #[serde(default)]
+    pub submit: Option<Spanned<SpannedTable>>,
+}
+
+/// `[run]`: measurement settings, as for `scalebench run`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawRun {
+    pub iters: Option<Spanned<i64>>,
+    pub warmup: Option<Spanned<i64>>,
+    pub time_budget_s: Option<Spanned<f64>>,
+    pub batches: Option<Spanned<i64>>,
+    pub check: Option<Spanned<i64>>,
+}
+
+/// `[launch]`: how local sweeps start their launches.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawLaunch {
+    pub oversubscribe: Option<bool>,
+    pub timeout_s: Option<Spanned<f64>>,
+    #[serde(default)]
+    pub mpirun_args: Vec<Spanned<String>>,
+    #[serde(default)]
+    pub env: BTreeMap<Spanned<String>, Spanned<String>>,
+    pub reserved_cores: Option<Spanned<String>>,
+}

@@ -1,0 +1,622 @@
+//! What a spec means: typed axes (single, or zipped into groups), exclusions, measurement and
+//! launch settings. Only this resolved form reaches the planner.
+
+use super::raw::{RawSpec, SpannedTable};
+use super::{line_col, SpecError};
+use crate::measure::IterPolicy;
+use crate::params::{
+    BackendKind, Binding, Collect, Dtype, MatmulShape, Placement, ReduceOp, Scaling, Timing,
+    Topology, Workload,
+};
+use crate::units::parse_size_list;
+use crate::workload::{Fault, RunSettings};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use toml::{Spanned, Value};
+
+/// Everything a spec can vary.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Axis {
+    Backend,
+    Nodes,
+    RanksPerNode,
+    Topology,
+    Binding,
+    Placement,
+    ThreadsPerDevice,
+    Workloads,
+    Sizes,
+    Dtypes,
+    Ops,
+    Roots,
+    Timing,
+    InPlace,
+    Dims,
+    Scaling,
+    Batch,
+    Collect,
+    /// Test-only fault injection (see `workload::Fault`); not for studies.
+    Fault,
+}
+
+impl Axis {
+    pub const ALL: &'static [Axis] = &[
+        Axis::Backend,
+        Axis::Nodes,
+        Axis::RanksPerNode,
+        Axis::Topology,
+        Axis::Binding,
+        Axis::Placement,
+        Axis::ThreadsPerDevice,
+        Axis::Workloads,
+        Axis::Sizes,
+        Axis::Dtypes,
+        Axis::Ops,
+        Axis::Roots,
+        Axis::Timing,
+        Axis::InPlace,
+        Axis::Dims,
+        Axis::Scaling,
+        Axis::Batch,
+        Axis::Collect,
+        Axis::Fault,
+    ];
+
+    /// The key in spec files.
+    pub fn name(self) -> &'static str {
+        match self {
+            Axis::Backend => "backend",
+            Axis::Nodes => "nodes",
+            Axis::RanksPerNode => "ranks_per_node",
+            Axis::Topology => "topology",
+            Axis::Binding => "binding",
+            Axis::Placement => "placement",
+            Axis::ThreadsPerDevice => "threads_per_device",
+            Axis::Workloads => "workloads",
+            Axis::Sizes => "sizes",
+            Axis::Dtypes => "dtypes",
+            Axis::Ops => "ops",
+            Axis::Roots => "roots",
+            Axis::Timing => "timing",
+            Axis::InPlace => "in_place",
+            Axis::Dims => "dims",
+            Axis::Scaling => "scaling",
+            Axis::Batch => "batch",
+            Axis::Collect => "collect",
+            Axis::Fault => "fault",
+        }
+    }
+
+    /// The axis a key names (singular forms and `devices_per_node` are accepted too).
+    pub fn from_key(key: &str) -> Option<Axis> {
+        let alias = match key {
+            "workload" => "workloads",
+            "size" => "sizes",
+            "dtype" => "dtypes",
+            "op" => "ops",
+            "root" => "roots",
+            "dim" => "dims",
+            "devices_per_node" | "gpus_per_node" => "ranks_per_node",
+            k => k,
+        };
+        Axis::ALL.iter().copied().find(|a| a.name() == alias)
+    }
+
+    /// Whether the axis decides the launch (allocation shape) rather than the case.
+    pub fn is_launch_level(self) -> bool {
+        matches!(
+            self,
+            Axis::Backend
+                | Axis::Nodes
+                | Axis::RanksPerNode
+                | Axis::Topology
+                | Axis::Binding
+                | Axis::Placement
+                | Axis::ThreadsPerDevice
+        )
+    }
+}
+
+/// One value of one axis.
+#[derive(Debug, Clone, PartialEq)]
+pub enum AxisValue {
+    Count(u32),
+    Bytes(u64),
+    Backend(BackendKind),
+    Topology(Topology),
+    Binding(Binding),
+    Placement(Placement),
+    Workload(Workload),
+    Dtype(Dtype),
+    Op(ReduceOp),
+    Timing(Timing),
+    InPlace(bool),
+    Shape(MatmulShape),
+    Scaling(Scaling),
+    Collect(Collect),
+    Fault(Option<String>),
+}
+
+/// One factor of the product: a single axis, or a zip group advancing together.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Dim {
+    pub axes: Vec<Axis>,
+    /// `tuples[j][i]` is the j-th value of `axes[i]`.
+    pub tuples: Vec<Vec<AxisValue>>,
+}
+
+/// A filter: a combination is dropped when, for every listed axis, its value is one of these.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Exclude {
+    pub rules: Vec<(Axis, Vec<AxisValue>)>,
+}
+
+/// How local sweeps start launches (`[launch]`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct LocalLaunch {
+    /// Allow more devices than usable cores on this machine.
+    pub oversubscribe: bool,
+    /// A launch running longer is killed (with its whole process group).
+    pub timeout_s: f64,
+    /// Extra `mpirun` arguments.
+    pub mpirun_args: Vec<String>,
+    /// Extra environment for the launch.
+    pub env: BTreeMap<String, String>,
+    /// Cores kept free (`""`, `first_per_numa` or a cpulist).
+    pub reserved_cores: String,
+}
+
+/// A resolved sweep spec.
+#[derive(Debug, Clone)]
+pub struct SweepSpec {
+    pub path: PathBuf,
+    pub name: String,
+    pub description: Option<String>,
+    pub labels: BTreeMap<String, String>,
+    /// The factors of the product, in file order (zip groups after single axes).
+    pub dims: Vec<Dim>,
+    pub excludes: Vec<Exclude>,
+    pub settings: RunSettings,
+    pub launch: LocalLaunch,
+    /// `[submit]` as written (resolved by `scalebench submit`).
+    pub submit: Option<Spanned<SpannedTable>>,
+    /// Where each axis was given (line, column), for later errors.
+    pub axis_at: BTreeMap<Axis, (usize, usize)>,
+    /// The file's text (for locating later errors).
+    pub text: String,
+}
+
+impl SweepSpec {
+    /// An error located at `axis` (or at the top of the file if it was not written).
+    pub fn error_at(&self, axis: Axis, message: String) -> SpecError {
+        let (line, column) = self.axis_at.get(&axis).copied().unwrap_or((1, 1));
+        SpecError {
+            path: self.path.clone(),
+            line,
+            column,
+            key: Some(format!("axes.{}", axis.name())),
+            message,
+        }
+    }
+
+    /// An error located at a byte offset of the file.
+    pub fn error_at_offset(&self, offset: usize, key: &str, message: String) -> SpecError {
+        let (line, column) = line_col(&self.text, offset);
+        SpecError {
+            path: self.path.clone(),
+            line,
+            column,
+            key: Some(key.to_string()),
+            message,
+        }
+    }
+}
+
+struct Ctx<'a> {
+    path: &'a Path,
+    text: &'a str,
+}
+
+impl Ctx<'_> {
+    fn err(
+        &self,
+        span: std::ops::Range<usize>,
+        key: &str,
+        message: impl Into<String>,
+    ) -> SpecError {
+        let (line, column) = line_col(self.text, span.start);
+        SpecError {
+            path: self.path.to_path_buf(),
+            line,
+            column,
+            key: Some(key.to_string()),
+            message: message.into(),
+        }
+    }
+}
+
+fn type_name(v: &Value) -> &'static str {
+    match v {
+        Value::String(_) => "a string",
+        Value::Integer(_) => "an integer",
+        Value::Float(_) => "a number",
+        Value::Boolean(_) => "a boolean",
+        Value::Datetime(_) => "a date",
+        Value::Array(_) => "a list",
+        Value::Table(_) => "a table",
+    }
+}
+
+fn closest(word: &str, options: &[&str]) -> Option<String> {
+    fn dist(a: &str, b: &str) -> usize {
+        let b: Vec<char> = b.chars().collect();
+        let mut prev: Vec<usize> = (0..=b.len()).collect();
+        for (i, ca) in a.chars().enumerate() {
+            let mut cur = vec![i + 1];
+            for (j, cb) in b.iter().enumerate() {
+                cur.push(
+                    (prev[j] + usize::from(ca != *cb))
+                        .min(prev[j + 1] + 1)
+                        .min(cur[j] + 1),
+                );
+            }
+            prev = cur;
+        }
+        prev[b.len()]
+    }
+    options
+        .iter()
+        .map(|o| (dist(word, o), *o))
+        .filter(|(d, _)| *d <= 2)
+        .min()
+        .map(|(_, o)| o.to_string())
+}
+
+/// Parses one TOML scalar as values of `axis` (a size range or `both` may give several).
+fn scalar(axis: Axis, v: &Value) -> Result<Vec<AxisValue>, String> {
+    fn named<T: std::str::FromStr<Err = String>>(
+        v: &Value,
+        wrap: fn(T) -> AxisValue,
+    ) -> Result<Vec<AxisValue>, String> {
+        match v {
+            Value::String(s) => s.parse::<T>().map(|x| vec![wrap(x)]),
+            other => Err(format!("expected a name, found {}", type_name(other))),
+        }
+    }
+    let count = |min: i64| -> Result<Vec<AxisValue>, String> {
+        match v {
+            Value::Integer(i) if *i >= min && *i <= i64::from(u32::MAX) => {
+                Ok(vec![AxisValue::Count(*i as u32)])
+            }
+            Value::Integer(i) => Err(format!("{i} is out of range: give a whole number ≥ {min}")),
+            other => Err(format!(
+                "expected a whole number ≥ {min}, found {}",
+                type_name(other)
+            )),
+        }
+    };
+    match axis {
+        Axis::Nodes | Axis::RanksPerNode | Axis::ThreadsPerDevice | Axis::Batch => count(1),
+        Axis::Roots => count(0),
+        Axis::Sizes => match v {
+            Value::String(s) => parse_size_list(s)
+                .map(|l| l.into_iter().map(|b| AxisValue::Bytes(b.get())).collect())
+                .map_err(|e| e.to_string()),
+            Value::Integer(i) if *i >= 0 => Ok(vec![AxisValue::Bytes(*i as u64)]),
+            Value::Integer(i) => Err(format!(
+                "{i} is negative: sizes are whole numbers of bytes ≥ 0"
+            )),
+            other => Err(format!(
+                "expected a size such as \"4KiB\" or a range \"8B:1MiB:x2\", found {}",
+                type_name(other)
+            )),
+        },
+        Axis::Dims => match v {
+            Value::Integer(i) if *i >= 1 => {
+                Ok(vec![AxisValue::Shape(MatmulShape::square(*i as u64))])
+            }
+            Value::String(s) => s.parse::<MatmulShape>().map(|x| vec![AxisValue::Shape(x)]),
+            other => Err(format!(
+                "expected N or \"MxNxK\" (each ≥ 1), found {}",
+                type_name(other)
+            )),
+        },
+        Axis::InPlace => match v {
+            Value::Boolean(b) => Ok(vec![AxisValue::InPlace(*b)]),
+            Value::String(s) if s == "both" => {
+                Ok(vec![AxisValue::InPlace(false), AxisValue::InPlace(true)])
+            }
+            Value::String(s) if s == "yes" => Ok(vec![AxisValue::InPlace(true)]),
+            Value::String(s) if s == "no" => Ok(vec![AxisValue::InPlace(false)]),
+            other => Err(format!(
+                "expected true, false, \"both\", \"yes\" or \"no\", found {}",
+                type_name(other)
+            )),
+        },
+        Axis::Fault => match v {
+            Value::String(s) if s.is_empty() || s == "none" => Ok(vec![AxisValue::Fault(None)]),
+            Value::String(s) if Fault::parse(s).is_some() => {
+                Ok(vec![AxisValue::Fault(Some(s.clone()))])
+            }
+            _ => Err(format!(
+                "expected one of {} (test-only)",
+                Fault::NAMES.join(", ")
+            )),
+        },
+        Axis::Backend => named(v, AxisValue::Backend),
+        Axis::Topology => named(v, AxisValue::Topology),
+        Axis::Binding => named(v, AxisValue::Binding),
+        Axis::Placement => named(v, AxisValue::Placement),
+        Axis::Workloads => named(v, AxisValue::Workload),
+        Axis::Dtypes => named(v, AxisValue::Dtype),
+        Axis::Ops => named(v, AxisValue::Op),
+        Axis::Timing => named(v, AxisValue::Timing),
+        Axis::Scaling => named(v, AxisValue::Scaling),
+        Axis::Collect => named(v, AxisValue::Collect),
+    }
+}
+
+/// Values of an axis: a scalar, or a non-empty list of scalars. `exact` forbids a scalar that
+/// expands to several values (inside zip groups, where positions must line up).
+fn values(
+    ctx: &Ctx,
+    axis: Axis,
+    key: &str,
+    v: &Spanned<Value>,
+    exact: bool,
+) -> Result<Vec<AxisValue>, SpecError> {
+    let items: Vec<&Value> = match v.get_ref() {
+        Value::Array(a) => a.iter().collect(),
+        other => vec![other],
+    };
+    if items.is_empty() {
+        return Err(ctx.err(
+            v.span(),
+            key,
+            "the list is empty: give at least one value (or remove the key for the default)",
+        ));
+    }
+    let mut out = Vec::new();
+    for item in items {
+        let got = scalar(axis, item).map_err(|m| ctx.err(v.span(), key, m))?;
+        if exact && got.len() != 1 {
+            return Err(ctx.err(
+                v.span(),
+                key,
+                "in a [[zip]] group every entry must be one value (not a range or \"both\"), so positions line up",
+            ));
+        }
+        out.extend(got);
+    }
+    Ok(out)
+}
+
+fn axis_of(ctx: &Ctx, key: &Spanned<String>, table: &str) -> Result<Axis, SpecError> {
+    Axis::from_key(key.get_ref()).ok_or_else(|| {
+        let names: Vec<&str> = Axis::ALL
+            .iter()
+            .filter(|a| **a != Axis::Fault)
+            .map(|a| a.name())
+            .collect();
+        let hint = closest(key.get_ref(), &names)
+            .map(|c| format!("did you mean `{c}`? "))
+            .unwrap_or_default();
+        ctx.err(
+            key.span(),
+            &format!("{table}.{}", key.get_ref()),
+            format!(
+                "unknown axis `{}`: {hint}known axes are {}",
+                key.get_ref(),
+                names.join(", ")
+            ),
+        )
+    })
+}
+
+fn positive_int(
+    ctx: &Ctx,
+    v: &Option<Spanned<i64>>,
+    key: &str,
+    min: i64,
+) -> Result<Option<u32>, SpecError> {
+    match v {
+        None => Ok(None),
+        Some(s) if *s.get_ref() >= min && *s.get_ref() <= i64::from(u32::MAX) => {
+            Ok(Some(*s.get_ref() as u32))
+        }
+        Some(s) => Err(ctx.err(
+            s.span(),
+            key,
+            format!(
+                "{} is out of range: give a whole number ≥ {min}",
+                s.get_ref()
+            ),
+        )),
+    }
+}
+
+fn env_name_ok(k: &str) -> bool {
+    let mut c = k.chars();
+    matches!(c.next(), Some(ch) if ch == '_' || ch.is_ascii_alphabetic())
+        && c.all(|ch| ch == '_' || ch.is_ascii_alphanumeric())
+}
+
+pub(super) fn resolve(path: &Path, text: &str, raw: RawSpec) -> Result<SweepSpec, SpecError> {
+    let ctx = Ctx { path, text };
+    let mut axis_at = BTreeMap::new();
+    let mut dims = Vec::new();
+    let mut seen: BTreeMap<Axis, String> = BTreeMap::new();
+    for (k, v) in &raw.axes {
+        let axis = axis_of(&ctx, k, "axes")?;
+        let key = format!("axes.{}", k.get_ref());
+        if let Some(prev) = seen.insert(axis, key.clone()) {
+            return Err(ctx.err(
+                k.span(),
+                &key,
+                format!(
+                    "axis `{}` is given twice (also as `{prev}`): keep one",
+                    axis.name()
+                ),
+            ));
+        }
+        axis_at.insert(axis, line_col(text, k.span().start));
+        let vals = values(&ctx, axis, &key, v, false)?;
+        dims.push(Dim {
+            axes: vec![axis],
+            tuples: vals.into_iter().map(|x| vec![x]).collect(),
+        });
+    }
+    for (i, group) in raw.zip.iter().enumerate() {
+        let table = format!("zip[{}]", i + 1);
+        if group.get_ref().len() < 2 {
+            return Err(ctx.err(
+                group.span(),
+                &table,
+                "a [[zip]] group needs at least two axes (a single axis belongs in [axes])",
+            ));
+        }
+        let mut axes = Vec::new();
+        let mut columns: Vec<Vec<AxisValue>> = Vec::new();
+        let mut first: Option<(String, usize)> = None;
+        for (k, v) in group.get_ref() {
+            let axis = axis_of(&ctx, k, &table)?;
+            let key = format!("{table}.{}", k.get_ref());
+            if let Some(prev) = seen.insert(axis, key.clone()) {
+                return Err(ctx.err(k.span(), &key, format!("axis `{}` is already given as `{prev}`: an axis belongs to [axes] or to one [[zip]] group", axis.name())));
+            }
+            axis_at.insert(axis, line_col(text, k.span().start));
+            let vals = values(&ctx, axis, &key, v, true)?;
+            match &first {
+                None => first = Some((k.get_ref().clone(), vals.len())),
+                Some((name, n)) if *n != vals.len() => {
+                    return Err(ctx.err(
+                        v.span(),
+                        &key,
+                        format!("{} value(s) here but {n} in `{name}`: every axis of a [[zip]] group needs the same number of values", vals.len()),
+                    ))
+                }
+                _ => {}
+            }
+            axes.push(axis);
+            columns.push(vals);
+        }
+        let n = columns[0].len();
+        let tuples = (0..n)
+            .map(|j| columns.iter().map(|c| c[j].clone()).collect())
+            .collect();
+        dims.push(Dim { axes, tuples });
+    }
+    let mut excludes = Vec::new();
+    for (i, ex) in raw.exclude.iter().enumerate() {
+        let table = format!("exclude[{}]", i + 1);
+        if ex.get_ref().is_empty() {
+            return Err(ctx.err(
+                ex.span(),
+                &table,
+                "an empty [[exclude]] would drop everything: list the axis values to drop",
+            ));
+        }
+        let mut rules = Vec::new();
+        for (k, v) in ex.get_ref() {
+            let axis = axis_of(&ctx, k, &table)?;
+            rules.push((
+                axis,
+                values(&ctx, axis, &format!("{table}.{}", k.get_ref()), v, false)?,
+            ));
+        }
+        excludes.push(Exclude { rules });
+    }
+
+    let r = &raw.run;
+    let iters = positive_int(&ctx, &r.iters, "run.iters", 1)?;
+    let warmup = positive_int(&ctx, &r.warmup, "run.warmup", 0)?;
+    let batches = positive_int(&ctx, &r.batches, "run.batches", 1)?;
+    let check = positive_int(&ctx, &r.check, "run.check", 0)?.unwrap_or(1);
+    let time_budget_s = match &r.time_budget_s {
+        Some(t) if t.get_ref().is_finite() && *t.get_ref() > 0.0 => *t.get_ref(),
+        Some(t) => {
+            return Err(ctx.err(
+                t.span(),
+                "run.time_budget_s",
+                format!(
+                    "{} is not a positive number of seconds: e.g. 0.5",
+                    t.get_ref()
+                ),
+            ))
+        }
+        None => IterPolicy::default().time_budget_s,
+    };
+    let l = &raw.launch;
+    let timeout_s = match &l.timeout_s {
+        Some(t) if t.get_ref().is_finite() && *t.get_ref() > 0.0 => *t.get_ref(),
+        Some(t) => {
+            return Err(ctx.err(
+                t.span(),
+                "launch.timeout_s",
+                format!(
+                    "{} is not a positive number of seconds: e.g. 600",
+                    t.get_ref()
+                ),
+            ))
+        }
+        None => 3600.0,
+    };
+    let mut env = BTreeMap::new();
+    for (k, v) in &l.env {
+        if !env_name_ok(k.get_ref()) {
+            return Err(ctx.err(k.span(), &format!("launch.env.{}", k.get_ref()), "not a valid environment variable name: use letters, digits and _ (not starting with a digit)"));
+        }
+        env.insert(k.get_ref().clone(), v.get_ref().clone());
+    }
+    let reserved_cores = match &l.reserved_cores {
+        Some(s) => {
+            crate::topology::binding::Reserved::parse(s.get_ref())
+                .map_err(|e| ctx.err(s.span(), "launch.reserved_cores", e))?;
+            s.get_ref().clone()
+        }
+        None => String::new(),
+    };
+    let mut labels = BTreeMap::new();
+    for (k, v) in &raw.labels {
+        labels.insert(k.get_ref().clone(), v.get_ref().clone());
+    }
+    let name =
+        match &raw.name {
+            Some(n) if !n.get_ref().trim().is_empty() => n.get_ref().clone(),
+            Some(n) => return Err(ctx.err(
+                n.span(),
+                "name",
+                "the name is empty: give the study a name, or remove the key to use the file name",
+            )),
+            None => path
+                .file_stem()
+                .map_or("sweep".to_string(), |s| s.to_string_lossy().into_owned()),
+        };
+    Ok(SweepSpec {
+        path: path.to_path_buf(),
+        name,
+        description: raw.description,
+        labels,
+        dims,
+        excludes,
+        settings: RunSettings {
+            policy: IterPolicy {
+                iters,
+                warmup,
+                time_budget_s,
+                batches,
+            },
+            check_iters: check,
+        },
+        launch: LocalLaunch {
+            oversubscribe: l.oversubscribe.unwrap_or(false),
+            timeout_s,
+            mpirun_args: l.mpirun_args.iter().map(|s| s.get_ref().clone()).collect(),
+            env,
+            reserved_cores,
+        },
+        submit: raw.submit,
+        axis_at,
+        text: text.to_string(),
+    })
+}

@@ -1,0 +1,499 @@
+//! `scalebench sweep`: runs a spec's launches on this machine, one `mpirun` each.
+//!
+//! Never loses a result: each launch's rank 0 journals every case as it finishes, the driver
+//! records how each launch ended (`outcome.json`) and rewrites the merged `results.json`
+//! atomically after every launch. A launch past its time limit is killed with its whole
+//! process group and its unfinished cases recorded as `timeout`; a crashed launch is recorded
+//! with the tail of its stderr and the sweep goes on; Ctrl-C stops the current launch and keeps
+//! everything finished; `--resume` runs only cases that are missing or failed.
+
+use super::process::{self, Spawned};
+use super::rundir::{self, LaunchOutcome, SweepRecord, OUTCOME_FILE, PLAN_FILE};
+use crate::config::{self, SweepSpec};
+use crate::error::{Error, Result, EXIT_CASES_FAILED, EXIT_OK};
+use crate::plan::sweep::{self, SweepPlan};
+use crate::plan::LaunchPlan;
+use crate::report::console::{summary_line, TablePrinter};
+use crate::results::io::{write_results, JOURNAL_FILE, RESULTS_FILE};
+use crate::results::schema::{CaseStatus, LaunchStatus, ResultsFile};
+use crate::results::{now_unix_s, utc_stamp};
+use std::fs::File;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+/// Exit code when the sweep was interrupted (128 + SIGINT, as shells report it).
+pub const EXIT_INTERRUPTED: u8 = 130;
+
+/// What `scalebench sweep` was asked to do.
+#[derive(Debug, Clone)]
+pub struct SweepRequest {
+    pub spec: PathBuf,
+    pub out: Option<PathBuf>,
+    pub resume: bool,
+    pub dry_run: bool,
+    pub quiet: bool,
+    /// Overrides the spec's `[launch] timeout_s`.
+    pub launch_timeout_s: Option<f64>,
+    /// The MPI launcher to use (default `mpirun`).
+    pub mpirun: String,
+}
+
+/// Loads and plans a spec (errors: file:line: key: message). The second value says why the
+/// plan could not run as a local sweep on this machine, if it could not.
+pub fn plan_spec(spec_path: &Path) -> Result<(SweepSpec, SweepPlan, Option<String>)> {
+    let spec = config::load(spec_path).map_err(|e| Error::Input(e.to_string()))?;
+    let mut plan = sweep::expand(&spec).map_err(|e| Error::Input(e.to_string()))?;
+    let cpus = crate::topology::affinity::current_thread_cpus()
+        .map(|c| c.len() as u32)
+        .unwrap_or(1);
+    let local = sweep::check_local(&spec, &plan, cpus)
+        .err()
+        .map(|e| e.to_string());
+    // One host: nodes beyond one are emulated.
+    for l in &mut plan.launches {
+        l.emulate_nodes = l.shape.nodes > 1;
+    }
+    Ok((spec, plan, local))
+}
+
+/// Loads and plans a spec for a local sweep on this machine.
+pub fn plan_local(spec_path: &Path) -> Result<(SweepSpec, SweepPlan)> {
+    match plan_spec(spec_path)? {
+        (_, _, Some(why)) => Err(Error::Input(why)),
+        (spec, plan, None) => Ok((spec, plan)),
+    }
+}
+
+/// The `mpirun` command line of one launch.
+pub fn launch_command(
+    req: &SweepRequest,
+    spec: &SweepSpec,
+    plan: &LaunchPlan,
+    plan_file: &Path,
+    out: &Path,
+) -> Vec<String> {
+    let exe = std::env::current_exe().map_or("scalebench".to_string(), |p| p.display().to_string());
+    let mut cmd = vec![
+        req.mpirun.clone(),
+        "-np".into(),
+        plan.shape.ranks().to_string(),
+        "--bind-to".into(),
+        "none".into(),
+    ];
+    if spec.launch.oversubscribe {
+        cmd.push("--oversubscribe".into());
+    }
+    // SAFETY: getuid has no memory effects.
+    if unsafe { libc::getuid() } == 0 && std::env::var_os("OMPI_ALLOW_RUN_AS_ROOT").is_none() {
+        cmd.push("--allow-run-as-root".into());
+    }
+    cmd.extend(spec.launch.mpirun_args.iter().cloned());
+    cmd.extend([
+        exe,
+        "run".into(),
+        "-q".into(),
+        "--plan".into(),
+        plan_file.display().to_string(),
+        "--out".into(),
+        out.display().to_string(),
+    ]);
+    cmd
+}
+
+fn default_out(spec: &SweepSpec) -> PathBuf {
+    let safe: String = spec
+        .name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    PathBuf::from("results").join(format!("{safe}-{}", utc_stamp(now_unix_s())))
+}
+
+/// Holds the run directory's lock for the life of the sweep.
+struct Lock {
+    _file: File,
+}
+
+fn lock(dir: &Path) -> Result<Lock> {
+    use std::os::unix::io::AsRawFd;
+    let path = dir.join(".lock");
+    let file =
+        File::create(&path).map_err(|e| Error::Runtime(format!("{}: {e}", path.display())))?;
+    // SAFETY: flock on a file descriptor we own.
+    if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+        return Err(Error::Input(format!("{}: another scalebench sweep is running in this directory: wait for it, or use another --out", dir.display())));
+    }
+    Ok(Lock { _file: file })
+}
+
+struct Progress {
+    quiet: bool,
+    tty: bool,
+    total: usize,
+    done_before: usize,
+    started: Instant,
+    /// Last (cases done, launch) shown, so logs get a line only when something changed.
+    last: std::cell::Cell<(usize, usize)>,
+}
+
+impl Progress {
+    fn show(&self, done_now: usize, launch: &str, index: usize, launches: usize) {
+        if self.quiet {
+            return;
+        }
+        let done = self.done_before + done_now;
+        if !self.tty && self.last.replace((done, index)) == (done, index) {
+            return;
+        }
+        let el = self.started.elapsed().as_secs_f64();
+        let eta = if done > 0 && done < self.total {
+            let per = el / done as f64;
+            format!(", ETA {}", clock(per * (self.total - done) as f64))
+        } else {
+            String::new()
+        };
+        let line = format!(
+            "[{done:>4}/{} cases | launch {index}/{launches}: {launch} | {} elapsed{eta}]",
+            self.total,
+            clock(el)
+        );
+        let mut e = std::io::stderr().lock();
+        if self.tty {
+            let _ = write!(e, "\r\x1b[2K{line}");
+        } else {
+            let _ = writeln!(e, "{line}");
+        }
+        let _ = e.flush();
+    }
+
+    fn end_line(&self) {
+        if !self.quiet && self.tty {
+            let _ = writeln!(std::io::stderr());
+        }
+    }
+}
+
+fn clock(s: f64) -> String {
+    let s = s.max(0.0) as u64;
+    format!("{}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60)
+}
+
+fn journal_cases(path: &Path) -> usize {
+    std::fs::read_to_string(path)
+        .map(|t| {
+            t.lines()
+                .filter(|l| l.starts_with("{\"type\":\"case\""))
+                .count()
+        })
+        .unwrap_or(0)
+}
+
+/// Runs `scalebench sweep`.
+pub fn sweep(req: &SweepRequest, argv: &[String]) -> Result<u8> {
+    let (spec, plan) = plan_local(&req.spec)?;
+    let out = req.out.clone().unwrap_or_else(|| default_out(&spec));
+    let timeout = Duration::from_secs_f64(req.launch_timeout_s.unwrap_or(spec.launch.timeout_s));
+    if req
+        .launch_timeout_s
+        .is_some_and(|t| !(t.is_finite() && t > 0.0))
+    {
+        return Err(Error::Input(
+            "--launch-timeout: give a positive number of seconds".into(),
+        ));
+    }
+    if req.dry_run {
+        println!(
+            "# dry run: {} case(s) in {} launch(es); results would go to {}",
+            plan.case_count(),
+            plan.launches.len(),
+            out.display()
+        );
+        for (i, l) in plan.launches.iter().enumerate() {
+            let dir = out
+                .join(rundir::LAUNCHES_DIR)
+                .join(format!("{:03}-{}", i + 1, l.launch_id));
+            println!(
+                "{}",
+                launch_command(req, &spec, l, &dir.join(PLAN_FILE), &dir).join(" ")
+            );
+        }
+        return Ok(EXIT_OK);
+    }
+    let has_sweep = out.join(PLAN_FILE).exists();
+    if req.resume && !has_sweep {
+        return Err(Error::Input(format!(
+            "--resume {}: no sweep there (no {PLAN_FILE}): run without --resume to start one",
+            out.display()
+        )));
+    }
+    if !req.resume && has_sweep {
+        return Err(Error::Input(format!(
+            "--out {}: a sweep is already there: add --resume to continue it, or choose another --out",
+            out.display()
+        )));
+    }
+    std::fs::create_dir_all(&out).map_err(|e| Error::Runtime(format!("{}: {e}", out.display())))?;
+    let _lock = lock(&out)?;
+    let started = if req.resume {
+        rundir::read_json::<SweepRecord>(&out.join(PLAN_FILE))
+            .map(|r| r.started_unix_s)
+            .unwrap_or_else(|_| now_unix_s())
+    } else {
+        now_unix_s()
+    };
+    let record = SweepRecord {
+        name: spec.name.clone(),
+        labels: spec.labels.clone(),
+        spec: req.spec.clone(),
+        started_unix_s: started,
+        command_line: argv.to_vec(),
+        launches: plan.launches.clone(),
+    };
+    let spec_copy = out.join("spec.toml");
+    crate::results::io::write_atomic(&spec_copy, spec.text.as_bytes())?;
+    rundir::write_json(&out.join(PLAN_FILE), &record)?;
+
+    let merged = rundir::merge(&out, &record);
+    let todo = rundir::cases_to_run(&record, &merged);
+    let total: usize = todo.values().map(Vec::len).sum();
+    if !req.quiet {
+        let kept = plan.case_count() - total;
+        eprintln!(
+            "# sweep {}: {} case(s) in {} launch(es){}; results: {}",
+            spec.name,
+            plan.case_count(),
+            plan.launches.len(),
+            if req.resume {
+                format!(", {kept} already done, {total} to run")
+            } else {
+                String::new()
+            },
+            out.join(RESULTS_FILE).display()
+        );
+    }
+    process::catch_interrupts();
+    // SAFETY: isatty has no memory effects.
+    let tty = unsafe { libc::isatty(2) } == 1;
+    let mut progress = Progress {
+        quiet: req.quiet,
+        tty,
+        total,
+        done_before: 0,
+        started: Instant::now(),
+        last: std::cell::Cell::new((usize::MAX, 0)),
+    };
+    let mut interrupted = false;
+    let runnable: Vec<&LaunchPlan> = plan
+        .launches
+        .iter()
+        .filter(|l| todo.contains_key(&l.launch_id))
+        .collect();
+    for (i, l) in runnable.iter().enumerate() {
+        let mut attempt = (*l).clone();
+        attempt.cases = todo[&l.launch_id].clone();
+        let done = run_launch(
+            req,
+            &spec,
+            &out,
+            &attempt,
+            timeout,
+            &progress,
+            i + 1,
+            runnable.len(),
+        )?;
+        progress.done_before += done.cases;
+        write_results(&out.join(RESULTS_FILE), &rundir::merge(&out, &record))?;
+        if done.interrupted {
+            interrupted = true;
+            break;
+        }
+    }
+    progress.end_line();
+    let merged = rundir::merge(&out, &record);
+    write_results(&out.join(RESULTS_FILE), &merged)?;
+    if !req.quiet {
+        print_summary(&merged);
+    }
+    if interrupted {
+        eprintln!(
+            "scalebench: interrupted: finished cases are kept in {}; continue with --resume",
+            out.join(RESULTS_FILE).display()
+        );
+        return Ok(EXIT_INTERRUPTED);
+    }
+    let failed = merged.cases.iter().any(|c| c.status.needs_rerun())
+        || merged.cases.len() < plan.case_count();
+    Ok(if failed { EXIT_CASES_FAILED } else { EXIT_OK })
+}
+
+struct LaunchDone {
+    /// Cases the launch journaled.
+    cases: usize,
+    interrupted: bool,
+}
+
+#[allow(clippy::too_many_arguments)]
+fn run_launch(
+    req: &SweepRequest,
+    spec: &SweepSpec,
+    out: &Path,
+    plan: &LaunchPlan,
+    timeout: Duration,
+    progress: &Progress,
+    index: usize,
+    launches: usize,
+) -> Result<LaunchDone> {
+    let dir = rundir::new_attempt_dir(out, &plan.launch_id)?;
+    let plan_file = dir.join(PLAN_FILE);
+    rundir::write_json(&plan_file, plan)?;
+    let argv = launch_command(req, spec, plan, &plan_file, &dir);
+    let io = |name: &str| {
+        File::create(dir.join(name))
+            .map_err(|e| Error::Runtime(format!("{}: {e}", dir.join(name).display())))
+    };
+    let mut cmd = Command::new(&argv[0]);
+    cmd.args(&argv[1..])
+        .stdout(io("stdout.log")?)
+        .stderr(io("stderr.log")?)
+        .stdin(std::process::Stdio::null());
+    cmd.envs(&spec.launch.env);
+    let label = plan.shape.label();
+    let started = now_unix_s();
+    let t0 = Instant::now();
+    let mut child: Spawned =
+        process::spawn(cmd, &plan_file.display().to_string()).map_err(|e| {
+            Error::Runtime(format!(
+                "cannot start `{}`: {e} (is OpenMPI installed? bash ci/setup.sh)",
+                argv[0]
+            ))
+        })?;
+    let journal = dir.join(JOURNAL_FILE);
+    let (status, exit_code, interrupted) = loop {
+        match child.try_wait() {
+            Ok(Some(s)) => {
+                let ok = matches!(s.code(), Some(0) | Some(3));
+                break (
+                    if ok {
+                        LaunchStatus::Ok
+                    } else {
+                        LaunchStatus::Failed
+                    },
+                    s.code(),
+                    false,
+                );
+            }
+            Ok(None) => {}
+            Err(e) => {
+                return Err(Error::Runtime(format!(
+                    "waiting for launch {}: {e}",
+                    plan.launch_id
+                )))
+            }
+        }
+        if process::interrupted() {
+            let s = child.terminate(Duration::from_secs(3));
+            break (LaunchStatus::Incomplete, s.and_then(|s| s.code()), true);
+        }
+        if t0.elapsed() > timeout {
+            let s = child.terminate(Duration::from_secs(3));
+            break (LaunchStatus::Timeout, s.and_then(|s| s.code()), false);
+        }
+        progress.show(journal_cases(&journal), &label, index, launches);
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    let finished = now_unix_s();
+    let stderr_tail = rundir::stderr_digest(&dir.join("stderr.log"), 12);
+    let outcome = LaunchOutcome {
+        launch_id: plan.launch_id.clone(),
+        status,
+        exit_code,
+        started_unix_s: started,
+        finished_unix_s: finished,
+        command_line: argv,
+        launcher: "mpirun".into(),
+        stderr_tail: (!stderr_tail.is_empty()).then_some(stderr_tail),
+        job_id: None,
+        timeout_s: Some(timeout.as_secs_f64()),
+    };
+    // An interrupted launch leaves no outcome: its unfinished cases stay missing for --resume.
+    if !interrupted {
+        rundir::write_json(&dir.join(OUTCOME_FILE), &outcome)?;
+    }
+    let cases = journal_cases(&journal);
+    progress.show(cases, &label, index, launches);
+    if !req.quiet && status != LaunchStatus::Ok {
+        progress.end_line();
+        eprintln!(
+            "# launch {index}/{launches} ({label}) {}: {}",
+            match status {
+                LaunchStatus::Timeout => format!("timed out after {:.0} s", timeout.as_secs_f64()),
+                LaunchStatus::Incomplete => "interrupted".to_string(),
+                _ => format!(
+                    "failed (exit {})",
+                    exit_code.map_or("by signal".to_string(), |c| c.to_string())
+                ),
+            },
+            dir.display()
+        );
+    }
+    Ok(LaunchDone { cases, interrupted })
+}
+
+/// Per-launch summary, then every case in the nccl-tests-like table.
+pub fn print_summary(r: &ResultsFile) {
+    let mut so = std::io::stdout().lock();
+    let _ = writeln!(
+        so,
+        "# {:<44} {:>5} {:>6} {:>5} {:>6} {:>6} {:>7} {:>7} {:>8} {:>11}",
+        "launch",
+        "ranks",
+        "cases",
+        "ok",
+        "wrong",
+        "failed",
+        "skipped",
+        "timeout",
+        "wall (s)",
+        "overhead (s)"
+    );
+    for l in &r.launches {
+        let mine: Vec<_> = r
+            .cases
+            .iter()
+            .filter(|c| c.launch_id == l.launch_id.split('@').next().unwrap_or(""))
+            .collect();
+        let n = |s: CaseStatus| mine.iter().filter(|c| c.status == s).count();
+        let _ = writeln!(
+            so,
+            "  {:<44} {:>5} {:>6} {:>5} {:>6} {:>6} {:>7} {:>7} {:>8} {:>11}",
+            format!("{} [{:?}]", l.shape.label(), l.status).to_lowercase(),
+            l.shape.ranks(),
+            mine.len(),
+            n(CaseStatus::Ok),
+            n(CaseStatus::Wrong),
+            n(CaseStatus::Failed),
+            n(CaseStatus::Skipped),
+            n(CaseStatus::Timeout),
+            l.wall_s.map_or("-".into(), |w| format!("{w:.2}")),
+            l.overhead_s.map_or("-".into(), |w| format!("{w:.2}"))
+        );
+    }
+    let mut table = TablePrinter::new();
+    for c in &r.cases {
+        for line in table.push(c) {
+            let _ = writeln!(so, "{line}");
+        }
+    }
+    for line in table.flush() {
+        let _ = writeln!(so, "{line}");
+    }
+    let _ = writeln!(so, "{}", summary_line(&r.cases));
+}

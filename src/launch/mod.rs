@@ -1,0 +1,53 @@
+//! Launching: running a plan's launches and keeping their results.
+//!
+//! - [`local`]: `scalebench sweep` on this machine (one `mpirun` per launch).
+//! - [`submit`]: `scalebench submit/status/collect` through a scheduler, with [`scripts`]
+//!   (Slurm, UGE, PBS), site [`profile`]s and [`shell`] safety.
+//! - [`rundir`]: the run directory layout and merging it into one results file.
+//! - [`process`]: child processes that can always be stopped.
+
+pub mod local;
+pub mod process;
+pub mod profile;
+pub mod rundir;
+pub mod scripts;
+pub mod shell;
+pub mod submit;
+
+use crate::plan::sweep::SweepPlan;
+use std::fmt::Write;
+
+/// `scalebench plan`: the launches a sweep groups into and, with `cases`, every case.
+pub fn describe(name: &str, spec: &std::path::Path, plan: &SweepPlan, cases: bool) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "# {name} ({}): {} case(s) in {} launch(es)",
+        spec.display(),
+        plan.case_count(),
+        plan.launches.len()
+    );
+    for (i, l) in plan.launches.iter().enumerate() {
+        let _ = writeln!(
+            s,
+            "launch {:>3}  {}  {:<40} {:>3} rank(s) × {} device(s)/rank{}  {:>5} case(s)",
+            i + 1,
+            l.launch_id,
+            l.shape.label(),
+            l.shape.ranks(),
+            l.shape.devices_per_rank(),
+            if l.threads_per_device > 1 {
+                format!(", {} GEMM threads/device", l.threads_per_device)
+            } else {
+                String::new()
+            },
+            l.cases.len()
+        );
+        if cases {
+            for c in &l.cases {
+                let _ = writeln!(s, "    {}  {}", c.id(), c.label());
+            }
+        }
+    }
+    s
+}

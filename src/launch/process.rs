@@ -1,0 +1,158 @@
+//! Child processes the driver can always stop: each launch runs in its own process group,
+//! dies with the driver (`PR_SET_PDEATHSIG`), and is stopped as a group (SIGTERM, then
+//! SIGKILL). Ranks that escaped the group are found by a marker unique to the launch (its plan
+//! file's path) in their command line, never by program name.
+
+use std::io;
+use std::os::unix::process::CommandExt;
+use std::process::{Child, Command, ExitStatus};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+/// A running launch.
+pub struct Spawned {
+    child: Child,
+    pgid: i32,
+    marker: String,
+}
+
+/// Starts `cmd` in a new process group that receives SIGTERM if the driver dies.
+pub fn spawn(mut cmd: Command, marker: &str) -> io::Result<Spawned> {
+    // SAFETY: only async-signal-safe calls (setpgid, prctl, getppid) between fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            if libc::setpgid(0, 0) != 0 {
+                return Err(io::Error::last_os_error());
+            }
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
+            // The driver may have died between fork and prctl.
+            if libc::getppid() == 1 {
+                libc::_exit(1);
+            }
+            Ok(())
+        });
+    }
+    let child = cmd.spawn()?;
+    let pgid = child.id() as i32;
+    Ok(Spawned {
+        child,
+        pgid,
+        marker: marker.to_string(),
+    })
+}
+
+impl Spawned {
+    pub fn try_wait(&mut self) -> io::Result<Option<ExitStatus>> {
+        self.child.try_wait()
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Stops the whole launch: SIGTERM to the group, up to `grace` to exit, then SIGKILL to
+    /// the group and to any process still carrying the launch's marker. Returns its status.
+    pub fn terminate(&mut self, grace: Duration) -> Option<ExitStatus> {
+        signal_group(self.pgid, libc::SIGTERM);
+        let until = Instant::now() + grace;
+        while Instant::now() < until {
+            if let Ok(Some(s)) = self.child.try_wait() {
+                self.kill_strays();
+                return Some(s);
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        signal_group(self.pgid, libc::SIGKILL);
+        self.kill_strays();
+        self.child.wait().ok()
+    }
+
+    fn kill_strays(&self) {
+        signal_group(self.pgid, libc::SIGKILL);
+        for pid in pids_with_marker(&self.marker) {
+            // SAFETY: kill has no memory effects; the pid carries our launch's marker.
+            unsafe {
+                libc::kill(pid, libc::SIGKILL);
+            }
+        }
+    }
+}
+
+fn signal_group(pgid: i32, sig: i32) {
+    if pgid > 1 {
+        // SAFETY: kill has no memory effects; a negative pid addresses our launch's group.
+        unsafe {
+            libc::kill(-pgid, sig);
+        }
+    }
+}
+
+/// Processes whose command line contains `marker` (other than this one).
+pub fn pids_with_marker(marker: &str) -> Vec<i32> {
+    let me = std::process::id() as i32;
+    let Ok(rd) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    rd.filter_map(|e| e.ok())
+        .filter_map(|e| e.file_name().to_str().and_then(|s| s.parse::<i32>().ok()))
+        .filter(|pid| *pid != me)
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline"))
+                .map(|c| {
+                    String::from_utf8_lossy(&c)
+                        .replace('\0', " ")
+                        .contains(marker)
+                })
+                .unwrap_or(false)
+        })
+        .collect()
+}
+
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_signal(_: libc::c_int) {
+    INTERRUPTED.store(true, Ordering::SeqCst);
+}
+
+/// Makes SIGINT and SIGTERM set a flag instead of killing the driver, so it can stop its
+/// launch and keep everything finished.
+pub fn catch_interrupts() {
+    // SAFETY: the handler only stores to an atomic (async-signal-safe).
+    unsafe {
+        let mut sa: libc::sigaction = std::mem::zeroed();
+        sa.sa_sigaction = on_signal as *const () as usize;
+        libc::sigemptyset(&mut sa.sa_mask);
+        libc::sigaction(libc::SIGINT, &sa, std::ptr::null_mut());
+        libc::sigaction(libc::SIGTERM, &sa, std::ptr::null_mut());
+    }
+}
+
+/// Whether SIGINT/SIGTERM arrived since [`catch_interrupts`].
+pub fn interrupted() -> bool {
+    INTERRUPTED.load(Ordering::SeqCst)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_process_group_is_stopped_entirely() {
+        let marker = format!("scalebench-test-marker-{}", std::process::id());
+        let mut cmd = Command::new("bash");
+        // a parent that ignores SIGTERM, and a child that outlives it
+        cmd.args([
+            "-c",
+            &format!("trap '' TERM; sleep 300 & sleep 300; : {marker}"),
+        ]);
+        let mut s = spawn(cmd, &marker).unwrap();
+        std::thread::sleep(Duration::from_millis(200));
+        assert!(s.try_wait().unwrap().is_none());
+        let t0 = Instant::now();
+        let status = s.terminate(Duration::from_millis(300));
+        assert!(status.is_some());
+        assert!(t0.elapsed() < Duration::from_secs(5));
+        std::thread::sleep(Duration::from_millis(100));
+        assert!(pids_with_marker(&marker).is_empty());
+    }
+}

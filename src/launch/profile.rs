@@ -1,0 +1,277 @@
+//! Site profiles: what a cluster needs in a job script (partition, account, GPU request
+//! syntax, CPUs and memory per GPU, modules, container wrapper, environment), as data.
+//!
+//! Shipped profiles live in `profiles/*.toml` and are built into the binary; `--profile` takes
+//! one of their names or a path to a profile file. A spec's `[submit]` table and command-line
+//! options override single fields.
+
+use super::shell;
+use crate::config::line_col;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// Which scheduler a profile targets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Scheduler {
+    Slurm,
+    Uge,
+    Pbs,
+}
+
+impl std::str::FromStr for Scheduler {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "slurm" => Ok(Scheduler::Slurm),
+            "uge" | "sge" => Ok(Scheduler::Uge),
+            "pbs" => Ok(Scheduler::Pbs),
+            _ => Err(format!(
+                "unknown scheduler '{s}': expected slurm, uge or pbs"
+            )),
+        }
+    }
+}
+
+/// How a Slurm site wants GPUs requested.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GpuRequest {
+    /// `--gres=gpu[:TYPE]:N` per node (Puhti, Mahti, Sulis).
+    Gres,
+    /// `--gpus-per-node=N` (LUMI).
+    GpusPerNode,
+    /// `--gpus-per-task=N`.
+    GpusPerTask,
+    /// No GPU request (CPU nodes).
+    None,
+}
+
+/// A site profile. Every field is optional in override tables.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Profile {
+    pub name: String,
+    #[serde(default)]
+    pub description: Option<String>,
+    pub scheduler: Scheduler,
+    /// Slurm partition, UGE queue or PBS queue.
+    #[serde(default)]
+    pub partition: Option<String>,
+    #[serde(default)]
+    pub account: Option<String>,
+    /// GPUs in one node (0 on CPU nodes).
+    #[serde(default)]
+    pub gpus_per_node: u32,
+    /// CPU cores in one node.
+    pub cores_per_node: u32,
+    #[serde(default = "default_gpu_request")]
+    pub gpu_request: GpuRequest,
+    /// GPU type for `--gres=gpu:TYPE:N` (Slurm) or `-l gpu_type=` (UGE).
+    #[serde(default)]
+    pub gpu_type: Option<String>,
+    /// CPU cores per GPU (default: cores per node / GPUs per node).
+    #[serde(default)]
+    pub cpus_per_gpu: Option<u32>,
+    /// Memory per GPU (e.g. `60G`), per CPU in MB, or per node (`0` = all).
+    #[serde(default)]
+    pub mem_per_gpu: Option<String>,
+    #[serde(default)]
+    pub mem_per_cpu: Option<String>,
+    #[serde(default)]
+    pub mem_per_node: Option<String>,
+    /// Cores kept free (`first_per_numa` or a cpulist), passed to scalebench's binding.
+    #[serde(default)]
+    pub reserved_cores: Option<String>,
+    /// Environment modules to load.
+    #[serde(default)]
+    pub modules: Vec<String>,
+    /// A wrapper every rank runs under, e.g. `["singularity", "exec", "--nv", "/images/x.sif"]`.
+    #[serde(default)]
+    pub container: Vec<String>,
+    /// Extra environment for the job.
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    /// The launcher and its options: default `srun --mpi=pmix` (Slurm) or `mpirun` (UGE, PBS).
+    #[serde(default)]
+    pub launcher: Vec<String>,
+    /// Slurm: pass `--cpu-bind=none` so scalebench's own binding applies (needs a task plugin).
+    #[serde(default = "yes")]
+    pub cpu_bind_none: bool,
+    /// Job time limit in minutes (default: from the spec's launch timeout).
+    #[serde(default)]
+    pub time_limit_min: Option<u32>,
+    /// scalebench's path on the cluster (default: this binary's path).
+    #[serde(default)]
+    pub scalebench: Option<String>,
+    /// UGE parallel environment (default `parallel`).
+    #[serde(default)]
+    pub pe: Option<String>,
+    /// Extra scheduler directives, written as given after `#SBATCH`/`#$`/`#PBS`.
+    #[serde(default)]
+    pub directives: Vec<String>,
+}
+
+fn default_gpu_request() -> GpuRequest {
+    GpuRequest::GpusPerNode
+}
+fn yes() -> bool {
+    true
+}
+
+/// The profiles built into the binary.
+pub const BUILT_IN: &[(&str, &str)] = &[
+    ("puhti", include_str!("../../profiles/puhti.toml")),
+    ("mahti", include_str!("../../profiles/mahti.toml")),
+    ("lumi", include_str!("../../profiles/lumi.toml")),
+    ("sulis", include_str!("../../profiles/sulis.toml")),
+    ("apocrita", include_str!("../../profiles/apocrita.toml")),
+    (
+        "pbs-example",
+        include_str!("../../profiles/pbs-example.toml"),
+    ),
+    (
+        "local-slurm",
+        include_str!("../../profiles/local-slurm.toml"),
+    ),
+];
+
+/// Parses and checks a profile; errors name `origin`, the line and the fix.
+pub fn parse(origin: &str, text: &str) -> Result<Profile, String> {
+    let p: Profile = toml::from_str(text).map_err(|e| {
+        let (l, c) = e.span().map_or((1, 1), |s| line_col(text, s.start));
+        format!("{origin}:{l}:{c}: {}", e.message().trim())
+    })?;
+    p.check().map_err(|e| format!("{origin}: {e}"))?;
+    Ok(p)
+}
+
+/// A built-in profile by name, or a profile file by path.
+pub fn load(name_or_path: &str) -> Result<Profile, String> {
+    if let Some((_, text)) = BUILT_IN.iter().find(|(n, _)| *n == name_or_path) {
+        return parse(&format!("built-in profile {name_or_path}"), text);
+    }
+    let path = Path::new(name_or_path);
+    if path.exists() {
+        let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        return parse(&path.display().to_string(), &text);
+    }
+    let names: Vec<&str> = BUILT_IN.iter().map(|(n, _)| *n).collect();
+    Err(format!(
+        "--profile {name_or_path}: no such built-in profile or file: built-in profiles are {}",
+        names.join(", ")
+    ))
+}
+
+impl Profile {
+    /// Checks every value that reaches a scheduler directive, and the environment names.
+    pub fn check(&self) -> Result<(), String> {
+        let fields = [
+            ("partition", &self.partition),
+            ("account", &self.account),
+            ("gpu_type", &self.gpu_type),
+            ("mem_per_gpu", &self.mem_per_gpu),
+            ("mem_per_cpu", &self.mem_per_cpu),
+            ("mem_per_node", &self.mem_per_node),
+            ("pe", &self.pe),
+        ];
+        for (what, v) in fields {
+            if let Some(v) = v {
+                shell::directive_value(what, v)?;
+            }
+        }
+        for m in &self.modules {
+            shell::directive_value("module", m)?;
+        }
+        for k in self.env.keys() {
+            shell::env_name(k)?;
+        }
+        for d in &self.directives {
+            if d.chars().any(|c| c.is_control()) {
+                return Err(format!("directive '{}' has a control character (e.g. a newline): give one directive per list entry", d.escape_debug()));
+            }
+        }
+        if self.cores_per_node == 0 {
+            return Err("cores_per_node must be at least 1".into());
+        }
+        if let Some(r) = &self.reserved_cores {
+            crate::topology::binding::Reserved::parse(r)?;
+        }
+        Ok(())
+    }
+
+    /// Applies an override table (a spec's `[submit]`): its keys replace this profile's.
+    pub fn apply(&self, overrides: &toml::Table) -> Result<Profile, String> {
+        let mut base = toml::Table::try_from(self).map_err(|e| e.to_string())?;
+        for (k, v) in overrides {
+            if k == "profile" || k == "scheduler_profile" {
+                continue;
+            }
+            base.insert(k.clone(), v.clone());
+        }
+        let p: Profile = toml::Value::Table(base)
+            .try_into()
+            .map_err(|e: toml::de::Error| e.message().trim().to_string())?;
+        p.check()?;
+        Ok(p)
+    }
+
+    /// CPU cores each device gets.
+    pub fn cpus_per_device(&self, devices_per_node: u32) -> u32 {
+        self.cpus_per_gpu
+            .unwrap_or(self.cores_per_node / devices_per_node.max(1))
+            .max(1)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_built_in_profile_parses() {
+        for (name, _) in BUILT_IN {
+            let p = load(name).unwrap();
+            assert_eq!(&p.name, name);
+        }
+        assert_eq!(load("lumi").unwrap().gpu_request, GpuRequest::GpusPerNode);
+        assert_eq!(load("puhti").unwrap().gpu_type.as_deref(), Some("v100"));
+        assert_eq!(load("apocrita").unwrap().scheduler, Scheduler::Uge);
+        assert!(load("nowhere")
+            .unwrap_err()
+            .contains("built-in profiles are"));
+    }
+
+    #[test]
+    fn hostile_profile_values_are_refused() {
+        let base = "name = \"x\"\nscheduler = \"slurm\"\ncores_per_node = 4\n";
+        for (extra, needle) in [
+            ("account = \"a; rm -rf /\"\n", "account"),
+            ("partition = \"$(id)\"\n", "partition"),
+            ("modules = [\"gcc`id`\"]\n", "module"),
+            ("[env]\n\"A;B\" = \"x\"\n", "environment variable name"),
+            ("directives = [\"--x\\nrm -rf /\"]\n", "control character"),
+        ] {
+            let e = parse("p.toml", &format!("{base}{extra}")).unwrap_err();
+            assert!(e.contains(needle), "{extra}: {e}");
+        }
+        let e = parse("p.toml", &format!("{base}partiton = \"x\"\n")).unwrap_err();
+        assert!(
+            e.starts_with("p.toml:4:1:") && e.contains("unknown field"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn overrides_replace_fields_and_are_checked() {
+        let p = load("puhti").unwrap();
+        let mut t = toml::Table::new();
+        t.insert("account".into(), toml::Value::String("project_42".into()));
+        assert_eq!(p.apply(&t).unwrap().account.as_deref(), Some("project_42"));
+        t.insert("account".into(), toml::Value::String("x y".into()));
+        assert!(p.apply(&t).is_err());
+        assert_eq!(p.cpus_per_device(4), 10);
+        assert_eq!(load("local-slurm").unwrap().cpus_per_device(2), 1);
+    }
+}

@@ -1,0 +1,343 @@
+//! A sweep's run directory, and merging it into one results file.
+//!
+//! ```text
+//! DIR/spec.toml                     the spec as given
+//! DIR/plan.json                     the whole plan (every launch and case)
+//! DIR/launches/NNN-<launch id>/     one directory per attempt of a launch, NNN ascending
+//!     plan.json                     the cases this attempt was given
+//!     journal.jsonl, results.json   written by the launch's rank 0
+//!     stdout.log, stderr.log        the launcher's output
+//!     outcome.json                  how the attempt ended, as its launcher saw it
+//! DIR/results.json                  every case, merged (rewritten atomically)
+//! ```
+//!
+//! Merging reads only these files, so it also recovers a sweep whose driver was killed: every
+//! case a launch's journal holds is kept; cases of a launch that timed out or crashed are
+//! recorded as `timeout`/`failed` with the reason; cases of a launch that never reported are
+//! missing (and `--resume` runs them).
+
+use crate::error::{Error, Result};
+use crate::params::CaseParams;
+use crate::plan::LaunchPlan;
+use crate::results::io::{
+    new_results, read_journal, upsert, write_atomic, JournalContents, JOURNAL_FILE,
+};
+use crate::results::schema::{
+    CaseResult, CaseStatus, LaunchRecord, LaunchStatus, ResultsFile, RunInfo,
+};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+pub const PLAN_FILE: &str = "plan.json";
+pub const OUTCOME_FILE: &str = "outcome.json";
+pub const LAUNCHES_DIR: &str = "launches";
+
+/// The whole plan of a sweep, as stored in `DIR/plan.json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SweepRecord {
+    pub name: String,
+    #[serde(default)]
+    pub labels: BTreeMap<String, String>,
+    /// Where the spec came from.
+    pub spec: PathBuf,
+    pub started_unix_s: f64,
+    pub command_line: Vec<String>,
+    pub launches: Vec<LaunchPlan>,
+}
+
+/// How one attempt of a launch ended, as the launcher (local driver or scheduler) saw it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LaunchOutcome {
+    pub launch_id: String,
+    pub status: LaunchStatus,
+    /// The launcher's exit code, if it exited.
+    pub exit_code: Option<i32>,
+    pub started_unix_s: f64,
+    pub finished_unix_s: f64,
+    /// The command that was run.
+    pub command_line: Vec<String>,
+    /// The launcher used (`mpirun`, `srun`).
+    pub launcher: String,
+    /// The last lines of standard error (for failed and timed-out launches).
+    #[serde(default)]
+    pub stderr_tail: Option<String>,
+    /// Scheduler job id, for submitted launches.
+    #[serde(default)]
+    pub job_id: Option<String>,
+    /// The time limit the launch ran under, seconds.
+    #[serde(default)]
+    pub timeout_s: Option<f64>,
+}
+
+/// Reads a JSON file, naming it in errors.
+pub fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| Error::Input(format!("{}: {e}", path.display())))?;
+    serde_json::from_str(&text).map_err(|e| {
+        Error::Input(format!(
+            "{}:{}:{}: {e}",
+            path.display(),
+            e.line(),
+            e.column()
+        ))
+    })
+}
+
+/// Writes a JSON file atomically.
+pub fn write_json<T: Serialize>(path: &Path, value: &T) -> Result<()> {
+    let mut bytes = serde_json::to_vec_pretty(value).map_err(|e| Error::Runtime(e.to_string()))?;
+    bytes.push(b'\n');
+    write_atomic(path, &bytes).map_err(Error::from)
+}
+
+/// The attempt directories of a run, oldest first.
+pub fn attempt_dirs(dir: &Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir.join(LAUNCHES_DIR))
+        .map(|rd| {
+            rd.filter_map(|e| e.ok())
+                .map(|e| e.path())
+                .filter(|p| p.is_dir())
+                .collect()
+        })
+        .unwrap_or_default();
+    v.sort();
+    v
+}
+
+/// The path of the `n`th attempt directory (1-based) for `launch_id`.
+pub fn attempt_path(dir: &Path, n: usize, launch_id: &str) -> PathBuf {
+    dir.join(LAUNCHES_DIR).join(format!("{n:03}-{launch_id}"))
+}
+
+/// A fresh attempt directory for `launch_id`: `DIR/launches/NNN-<launch id>`.
+pub fn new_attempt_dir(dir: &Path, launch_id: &str) -> Result<PathBuf> {
+    let d = attempt_path(dir, attempt_dirs(dir).len() + 1, launch_id);
+    std::fs::create_dir_all(&d).map_err(|e| Error::Runtime(format!("{}: {e}", d.display())))?;
+    Ok(d)
+}
+
+/// What a failed launch's stderr says: scalebench's own messages (which name the cause; an
+/// MPI library's backtrace can push them far up) and then the last `lines` lines.
+pub fn stderr_digest(path: &Path, lines: usize) -> String {
+    let text = String::from_utf8_lossy(&std::fs::read(path).unwrap_or_default()).replace('\0', "");
+    let all: Vec<&str> = text.lines().collect();
+    let last = all.len().saturating_sub(lines);
+    let mut out: Vec<&str> = all[..last]
+        .iter()
+        .filter(|l| l.starts_with("scalebench"))
+        .take(5)
+        .copied()
+        .collect();
+    if !out.is_empty() && last > 0 {
+        out.push("...");
+    }
+    out.extend(&all[last..]);
+    out.join("\n")
+}
+
+/// A record for a case that has no result of its own (its launch timed out or failed).
+pub fn missing_case(
+    params: &CaseParams,
+    launch_id: &str,
+    status: CaseStatus,
+    message: String,
+    at_unix_s: f64,
+) -> CaseResult {
+    let ranks = params.ranks();
+    let mut r = crate::run::record(
+        params,
+        launch_id,
+        at_unix_s,
+        at_unix_s,
+        params.devices(),
+        ranks,
+        Err(crate::workload::CaseError::Failed(message)),
+    );
+    r.status = status;
+    r
+}
+
+/// What one attempt directory contributes.
+pub struct Attempt {
+    pub dir: PathBuf,
+    pub plan: Option<LaunchPlan>,
+    pub journal: JournalContents,
+    pub outcome: Option<LaunchOutcome>,
+}
+
+impl Attempt {
+    pub fn read(dir: &Path) -> Attempt {
+        let plan = read_json::<LaunchPlan>(&dir.join(PLAN_FILE)).ok();
+        let journal = read_journal(&dir.join(JOURNAL_FILE)).unwrap_or_default();
+        let outcome = read_json::<LaunchOutcome>(&dir.join(OUTCOME_FILE)).ok();
+        Attempt {
+            dir: dir.to_path_buf(),
+            plan,
+            journal,
+            outcome,
+        }
+    }
+
+    /// Its cases: the journal's, plus records for planned cases its launch never finished
+    /// when the launcher knows why (timeout, crash).
+    pub fn cases(&self) -> Vec<CaseResult> {
+        let mut out = self.journal.cases.clone();
+        if let (Some(plan), Some(o)) = (&self.plan, &self.outcome) {
+            let why = match o.status {
+                LaunchStatus::Timeout => Some((
+                    CaseStatus::Timeout,
+                    format!(
+                        "the launch was killed at its time limit ({:.0} s) before this case finished",
+                        o.timeout_s.unwrap_or(o.finished_unix_s - o.started_unix_s)
+                    ),
+                )),
+                LaunchStatus::Failed => Some((
+                    CaseStatus::Failed,
+                    format!(
+                        "the launch exited with {} before this case finished; its stderr ends with: {}",
+                        o.exit_code.map_or("a signal".to_string(), |c| format!("code {c}")),
+                        o.stderr_tail.as_deref().unwrap_or("(nothing)")
+                    ),
+                )),
+                _ => None,
+            };
+            if let Some((status, msg)) = why {
+                for p in &plan.cases {
+                    let id = p.id();
+                    if !out.iter().any(|c| c.id == id) {
+                        out.push(missing_case(
+                            p,
+                            &plan.launch_id,
+                            status,
+                            msg.clone(),
+                            o.finished_unix_s,
+                        ));
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// Its launch record: the launch's own (with provenance) updated with the launcher's view.
+    pub fn launch(&self) -> Option<LaunchRecord> {
+        let own = self.journal.launches.last().cloned();
+        match (own, &self.outcome, &self.plan) {
+            (Some(mut l), Some(o), _) => {
+                if o.status != LaunchStatus::Ok || l.status == LaunchStatus::Incomplete {
+                    l.status = o.status;
+                }
+                l.finished_unix_s = Some(o.finished_unix_s);
+                apply_outcome(&mut l, o, &self.journal.cases);
+                Some(l)
+            }
+            (Some(l), None, _) => Some(l),
+            (None, Some(o), Some(p)) => {
+                let mut l = LaunchRecord {
+                    launch_id: p.launch_id.clone(),
+                    shape: p.shape,
+                    status: o.status,
+                    launcher: o.launcher.clone(),
+                    command_line: o.command_line.clone(),
+                    started_unix_s: o.started_unix_s,
+                    finished_unix_s: Some(o.finished_unix_s),
+                    wall_s: None,
+                    overhead_s: None,
+                    stderr_tail: None,
+                    provenance: None,
+                };
+                apply_outcome(&mut l, o, &[]);
+                Some(l)
+            }
+            _ => None,
+        }
+    }
+}
+
+fn apply_outcome(l: &mut LaunchRecord, o: &LaunchOutcome, cases: &[CaseResult]) {
+    let wall = o.finished_unix_s - o.started_unix_s;
+    let case_time: f64 = cases
+        .iter()
+        .map(|c| c.finished_unix_s - c.started_unix_s)
+        .sum();
+    l.wall_s = Some(wall);
+    l.overhead_s = Some((wall - case_time).max(0.0));
+    l.launcher = o.launcher.clone();
+    l.command_line = o.command_line.clone();
+    if o.status != LaunchStatus::Ok {
+        l.stderr_tail = o.stderr_tail.clone();
+    }
+}
+
+/// Merges every attempt of a run directory into one results file (later attempts win).
+pub fn merge(dir: &Path, sweep: &SweepRecord) -> ResultsFile {
+    let mut cases: Vec<CaseResult> = Vec::new();
+    let mut launches: Vec<LaunchRecord> = Vec::new();
+    for d in attempt_dirs(dir) {
+        let a = Attempt::read(&d);
+        for c in a.cases() {
+            upsert(&mut cases, c, |x| &x.id);
+        }
+        if let Some(mut l) = a.launch() {
+            // Each attempt is its own launch record; name retries apart.
+            let name = d
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            if launches.iter().any(|x| x.launch_id == l.launch_id) {
+                l.launch_id = format!("{}@{}", l.launch_id, name);
+            }
+            launches.push(l);
+        }
+    }
+    // Cases in plan order, so reports read like the spec.
+    let order: BTreeMap<String, usize> = sweep
+        .launches
+        .iter()
+        .flat_map(|l| l.cases.iter())
+        .enumerate()
+        .map(|(i, c)| (c.id(), i))
+        .collect();
+    cases.sort_by_key(|c| order.get(&c.id).copied().unwrap_or(usize::MAX));
+    let emulated = launches
+        .iter()
+        .any(|l| l.provenance.as_ref().is_some_and(|p| p.emulated_nodes));
+    let run = RunInfo {
+        run_id: dir
+            .file_name()
+            .map_or("run".into(), |n| n.to_string_lossy().into_owned()),
+        started_unix_s: sweep.started_unix_s,
+        written_unix_s: crate::results::now_unix_s(),
+        command_line: sweep.command_line.clone(),
+        emulated_nodes: emulated,
+        labels: sweep.labels.clone(),
+    };
+    new_results(run, launches, cases)
+}
+
+/// Planned cases that have no result, or one that must be redone (failed, wrong, timed out).
+pub fn cases_to_run(
+    sweep: &SweepRecord,
+    merged: &ResultsFile,
+) -> BTreeMap<String, Vec<CaseParams>> {
+    let done: std::collections::HashSet<&str> = merged
+        .cases
+        .iter()
+        .filter(|c| !c.status.needs_rerun())
+        .map(|c| c.id.as_str())
+        .collect();
+    let mut out = BTreeMap::new();
+    for l in &sweep.launches {
+        let todo: Vec<CaseParams> = l
+            .cases
+            .iter()
+            .filter(|c| !done.contains(c.id().as_str()))
+            .cloned()
+            .collect();
+        if !todo.is_empty() {
+            out.insert(l.launch_id.clone(), todo);
+        }
+    }
+    out
+}

@@ -1,0 +1,122 @@
+//! Putting values from specs and profiles into job scripts without letting them run anything.
+//!
+//! Two rules: every value the shell evaluates is single-quoted ([`quote`]); every value that
+//! goes into a scheduler directive (`#SBATCH`, `#$`, `#PBS`, which the scheduler parses and
+//! the shell never sees) must match a conservative character set ([`directive_value`]),
+//! because those lines have no quoting at all.
+
+/// Quotes `s` for POSIX shells: `'...'`, with each `'` written as `'\''`. Nothing inside is
+/// expanded (no `$`, backticks, globs, or word splitting).
+pub fn quote(s: &str) -> String {
+    if !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "_-./=:@%+,".contains(c))
+    {
+        return s.to_string();
+    }
+    format!("'{}'", s.replace('\'', r"'\''"))
+}
+
+/// Quotes each word and joins them with spaces.
+pub fn quote_all<S: AsRef<str>>(words: &[S]) -> String {
+    words
+        .iter()
+        .map(|w| quote(w.as_ref()))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Checks a value for a scheduler directive: letters, digits and `_ . : + / @ % = , -` only.
+pub fn directive_value(what: &str, s: &str) -> Result<(), String> {
+    if s.chars()
+        .all(|c| c.is_ascii_alphanumeric() || "_.:+/@%=,-".contains(c))
+    {
+        Ok(())
+    } else {
+        Err(format!(
+            "{what} '{}' has characters a job script directive cannot carry safely: use letters, digits and _ . : + / @ % = , - only",
+            s.escape_debug()
+        ))
+    }
+}
+
+/// Checks an environment variable name.
+pub fn env_name(s: &str) -> Result<(), String> {
+    let mut c = s.chars();
+    let ok = matches!(c.next(), Some(ch) if ch == '_' || ch.is_ascii_alphabetic())
+        && c.all(|ch| ch == '_' || ch.is_ascii_alphanumeric());
+    if ok {
+        Ok(())
+    } else {
+        Err(format!("'{}' is not an environment variable name: use letters, digits and _ (not first a digit)", s.escape_debug()))
+    }
+}
+
+/// A job name from free text: unsafe characters become `_`, at most 64 characters.
+pub fn job_name(s: &str) -> String {
+    let n: String = s
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "_.-".contains(c) {
+                c
+            } else {
+                '_'
+            }
+        })
+        .take(64)
+        .collect();
+    if n.is_empty() {
+        "scalebench".into()
+    } else {
+        n
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::process::Command;
+
+    /// What bash makes of a quoted word: it must be the original, byte for byte.
+    fn through_bash(word: &str) -> String {
+        let out = Command::new("bash")
+            .args(["-c", &format!("printf %s {}", quote(word))])
+            .output()
+            .unwrap();
+        String::from_utf8(out.stdout).unwrap()
+    }
+
+    #[test]
+    fn hostile_values_stay_inert() {
+        for w in [
+            "$(touch /tmp/pwned)",
+            "`id`",
+            "a; rm -rf /",
+            "it's",
+            "new\nline",
+            "\"$HOME\"",
+            "*",
+            "",
+            "a b",
+            "\\",
+            "'",
+            "--flag",
+        ] {
+            assert_eq!(through_bash(w), w, "{w:?}");
+        }
+        assert_eq!(quote("plain-word_1.2"), "plain-word_1.2");
+        assert_eq!(quote_all(&["a b", "c"]), "'a b' c");
+    }
+
+    #[test]
+    fn directive_values_are_checked() {
+        assert!(directive_value("account", "project_465000123").is_ok());
+        assert!(directive_value("gres", "gpu:v100:4").is_ok());
+        for bad in ["x; rm -rf /", "$(id)", "a b", "`id`", "a\nb", "'q'", "a#b"] {
+            assert!(directive_value("account", bad).is_err(), "{bad:?}");
+        }
+        assert!(env_name("NCCL_DEBUG").is_ok());
+        assert!(env_name("1X").is_err() && env_name("A-B").is_err() && env_name("A=B").is_err());
+        assert_eq!(job_name("my study; $(x)"), "my_study____x_");
+    }
+}

@@ -1,0 +1,445 @@
+//! Expanding a sweep spec into launches and cases.
+//!
+//! The product of the spec's factors (single axes and zip groups) is enumerated in a fixed
+//! order whatever the file's layout: launch-level axes outermost (so each launch's cases are
+//! contiguous), then workload, type, operator, root, timing and GEMM settings, with sizes and
+//! in-place innermost as nccl-tests loops. A zip group sits where its earliest axis would.
+//! Exclusions drop combinations; each combination
+//! becomes one case (axes that do not apply to its workload are ignored, and the duplicates
+//! that creates are dropped by case id). Cases sharing an allocation shape (backend, nodes,
+//! devices per node, topology, binding, placement, GEMM threads) form one launch.
+
+use super::LaunchPlan;
+use crate::config::{Axis, AxisValue, SpecError, SweepSpec};
+use crate::params::{
+    BackendKind, Binding, CaseParams, Collect, Dtype, LaunchShape, MatmulShape, Placement,
+    ReduceOp, Scaling, Timing, Topology, Workload,
+};
+use crate::units::parse_size_list;
+use crate::workload::collective::{counts, CountError};
+use std::collections::{HashMap, HashSet};
+
+/// A whole sweep: its launches, each with its cases.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SweepPlan {
+    pub launches: Vec<LaunchPlan>,
+}
+
+impl SweepPlan {
+    pub fn case_count(&self) -> usize {
+        self.launches.iter().map(|l| l.cases.len()).sum()
+    }
+}
+
+/// One combination of axis values.
+#[derive(Debug, Clone)]
+struct Point {
+    backend: BackendKind,
+    nodes: u32,
+    ranks_per_node: u32,
+    topology: Topology,
+    binding: Binding,
+    placement: Placement,
+    threads: u32,
+    workload: Workload,
+    size: u64,
+    dtype: Dtype,
+    op: ReduceOp,
+    root: u32,
+    timing: Timing,
+    in_place: bool,
+    shape: MatmulShape,
+    scaling: Scaling,
+    batch: u32,
+    collect: Collect,
+    fault: Option<String>,
+}
+
+impl Default for Point {
+    fn default() -> Self {
+        Point {
+            backend: BackendKind::Cpu,
+            nodes: 1,
+            ranks_per_node: 1,
+            topology: Topology::Pure,
+            binding: Binding::None,
+            placement: Placement::Fill,
+            threads: 1,
+            workload: Workload::Allreduce,
+            size: 8,
+            dtype: Dtype::F32,
+            op: ReduceOp::Sum,
+            root: 0,
+            timing: Timing::Pipelined,
+            in_place: false,
+            shape: MatmulShape::square(1024),
+            scaling: Scaling::Weak,
+            batch: 4,
+            collect: Collect::Gather,
+            fault: None,
+        }
+    }
+}
+
+impl Point {
+    fn set(&mut self, axis: Axis, v: &AxisValue) {
+        match (axis, v) {
+            (Axis::Backend, AxisValue::Backend(x)) => self.backend = *x,
+            (Axis::Nodes, AxisValue::Count(x)) => self.nodes = *x,
+            (Axis::RanksPerNode, AxisValue::Count(x)) => self.ranks_per_node = *x,
+            (Axis::Topology, AxisValue::Topology(x)) => self.topology = *x,
+            (Axis::Binding, AxisValue::Binding(x)) => self.binding = *x,
+            (Axis::Placement, AxisValue::Placement(x)) => self.placement = *x,
+            (Axis::ThreadsPerDevice, AxisValue::Count(x)) => self.threads = *x,
+            (Axis::Workloads, AxisValue::Workload(x)) => self.workload = *x,
+            (Axis::Sizes, AxisValue::Bytes(x)) => self.size = *x,
+            (Axis::Dtypes, AxisValue::Dtype(x)) => self.dtype = *x,
+            (Axis::Ops, AxisValue::Op(x)) => self.op = *x,
+            (Axis::Roots, AxisValue::Count(x)) => self.root = *x,
+            (Axis::Timing, AxisValue::Timing(x)) => self.timing = *x,
+            (Axis::InPlace, AxisValue::InPlace(x)) => self.in_place = *x,
+            (Axis::Dims, AxisValue::Shape(x)) => self.shape = *x,
+            (Axis::Scaling, AxisValue::Scaling(x)) => self.scaling = *x,
+            (Axis::Batch, AxisValue::Count(x)) => self.batch = *x,
+            (Axis::Collect, AxisValue::Collect(x)) => self.collect = *x,
+            (Axis::Fault, AxisValue::Fault(x)) => self.fault = x.clone(),
+            (a, v) => unreachable!("axis {a:?} never holds {v:?}"),
+        }
+    }
+
+    fn get(&self, axis: Axis) -> AxisValue {
+        match axis {
+            Axis::Backend => AxisValue::Backend(self.backend),
+            Axis::Nodes => AxisValue::Count(self.nodes),
+            Axis::RanksPerNode => AxisValue::Count(self.ranks_per_node),
+            Axis::Topology => AxisValue::Topology(self.topology),
+            Axis::Binding => AxisValue::Binding(self.binding),
+            Axis::Placement => AxisValue::Placement(self.placement),
+            Axis::ThreadsPerDevice => AxisValue::Count(self.threads),
+            Axis::Workloads => AxisValue::Workload(self.workload),
+            Axis::Sizes => AxisValue::Bytes(self.size),
+            Axis::Dtypes => AxisValue::Dtype(self.dtype),
+            Axis::Ops => AxisValue::Op(self.op),
+            Axis::Roots => AxisValue::Count(self.root),
+            Axis::Timing => AxisValue::Timing(self.timing),
+            Axis::InPlace => AxisValue::InPlace(self.in_place),
+            Axis::Dims => AxisValue::Shape(self.shape),
+            Axis::Scaling => AxisValue::Scaling(self.scaling),
+            Axis::Batch => AxisValue::Count(self.batch),
+            Axis::Collect => AxisValue::Collect(self.collect),
+            Axis::Fault => AxisValue::Fault(self.fault.clone()),
+        }
+    }
+
+    fn shape(&self) -> LaunchShape {
+        LaunchShape {
+            backend: self.backend,
+            topology: self.topology,
+            nodes: self.nodes,
+            devices_per_node: self.ranks_per_node,
+            binding: self.binding,
+            placement: self.placement,
+        }
+    }
+
+    fn case(&self) -> CaseParams {
+        let w = self.workload;
+        let coll = w.is_collective();
+        // MPI_Bcast exists only in place: the CPU backend measures that one form.
+        let in_place = if w == Workload::Broadcast && self.backend == BackendKind::Cpu {
+            true
+        } else {
+            self.in_place
+        };
+        CaseParams {
+            workload: w,
+            backend: self.backend,
+            topology: self.topology,
+            nodes: self.nodes,
+            devices_per_node: self.ranks_per_node,
+            binding: self.binding,
+            placement: self.placement,
+            timing: self.timing,
+            dtype: self.dtype,
+            op: w.has_op().then_some(self.op),
+            root: w.has_root().then_some(self.root),
+            in_place: coll.then_some(in_place),
+            requested_bytes: coll.then_some(self.size),
+            shape: (!coll).then_some(self.shape),
+            batch: (w == Workload::BatchMatmul).then_some(self.batch),
+            collect: (w == Workload::BatchMatmul).then_some(self.collect),
+            scaling: (!coll).then_some(self.scaling),
+            threads_per_device: (!coll && self.backend == BackendKind::Cpu).then_some(self.threads),
+            fault: self.fault.clone(),
+        }
+    }
+}
+
+/// Position of an axis in the enumeration (smaller = varies slower).
+fn order(a: Axis) -> usize {
+    const ORDER: &[Axis] = &[
+        Axis::Backend,
+        Axis::Nodes,
+        Axis::RanksPerNode,
+        Axis::Topology,
+        Axis::Binding,
+        Axis::Placement,
+        Axis::ThreadsPerDevice,
+        Axis::Fault,
+        Axis::Workloads,
+        Axis::Dtypes,
+        Axis::Ops,
+        Axis::Roots,
+        Axis::Timing,
+        Axis::Scaling,
+        Axis::Collect,
+        Axis::Batch,
+        Axis::Dims,
+        Axis::Sizes,
+        Axis::InPlace,
+    ];
+    ORDER.iter().position(|x| *x == a).unwrap_or(ORDER.len())
+}
+
+/// The default values of axes a spec leaves out that have more than one value.
+fn implicit_dims(spec: &SweepSpec) -> Vec<crate::config::Dim> {
+    let given: HashSet<Axis> = spec
+        .dims
+        .iter()
+        .flat_map(|d| d.axes.iter().copied())
+        .collect();
+    let mut out = Vec::new();
+    if !given.contains(&Axis::Sizes) {
+        let sizes = parse_size_list("8B:4MiB:x4").expect("default sizes parse");
+        out.push(crate::config::Dim {
+            axes: vec![Axis::Sizes],
+            tuples: sizes
+                .into_iter()
+                .map(|b| vec![AxisValue::Bytes(b.get())])
+                .collect(),
+        });
+    }
+    if !given.contains(&Axis::InPlace) {
+        out.push(crate::config::Dim {
+            axes: vec![Axis::InPlace],
+            tuples: vec![
+                vec![AxisValue::InPlace(false)],
+                vec![AxisValue::InPlace(true)],
+            ],
+        });
+    }
+    out
+}
+
+/// Expands a spec into launches. Errors point at the axis that makes a case impossible.
+pub fn expand(spec: &SweepSpec) -> Result<SweepPlan, SpecError> {
+    let mut dims = spec.dims.clone();
+    dims.extend(implicit_dims(spec));
+    dims.sort_by_key(|d| d.axes.iter().map(|a| order(*a)).min().unwrap_or(usize::MAX));
+    let radix: Vec<usize> = dims.iter().map(|d| d.tuples.len()).collect();
+    let total: usize = radix.iter().product();
+    let mut idx = vec![0usize; dims.len()];
+    let mut seen: HashSet<u64> = HashSet::new();
+    let mut launches: Vec<LaunchPlan> = Vec::new();
+    let mut by_key: HashMap<(LaunchShape, u32), usize> = HashMap::new();
+    let mut checked: HashSet<(Workload, u64, Dtype, u32)> = HashSet::new();
+    for _ in 0..total {
+        let mut p = Point::default();
+        for (d, i) in dims.iter().zip(&idx) {
+            for (axis, v) in d.axes.iter().zip(&d.tuples[*i]) {
+                p.set(*axis, v);
+            }
+        }
+        // advance the mixed-radix counter, last factor fastest
+        for k in (0..idx.len()).rev() {
+            idx[k] += 1;
+            if idx[k] < radix[k] {
+                break;
+            }
+            idx[k] = 0;
+        }
+        if spec
+            .excludes
+            .iter()
+            .any(|e| e.rules.iter().all(|(a, vals)| vals.contains(&p.get(*a))))
+        {
+            continue;
+        }
+        let case = p.case();
+        let id = crate::params::fnv1a64(case.canonical().as_bytes());
+        if !seen.insert(id) {
+            continue;
+        }
+        let devices = p.nodes * p.ranks_per_node;
+        if p.workload.has_root() && p.root >= devices {
+            return Err(spec.error_at(
+                Axis::Roots,
+                format!("root {} is not a device of the {}-device launch ({} node(s) × {}): use roots below {devices}, or [[exclude]] the combination", p.root, devices, p.nodes, p.ranks_per_node),
+            ));
+        }
+        if p.workload.is_collective() && checked.insert((p.workload, p.size, p.dtype, devices)) {
+            match counts(p.workload, p.size, p.dtype, devices) {
+                Err(e @ CountError::NotDivisible { .. }) | Err(e @ CountError::TooLarge { .. }) => {
+                    return Err(spec.error_at(
+                        Axis::Sizes,
+                        format!("{} {}: {e}", p.workload, crate::units::format_bytes(p.size)),
+                    ));
+                }
+                _ => {}
+            }
+        }
+        let key = (p.shape(), p.threads);
+        let at = *by_key.entry(key).or_insert_with(|| {
+            let shape = p.shape();
+            launches.push(LaunchPlan {
+                launch_id: if p.threads == 1 {
+                    shape.id()
+                } else {
+                    format!("{}-t{}", shape.id(), p.threads)
+                },
+                shape,
+                threads_per_device: p.threads,
+                reserved_cores: spec.launch.reserved_cores.clone(),
+                emulate_nodes: false,
+                settings: spec.settings.clone(),
+                cases: Vec::new(),
+            });
+            launches.len() - 1
+        });
+        launches[at].cases.push(case);
+    }
+    Ok(SweepPlan { launches })
+}
+
+/// Checks a plan against this machine for a local sweep: enough cores for every launch's
+/// devices (unless oversubscription is allowed) and a backend this build has.
+pub fn check_local(spec: &SweepSpec, plan: &SweepPlan, usable_cpus: u32) -> Result<(), SpecError> {
+    for l in &plan.launches {
+        let devices = l.shape.devices();
+        if devices > usable_cpus && !spec.launch.oversubscribe {
+            return Err(spec.error_at(
+                Axis::RanksPerNode,
+                format!(
+                    "the launch {} needs {devices} CPU(s) (one per device) but this machine has {usable_cpus}: set `oversubscribe = true` under [launch], or use fewer nodes/ranks per node",
+                    l.shape.label()
+                ),
+            ));
+        }
+        if l.shape.backend == BackendKind::Cuda && !cfg!(feature = "cuda") {
+            return Err(spec.error_at(
+                Axis::Backend,
+                "backend cuda needs a scalebench built with `--features cuda`".into(),
+            ));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config;
+    use std::path::Path;
+
+    fn plan(text: &str) -> Result<SweepPlan, SpecError> {
+        expand(&config::parse(Path::new("t.toml"), text)?)
+    }
+
+    #[test]
+    fn product_zip_and_exclude() {
+        let p = plan(
+            r#"
+[axes]
+nodes = [1, 2]
+ranks_per_node = [1, 2]
+topology = ["pure", "hybrid"]
+workloads = ["allreduce", "matmul"]
+sizes = ["64", "1KiB"]
+dims = 64
+in_place = "no"
+[[exclude]]
+topology = "hybrid"
+ranks_per_node = 1
+"#,
+        )
+        .unwrap();
+        // 2 nodes × (pure: rpn 1, 2; hybrid: rpn 2) = 6 launches, each 2 allreduce + 1 matmul
+        assert_eq!(p.launches.len(), 6);
+        assert!(p.launches.iter().all(|l| l.cases.len() == 3));
+        let ids: HashSet<String> = p
+            .launches
+            .iter()
+            .flat_map(|l| l.cases.iter().map(|c| c.id()))
+            .collect();
+        assert_eq!(ids.len(), 18);
+        assert!(p
+            .launches
+            .iter()
+            .all(|l| l.cases.iter().all(|c| c.launch_shape() == l.shape)));
+
+        let z = plan(
+            "[axes]\nworkloads = \"matmul\"\n[[zip]]\nnodes = [1, 2, 4]\ndims = [256, 512, 1024]\n",
+        )
+        .unwrap();
+        let pairs: Vec<(u32, u64)> = z
+            .launches
+            .iter()
+            .map(|l| (l.shape.nodes, l.cases[0].shape.unwrap().m))
+            .collect();
+        assert_eq!(pairs, vec![(1, 256), (2, 512), (4, 1024)]);
+    }
+
+    #[test]
+    fn defaults_and_irrelevant_axes() {
+        // no sizes given: nccl-tests-like default range; matmul ignores sizes (no duplicates)
+        let p =
+            plan("[axes]\nworkloads = [\"allreduce\", \"matmul\"]\nranks_per_node = 2\n").unwrap();
+        let l = &p.launches[0];
+        assert_eq!(
+            l.cases
+                .iter()
+                .filter(|c| c.workload == Workload::Matmul)
+                .count(),
+            1
+        );
+        assert_eq!(
+            l.cases
+                .iter()
+                .filter(|c| c.workload == Workload::Allreduce)
+                .count(),
+            10 * 2
+        );
+        // CPU broadcast: in place only
+        let p = plan("[axes]\nworkloads = \"broadcast\"\nsizes = \"64\"\n").unwrap();
+        assert_eq!(p.case_count(), 1);
+    }
+
+    #[test]
+    fn case_level_errors_point_at_the_axis() {
+        let e = plan("[axes]\nranks_per_node = 2\nworkloads = \"reduce\"\nroots = [0, 3]\n")
+            .unwrap_err();
+        assert_eq!((e.line, e.key.as_deref()), (4, Some("axes.roots")));
+        let e = plan("[axes]\nsizes = [\"6B\"]\n").unwrap_err();
+        assert!(e.to_string().starts_with("t.toml:2:1: axes.sizes:"), "{e}");
+        assert!(e.message.contains("multiple of 4"));
+    }
+
+    #[test]
+    fn local_check_needs_cores_or_oversubscription() {
+        let text = "[axes]\nnodes = 2\nranks_per_node = 2\nsizes = \"64\"\n";
+        let spec = config::parse(Path::new("t.toml"), text).unwrap();
+        let p = expand(&spec).unwrap();
+        let e = check_local(&spec, &p, 2).unwrap_err();
+        assert!(
+            e.message.contains("needs 4 CPU(s)") && e.message.contains("oversubscribe"),
+            "{e}"
+        );
+        assert!(check_local(&spec, &p, 4).is_ok());
+        let spec = config::parse(
+            Path::new("t.toml"),
+            &format!("{text}[launch]\noversubscribe = true\n"),
+        )
+        .unwrap();
+        assert!(check_local(&spec, &p, 2).is_ok());
+    }
+}

@@ -1,0 +1,358 @@
+//! `scalebench report`: reads results files, derives every figure, draws the charts and writes
+//! `report.html`, `report.md`, `results.csv`, `tables/*.csv` and `charts/*.{svg,png}`.
+//!
+//! All outputs are written into a private staging directory beside `--out` and renamed into
+//! place at the end, so a report appears whole or not at all, and a bad input leaves nothing
+//! behind. An existing directory is only replaced when it is an earlier scalebench report.
+
+use super::analyze::{Analysis, Options};
+use super::doc::Block;
+use super::load::{self, Filter};
+use super::table::case_table;
+use super::{document, html, markdown, plot};
+use crate::cli::{ReportArgs, ReportOutput};
+use crate::error::{Error, EXIT_OK};
+use rayon::prelude::*;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+/// Marks a directory as a scalebench report (so a rerun may replace it).
+pub const MARKER: &str = ".scalebench-report";
+
+/// Which files to write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Outputs {
+    pub html: bool,
+    pub md: bool,
+    pub csv: bool,
+    pub svg: bool,
+    pub png: bool,
+}
+
+impl Outputs {
+    pub fn all() -> Outputs {
+        Outputs {
+            html: true,
+            md: true,
+            csv: true,
+            svg: true,
+            png: true,
+        }
+    }
+}
+
+/// Everything `report` needs, resolved from the command line.
+#[derive(Debug, Clone)]
+pub struct Request {
+    pub inputs: Vec<PathBuf>,
+    pub out: PathBuf,
+    pub title: Option<String>,
+    pub outputs: Outputs,
+    pub filters: Vec<Filter>,
+    pub options: Options,
+}
+
+/// What a report run wrote.
+#[derive(Debug, Clone)]
+pub struct Written {
+    pub dir: PathBuf,
+    pub cases: usize,
+    pub charts: usize,
+    /// Paths relative to `dir`.
+    pub files: Vec<PathBuf>,
+}
+
+/// Resolves the command line: defaults, and checks that print the option and the fix.
+pub fn request(args: &ReportArgs) -> Result<Request, Error> {
+    if !(args.noisy_cv > 0.0 && args.noisy_cv.is_finite()) {
+        return Err(Error::input(format!(
+            "--noisy-cv {}: give the coefficient of variation above which a case is noisy, a number > 0 (e.g. 0.1 for 10 %)",
+            args.noisy_cv
+        )));
+    }
+    if !(0.0..1.0).contains(&args.tie_band) {
+        return Err(Error::input(format!(
+            "--tie-band {}: give the relative band around 1 in which a ratio is a tie, 0 ≤ band < 1 (e.g. 0.05)",
+            args.tie_band
+        )));
+    }
+    let mut outputs = Outputs {
+        html: false,
+        md: false,
+        csv: false,
+        svg: false,
+        png: false,
+    };
+    for f in &args.formats {
+        match f {
+            ReportOutput::Html => outputs.html = true,
+            ReportOutput::Md => outputs.md = true,
+            ReportOutput::Csv => outputs.csv = true,
+            ReportOutput::Svg => outputs.svg = true,
+            ReportOutput::Png => outputs.png = true,
+        }
+    }
+    let filters = args
+        .only
+        .iter()
+        .map(|s| load::parse_filter(s))
+        .collect::<Result<Vec<_>, _>>()?;
+    let out = args.out.clone().unwrap_or_else(|| {
+        Path::new("reports").join(crate::results::utc_stamp(crate::results::now_unix_s()))
+    });
+    Ok(Request {
+        inputs: args.results.clone(),
+        out,
+        title: args.title.clone(),
+        outputs,
+        filters,
+        options: Options {
+            noisy_cv: args.noisy_cv,
+            tie_band: args.tie_band,
+            chart_variants: args.chart_variants,
+        },
+    })
+}
+
+/// `scalebench report`: the exit code on success.
+pub fn run(args: &ReportArgs) -> Result<u8, Error> {
+    let req = request(args)?;
+    let w = generate(&req)?;
+    let main = if req.outputs.html {
+        "report.html"
+    } else if req.outputs.md {
+        "report.md"
+    } else {
+        "results.csv"
+    };
+    println!(
+        "scalebench report: {} ({} case(s), {} chart(s), {} file(s))",
+        w.dir.join(main).display(),
+        w.cases,
+        w.charts,
+        w.files.len()
+    );
+    Ok(EXIT_OK)
+}
+
+/// Reads, derives, draws and writes a report.
+pub fn generate(req: &Request) -> Result<Written, Error> {
+    // Refuse an unusable --out before any work.
+    check_out(&req.out)?;
+    let sources = load::load(&req.inputs)?;
+    let selection = load::select(&sources, &req.filters)?;
+    let analysis = Analysis::new(&sources, &selection, req.options);
+    let o = req.outputs;
+    // Figures are cheap to lay out; drawing them is what costs, and only for chart outputs.
+    let figs = plot::figures(&analysis);
+    let title = req
+        .title
+        .clone()
+        .unwrap_or_else(|| default_title(&analysis));
+    let doc = document::build(&analysis, &figs, &title);
+    let stage = Stage::new(&req.out)?;
+    let mut files: Vec<PathBuf> = Vec::new();
+    // Charts in parallel: each PNG is its own file; SVG text is kept for the HTML.
+    let svgs: Vec<String> = figs
+        .par_iter()
+        .map(|f| -> Result<String, Error> {
+            if o.png {
+                f.write_png(&stage.path(&format!("charts/{}.png", f.stem)))?;
+            }
+            if o.svg || o.html {
+                f.to_svg()
+            } else {
+                Ok(String::new())
+            }
+        })
+        .collect::<Result<_, _>>()?;
+    for f in &figs {
+        if o.png {
+            files.push(format!("charts/{}.png", f.stem).into());
+        }
+    }
+    if o.svg {
+        for (f, svg) in figs.iter().zip(&svgs) {
+            files.push(stage.write(&format!("charts/{}.svg", f.stem), svg.as_bytes())?);
+        }
+    }
+    let cases = case_table(&analysis.entries, analysis.sources);
+    if o.csv {
+        files.push(stage.write("results.csv", cases.to_csv().as_bytes())?);
+        for t in doc.tables().filter(|t| t.export) {
+            files.push(stage.write(&t.csv, t.table.to_csv().as_bytes())?);
+        }
+    }
+    if o.md {
+        let ext = if o.png {
+            Some("png")
+        } else if o.svg {
+            Some("svg")
+        } else {
+            None
+        };
+        files.push(stage.write("report.md", markdown::render(&doc, ext).as_bytes())?);
+    }
+    if o.html {
+        let mut hdoc = doc.clone();
+        hdoc.blocks.push(document::case_block(&cases));
+        if !o.csv {
+            // No CSV files to link to: drop the links' targets from the page text.
+            for b in &mut hdoc.blocks {
+                if let Block::Table(t) = b {
+                    t.csv.clear();
+                }
+            }
+        }
+        let page = html::render(&hdoc, &svgs, &html::nonce());
+        files.push(stage.write("report.html", page.as_bytes())?);
+    }
+    stage.commit()?;
+    Ok(Written {
+        dir: req.out.clone(),
+        cases: analysis.entries.len(),
+        charts: if o.png || o.svg || o.html {
+            figs.len()
+        } else {
+            0
+        },
+        files,
+    })
+}
+
+fn default_title(a: &Analysis) -> String {
+    let mut ids: Vec<&str> = a
+        .sources
+        .iter()
+        .map(|s| s.file.run.run_id.as_str())
+        .collect();
+    ids.dedup();
+    match ids.as_slice() {
+        [one] => format!("scalebench report: run {one}"),
+        many => format!("scalebench report: {} runs", many.len()),
+    }
+}
+
+fn io_err(path: &Path, e: std::io::Error) -> Error {
+    Error::Runtime(format!("{}: {e}", path.display()))
+}
+
+/// `--out` must be new, an empty directory, or an earlier report.
+fn check_out(out: &Path) -> Result<(), Error> {
+    if !out.exists() {
+        return Ok(());
+    }
+    if !out.is_dir() {
+        return Err(Error::input(format!(
+            "--out {}: exists and is not a directory: choose a new directory name",
+            out.display()
+        )));
+    }
+    if out.join(MARKER).exists() {
+        return Ok(());
+    }
+    let empty = fs::read_dir(out)
+        .map_err(|e| io_err(out, e))?
+        .next()
+        .is_none();
+    if empty {
+        Ok(())
+    } else {
+        Err(Error::input(format!(
+            "--out {}: exists and is not a scalebench report (no {MARKER} inside), so it is not replaced: choose a new directory, or remove it",
+            out.display()
+        )))
+    }
+}
+
+/// A private directory beside the output that becomes the output on commit.
+struct Stage {
+    tmp: PathBuf,
+    out: PathBuf,
+    done: bool,
+}
+
+impl Stage {
+    fn new(out: &Path) -> Result<Stage, Error> {
+        let parent = out
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."))
+            .to_path_buf();
+        fs::create_dir_all(&parent).map_err(|e| io_err(&parent, e))?;
+        let name = out
+            .file_name()
+            .map_or_else(|| "report".into(), |n| n.to_string_lossy().into_owned());
+        let tmp = parent.join(format!(".{name}.partial-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&tmp);
+        for d in [tmp.clone(), tmp.join("charts"), tmp.join("tables")] {
+            fs::create_dir_all(&d).map_err(|e| io_err(&d, e))?;
+        }
+        Ok(Stage {
+            tmp,
+            out: out.to_path_buf(),
+            done: false,
+        })
+    }
+
+    fn path(&self, rel: &str) -> PathBuf {
+        self.tmp.join(rel)
+    }
+
+    /// Writes a file into the stage; returns its path relative to the report.
+    fn write(&self, rel: &str, bytes: &[u8]) -> Result<PathBuf, Error> {
+        let p = self.path(rel);
+        if let Some(d) = p.parent() {
+            fs::create_dir_all(d).map_err(|e| io_err(d, e))?;
+        }
+        fs::write(&p, bytes).map_err(|e| io_err(&self.out.join(rel), e))?;
+        Ok(PathBuf::from(rel))
+    }
+
+    /// Moves the stage into place, replacing an earlier report whole.
+    fn commit(mut self) -> Result<(), Error> {
+        fs::write(
+            self.tmp.join(MARKER),
+            format!("scalebench {}\n", env!("CARGO_PKG_VERSION")),
+        )
+        .map_err(|e| io_err(&self.tmp, e))?;
+        for d in ["charts", "tables"] {
+            // Empty folders only confuse readers.
+            let _ = fs::remove_dir(self.tmp.join(d));
+        }
+        let old = self.tmp.with_file_name(
+            self.tmp
+                .file_name()
+                .map(|n| n.to_string_lossy().replace(".partial-", ".old-"))
+                .unwrap_or_default(),
+        );
+        let had_old = self.out.exists();
+        if had_old {
+            fs::rename(&self.out, &old).map_err(|e| io_err(&self.out, e))?;
+        }
+        if let Err(e) = fs::rename(&self.tmp, &self.out) {
+            if had_old {
+                let _ = fs::rename(&old, &self.out);
+            }
+            return Err(io_err(&self.out, e));
+        }
+        self.done = true;
+        if had_old {
+            let _ = fs::remove_dir_all(&old);
+        }
+        if let Some(dir) = self.out.parent().filter(|p| !p.as_os_str().is_empty()) {
+            if let Ok(d) = fs::File::open(dir) {
+                let _ = d.sync_all();
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Stage {
+    fn drop(&mut self) {
+        if !self.done {
+            let _ = fs::remove_dir_all(&self.tmp);
+        }
+    }
+}

@@ -1,0 +1,1032 @@
+//! What the report says, in order: inputs and set-up, definitions, collectives (size curves and
+//! α–β fits), scaling across devices, cost models and predictions, pure vs hybrid, binding,
+//! stragglers, spread, problems, and every case. Builds the neutral [`Doc`] that the Markdown
+//! and HTML renderers print; every table here is also exported as CSV.
+
+use super::analyze::{
+    style_key, Analysis, CollScale, Entry, Layout, RatioGroup, RatioKind, ScaleSeries,
+};
+use super::derive::{self, ScalingKind, Winner};
+use super::doc::{prose, text, Block, Doc, FigureBlock, Span};
+use super::model;
+use super::plot::{setup_label, Figure};
+use super::table::{Cell, NumFmt, Table};
+use crate::params::{LaunchShape, Workload};
+use crate::results::schema::CaseStatus;
+use std::collections::BTreeMap;
+
+/// Rows kept in the longer lists (straggler, noisy, problem tables).
+const TOP: usize = 25;
+
+/// The columns of the HTML case table: a projection of the one case flattening.
+const CASE_COLUMNS: &[&str] = &[
+    "id",
+    "params.workload",
+    "params.topology",
+    "params.nodes",
+    "params.devices_per_node",
+    "params.binding",
+    "params.dtype",
+    "params.op",
+    "params.in_place",
+    "params.timing",
+    "params.requested_bytes",
+    "params.shape.m",
+    "params.scaling",
+    "status",
+    "timing.time_s",
+    "timing.stats_s.median",
+    "report.p5_s",
+    "report.p95_s",
+    "timing.stats_s.cv",
+    "report.noisy",
+    "algbw_gbps",
+    "busbw_gbps",
+    "gflops",
+    "gflops_total",
+    "report.imbalance",
+    "report.slowest_node",
+];
+
+fn setup_text(a: &Analysis, s: &LaunchShape) -> String {
+    setup_label(a, Layout::of(s), style_key(s))
+}
+
+/// A size: `1MiB` for people, the number of bytes in CSV.
+fn bytes_cell(b: u64) -> Cell {
+    Cell::num(b as f64, NumFmt::Bytes)
+}
+
+fn case_text(e: &Entry) -> String {
+    e.params().label()
+}
+
+fn add_figures(doc: &mut Doc, figs: &[Figure], kind: &str, w: Workload) {
+    for (i, f) in figs.iter().enumerate() {
+        if f.kind == kind && f.workload == w {
+            doc.blocks.push(Block::Figure(FigureBlock {
+                figure: i,
+                stem: f.stem.clone(),
+                title: f.title.clone(),
+                caption: f.caption.clone(),
+            }));
+        }
+    }
+}
+
+fn utc(unix_s: f64) -> String {
+    let s = crate::results::utc_stamp(unix_s);
+    // 20261122T004753Z → 2026-11-22 00:47:53 UTC
+    if s.len() == 16 {
+        format!(
+            "{}-{}-{} {}:{}:{} UTC",
+            &s[0..4],
+            &s[4..6],
+            &s[6..8],
+            &s[9..11],
+            &s[11..13],
+            &s[13..15]
+        )
+    } else {
+        s
+    }
+}
+
+/// Builds the report. `figs` are the charts drawn (their order is the figure index).
+pub fn build(a: &Analysis, figs: &[Figure], title: &str) -> Doc {
+    let mut doc = Doc {
+        title: title.to_string(),
+        blocks: Vec::new(),
+    };
+    overview(&mut doc, a);
+    inputs(&mut doc, a);
+    definitions(&mut doc, a);
+    collectives(&mut doc, a, figs);
+    scaling(&mut doc, a, figs);
+    cost_model(&mut doc, a, figs);
+    ratios(&mut doc, a, figs, RatioKind::Topology);
+    ratios(&mut doc, a, figs, RatioKind::Binding);
+    stragglers(&mut doc, a);
+    spread(&mut doc, a);
+    problems(&mut doc, a);
+    all_cases(&mut doc);
+    doc
+}
+
+fn overview(doc: &mut Doc, a: &Analysis) {
+    let n = a.entries.len();
+    let measured = a.entries.iter().filter(|e| e.time_s().is_some()).count();
+    let mut by_status: BTreeMap<&str, usize> = BTreeMap::new();
+    for e in &a.entries {
+        *by_status.entry(e.case.status.name()).or_default() += 1;
+    }
+    let mut wls: Vec<String> = a
+        .entries
+        .iter()
+        .map(|e| e.params().workload.to_string())
+        .collect();
+    wls.sort();
+    wls.dedup();
+    let version = env!("CARGO_PKG_VERSION");
+    doc.para(vec![text(format!(
+        "scalebench {version} report from {} input file(s): {n} case(s) ({}), {measured} measured and validated; workloads: {}; layouts (nodes × devices per node): {}.",
+        a.sources.len(),
+        by_status
+            .iter()
+            .map(|(k, v)| format!("{v} {k}"))
+            .collect::<Vec<_>>()
+            .join(", "),
+        wls.join(", "),
+        a.palette
+            .layouts
+            .iter()
+            .map(Layout::label)
+            .collect::<Vec<_>>()
+            .join(", ")
+    ))]);
+    if a.sources.iter().any(|s| s.file.run.emulated_nodes) {
+        doc.para(vec![
+            Span::Strong("Emulated nodes.".into()),
+            text(" Some inputs ran with nodes emulated on one host: their node counts group ranks on one machine, they are not separate machines, so inter-node effects are absent."),
+        ]);
+    }
+    let sel = a.selection;
+    if sel.duplicates > 0 || sel.filtered_out > 0 {
+        doc.para(vec![text(format!(
+            "{} case(s) were measured in more than one input (the newest measurement of each is used); {} case(s) were left out by --only.",
+            sel.duplicates, sel.filtered_out
+        ))]);
+    }
+}
+
+/// The software and hardware of a launch, as the set-up table groups them.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+struct Stack {
+    cpu: String,
+    mpi: String,
+    backend: String,
+    timer: String,
+}
+
+fn inputs(doc: &mut Doc, a: &Analysis) {
+    doc.heading(2, "Inputs and set-up");
+    let mut t = Table::new(&[
+        "#",
+        "file",
+        "run id",
+        "started",
+        "generator",
+        "cases",
+        "emulated nodes",
+        "labels",
+    ]);
+    for (i, s) in a.sources.iter().enumerate() {
+        let f = &s.file;
+        t.push(vec![
+            Cell::UInt(i as u64 + 1),
+            Cell::text(s.path.display().to_string()),
+            Cell::text(f.run.run_id.clone()),
+            Cell::text(utc(f.run.started_unix_s)),
+            Cell::text(format!(
+                "{} {}{}",
+                f.generator.name,
+                f.generator.version,
+                f.generator
+                    .git_sha
+                    .as_deref()
+                    .map_or(String::new(), |g| format!(" ({g})"))
+            )),
+            Cell::UInt(f.cases.len() as u64),
+            Cell::Bool(f.run.emulated_nodes),
+            Cell::text(
+                f.run
+                    .labels
+                    .iter()
+                    .map(|(k, v)| format!("{k}={v}"))
+                    .collect::<Vec<_>>()
+                    .join("; "),
+            ),
+        ]);
+    }
+    doc.table(t, "inputs", None);
+    let mut t = Table::new(&[
+        "input", "launch", "set-up", "status", "launcher", "ranks", "devices", "hosts", "warnings",
+    ]);
+    // Software and hardware, once per distinct combination.
+    let mut stacks: BTreeMap<Stack, (usize, f64, f64)> = BTreeMap::new();
+    for (i, s) in a.sources.iter().enumerate() {
+        for l in &s.file.launches {
+            let p = l.provenance.as_ref();
+            if let Some(p) = p {
+                let mut cpus: Vec<String> = p
+                    .hosts
+                    .iter()
+                    .map(|h| format!("{} ({} CPUs)", h.cpu_model, h.logical_cpus))
+                    .collect();
+                cpus.dedup();
+                let key = Stack {
+                    cpu: cpus.join("; "),
+                    mpi: p.mpi_library.clone().unwrap_or_default(),
+                    backend: p.backend.detail.clone(),
+                    timer: p.timer.source.clone(),
+                };
+                let slot = stacks.entry(key).or_insert((0, f64::INFINITY, 0.0));
+                slot.0 += 1;
+                slot.1 = slot.1.min(p.timer.resolution_s);
+                slot.2 = slot.2.max(p.timer.resolution_s);
+            }
+            t.push(vec![
+                Cell::UInt(i as u64 + 1),
+                Cell::text(l.launch_id.clone()),
+                Cell::text(l.shape.label()),
+                Cell::text(format!("{:?}", l.status).to_lowercase()),
+                Cell::text(l.launcher.clone()),
+                p.map_or(Cell::Empty, |p| Cell::UInt(u64::from(p.world_size))),
+                p.map_or(Cell::Empty, |p| Cell::UInt(u64::from(p.devices))),
+                p.map_or(Cell::Empty, |p| {
+                    Cell::text(
+                        p.hosts
+                            .iter()
+                            .map(|h| h.host.clone())
+                            .collect::<Vec<_>>()
+                            .join(", "),
+                    )
+                }),
+                p.map_or(Cell::Empty, |p| Cell::text(p.warnings.join("; "))),
+            ]);
+        }
+    }
+    doc.table(t, "launches", None);
+    let mut t = Table::new(&[
+        "launches",
+        "CPU",
+        "MPI library",
+        "backend",
+        "timer",
+        "timer resolution",
+    ]);
+    for (st, (n, rlo, rhi)) in stacks {
+        t.push(vec![
+            Cell::UInt(n as u64),
+            Cell::text(st.cpu),
+            Cell::text(st.mpi),
+            Cell::text(st.backend),
+            Cell::text(st.timer),
+            Cell::text(if (rhi - rlo).abs() <= f64::EPSILON * rhi {
+                crate::units::format_seconds(rlo)
+            } else {
+                format!(
+                    "{} – {}",
+                    crate::units::format_seconds(rlo),
+                    crate::units::format_seconds(rhi)
+                )
+            }),
+        ]);
+    }
+    doc.table(t, "software", None);
+    let mut t = Table::new(&["input", "launch", "rank", "host", "node", "cpus", "devices"]);
+    for (i, s) in a.sources.iter().enumerate() {
+        for l in &s.file.launches {
+            for r in l.provenance.iter().flat_map(|p| &p.ranks) {
+                t.push(vec![
+                    Cell::UInt(i as u64 + 1),
+                    Cell::text(l.launch_id.clone()),
+                    Cell::UInt(u64::from(r.rank)),
+                    Cell::text(r.host.clone()),
+                    Cell::text(r.node_name.clone()),
+                    Cell::text(r.cpus.clone()),
+                    Cell::text(
+                        r.devices
+                            .iter()
+                            .map(|d| format!("{} [{}] cpus {}", d.index, d.name, d.cpus))
+                            .collect::<Vec<_>>()
+                            .join("; "),
+                    ),
+                ]);
+            }
+        }
+    }
+    doc.table(
+        t,
+        "ranks",
+        Some("Every rank: host, node, CPU affinity, devices".into()),
+    );
+}
+
+fn definitions(doc: &mut Doc, a: &Analysis) {
+    doc.heading(2, "Definitions");
+    let o = a.options;
+    doc.para(vec![text(format!(
+        "Thresholds used here: a case is noisy when cv > {} ({:.0} %); a ratio within 1 ± {} is a tie; charts show the {} variant(s) with the most cases per workload (the rest are in the tables and results.csv).",
+        o.noisy_cv,
+        o.noisy_cv * 100.0,
+        o.tie_band,
+        o.chart_variants
+    ))]);
+    let defs: Vec<(String, Vec<Span>)> = derive::DEFINITIONS
+        .iter()
+        .chain(model::DEFINITIONS)
+        .map(|(k, v)| (k.to_string(), prose(v)))
+        .collect();
+    doc.blocks.push(Block::Defs(defs));
+}
+
+fn collectives(doc: &mut Doc, a: &Analysis, figs: &[Figure]) {
+    if a.collectives.is_empty() {
+        return;
+    }
+    doc.heading(2, "Collectives: time and bandwidth vs size");
+    let mut wl: Option<Workload> = None;
+    for v in &a.collectives {
+        if wl != Some(v.workload) {
+            wl = Some(v.workload);
+            doc.heading(3, v.workload.to_string());
+            add_figures(doc, figs, "busbw", v.workload);
+            add_figures(doc, figs, "latency", v.workload);
+        }
+        doc.para(vec![
+            Span::Strong(format!("{} {}", v.workload, v.label)),
+            text(format!(
+                ": {} case(s){}.",
+                v.cases,
+                if v.charted { ", charted above" } else { "" }
+            )),
+        ]);
+        let mut t = Table::new(&[
+            "set-up",
+            "devices",
+            "sizes",
+            "smallest S",
+            "time at smallest S",
+            "peak busbw (GB/s)",
+            "at S",
+            "peak algbw (GB/s)",
+            "α (µs)",
+            "1/β (GB/s)",
+            "R²",
+            "noisy",
+            "fit",
+        ]);
+        for c in &v.curves {
+            let pts: Vec<&Entry> = c.points.iter().map(|&i| &a.entries[i]).collect();
+            let first = pts.first();
+            let peak = pts
+                .iter()
+                .filter_map(|e| Some((e.case.busbw_gbps?, e.bytes()?)))
+                .max_by(|x, y| x.0.total_cmp(&y.0));
+            let (alpha, bw, r2, note) = match &c.hockney {
+                Ok(h) => (
+                    Cell::num(h.alpha_s * 1e6, NumFmt::Sig),
+                    Cell::opt(h.bandwidth_gbps(), NumFmt::Sig),
+                    Cell::num(h.fit.r2, NumFmt::Fixed(3)),
+                    Cell::text(if h.fit.constrained {
+                        "constrained"
+                    } else {
+                        "ok"
+                    }),
+                ),
+                Err(e) => (
+                    Cell::Empty,
+                    Cell::Empty,
+                    Cell::Empty,
+                    Cell::text(e.to_string()),
+                ),
+            };
+            t.push(vec![
+                Cell::text(setup_text(a, &c.shape)),
+                Cell::UInt(u64::from(c.shape.devices())),
+                Cell::UInt(pts.len() as u64),
+                first
+                    .and_then(|e| e.bytes())
+                    .map_or(Cell::Empty, bytes_cell),
+                Cell::opt(first.and_then(|e| e.time_s()), NumFmt::Seconds),
+                Cell::opt(peak.map(|p| p.0).filter(|b| *b > 0.0), NumFmt::Sig),
+                peak.filter(|p| p.0 > 0.0)
+                    .map_or(Cell::Empty, |p| bytes_cell(p.1)),
+                Cell::opt(
+                    pts.iter()
+                        .filter_map(|e| e.case.algbw_gbps)
+                        .max_by(f64::total_cmp),
+                    NumFmt::Sig,
+                ),
+                alpha,
+                bw,
+                r2,
+                Cell::UInt(pts.iter().filter(|e| e.noisy).count() as u64),
+                note,
+            ]);
+        }
+        doc.table(t, &format!("collective_{}", v.workload), None);
+    }
+}
+
+fn scaling(doc: &mut Doc, a: &Analysis, figs: &[Figure]) {
+    if a.scaling.is_empty() && a.coll_scaling.is_empty() {
+        return;
+    }
+    doc.heading(2, "Scaling across devices and nodes");
+    doc.prose("Each series holds everything fixed except the layout (nodes × devices per node). When two layouts share a device count (1×4 and 2×2), scaling within one node and scaling over nodes are separate series. The baseline of every series is its smallest device count, named in the table.");
+    let mut wls: Vec<Workload> = a.scaling.iter().map(|s| s.workload).collect();
+    wls.dedup();
+    for w in wls {
+        doc.heading(3, format!("{w}: speedup and efficiency"));
+        add_figures(doc, figs, "scaling", w);
+        for s in a.scaling.iter().filter(|s| s.workload == w) {
+            gemm_series_table(doc, a, s);
+        }
+    }
+    for cs in &a.coll_scaling {
+        if !cs.charted {
+            continue;
+        }
+        coll_scale_table(doc, a, cs);
+    }
+    let hidden = a.coll_scaling.iter().filter(|c| !c.charted).count();
+    if hidden > 0 {
+        doc.para(vec![text(format!(
+            "{hidden} more collective series across devices (variants not charted) are summarised in the cost-model table below; every point is in results.csv."
+        ))]);
+    }
+}
+
+fn gemm_series_table(doc: &mut Doc, a: &Analysis, s: &ScaleSeries) {
+    let base = &a.entries[s.points[0]];
+    let kind = match s.kind {
+        ScalingKind::Strong => "strong",
+        ScalingKind::Weak => "weak",
+    };
+    doc.para(vec![
+        Span::Strong(format!("{} {}", s.workload, s.label)),
+        text(format!(
+            ", {kind} scaling, {}; baseline: {} ({} device(s)), time {}.",
+            s.family.label(),
+            base.layout().label(),
+            base.layout().devices(),
+            base.time_s()
+                .map_or_else(|| "-".into(), crate::units::format_seconds)
+        )),
+    ]);
+    let mut t = Table::new(&[
+        "layout",
+        "nodes",
+        "devices",
+        "time",
+        "speedup",
+        "ideal speedup",
+        "efficiency",
+        "GFLOP/s per device",
+        "GFLOP/s aggregate",
+        "cv",
+    ]);
+    for (&i, sc) in s.points.iter().zip(&s.scaled) {
+        let e = &a.entries[i];
+        t.push(vec![
+            Cell::text(e.layout().label()),
+            Cell::UInt(u64::from(e.layout().nodes)),
+            Cell::UInt(u64::from(e.layout().devices())),
+            Cell::opt(e.time_s(), NumFmt::Seconds),
+            Cell::num(sc.speedup, NumFmt::Fixed(3)),
+            Cell::num(sc.ideal_speedup, NumFmt::Fixed(3)),
+            Cell::num(sc.efficiency, NumFmt::Fixed(3)),
+            Cell::opt(e.case.gflops, NumFmt::Sig),
+            Cell::opt(e.case.gflops_total, NumFmt::Sig),
+            Cell::opt(e.spread.map(|x| x.cv), NumFmt::Percent),
+        ]);
+    }
+    doc.table(t, &format!("scaling_{}", s.workload), None);
+}
+
+fn coll_scale_table(doc: &mut Doc, a: &Analysis, cs: &CollScale) {
+    doc.para(vec![
+        Span::Strong(format!("{} {}", cs.workload, cs.label)),
+        text(format!(
+            ", {}: busbw (GB/s) per size and device count, with the retention R against {} in parentheses.",
+            cs.family.label(),
+            cs.retention_base()
+                .map_or("-".to_string(), |b| format!("{} devices", cs.layouts[b].devices()))
+        )),
+    ]);
+    let mut cols: Vec<String> = vec!["S".into()];
+    for l in &cs.layouts {
+        cols.push(format!("{} ({} dev) busbw", l.label(), l.devices()));
+    }
+    for l in &cs.layouts {
+        cols.push(format!("{} R", l.label()));
+    }
+    let mut t = Table {
+        columns: cols,
+        rows: Vec::new(),
+    };
+    let base = cs.retention_base();
+    for (req, row) in &cs.sizes {
+        let bw: Vec<Option<f64>> = row
+            .iter()
+            .map(|e| {
+                e.and_then(|i| a.entries[i].case.busbw_gbps)
+                    .filter(|b| *b > 0.0)
+            })
+            .collect();
+        let b0 = base.and_then(|b| bw[b]);
+        let mut cells = vec![bytes_cell(*req)];
+        cells.extend(bw.iter().map(|b| Cell::opt(*b, NumFmt::Sig)));
+        cells.extend(bw.iter().enumerate().map(|(j, b)| match (b, b0, base) {
+            (Some(b), Some(b0), Some(k)) if j >= k => Cell::num(b / b0, NumFmt::Fixed(3)),
+            _ => Cell::Empty,
+        }));
+        t.push(cells);
+    }
+    doc.table(t, &format!("busbw_vs_devices_{}", cs.workload), None);
+}
+
+fn cost_model(doc: &mut Doc, a: &Analysis, figs: &[Figure]) {
+    if a.collectives.is_empty() {
+        return;
+    }
+    doc.heading(2, "Cost model: α–β fits and predictions");
+    doc.prose("Per set-up fits of time = α + β·F·S are in the collective tables above; their residuals per size are below. Across device counts, each collective's ring and tree forms are fitted, checked on the largest measured scale, and used to predict 2× and 4× that scale (labelled PREDICTION).");
+    let mut wls: Vec<Workload> = a.collectives.iter().map(|v| v.workload).collect();
+    wls.dedup();
+    for w in &wls {
+        add_figures(doc, figs, "fit", *w);
+    }
+    let mut t = Table::new(&[
+        "workload", "variant", "set-up", "S", "measured", "fitted", "residual",
+    ]);
+    for v in a.collectives.iter().filter(|v| v.charted) {
+        for c in &v.curves {
+            let Ok(h) = &c.hockney else {
+                continue;
+            };
+            for &i in &c.points {
+                let e = &a.entries[i];
+                let (Some(b), Some(tm), Some(f)) = (e.bytes(), e.time_s(), e.case.busbw_factor)
+                else {
+                    continue;
+                };
+                let fit = h.predict_s(f * b as f64);
+                t.push(vec![
+                    Cell::text(v.workload.to_string()),
+                    Cell::text(v.label.clone()),
+                    Cell::text(setup_text(a, &c.shape)),
+                    bytes_cell(b),
+                    Cell::num(tm, NumFmt::Seconds),
+                    Cell::num(fit, NumFmt::Seconds),
+                    Cell::num((tm - fit) / tm, NumFmt::Percent),
+                ]);
+            }
+        }
+    }
+    doc.table(
+        t,
+        "fit_residuals",
+        Some("α–β fit residuals per size (charted variants)".into()),
+    );
+    // Across scales: a summary of every series, then details of the charted ones.
+    doc.heading(3, "Forms across device counts");
+    let mut t = Table::new(&[
+        "workload",
+        "series",
+        "family",
+        "device counts",
+        "best form",
+        "α (µs)",
+        "1/β (GB/s)",
+        "held-out median |err|",
+        "held-out max |err|",
+        "note",
+    ]);
+    for cs in &a.coll_scaling {
+        let devs = cs
+            .layouts
+            .iter()
+            .map(|l| l.devices().to_string())
+            .collect::<Vec<_>>()
+            .join(", ");
+        match &cs.model {
+            Ok(m) => {
+                let b = m.best_fit();
+                let (med, max) = match &b.holdout {
+                    Ok(h) => (
+                        Cell::num(h.median_abs_rel_err, NumFmt::Percent),
+                        Cell::num(h.max_abs_rel_err, NumFmt::Percent),
+                    ),
+                    Err(_) => (Cell::Empty, Cell::Empty),
+                };
+                t.push(vec![
+                    Cell::text(cs.workload.to_string()),
+                    Cell::text(cs.label.clone()),
+                    Cell::text(cs.family.label()),
+                    Cell::text(devs),
+                    Cell::text(b.form.name),
+                    Cell::num(b.fit.a * 1e6, NumFmt::Sig),
+                    Cell::opt((b.fit.b > 0.0).then(|| 1e-9 / b.fit.b), NumFmt::Sig),
+                    med,
+                    max,
+                    Cell::text(match (&b.holdout, m.best_by_holdout) {
+                        (Err(e), _) => format!("no held-out check: {e}"),
+                        (Ok(h), _) if h.median_abs_rel_err > model::UNRELIABLE_HOLDOUT => format!(
+                            "unreliable: held-out error above {:.0} %",
+                            model::UNRELIABLE_HOLDOUT * 100.0
+                        ),
+                        (Ok(_), true) => "chosen on the held-out scale".to_string(),
+                        (Ok(_), false) => "chosen in-sample".to_string(),
+                    }),
+                ]);
+            }
+            Err(e) => t.push(vec![
+                Cell::text(cs.workload.to_string()),
+                Cell::text(cs.label.clone()),
+                Cell::text(cs.family.label()),
+                Cell::text(devs),
+                Cell::Empty,
+                Cell::Empty,
+                Cell::Empty,
+                Cell::Empty,
+                Cell::Empty,
+                Cell::text(format!("not fitted: {e}")),
+            ]),
+        }
+    }
+    doc.table(t, "scale_models", None);
+    for w in &wls {
+        add_figures(doc, figs, "predict", *w);
+    }
+    for cs in a.coll_scaling.iter().filter(|c| c.charted) {
+        let Ok(m) = &cs.model else {
+            continue;
+        };
+        doc.para(vec![
+            Span::Strong(format!("{} {} ({})", cs.workload, cs.label, cs.family.label())),
+            text(": every form fitted on all scales, and on the smaller ones to predict the largest."),
+        ]);
+        let mut t = Table::new(&[
+            "form",
+            "formula",
+            "α (µs)",
+            "1/β (GB/s)",
+            "R²",
+            "fitted on",
+            "tested at",
+            "median |err|",
+            "max |err|",
+            "used",
+        ]);
+        for (k, f) in m.fits.iter().enumerate() {
+            let (on, at, med, max) = match &f.holdout {
+                Ok(h) => (
+                    Cell::text(
+                        h.fit_devices
+                            .iter()
+                            .map(u32::to_string)
+                            .collect::<Vec<_>>()
+                            .join(", "),
+                    ),
+                    Cell::UInt(u64::from(h.test_devices)),
+                    Cell::num(h.median_abs_rel_err, NumFmt::Percent),
+                    Cell::num(h.max_abs_rel_err, NumFmt::Percent),
+                ),
+                Err(e) => (
+                    Cell::text(e.to_string()),
+                    Cell::Empty,
+                    Cell::Empty,
+                    Cell::Empty,
+                ),
+            };
+            t.push(vec![
+                Cell::text(f.form.name),
+                Cell::text(f.form.formula),
+                Cell::num(f.fit.a * 1e6, NumFmt::Sig),
+                Cell::opt((f.fit.b > 0.0).then(|| 1e-9 / f.fit.b), NumFmt::Sig),
+                Cell::num(f.fit.r2, NumFmt::Fixed(3)),
+                on,
+                at,
+                med,
+                max,
+                Cell::text(if k == m.best { "yes" } else { "" }),
+            ]);
+        }
+        doc.table(t, &format!("forms_{}", cs.workload), None);
+        // Predictions at the sizes measured at the largest scale.
+        let last = cs.layouts.len() - 1;
+        let pmax = cs.layouts[last].devices();
+        let best = m.best_fit();
+        let mut t = Table {
+            columns: vec![
+                "S".to_string(),
+                format!("measured at {pmax}"),
+                format!("model at {pmax}"),
+                format!("PREDICTION at {}", m.predict_devices[0]),
+                format!("PREDICTION at {}", m.predict_devices[1]),
+            ],
+            rows: Vec::new(),
+        };
+        for (req, row) in &cs.sizes {
+            let Some(e) = row[last].map(|i| &a.entries[i]) else {
+                continue;
+            };
+            let (Some(b), Some(tm)) = (e.bytes(), e.time_s()) else {
+                continue;
+            };
+            let b = b as f64;
+            t.push(vec![
+                bytes_cell(*req),
+                Cell::num(tm, NumFmt::Seconds),
+                Cell::num(best.predict_s(pmax, b), NumFmt::Seconds),
+                Cell::num(best.predict_s(m.predict_devices[0], b), NumFmt::Seconds),
+                Cell::num(best.predict_s(m.predict_devices[1], b), NumFmt::Seconds),
+            ]);
+        }
+        doc.table(t, &format!("predictions_{}", cs.workload), None);
+    }
+}
+
+fn winner_text(g: &RatioGroup, w: Winner) -> String {
+    match w {
+        Winner::First => g.num_label.clone(),
+        Winner::Second => g.den_label.clone(),
+        Winner::Tie => "tie".to_string(),
+        Winner::Mixed => "mixed".to_string(),
+    }
+}
+
+fn ratios(doc: &mut Doc, a: &Analysis, figs: &[Figure], kind: RatioKind) {
+    let groups: Vec<&RatioGroup> = a.ratios.iter().filter(|g| g.kind == kind).collect();
+    let (title, stem, what) = match kind {
+        RatioKind::Topology => (
+            "Pure MPI vs hybrid",
+            "topology",
+            "time(hybrid) / time(pure MPI)",
+        ),
+        RatioKind::Binding => ("CPU binding", "binding", "time(policy) / time(reference)"),
+    };
+    doc.heading(2, title);
+    if groups.is_empty() {
+        doc.para(vec![text(match kind {
+            RatioKind::Topology => "No pure/hybrid pairs: no two measured cases differ only in topology (measure the same layout with --topology pure and --topology hybrid).",
+            RatioKind::Binding => "No binding comparison: no two measured cases differ only in --binding.",
+        })]);
+        return;
+    }
+    let mut wls: Vec<Workload> = groups.iter().map(|g| g.workload).collect();
+    wls.sort();
+    wls.dedup();
+    for w in wls {
+        add_figures(doc, figs, stem, w);
+    }
+    doc.prose(&format!(
+        "Ratio = {what}, summarised per size band as the geometric mean with min–max; the winner is named when the mean leaves 1 ± {} and more than half of the band's sizes agree (otherwise `mixed`).",
+        a.options.tie_band
+    ));
+    let mut t = Table::new(&[
+        "workload",
+        "compared",
+        "held fixed",
+        "band",
+        "sizes",
+        "ratio (geomean)",
+        "min",
+        "max",
+        "winner",
+        "agree",
+    ]);
+    for g in &groups {
+        let ratios: Vec<(derive::Band, f64)> = g.rows.iter().map(|r| (r.band, r.ratio)).collect();
+        for b in &g.bands {
+            let (w, agree) = b.verdict(&ratios, a.options.tie_band);
+            t.push(vec![
+                Cell::text(g.workload.to_string()),
+                Cell::text(format!("{} / {}", g.num_label, g.den_label)),
+                Cell::text(g.label.clone()),
+                Cell::text(b.band.name()),
+                Cell::UInt(b.n as u64),
+                Cell::num(b.geomean, NumFmt::Ratio),
+                Cell::num(b.min, NumFmt::Ratio),
+                Cell::num(b.max, NumFmt::Ratio),
+                Cell::text(winner_text(g, w)),
+                Cell::text(format!("{agree}/{}", b.n)),
+            ]);
+        }
+    }
+    doc.table(t, &format!("{stem}_bands"), None);
+    let mut t = Table::new(&[
+        "workload",
+        "compared",
+        "held fixed",
+        "case",
+        "time num",
+        "time den",
+        "ratio",
+    ]);
+    for g in groups.iter().filter(|g| g.charted) {
+        for r in &g.rows {
+            let (n, d) = (&a.entries[r.num], &a.entries[r.den]);
+            t.push(vec![
+                Cell::text(g.workload.to_string()),
+                Cell::text(format!("{} / {}", g.num_label, g.den_label)),
+                Cell::text(g.label.clone()),
+                Cell::text(case_text(d)),
+                Cell::opt(n.time_s(), NumFmt::Seconds),
+                Cell::opt(d.time_s(), NumFmt::Seconds),
+                Cell::num(r.ratio, NumFmt::Ratio),
+            ]);
+        }
+    }
+    doc.table(
+        t,
+        &format!("{stem}_ratios"),
+        Some(format!(
+            "Every {stem} ratio of the charted variants, per case"
+        )),
+    );
+}
+
+fn stragglers(doc: &mut Doc, a: &Analysis) {
+    doc.heading(2, "Load imbalance and stragglers");
+    let s = &a.stragglers;
+    if s.cases == 0 {
+        doc.prose("No measured case has 2 or more ranks with per-rank times: nothing to compare.");
+        return;
+    }
+    doc.para(vec![text(format!(
+        "{} measured case(s) with 2 or more ranks. Straggler score = geometric mean of (rank mean / median rank mean); see Definitions.",
+        s.cases
+    ))]);
+    let mut t = Table::new(&["node", "host", "cases", "slowest in", "score"]);
+    for n in s.nodes.iter().take(TOP) {
+        t.push(vec![
+            Cell::text(n.node_name.clone()),
+            Cell::text(n.host.clone()),
+            Cell::UInt(n.cases as u64),
+            Cell::UInt(n.slowest_in as u64),
+            Cell::num(n.score, NumFmt::Fixed(3)),
+        ]);
+    }
+    doc.table(t, "straggler_nodes", None);
+    let mut t = Table::new(&[
+        "input",
+        "launch",
+        "set-up",
+        "rank",
+        "node",
+        "host",
+        "cases",
+        "slowest in",
+        "score",
+    ]);
+    for r in s.ranks.iter().take(TOP) {
+        t.push(vec![
+            Cell::UInt(r.source as u64 + 1),
+            Cell::text(r.launch_id.clone()),
+            Cell::text(r.setup.clone()),
+            Cell::UInt(u64::from(r.rank)),
+            Cell::text(r.node_name.clone()),
+            Cell::text(r.host.clone()),
+            Cell::UInt(r.cases as u64),
+            Cell::UInt(r.slowest_in as u64),
+            Cell::num(r.score, NumFmt::Fixed(3)),
+        ]);
+    }
+    doc.table(t, "straggler_ranks", None);
+    let mut t = Table::new(&[
+        "case",
+        "set-up",
+        "imbalance (max/min)",
+        "slowest rank",
+        "node",
+        "host",
+        "time",
+    ]);
+    for &i in s.most_imbalanced.iter().take(TOP) {
+        let e = &a.entries[i];
+        let Some(im) = e.imbalance else {
+            continue;
+        };
+        t.push(vec![
+            Cell::text(case_text(e)),
+            Cell::text(setup_text(a, &e.shape())),
+            Cell::num(im.ratio, NumFmt::Ratio),
+            Cell::UInt(im.slowest_rank as u64),
+            e.slowest
+                .map_or(Cell::Empty, |r| Cell::text(r.node_name.clone())),
+            e.slowest
+                .map_or(Cell::Empty, |r| Cell::text(r.host.clone())),
+            Cell::opt(e.time_s(), NumFmt::Seconds),
+        ]);
+    }
+    doc.table(t, "most_imbalanced", None);
+}
+
+fn spread(doc: &mut Doc, a: &Analysis) {
+    doc.heading(2, "Spread and noisy cases");
+    let with = a.entries.iter().filter(|e| e.spread.is_some()).count();
+    doc.para(vec![text(format!(
+        "{} of {with} case(s) with samples are noisy (cv > {}). The {} noisiest:",
+        a.noisy.len(),
+        a.options.noisy_cv,
+        a.noisy.len().min(TOP)
+    ))]);
+    let mut t = Table::new(&[
+        "case", "set-up", "samples", "median", "p5", "p95", "cv", "time_s",
+    ]);
+    for &i in a.noisy.iter().take(TOP) {
+        let e = &a.entries[i];
+        let Some(s) = e.spread else {
+            continue;
+        };
+        t.push(vec![
+            Cell::text(case_text(e)),
+            Cell::text(setup_text(a, &e.shape())),
+            Cell::UInt(s.n as u64),
+            Cell::num(s.median_s, NumFmt::Seconds),
+            Cell::num(s.p5_s, NumFmt::Seconds),
+            Cell::num(s.p95_s, NumFmt::Seconds),
+            Cell::num(s.cv, NumFmt::Percent),
+            Cell::opt(e.time_s(), NumFmt::Seconds),
+        ]);
+    }
+    doc.table(t, "noisy", None);
+}
+
+fn problems(doc: &mut Doc, a: &Analysis) {
+    doc.heading(2, "Failed, wrong and skipped cases");
+    let bad: Vec<&Entry> = a.problems.iter().map(|&i| &a.entries[i]).collect();
+    let launches: Vec<(usize, &crate::results::schema::LaunchRecord)> = a
+        .sources
+        .iter()
+        .enumerate()
+        .flat_map(|(i, s)| s.file.launches.iter().map(move |l| (i, l)))
+        .filter(|(_, l)| l.status != crate::results::schema::LaunchStatus::Ok)
+        .collect();
+    if bad.is_empty() && launches.is_empty() {
+        doc.prose("Every case was measured and validated.");
+        return;
+    }
+    let mut t = Table::new(&["case", "set-up", "status", "wrong", "message"]);
+    let mut order: Vec<&Entry> = bad.clone();
+    // wrong results first: they matter most
+    order.sort_by_key(|e| match e.case.status {
+        CaseStatus::Wrong => 0,
+        CaseStatus::Failed => 1,
+        CaseStatus::Timeout => 2,
+        _ => 3,
+    });
+    for e in order.iter().take(TOP * 2) {
+        t.push(vec![
+            Cell::text(case_text(e)),
+            Cell::text(setup_text(a, &e.shape())),
+            Cell::text(e.case.status.name()),
+            Cell::UInt(e.case.wrong),
+            Cell::text(e.case.message.clone().unwrap_or_default()),
+        ]);
+    }
+    if !bad.is_empty() {
+        doc.para(vec![text(format!(
+            "{} case(s) not measured or not valid; wrong results first.",
+            bad.len()
+        ))]);
+    }
+    doc.table(t, "problems", None);
+    let mut t = Table::new(&["input", "launch", "set-up", "status", "stderr (last lines)"]);
+    for (i, l) in launches {
+        t.push(vec![
+            Cell::UInt(i as u64 + 1),
+            Cell::text(l.launch_id.clone()),
+            Cell::text(l.shape.label()),
+            Cell::text(format!("{:?}", l.status).to_lowercase()),
+            Cell::text(l.stderr_tail.clone().unwrap_or_default()),
+        ]);
+    }
+    doc.table(t, "failed_launches", None);
+}
+
+fn all_cases(doc: &mut Doc) {
+    doc.heading(2, "All cases");
+    doc.para(vec![
+        text("One row per case, every field: "),
+        Span::Link {
+            text: "results.csv".into(),
+            href: "results.csv".into(),
+        },
+        text(" (columns are the results.json field paths; raw samples and per-rank times stay in results.json). The sortable table in report.html shows the main columns. Every CSV file holds exact values in base units: times in seconds, sizes in bytes, percentages as fractions."),
+    ]);
+}
+
+/// The HTML case table: a projection of the one case flattening that also writes results.csv.
+pub fn case_block(cases: &Table) -> Block {
+    Block::Table(super::doc::TableBlock {
+        table: cases.project(CASE_COLUMNS),
+        csv: "results.csv".to_string(),
+        export: false,
+        folded: Some("Every case (click a column to sort)".to_string()),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn utc_is_readable() {
+        assert_eq!(utc(0.0), "1970-01-01 00:00:00 UTC");
+    }
+}

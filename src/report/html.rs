@@ -1,0 +1,259 @@
+//! Renders the report document as one self-contained HTML file: inline CSS, inline SVG charts,
+//! a small inline script that makes tables sortable, nothing loaded from the network.
+//!
+//! Every string from results files is HTML-escaped. As a second line of defence a Content
+//! Security Policy allows only the page's own script (by a per-report nonce) and no network.
+
+use super::doc::{Block, Doc, Span};
+use super::table::Cell;
+
+/// Escapes text for HTML element content and quoted attribute values.
+pub fn escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        match c {
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '&' => out.push_str("&amp;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+fn spans(v: &[Span]) -> String {
+    let mut out = String::new();
+    for s in v {
+        match s {
+            Span::Text(t) => out.push_str(&escape(t)),
+            Span::Code(t) => out.push_str(&format!("<code>{}</code>", escape(t))),
+            Span::Strong(t) => out.push_str(&format!("<strong>{}</strong>", escape(t))),
+            Span::Link { text, href } => out.push_str(&format!(
+                "<a href=\"{}\">{}</a>",
+                escape(href),
+                escape(text)
+            )),
+        }
+    }
+    out
+}
+
+const STYLE: &str = r#"
+body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,"DejaVu Sans",sans-serif;margin:0 auto;max-width:1600px;padding:0 24px 48px;color:#1d1d1f;line-height:1.45}
+h1{margin-top:28px}h2{margin-top:40px;border-bottom:1px solid #ddd;padding-bottom:4px}h3{margin-top:28px}
+code{background:#f3f3f3;padding:0 3px;border-radius:3px;font-size:92%}
+nav ul{columns:3;padding-left:18px}
+.tw{overflow-x:auto;margin:8px 0 4px}
+table{border-collapse:collapse;font-size:13px}
+th,td{border:1px solid #ddd;padding:3px 7px;vertical-align:top}
+th{background:#f5f5f7;cursor:pointer;user-select:none;position:sticky;top:0;text-align:left}
+th[aria-sort=ascending]::after{content:" \25B2"}th[aria-sort=descending]::after{content:" \25BC"}
+td.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
+tbody tr:nth-child(even){background:#fafafa}
+.csv{font-size:12px;color:#555;margin:0 0 14px}
+figure{margin:18px 0}figure svg{max-width:100%;height:auto;border:1px solid #eee}
+figcaption{font-size:13px;color:#444;max-width:1100px}
+details>summary{cursor:pointer;margin:8px 0}
+dl dt{font-weight:600;margin-top:8px}dl dd{margin-left:18px}
+"#;
+
+/// Sorts a table by the clicked column: numbers by their exact value (`data-v`), text otherwise.
+const SCRIPT: &str = r#"
+(function(){
+  var tables=document.querySelectorAll('table.sortable');
+  Array.prototype.forEach.call(tables,function(t){
+    var ths=t.tHead.rows[0].cells;
+    Array.prototype.forEach.call(ths,function(th,i){
+      th.tabIndex=0;
+      var go=function(){
+        var asc=th.getAttribute('aria-sort')!=='ascending';
+        Array.prototype.forEach.call(ths,function(h){h.removeAttribute('aria-sort');});
+        th.setAttribute('aria-sort',asc?'ascending':'descending');
+        var body=t.tBodies[0];
+        var rows=Array.prototype.slice.call(body.rows);
+        var key=function(r){var c=r.cells[i];if(!c)return '';var v=c.getAttribute('data-v');if(v===null&&c.className==='n'){v=c.textContent;}return v===null?c.textContent:parseFloat(v);};
+        rows.sort(function(x,y){var a=key(x),b=key(y);var d=(typeof a==='number'&&typeof b==='number')?a-b:String(a).localeCompare(String(b));return asc?d:-d;});
+        var f=document.createDocumentFragment();
+        rows.forEach(function(r){f.appendChild(r);});
+        body.appendChild(f);
+      };
+      th.addEventListener('click',go);
+      th.addEventListener('keydown',function(e){if(e.key==='Enter'){go();}});
+    });
+  });
+  document.documentElement.setAttribute('data-sortable',String(tables.length));
+})();
+"#;
+
+/// `svgs[i]` is figure i's SVG text; `nonce` a fresh random token for the CSP.
+pub fn render(doc: &Doc, svgs: &[String], nonce: &str) -> String {
+    let mut out = String::with_capacity(1 << 20);
+    out.push_str("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n");
+    out.push_str("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n");
+    out.push_str(&format!(
+        "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; img-src data:; script-src 'nonce-{nonce}'\">\n"
+    ));
+    out.push_str(&format!("<title>{}</title>\n", escape(&doc.title)));
+    out.push_str(&format!("<style>{STYLE}</style>\n</head>\n<body>\n"));
+    out.push_str(&format!("<h1>{}</h1>\n", escape(&doc.title)));
+    // Contents: every level-2 heading.
+    out.push_str("<nav><ul>\n");
+    for b in &doc.blocks {
+        if let Block::Heading { level: 2, text, id } = b {
+            out.push_str(&format!(
+                "<li><a href=\"#{}\">{}</a></li>\n",
+                escape(id),
+                escape(text)
+            ));
+        }
+    }
+    out.push_str("</ul></nav>\n");
+    for b in &doc.blocks {
+        match b {
+            Block::Heading { level, text, id } => {
+                let l = (*level).clamp(1, 6);
+                out.push_str(&format!(
+                    "<h{l} id=\"{}\">{}</h{l}>\n",
+                    escape(id),
+                    escape(text)
+                ));
+            }
+            Block::Para(v) => out.push_str(&format!("<p>{}</p>\n", spans(v))),
+            Block::Bullets(items) => {
+                out.push_str("<ul>\n");
+                for it in items {
+                    out.push_str(&format!("<li>{}</li>\n", spans(it)));
+                }
+                out.push_str("</ul>\n");
+            }
+            Block::Defs(items) => {
+                out.push_str("<dl>\n");
+                for (term, def) in items {
+                    out.push_str(&format!(
+                        "<dt>{}</dt><dd>{}</dd>\n",
+                        escape(term),
+                        spans(def)
+                    ));
+                }
+                out.push_str("</dl>\n");
+            }
+            Block::Table(t) => {
+                if let Some(summary) = &t.folded {
+                    out.push_str(&format!(
+                        "<details><summary>{} ({} rows)</summary>\n",
+                        escape(summary),
+                        t.table.rows.len()
+                    ));
+                }
+                out.push_str("<div class=\"tw\"><table class=\"sortable\">\n<thead><tr>");
+                for c in &t.table.columns {
+                    out.push_str(&format!("<th>{}</th>", escape(c)));
+                }
+                out.push_str("</tr></thead>\n<tbody>\n");
+                for r in &t.table.rows {
+                    out.push_str("<tr>");
+                    for c in r {
+                        match c.sort_value() {
+                            // The exact value for sorting, only where the text differs.
+                            Some(v) if c.display() != c.raw() => out.push_str(&format!(
+                                "<td class=\"n\" data-v=\"{v}\">{}</td>",
+                                escape(&c.display())
+                            )),
+                            Some(_) => {
+                                out.push_str(&format!("<td class=\"n\">{}</td>", escape(&c.raw())))
+                            }
+                            None => match c {
+                                Cell::Empty => out.push_str("<td></td>"),
+                                c => out.push_str(&format!("<td>{}</td>", escape(&c.display()))),
+                            },
+                        }
+                    }
+                    out.push_str("</tr>\n");
+                }
+                out.push_str("</tbody></table></div>\n");
+                if !t.csv.is_empty() {
+                    out.push_str(&format!(
+                        "<p class=\"csv\">CSV: <a href=\"{0}\">{0}</a></p>\n",
+                        escape(&t.csv)
+                    ));
+                }
+                if t.folded.is_some() {
+                    out.push_str("</details>\n");
+                }
+            }
+            Block::Figure(f) => {
+                out.push_str(&format!("<figure id=\"fig-{}\">\n", escape(&f.stem)));
+                if let Some(svg) = svgs.get(f.figure) {
+                    out.push_str(svg_body(svg));
+                }
+                out.push_str(&format!(
+                    "\n<figcaption>{}</figcaption>\n</figure>\n",
+                    escape(&f.caption)
+                ));
+            }
+        }
+    }
+    out.push_str(&format!(
+        "<script nonce=\"{nonce}\">{SCRIPT}</script>\n</body>\n</html>\n"
+    ));
+    out
+}
+
+/// The `<svg>` element of an SVG document (an XML declaration is not valid inside HTML).
+fn svg_body(svg: &str) -> &str {
+    svg.find("<svg").map_or(svg, |i| &svg[i..])
+}
+
+/// A fresh token for the Content Security Policy: not guessable by whoever wrote the inputs.
+pub fn nonce() -> String {
+    use std::hash::{BuildHasher, Hasher};
+    let mut bytes = [0u8; 16];
+    let ok = std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut bytes))
+        .is_ok();
+    if !ok {
+        // No /dev/urandom: std's randomly seeded hasher keys, mixed with the time.
+        for (i, chunk) in bytes.chunks_mut(8).enumerate() {
+            let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+            h.write_u128(
+                std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |d| d.as_nanos()),
+            );
+            h.write_usize(i);
+            chunk.copy_from_slice(&h.finish().to_le_bytes());
+        }
+    }
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::doc::{text, Doc};
+
+    #[test]
+    fn hostile_text_is_escaped() {
+        let mut d = Doc {
+            title: "<b>t</b>".into(),
+            ..Default::default()
+        };
+        d.heading(2, "<script>alert(1)</script>");
+        d.para(vec![text("<img src=x onerror=alert(1)>")]);
+        let h = render(&d, &[], "abc");
+        assert!(!h.contains("<script>alert"), "{h}");
+        assert!(!h.contains("<img src=x"), "{h}");
+        assert!(h.contains("&lt;script&gt;alert(1)&lt;/script&gt;"));
+        assert!(h.contains("script-src 'nonce-abc'"));
+        assert_eq!(h.matches("<script").count(), 1);
+    }
+
+    #[test]
+    fn nonces_differ() {
+        let (a, b) = (nonce(), nonce());
+        assert_eq!(a.len(), 32);
+        assert_ne!(a, b);
+    }
+}

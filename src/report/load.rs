@@ -1,0 +1,293 @@
+//! Reading the inputs of a report: one or more results files or run directories, merged into one
+//! set of cases. A case measured in several inputs (same id) counts once (the newest
+//! measurement); `--only KEY=VALUE` filters narrow the set. Nothing is written here.
+
+use crate::error::Error;
+use crate::params::CaseParams;
+use crate::results::io::read_results;
+use crate::results::schema::{CaseResult, LaunchRecord, ResultsFile};
+use crate::units::parse_bytes;
+use std::collections::HashMap;
+use std::path::PathBuf;
+
+/// One input file.
+#[derive(Debug, Clone)]
+pub struct Source {
+    /// The path as given (a file or a run directory).
+    pub path: PathBuf,
+    pub file: ResultsFile,
+}
+
+impl Source {
+    /// The launch record a case ran in, if the file has it.
+    pub fn launch(&self, case: &CaseResult) -> Option<&LaunchRecord> {
+        self.file
+            .launches
+            .iter()
+            .rev()
+            .find(|l| l.launch_id == case.launch_id)
+    }
+}
+
+/// Reads every input; all must share one metrics version (numbers defined differently cannot be
+/// set side by side).
+pub fn load(paths: &[PathBuf]) -> Result<Vec<Source>, Error> {
+    if paths.is_empty() {
+        return Err(Error::input(
+            "no results given: name one or more results.json files or run directories",
+        ));
+    }
+    let mut sources: Vec<Source> = Vec::with_capacity(paths.len());
+    for path in paths {
+        let file = read_results(path)?;
+        if let Some(first) = sources.first() {
+            if first.file.metrics_version != file.metrics_version {
+                return Err(Error::input(format!(
+                    "{}: metrics_version {} differs from {} (metrics_version {}): their times and bandwidths are defined differently, so they cannot share one report; report them separately",
+                    path.display(),
+                    file.metrics_version,
+                    first.path.display(),
+                    first.file.metrics_version
+                )));
+            }
+        }
+        sources.push(Source {
+            path: path.clone(),
+            file,
+        });
+    }
+    if sources.iter().all(|s| s.file.cases.is_empty()) {
+        return Err(Error::input(format!(
+            "{}: no cases in the results: nothing to report (did the run measure anything?)",
+            paths
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )));
+    }
+    Ok(sources)
+}
+
+/// A `--only KEY=VALUE` filter on case parameters (KEY as in the canonical case text).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Filter {
+    pub key: String,
+    pub value: String,
+}
+
+/// The parameter names a filter may use (those of [`CaseParams::canonical`]).
+pub fn filter_keys() -> Vec<String> {
+    canonical_pairs(&sample_params())
+        .into_iter()
+        .map(|(k, _)| k)
+        .collect()
+}
+
+fn sample_params() -> CaseParams {
+    use crate::params::*;
+    CaseParams {
+        workload: Workload::Allreduce,
+        backend: BackendKind::Cpu,
+        topology: Topology::Pure,
+        nodes: 1,
+        devices_per_node: 1,
+        binding: Binding::None,
+        placement: Placement::Fill,
+        timing: Timing::Pipelined,
+        dtype: Dtype::F32,
+        op: None,
+        root: None,
+        in_place: None,
+        requested_bytes: None,
+        shape: None,
+        batch: None,
+        collect: None,
+        scaling: None,
+        threads_per_device: None,
+        fault: None,
+    }
+}
+
+/// The (key, value) pairs of a case's canonical text, in its fixed order.
+pub fn canonical_pairs(p: &CaseParams) -> Vec<(String, String)> {
+    p.canonical()
+        .split(';')
+        .filter_map(|kv| {
+            kv.split_once('=')
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+        })
+        .collect()
+}
+
+/// Parses `KEY=VALUE`; sizes may use binary units (`requested_bytes=1MiB`).
+pub fn parse_filter(text: &str) -> Result<Filter, Error> {
+    let keys = filter_keys();
+    let Some((k, v)) = text.split_once('=') else {
+        return Err(Error::input(format!(
+            "--only '{text}': write KEY=VALUE, e.g. --only workload=allreduce; keys: {}",
+            keys.join(", ")
+        )));
+    };
+    let (k, v) = (k.trim(), v.trim());
+    if !keys.iter().any(|x| x == k) {
+        return Err(Error::input(format!(
+            "--only '{text}': unknown key '{k}'; keys: {}",
+            keys.join(", ")
+        )));
+    }
+    let value = if k == "requested_bytes" {
+        parse_bytes(v)
+            .map_err(|e| Error::input(format!("--only '{text}': {e}")))?
+            .get()
+            .to_string()
+    } else {
+        v.to_ascii_lowercase()
+    };
+    Ok(Filter {
+        key: k.to_string(),
+        value,
+    })
+}
+
+/// Filters on one key are alternatives (OR); filters on different keys all apply (AND).
+fn matches(pairs: &[(String, String)], filters: &[Filter]) -> bool {
+    let mut by_key: HashMap<&str, Vec<&str>> = HashMap::new();
+    for f in filters {
+        by_key.entry(&f.key).or_default().push(&f.value);
+    }
+    by_key.iter().all(|(k, vals)| {
+        pairs
+            .iter()
+            .any(|(pk, pv)| pk == k && vals.iter().any(|v| pv.eq_ignore_ascii_case(v)))
+    })
+}
+
+/// A case chosen for the report: indices into the sources.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Pick {
+    pub source: usize,
+    pub case: usize,
+}
+
+/// The cases a report uses.
+#[derive(Debug, Clone, Default)]
+pub struct Selection {
+    pub picks: Vec<Pick>,
+    /// Cases measured more than once across the inputs (only the newest is used).
+    pub duplicates: usize,
+    /// Cases left out by `--only`.
+    pub filtered_out: usize,
+}
+
+/// Chooses the cases: the newest measurement of each case id (by finish time; on a tie, the
+/// later input wins), then the filters. An empty result is an error naming the values present.
+pub fn select(sources: &[Source], filters: &[Filter]) -> Result<Selection, Error> {
+    let mut newest: HashMap<&str, Pick> = HashMap::new();
+    let mut order: Vec<&str> = Vec::new();
+    let mut duplicates = 0;
+    for (si, s) in sources.iter().enumerate() {
+        for (ci, c) in s.file.cases.iter().enumerate() {
+            let pick = Pick {
+                source: si,
+                case: ci,
+            };
+            match newest.get_mut(c.id.as_str()) {
+                None => {
+                    newest.insert(&c.id, pick);
+                    order.push(&c.id);
+                }
+                Some(old) => {
+                    duplicates += 1;
+                    let prev = &sources[old.source].file.cases[old.case];
+                    if c.finished_unix_s >= prev.finished_unix_s {
+                        *old = pick;
+                    }
+                }
+            }
+        }
+    }
+    let mut picks = Vec::with_capacity(order.len());
+    let mut filtered_out = 0;
+    for id in order {
+        let p = newest[id];
+        let c = &sources[p.source].file.cases[p.case];
+        if filters.is_empty() || matches(&canonical_pairs(&c.params), filters) {
+            picks.push(p);
+        } else {
+            filtered_out += 1;
+        }
+    }
+    if picks.is_empty() {
+        let mut msg = String::from("no case matches the --only filters");
+        for key in filters.iter().map(|f| f.key.as_str()) {
+            let mut present: Vec<String> = sources
+                .iter()
+                .flat_map(|s| s.file.cases.iter())
+                .filter_map(|c| {
+                    canonical_pairs(&c.params)
+                        .into_iter()
+                        .find(|(k, _)| k == key)
+                        .map(|(_, v)| v)
+                })
+                .collect();
+            present.sort();
+            present.dedup();
+            msg.push_str(&format!(
+                "; values of {key} in the inputs: {}",
+                present.join(", ")
+            ));
+        }
+        return Err(Error::input(msg));
+    }
+    Ok(Selection {
+        picks,
+        duplicates,
+        filtered_out,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn filters_parse_and_match() {
+        let f = parse_filter("requested_bytes=1MiB").unwrap();
+        assert_eq!(f.value, "1048576");
+        let e = parse_filter("colour=red").unwrap_err().to_string();
+        assert!(
+            e.contains("unknown key 'colour'") && e.contains("workload"),
+            "{e}"
+        );
+        assert!(parse_filter("workload").is_err());
+        let mut p = sample_params();
+        p.requested_bytes = Some(1 << 20);
+        let pairs = canonical_pairs(&p);
+        let wl = |v: &str| Filter {
+            key: "workload".into(),
+            value: v.into(),
+        };
+        assert!(matches(&pairs, std::slice::from_ref(&f)));
+        assert!(matches(&pairs, &[wl("allgather"), wl("allreduce")]));
+        assert!(!matches(&pairs, &[wl("allgather")]));
+        assert!(!matches(
+            &pairs,
+            &[wl("allreduce"), parse_filter("dtype=f64").unwrap()]
+        ));
+    }
+
+    #[test]
+    fn filter_keys_follow_the_canonical_text() {
+        let keys = filter_keys();
+        for k in [
+            "workload",
+            "nodes",
+            "devices_per_node",
+            "binding",
+            "requested_bytes",
+        ] {
+            assert!(keys.iter().any(|x| x == k), "{k} in {keys:?}");
+        }
+    }
+}

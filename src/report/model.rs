@@ -1,0 +1,602 @@
+//! Cost models fitted to measurements, as pure functions: Hockney's α–β model per collective and
+//! set-up (time = α + β·F·S), and ring / tree forms across device counts that predict larger
+//! scales and are checked on a held-out measured scale.
+//!
+//! Fits are weighted least squares with weights 1/t², i.e. they minimise relative residuals, so
+//! an 8-byte latency and a 1-GiB transfer count alike (an unweighted fit would let the largest
+//! sizes decide everything and leave α meaningless). Coefficients are constrained to be ≥ 0: a
+//! negative latency or per-byte cost has no physical reading.
+
+use crate::params::Workload;
+
+/// The definitions of the model figures, as (term, definition) pairs, for the report.
+pub const DEFINITIONS: &[(&str, &str)] = &[
+    (
+        "α–β fit (per set-up)",
+        "Hockney's model time = α + β·F·S fitted to the headline times of every size of one collective, variant and set-up (F = the busbw factor, so β is seconds per bus byte). Weighted least squares with weights 1/t² (it minimises the relative residuals, so small and large sizes count alike), with α, β ≥ 0 (`constrained` marks fits where the free optimum was negative). α (µs) is the latency of a zero-byte operation; 1/β (GB/s) the asymptotic bus bandwidth. R² = 1 − Σ r² / Σ ((t − t̄_w)/t)² with relative residuals r = (t − t̂)/t and t̄_w the weighted mean; residuals are reported as their RMS and largest |r|. At least 3 sizes are needed; 1-device set-ups move no data and are not fitted.",
+    ),
+    (
+        "forms across scales",
+        "For each collective, variant and set-up family, the forms listed with their formulas (p = devices, S = size; ring-like forms have latency terms linear in p, tree-like ones logarithmic) are fitted by the same weighted least squares to every size at every device count ≥ 2. Reduction arithmetic (γ) is not separated and folds into β.",
+    ),
+    (
+        "held-out check",
+        "Each form is also fitted on the smaller device counts only and used to predict the largest measured one; the median and largest |predicted − measured| / measured over its sizes say how well the form extrapolates. The form with the smallest held-out median error makes the predictions (without a held-out check: the smallest in-sample RMS residual); above 25 % its predictions are marked unreliable.",
+    ),
+    (
+        "prediction",
+        "Time at 2× and 4× the largest measured device count from the chosen form fitted on all measured scales. A PREDICTION, not a measurement: it assumes the same network, library and algorithm at the larger scale.",
+    ),
+];
+
+/// A held-out median error above this marks a form's predictions as unreliable.
+pub const UNRELIABLE_HOLDOUT: f64 = 0.25;
+
+/// Fewest points a two-coefficient fit accepts (two coefficients plus one degree of freedom).
+pub const MIN_POINTS: usize = 3;
+
+/// One observation of time = a·u + b·v.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Obs {
+    pub u: f64,
+    pub v: f64,
+    pub t: f64,
+}
+
+/// A weighted, non-negative least-squares fit of time = a·u + b·v.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Fit {
+    pub a: f64,
+    pub b: f64,
+    /// Weighted R² = 1 − Σw·r² / Σw·(t − t̄_w)², w = 1/t².
+    pub r2: f64,
+    /// Relative residuals (t − t̂) / t, in the order of the observations.
+    pub rel_residuals: Vec<f64>,
+    /// True when the unconstrained optimum had a negative coefficient, so one was fixed at 0.
+    pub constrained: bool,
+}
+
+impl Fit {
+    pub fn predict(&self, u: f64, v: f64) -> f64 {
+        self.a * u + self.b * v
+    }
+    /// Root mean square of the relative residuals.
+    pub fn rms_rel_residual(&self) -> f64 {
+        let n = self.rel_residuals.len().max(1) as f64;
+        (self.rel_residuals.iter().map(|r| r * r).sum::<f64>() / n).sqrt()
+    }
+    /// Largest |relative residual|.
+    pub fn max_abs_rel_residual(&self) -> f64 {
+        self.rel_residuals
+            .iter()
+            .fold(0.0_f64, |m, r| m.max(r.abs()))
+    }
+}
+
+/// Why a fit was not made; the text goes into the report as is.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FitError {
+    #[error("{have} usable point(s); a fit needs at least {need}")]
+    TooFew { have: usize, need: usize },
+    #[error("the points do not separate the latency term from the per-byte term (e.g. every point has the same size)")]
+    Degenerate,
+    #[error("{0}")]
+    NotApplicable(String),
+}
+
+/// Fits time = a·u + b·v with weights 1/t², a, b ≥ 0. Observations with a non-positive or
+/// non-finite time are left out.
+pub fn fit_nonneg(obs: &[Obs]) -> Result<Fit, FitError> {
+    let obs: Vec<Obs> = obs
+        .iter()
+        .copied()
+        .filter(|o| o.t > 0.0 && o.t.is_finite() && o.u.is_finite() && o.v.is_finite())
+        .collect();
+    if obs.len() < MIN_POINTS {
+        return Err(FitError::TooFew {
+            have: obs.len(),
+            need: MIN_POINTS,
+        });
+    }
+    let (mut suu, mut suv, mut svv, mut sut, mut svt) = (0.0, 0.0, 0.0, 0.0, 0.0);
+    for o in &obs {
+        let w = 1.0 / (o.t * o.t);
+        suu += w * o.u * o.u;
+        suv += w * o.u * o.v;
+        svv += w * o.v * o.v;
+        sut += w * o.u * o.t;
+        svt += w * o.v * o.t;
+    }
+    let det = suu * svv - suv * suv;
+    // Relative test: the design is singular when u and v are proportional over all points.
+    if det.is_nan() || det <= 1e-10 * suu * svv {
+        return Err(FitError::Degenerate);
+    }
+    let sse = |a: f64, b: f64| -> f64 {
+        obs.iter()
+            .map(|o| {
+                let r = (o.t - a * o.u - b * o.v) / o.t;
+                r * r
+            })
+            .sum()
+    };
+    let a0 = (sut * svv - svt * suv) / det;
+    let b0 = (svt * suu - sut * suv) / det;
+    let (a, b, constrained) = if a0 >= 0.0 && b0 >= 0.0 {
+        (a0, b0, false)
+    } else {
+        // The optimum lies on a boundary: the better of the two one-coefficient fits.
+        let only_b = (0.0, (svt / svv).max(0.0));
+        let only_a = ((sut / suu).max(0.0), 0.0);
+        let best = if sse(only_b.0, only_b.1) <= sse(only_a.0, only_a.1) {
+            only_b
+        } else {
+            only_a
+        };
+        (best.0, best.1, true)
+    };
+    let rel_residuals: Vec<f64> = obs
+        .iter()
+        .map(|o| (o.t - a * o.u - b * o.v) / o.t)
+        .collect();
+    let sw: f64 = obs.iter().map(|o| 1.0 / (o.t * o.t)).sum();
+    let mean_w = obs.iter().map(|o| 1.0 / o.t).sum::<f64>() / sw;
+    let sst: f64 = obs.iter().map(|o| ((o.t - mean_w) / o.t).powi(2)).sum();
+    let ssr = sse(a, b);
+    let r2 = if sst > 0.0 {
+        1.0 - ssr / sst
+    } else if ssr == 0.0 {
+        1.0
+    } else {
+        0.0
+    };
+    Ok(Fit {
+        a,
+        b,
+        r2,
+        rel_residuals,
+        constrained,
+    })
+}
+
+/// Hockney's model for one collective and set-up: time = α + β·(F·S), F = the busbw factor.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Hockney {
+    /// Latency term: the time of a zero-byte operation, seconds.
+    pub alpha_s: f64,
+    /// Seconds per bus byte (F·S); 1/β is the asymptotic bus bandwidth.
+    pub beta_s_per_byte: f64,
+    pub fit: Fit,
+}
+
+impl Hockney {
+    /// Asymptotic bus bandwidth 1/β in GB/s (1e9 bytes/s); `None` when β = 0.
+    pub fn bandwidth_gbps(&self) -> Option<f64> {
+        (self.beta_s_per_byte > 0.0).then(|| 1e-9 / self.beta_s_per_byte)
+    }
+    pub fn predict_s(&self, bus_bytes: f64) -> f64 {
+        self.alpha_s + self.beta_s_per_byte * bus_bytes
+    }
+}
+
+/// Fits Hockney's model to (bus bytes F·S, time) points of one set-up.
+pub fn fit_hockney(points: &[(f64, f64)]) -> Result<Hockney, FitError> {
+    let obs: Vec<Obs> = points
+        .iter()
+        .map(|&(x, t)| Obs { u: 1.0, v: x, t })
+        .collect();
+    let fit = fit_nonneg(&obs)?;
+    Ok(Hockney {
+        alpha_s: fit.a,
+        beta_s_per_byte: fit.b,
+        fit,
+    })
+}
+
+/// Whether a form's latency term grows linearly (ring-like) or logarithmically (tree-like)
+/// with the device count.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FormKind {
+    Ring,
+    Tree,
+}
+
+/// A cost form across device counts: time = α·cα(p) + β·cβ(p, S).
+#[derive(Debug, Clone, Copy)]
+pub struct Form {
+    pub name: &'static str,
+    pub kind: FormKind,
+    /// The formula as written in the report.
+    pub formula: &'static str,
+    coeff: fn(f64, f64) -> (f64, f64),
+}
+
+impl Form {
+    /// (cα, cβ) for `p` devices and `s` bytes.
+    pub fn coefficients(&self, p: f64, s: f64) -> (f64, f64) {
+        (self.coeff)(p, s)
+    }
+}
+
+impl PartialEq for Form {
+    fn eq(&self, other: &Self) -> bool {
+        self.name == other.name && self.formula == other.formula
+    }
+}
+
+fn lg(p: f64) -> f64 {
+    p.log2()
+}
+
+const ALLREDUCE: &[Form] = &[
+    Form {
+        name: "ring",
+        kind: FormKind::Ring,
+        formula: "2(p−1)·α + 2(p−1)/p·S·β",
+        coeff: |p, s| (2.0 * (p - 1.0), 2.0 * (p - 1.0) / p * s),
+    },
+    Form {
+        name: "Rabenseifner",
+        kind: FormKind::Tree,
+        formula: "2·lg p·α + 2(p−1)/p·S·β",
+        coeff: |p, s| (2.0 * lg(p), 2.0 * (p - 1.0) / p * s),
+    },
+    Form {
+        name: "recursive doubling",
+        kind: FormKind::Tree,
+        formula: "lg p·(α + S·β)",
+        coeff: |p, s| (lg(p), lg(p) * s),
+    },
+];
+const GATHER_SCATTER: &[Form] = &[
+    Form {
+        name: "ring",
+        kind: FormKind::Ring,
+        formula: "(p−1)·α + (p−1)/p·S·β",
+        coeff: |p, s| (p - 1.0, (p - 1.0) / p * s),
+    },
+    Form {
+        name: "recursive doubling/halving",
+        kind: FormKind::Tree,
+        formula: "lg p·α + (p−1)/p·S·β",
+        coeff: |p, s| (lg(p), (p - 1.0) / p * s),
+    },
+];
+const ALLTOALL: &[Form] = &[
+    Form {
+        name: "pairwise (ring)",
+        kind: FormKind::Ring,
+        formula: "(p−1)·α + (p−1)/p·S·β",
+        coeff: |p, s| (p - 1.0, (p - 1.0) / p * s),
+    },
+    Form {
+        name: "Bruck (tree)",
+        kind: FormKind::Tree,
+        formula: "lg p·α + lg p/2·S·β",
+        coeff: |p, s| (lg(p), lg(p) / 2.0 * s),
+    },
+];
+const ROOTED: &[Form] = &[
+    Form {
+        name: "pipelined chain (ring)",
+        kind: FormKind::Ring,
+        formula: "(p−1)·α + S·β",
+        coeff: |p, s| (p - 1.0, s),
+    },
+    Form {
+        name: "binomial tree",
+        kind: FormKind::Tree,
+        formula: "lg p·(α + S·β)",
+        coeff: |p, s| (lg(p), lg(p) * s),
+    },
+];
+
+/// The forms fitted for a collective (none for GEMMs). Costs of the reduction arithmetic (γ)
+/// are not separated: they fold into β.
+pub fn forms(w: Workload) -> &'static [Form] {
+    match w {
+        Workload::Allreduce => ALLREDUCE,
+        Workload::Allgather | Workload::ReduceScatter => GATHER_SCATTER,
+        Workload::Alltoall => ALLTOALL,
+        Workload::Broadcast | Workload::Reduce => ROOTED,
+        Workload::Matmul | Workload::BatchMatmul => &[],
+    }
+}
+
+/// One measured point across scales.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ScalePoint {
+    pub devices: u32,
+    /// S, bytes.
+    pub bytes: f64,
+    pub time_s: f64,
+}
+
+/// How well a form fitted on the smaller scales predicted the largest measured one.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Holdout {
+    /// Device counts the form was fitted on.
+    pub fit_devices: Vec<u32>,
+    /// The held-out (largest) device count.
+    pub test_devices: u32,
+    /// Points at the held-out scale.
+    pub n: usize,
+    /// Median of |predicted − measured| / measured over the held-out points.
+    pub median_abs_rel_err: f64,
+    pub max_abs_rel_err: f64,
+}
+
+/// One form fitted across scales.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FormFit {
+    pub form: Form,
+    /// Fitted on every scale (used for predictions).
+    pub fit: Fit,
+    /// Fitted on the smaller scales and tested on the largest; or why not.
+    pub holdout: Result<Holdout, FitError>,
+}
+
+impl FormFit {
+    pub fn predict_s(&self, p: u32, bytes: f64) -> f64 {
+        let (u, v) = self.form.coefficients(f64::from(p), bytes);
+        self.fit.predict(u, v)
+    }
+}
+
+/// Forms fitted across device counts for one collective and set-up family.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ScaleModel {
+    pub fits: Vec<FormFit>,
+    /// Index into `fits` of the form used for predictions: the smallest held-out median error,
+    /// or (when no form could be held out) the smallest in-sample RMS relative residual.
+    pub best: usize,
+    /// Whether `best` was chosen on held-out data.
+    pub best_by_holdout: bool,
+    /// The measured device counts (≥ 2), ascending.
+    pub devices: Vec<u32>,
+    /// The device counts predicted: 2× and 4× the largest measured.
+    pub predict_devices: [u32; 2],
+}
+
+impl ScaleModel {
+    pub fn best_fit(&self) -> &FormFit {
+        &self.fits[self.best]
+    }
+}
+
+fn obs_for(form: &Form, pts: &[ScalePoint]) -> Vec<Obs> {
+    pts.iter()
+        .map(|q| {
+            let (u, v) = form.coefficients(f64::from(q.devices), q.bytes);
+            Obs { u, v, t: q.time_s }
+        })
+        .collect()
+}
+
+/// Fits every form of `w` to points across device counts. Points on 1 device are left out (no
+/// data moves between devices). Needs at least 2 device counts ≥ 2; the held-out check needs
+/// enough points below the largest device count.
+pub fn fit_scales(w: Workload, points: &[ScalePoint]) -> Result<ScaleModel, FitError> {
+    let forms = forms(w);
+    if forms.is_empty() {
+        return Err(FitError::NotApplicable(format!(
+            "{w} is not a collective: no communication cost form"
+        )));
+    }
+    let pts: Vec<ScalePoint> = points
+        .iter()
+        .copied()
+        .filter(|q| q.devices >= 2 && q.time_s > 0.0 && q.time_s.is_finite() && q.bytes > 0.0)
+        .collect();
+    let mut devices: Vec<u32> = pts.iter().map(|q| q.devices).collect();
+    devices.sort_unstable();
+    devices.dedup();
+    if devices.len() < 2 {
+        return Err(FitError::NotApplicable(format!(
+            "measured at {} device count(s) ≥ 2; forms across scales need at least 2",
+            devices.len()
+        )));
+    }
+    let pmax = *devices.last().expect("two device counts");
+    let (small, large): (Vec<ScalePoint>, Vec<ScalePoint>) =
+        pts.iter().partition(|q| q.devices < pmax);
+    let mut fits = Vec::new();
+    let mut last_err = None;
+    for form in forms {
+        let fit = match fit_nonneg(&obs_for(form, &pts)) {
+            Ok(f) => f,
+            Err(e) => {
+                last_err = Some(e);
+                continue;
+            }
+        };
+        let holdout = fit_nonneg(&obs_for(form, &small)).map(|f| {
+            let mut errs: Vec<f64> = obs_for(form, &large)
+                .iter()
+                .map(|o| ((f.predict(o.u, o.v) - o.t) / o.t).abs())
+                .collect();
+            errs.sort_by(f64::total_cmp);
+            Holdout {
+                fit_devices: devices[..devices.len() - 1].to_vec(),
+                test_devices: pmax,
+                n: errs.len(),
+                median_abs_rel_err: crate::stats::quantile_sorted(&errs, 0.5),
+                max_abs_rel_err: *errs.last().expect("points at the largest scale"),
+            }
+        });
+        fits.push(FormFit {
+            form: *form,
+            fit,
+            holdout,
+        });
+    }
+    if fits.is_empty() {
+        return Err(last_err.unwrap_or(FitError::Degenerate));
+    }
+    let held: Vec<(usize, f64)> = fits
+        .iter()
+        .enumerate()
+        .filter_map(|(i, f)| f.holdout.as_ref().ok().map(|h| (i, h.median_abs_rel_err)))
+        .collect();
+    let (best, best_by_holdout) = match held.iter().min_by(|a, b| a.1.total_cmp(&b.1)) {
+        Some((i, _)) => (*i, true),
+        None => (
+            fits.iter()
+                .enumerate()
+                .min_by(|a, b| {
+                    a.1.fit
+                        .rms_rel_residual()
+                        .total_cmp(&b.1.fit.rms_rel_residual())
+                })
+                .map(|(i, _)| i)
+                .expect("at least one fit"),
+            false,
+        ),
+    };
+    Ok(ScaleModel {
+        fits,
+        best,
+        best_by_holdout,
+        devices,
+        predict_devices: [pmax * 2, pmax * 4],
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Deterministic noise in [−amp, amp].
+    fn noise(state: &mut u64, amp: f64) -> f64 {
+        *state = state
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        ((*state >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0) * amp
+    }
+
+    #[test]
+    fn hockney_recovers_alpha_and_beta_from_noisy_data() {
+        // α = 5 µs, 1/β = 12.5 GB/s; sizes 8 B .. 256 MiB; ±3 % multiplicative noise.
+        let (alpha, beta) = (5e-6, 1.0 / 12.5e9);
+        let mut st = 42;
+        let pts: Vec<(f64, f64)> = (3..=28)
+            .map(|e| {
+                let x = (1u64 << e) as f64;
+                (x, (alpha + beta * x) * (1.0 + noise(&mut st, 0.03)))
+            })
+            .collect();
+        let h = fit_hockney(&pts).unwrap();
+        assert!(
+            (h.alpha_s - alpha).abs() / alpha < 0.03,
+            "alpha {}",
+            h.alpha_s
+        );
+        let bw = h.bandwidth_gbps().unwrap();
+        assert!((bw - 12.5).abs() / 12.5 < 0.03, "bw {bw}");
+        assert!(h.fit.r2 > 0.99, "r2 {}", h.fit.r2);
+        assert!(h.fit.max_abs_rel_residual() < 0.07);
+        assert!(!h.fit.constrained);
+        assert_eq!(h.fit.rel_residuals.len(), pts.len());
+    }
+
+    #[test]
+    fn exact_data_fits_exactly() {
+        let pts: Vec<(f64, f64)> = [1e3, 1e4, 1e5, 1e6]
+            .iter()
+            .map(|&x| (x, 2e-6 + x * 1e-10))
+            .collect();
+        let h = fit_hockney(&pts).unwrap();
+        assert!((h.alpha_s - 2e-6).abs() < 1e-15);
+        assert!((h.beta_s_per_byte - 1e-10).abs() < 1e-20);
+        assert!((h.fit.r2 - 1.0).abs() < 1e-9);
+        assert!((h.bandwidth_gbps().unwrap() - 10.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn negative_latency_is_constrained_to_zero() {
+        // Pure bandwidth data with a little downward curvature: the free fit wants α < 0.
+        let pts = [(1e3, 0.9e-6), (1e4, 1e-5), (1e5, 1e-4), (1e6, 1e-3)];
+        let h = fit_hockney(&pts).unwrap();
+        assert!(h.fit.constrained);
+        assert_eq!(h.alpha_s, 0.0);
+        assert!(h.beta_s_per_byte > 0.0);
+    }
+
+    #[test]
+    fn too_few_or_degenerate_points_are_refused() {
+        assert_eq!(
+            fit_hockney(&[(1.0, 1.0), (2.0, 2.0)]).unwrap_err(),
+            FitError::TooFew { have: 2, need: 3 }
+        );
+        assert_eq!(
+            fit_hockney(&[(8.0, 1.0), (8.0, 1.1), (8.0, 0.9)]).unwrap_err(),
+            FitError::Degenerate
+        );
+        // non-positive times do not count
+        assert!(matches!(
+            fit_hockney(&[(1.0, 0.0), (2.0, -1.0), (3.0, 1.0)]),
+            Err(FitError::TooFew { have: 1, .. })
+        ));
+    }
+
+    #[test]
+    fn ring_form_predicts_a_held_out_scale() {
+        // Ring allreduce with α = 2 µs per step, β = 1/(10 GB/s), measured at p = 2, 4, 8.
+        let (alpha, beta) = (2e-6, 1e-10);
+        let ring = forms(Workload::Allreduce)[0];
+        let mut st = 7;
+        let mut pts = Vec::new();
+        for p in [2u32, 4, 8] {
+            for e in (4..=26).step_by(2) {
+                let s = (1u64 << e) as f64;
+                let (u, v) = ring.coefficients(f64::from(p), s);
+                let t = (alpha * u + beta * v) * (1.0 + noise(&mut st, 0.02));
+                pts.push(ScalePoint {
+                    devices: p,
+                    bytes: s,
+                    time_s: t,
+                });
+            }
+        }
+        let m = fit_scales(Workload::Allreduce, &pts).unwrap();
+        assert_eq!(m.devices, vec![2, 4, 8]);
+        assert_eq!(m.predict_devices, [16, 32]);
+        assert_eq!(m.best_fit().form.name, "ring");
+        assert!(m.best_by_holdout);
+        let h = m.best_fit().holdout.as_ref().unwrap();
+        assert_eq!((h.test_devices, h.fit_devices.clone()), (8, vec![2, 4]));
+        assert!(h.median_abs_rel_err < 0.05, "{h:?}");
+        let f = &m.best_fit().fit;
+        assert!((f.a - alpha).abs() / alpha < 0.05, "alpha {}", f.a);
+        assert!((f.b - beta).abs() / beta < 0.05, "beta {}", f.b);
+        // the prediction at 16 devices follows the ring form
+        let s = (1u64 << 20) as f64;
+        let (u, v) = ring.coefficients(16.0, s);
+        let truth = alpha * u + beta * v;
+        assert!((m.best_fit().predict_s(16, s) - truth).abs() / truth < 0.05);
+        // the logarithmic forms cannot explain ring latencies as well
+        for f in &m.fits[1..] {
+            assert!(f.holdout.as_ref().unwrap().median_abs_rel_err > h.median_abs_rel_err);
+        }
+    }
+
+    #[test]
+    fn scales_need_two_device_counts() {
+        let pts: Vec<ScalePoint> = [1u32, 4]
+            .iter()
+            .flat_map(|&p| {
+                (0..4).map(move |i| ScalePoint {
+                    devices: p,
+                    bytes: 1e3 * 10f64.powi(i),
+                    time_s: 1e-6 * (i + 1) as f64,
+                })
+            })
+            .collect();
+        // 1 device does not count: only one scale left
+        assert!(matches!(
+            fit_scales(Workload::Allgather, &pts),
+            Err(FitError::NotApplicable(_))
+        ));
+        assert!(fit_scales(Workload::Matmul, &pts).is_err());
+    }
+}

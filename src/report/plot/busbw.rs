@@ -1,0 +1,79 @@
+//! Chart kind: bus bandwidth against size (log2 size axis in binary units, log bandwidth axis),
+//! one curve per set-up, bars from the samples.
+
+use super::{
+    curve_sets, setup_label, setup_mark, size_point, Axis, Figure, LegendEntry, Panel, Quantity,
+    Scale, Series, Unit, SETUP_LEGEND,
+};
+use crate::report::analyze::{style_key, Analysis, Layout};
+
+pub fn figures(a: &Analysis) -> Vec<Figure> {
+    let mut out = Vec::new();
+    for set in curve_sets(a) {
+        let mut series = Vec::new();
+        let mut legend = Vec::new();
+        let mut no_busbw = false;
+        for c in &set.curves {
+            if c.shape.devices() < 2 {
+                // No data moves between devices: busbw is 0 (or, for rooted collectives, a
+                // memory copy rate that would dwarf every real curve).
+                no_busbw = true;
+                continue;
+            }
+            let (layout, style) = (Layout::of(&c.shape), style_key(&c.shape));
+            let pts: Vec<_> = c
+                .points
+                .iter()
+                .filter_map(|&i| size_point(&a.entries[i], Quantity::Busbw))
+                .filter(|p| p.y > 0.0)
+                .collect();
+            if pts.is_empty() {
+                no_busbw = true;
+                continue;
+            }
+            let mark = setup_mark(a, layout, style);
+            legend.push(LegendEntry {
+                mark,
+                label: setup_label(a, layout, style),
+            });
+            series.push(Series { mark, points: pts });
+        }
+        if series.is_empty() {
+            continue;
+        }
+        let mut notes = vec![
+            "points: busbw of the results (from time_s)".to_string(),
+            "bars: from the p5–p95 samples".to_string(),
+            "busbw = algbw × F, nccl-tests' normalisation to a flat ring; not a link speed"
+                .to_string(),
+        ];
+        if no_busbw {
+            notes.push(
+                "1-device set-ups move no data between devices and are not drawn".to_string(),
+            );
+        }
+        let w = set.view.workload;
+        out.push(Figure {
+            kind: "busbw",
+            workload: w,
+            stem: format!("busbw_{w}_{}", set.suffix),
+            title: format!("{w}: bus bandwidth vs size — {}", set.view.label),
+            caption: format!(
+                "Bus bandwidth of {w} ({}) against the size S, one curve per set-up (each set-up keeps its colour in every chart; the marker shows topology and binding); 1-device set-ups move no data between devices and are left out. Bars span the bandwidth at the p5 and p95 sample times.",
+                set.view.label
+            ),
+            panels: vec![Panel {
+                title: String::new(),
+                x: Axis::new("size S (log2 scale)", Scale::Log2Bytes),
+                y: Axis::new("busbw (GB/s, log scale)", Scale::Log10(Unit::Plain)),
+                series,
+                refs: vec![],
+                dodge: false,
+            }],
+            legend_title: SETUP_LEGEND.to_string(),
+            legend,
+            notes,
+        });
+    }
+    out
+}

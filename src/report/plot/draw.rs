@@ -1,0 +1,494 @@
+//! Draws a [`Figure`] with plotters on any backend (SVG text, PNG file). plotters lays out the
+//! axes, ticks and grid; series, intervals, reference lines and the legend are drawn in pixel
+//! coordinates so dashes, hollow markers and a legend beside the plot are exact.
+
+use super::axis::Scale;
+use super::{Figure, Line, Mark, Marker, Panel, Rgb};
+use plotters::coord::ranged1d::{DefaultFormatting, KeyPointHint, Ranged};
+use plotters::coord::Shift;
+use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
+use std::path::Path;
+
+/// Width of the legend column, pixels.
+pub const LEGEND_W: u32 = 300;
+/// Width of one panel, pixels.
+pub const PANEL_W: u32 = 760;
+pub const HEIGHT: u32 = 600;
+const TITLE_H: u32 = 56;
+const FONT: &str = "sans-serif";
+
+type Res<T> = Result<T, String>;
+
+fn rgb(c: Rgb) -> RGBColor {
+    RGBColor(c.0, c.1, c.2)
+}
+
+fn err<E: std::fmt::Display>(e: E) -> String {
+    e.to_string()
+}
+
+pub fn svg(fig: &Figure) -> Res<String> {
+    let mut out = String::new();
+    {
+        let root = SVGBackend::with_string(&mut out, fig.size()).into_drawing_area();
+        draw(fig, &root)?;
+        root.present().map_err(err)?;
+    }
+    Ok(out)
+}
+
+pub fn png(fig: &Figure, path: &Path) -> Res<()> {
+    let root = BitMapBackend::new(path, fig.size()).into_drawing_area();
+    draw(fig, &root)?;
+    root.present().map_err(err)
+}
+
+fn draw<DB: DrawingBackend>(fig: &Figure, root: &DrawingArea<DB, Shift>) -> Res<()> {
+    root.fill(&WHITE).map_err(err)?;
+    let (w, _) = root.dim_in_pixel();
+    // Title: wrapped to the figure width.
+    let title_font = (FONT, 22).into_font().color(&BLACK);
+    let lines = wrap(root, &fig.title, &title_font, w.saturating_sub(40));
+    for (i, l) in lines.iter().take(2).enumerate() {
+        root.draw(&Text::new(
+            l.clone(),
+            (w as i32 / 2, 10 + 24 * i as i32),
+            title_font.clone().pos(Pos::new(HPos::Center, VPos::Top)),
+        ))
+        .map_err(err)?;
+    }
+    let (_, body) = root.split_vertically(TITLE_H);
+    let (plots, legend) = body.split_horizontally(w - LEGEND_W);
+    let areas = plots.split_evenly((1, fig.panels.len().max(1)));
+    for (area, panel) in areas.iter().zip(&fig.panels) {
+        draw_panel(root, area, panel)?;
+    }
+    draw_legend(root, &legend, fig)
+}
+
+/// The drawable coordinates of a panel's data, as (x range, y range), padded.
+fn ranges(panel: &Panel) -> Option<((f64, f64), (f64, f64))> {
+    let (xs, ys) = (panel.x.scale, panel.y.scale);
+    let mut xr = (f64::INFINITY, f64::NEG_INFINITY);
+    let mut yr = (f64::INFINITY, f64::NEG_INFINITY);
+    let grow = |r: &mut (f64, f64), v: f64| {
+        r.0 = r.0.min(v);
+        r.1 = r.1.max(v);
+    };
+    for s in &panel.series {
+        for p in &s.points {
+            let (Some(x), Some(y)) = (xs.to_coord(p.x), ys.to_coord(p.y)) else {
+                continue;
+            };
+            grow(&mut xr, x);
+            grow(&mut yr, y);
+            for v in [p.lo, p.hi].into_iter().flatten() {
+                if let Some(c) = ys.to_coord(v) {
+                    grow(&mut yr, c);
+                }
+            }
+        }
+    }
+    if !xr.0.is_finite() {
+        return None;
+    }
+    if let Scale::Linear(_) = ys {
+        // Linear quantities (efficiency) read truthfully only from zero.
+        grow(&mut yr, 0.0);
+    }
+    for r in &panel.refs {
+        for &(x, y) in &r.points {
+            if let (Some(cx), Some(cy)) = (xs.to_coord(x), ys.to_coord(y)) {
+                if cx >= xr.0 - 1e-9 && cx <= xr.1 + 1e-9 {
+                    grow(&mut yr, cy);
+                }
+            }
+        }
+    }
+    Some((pad(xr, xs, 0.04), pad(yr, ys, 0.07)))
+}
+
+fn pad(r: (f64, f64), s: Scale, frac: f64) -> (f64, f64) {
+    let span = r.1 - r.0;
+    if span <= 1e-12 {
+        let d = if s.is_log() {
+            0.5
+        } else {
+            (r.0.abs() * 0.1).max(0.5)
+        };
+        return (r.0 - d, r.1 + d);
+    }
+    (r.0 - span * frac, r.1 + span * frac)
+}
+
+fn draw_panel<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    area: &DrawingArea<DB, Shift>,
+    panel: &Panel,
+) -> Res<()> {
+    let Some(((x0, x1), (y0, y1))) = ranges(panel) else {
+        return Ok(());
+    };
+    let (xs, ys) = (panel.x.scale, panel.y.scale);
+    let (xb, xl) = xs.ticks(x0, x1);
+    let (yb, yl) = ys.ticks(y0, y1);
+    let mut builder = ChartBuilder::on(area);
+    builder
+        .margin(10)
+        .margin_right(28)
+        .x_label_area_size(62)
+        .y_label_area_size(92);
+    if !panel.title.is_empty() {
+        builder.caption(&panel.title, (FONT, 18));
+    }
+    let mut chart = builder
+        .build_cartesian_2d(
+            Ticked {
+                lo: x0,
+                hi: x1,
+                bold: xb,
+                light: xl,
+            },
+            Ticked {
+                lo: y0,
+                hi: y1,
+                bold: yb,
+                light: yl,
+            },
+        )
+        .map_err(err)?;
+    let xf = |v: &f64| xs.label(*v);
+    let yf = |v: &f64| ys.label(*v);
+    chart
+        .configure_mesh()
+        .x_desc(panel.x.title.as_str())
+        .y_desc(panel.y.title.as_str())
+        .x_label_formatter(&xf)
+        .y_label_formatter(&yf)
+        .label_style((FONT, 15))
+        .axis_desc_style((FONT, 17))
+        .bold_line_style(RGBColor(205, 205, 205))
+        .light_line_style(RGBColor(238, 238, 238))
+        .axis_style(RGBColor(90, 90, 90))
+        .draw()
+        .map_err(err)?;
+    let px = |x: f64, y: f64| -> Option<(i32, i32)> {
+        Some(chart.backend_coord(&(xs.to_coord(x)?, ys.to_coord(y)?)))
+    };
+    // Reference lines first, so data sits on top.
+    let grey = RGBColor(120, 120, 120);
+    for r in &panel.refs {
+        let pts: Vec<(i32, i32)> = r.points.iter().filter_map(|&(x, y)| px(x, y)).collect();
+        for seg in dashes(&pts, 7.0, 5.0) {
+            root.draw(&PathElement::new(seg, grey.stroke_width(2)))
+                .map_err(err)?;
+        }
+        if let Some(&(lx, ly)) = pts.last() {
+            root.draw(&Text::new(
+                r.label.clone(),
+                (lx - 4, ly - 6),
+                (FONT, 14)
+                    .into_font()
+                    .color(&grey)
+                    .pos(Pos::new(HPos::Right, VPos::Bottom)),
+            ))
+            .map_err(err)?;
+        }
+    }
+    let n_series = panel
+        .series
+        .iter()
+        .filter(|s| s.points.iter().any(|p| p.lo.is_some()))
+        .count();
+    let mut k_bar: i32 = 0;
+    for s in &panel.series {
+        let c = rgb(s.mark.color);
+        // Dodged bars: series k of n sits (k − (n−1)/2)·4 px from the point.
+        let dx = if panel.dodge && s.points.iter().any(|p| p.lo.is_some()) {
+            let d = (2 * k_bar - (n_series as i32 - 1)) * 2;
+            k_bar += 1;
+            d
+        } else {
+            0
+        };
+        let pts: Vec<(i32, i32)> = s.points.iter().filter_map(|p| px(p.x, p.y)).collect();
+        match s.mark.line {
+            Line::Solid if pts.len() > 1 => {
+                root.draw(&PathElement::new(pts.clone(), c.stroke_width(2)))
+                    .map_err(err)?;
+            }
+            Line::Dashed if pts.len() > 1 => {
+                for seg in dashes(&pts, 9.0, 6.0) {
+                    root.draw(&PathElement::new(seg, c.stroke_width(2)))
+                        .map_err(err)?;
+                }
+            }
+            _ => {}
+        }
+        // Intervals: a vertical bar with caps.
+        let bar = c.mix(0.75).stroke_width(1);
+        for p in &s.points {
+            let (Some(lo), Some(hi)) = (p.lo, p.hi) else {
+                continue;
+            };
+            let (Some(a), Some(b)) = (px(p.x, lo), px(p.x, hi)) else {
+                continue;
+            };
+            if (a.1 - b.1).abs() < 2 {
+                continue;
+            }
+            let x = a.0 + dx;
+            root.draw(&PathElement::new(vec![(x, a.1), (x, b.1)], bar))
+                .map_err(err)?;
+            for y in [a.1, b.1] {
+                root.draw(&PathElement::new(vec![(x - 4, y), (x + 4, y)], bar))
+                    .map_err(err)?;
+            }
+        }
+        for &p in &pts {
+            draw_marker(root, p, s.mark)?;
+        }
+    }
+    Ok(())
+}
+
+/// A linear coordinate over chart coordinates with the axis's own tick positions (plotters'
+/// `WithKeyPoints` cannot take a label formatter).
+struct Ticked {
+    lo: f64,
+    hi: f64,
+    bold: Vec<f64>,
+    light: Vec<f64>,
+}
+
+impl Ranged for Ticked {
+    type FormatOption = DefaultFormatting;
+    type ValueType = f64;
+    fn map(&self, v: &f64, limit: (i32, i32)) -> i32 {
+        let t = (v - self.lo) / (self.hi - self.lo);
+        limit.0 + (f64::from(limit.1 - limit.0) * t).round() as i32
+    }
+    fn key_points<H: KeyPointHint>(&self, hint: H) -> Vec<f64> {
+        if hint.weight().allow_light_points() {
+            self.light.clone()
+        } else {
+            self.bold.clone()
+        }
+    }
+    fn range(&self) -> std::ops::Range<f64> {
+        self.lo..self.hi
+    }
+}
+
+/// Splits a pixel polyline into dashes of `on` pixels separated by `off` pixels.
+fn dashes(pts: &[(i32, i32)], on: f64, off: f64) -> Vec<Vec<(i32, i32)>> {
+    let mut out = Vec::new();
+    let mut cur: Vec<(i32, i32)> = Vec::new();
+    let mut drawing = true;
+    let mut left = on;
+    for w in pts.windows(2) {
+        let (a, b) = (
+            (w[0].0 as f64, w[0].1 as f64),
+            (w[1].0 as f64, w[1].1 as f64),
+        );
+        let len = ((b.0 - a.0).powi(2) + (b.1 - a.1).powi(2)).sqrt();
+        let mut t = 0.0;
+        while t < len {
+            let step = left.min(len - t);
+            let p0 = (a.0 + (b.0 - a.0) * t / len, a.1 + (b.1 - a.1) * t / len);
+            let t1 = t + step;
+            let p1 = (a.0 + (b.0 - a.0) * t1 / len, a.1 + (b.1 - a.1) * t1 / len);
+            if drawing {
+                if cur.is_empty() {
+                    cur.push((p0.0.round() as i32, p0.1.round() as i32));
+                }
+                cur.push((p1.0.round() as i32, p1.1.round() as i32));
+            }
+            left -= step;
+            t = t1;
+            if left <= 1e-9 {
+                if drawing && !cur.is_empty() {
+                    out.push(std::mem::take(&mut cur));
+                }
+                drawing = !drawing;
+                left = if drawing { on } else { off };
+            }
+        }
+    }
+    if cur.len() > 1 {
+        out.push(cur);
+    }
+    out
+}
+
+fn draw_marker<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    (x, y): (i32, i32),
+    m: Mark,
+) -> Res<()> {
+    let c = rgb(m.color);
+    // Hollow markers (predictions) are white inside with a coloured ring.
+    let style = if m.hollow {
+        c.stroke_width(2)
+    } else {
+        c.filled()
+    };
+    let poly = |pts: Vec<(i32, i32)>| -> Res<()> {
+        let abs: Vec<(i32, i32)> = pts.iter().map(|(dx, dy)| (x + dx, y + dy)).collect();
+        if m.hollow {
+            root.draw(&Polygon::new(abs.clone(), WHITE.filled()))
+                .map_err(err)?;
+            let mut ring = abs.clone();
+            ring.push(abs[0]);
+            root.draw(&PathElement::new(ring, style)).map_err(err)
+        } else {
+            root.draw(&Polygon::new(abs, style)).map_err(err)
+        }
+    };
+    match m.marker {
+        Marker::None => Ok(()),
+        Marker::Circle => {
+            if m.hollow {
+                root.draw(&Circle::new((x, y), 5, WHITE.filled()))
+                    .map_err(err)?;
+            }
+            root.draw(&Circle::new((x, y), 5, style)).map_err(err)
+        }
+        Marker::Square => poly(vec![(-4, -4), (4, -4), (4, 4), (-4, 4)]),
+        Marker::Triangle => poly(vec![(0, -6), (5, 4), (-5, 4)]),
+        Marker::TriangleDown => poly(vec![(0, 6), (5, -4), (-5, -4)]),
+        Marker::Diamond => poly(vec![(0, -6), (5, 0), (0, 6), (-5, 0)]),
+    }
+}
+
+/// Greedy word wrap to `width` pixels.
+fn wrap<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    text: &str,
+    font: &TextStyle,
+    width: u32,
+) -> Vec<String> {
+    let fits = |s: &str| {
+        area.estimate_text_size(s, font)
+            .map_or(true, |(w, _)| w <= width)
+    };
+    let mut lines = Vec::new();
+    let mut cur = String::new();
+    for word in text.split_whitespace() {
+        let cand = if cur.is_empty() {
+            word.to_string()
+        } else {
+            format!("{cur} {word}")
+        };
+        if fits(&cand) || cur.is_empty() {
+            cur = cand;
+        } else {
+            lines.push(std::mem::replace(&mut cur, word.to_string()));
+        }
+    }
+    if !cur.is_empty() {
+        lines.push(cur);
+    }
+    lines
+}
+
+fn draw_legend<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    legend: &DrawingArea<DB, Shift>,
+    fig: &Figure,
+) -> Res<()> {
+    let (ox, oy) = (
+        legend.get_base_pixel().0 + 8,
+        legend.get_base_pixel().1 + 16,
+    );
+    let (_, h) = root.dim_in_pixel();
+    let bottom = h as i32 - 10;
+    let text = (FONT, 15).into_font().color(&BLACK);
+    let head = (FONT, 16).into_font().color(&BLACK);
+    let note = (FONT, 13).into_font().color(&RGBColor(80, 80, 80));
+    let width = LEGEND_W - 36;
+    let mut y = oy;
+    for l in wrap(root, &fig.legend_title, &head, width) {
+        root.draw(&Text::new(l, (ox, y), head.clone()))
+            .map_err(err)?;
+        y += 20;
+    }
+    y += 6;
+    let note_lines: Vec<String> = fig
+        .notes
+        .iter()
+        .flat_map(|n| wrap(root, n, &note, width))
+        .collect();
+    let notes_h = note_lines.len() as i32 * 17 + 12;
+    let mut shown = 0;
+    for e in &fig.legend {
+        let lines = wrap(root, &e.label, &text, width - 44);
+        let need = lines.len() as i32 * 18 + 8;
+        if y + need > bottom - notes_h - 18 {
+            break;
+        }
+        let cy = y + 9;
+        let c = rgb(e.mark.color);
+        match e.mark.line {
+            Line::Solid => root
+                .draw(&PathElement::new(
+                    vec![(ox, cy), (ox + 34, cy)],
+                    c.stroke_width(2),
+                ))
+                .map_err(err)?,
+            Line::Dashed => {
+                for seg in dashes(&[(ox, cy), (ox + 34, cy)], 7.0, 4.0) {
+                    root.draw(&PathElement::new(seg, c.stroke_width(2)))
+                        .map_err(err)?;
+                }
+            }
+            Line::None => {}
+        }
+        draw_marker(root, (ox + 17, cy), e.mark)?;
+        for (i, l) in lines.iter().enumerate() {
+            root.draw(&Text::new(
+                l.clone(),
+                (ox + 44, y + 18 * i as i32),
+                text.clone(),
+            ))
+            .map_err(err)?;
+        }
+        y += need;
+        shown += 1;
+    }
+    if shown < fig.legend.len() {
+        root.draw(&Text::new(
+            format!("… {} more (see the tables)", fig.legend.len() - shown),
+            (ox, y),
+            note.clone(),
+        ))
+        .map_err(err)?;
+        y += 18;
+    }
+    let mut ny = y + 14;
+    for l in note_lines {
+        root.draw(&Text::new(l, (ox, ny), note.clone()))
+            .map_err(err)?;
+        ny += 17;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dashes_alternate_along_the_path() {
+        let d = dashes(&[(0, 0), (30, 0)], 7.0, 5.0);
+        // 0-7 on, 7-12 off, 12-19 on, 19-24 off, 24-30 on
+        assert_eq!(d.len(), 3);
+        assert_eq!(d[0], vec![(0, 0), (7, 0)]);
+        assert_eq!(d[1], vec![(12, 0), (19, 0)]);
+        assert_eq!(d[2], vec![(24, 0), (30, 0)]);
+        // a dash continues around a corner
+        let d = dashes(&[(0, 0), (4, 0), (4, 10)], 7.0, 5.0);
+        assert_eq!(d[0], vec![(0, 0), (4, 0), (4, 3)]);
+    }
+}

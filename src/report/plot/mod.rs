@@ -1,0 +1,517 @@
+//! Charts: a small figure model ([`Figure`]: panels of series with intervals, reference lines,
+//! a legend beside the plot so it never covers data) drawn by plotters as SVG and PNG with one
+//! embedded font, and one file per chart kind that turns an [`Analysis`] into figures.
+//!
+//! Colours and markers are shared by every chart of a report: each set-up (layout, topology,
+//! binding, placement, backend) has its own colour, and the marker repeats the topology,
+//! binding, placement and backend; see [`super::analyze::Palette`].
+
+pub mod axis;
+pub mod binding;
+pub mod busbw;
+mod draw;
+pub mod fit;
+pub mod latency;
+pub mod predict;
+pub mod scaling;
+pub mod topology;
+
+use super::analyze::{
+    style_key, Analysis, CollectiveView, Curve, Entry, Layout, RatioGroup, RatioKind, StyleKey,
+};
+use crate::error::Error;
+pub use axis::{Axis, Scale, Unit};
+use std::path::Path;
+use std::sync::OnceLock;
+
+/// DejaVu Sans (Bitstream Vera licence, assets/fonts/DejaVuSans-LICENSE.txt): PNG text needs a
+/// font and nodes often have none installed.
+const FONT: &[u8] = include_bytes!("../../../assets/fonts/DejaVuSans.ttf");
+
+/// Registers the embedded font once per process.
+pub fn ensure_font() -> Result<(), Error> {
+    static DONE: OnceLock<bool> = OnceLock::new();
+    let ok = *DONE.get_or_init(|| {
+        plotters::style::register_font("sans-serif", plotters::style::FontStyle::Normal, FONT)
+            .is_ok()
+    });
+    if ok {
+        Ok(())
+    } else {
+        Err(Error::Runtime(
+            "the embedded chart font could not be loaded (a build problem: assets/fonts/DejaVuSans.ttf)".into(),
+        ))
+    }
+}
+
+/// An RGB colour.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Rgb(pub u8, pub u8, pub u8);
+
+/// Colours distinct on white: Okabe–Ito's colour-blind-safe set first, then darker and
+/// lighter companions (a report with more set-ups than colours repeats them; markers still
+/// differ by topology and binding).
+const COLORS: [Rgb; 16] = [
+    Rgb(0, 114, 178),
+    Rgb(213, 94, 0),
+    Rgb(0, 158, 115),
+    Rgb(204, 121, 167),
+    Rgb(230, 159, 0),
+    Rgb(86, 180, 233),
+    Rgb(85, 85, 85),
+    Rgb(140, 86, 75),
+    Rgb(148, 103, 189),
+    Rgb(188, 189, 34),
+    Rgb(23, 190, 207),
+    Rgb(127, 39, 4),
+    Rgb(0, 68, 27),
+    Rgb(8, 48, 107),
+    Rgb(231, 41, 138),
+    Rgb(166, 118, 29),
+];
+
+pub fn color(i: usize) -> Rgb {
+    COLORS[i % COLORS.len()]
+}
+
+/// Marker shapes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Marker {
+    Circle,
+    Square,
+    Triangle,
+    Diamond,
+    TriangleDown,
+    None,
+}
+
+pub fn marker(i: usize) -> Marker {
+    [
+        Marker::Circle,
+        Marker::Square,
+        Marker::Triangle,
+        Marker::Diamond,
+        Marker::TriangleDown,
+    ][i % 5]
+}
+
+/// How points of a series are joined.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Line {
+    Solid,
+    Dashed,
+    None,
+}
+
+/// The look of a series (and its legend entry).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Mark {
+    pub color: Rgb,
+    pub marker: Marker,
+    pub line: Line,
+    /// Hollow markers mark predictions.
+    pub hollow: bool,
+}
+
+impl Mark {
+    pub fn solid(color: Rgb, marker: Marker) -> Mark {
+        Mark {
+            color,
+            marker,
+            line: Line::Solid,
+            hollow: false,
+        }
+    }
+}
+
+/// One point with an optional interval (in data units).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Pt {
+    pub x: f64,
+    pub y: f64,
+    pub lo: Option<f64>,
+    pub hi: Option<f64>,
+}
+
+impl Pt {
+    pub fn new(x: f64, y: f64) -> Pt {
+        Pt {
+            x,
+            y,
+            lo: None,
+            hi: None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Series {
+    pub mark: Mark,
+    pub points: Vec<Pt>,
+}
+
+/// A grey dashed reference line (ideal scaling, ratio 1), labelled at its right end.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RefLine {
+    pub points: Vec<(f64, f64)>,
+    pub label: String,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Panel {
+    /// Shown above the panel; empty for single-panel figures.
+    pub title: String,
+    pub x: Axis,
+    pub y: Axis,
+    pub series: Vec<Series>,
+    pub refs: Vec<RefLine>,
+    /// Shift each series' bars sideways a little, so overlapping intervals stay apart.
+    pub dodge: bool,
+}
+
+impl Panel {
+    /// Whether anything can be drawn on the panel's axes.
+    pub fn has_data(&self) -> bool {
+        self.series
+            .iter()
+            .flat_map(|s| &s.points)
+            .any(|p| self.x.scale.to_coord(p.x).is_some() && self.y.scale.to_coord(p.y).is_some())
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct LegendEntry {
+    pub mark: Mark,
+    pub label: String,
+}
+
+/// One chart, written as `charts/<stem>.svg` and `charts/<stem>.png`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Figure {
+    /// The chart kind (`busbw`, `latency`, `fit`, `predict`, `scaling`, `topology`, `binding`).
+    pub kind: &'static str,
+    pub workload: crate::params::Workload,
+    /// File name without extension: kind, workload, index (`busbw_allreduce_1`).
+    pub stem: String,
+    pub title: String,
+    /// What the chart shows and how to read it (under the chart in report.md/html).
+    pub caption: String,
+    pub panels: Vec<Panel>,
+    pub legend_title: String,
+    pub legend: Vec<LegendEntry>,
+    /// Short notes printed under the legend (what bars and lines mean).
+    pub notes: Vec<String>,
+}
+
+impl Figure {
+    pub fn size(&self) -> (u32, u32) {
+        let n = self.panels.len().max(1) as u32;
+        (draw::LEGEND_W + n * draw::PANEL_W, draw::HEIGHT)
+    }
+    pub fn to_svg(&self) -> Result<String, Error> {
+        ensure_font()?;
+        draw::svg(self).map_err(|e| Error::Runtime(format!("chart {}: {e}", self.stem)))
+    }
+    /// Writes the PNG to `path` (the caller makes the whole report appear atomically).
+    pub fn write_png(&self, path: &Path) -> Result<(), Error> {
+        ensure_font()?;
+        draw::png(self, path)
+            .map_err(|e| Error::Runtime(format!("{}: chart {}: {e}", path.display(), self.stem)))
+    }
+}
+
+/// Every chart of a report, in report order.
+pub fn figures(a: &Analysis) -> Vec<Figure> {
+    let mut v = Vec::new();
+    v.extend(busbw::figures(a));
+    v.extend(latency::figures(a));
+    v.extend(fit::figures(a));
+    v.extend(predict::figures(a));
+    v.extend(scaling::figures(a));
+    v.extend(topology::figures(a));
+    v.extend(binding::figures(a));
+    v.retain(|f| f.panels.iter().any(Panel::has_data));
+    v
+}
+
+/// Most series one chart holds before it is split: more lines than this cannot be told apart.
+pub const MAX_SERIES: usize = 8;
+
+/// The mark of a set-up: its own colour, a marker per topology/binding/placement/backend.
+pub fn setup_mark(a: &Analysis, layout: Layout, style: StyleKey) -> Mark {
+    let idx = a
+        .palette
+        .shapes
+        .binary_search(&(style, layout))
+        .unwrap_or(0);
+    Mark::solid(color(idx), marker(a.palette.style_index(style)))
+}
+
+/// Legend label of a set-up: the layout, then the set-up fields that vary in the report.
+pub fn setup_label(a: &Analysis, layout: Layout, style: StyleKey) -> String {
+    let rest = super::analyze::style_label(style, &a.varying);
+    if rest.is_empty() {
+        layout.label()
+    } else {
+        format!("{} {rest}", layout.label())
+    }
+}
+
+/// Title of a set-up legend.
+pub const SETUP_LEGEND: &str = "nodes × devices per node";
+
+/// A size curve's point: S against a quantity, with the interval from the samples.
+pub fn size_point(e: &Entry, quantity: Quantity) -> Option<Pt> {
+    let bytes = e.bytes()? as f64;
+    let t = e.time_s()?;
+    let sp = e.spread;
+    match quantity {
+        Quantity::Time => Some(Pt {
+            x: bytes,
+            y: t,
+            lo: sp.map(|s| s.p5_s),
+            hi: sp.map(|s| s.p95_s),
+        }),
+        Quantity::Busbw => {
+            let bw = e.case.busbw_gbps?;
+            let f = e.case.busbw_factor?;
+            let to_bw = |s: f64| (s > 0.0).then(|| bytes * f / s / 1e9);
+            Some(Pt {
+                x: bytes,
+                y: bw,
+                // the slower sample gives the lower bandwidth
+                lo: sp.and_then(|s| to_bw(s.p95_s)),
+                hi: sp.and_then(|s| to_bw(s.p5_s)),
+            })
+        }
+    }
+}
+
+/// What a size curve plots.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Quantity {
+    Time,
+    Busbw,
+}
+
+/// Splits items into charts of at most [`MAX_SERIES`]: items with equal `group` keys stay
+/// together (a group larger than the limit is cut), and whole groups share a chart while they
+/// fit, so related set-ups are compared on one chart.
+pub fn chunk<T, K: Ord + Clone>(items: Vec<T>, group: impl Fn(&T) -> K) -> Vec<Vec<T>> {
+    chunk_by(items, MAX_SERIES, group)
+}
+
+/// Most series of a ratio chart.
+pub const MAX_RATIO_SERIES: usize = 4;
+
+/// [`chunk`] with another limit.
+pub fn chunk_by<T, K: Ord + Clone>(
+    items: Vec<T>,
+    max: usize,
+    group: impl Fn(&T) -> K,
+) -> Vec<Vec<T>> {
+    let max = max.max(1);
+    if items.len() <= max {
+        return if items.is_empty() {
+            vec![]
+        } else {
+            vec![items]
+        };
+    }
+    let mut groups: std::collections::BTreeMap<K, Vec<T>> = std::collections::BTreeMap::new();
+    for it in items {
+        groups.entry(group(&it)).or_default().push(it);
+    }
+    let mut out: Vec<Vec<T>> = Vec::new();
+    let mut cur: Vec<T> = Vec::new();
+    for (_, mut g) in groups {
+        while g.len() > max {
+            let rest = g.split_off(max);
+            out.push(std::mem::replace(&mut g, rest));
+        }
+        if cur.len() + g.len() > max {
+            out.push(std::mem::take(&mut cur));
+        }
+        cur.extend(g);
+    }
+    if !cur.is_empty() {
+        out.push(cur);
+    }
+    out
+}
+
+/// The size curves of one chart: a charted collective variant, at most [`MAX_SERIES`] set-ups.
+pub struct CurveSet<'v> {
+    pub view: &'v CollectiveView,
+    /// Stem suffix: variant number within the workload, and part when split.
+    pub suffix: String,
+    pub curves: Vec<&'v Curve>,
+}
+
+/// Every charted collective variant, split into charts of at most [`MAX_SERIES`] curves
+/// (curves of one topology/binding/placement stay together).
+pub fn curve_sets<'v>(a: &'v Analysis) -> Vec<CurveSet<'v>> {
+    let mut out = Vec::new();
+    let mut n_by_wl: std::collections::BTreeMap<crate::params::Workload, usize> =
+        Default::default();
+    for v in a.collectives.iter().filter(|v| v.charted) {
+        let n = n_by_wl.entry(v.workload).or_default();
+        *n += 1;
+        let parts = chunk(v.curves.iter().collect(), |c: &&Curve| {
+            a.palette.style_index(style_key(&c.shape))
+        });
+        let many = parts.len() > 1;
+        for (k, curves) in parts.into_iter().enumerate() {
+            out.push(CurveSet {
+                view: v,
+                suffix: if many {
+                    format!("{n}_{}", k + 1)
+                } else {
+                    n.to_string()
+                },
+                curves,
+            });
+        }
+    }
+    out
+}
+
+/// Ratio charts (pure vs hybrid, binding): one per workload and variant, a series per
+/// comparison, y = time ratio against size with the line of equality.
+pub fn ratio_figures(a: &Analysis, kind: RatioKind, text: &RatioText) -> Vec<Figure> {
+    let mut by_wl: std::collections::BTreeMap<crate::params::Workload, Vec<&RatioGroup>> =
+        Default::default();
+    for g in a
+        .ratios
+        .iter()
+        .filter(|g| g.kind == kind && g.charted && g.rows.iter().any(|r| r.bytes.is_some()))
+    {
+        by_wl.entry(g.workload).or_default().push(g);
+    }
+    let mut out = Vec::new();
+    for (wl, groups) in by_wl {
+        // Ratios of neighbouring set-ups lie close together: fewer lines per chart.
+        let parts = chunk_by(groups, MAX_RATIO_SERIES, |g| a.palette.style_index(g.style));
+        let many = parts.len() > 1;
+        for (k, part) in parts.into_iter().enumerate() {
+            let mut series = Vec::new();
+            let mut legend = Vec::new();
+            let mut variant = String::new();
+            let (mut x0, mut x1) = (f64::INFINITY, 0.0_f64);
+            for g in part {
+                let mark = setup_mark(a, g.layout, g.style);
+                let pts: Vec<Pt> = g
+                    .rows
+                    .iter()
+                    .filter_map(|r| {
+                        Some(Pt {
+                            x: r.bytes? as f64,
+                            y: r.ratio,
+                            lo: r.interval.map(|i| i.0),
+                            hi: r.interval.map(|i| i.1),
+                        })
+                    })
+                    .filter(|p| p.y.is_finite() && p.y > 0.0)
+                    .collect();
+                if pts.is_empty() {
+                    continue;
+                }
+                for p in &pts {
+                    x0 = x0.min(p.x);
+                    x1 = x1.max(p.x);
+                }
+                let mut keys = a.varying.clone();
+                keys.remove(match kind {
+                    RatioKind::Topology => "topology",
+                    RatioKind::Binding => "binding",
+                });
+                let rest = super::analyze::style_label(g.style, &keys);
+                legend.push(LegendEntry {
+                    mark,
+                    label: format!(
+                        "{} / {} at {}{}{rest}",
+                        g.num_label,
+                        g.den_label,
+                        g.layout.label(),
+                        if rest.is_empty() { "" } else { " " }
+                    ),
+                });
+                variant = g.variant.clone();
+                series.push(Series { mark, points: pts });
+            }
+            if series.is_empty() {
+                continue;
+            }
+            let part_s = if many {
+                format!("_{}", k + 1)
+            } else {
+                String::new()
+            };
+            out.push(Figure {
+                kind: text.stem,
+                workload: wl,
+                stem: format!("{}_{wl}{part_s}", text.stem),
+                title: format!("{wl}: {} — {variant}", text.title),
+                caption: text.caption.to_string(),
+                panels: vec![Panel {
+                    title: String::new(),
+                    x: Axis::new("size S (log2 scale)", Scale::Log2Bytes),
+                    y: Axis::new(text.y_title, Scale::Log2Ratio),
+                    series,
+                    refs: vec![RefLine {
+                        points: vec![(x0, 1.0), (x1, 1.0)],
+                        label: "equal".into(),
+                    }],
+                    dodge: true,
+                }],
+                legend_title: format!("{SETUP_LEGEND}, compared"),
+                legend,
+                notes: text.notes.iter().map(|s| s.to_string()).collect(),
+            });
+        }
+    }
+    out
+}
+
+/// The words of a ratio chart.
+pub struct RatioText {
+    pub stem: &'static str,
+    pub title: &'static str,
+    pub y_title: &'static str,
+    pub caption: &'static str,
+    pub notes: &'static [&'static str],
+}
+
+/// A file-name-safe slug.
+pub fn slug(s: &str) -> String {
+    let mut out = String::new();
+    for c in s.chars() {
+        if c.is_ascii_alphanumeric() {
+            out.push(c.to_ascii_lowercase());
+        } else if !out.ends_with('-') && !out.is_empty() {
+            out.push('-');
+        }
+    }
+    out.trim_end_matches('-').to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chunks_respect_the_series_limit() {
+        let v: Vec<u32> = (0..20).collect();
+        let c = chunk(v, |x| x % 2);
+        assert!(c.iter().all(|g| g.len() <= MAX_SERIES));
+        assert_eq!(c.iter().map(Vec::len).sum::<usize>(), 20);
+        assert!(c[0].iter().all(|x| x % 2 == 0));
+        // groups of 4 pack two to a chart
+        let c = chunk((0..16u32).collect(), |x| x / 4);
+        assert_eq!(c.len(), 2);
+        assert_eq!(c[0], (0..8).collect::<Vec<_>>());
+        assert_eq!(chunk(vec![1, 2], |x| *x).len(), 1);
+        assert!(chunk(Vec::<u8>::new(), |x| *x).is_empty());
+        assert_eq!(slug("Pure bind=none 1×4"), "pure-bind-none-1-4");
+    }
+}

@@ -1,0 +1,200 @@
+//! Chart kind: a collective across device counts with its fitted cost form: measured time
+//! against devices at a few sizes (solid), the model (dashed) extended to 4× the largest measured
+//! scale, and the predictions at 2× and 4× as hollow markers.
+
+use super::{color, Axis, Figure, LegendEntry, Line, Mark, Marker, Panel, Pt, Scale, Series, Unit};
+use crate::report::analyze::{Analysis, CollScale};
+use crate::units::format_bytes;
+
+/// Sizes shown per chart.
+const SIZES: usize = 4;
+
+/// Up to [`SIZES`] sizes measured at the largest scale and at least one smaller one, spread
+/// over the range.
+fn pick_sizes(cs: &CollScale) -> Vec<usize> {
+    let last = cs.layouts.len() - 1;
+    let ok: Vec<usize> = (0..cs.sizes.len())
+        .filter(|&k| {
+            let row = &cs.sizes[k].1;
+            row[last].is_some() && row[..last].iter().flatten().count() >= 1
+        })
+        .collect();
+    if ok.len() <= SIZES {
+        return ok;
+    }
+    let mut pick: Vec<usize> = (0..SIZES)
+        .map(|j| ok[j * (ok.len() - 1) / (SIZES - 1)])
+        .collect();
+    pick.dedup();
+    pick
+}
+
+pub fn figures(a: &Analysis) -> Vec<Figure> {
+    let mut out = Vec::new();
+    let mut n_by_wl: std::collections::BTreeMap<String, usize> = Default::default();
+    for cs in a.coll_scaling.iter().filter(|c| c.charted) {
+        let Ok(m) = &cs.model else {
+            continue;
+        };
+        let best = m.best_fit();
+        let pmax = *m.devices.last().expect("measured device counts");
+        let mut series = Vec::new();
+        let mut legend = Vec::new();
+        for (k, &si) in pick_sizes(cs).iter().enumerate() {
+            let (req, row) = &cs.sizes[si];
+            let mark = Mark::solid(color(k), Marker::Circle);
+            let mut measured = Vec::new();
+            let mut bytes = None;
+            for (li, e) in row.iter().enumerate() {
+                let Some(e) = e.map(|i| &a.entries[i]) else {
+                    continue;
+                };
+                let p = cs.layouts[li].devices();
+                if p < 2 {
+                    continue;
+                }
+                if let (Some(t), Some(b)) = (e.time_s(), e.bytes()) {
+                    measured.push(Pt {
+                        x: f64::from(p),
+                        y: t,
+                        lo: e.spread.map(|s| s.p5_s),
+                        hi: e.spread.map(|s| s.p95_s),
+                    });
+                    bytes = Some(b as f64);
+                }
+            }
+            let Some(b) = bytes else {
+                continue;
+            };
+            let pmin = m.devices[0];
+            let mut ps: Vec<u32> = m.devices.clone();
+            ps.extend(m.predict_devices);
+            ps.push(pmin);
+            // a smooth curve: 24 steps per doubling between the smallest and 4× the largest
+            let (l0, l1) = (
+                f64::from(pmin).log2(),
+                f64::from(m.predict_devices[1]).log2(),
+            );
+            let steps = ((l1 - l0) * 24.0).ceil().max(1.0) as u32;
+            let curve: Vec<Pt> = (0..=steps)
+                .map(|j| {
+                    let p = 2f64.powf(l0 + (l1 - l0) * f64::from(j) / f64::from(steps));
+                    let (u, v) = best.form.coefficients(p, b);
+                    Pt::new(p, best.fit.predict(u, v))
+                })
+                .collect();
+            let predicted: Vec<Pt> = m
+                .predict_devices
+                .iter()
+                .map(|&p| Pt::new(f64::from(p), best.predict_s(p, b)))
+                .collect();
+            legend.push(LegendEntry {
+                mark,
+                label: format!("S = {}", format_bytes(*req)),
+            });
+            series.push(Series {
+                mark,
+                points: measured,
+            });
+            series.push(Series {
+                mark: Mark {
+                    color: mark.color,
+                    marker: Marker::None,
+                    line: Line::Dashed,
+                    hollow: false,
+                },
+                points: curve,
+            });
+            series.push(Series {
+                mark: Mark {
+                    color: mark.color,
+                    marker: Marker::Circle,
+                    line: Line::None,
+                    hollow: true,
+                },
+                points: predicted,
+            });
+        }
+        if series.is_empty() {
+            continue;
+        }
+        let grey = super::Rgb(90, 90, 90);
+        legend.push(LegendEntry {
+            mark: Mark {
+                color: grey,
+                marker: Marker::None,
+                line: Line::Dashed,
+                hollow: false,
+            },
+            label: format!("model: {} form, {}", best.form.name, best.form.formula),
+        });
+        legend.push(LegendEntry {
+            mark: Mark {
+                color: grey,
+                marker: Marker::Circle,
+                line: Line::None,
+                hollow: true,
+            },
+            label: format!(
+                "PREDICTION at {} and {} devices (not measured)",
+                m.predict_devices[0], m.predict_devices[1]
+            ),
+        });
+        let held = match &best.holdout {
+            Ok(h) => format!(
+                "held-out check: fitted on p = {}, predicted p = {}: median |error| {:.1} %, max {:.1} %",
+                h.fit_devices
+                    .iter()
+                    .map(u32::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                h.test_devices,
+                h.median_abs_rel_err * 100.0,
+                h.max_abs_rel_err * 100.0
+            ),
+            Err(e) => format!("no held-out check: {e}"),
+        };
+        let mut notes = vec![held.clone()];
+        if best
+            .holdout
+            .as_ref()
+            .is_ok_and(|h| h.median_abs_rel_err > crate::report::model::UNRELIABLE_HOLDOUT)
+        {
+            notes.push(format!(
+                "UNRELIABLE: the form missed the held-out scale by more than {:.0} %",
+                crate::report::model::UNRELIABLE_HOLDOUT * 100.0
+            ));
+        }
+        notes.push(format!("largest measured scale: {pmax} devices"));
+        let wl = cs.workload.to_string();
+        let n = n_by_wl.entry(wl.clone()).or_default();
+        *n += 1;
+        out.push(Figure {
+            kind: "predict",
+            workload: cs.workload,
+            stem: format!("predict_{wl}_{n}"),
+            title: format!(
+                "{wl}: time vs devices with the {} model — {} ({})",
+                best.form.name,
+                cs.label,
+                cs.family.label()
+            ),
+            caption: format!(
+                "{wl} time per operation against devices p at up to {SIZES} sizes (solid: measured, bars p5–p95 of the samples), the {} cost form fitted on every measured scale (dashed) and its predictions at {} and {} devices (hollow markers: PREDICTIONS, not measurements). {held}.",
+                best.form.name, m.predict_devices[0], m.predict_devices[1]
+            ),
+            panels: vec![Panel {
+                title: String::new(),
+                x: Axis::new("devices p (log2 scale)", Scale::Log2Count),
+                y: Axis::new("time per operation (log scale)", Scale::Log10(Unit::Seconds)),
+                series,
+                refs: vec![],
+                dodge: false,
+            }],
+            legend_title: "size S".to_string(),
+            legend,
+            notes,
+        });
+    }
+    out
+}

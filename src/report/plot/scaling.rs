@@ -1,0 +1,161 @@
+//! Chart kind: GEMM scaling: speedup (left) and efficiency (right) against devices, one series
+//! per set-up and shape, with the ideal lines. Strong and weak scaling get separate charts.
+
+use super::{
+    chunk, color, marker, Axis, Figure, LegendEntry, Mark, Panel, Pt, RefLine, Scale, Series, Unit,
+};
+use crate::params::Workload;
+use crate::report::analyze::{style_key, Analysis, ScaleSeries};
+use crate::report::derive::ScalingKind;
+
+pub fn figures(a: &Analysis) -> Vec<Figure> {
+    let mut groups: std::collections::BTreeMap<(Workload, bool), Vec<&ScaleSeries>> =
+        Default::default();
+    for s in a.scaling.iter().filter(|s| s.charted) {
+        groups
+            .entry((s.workload, s.kind == ScalingKind::Strong))
+            .or_default()
+            .push(s);
+    }
+    let mut out = Vec::new();
+    for ((wl, strong), list) in groups {
+        let kind = if strong { "strong" } else { "weak" };
+        let parts = chunk(list, |s| s.family);
+        let many = parts.len() > 1;
+        for (k, part) in parts.into_iter().enumerate() {
+            let mut sp = Vec::new();
+            let mut ef = Vec::new();
+            let mut legend = Vec::new();
+            let mut ideal_from: std::collections::BTreeMap<u32, u32> = Default::default();
+            let (mut pmin, mut pmax) = (u32::MAX, 0);
+            for (j, s) in part.iter().enumerate() {
+                let base = &a.entries[s.points[0]];
+                let p0 = base.layout().devices();
+                let t0 = base.time_s().unwrap_or(f64::NAN);
+                let mark = Mark::solid(
+                    color(j),
+                    marker(a.palette.style_index(style_key(&base.shape()))),
+                );
+                let mut spts = Vec::new();
+                let mut epts = Vec::new();
+                for (&i, sc) in s.points.iter().zip(&s.scaled) {
+                    let e = &a.entries[i];
+                    let p = e.layout().devices();
+                    pmin = pmin.min(p);
+                    pmax = pmax.max(p);
+                    let x = f64::from(p);
+                    // interval of this point's samples; the baseline taken as exact
+                    let (lo, hi) = e.spread.map_or((None, None), |sp| {
+                        let t = e.time_s().unwrap_or(f64::NAN);
+                        (Some(t / sp.p95_s), Some(t / sp.p5_s))
+                    });
+                    spts.push(Pt {
+                        x,
+                        y: sc.speedup,
+                        lo: lo.map(|r| sc.speedup * r),
+                        hi: hi.map(|r| sc.speedup * r),
+                    });
+                    epts.push(Pt {
+                        x,
+                        y: sc.efficiency,
+                        lo: lo.map(|r| sc.efficiency * r),
+                        hi: hi.map(|r| sc.efficiency * r),
+                    });
+                }
+                let last = s.points.last().map(|&i| a.entries[i].layout().devices());
+                let e = ideal_from.entry(p0).or_insert(p0);
+                *e = (*e).max(last.unwrap_or(p0));
+                legend.push(LegendEntry {
+                    mark,
+                    label: format!(
+                        "{} ({}; baseline {}: {})",
+                        s.label,
+                        s.family.label(),
+                        base.layout().label(),
+                        crate::units::format_seconds(t0)
+                    ),
+                });
+                sp.push(Series { mark, points: spts });
+                ef.push(Series { mark, points: epts });
+            }
+            if sp.is_empty() {
+                continue;
+            }
+            let refs_sp: Vec<RefLine> = ideal_from
+                .iter()
+                .map(|(&p0, &p1)| RefLine {
+                    points: vec![
+                        (f64::from(p0), 1.0),
+                        (f64::from(p1), f64::from(p1) / f64::from(p0)),
+                    ],
+                    label: if ideal_from.len() > 1 {
+                        format!("ideal from {p0}")
+                    } else {
+                        "ideal".to_string()
+                    },
+                })
+                .collect();
+            let refs_ef = vec![RefLine {
+                points: vec![(f64::from(pmin), 1.0), (f64::from(pmax), 1.0)],
+                label: "ideal".to_string(),
+            }];
+            let (sp_title, ef_title, notes) = if strong {
+                (
+                    "speedup T0 / T(p) (log2 scale)",
+                    "efficiency p0·T0 / (p·T(p))",
+                    vec![
+                        "strong scaling: fixed total problem".to_string(),
+                        "baseline (p0, T0): smallest device count of the series".to_string(),
+                        "bars: the point's p5–p95 samples (baseline exact)".to_string(),
+                    ],
+                )
+            } else {
+                (
+                    "scaled speedup (p/p0)·E (log2 scale)",
+                    "efficiency T0 / T(p)",
+                    vec![
+                        "weak scaling: fixed problem per device".to_string(),
+                        "baseline (p0, T0): smallest device count of the series".to_string(),
+                        "bars: the point's p5–p95 samples (baseline exact)".to_string(),
+                    ],
+                )
+            };
+            let part_s = if many {
+                format!("_{}", k + 1)
+            } else {
+                String::new()
+            };
+            out.push(Figure {
+                kind: "scaling",
+                workload: wl,
+                stem: format!("scaling_{wl}_{kind}{part_s}"),
+                title: format!("{wl}: {kind} scaling, speedup and efficiency vs devices"),
+                caption: format!(
+                    "{kind} scaling of {wl}: speedup (left, log2 axes; grey dashed: ideal) and efficiency (right; ideal 1) against the total devices p. Each series names its baseline point."
+                ),
+                panels: vec![
+                    Panel {
+                        title: "speedup".to_string(),
+                        x: Axis::new("devices p (log2 scale)", Scale::Log2Count),
+                        y: Axis::new(sp_title, Scale::Log2Count),
+                        series: sp,
+                        refs: refs_sp,
+                        dodge: true,
+                    },
+                    Panel {
+                        title: "efficiency".to_string(),
+                        x: Axis::new("devices p (log2 scale)", Scale::Log2Count),
+                        y: Axis::new(ef_title, Scale::Linear(Unit::Plain)),
+                        series: ef,
+                        refs: refs_ef,
+                        dodge: true,
+                    },
+                ],
+                legend_title: "series (baseline)".to_string(),
+                legend,
+                notes,
+            });
+        }
+    }
+    out
+}

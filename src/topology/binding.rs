@@ -1,0 +1,313 @@
+//! Binding policies: which CPUs each device's thread runs on, computed from a [`Machine`].
+//!
+//! Pure functions. Launchers start ranks with their own binding off (`mpirun --bind-to none`,
+//! `srun --cpu-bind=none`) and every rank binds itself (or its hybrid workers) to the CPUs
+//! computed here, then reads back what is in force. That way reserved cores, emulated nodes
+//! and GPU locality work the same under every launcher.
+//!
+//! - `none`: no binding.
+//! - `core`: the node's usable cores split into equal contiguous blocks, one per device.
+//! - `numa` / `socket`: devices spread over NUMA nodes / packages in blocks; each device may
+//!   run on every usable core of its domain.
+//! - `gpu`: the usable cores nearest the device's GPU (PCI locality); without GPUs it falls
+//!   back to `core` and says so.
+//!
+//! Usable cores: all cores minus reserved ones; with emulated nodes, each emulated node gets an
+//! equal contiguous share of the host's usable cores.
+
+use super::machine::{Core, Machine};
+use crate::params::Binding;
+
+/// Cores kept free of benchmark threads (e.g. for the OS, as some sites do).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum Reserved {
+    #[default]
+    Nothing,
+    /// PU OS indexes (a cpulist); a core is unusable when any of its PUs is listed.
+    Pus(Vec<u32>),
+    /// The first core of every NUMA node.
+    FirstPerNuma,
+}
+
+impl Reserved {
+    /// Parses `""` (nothing), `first_per_numa`, or a cpulist such as `0,8` or `0-1`.
+    pub fn parse(text: &str) -> Result<Reserved, String> {
+        let t = text.trim();
+        if t.is_empty() || t == "none" {
+            return Ok(Reserved::Nothing);
+        }
+        if t == "first_per_numa" {
+            return Ok(Reserved::FirstPerNuma);
+        }
+        super::affinity::parse_cpulist(t)
+            .map(Reserved::Pus)
+            .ok_or_else(|| format!("'{t}' is not a CPU list: write CPU numbers and ranges such as 0,8-9, or first_per_numa, or leave it empty"))
+    }
+}
+
+/// What one device of a node should be bound to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BindRequest {
+    pub policy: Binding,
+    /// Devices on this node (ranks per node in pure mode, workers in hybrid mode).
+    pub devices_on_node: u32,
+    /// This device's node-local number (its GPU id).
+    pub device: u32,
+    /// With emulated nodes: (this node's index among the host's emulated nodes, how many).
+    pub host_share: (u32, u32),
+    pub reserved: Reserved,
+}
+
+/// The CPUs to bind to and what was actually applied.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BindDecision {
+    /// PU OS indexes; `None` = leave the thread unbound.
+    pub cpus: Option<Vec<u32>>,
+    /// The policy applied (differs from the request after a fallback).
+    pub applied: Binding,
+    /// Why the result differs from the request, if it does.
+    pub note: Option<String>,
+}
+
+fn usable_cores<'a>(m: &'a Machine, reserved: &Reserved) -> Vec<&'a Core> {
+    let mut first_seen = std::collections::HashSet::new();
+    m.cores
+        .iter()
+        .filter(|c| match reserved {
+            Reserved::Nothing => true,
+            Reserved::Pus(list) => !c.pus.iter().any(|p| list.contains(p)),
+            Reserved::FirstPerNuma => !first_seen.insert(c.numa),
+        })
+        .collect()
+}
+
+fn pus_of(cores: &[&Core]) -> Vec<u32> {
+    let mut v: Vec<u32> = cores.iter().flat_map(|c| c.pus.iter().copied()).collect();
+    v.sort_unstable();
+    v
+}
+
+/// Splits `items` into `parts` contiguous blocks and returns block `i` (never empty when
+/// `items` is not: with more parts than items, consecutive parts share an item).
+fn block<T: Clone>(items: &[T], parts: u32, i: u32) -> Vec<T> {
+    let (n, parts, i) = (
+        items.len(),
+        parts.max(1) as usize,
+        i as usize % parts.max(1) as usize,
+    );
+    if n == 0 {
+        return Vec::new();
+    }
+    if parts > n {
+        return vec![items[i * n / parts].clone()];
+    }
+    items[n * i / parts..n * (i + 1) / parts].to_vec()
+}
+
+/// Groups cores by a key (NUMA node or package), keeping first-seen order.
+fn domains<'a>(cores: &[&'a Core], key: impl Fn(&Core) -> u32) -> Vec<Vec<&'a Core>> {
+    let mut out: Vec<(u32, Vec<&Core>)> = Vec::new();
+    for c in cores {
+        let k = key(c);
+        match out.iter_mut().find(|(d, _)| *d == k) {
+            Some((_, v)) => v.push(c),
+            None => out.push((k, vec![c])),
+        }
+    }
+    out.into_iter().map(|(_, v)| v).collect()
+}
+
+/// Computes the binding of one device. Errors are input errors (nothing usable).
+pub fn decide(m: &Machine, req: &BindRequest) -> Result<BindDecision, String> {
+    if req.policy == Binding::None {
+        return Ok(BindDecision {
+            cpus: None,
+            applied: Binding::None,
+            note: None,
+        });
+    }
+    let usable = usable_cores(m, &req.reserved);
+    if usable.is_empty() {
+        return Err(format!(
+            "reserved_cores leaves no usable core on {} ({} cores): reserve fewer cores",
+            m.host,
+            m.cores.len()
+        ));
+    }
+    let (share, shares) = req.host_share;
+    let mine: Vec<&Core> = block(&usable, shares, share);
+    let d = req.devices_on_node.max(1);
+    let i = req.device % d;
+    let shared_note = |what: &str, n: usize| {
+        (d as usize > n).then(|| {
+            format!("{d} devices share {n} {what}: binding cannot give each device its own")
+        })
+    };
+    let (cores, applied, note) = match req.policy {
+        Binding::None => unreachable!(),
+        Binding::Core => (
+            block(&mine, d, i),
+            Binding::Core,
+            shared_note("cores", mine.len()),
+        ),
+        Binding::Numa | Binding::Socket => {
+            let doms = if req.policy == Binding::Numa {
+                domains(&mine, |c| c.numa)
+            } else {
+                domains(&mine, |c| c.package)
+            };
+            let picked: Vec<Vec<&Core>> = block(&doms, d, i);
+            (picked.into_iter().flatten().collect(), req.policy, None)
+        }
+        Binding::Gpu => {
+            if m.gpus.is_empty() {
+                let note = Some(format!(
+                    "no GPUs found on {}: binding gpu fell back to core",
+                    m.host
+                ));
+                (block(&mine, d, i), Binding::Core, note)
+            } else {
+                let gpu = &m.gpus[i as usize % m.gpus.len()];
+                let near: Vec<&Core> = mine
+                    .iter()
+                    .copied()
+                    .filter(|c| c.pus.iter().any(|p| gpu.local_pus.contains(p)))
+                    .collect();
+                if near.is_empty() {
+                    let note = Some(format!(
+                        "GPU {} has no usable cores nearby on {}: binding gpu fell back to core",
+                        gpu.bus_id, m.host
+                    ));
+                    (block(&mine, d, i), Binding::Core, note)
+                } else {
+                    // Devices sharing a GPU's locality split its cores between them.
+                    let sharing = (0..d)
+                        .filter(|j| (*j as usize) % m.gpus.len() == i as usize % m.gpus.len())
+                        .count() as u32;
+                    let nth = (0..i)
+                        .filter(|j| (*j as usize) % m.gpus.len() == i as usize % m.gpus.len())
+                        .count() as u32;
+                    (block(&near, sharing, nth), Binding::Gpu, None)
+                }
+            }
+        }
+    };
+    Ok(BindDecision {
+        cpus: Some(pus_of(&cores)),
+        applied,
+        note,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::topology::machine::PciDevice;
+
+    fn req(policy: Binding, d: u32, i: u32) -> BindRequest {
+        BindRequest {
+            policy,
+            devices_on_node: d,
+            device: i,
+            host_share: (0, 1),
+            reserved: Reserved::Nothing,
+        }
+    }
+
+    fn cpus(m: &Machine, r: &BindRequest) -> Vec<u32> {
+        decide(m, r).unwrap().cpus.unwrap()
+    }
+
+    #[test]
+    fn core_blocks_are_disjoint_and_cover() {
+        // 2 sockets × 2 NUMA × 4 cores, SMT 2 → 16 cores, 32 PUs
+        let m = Machine::synthetic("h", 2, 2, 4, 2);
+        let all: Vec<Vec<u32>> = (0..4)
+            .map(|i| cpus(&m, &req(Binding::Core, 4, i)))
+            .collect();
+        assert_eq!(all[0], (0..8).collect::<Vec<_>>());
+        assert_eq!(all[3], (24..32).collect::<Vec<_>>());
+        let mut union: Vec<u32> = all.concat();
+        union.sort_unstable();
+        assert_eq!(union, m.pus());
+    }
+
+    #[test]
+    fn numa_and_socket_domains() {
+        let m = Machine::synthetic("h", 2, 2, 4, 1);
+        // 4 devices over 4 NUMA nodes: one each
+        assert_eq!(cpus(&m, &req(Binding::Numa, 4, 2)), vec![8, 9, 10, 11]);
+        // 8 devices over 4 NUMA nodes: two per node, both on the whole node
+        assert_eq!(cpus(&m, &req(Binding::Numa, 8, 3)), vec![4, 5, 6, 7]);
+        // 2 devices over 2 sockets
+        assert_eq!(
+            cpus(&m, &req(Binding::Socket, 2, 1)),
+            (8..16).collect::<Vec<_>>()
+        );
+        // 1 device: every domain
+        assert_eq!(
+            cpus(&m, &req(Binding::Socket, 1, 0)),
+            (0..16).collect::<Vec<_>>()
+        );
+    }
+
+    #[test]
+    fn reserved_cores_are_skipped() {
+        let m = Machine::synthetic("h", 1, 2, 4, 1);
+        let mut r = req(Binding::Core, 2, 0);
+        r.reserved = Reserved::FirstPerNuma;
+        // usable: 1,2,3,5,6,7 → device 0 gets 1,2,3
+        assert_eq!(cpus(&m, &r), vec![1, 2, 3]);
+        r.reserved = Reserved::parse("0-1").unwrap();
+        r.device = 1;
+        assert_eq!(cpus(&m, &r), vec![5, 6, 7]);
+        r.reserved = Reserved::parse("0-7").unwrap();
+        assert!(decide(&m, &r).unwrap_err().contains("no usable core"));
+        assert!(Reserved::parse("x").is_err());
+    }
+
+    #[test]
+    fn emulated_nodes_split_the_host() {
+        let m = Machine::synthetic("h", 1, 1, 8, 1);
+        let mut r = req(Binding::Core, 2, 1);
+        r.host_share = (1, 2);
+        // node 1 of 2 owns cores 4..8; its device 1 gets 6,7
+        assert_eq!(cpus(&m, &r), vec![6, 7]);
+    }
+
+    #[test]
+    fn gpu_locality_and_fallback() {
+        let mut m = Machine::synthetic("h", 2, 1, 4, 1);
+        let d = decide(&m, &req(Binding::Gpu, 2, 1)).unwrap();
+        assert_eq!(d.applied, Binding::Core);
+        assert!(d.note.unwrap().contains("fell back to core"));
+        let gpu = |bus: &str, pus: Vec<u32>| PciDevice {
+            bus_id: bus.into(),
+            vendor_id: 0x10de,
+            device_id: 1,
+            name: "cuda".into(),
+            local_pus: pus,
+        };
+        m.gpus = vec![
+            gpu("0000:01:00.0", (0..4).collect()),
+            gpu("0000:81:00.0", (4..8).collect()),
+        ];
+        let d = decide(&m, &req(Binding::Gpu, 2, 1)).unwrap();
+        assert_eq!(
+            (d.cpus.unwrap(), d.applied),
+            (vec![4, 5, 6, 7], Binding::Gpu)
+        );
+        // 4 devices on 2 GPUs: devices 0 and 2 share GPU 0's cores
+        assert_eq!(cpus(&m, &req(Binding::Gpu, 4, 0)), vec![0, 1]);
+        assert_eq!(cpus(&m, &req(Binding::Gpu, 4, 2)), vec![2, 3]);
+    }
+
+    #[test]
+    fn more_devices_than_cores_share_and_say_so() {
+        let m = Machine::synthetic("h", 1, 1, 2, 1);
+        let d = decide(&m, &req(Binding::Core, 4, 3)).unwrap();
+        assert_eq!(d.cpus.unwrap(), vec![1]);
+        assert!(d.note.unwrap().contains("share 2 cores"));
+        assert_eq!(decide(&m, &req(Binding::None, 4, 3)).unwrap().cpus, None);
+    }
+}

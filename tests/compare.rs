@@ -1,0 +1,640 @@
+//! `scalebench compare` end to end: synthetic runs with known truth through the real binary,
+//! the false-alarm rate of the tester over 1,000 null comparisons, a real slowdown caught
+//! under real mpirun, and bad input refused with exit 2.
+
+mod common;
+
+use common::compare_fixtures::{golden, simple, synthetic, timing_noise, write, Rng};
+use common::{bin, mpirun, mpirun_with, tmpdir, Ran};
+use scalebench::compare::stats::Correction;
+use scalebench::compare::{compare, FailOn, Settings, Verdict};
+use serde_json::Value;
+use std::path::Path;
+use std::process::Command;
+
+/// `scalebench compare ARGS` (no MPI involved).
+fn run_compare(args: &[&str]) -> Ran {
+    let o = Command::new(bin())
+        .arg("compare")
+        .args(args)
+        .output()
+        .expect("start scalebench");
+    Ran {
+        code: o.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
+    }
+}
+
+fn p(path: &Path) -> &str {
+    path.to_str().unwrap()
+}
+
+/// The JSON report of comparing two files.
+fn json_report(base: &Path, cand: &Path, extra: &[&str]) -> (i32, Value) {
+    let mut args = vec![p(base), p(cand), "--format", "json"];
+    args.extend_from_slice(extra);
+    let r = run_compare(&args);
+    let v: Value = serde_json::from_str(&r.stdout)
+        .unwrap_or_else(|e| panic!("not JSON ({e}):\n{}\n{}", r.stdout, r.stderr));
+    (r.code, v)
+}
+
+fn verdict_of<'a>(report: &'a Value, id: &str) -> &'a Value {
+    report["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["id"] == id)
+        .unwrap_or_else(|| panic!("case {id} not in the report"))
+}
+
+// ---- synthetic runs with known truth ----
+
+#[test]
+fn plus_20_percent_on_one_case_regresses_with_exit_1() {
+    let dir = tmpdir("cmp-plus20");
+    let base = simple(8, 1, &|_| 1.0);
+    let cand = simple(8, 2, &|k| if k == 3 { 1.2 } else { 1.0 });
+    let (b, c) = (write(&dir, "b.json", &base), write(&dir, "c.json", &cand));
+    let text = run_compare(&[p(&b), p(&c)]);
+    text.assert_code(1);
+    let id = &base.cases[3].id;
+    // the regression is listed in its own section, before the thresholds
+    let section = text
+        .stdout
+        .split("Regressions (worst first):")
+        .nth(1)
+        .unwrap();
+    assert!(section.contains(id.as_str()), "{}", text.stdout);
+    assert!(
+        text.stdout.contains("REGRESSION: 1 regressed"),
+        "{}",
+        text.stdout
+    );
+    assert!(text.stdout.contains("Holm-corrected over 8 compared cases"));
+    assert!(text.stdout.contains("noise band ±2%"));
+    let (code, v) = json_report(&b, &c, &[]);
+    assert_eq!(code, 1);
+    assert_eq!(v["summary"]["counts"]["regressed"], 1);
+    let case = verdict_of(&v, id);
+    assert_eq!(case["verdict"], "regressed");
+    // case 3 is an allgather: compared by busbw, which drops to 1/1.2
+    let s = &case["stats"];
+    assert_eq!(s["metric"], "busbw");
+    let change = s["change"].as_f64().unwrap();
+    assert!((change - (1.0 / 1.2 - 1.0)).abs() < 0.03, "{change}");
+    assert!(s["ci_high"].as_f64().unwrap() < -0.02);
+    assert_eq!(v["cases"][0]["id"], id.as_str(), "worst first");
+}
+
+#[test]
+fn half_a_percent_is_within_noise_with_exit_0() {
+    let dir = tmpdir("cmp-half");
+    // quiet samples (0.3 %) so that a 0.5 % shift is significant: the band must absorb it
+    let mk = |seed, scale: f64| {
+        let mut rng = Rng(seed);
+        synthetic(
+            6,
+            100,
+            &mut rng,
+            &mut |r| timing_noise(r, 0.003, 0.0),
+            &|_| scale,
+        )
+    };
+    let (b, c) = (
+        write(&dir, "b.json", &mk(3, 1.0)),
+        write(&dir, "c.json", &mk(4, 1.005)),
+    );
+    let (code, v) = json_report(&b, &c, &[]);
+    assert_eq!(code, 0, "{v:#}");
+    assert_eq!(v["summary"]["counts"]["within_noise"], 6, "{v:#}");
+    for case in v["cases"].as_array().unwrap() {
+        let s = &case["stats"];
+        let ch = s["change"].as_f64().unwrap();
+        let (lo, hi) = (
+            s["ci_low"].as_f64().unwrap(),
+            s["ci_high"].as_f64().unwrap(),
+        );
+        // the interval excludes 0 but stays inside ±2 %
+        assert!(lo <= ch && ch <= hi && lo > -0.02 && hi < 0.02, "{case:#}");
+        assert!(hi < 0.0 || lo > 0.0, "{case:#}");
+    }
+    // with a band of 0 the same shift is a regression: the band is what kept it quiet
+    let (code, v) = json_report(&b, &c, &["--noise", "0"]);
+    assert_eq!(code, 1);
+    assert_eq!(v["summary"]["counts"]["regressed"], 6);
+}
+
+#[test]
+fn identical_files_report_no_change() {
+    let dir = tmpdir("cmp-same");
+    let f = write(&dir, "r.json", &simple(6, 5, &|_| 1.0));
+    let r = run_compare(&[p(&f), p(&f)]);
+    r.assert_code(0);
+    assert!(r.stdout.contains("OK: no regression"), "{}", r.stdout);
+    assert!(!r.stdout.contains("The set-ups differ"), "{}", r.stdout);
+    let (_, v) = json_report(&f, &f, &[]);
+    assert_eq!(v["summary"]["counts"]["no_change"], 6);
+    for c in v["cases"].as_array().unwrap() {
+        assert_eq!(c["stats"]["change"], 0.0);
+        assert_eq!(c["stats"]["p_value"], 1.0);
+    }
+    // the golden file itself (format version 1, as written by a real run) compares with itself
+    let g = Path::new("tests/golden/results-v1.json");
+    run_compare(&[p(g), p(g)]).assert_code(0);
+}
+
+#[test]
+fn bandwidth_drop_regresses_and_direction_follows_the_metric() {
+    let dir = tmpdir("cmp-bw");
+    // case 0 (allreduce) 25 % slower → busbw −20 %; case 1 (allreduce) 25 % faster;
+    // case 4 (matmul) 40 % slower → GFLOP/s −29 %
+    let scale = |k: usize| match k {
+        0 => 1.25,
+        1 => 0.8,
+        4 => 1.4,
+        _ => 1.0,
+    };
+    let base = simple(6, 7, &|_| 1.0);
+    let (b, c) = (
+        write(&dir, "b.json", &base),
+        write(&dir, "c.json", &simple(6, 8, &scale)),
+    );
+    let (code, v) = json_report(&b, &c, &[]);
+    assert_eq!(code, 1);
+    let bw = &verdict_of(&v, &base.cases[0].id)["stats"];
+    assert_eq!(verdict_of(&v, &base.cases[0].id)["verdict"], "regressed");
+    assert_eq!(
+        (bw["metric"].as_str(), bw["higher_is_better"].as_bool()),
+        (Some("busbw"), Some(true))
+    );
+    assert!(bw["change"].as_f64().unwrap() < -0.15);
+    assert_eq!(verdict_of(&v, &base.cases[1].id)["verdict"], "improved");
+    let mm = verdict_of(&v, &base.cases[4].id);
+    assert_eq!(mm["verdict"], "regressed");
+    assert_eq!(mm["stats"]["metric"], "gflops");
+    // by time the same cases regress, with the opposite sign
+    let (code, v) = json_report(&b, &c, &["--metric", "time"]);
+    assert_eq!(code, 1);
+    let t = &verdict_of(&v, &base.cases[0].id)["stats"];
+    assert_eq!(
+        (t["metric"].as_str(), t["higher_is_better"].as_bool()),
+        (Some("time"), Some(false))
+    );
+    assert!(t["change"].as_f64().unwrap() > 0.15);
+    assert_eq!(verdict_of(&v, &base.cases[1].id)["verdict"], "improved");
+    // an improvement alone never fails --fail-on regression, but fails --fail-on any-change
+    let only_faster = write(
+        &dir,
+        "f.json",
+        &simple(6, 9, &|k| if k == 1 { 0.8 } else { 1.0 }),
+    );
+    assert_eq!(json_report(&b, &only_faster, &[]).0, 0);
+    assert_eq!(
+        json_report(&b, &only_faster, &["--fail-on", "any-change"]).0,
+        1
+    );
+    assert_eq!(json_report(&b, &c, &["--fail-on", "never"]).0, 0);
+}
+
+#[test]
+fn missing_new_and_failed_cases_are_reported() {
+    let dir = tmpdir("cmp-missing");
+    let base = simple(6, 10, &|_| 1.0);
+    let mut cand = simple(6, 11, &|_| 1.0);
+    let gone = cand.cases.remove(2);
+    let mut extra = simple(7, 12, &|_| 1.0).cases.remove(6);
+    extra.params.requested_bytes = Some(1 << 30);
+    extra.id = extra.params.id();
+    cand.cases.push(extra.clone());
+    let (b, c) = (write(&dir, "b.json", &base), write(&dir, "c.json", &cand));
+    let r = run_compare(&[p(&b), p(&c)]);
+    r.assert_code(0); // missing and new cases are not regressions...
+    let listed = r
+        .stdout
+        .split("Status changes, missing and new cases:")
+        .nth(1)
+        .unwrap();
+    assert!(
+        listed.contains(&gone.id) && listed.contains(&extra.id),
+        "{}",
+        r.stdout
+    );
+    let (code, v) = json_report(&b, &c, &["--fail-on", "any-change"]);
+    assert_eq!(code, 1); // ...but they are changes
+    assert_eq!(verdict_of(&v, &gone.id)["verdict"], "missing");
+    assert_eq!(verdict_of(&v, &gone.id)["candidate_status"], Value::Null);
+    assert_eq!(verdict_of(&v, &extra.id)["verdict"], "new");
+    assert_eq!(v["summary"]["counts"]["missing"], 1);
+    assert_eq!(v["summary"]["counts"]["new"], 1);
+    assert_eq!(v["summary"]["matched"], 5);
+
+    // a case that worked in the baseline and gives wrong results now fails the gate
+    let mut broken = simple(6, 13, &|_| 1.0);
+    broken.cases[1].status = scalebench::results::schema::CaseStatus::Wrong;
+    broken.cases[1].wrong = 7;
+    let w = write(&dir, "w.json", &broken);
+    let (code, v) = json_report(&b, &w, &[]);
+    assert_eq!(code, 1);
+    let f = verdict_of(&v, &base.cases[1].id);
+    assert_eq!(f["verdict"], "failed");
+    assert!(f["note"].as_str().unwrap().contains("7 wrong"), "{f:#}");
+}
+
+#[test]
+fn markdown_is_a_short_table_with_the_rest_folded() {
+    let dir = tmpdir("cmp-md");
+    let base = simple(8, 14, &|_| 1.0);
+    let cand = simple(8, 15, &|k| match k {
+        2 => 1.3,
+        5 => 0.7,
+        _ => 1.0,
+    });
+    let (b, c) = (write(&dir, "b.json", &base), write(&dir, "c.json", &cand));
+    let out = dir.join("report.md");
+    let r = run_compare(&[p(&b), p(&c), "--format", "md", "--out", p(&out)]);
+    r.assert_code(1);
+    let md = std::fs::read_to_string(&out).unwrap();
+    assert_eq!(md, r.stdout, "--out .md writes what --format md prints");
+    let (head, folded) = md.split_once("<details>").expect("the rest is folded");
+    assert!(
+        head.starts_with("### scalebench compare: REGRESSION"),
+        "{md}"
+    );
+    // the short table holds exactly the regression and the improvement, worst first
+    let rows: Vec<&str> = head.lines().filter(|l| l.starts_with("| **")).collect();
+    assert_eq!(rows.len(), 2, "{head}");
+    assert!(rows[0].contains("regressed") && rows[0].contains(&base.cases[2].id));
+    assert!(rows[1].contains("improved") && rows[1].contains(&base.cases[5].id));
+    assert!(folded.contains("6 other cases"), "{folded}");
+    assert_eq!(
+        folded
+            .lines()
+            .filter(|l| l.starts_with("| no change") || l.starts_with("| within noise"))
+            .count(),
+        6
+    );
+    assert!(folded.contains("</details>") && folded.contains("Holm-corrected"));
+    // --out with .json writes JSON whatever --format says
+    let js = dir.join("report.json");
+    run_compare(&[p(&b), p(&c), "--out", p(&js)]).assert_code(1);
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&js).unwrap()).unwrap();
+    assert_eq!(v["summary"]["exit_code"], 1);
+    assert_eq!(v["settings"]["correction"], "holm");
+}
+
+#[test]
+fn provenance_differences_are_said_at_the_top() {
+    let dir = tmpdir("cmp-prov");
+    let base = simple(4, 16, &|_| 1.0);
+    let mut cand = simple(4, 17, &|_| 1.0);
+    let prov = cand.launches[0].provenance.as_mut().unwrap();
+    prov.mpi_library = Some("MPICH Version: 4.1".into());
+    prov.hosts[0].cpu_model = "AMD EPYC 9654".into();
+    cand.generator.version = "0.2.0".into();
+    let (b, c) = (write(&dir, "b.json", &base), write(&dir, "c.json", &cand));
+    let r = run_compare(&[p(&b), p(&c)]);
+    r.assert_code(0);
+    let top = r.stdout.split("OK: no regression").next().unwrap();
+    for needle in [
+        "The set-ups differ",
+        "MPI library",
+        "MPICH Version: 4.1",
+        "CPU model",
+        "AMD EPYC 9654",
+        "scalebench version",
+    ] {
+        assert!(
+            top.contains(needle),
+            "{needle} not above the outcome:\n{}",
+            r.stdout
+        );
+    }
+    // different metric definitions: refused (exit 2) unless --allow-mismatch
+    let mut other = simple(4, 18, &|_| 1.0);
+    other.metrics_version = 2;
+    let m = write(&dir, "m.json", &other);
+    let r = run_compare(&[p(&b), p(&m)]);
+    r.assert_code(2);
+    assert!(
+        r.stderr.contains("metrics_version")
+            && r.stderr.contains("m.json")
+            && r.stderr.contains("--allow-mismatch"),
+        "{}",
+        r.stderr
+    );
+    assert!(r.stdout.is_empty());
+    let r = run_compare(&[p(&b), p(&m), "--allow-mismatch"]);
+    r.assert_code(0);
+    assert!(
+        r.stdout
+            .contains("warning: compared although the metric definitions"),
+        "{}",
+        r.stdout
+    );
+}
+
+// ---- the false-alarm rate of the tester ----
+
+/// 1,000 comparisons in which nothing changed: both sides of every case draw their samples
+/// from one noise distribution (lognormal 5 % with 5 % of samples 1.5–3× slower, like
+/// preempted batches). The share of comparisons that report a regression must be at most the
+/// configured level α = 1 − confidence = 5 %, with the noise band and without it, with Holm and
+/// with Benjamini–Hochberg; without a multiple-comparison correction the share must exceed
+/// 2α (the check has teeth); and the same machinery must find a real +20 % change.
+#[test]
+fn false_alarm_rate_of_1000_null_comparisons_is_at_most_alpha() {
+    const COMPARISONS: usize = 1000;
+    const CASES: usize = 20;
+    const SAMPLES: usize = 20;
+    let alpha = 0.05;
+    let mut rng = Rng(2026);
+    let mut noise = |r: &mut Rng| timing_noise(r, 0.05, 0.05);
+    let settings = |noise: f64, correction| Settings {
+        noise,
+        correction,
+        ..Settings::default()
+    };
+    let default = Settings::default();
+    let band0_holm = settings(0.0, Correction::Holm);
+    let band0_bh = settings(0.0, Correction::BenjaminiHochberg);
+    let band0_none = settings(0.0, Correction::None);
+    let mut flagged = [0usize; 4]; // default, band 0 Holm, band 0 BH, band 0 uncorrected
+    let mut two_sided_band0 = 0usize;
+    let mut p_below_alpha = 0usize;
+    let mut p_total = 0usize;
+    for _ in 0..COMPARISONS {
+        let base = synthetic(CASES, SAMPLES, &mut rng, &mut noise, &|_| 1.0);
+        let cand = synthetic(CASES, SAMPLES, &mut rng, &mut noise, &|_| 1.0);
+        for (k, s) in [&default, &band0_holm, &band0_bh, &band0_none]
+            .iter()
+            .enumerate()
+        {
+            let c = compare(&base, &cand, s);
+            if FailOn::Regression.exit_code(&c) == 1 {
+                flagged[k] += 1;
+            }
+            if k == 1 && c.count(Verdict::Regressed) + c.count(Verdict::Improved) > 0 {
+                two_sided_band0 += 1;
+            }
+            if k == 3 {
+                for case in &c.cases {
+                    let p = case.stats.unwrap().p_value;
+                    p_total += 1;
+                    if p <= alpha {
+                        p_below_alpha += 1;
+                    }
+                }
+            }
+        }
+    }
+    let share = |n: usize| n as f64 / COMPARISONS as f64;
+    let per_case = p_below_alpha as f64 / p_total as f64;
+    eprintln!(
+        "null comparisons flagged: default {:.3}, band 0 Holm {:.3} (either direction {:.3}), band 0 BH {:.3}, band 0 uncorrected {:.3}; per-case P(p ≤ α) = {per_case:.4}",
+        share(flagged[0]),
+        share(flagged[1]),
+        share(two_sided_band0),
+        share(flagged[2]),
+        share(flagged[3])
+    );
+    assert!(
+        share(flagged[0]) <= alpha,
+        "default settings: {}",
+        share(flagged[0])
+    );
+    assert!(
+        share(flagged[1]) <= alpha,
+        "band 0, Holm: {}",
+        share(flagged[1])
+    );
+    assert!(
+        share(flagged[2]) <= alpha,
+        "band 0, BH: {}",
+        share(flagged[2])
+    );
+    // Holm bounds any significant change (either direction) by α; allow 3 binomial sd
+    let sd = (alpha * (1.0 - alpha) / COMPARISONS as f64).sqrt();
+    assert!(
+        share(two_sided_band0) <= alpha + 3.0 * sd,
+        "{}",
+        share(two_sided_band0)
+    );
+    // each case's test is valid: P(p ≤ α) ≤ α (20,000 p-values)
+    let sd_case = (alpha * (1.0 - alpha) / p_total as f64).sqrt();
+    assert!(
+        per_case <= alpha + 3.0 * sd_case,
+        "per-case rate {per_case}"
+    );
+    // without a correction the share is several times α (≈ 19 % here with 20 cases): the
+    // check above can fail, and the correction is what keeps the rate down
+    assert!(
+        share(flagged[3]) > 2.0 * alpha,
+        "uncorrected: {}",
+        share(flagged[3])
+    );
+
+    // power: the same noise, one case truly 20 % slower
+    let mut found = 0;
+    for _ in 0..200 {
+        let base = synthetic(CASES, SAMPLES, &mut rng, &mut noise, &|_| 1.0);
+        let cand = synthetic(CASES, SAMPLES, &mut rng, &mut noise, &|k| {
+            if k == 5 {
+                1.2
+            } else {
+                1.0
+            }
+        });
+        let c = compare(&base, &cand, &default);
+        let hit = c
+            .cases
+            .iter()
+            .any(|x| x.id == base.cases[5].id && x.verdict == Verdict::Regressed);
+        if hit {
+            found += 1;
+        }
+    }
+    eprintln!("+20 % found in {found} of 200 comparisons");
+    assert!(found >= 190, "power {found}/200");
+}
+
+// ---- a real slowdown, end to end under mpirun ----
+
+/// Two real 2-rank runs of the same small-message all-reduces; the candidate's MPI is told to
+/// move messages over TCP loopback instead of shared memory (what a cluster whose fast
+/// transport silently fell back to TCP does). Same case ids, genuinely slower (≈ 10× for
+/// 8 B–1 KiB here); compare must say regressed, exit 1, and name the environment difference.
+/// CPU contention (a hog, both ranks on one core) was tried first and is not reliable on a
+/// shared 2-core machine: under others' load it slowed these cases by 0–60 %.
+#[test]
+fn a_real_transport_slowdown_is_caught_end_to_end() {
+    let dir = tmpdir("cmp-e2e");
+    let (b, c) = (dir.join("base"), dir.join("cand"));
+    let study = [
+        "run",
+        "-q",
+        "-w",
+        "allreduce",
+        "--sizes",
+        "8B,1KiB,16KiB",
+        "--in-place",
+        "no",
+        "--iters",
+        "400",
+        "--batches",
+        "20",
+        "--warmup",
+        "20",
+        "--out",
+    ];
+    let with_out = |d: &Path| {
+        let mut v: Vec<&str> = study.to_vec();
+        v.push(d.to_str().unwrap());
+        v.iter().map(|s| s.to_string()).collect::<Vec<String>>()
+    };
+    let (ab, ac) = (with_out(&b), with_out(&c));
+    let ab: Vec<&str> = ab.iter().map(String::as_str).collect();
+    let ac: Vec<&str> = ac.iter().map(String::as_str).collect();
+    mpirun(2, &ab).assert_code(0);
+    mpirun_with(
+        2,
+        &[
+            "--mca",
+            "btl",
+            "tcp,self",
+            "--mca",
+            "btl_tcp_if_include",
+            "lo",
+        ],
+        &ac,
+    )
+    .assert_code(0);
+    let (rb, rc) = (common::read_results(&b), common::read_results(&c));
+    let ids =
+        |r: &common::wire::ResultsFile| r.cases.iter().map(|c| c.id.clone()).collect::<Vec<_>>();
+    assert_eq!(ids(&rb), ids(&rc), "the same cases, by id");
+    assert_eq!(rb.cases.len(), 3);
+
+    let r = run_compare(&[p(&b), p(&c)]);
+    r.assert_code(1);
+    let top = r.stdout.split("REGRESSION").next().unwrap();
+    assert!(
+        top.contains("environment") && top.contains("OMPI_MCA_btl=tcp,self"),
+        "{}",
+        r.stdout
+    );
+    let (code, v) = json_report(&b, &c, &[]);
+    assert_eq!(code, 1);
+    // the effect is large at 8 B and 1 KiB: assert those; 16 KiB is only reported
+    for case in &rb.cases {
+        let bytes = case.params.requested_bytes.unwrap();
+        let got = verdict_of(&v, &case.id);
+        if bytes <= 1024 {
+            assert_eq!(got["verdict"], "regressed", "{got:#}\n{}", r.stdout);
+            assert!(got["stats"]["change"].as_f64().unwrap() < -0.5, "{got:#}");
+        }
+    }
+}
+
+// ---- bad input: exit 2, the path and the reason, no panic, nothing written ----
+
+fn refused(args: &[&str], needles: &[&str]) {
+    let dir = tmpdir("cmp-refused-out");
+    let out = dir.join(format!("report-{}.md", args.len()));
+    let mut full = args.to_vec();
+    full.extend_from_slice(&["--out", p(&out)]);
+    let r = run_compare(&full);
+    r.assert_code(2);
+    for n in needles {
+        assert!(
+            r.stderr.contains(n),
+            "{args:?}: expected {n:?} in:\n{}",
+            r.stderr
+        );
+    }
+    assert!(!r.stderr.contains("panicked"), "{}", r.stderr);
+    assert!(r.stdout.is_empty(), "{}", r.stdout);
+    assert!(!out.exists(), "a report was written for refused input");
+}
+
+#[test]
+fn malformed_truncated_and_mismatched_files_exit_2() {
+    let dir = tmpdir("cmp-bad");
+    let good = write(&dir, "good.json", &simple(4, 20, &|_| 1.0));
+    let text = std::fs::read_to_string(&good).unwrap();
+    let put = |name: &str, body: &[u8]| {
+        let f = dir.join(name);
+        std::fs::write(&f, body).unwrap();
+        f
+    };
+    let truncated = put("truncated.json", &text.as_bytes()[..text.len() / 2]);
+    let empty = put("empty.json", b"");
+    let garbage = put("garbage.json", b"\x00\xff\xfe not json");
+    let array = put("array.json", b"[1, 2, 3]");
+    let shape = put("shape.json", br#"{"format_version": 1, "cases": "none"}"#);
+    let future = put(
+        "future.json",
+        text.replacen("\"format_version\": 1", "\"format_version\": 99", 1)
+            .as_bytes(),
+    );
+    let g = p(&good);
+    refused(
+        &[g, p(&truncated)],
+        &["truncated.json", "not a scalebench results file", "EOF"],
+    );
+    refused(&[p(&truncated), g], &["truncated.json"]);
+    refused(&[g, p(&empty)], &["empty.json", "empty"]);
+    refused(&[g, p(&garbage)], &["garbage.json"]);
+    refused(&[g, p(&array)], &["array.json", "format_version"]);
+    refused(&[g, p(&shape)], &["shape.json"]);
+    refused(&[g, p(&future)], &["future.json", "format_version 99"]);
+    refused(
+        &[g, "/nonexistent/results.json"],
+        &["/nonexistent/results.json", "no such file"],
+    );
+    refused(&[p(&dir), g], &["results.json", "no such file"]); // a directory without one
+                                                               // a newer format whose fields still parse is compared with --allow-mismatch, and says so
+    let r = run_compare(&[g, p(&future), "--allow-mismatch"]);
+    r.assert_code(0);
+    assert!(r.stdout.contains("format_version 99"), "{}", r.stdout);
+
+    // the same case twice: matching would be ambiguous
+    let mut dup = simple(4, 21, &|_| 1.0);
+    dup.cases.push(dup.cases[0].clone());
+    let d = write(&dir, "dup.json", &dup);
+    refused(
+        &[g, p(&d)],
+        &["dup.json", "appears twice", &dup.cases[0].id],
+    );
+    // nothing in common: cases match by parameters
+    let mut other = simple(4, 22, &|_| 1.0);
+    for c in &mut other.cases {
+        c.params.dtype = scalebench::params::Dtype::F64;
+        c.id = c.params.id();
+    }
+    let o = write(&dir, "other.json", &other);
+    refused(&[g, p(&o)], &["no case in common", "other.json"]);
+    // options
+    refused(&[g, g, "--noise", "2"], &["--noise 2", "0.02"]);
+    refused(&[g, g, "--confidence", "95"], &["--confidence 95", "0.95"]);
+    let r = run_compare(&[g, g, "--metric", "speed"]);
+    r.assert_code(2);
+    assert!(r.stderr.contains("busbw"), "{}", r.stderr);
+}
+
+#[test]
+fn the_golden_file_is_compared_through_a_run_directory() {
+    // BASELINE and CANDIDATE may be run directories holding results.json
+    let dir = tmpdir("cmp-dir");
+    let g = golden();
+    std::fs::create_dir_all(dir.join("a")).unwrap();
+    write(&dir.join("a"), "results.json", &g);
+    let r = run_compare(&[p(&dir.join("a")), "tests/golden/results-v1.json"]);
+    r.assert_code(0);
+    assert!(
+        r.stdout.contains("6 matched") && r.stdout.contains("6 no change"),
+        "{}",
+        r.stdout
+    );
+}

@@ -1,0 +1,21 @@
+#!/bin/bash
+# scalebench job: sweep golden, cuda 1x4 pure bind=none place=round_robin (002-42d1c7b5b56aa985)
+#$ -N golden-002
+#$ -S /bin/bash
+#$ -j y
+#$ -o /scratch/study/launches/
+#$ -pe parallel 48
+#$ -l gpu=4
+#$ -l gpu_type=ampere
+#$ -l h_rt=01:00:00
+set -u
+dir=/scratch/study/launches/002-42d1c7b5b56aa985
+cd "$dir" || exit 1
+module load intelmpi cuda
+sb=/opt/scalebench/bin/scalebench
+started=$(date +%s.%N)
+timeout --signal=TERM --kill-after=30 1200 mpirun -rr -n 4 "$sb" run -q --plan "$dir/plan.json" --out "$dir" 2> "$dir/stderr.log"
+rc=$?
+cat "$dir/stderr.log" >&2
+"$sb" finish-launch --dir "$dir" --exit-code "$rc" --started "$started" --timeout-s 1200 --launcher mpirun --job-id "${JOB_ID:-}"
+exit "$rc"

@@ -1,0 +1,25 @@
+#!/bin/bash
+# scalebench job: sweep golden, cuda 1x4 pure bind=none place=fill (001-869dd779670597a3)
+#SBATCH --job-name=golden-001
+#SBATCH --nodes=1
+#SBATCH --ntasks-per-node=4
+#SBATCH --cpus-per-task=7
+#SBATCH --gpus-per-node=4
+#SBATCH --mem-per-gpu=60G
+#SBATCH --time=60
+#SBATCH --partition=standard-g
+#SBATCH --account=project_465000123
+#SBATCH --output=/scratch/study/launches/slurm-%j.out
+set -u
+dir=/scratch/study/launches/001-869dd779670597a3
+cd "$dir" || exit 1
+module load LUMI/23.09 partition/G
+export MPICH_GPU_SUPPORT_ENABLED=1
+export NCCL_SOCKET_IFNAME=hsn
+sb=/opt/scalebench/bin/scalebench
+started=$(date +%s.%N)
+timeout --signal=TERM --kill-after=30 1200 srun --mpi=pmix --cpu-bind=none "$sb" run -q --plan "$dir/plan.json" --out "$dir" 2> "$dir/stderr.log"
+rc=$?
+cat "$dir/stderr.log" >&2
+"$sb" finish-launch --dir "$dir" --exit-code "$rc" --started "$started" --timeout-s 1200 --launcher srun --job-id "${SLURM_JOB_ID:-}"
+exit "$rc"

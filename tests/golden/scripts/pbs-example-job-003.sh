@@ -1,0 +1,20 @@
+#!/bin/bash
+# scalebench job: sweep golden, cuda 1x4 hybrid bind=none place=fill (003-7cd007c3e56966bf)
+#PBS -N golden-003
+#PBS -l select=1:ncpus=64:mpiprocs=1:ngpus=4
+#PBS -l walltime=01:00:00
+#PBS -q gpu
+#PBS -A P12345678
+#PBS -j oe
+#PBS -o /scratch/study/launches/
+set -u
+dir=/scratch/study/launches/003-7cd007c3e56966bf
+cd "$dir" || exit 1
+module load openmpi cuda
+sb=/opt/scalebench/bin/scalebench
+started=$(date +%s.%N)
+timeout --signal=TERM --kill-after=30 1200 mpiexec -n 1 "$sb" run -q --plan "$dir/plan.json" --out "$dir" 2> "$dir/stderr.log"
+rc=$?
+cat "$dir/stderr.log" >&2
+"$sb" finish-launch --dir "$dir" --exit-code "$rc" --started "$started" --timeout-s 1200 --launcher mpiexec --job-id "${PBS_JOBID:-}"
+exit "$rc"

@@ -1,0 +1,23 @@
+#!/bin/bash
+# scalebench job: sweep golden, cuda 2x4 pure bind=none place=fill (004-9a122d583f470440)
+#SBATCH --job-name=golden-004
+#SBATCH --nodes=2
+#SBATCH --ntasks-per-node=4
+#SBATCH --cpus-per-task=10
+#SBATCH --gres=gpu:v100:4
+#SBATCH --mem=0
+#SBATCH --time=60
+#SBATCH --partition=gpu
+#SBATCH --account=project_2001234
+#SBATCH --output=/scratch/study/launches/slurm-%j.out
+set -u
+dir=/scratch/study/launches/004-9a122d583f470440
+cd "$dir" || exit 1
+module load gcc/11.3.0 openmpi/4.1.4 cuda/11.7.0
+sb=/opt/scalebench/bin/scalebench
+started=$(date +%s.%N)
+timeout --signal=TERM --kill-after=30 1200 srun --mpi=pmix --cpu-bind=none "$sb" run -q --plan "$dir/plan.json" --out "$dir" 2> "$dir/stderr.log"
+rc=$?
+cat "$dir/stderr.log" >&2
+"$sb" finish-launch --dir "$dir" --exit-code "$rc" --started "$started" --timeout-s 1200 --launcher srun --job-id "${SLURM_JOB_ID:-}"
+exit "$rc"

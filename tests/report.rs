@@ -1,0 +1,664 @@
+//! `scalebench report` end to end, with the real binary: reports from a real multi-scale study
+//! measured here under `mpirun` (pure and hybrid, two bindings, 1–4 devices) and from the
+//! golden results file; known answers through the whole pipeline (hand-made results whose
+//! speedup, efficiency, α, β, ratios and ring-model predictions are known exactly); bad input;
+//! escaping. Charts are decoded (PNG) and read (SVG); results.csv is parsed independently.
+
+mod common;
+
+use common::{bin, mpirun, tmpdir, Ran};
+use scalebench::params::{Binding, CaseParams, Scaling, Topology, Workload};
+use scalebench::results::io::{read_results, write_results};
+use scalebench::results::schema::{CaseResult, ResultsFile};
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+const GOLDEN: &str = "tests/golden/results-v1.json";
+/// The known-answer study's ring allreduce: α per step (s) and β (s per byte, 1/β = 10 GB/s).
+const ALPHA_S: f64 = 5e-6;
+const BETA_S: f64 = 1e-10;
+
+/// `scalebench report ARGS` (no MPI needed).
+fn report(args: &[&str]) -> Ran {
+    let o = Command::new(bin())
+        .arg("report")
+        .args(args)
+        .output()
+        .expect("start scalebench");
+    Ran {
+        code: o.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
+    }
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().expect("utf-8 path")
+}
+
+/// A real study measured once for all tests of this file: 1, 2 and 4 devices on one node,
+/// 2 emulated nodes × 2 (pure and hybrid), and 2 devices with --binding core.
+fn study() -> &'static [PathBuf] {
+    static DIRS: OnceLock<Vec<PathBuf>> = OnceLock::new();
+    DIRS.get_or_init(|| {
+        let root = tmpdir("report-study");
+        let common = [
+            "run",
+            "-q",
+            "-w",
+            "allreduce,allgather,matmul",
+            "--sizes",
+            "1KiB:1MiB:x4",
+            "--dims",
+            "128",
+            "--in-place",
+            "no",
+            "--iters",
+            "20",
+            "--warmup",
+            "2",
+            "--batches",
+            "10",
+        ];
+        let runs: [(&str, u32, &[&str]); 6] = [
+            ("np1", 1, &[]),
+            ("np2", 2, &[]),
+            ("np4", 4, &[]),
+            (
+                "hybrid2x2",
+                2,
+                &[
+                    "--topology",
+                    "hybrid",
+                    "--nodes",
+                    "2",
+                    "--devices-per-node",
+                    "2",
+                    "--emulate-nodes",
+                ],
+            ),
+            (
+                "pure2x2",
+                4,
+                &["--nodes", "2", "--devices-per-node", "2", "--emulate-nodes"],
+            ),
+            ("core2", 2, &["--binding", "core"]),
+        ];
+        let mut dirs = Vec::new();
+        for (name, np, extra) in runs {
+            let dir = root.join(name);
+            let mut args: Vec<&str> = common.to_vec();
+            args.extend(["--out", s(&dir)]);
+            args.extend(extra.iter().copied());
+            mpirun(np, &args).assert_code(0);
+            dirs.push(dir);
+        }
+        dirs
+    })
+}
+
+/// A minimal CSV reader, independent of the crate's: quoted fields, doubled quotes, CRLF.
+fn parse_csv(text: &str) -> Vec<Vec<String>> {
+    let mut rows = vec![];
+    let (mut row, mut field, mut quoted) = (vec![], String::new(), false);
+    let mut it = text.chars().peekable();
+    while let Some(c) = it.next() {
+        match (quoted, c) {
+            (true, '"') if it.peek() == Some(&'"') => {
+                it.next();
+                field.push('"');
+            }
+            (true, '"') => quoted = false,
+            (true, c) => field.push(c),
+            (false, '"') => quoted = true,
+            (false, ',') => row.push(std::mem::take(&mut field)),
+            (false, '\r') => {}
+            (false, '\n') => {
+                row.push(std::mem::take(&mut field));
+                rows.push(std::mem::take(&mut row));
+            }
+            (false, c) => field.push(c),
+        }
+    }
+    if !field.is_empty() || !row.is_empty() {
+        row.push(field);
+        rows.push(row);
+    }
+    rows
+}
+
+/// A CSV file as (header, rows as column → value).
+fn read_csv(path: &Path) -> Vec<BTreeMap<String, String>> {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let rows = parse_csv(&text);
+    let header = rows[0].clone();
+    rows[1..]
+        .iter()
+        .map(|r| {
+            assert_eq!(
+                r.len(),
+                header.len(),
+                "{}: ragged row {r:?}",
+                path.display()
+            );
+            header.iter().cloned().zip(r.iter().cloned()).collect()
+        })
+        .collect()
+}
+
+/// The PNG decodes, has the expected size and is a chart, not a blank page.
+fn check_png(path: &Path) {
+    let f = std::fs::File::open(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let mut dec = png::Decoder::new(f);
+    dec.set_transformations(png::Transformations::EXPAND);
+    let mut reader = dec
+        .read_info()
+        .unwrap_or_else(|e| panic!("{}: not a PNG: {e}", path.display()));
+    let mut buf = vec![0; reader.output_buffer_size()];
+    let info = reader.next_frame(&mut buf).expect("frame");
+    assert!(
+        info.width >= 1000 && info.height >= 500,
+        "{}: {}×{}",
+        path.display(),
+        info.width,
+        info.height
+    );
+    let ch = info.color_type.samples();
+    let px = &buf[..info.buffer_size()];
+    let n = px.len() / ch;
+    let mut colours = BTreeSet::new();
+    let mut inked = 0usize;
+    for p in px.chunks(ch) {
+        colours.insert((p[0], p[1], p[2]));
+        if p[..3].iter().any(|&v| v < 200) {
+            inked += 1;
+        }
+    }
+    let frac = inked as f64 / n as f64;
+    assert!(
+        colours.len() >= 8 && (0.01..0.6).contains(&frac),
+        "{}: looks blank or flooded ({} colours, {:.1} % inked)",
+        path.display(),
+        colours.len(),
+        frac * 100.0
+    );
+}
+
+/// Each SVG names its axes (with units) and draws text with the chart's font family.
+fn check_svg(path: &Path) {
+    let text = std::fs::read_to_string(path).unwrap();
+    let stem = path.file_stem().unwrap().to_str().unwrap();
+    let kind = stem.split('_').next().unwrap();
+    let titles: &[&str] = match kind {
+        "busbw" => &["size S (log2 scale)", "busbw (GB/s, log scale)"],
+        "latency" | "fit" => &["size S (log2 scale)", "time per operation (log scale)"],
+        "predict" => &["devices p (log2 scale)", "time per operation (log scale)"],
+        "scaling" => &["devices p (log2 scale)", "speedup", "efficiency"],
+        "topology" => &["size S (log2 scale)", "time hybrid / time pure (log scale)"],
+        "binding" => &[
+            "size S (log2 scale)",
+            "time policy / time reference (log scale)",
+        ],
+        other => panic!("unexpected chart kind {other} ({stem})"),
+    };
+    assert!(text.starts_with("<svg") || text.contains("<svg"), "{stem}");
+    for t in titles {
+        assert!(text.contains(t), "{stem}: no axis title '{t}'");
+    }
+    assert!(text.contains("font-family=\"sans-serif\""), "{stem}");
+}
+
+fn ids_of(inputs: &[PathBuf]) -> BTreeSet<String> {
+    inputs
+        .iter()
+        .flat_map(|p| read_results(p).unwrap().cases)
+        .map(|c| c.id)
+        .collect()
+}
+
+#[test]
+fn report_from_a_real_multi_scale_study() {
+    let inputs = study();
+    let out = tmpdir("report-real").join("rep");
+    let mut args: Vec<&str> = inputs.iter().map(|p| s(p)).collect();
+    args.extend(["--out", s(&out), "--title", "CPU study"]);
+    let r = report(&args);
+    r.assert_code(0);
+    assert!(r.stdout.contains("report.html"), "{}", r.stdout);
+
+    for f in [
+        "report.html",
+        "report.md",
+        "results.csv",
+        ".scalebench-report",
+    ] {
+        assert!(out.join(f).is_file(), "{f} missing");
+    }
+    // Every chart kind this study supports, as SVG and PNG.
+    for stem in [
+        "busbw_allreduce_1",
+        "latency_allreduce_1",
+        "busbw_allgather_1",
+        "fit_allreduce_1",
+        "predict_allreduce_1",
+        "scaling_matmul_weak",
+        "topology_allreduce",
+        "binding_allreduce",
+    ] {
+        assert!(
+            out.join(format!("charts/{stem}.svg")).is_file(),
+            "{stem}.svg"
+        );
+        assert!(
+            out.join(format!("charts/{stem}.png")).is_file(),
+            "{stem}.png"
+        );
+    }
+    let mut pngs = 0;
+    for e in std::fs::read_dir(out.join("charts")).unwrap() {
+        let p = e.unwrap().path();
+        match p.extension().and_then(|x| x.to_str()) {
+            Some("png") => {
+                check_png(&p);
+                pngs += 1;
+            }
+            Some("svg") => check_svg(&p),
+            _ => panic!("unexpected file {}", p.display()),
+        }
+    }
+    assert!(pngs >= 8);
+    for t in [
+        "collective_allreduce",
+        "scale_models",
+        "topology_bands",
+        "binding_bands",
+        "straggler_nodes",
+        "scaling_matmul",
+        "inputs",
+        "launches",
+    ] {
+        assert!(
+            out.join(format!("tables/{t}.csv")).is_file(),
+            "tables/{t}.csv"
+        );
+    }
+
+    // results.csv: one row per distinct case of the inputs, times exact.
+    let rows = read_csv(&out.join("results.csv"));
+    let ids = ids_of(inputs);
+    assert_eq!(rows.len(), ids.len());
+    let csv_ids: BTreeSet<String> = rows.iter().map(|r| r["id"].clone()).collect();
+    assert_eq!(csv_ids, ids);
+    let mut times: BTreeMap<String, f64> = BTreeMap::new();
+    for p in inputs {
+        for c in common::read_results(p).cases {
+            if let Some(t) = c.timing {
+                times.insert(c.id, t.time_s);
+            }
+        }
+    }
+    for r in &rows {
+        if let Some(t) = times.get(&r["id"]) {
+            assert_eq!(
+                r["timing.time_s"].parse::<f64>().unwrap(),
+                *t,
+                "{}",
+                r["id"]
+            );
+        }
+        assert!(!r["params.workload"].is_empty());
+    }
+
+    // Markdown: the title, every image link resolves, definitions are written out.
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(md.starts_with("# CPU study\n"));
+    for needle in ["E(p) = p0·T0 / (p·T(p))", "α–β fit", "Straggler", "winner"] {
+        assert!(
+            md.to_lowercase().contains(&needle.to_lowercase()),
+            "{needle}"
+        );
+    }
+    let mut links = 0;
+    for part in md.split("](").skip(1) {
+        let target = &part[..part.find(')').unwrap()];
+        assert!(out.join(target).is_file(), "broken link {target}");
+        links += 1;
+    }
+    assert!(links > 10);
+
+    // HTML: self-contained (inline SVG, no external resources), sortable tables.
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(html.matches("<svg").count() >= 8);
+    assert!(!html.contains("src=\"http") && !html.contains("href=\"http"));
+    assert!(!html.contains("<link") && !html.contains("<img"));
+    assert!(html.contains("class=\"sortable\""));
+    assert!(html.contains("Every case (click a column to sort)"));
+}
+
+#[test]
+fn report_from_the_golden_file() {
+    let out = tmpdir("report-golden").join("rep");
+    report(&[GOLDEN, "--out", s(&out)]).assert_code(0);
+    let rows = read_csv(&out.join("results.csv"));
+    assert_eq!(rows.len(), 6);
+    for stem in ["busbw_allreduce_1", "latency_allgather_1"] {
+        check_png(&out.join(format!("charts/{stem}.png")));
+        check_svg(&out.join(format!("charts/{stem}.svg")));
+    }
+    // Two sizes cannot carry a two-coefficient fit: the report says so instead of fitting.
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(
+        md.contains("2 usable point(s); a fit needs at least 3"),
+        "{md}"
+    );
+    // One scale only: no scaling or prediction charts, and the report says why.
+    assert!(!out.join("charts/predict_allreduce_1.png").exists());
+    assert!(md.contains("No pure/hybrid pairs"));
+}
+
+fn template(file: &ResultsFile, w: Workload) -> CaseResult {
+    file.cases
+        .iter()
+        .find(|c| c.params.workload == w)
+        .expect("template case")
+        .clone()
+}
+
+/// A case with exact times: every rank and every sample take `t` seconds.
+fn exact(mut c: CaseResult, params: CaseParams, t: f64) -> CaseResult {
+    let ranks = params.ranks();
+    c.devices = params.devices();
+    c.ranks = ranks;
+    c.launch_id = params.launch_shape().id();
+    let timing = c.timing.as_mut().unwrap();
+    timing.time_s = t;
+    timing.per_rank_mean_s = vec![t; ranks as usize];
+    timing.samples_s = vec![t; 10];
+    timing.stats_s = scalebench::stats::summarize(&timing.samples_s).unwrap();
+    timing.rank_mean_s.min = t;
+    timing.rank_mean_s.mean = t;
+    timing.rank_mean_s.max = t;
+    if let Some(b) = params.requested_bytes {
+        let f = params.workload.busbw_factor(params.devices()).unwrap();
+        c.bytes = Some(b);
+        c.algbw_gbps = Some(b as f64 / t / 1e9);
+        c.busbw_factor = Some(f);
+        c.busbw_gbps = Some(b as f64 / t / 1e9 * f);
+    }
+    c.id = params.id();
+    c.params = params;
+    c
+}
+
+/// Hand-made results whose derived figures are known exactly.
+fn known_answers(path: &Path) {
+    let mut file = read_results(Path::new(GOLDEN)).unwrap();
+    let mm = template(&file, Workload::Matmul);
+    let ar = template(&file, Workload::Allreduce);
+    let mut cases = Vec::new();
+    // Strong scaling: T = 8, 4.5, 2.5 s on 1, 2, 4 devices.
+    for (d, t) in [(1, 8.0), (2, 4.5), (4, 2.5)] {
+        let mut p = mm.params.clone();
+        p.nodes = 1;
+        p.devices_per_node = d;
+        p.scaling = Some(Scaling::Strong);
+        cases.push(exact(mm.clone(), p, t));
+    }
+    // Ring allreduce with α = 5 µs per step, 1/β = 10 GB/s, on 2, 4 and 8 devices;
+    // hybrid takes twice as long, bind=core half as long (at 2 devices).
+    let (alpha, beta) = (ALPHA_S, BETA_S);
+    for d in [2u32, 4, 8] {
+        let pf = f64::from(d);
+        for e in (4..=20).step_by(2) {
+            let bytes = 1u64 << e;
+            let t = 2.0 * (pf - 1.0) * alpha + 2.0 * (pf - 1.0) / pf * bytes as f64 * beta;
+            let mut p = ar.params.clone();
+            p.nodes = 1;
+            p.devices_per_node = d;
+            p.requested_bytes = Some(bytes);
+            cases.push(exact(ar.clone(), p.clone(), t));
+            if d == 2 {
+                let mut h = p.clone();
+                h.topology = Topology::Hybrid;
+                cases.push(exact(ar.clone(), h, 2.0 * t));
+                let mut b = p.clone();
+                b.binding = Binding::Core;
+                cases.push(exact(ar.clone(), b, 0.5 * t));
+            }
+        }
+    }
+    file.cases = cases;
+    write_results(path, &file).unwrap();
+}
+
+fn num(s: &str) -> f64 {
+    s.parse::<f64>()
+        .unwrap_or_else(|_| panic!("not a number: {s:?}"))
+}
+
+fn close(a: f64, b: f64, rel: f64) -> bool {
+    (a - b).abs() <= rel * b.abs()
+}
+
+#[test]
+fn known_answers_through_the_whole_pipeline() {
+    let dir = tmpdir("report-known");
+    let input = dir.join("known.json");
+    known_answers(&input);
+    let out = dir.join("rep");
+    report(&[s(&input), "--out", s(&out)]).assert_code(0);
+
+    // Strong scaling: S = 8/4.5, 8/2.5; E = S/p.
+    let rows = read_csv(&out.join("tables/scaling_matmul.csv"));
+    let by_dev: BTreeMap<u32, &BTreeMap<String, String>> = rows
+        .iter()
+        .map(|r| (r["devices"].parse().unwrap(), r))
+        .collect();
+    for (d, speedup, eff) in [(1, 1.0, 1.0), (2, 8.0 / 4.5, 8.0 / 9.0), (4, 3.2, 0.8)] {
+        let r = by_dev[&d];
+        assert!(close(num(&r["speedup"]), speedup, 1e-12), "{r:?}");
+        assert!(close(num(&r["efficiency"]), eff, 1e-12), "{r:?}");
+        assert!(
+            close(num(&r["ideal speedup"]), f64::from(d), 1e-12),
+            "{r:?}"
+        );
+    }
+
+    // α–β per set-up at 2 devices (F = 1): α = 2(p−1)·5 µs = 10 µs, 1/β = 10 GB/s, R² = 1.
+    let rows = read_csv(&out.join("tables/collective_allreduce.csv"));
+    let r = rows
+        .iter()
+        .find(|r| {
+            r["set-up"].starts_with("1×2")
+                && r["set-up"].contains("pure")
+                && r["set-up"].contains("bind=none")
+        })
+        .unwrap_or_else(|| panic!("{rows:?}"));
+    assert!(close(num(&r["α (µs)"]), 10.0, 1e-6), "{r:?}");
+    assert!(close(num(&r["1/β (GB/s)"]), 10.0, 1e-6), "{r:?}");
+    assert!(close(num(&r["R²"]), 1.0, 1e-9), "{r:?}");
+
+    // Across scales the ring form explains the data exactly and predicts the held-out scale.
+    let rows = read_csv(&out.join("tables/scale_models.csv"));
+    let r = rows
+        .iter()
+        .find(|r| r["workload"] == "allreduce" && r["device counts"] == "2, 4, 8")
+        .unwrap_or_else(|| panic!("{rows:?}"));
+    assert_eq!(r["best form"], "ring");
+    assert!(num(&r["held-out median |err|"]) < 1e-9, "{r:?}");
+    assert!(close(num(&r["α (µs)"]), 5.0, 1e-6), "{r:?}");
+    let pred = read_csv(&out.join("tables/predictions_allreduce.csv"));
+    let big = pred
+        .iter()
+        .find(|r| r["S"] == "1048576")
+        .expect("1 MiB row");
+    let ring = |p: f64| 2.0 * (p - 1.0) * ALPHA_S + 2.0 * (p - 1.0) / p * 1048576.0 * BETA_S;
+    assert!(
+        close(num(&big["PREDICTION at 16"]), ring(16.0), 1e-6),
+        "{big:?}"
+    );
+    assert!(
+        close(num(&big["PREDICTION at 32"]), ring(32.0), 1e-6),
+        "{big:?}"
+    );
+
+    // hybrid / pure = 2 (pure wins); core / none = 0.5 (core wins), in every band.
+    let rows = read_csv(&out.join("tables/topology_bands.csv"));
+    assert!(!rows.is_empty());
+    for r in &rows {
+        assert!(close(num(&r["ratio (geomean)"]), 2.0, 1e-12), "{r:?}");
+        assert_eq!(r["winner"], "pure");
+    }
+    let rows = read_csv(&out.join("tables/binding_bands.csv"));
+    assert!(!rows.is_empty());
+    for r in &rows {
+        assert!(close(num(&r["ratio (geomean)"]), 0.5, 1e-12), "{r:?}");
+        assert_eq!(r["winner"], "bind=core");
+    }
+}
+
+#[test]
+fn bad_input_is_refused_without_leaving_files() {
+    let dir = tmpdir("report-bad");
+    let out = dir.join("rep");
+    // Missing input: exit 2, the path named, nothing written.
+    let r = report(&["/nonexistent/results.json", "--out", s(&out)]);
+    r.assert_code(2);
+    assert!(
+        r.stderr.contains("/nonexistent/results.json"),
+        "{}",
+        r.stderr
+    );
+    // Malformed JSON: line and column.
+    let bad = dir.join("bad.json");
+    std::fs::write(&bad, "{\"format_version\": 1,\n \"cases\": [}").unwrap();
+    let r = report(&[s(&bad), "--out", s(&out)]);
+    r.assert_code(2);
+    assert!(r.stderr.contains("bad.json:2:"), "{}", r.stderr);
+    // A newer format: says which versions this build reads.
+    let newer = dir.join("newer.json");
+    std::fs::write(&newer, "{\"format_version\": 99}").unwrap();
+    let r = report(&[s(&newer), "--out", s(&out)]);
+    r.assert_code(2);
+    assert!(r.stderr.contains("format_version 99"), "{}", r.stderr);
+    // Bad options.
+    let r = report(&[GOLDEN, "--out", s(&out), "--only", "colour=red"]);
+    r.assert_code(2);
+    assert!(r.stderr.contains("unknown key 'colour'"), "{}", r.stderr);
+    let r = report(&[GOLDEN, "--out", s(&out), "--only", "workload=alltoall"]);
+    r.assert_code(2);
+    assert!(
+        r.stderr
+            .contains("values of workload in the inputs: allgather"),
+        "{}",
+        r.stderr
+    );
+    let r = report(&[GOLDEN, "--out", s(&out), "--noisy-cv", "0"]);
+    r.assert_code(2);
+    assert!(r.stderr.contains("--noisy-cv"), "{}", r.stderr);
+    // Nothing was created, not even a staging directory.
+    assert!(!out.exists());
+    let left: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|n| n.contains("partial"))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+
+    // A directory that is not a report is never replaced.
+    let mine = dir.join("mine");
+    std::fs::create_dir_all(&mine).unwrap();
+    std::fs::write(mine.join("thesis.tex"), "precious").unwrap();
+    let r = report(&[GOLDEN, "--out", s(&mine)]);
+    r.assert_code(2);
+    assert!(r.stderr.contains("not a scalebench report"), "{}", r.stderr);
+    assert_eq!(
+        std::fs::read_to_string(mine.join("thesis.tex")).unwrap(),
+        "precious"
+    );
+    assert_eq!(std::fs::read_dir(&mine).unwrap().count(), 1);
+
+    // An earlier report is replaced whole.
+    report(&[GOLDEN, "--out", s(&out)]).assert_code(0);
+    std::fs::write(out.join("charts/stale.png"), "old").unwrap();
+    report(&[GOLDEN, "--out", s(&out), "--only", "workload=allreduce"]).assert_code(0);
+    assert!(!out.join("charts/stale.png").exists());
+    let rows = read_csv(&out.join("results.csv"));
+    assert_eq!(rows.len(), 2);
+    assert!(rows.iter().all(|r| r["params.workload"] == "allreduce"));
+}
+
+#[test]
+fn formats_choose_the_files() {
+    let out = tmpdir("report-formats").join("rep");
+    report(&[GOLDEN, "--out", s(&out), "--format", "md,csv"]).assert_code(0);
+    assert!(out.join("report.md").is_file() && out.join("results.csv").is_file());
+    assert!(!out.join("report.html").exists() && !out.join("charts").exists());
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(md.contains("Chart not written"), "{md}");
+    assert!(!md.contains("](charts/"));
+}
+
+/// User-controlled strings (labels, host and node names, messages, the title) become text.
+#[test]
+fn hostile_strings_stay_text() {
+    let dir = tmpdir("report-hostile");
+    let input = dir.join("hostile.json");
+    hostile(&input);
+    let out = dir.join("rep");
+    report(&[
+        s(&input),
+        "--out",
+        s(&out),
+        "--title",
+        "<script>document.title='PWNED'</script>",
+    ])
+    .assert_code(0);
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert_eq!(
+        html.matches("<script").count(),
+        1,
+        "only the page's own script"
+    );
+    assert!(!html.contains("<img"));
+    assert!(html.contains("&lt;script&gt;document.title=&#39;PWNED&#39;&lt;/script&gt;"));
+    assert!(html.contains("&lt;img src=x onerror="));
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(!md.contains("<script") && !md.contains("<img"), "{md}");
+    assert!(md.contains("&lt;script&gt;"));
+    // CSV keeps the exact text (quoted), for machines.
+    let rows = read_csv(&out.join("results.csv"));
+    assert!(rows.iter().any(
+        |r| r.get("source.labels.<b>cluster</b>").map(String::as_str)
+            == Some("<script>document.title='PWNED'</script>")
+    ));
+}
+
+/// The golden file with hostile strings where users control them.
+pub fn hostile(path: &Path) {
+    let mut f = read_results(Path::new(GOLDEN)).unwrap();
+    let bad = "<script>document.title='PWNED'</script>";
+    f.run.labels.insert("<b>cluster</b>".into(), bad.into());
+    f.run.labels.insert(
+        "site".into(),
+        "<img src=x onerror=\"document.title='PWNED'\">".into(),
+    );
+    for l in &mut f.launches {
+        if let Some(p) = l.provenance.as_mut() {
+            for r in &mut p.ranks {
+                r.host = bad.into();
+                r.node_name = format!("{bad}{}", r.rank);
+            }
+            for h in &mut p.hosts {
+                h.host = bad.into();
+            }
+            p.warnings.push(bad.into());
+        }
+    }
+    let c = &mut f.cases[0];
+    c.status = scalebench::results::schema::CaseStatus::Failed;
+    c.message = Some(format!("{bad} | *md* [link](javascript:alert(1))"));
+    write_results(path, &f).unwrap();
+}

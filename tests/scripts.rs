@@ -1,0 +1,308 @@
+//! Generated job scripts: golden files for Slurm, UGE and PBS, `bash -n` on every one, and
+//! hostile values from specs executed for real (against stub commands) to prove they stay inert.
+//! Regenerate the golden files with SCALEBENCH_BLESS=1 after a deliberate change.
+
+mod common;
+
+use common::{solo, tmpdir};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+const SPEC: &str = r#"
+name = "golden"
+[axes]
+backend = "cuda"
+nodes = [1, 2]
+ranks_per_node = 4
+topology = ["pure", "hybrid"]
+placement = ["fill", "round_robin"]
+workloads = ["allreduce", "matmul"]
+sizes = ["1MiB"]
+dims = 4096
+[[exclude]]
+topology = "hybrid"
+placement = "round_robin"
+[launch]
+timeout_s = 1200
+[submit]
+scalebench = "/opt/scalebench/bin/scalebench"
+"#;
+
+fn golden_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/scripts")
+}
+
+/// Splits `submit --dry-run` output into (file name, script text).
+fn scripts(stdout: &str) -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = Vec::new();
+    for line in stdout.lines() {
+        if let Some(p) = line.strip_prefix("### ") {
+            out.push((
+                Path::new(p)
+                    .file_name()
+                    .unwrap()
+                    .to_string_lossy()
+                    .into_owned(),
+                String::new(),
+            ));
+        } else if let Some((_, text)) = out.last_mut() {
+            if !line.starts_with("# dry run:") {
+                text.push_str(line);
+                text.push('\n');
+            }
+        }
+    }
+    out
+}
+
+fn bash_n(text: &str) {
+    let dir = tmpdir("bash-n");
+    let f = dir.join("s.sh");
+    std::fs::write(&f, text).unwrap();
+    let st = Command::new("bash").arg("-n").arg(&f).status().unwrap();
+    assert!(st.success(), "bash -n failed on:\n{text}");
+}
+
+#[test]
+fn generated_scripts_match_golden_files_and_parse() {
+    let dir = tmpdir("scripts-golden");
+    let spec = dir.join("golden.toml");
+    std::fs::write(&spec, SPEC).unwrap();
+    let bless = std::env::var("SCALEBENCH_BLESS").is_ok();
+    let mut checked = 0;
+    for profile in ["puhti", "lumi", "apocrita", "pbs-example"] {
+        let ran = solo(&[
+            "submit",
+            spec.to_str().unwrap(),
+            "--profile",
+            profile,
+            "--out",
+            "/scratch/study",
+            "--dry-run",
+        ]);
+        ran.assert_code(0);
+        assert!(
+            !Path::new("/scratch/study").exists(),
+            "a dry run writes nothing"
+        );
+        let all = scripts(&ran.stdout);
+        assert!(!all.is_empty());
+        for (name, text) in &all {
+            bash_n(text);
+            let golden = golden_dir().join(format!("{profile}-{name}"));
+            if bless {
+                std::fs::create_dir_all(golden_dir()).unwrap();
+                std::fs::write(&golden, text).unwrap();
+            }
+            let want = std::fs::read_to_string(&golden).unwrap_or_else(|e| {
+                panic!("{}: {e} (SCALEBENCH_BLESS=1 creates it)", golden.display())
+            });
+            assert_eq!(
+                text,
+                &want,
+                "{} differs from its golden file",
+                golden.display()
+            );
+            checked += 1;
+        }
+    }
+    assert!(checked >= 8, "{checked}");
+    // What the site syntax must look like
+    let g = |f: &str| std::fs::read_to_string(golden_dir().join(f)).unwrap();
+    assert!(g("puhti-job-001.sh").contains("#SBATCH --gres=gpu:v100:4"));
+    assert!(
+        g("lumi-job-001.sh").contains("#SBATCH --gpus-per-node=4")
+            && g("lumi-job-001.sh").contains("--mem-per-gpu=60G")
+    );
+    assert!(g("lumi-job-001.sh").contains("export MPICH_GPU_SUPPORT_ENABLED=1"));
+    let uge: String = std::fs::read_dir(golden_dir())
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().starts_with("apocrita-"))
+        .map(|e| std::fs::read_to_string(e.path()).unwrap())
+        .collect();
+    assert!(
+        uge.contains("#$ -pe parallel 96")
+            && uge.contains("#$ -l gpu=4")
+            && uge.contains("mpirun -rr -n 8"),
+        "{uge}"
+    );
+    let pbs = g("pbs-example-job-001.sh");
+    assert!(
+        pbs.contains("#PBS -l select=1:ncpus=64:mpiprocs=4:ngpus=4"),
+        "{pbs}"
+    );
+    // a single launch is not an array: no task index (UGE sets SGE_TASK_ID=undefined then)
+    assert!(
+        uge.contains("\ndir=/scratch/study/launches/") && !uge.contains("SGE_TASK_ID"),
+        "{uge}"
+    );
+}
+
+/// A stub command that records its arguments, or an environment variable, and succeeds.
+fn stub(dir: &Path, name: &str, body: &str) {
+    let p = dir.join(name);
+    std::fs::write(&p, format!("#!/bin/bash\n{body}\n")).unwrap();
+    Command::new("chmod").arg("+x").arg(&p).status().unwrap();
+}
+
+#[test]
+fn hostile_values_from_specs_stay_inert_when_the_script_runs() {
+    let dir = tmpdir("scripts-hostile");
+    let stubs = dir.join("stubs");
+    std::fs::create_dir_all(&stubs).unwrap();
+    let evil = r#"$(touch PWNED_1) `touch PWNED_2`; touch PWNED_3 'q' "dq" \ $HOME"#;
+    stub(
+        &stubs,
+        "srun",
+        &format!("printenv EVIL > {}/evil.txt", stubs.display()),
+    );
+    stub(&stubs, "module", "exit 0");
+    stub(&stubs, "sb", "exit 0");
+    let spec = dir.join("hostile.toml");
+    std::fs::write(
+        &spec,
+        format!(
+            "name = \"evil $(touch PWNED_NAME) `touch PWNED_TICK`; rm -rf /tmp/nothing\"\nlabels = {{ note = \"$(touch PWNED_LABEL)\" }}\n[axes]\nranks_per_node = 1\nsizes = \"64\"\n[launch.env]\nEVIL = {}\n[submit]\nscalebench = \"{}/sb\"\n",
+            toml_string(evil),
+            stubs.display()
+        ),
+    )
+    .unwrap();
+    let out = dir.join("run");
+    let ran = solo(&[
+        "submit",
+        spec.to_str().unwrap(),
+        "--profile",
+        "local-slurm",
+        "--out",
+        out.to_str().unwrap(),
+        "--dry-run",
+    ]);
+    ran.assert_code(0);
+    let (_, text) = scripts(&ran.stdout).into_iter().next().unwrap();
+    bash_n(&text);
+    // make the attempt directory the script will cd into, then run the script for real
+    let attempt = text
+        .lines()
+        .find_map(|l| l.strip_prefix("dir="))
+        .unwrap()
+        .to_string();
+    std::fs::create_dir_all(&attempt).unwrap();
+    let script = dir.join("job.sh");
+    std::fs::write(&script, &text).unwrap();
+    let work = dir.join("cwd");
+    std::fs::create_dir_all(&work).unwrap();
+    let path = format!("{}:{}", stubs.display(), std::env::var("PATH").unwrap());
+    let st = Command::new("bash")
+        .arg(&script)
+        .current_dir(&work)
+        .env("PATH", path)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    assert_eq!(
+        std::fs::read_to_string(stubs.join("evil.txt"))
+            .unwrap()
+            .trim_end_matches('\n'),
+        evil,
+        "the value reached the job literally"
+    );
+    for d in [&work, &PathBuf::from(&attempt), &dir] {
+        let pwned: Vec<String> = std::fs::read_dir(d)
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with("PWNED"))
+            .collect();
+        assert!(
+            pwned.is_empty(),
+            "a hostile value ran: {pwned:?} in {}",
+            d.display()
+        );
+    }
+    assert!(
+        !text.contains("$(touch PWNED_NAME)"),
+        "the sweep name is sanitised in the script"
+    );
+}
+
+fn toml_string(s: &str) -> String {
+    format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\\\""))
+}
+
+#[test]
+fn values_that_cannot_be_made_safe_are_refused() {
+    let dir = tmpdir("scripts-refused");
+    let spec = dir.join("s.toml");
+    std::fs::write(&spec, "[axes]\nsizes = \"64\"\n").unwrap();
+    let ran = solo(&[
+        "submit",
+        spec.to_str().unwrap(),
+        "--profile",
+        "local-slurm",
+        "--account",
+        "x; touch PWNED",
+        "--dry-run",
+        "--out",
+        "/scratch/x",
+    ]);
+    ran.assert_code(2);
+    assert!(
+        ran.stderr.contains("account") && ran.stderr.contains("letters, digits"),
+        "{}",
+        ran.stderr
+    );
+    let ran = solo(&[
+        "submit",
+        spec.to_str().unwrap(),
+        "--profile",
+        "local-slurm",
+        "--dry-run",
+        "--out",
+        "/scratch/a b",
+    ]);
+    ran.assert_code(2);
+    assert!(
+        ran.stderr.contains("--out path without spaces"),
+        "{}",
+        ran.stderr
+    );
+    std::fs::write(
+        &spec,
+        "[axes]\nsizes = \"64\"\n[submit]\nmodules = [\"gcc; touch PWNED\"]\n",
+    )
+    .unwrap();
+    let ran = solo(&[
+        "submit",
+        spec.to_str().unwrap(),
+        "--profile",
+        "puhti",
+        "--dry-run",
+        "--out",
+        "/scratch/x",
+    ]);
+    ran.assert_code(2);
+    assert!(
+        ran.stderr.contains("s.toml:3:1: submit:") && ran.stderr.contains("module"),
+        "{}",
+        ran.stderr
+    );
+    // a GPU count the site does not have
+    std::fs::write(
+        &spec,
+        "[axes]\nbackend = \"cuda\"\nranks_per_node = 8\nsizes = \"64\"\n",
+    )
+    .unwrap();
+    let ran = solo(&[
+        "submit",
+        spec.to_str().unwrap(),
+        "--profile",
+        "puhti",
+        "--dry-run",
+        "--out",
+        "/scratch/x",
+    ]);
+    ran.assert_code(2);
+    assert!(ran.stderr.contains("4 per node"), "{}", ran.stderr);
+}

@@ -1,0 +1,234 @@
+//! `scalebench submit/status/collect` against a real Slurm cluster of emulated nodes
+//! (ci/slurm/start.sh; CI starts it and stops it on exit). Without a cluster these tests say
+//! so and return, unless SCALEBENCH_REQUIRE_SLURM is set (as in CI), where that is a failure.
+
+mod common;
+
+use common::wire::ResultsFile;
+use common::{bin, read_results, solo, tmpdir, Ran};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Mutex;
+
+/// The cluster has two small nodes: one test at a time.
+static CLUSTER: Mutex<()> = Mutex::new(());
+
+fn cluster() -> Option<std::sync::MutexGuard<'static, ()>> {
+    let conf = std::env::var("SLURM_CONF")
+        .ok()
+        .filter(|c| Path::new(c).exists());
+    if conf.is_none() {
+        if std::env::var_os("SCALEBENCH_REQUIRE_SLURM").is_some() {
+            panic!("SCALEBENCH_REQUIRE_SLURM is set but there is no Slurm cluster: start one with `eval $(bash ci/slurm/start.sh 2)`");
+        }
+        eprintln!("skipped: no local Slurm cluster (start one with `eval $(bash ci/slurm/start.sh 2)` and export SLURM_CONF)");
+        return None;
+    }
+    Some(CLUSTER.lock().unwrap_or_else(|e| e.into_inner()))
+}
+
+fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+fn submit(spec: &Path, out: &Path) -> Ran {
+    solo(&[
+        "submit",
+        spec.to_str().unwrap(),
+        "--profile",
+        "local-slurm",
+        "--out",
+        out.to_str().unwrap(),
+    ])
+}
+
+fn wait(out: &Path) -> Ran {
+    solo(&[
+        "status",
+        out.to_str().unwrap(),
+        "--wait",
+        "--timeout",
+        "300",
+    ])
+}
+
+#[test]
+fn a_submitted_sweep_runs_on_two_slurm_nodes_and_is_collected_after_its_jobs() {
+    let Some(_c) = cluster() else { return };
+    let dir = tmpdir("slurm-sweep");
+    let spec = write(
+        &dir,
+        "s.toml",
+        "name = \"slurm-sweep\"\n[axes]\nnodes = [1, 2]\nranks_per_node = [1, 2]\ntopology = [\"pure\", \"hybrid\"]\nworkloads = [\"allreduce\", \"matmul\"]\nsizes = [\"64\", \"64KiB\"]\ndims = 32\nin_place = \"no\"\n[run]\ntime_budget_s = 0.02\n[launch]\ntimeout_s = 120\n",
+    );
+    let out = dir.join("run");
+    let ran = submit(&spec, &out);
+    ran.assert_code(0);
+    assert!(
+        ran.stdout.contains("submitted") && ran.stdout.contains("collect job"),
+        "{}",
+        ran.stdout
+    );
+    wait(&out).assert_code(0);
+    let r: ResultsFile = read_results(&out);
+    assert_eq!(r.cases.len(), 8 * 3, "every case of the product is present");
+    for c in &r.cases {
+        assert_eq!(
+            (c.status.as_str(), c.wrong),
+            ("ok", 0),
+            "{:?}: {:?}",
+            c.params,
+            c.message
+        );
+    }
+    assert!(r.run.emulated_nodes);
+    for l in &r.launches {
+        let p = l.provenance.as_ref().unwrap();
+        assert_eq!(l.launcher, "srun");
+        assert_eq!(p.node_source, "slurm");
+        assert!(p.emulated_nodes, "nodes of the local cluster are emulated");
+        let mut names: Vec<&str> = p.ranks.iter().map(|x| x.node_name.as_str()).collect();
+        names.sort_unstable();
+        names.dedup();
+        let mut nodes: Vec<u32> = p.ranks.iter().map(|x| x.node).collect();
+        nodes.sort_unstable();
+        nodes.dedup();
+        assert_eq!(names.len() as u32, l.shape.nodes, "{names:?}");
+        assert_eq!(nodes.len() as u32, l.shape.nodes);
+        if l.shape.nodes == 2 {
+            assert_eq!(names, vec!["n1", "n2"]);
+        }
+    }
+    // The collect job ran after every other job had ended.
+    let collect: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("collect.json")).unwrap()).unwrap();
+    let jobs: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("jobs.json")).unwrap()).unwrap();
+    let collect_job = jobs["submissions"][0]["collect_job"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_eq!(
+        collect["collect_job"].as_str(),
+        Some(collect_job.as_str()),
+        "results were merged by the dependent job"
+    );
+    let collected = collect["collected_unix_s"].as_f64().unwrap();
+    let mut last_end = 0.0f64;
+    for d in std::fs::read_dir(out.join("launches")).unwrap() {
+        let p = d.unwrap().path().join("outcome.json");
+        if p.exists() {
+            let o: serde_json::Value =
+                serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap();
+            last_end = last_end.max(o["finished_unix_s"].as_f64().unwrap());
+        }
+    }
+    assert!(
+        last_end > 0.0 && collected >= last_end,
+        "collected at {collected}, last job ended at {last_end}"
+    );
+}
+
+#[test]
+fn a_case_that_fails_inside_a_job_is_kept_apart_and_resubmitted_alone() {
+    let Some(_c) = cluster() else { return };
+    let dir = tmpdir("slurm-fail");
+    // One launch: the 64 B case runs, then the 128 B case brings the launch down.
+    let spec = write(
+        &dir,
+        "f.toml",
+        "name = \"slurm-fail\"\n[axes]\nranks_per_node = 2\nin_place = \"no\"\n[[zip]]\nsizes = [\"64\", \"128\"]\nfault = [\"none\", \"crash\"]\n[run]\ntime_budget_s = 0.02\n[launch]\ntimeout_s = 120\n",
+    );
+    let out = dir.join("run");
+    submit(&spec, &out).assert_code(0);
+    let st = wait(&out);
+    st.assert_code(3);
+    assert!(st.stdout.contains("failed"), "{}", st.stdout);
+    let r = read_results(&out);
+    assert_eq!(r.cases.len(), 2);
+    let ok = r
+        .cases
+        .iter()
+        .find(|c| c.params.requested_bytes == Some(64))
+        .unwrap();
+    let bad = r
+        .cases
+        .iter()
+        .find(|c| c.params.requested_bytes == Some(128))
+        .unwrap();
+    assert_eq!(ok.status, "ok");
+    assert_eq!(bad.status, "failed");
+    assert!(
+        bad.message
+            .as_deref()
+            .unwrap()
+            .contains("aborting on purpose"),
+        "the failure carries its stderr: {:?}",
+        bad.message
+    );
+    let ok_started = ok.started_unix_s;
+
+    // Submitting again submits only the failed case.
+    let again = submit(&spec, &out);
+    again.assert_code(0);
+    assert!(again.stdout.contains("for 1 case(s)"), "{}", again.stdout);
+    let mut attempts: Vec<PathBuf> = std::fs::read_dir(out.join("launches"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.is_dir())
+        .collect();
+    attempts.sort();
+    assert_eq!(attempts.len(), 2);
+    let plan: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(attempts[1].join("plan.json")).unwrap())
+            .unwrap();
+    let cases = plan["cases"].as_array().unwrap();
+    assert_eq!(cases.len(), 1);
+    assert_eq!(cases[0]["requested_bytes"], 128);
+    wait(&out).assert_code(3);
+    let r = read_results(&out);
+    assert_eq!(r.cases.len(), 2);
+    let ok = r
+        .cases
+        .iter()
+        .find(|c| c.params.requested_bytes == Some(64))
+        .unwrap();
+    assert_eq!(
+        ok.started_unix_s, ok_started,
+        "the finished case was not run again"
+    );
+}
+
+#[test]
+fn a_world_that_does_not_match_the_request_is_a_clear_error_under_srun() {
+    let Some(_c) = cluster() else { return };
+    let dir = tmpdir("slurm-mismatch");
+    let out = dir.join("out");
+    let o = Command::new("timeout")
+        .args([
+            "120",
+            "srun",
+            "-N",
+            "1",
+            "-n",
+            "2",
+            "--mpi=pmix",
+            bin(),
+            "run",
+            "--devices-per-node",
+            "3",
+            "--out",
+            out.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_ne!(o.status.code(), Some(0));
+    assert!(
+        stderr.contains("2 MPI rank(s)") && stderr.contains("needs 3"),
+        "{stderr}"
+    );
+    assert!(!out.join("results.json").exists());
+}

@@ -1,0 +1,522 @@
+//! `scalebench plan` and `scalebench sweep` with the real binary and real mpirun: a full
+//! product sweep, a killed and resumed sweep, hanging and crashing launches, malformed specs.
+
+mod common;
+
+use common::wire::ResultsFile;
+use common::{bin, read_results, solo, tmpdir};
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn write_spec(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+/// CPUs this process may use (what every rank gets with `--bind-to none`).
+fn allowed_cpus() -> Vec<u32> {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let list = status
+        .lines()
+        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+        .unwrap()
+        .trim()
+        .to_string();
+    let mut out = Vec::new();
+    for part in list.split(',') {
+        match part.split_once('-') {
+            Some((a, b)) => out.extend(a.parse::<u32>().unwrap()..=b.parse::<u32>().unwrap()),
+            None => out.push(part.parse().unwrap()),
+        }
+    }
+    out
+}
+
+fn cpulist(v: &[u32]) -> String {
+    let mut out: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < v.len() {
+        let s = v[i];
+        let mut e = s;
+        while i + 1 < v.len() && v[i + 1] == e + 1 {
+            i += 1;
+            e = v[i];
+        }
+        out.push(if s == e {
+            s.to_string()
+        } else {
+            format!("{s}-{e}")
+        });
+        i += 1;
+    }
+    out.join(",")
+}
+
+/// `core` binding written out independently: node k of K on this host owns an equal contiguous
+/// share of its CPUs; device i of D owns an equal contiguous block of that (or, with more
+/// devices than CPUs, the CPU at i·n/D).
+fn expected_core_binding(cpus: &[u32], node: u32, nodes: u32, device: u32, devices: u32) -> String {
+    let n = cpus.len();
+    let share = &cpus[n * node as usize / nodes as usize..n * (node as usize + 1) / nodes as usize];
+    let m = share.len();
+    let (d, i) = (devices as usize, device as usize);
+    if d > m {
+        return share[i * m / d].to_string();
+    }
+    cpulist(&share[m * i / d..m * (i + 1) / d])
+}
+
+const FULL: &str = r#"
+name = "full-product"
+[axes]
+nodes = [1, 2]
+ranks_per_node = [1, 2]
+topology = ["pure", "hybrid"]
+binding = ["none", "core"]
+workloads = ["allreduce", "matmul"]
+sizes = ["1KiB", "64KiB"]
+dims = 48
+[run]
+time_budget_s = 0.02
+[launch]
+oversubscribe = true
+timeout_s = 120
+"#;
+
+#[test]
+fn a_full_product_sweep_measures_and_binds_every_case() {
+    let dir = tmpdir("sweep-full");
+    let spec = write_spec(&dir, "full.toml", FULL);
+    let out = dir.join("out");
+    let ran = solo(&[
+        "sweep",
+        spec.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    ran.assert_code(0);
+    let r = read_results(&out);
+    // 2 nodes × 2 ranks per node × 2 topologies × 2 bindings = 16 launches, each with
+    // 2 sizes × 2 placements of allreduce + 1 matmul
+    assert_eq!(r.launches.len(), 16);
+    assert_eq!(r.cases.len(), 16 * 5);
+    for c in &r.cases {
+        assert_eq!(
+            (c.status.as_str(), c.wrong),
+            ("ok", 0),
+            "{:?}: {:?}",
+            c.params,
+            c.message
+        );
+    }
+    // pure and hybrid agree: the same collective validated exactly on the same devices
+    let mut by_key: HashMap<(u32, u32, String, u64, bool), Vec<&str>> = HashMap::new();
+    for c in r.cases.iter().filter(|c| c.params.workload == "allreduce") {
+        let p = &c.params;
+        by_key
+            .entry((
+                p.nodes,
+                p.devices_per_node,
+                p.binding.clone(),
+                c.bytes.unwrap(),
+                p.in_place.unwrap(),
+            ))
+            .or_default()
+            .push(p.topology.as_str());
+    }
+    assert_eq!(by_key.len(), 32);
+    assert!(by_key
+        .values()
+        .all(|t| t.len() == 2 && t.contains(&"pure") && t.contains(&"hybrid")));
+    // the affinity in force matches the policy
+    let cpus = allowed_cpus();
+    for l in &r.launches {
+        let p = l.provenance.as_ref().expect("provenance");
+        assert!(l.overhead_s.is_some() && l.wall_s.unwrap() > 0.0);
+        assert_eq!(p.emulated_nodes, l.shape.nodes > 1);
+        for rank in &p.ranks {
+            for d in &rank.devices {
+                let want = match l.shape.binding.as_str() {
+                    "none" => cpulist(&cpus),
+                    _ => expected_core_binding(
+                        &cpus,
+                        rank.node,
+                        l.shape.nodes,
+                        d.local_index,
+                        l.shape.devices_per_node,
+                    ),
+                };
+                assert_eq!(
+                    d.cpus, want,
+                    "launch {} rank {} device {}",
+                    l.launch_id, rank.rank, d.index
+                );
+            }
+        }
+    }
+    // the table was printed, with the summary
+    assert!(ran.stdout.contains("# 80 case(s): 80 ok"), "{}", ran.stdout);
+    // resuming a finished sweep runs nothing
+    let again = solo(&[
+        "sweep",
+        spec.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--resume",
+        "-q",
+    ]);
+    again.assert_code(0);
+    assert_eq!(std::fs::read_dir(out.join("launches")).unwrap().count(), 16);
+}
+
+/// All cases in the journals of a run directory: id → started_unix_s.
+fn journaled(out: &Path) -> BTreeMap<String, f64> {
+    let mut m = BTreeMap::new();
+    for d in std::fs::read_dir(out.join("launches")).unwrap() {
+        let j = d.unwrap().path().join("journal.jsonl");
+        for line in std::fs::read_to_string(j).unwrap_or_default().lines() {
+            if let Ok(v) = serde_json::from_str::<serde_json::Value>(line) {
+                if v["type"] == "case" {
+                    m.insert(
+                        v["id"].as_str().unwrap().to_string(),
+                        v["started_unix_s"].as_f64().unwrap(),
+                    );
+                }
+            }
+        }
+    }
+    m
+}
+
+#[test]
+fn a_killed_sweep_resumes_without_losing_or_rerunning_cases() {
+    let dir = tmpdir("sweep-kill");
+    let spec = write_spec(
+        &dir,
+        "kill.toml",
+        "[axes]\nnodes = [1, 2, 3]\nranks_per_node = [1, 2]\nsizes = [\"64\", \"4KiB\", \"64KiB\"]\n[run]\ntime_budget_s = 0.05\n[launch]\noversubscribe = true\n",
+    );
+    let out = dir.join("out");
+    let mut child = Command::new(bin())
+        .args([
+            "sweep",
+            spec.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+            "-q",
+        ])
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Kill it once the first launch is done and another is under way.
+    let t0 = Instant::now();
+    loop {
+        let attempts: Vec<PathBuf> = std::fs::read_dir(out.join("launches"))
+            .map(|d| d.map(|e| e.unwrap().path()).collect())
+            .unwrap_or_default();
+        let finished = attempts
+            .iter()
+            .filter(|a| a.join("outcome.json").exists())
+            .count();
+        if finished >= 1 && attempts.len() > finished {
+            break;
+        }
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the sweep ended before it could be killed"
+        );
+        assert!(t0.elapsed() < Duration::from_secs(120));
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    let before = journaled(&out);
+    assert!(!before.is_empty());
+    // the launch that was running went down with the driver
+    let stray = Command::new("pgrep")
+        .args(["-f", out.join("launches").to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(
+        stray.stdout.is_empty(),
+        "processes of the killed sweep still run: {}",
+        String::from_utf8_lossy(&stray.stdout)
+    );
+
+    let ran = solo(&[
+        "sweep",
+        spec.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--resume",
+    ]);
+    ran.assert_code(0);
+    let r: ResultsFile = read_results(&out);
+    assert_eq!(
+        r.cases.len(),
+        3 * 2 * 3 * 2,
+        "every case of the plan is present"
+    );
+    let after: BTreeMap<&str, f64> = r
+        .cases
+        .iter()
+        .map(|c| (c.id.as_str(), c.started_unix_s))
+        .collect();
+    assert_eq!(after.len(), r.cases.len(), "ids are unique");
+    for (id, started) in &before {
+        assert_eq!(
+            after.get(id.as_str()),
+            Some(started),
+            "case {id} was lost or run again"
+        );
+    }
+    assert!(r.cases.iter().all(|c| c.status == "ok"));
+}
+
+#[test]
+fn hanging_and_crashing_launches_are_recorded_and_the_sweep_goes_on() {
+    let dir = tmpdir("sweep-hang");
+    let spec = write_spec(
+        &dir,
+        "hang.toml",
+        "[axes]\nranks_per_node = 2\nsizes = [\"64\", \"128\"]\nin_place = \"no\"\n[[zip]]\nnodes = [1, 2, 3]\nfault = [\"hang\", \"none\", \"crash\"]\n[run]\ntime_budget_s = 0.02\n[launch]\noversubscribe = true\ntimeout_s = 4\n",
+    );
+    let out = dir.join("out");
+    let t0 = Instant::now();
+    let ran = solo(&[
+        "sweep",
+        spec.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    ran.assert_code(3);
+    assert!(t0.elapsed() < Duration::from_secs(60));
+    let r = read_results(&out);
+    assert_eq!(r.cases.len(), 6);
+    let by_nodes = |n: u32| {
+        r.cases
+            .iter()
+            .filter(|c| c.params.nodes == n)
+            .collect::<Vec<_>>()
+    };
+    for c in by_nodes(1) {
+        assert_eq!(c.status, "timeout");
+        assert!(
+            c.message.as_deref().unwrap().contains("time limit"),
+            "{:?}",
+            c.message
+        );
+    }
+    assert!(by_nodes(2).iter().all(|c| c.status == "ok"));
+    for c in by_nodes(3) {
+        assert_eq!(c.status, "failed");
+        assert!(
+            c.message
+                .as_deref()
+                .unwrap()
+                .contains("aborting on purpose"),
+            "{:?}",
+            c.message
+        );
+    }
+    let statuses: Vec<&str> = r.launches.iter().map(|l| l.status.as_str()).collect();
+    assert_eq!(statuses, vec!["timeout", "ok", "failed"]);
+    assert!(r.launches[2]
+        .stderr_tail
+        .as_deref()
+        .unwrap()
+        .contains("fault=crash"));
+    assert!(ran.stderr.contains("timed out after 4 s"), "{}", ran.stderr);
+    // nothing of the hung launch survives
+    let stray = Command::new("pgrep")
+        .args(["-f", out.join("launches").to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(
+        stray.stdout.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&stray.stdout)
+    );
+}
+
+#[test]
+fn malformed_specs_are_rejected_with_file_line_and_fix() {
+    let dir = tmpdir("sweep-bad");
+    let cases: &[(&str, usize, &str)] = &[
+        ("[axes]\nnodes = [1, \n", 2, "unclosed array"),
+        ("nmae = \"x\"\n", 1, "unknown field `nmae`"),
+        ("[axes]\nnodez = 2\n", 2, "did you mean `nodes`"),
+        ("[axes]\nsizes = []\n", 2, "empty"),
+        ("[axes]\nsizes = \"12Q\"\n", 2, "not a size"),
+        (
+            "[axes]\nworkloads = [\"allreduce\", \"allgathr\"]\n",
+            2,
+            "unknown workload 'allgathr'",
+        ),
+        ("[axes]\nnodes = \"two\"\n", 2, "expected a whole number"),
+        ("[axes]\nranks_per_node = 0\n", 2, "out of range"),
+        (
+            "[[zip]]\nnodes = [1, 2]\ndims = [64]\n",
+            2,
+            "same number of values",
+        ),
+        (
+            "[axes]\nnodes = 1\n[[zip]]\nnodes = [1, 2]\ndims = [1, 2]\n",
+            4,
+            "already given",
+        ),
+        (
+            "[[exclude]]\ntopologi = \"hybrid\"\n",
+            2,
+            "did you mean `topology`",
+        ),
+        (
+            "[axes]\nnodes = 2\nranks_per_node = 64\n",
+            3,
+            "oversubscribe = true",
+        ),
+        ("[axes]\nsizes = \"6B\"\n", 2, "multiple of 4 bytes"),
+        (
+            "[axes]\nworkloads = \"reduce\"\nroots = 5\n",
+            3,
+            "not a device",
+        ),
+        (
+            "[run]\ntime_budget_s = -1.0\n",
+            2,
+            "positive number of seconds",
+        ),
+        ("[launch]\ntimeout = 5\n", 2, "unknown field `timeout`"),
+        (
+            "[launch.env]\n\"A B\" = \"x\"\n",
+            2,
+            "environment variable name",
+        ),
+        ("[launch]\nreserved_cores = \"a-b\"\n", 2, "not a CPU list"),
+        ("[axes]\nin_place = \"sometimes\"\n", 2, "\"both\""),
+        (
+            "[axes]\nworkload = \"allreduce\"\nworkloads = \"matmul\"\n",
+            3,
+            "given twice",
+        ),
+        ("[[zip]]\nnodes = [1, 2]\n", 1, "at least two axes"),
+        ("[axes]\ndims = \"12x\"\n", 2, "matrix shape"),
+        ("[axes]\ntopology = [\"pure\", 3]\n", 2, "expected a name"),
+    ];
+    assert!(cases.len() >= 15);
+    for (i, (text, line, needle)) in cases.iter().enumerate() {
+        let spec = write_spec(&dir, &format!("bad{i}.toml"), text);
+        // What only this machine cannot do is a note for `plan`, an error for `sweep`.
+        let local_only = needle.contains("oversubscribe");
+        for cmd in ["plan", "sweep"] {
+            if local_only && cmd == "plan" {
+                let ran = solo(&["plan", spec.to_str().unwrap()]);
+                ran.assert_code(0);
+                assert!(
+                    ran.stderr.contains("cannot run as a local sweep here")
+                        && ran.stderr.contains(needle),
+                    "{}",
+                    ran.stderr
+                );
+                continue;
+            }
+            let ran = solo(
+                &[
+                    cmd,
+                    spec.to_str().unwrap(),
+                    "--out",
+                    dir.join(format!("out{i}")).to_str().unwrap(),
+                ]
+                .as_slice()[..if cmd == "plan" { 2 } else { 4 }],
+            );
+            ran.assert_code(2);
+            let want = format!("{}:{line}:", spec.display());
+            assert!(
+                ran.stderr.contains(&want),
+                "spec {i} ({cmd}): expected {want} in: {}",
+                ran.stderr
+            );
+            assert!(
+                ran.stderr.contains(needle),
+                "spec {i} ({cmd}): expected {needle:?} in: {}",
+                ran.stderr
+            );
+            assert!(!ran.stderr.contains("panicked"), "{}", ran.stderr);
+        }
+        assert!(
+            !dir.join(format!("out{i}")).exists(),
+            "a bad spec left a run directory"
+        );
+    }
+}
+
+#[test]
+fn plan_lists_launches_and_cases() {
+    let dir = tmpdir("plan");
+    let spec = write_spec(&dir, "p.toml", FULL);
+    let ran = solo(&["plan", spec.to_str().unwrap(), "--cases"]);
+    ran.assert_code(0);
+    assert!(
+        ran.stdout.contains("80 case(s) in 16 launch(es)"),
+        "{}",
+        ran.stdout
+    );
+    assert_eq!(
+        ran.stdout
+            .lines()
+            .filter(|l| l.starts_with("launch "))
+            .count(),
+        16
+    );
+    assert_eq!(
+        ran.stdout.lines().filter(|l| l.starts_with("    ")).count(),
+        80
+    );
+    let json = solo(&["plan", spec.to_str().unwrap(), "--json"]);
+    let v: serde_json::Value = serde_json::from_str(&json.stdout).unwrap();
+    assert_eq!(v.as_array().unwrap().len(), 16);
+    let dry = solo(&[
+        "sweep",
+        spec.to_str().unwrap(),
+        "--dry-run",
+        "--out",
+        dir.join("never").to_str().unwrap(),
+    ]);
+    dry.assert_code(0);
+    assert_eq!(
+        dry.stdout
+            .lines()
+            .filter(|l| l.starts_with("mpirun -np"))
+            .count(),
+        16
+    );
+    assert!(!dir.join("never").exists());
+}
+
+#[test]
+fn every_example_spec_plans() {
+    let mut n = 0;
+    for e in std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/examples")).unwrap() {
+        let p = e.unwrap().path();
+        if p.extension().and_then(|x| x.to_str()) != Some("toml") {
+            continue;
+        }
+        let ran = solo(&["plan", p.to_str().unwrap()]);
+        ran.assert_code(0);
+        assert!(
+            ran.stdout.contains("case(s) in"),
+            "{}: {}",
+            p.display(),
+            ran.stdout
+        );
+        n += 1;
+    }
+    assert!(n >= 6, "examples/ holds the specs users copy");
+}
