@@ -31,9 +31,7 @@ use scalebench::backend::cpu::CpuBackend;
 use scalebench::backend::{Backend, BackendError, CollectiveCall, DevicePlan, HostBuf};
 use scalebench::comm::mpi::MpiComm;
 use scalebench::measure::IterPolicy;
-use scalebench::params::{
-    BackendKind, Binding, CaseParams, Dtype, Placement, ReduceOp, Timing, Topology, Workload,
-};
+use scalebench::params::{BackendKind, CaseParams, Dtype, ReduceOp, Topology, Workload};
 use scalebench::units::format_bytes;
 use scalebench::workload::collective::{counts, CountError};
 use scalebench::workload::pattern::Pattern;
@@ -71,25 +69,14 @@ fn params(
     in_place: bool,
 ) -> CaseParams {
     CaseParams {
-        workload,
         backend: kind,
         topology,
-        nodes: 1,
-        devices_per_node: devices,
-        binding: Binding::None,
-        placement: Placement::Fill,
-        timing: Timing::Pipelined,
         dtype: DTYPE,
         op: workload.has_op().then_some(OP),
         root: workload.has_root().then_some(0),
         in_place: Some(in_place),
         requested_bytes: Some(bytes),
-        shape: None,
-        batch: None,
-        collect: None,
-        scaling: None,
-        threads_per_device: None,
-        fault: None,
+        ..CaseParams::new(workload, 1, devices)
     }
 }
 
@@ -254,12 +241,7 @@ fn bench_setting<B: Backend>(
 }
 
 fn singleton(c: &mut Criterion, world: &mpi::topology::SimpleCommunicator, comm: &MpiComm) {
-    let plan = DevicePlan {
-        devices_per_rank: 1,
-        local_indices: vec![0],
-        worker_cpus: vec![None],
-        threads_per_device: 1,
-    };
+    let plan = DevicePlan::unbound(1, 1);
     let mut backend = match CpuBackend::new(world, plan) {
         Ok(b) => b,
         Err(e) => {
@@ -282,12 +264,7 @@ fn singleton(c: &mut Criterion, world: &mpi::topology::SimpleCommunicator, comm:
 
 fn hybrid(c: &mut Criterion, world: &mpi::topology::SimpleCommunicator, comm: &MpiComm) {
     const DEVICES: usize = 2;
-    let plan = DevicePlan {
-        devices_per_rank: DEVICES,
-        local_indices: (0..DEVICES as u32).collect(),
-        worker_cpus: vec![None; DEVICES],
-        threads_per_device: 1,
-    };
+    let plan = DevicePlan::unbound(DEVICES, 1);
     let group = format!("collectives_cpu_hybrid_{DEVICES}dev");
     let mut backend = match CpuBackend::new(world, plan) {
         Ok(b) => b,
@@ -320,12 +297,7 @@ fn nccl(c: &mut Criterion, world: &mpi::topology::SimpleCommunicator, comm: &Mpi
         println!("CUDA bench skipped: {gpus} GPU visible; NCCL collectives among one process's GPUs need at least 2 ({})", probe::visible_devices_env());
         return;
     }
-    let plan = DevicePlan {
-        devices_per_rank: gpus as usize,
-        local_indices: (0..gpus).collect(),
-        worker_cpus: vec![None; gpus as usize],
-        threads_per_device: 1,
-    };
+    let plan = DevicePlan::unbound(gpus as usize, 1);
     let mut backend = match CudaBackend::new(world, plan) {
         Ok(b) => b,
         Err(e) => {

@@ -23,22 +23,7 @@ const CASES: usize = 10_000;
 const SAMPLES: usize = 100;
 const GOLDEN: &str = include_str!("../tests/golden/results-v1.json");
 
-/// SplitMix64 with a Box–Muller normal: deterministic, no dependency.
-struct Rng(u64);
-impl Rng {
-    fn uniform(&mut self) -> f64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^= z >> 31;
-        ((z >> 11) as f64 + 0.5) / (1u64 << 53) as f64
-    }
-    fn normal(&mut self) -> f64 {
-        let (u, v) = (self.uniform(), self.uniform());
-        (-2.0 * u.ln()).sqrt() * (2.0 * std::f64::consts::PI * v).cos()
-    }
-}
+use scalebench::stats::SplitMix64 as Rng;
 
 /// A results file of `CASES` cases built from the golden file's records: each case gets
 /// unique parameters (so a unique id), `SAMPLES` samples and consistent headline numbers.

@@ -186,12 +186,7 @@ fn cpu(c: &mut Criterion, world: &mpi::topology::SimpleCommunicator) {
         }
     };
     for t in threads {
-        let plan = DevicePlan {
-            devices_per_rank: 1,
-            local_indices: vec![0],
-            worker_cpus: vec![None],
-            threads_per_device: t,
-        };
+        let plan = DevicePlan::unbound(1, t);
         let mut backend = match CpuBackend::new(world, plan) {
             Ok(b) => b,
             Err(e) => {
@@ -220,12 +215,7 @@ fn cuda(c: &mut Criterion, world: &mpi::topology::SimpleCommunicator) {
         println!("CUDA bench skipped: {why}");
         return;
     }
-    let plan = DevicePlan {
-        devices_per_rank: 1,
-        local_indices: vec![0],
-        worker_cpus: vec![None],
-        threads_per_device: 1,
-    };
+    let plan = DevicePlan::unbound(1, 1);
     let mut backend = match CudaBackend::new(world, plan) {
         Ok(b) => b,
         Err(e) => {

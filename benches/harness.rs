@@ -14,10 +14,7 @@ use criterion::{
 };
 use scalebench::config;
 use scalebench::measure::{timing_result, IterCounts};
-use scalebench::params::{
-    BackendKind, Binding, CaseParams, Dtype, MatmulShape, Placement, ReduceOp, Scaling, Timing,
-    Topology, Workload,
-};
+use scalebench::params::{CaseParams, MatmulShape, ReduceOp, Scaling, Workload};
 use scalebench::plan::sweep;
 use scalebench::results::io::{parse_results, read_results, write_results};
 use scalebench::results::schema::{CaseResult, ResultsFile};
@@ -87,37 +84,23 @@ fn plan(c: &mut Criterion) {
     g.finish();
 }
 
-/// SplitMix64 with a Box–Muller normal: deterministic samples, no dependency.
-struct Rng(u64);
-impl Rng {
-    fn uniform(&mut self) -> f64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^= z >> 31;
-        ((z >> 11) as f64 + 0.5) / (1u64 << 53) as f64
-    }
-    fn normal(&mut self) -> f64 {
-        let (u, v) = (self.uniform(), self.uniform());
-        (-2.0 * u.ln()).sqrt() * (2.0 * std::f64::consts::PI * v).cos()
-    }
-    /// Timing-like samples: lognormal around `median_s` with 5 % spread.
-    fn times_s(&mut self, median_s: f64, n: usize) -> Vec<f64> {
-        (0..n)
-            .map(|_| median_s * (0.05 * self.normal()).exp())
-            .collect()
-    }
+use scalebench::stats::SplitMix64 as Rng;
+
+/// Timing-like samples: lognormal around `median_s` with 5 % spread.
+fn times_s(rng: &mut Rng, median_s: f64, n: usize) -> Vec<f64> {
+    (0..n)
+        .map(|_| median_s * (0.05 * rng.normal()).exp())
+        .collect()
 }
 
 fn statistics(c: &mut Criterion) {
     let mut rng = Rng(7);
-    let large = rng.times_s(1e-5, STATS_SAMPLES);
+    let large = times_s(&mut rng, 1e-5, STATS_SAMPLES);
     let s = summarize(&large).expect("samples");
     // The summary is of the samples drawn: lognormal(σ = 0.05) around 10 µs.
     assert!((s.median / 1e-5 - 1.0).abs() < 0.01 && s.min < s.median && s.median < s.p99);
     let sets: Vec<Vec<f64>> = (0..RESULT_CASES)
-        .map(|k| rng.times_s(1e-6 * (1 + k % 97) as f64, RESULT_SAMPLES))
+        .map(|k| times_s(&mut rng, 1e-6 * (1 + k % 97) as f64, RESULT_SAMPLES))
         .collect();
 
     let mut g = c.benchmark_group("stats");
@@ -151,27 +134,7 @@ fn case_params(k: usize) -> CaseParams {
         Workload::ReduceScatter,
         Workload::Alltoall,
     ];
-    let mut p = CaseParams {
-        workload: Workload::Matmul,
-        backend: BackendKind::Cpu,
-        topology: Topology::Pure,
-        nodes: 1,
-        devices_per_node: RESULT_RANKS,
-        binding: Binding::None,
-        placement: Placement::Fill,
-        timing: Timing::Pipelined,
-        dtype: Dtype::F32,
-        op: None,
-        root: None,
-        in_place: None,
-        requested_bytes: None,
-        shape: None,
-        batch: None,
-        collect: None,
-        scaling: None,
-        threads_per_device: None,
-        fault: None,
-    };
+    let mut p = CaseParams::new(Workload::Matmul, 1, RESULT_RANKS);
     if k % 10 == 9 {
         p.shape = Some(MatmulShape::square(64 * (k as u64 / 10 + 1)));
         p.scaling = Some(Scaling::Weak);
@@ -197,8 +160,8 @@ fn results_file() -> ResultsFile {
         .map(|k| -> CaseResult {
             let p = case_params(k);
             let time_s = 1e-6 * (1 + k % 97) as f64;
-            let samples = rng.times_s(time_s, RESULT_SAMPLES);
-            let per_rank = rng.times_s(time_s, RESULT_RANKS as usize);
+            let samples = times_s(&mut rng, time_s, RESULT_SAMPLES);
+            let per_rank = times_s(&mut rng, time_s, RESULT_RANKS as usize);
             let counts_used = IterCounts {
                 iters: 10 * RESULT_SAMPLES as u32,
                 warmup: 10,

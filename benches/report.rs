@@ -9,7 +9,7 @@
 use criterion::{criterion_group, criterion_main, Criterion};
 use scalebench::params::{
     BackendKind, Binding, CaseParams, Dtype, LaunchShape, MatmulShape, Placement, ReduceOp,
-    Scaling, Timing, Topology, Workload,
+    Scaling, Topology, Workload,
 };
 use scalebench::report::analyze::Options;
 use scalebench::report::{generate, Outputs, Request};
@@ -214,25 +214,14 @@ fn study() -> ResultsFile {
                                     * (2.0 * (p - 1.0) * 2e-6 + 2.0 * (p - 1.0) / p * s / 20e9)
                                     + 1e-6;
                                 let params = CaseParams {
-                                    workload: w,
-                                    backend: BackendKind::Cpu,
                                     topology,
-                                    nodes,
-                                    devices_per_node: 4,
                                     binding,
-                                    placement: Placement::Fill,
-                                    timing: Timing::Pipelined,
                                     dtype,
                                     op: w.has_op().then_some(ReduceOp::Sum),
                                     root: w.has_root().then_some(0),
                                     in_place: Some(in_place),
                                     requested_bytes: Some(1u64 << e),
-                                    shape: None,
-                                    batch: None,
-                                    collect: None,
-                                    scaling: None,
-                                    threads_per_device: None,
-                                    fault: None,
+                                    ..CaseParams::new(w, nodes, 4)
                                 };
                                 cases.push(case(params, &launch_id, t, &mut rng));
                             }
@@ -240,25 +229,12 @@ fn study() -> ResultsFile {
                     }
                 }
                 let params = CaseParams {
-                    workload: Workload::Matmul,
-                    backend: BackendKind::Cpu,
                     topology,
-                    nodes,
-                    devices_per_node: 4,
                     binding,
-                    placement: Placement::Fill,
-                    timing: Timing::Pipelined,
-                    dtype: Dtype::F32,
-                    op: None,
-                    root: None,
-                    in_place: None,
-                    requested_bytes: None,
                     shape: Some(MatmulShape::square(4096)),
-                    batch: None,
-                    collect: None,
                     scaling: Some(Scaling::Strong),
                     threads_per_device: Some(1),
-                    fault: None,
+                    ..CaseParams::new(Workload::Matmul, nodes, 4)
                 };
                 let t = slow * (0.5 / p + 0.002 * p.log2());
                 cases.push(case(params, &launch_id, t, &mut rng));

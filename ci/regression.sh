@@ -36,8 +36,8 @@ else
   bin=${CARGO_TARGET_DIR:-target}/release/scalebench
 fi
 
-# One measurement of the study into directory $1. The only place that knows how a study is
-# launched: switch to `scalebench sweep` here when it exists.
+# One measurement of the study into directory $1: one launch, so a plain `mpirun ... run` (the
+# sweep driver around it has its own tests, and would add start-up time, not information).
 measure() {
   rm -rf "$1"
   timeout -k 5 300 mpirun -np 2 "$bin" run -q --out "$1" "${study[@]}"

@@ -323,6 +323,33 @@ pub struct CaseParams {
 }
 
 impl CaseParams {
+    /// A case of `workload` on `nodes` × `devices_per_node` devices with every other parameter at
+    /// its plainest (CPU, pure, no binding, fill, pipelined, f32, optional fields unset): the
+    /// base that planners and fixtures change with struct-update syntax.
+    pub fn new(workload: Workload, nodes: u32, devices_per_node: u32) -> CaseParams {
+        CaseParams {
+            workload,
+            backend: BackendKind::Cpu,
+            topology: Topology::Pure,
+            nodes,
+            devices_per_node,
+            binding: Binding::None,
+            placement: Placement::Fill,
+            timing: Timing::Pipelined,
+            dtype: Dtype::F32,
+            op: None,
+            root: None,
+            in_place: None,
+            requested_bytes: None,
+            shape: None,
+            batch: None,
+            collect: None,
+            scaling: None,
+            threads_per_device: None,
+            fault: None,
+        }
+    }
+
     /// Total devices taking part: nodes × devices per node.
     pub fn devices(&self) -> u32 {
         self.nodes * self.devices_per_node
@@ -488,25 +515,10 @@ mod tests {
 
     pub(crate) fn sample() -> CaseParams {
         CaseParams {
-            workload: Workload::Allreduce,
-            backend: BackendKind::Cpu,
-            topology: Topology::Pure,
-            nodes: 1,
-            devices_per_node: 2,
-            binding: Binding::None,
-            placement: Placement::Fill,
-            timing: Timing::Pipelined,
-            dtype: Dtype::F32,
             op: Some(ReduceOp::Sum),
-            root: None,
             in_place: Some(false),
             requested_bytes: Some(1024),
-            shape: None,
-            batch: None,
-            collect: None,
-            scaling: None,
-            threads_per_device: None,
-            fault: None,
+            ..CaseParams::new(Workload::Allreduce, 1, 2)
         }
     }
 

@@ -106,6 +106,30 @@ pub fn argmin_argmax(xs: &[f64]) -> Option<(usize, usize)> {
     Some((lo, hi))
 }
 
+/// Deterministic pseudo-random numbers (SplitMix64) with Box–Muller normals, for synthetic
+/// samples with known truth in tests and benches: reproducible from a seed, no dependency.
+/// Not for anything that must be unpredictable.
+#[derive(Debug, Clone)]
+pub struct SplitMix64(pub u64);
+
+impl SplitMix64 {
+    /// Uniform in (0, 1), never exactly 0 or 1 (so `ln` is finite).
+    pub fn uniform(&mut self) -> f64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^= z >> 31;
+        ((z >> 11) as f64 + 0.5) / (1u64 << 53) as f64
+    }
+
+    /// Standard normal.
+    pub fn normal(&mut self) -> f64 {
+        let (u, v) = (self.uniform(), self.uniform());
+        (-2.0 * u.ln()).sqrt() * (2.0 * std::f64::consts::PI * v).cos()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

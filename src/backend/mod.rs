@@ -49,6 +49,19 @@ pub struct DevicePlan {
     pub threads_per_device: usize,
 }
 
+impl DevicePlan {
+    /// Devices `0..devices` of this node, no CPU binding (the process's affinity): one-process
+    /// uses such as benches and tests.
+    pub fn unbound(devices: usize, threads_per_device: usize) -> DevicePlan {
+        DevicePlan {
+            devices_per_rank: devices,
+            local_indices: (0..devices as u32).collect(),
+            worker_cpus: vec![None; devices],
+            threads_per_device,
+        }
+    }
+}
+
 pub type BackendResult<T> = Result<T, BackendError>;
 
 /// One collective operation, as every device sees it.

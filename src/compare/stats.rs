@@ -342,22 +342,7 @@ pub fn adjust_p_values(p: &[f64], correction: Correction) -> Vec<f64> {
 mod tests {
     use super::*;
 
-    /// Deterministic uniform(0,1) stream (SplitMix64).
-    struct Rng(u64);
-    impl Rng {
-        fn uniform(&mut self) -> f64 {
-            self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-            let mut z = self.0;
-            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-            z ^= z >> 31;
-            ((z >> 11) as f64 + 0.5) / (1u64 << 53) as f64
-        }
-        fn normal(&mut self) -> f64 {
-            let (u, v) = (self.uniform(), self.uniform());
-            (-2.0 * u.ln()).sqrt() * (2.0 * std::f64::consts::PI * v).cos()
-        }
-    }
+    use crate::stats::SplitMix64 as Rng;
 
     fn sorted(mut v: Vec<f64>) -> Vec<f64> {
         v.sort_by(f64::total_cmp);

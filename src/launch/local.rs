@@ -242,21 +242,7 @@ pub fn sweep(req: &SweepRequest, argv: &[String]) -> Result<u8> {
     }
     std::fs::create_dir_all(&out).map_err(|e| Error::Runtime(format!("{}: {e}", out.display())))?;
     let _lock = lock(&out)?;
-    let started = if req.resume {
-        rundir::read_json::<SweepRecord>(&out.join(PLAN_FILE))
-            .map(|r| r.started_unix_s)
-            .unwrap_or_else(|_| now_unix_s())
-    } else {
-        now_unix_s()
-    };
-    let record = SweepRecord {
-        name: spec.name.clone(),
-        labels: spec.labels.clone(),
-        spec: req.spec.clone(),
-        started_unix_s: started,
-        command_line: argv.to_vec(),
-        launches: plan.launches.clone(),
-    };
+    let record = SweepRecord::new(&out, req.resume, &spec, &req.spec, argv, &plan.launches);
     let spec_copy = out.join("spec.toml");
     crate::results::io::write_atomic(&spec_copy, spec.text.as_bytes())?;
     rundir::write_json(&out.join(PLAN_FILE), &record)?;

@@ -46,6 +46,36 @@ pub struct SweepRecord {
     pub launches: Vec<LaunchPlan>,
 }
 
+impl SweepRecord {
+    /// The record of the sweep in `out`. A continued sweep (`--resume`, a resubmission) keeps
+    /// the start time it first recorded, so its wall time spans every attempt.
+    pub fn new(
+        out: &Path,
+        continuing: bool,
+        spec: &crate::config::SweepSpec,
+        spec_path: &Path,
+        command_line: &[String],
+        launches: &[LaunchPlan],
+    ) -> SweepRecord {
+        let first_start = || {
+            read_json::<SweepRecord>(&out.join(PLAN_FILE))
+                .ok()
+                .map(|r| r.started_unix_s)
+        };
+        SweepRecord {
+            name: spec.name.clone(),
+            labels: spec.labels.clone(),
+            spec: spec_path.to_path_buf(),
+            started_unix_s: continuing
+                .then(first_start)
+                .flatten()
+                .unwrap_or_else(crate::results::now_unix_s),
+            command_line: command_line.to_vec(),
+            launches: launches.to_vec(),
+        }
+    }
+}
+
 /// How one attempt of a launch ended, as the launcher (local driver or scheduler) saw it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LaunchOutcome {

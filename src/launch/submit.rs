@@ -269,21 +269,7 @@ pub fn submit(req: &SubmitRequest, argv: &[String]) -> Result<u8> {
             )));
         }
     }
-    let started = if resubmit {
-        rundir::read_json::<SweepRecord>(&out.join(PLAN_FILE))
-            .map(|r| r.started_unix_s)
-            .unwrap_or_else(|_| now_unix_s())
-    } else {
-        now_unix_s()
-    };
-    let record = SweepRecord {
-        name: spec.name.clone(),
-        labels: spec.labels.clone(),
-        spec: req.spec.clone(),
-        started_unix_s: started,
-        command_line: argv.to_vec(),
-        launches: plan.launches.clone(),
-    };
+    let record = SweepRecord::new(&out, resubmit, &spec, &req.spec, argv, &plan.launches);
     let merged = rundir::merge(&out, &record);
     let todo = rundir::cases_to_run(&record, &merged);
     if todo.is_empty() {

@@ -174,25 +174,12 @@ pub fn expand(o: &RunOptions, shape: LaunchShape) -> Result<Vec<CaseParams>> {
     let devices = shape.devices();
     let mut cases = Vec::new();
     let base = CaseParams {
-        workload: Workload::Allreduce,
         backend: shape.backend,
         topology: shape.topology,
-        nodes: shape.nodes,
-        devices_per_node: shape.devices_per_node,
         binding: shape.binding,
         placement: shape.placement,
-        timing: Timing::Pipelined,
-        dtype: Dtype::F32,
-        op: None,
-        root: None,
-        in_place: None,
-        requested_bytes: None,
-        shape: None,
-        batch: None,
-        collect: None,
-        scaling: None,
-        threads_per_device: None,
         fault: o.fault.clone(),
+        ..CaseParams::new(Workload::Allreduce, shape.nodes, shape.devices_per_node)
     };
     for &w in &o.workloads {
         for &dtype in &o.dtypes {

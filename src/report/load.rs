@@ -86,27 +86,7 @@ pub fn filter_keys() -> Vec<String> {
 
 fn sample_params() -> CaseParams {
     use crate::params::*;
-    CaseParams {
-        workload: Workload::Allreduce,
-        backend: BackendKind::Cpu,
-        topology: Topology::Pure,
-        nodes: 1,
-        devices_per_node: 1,
-        binding: Binding::None,
-        placement: Placement::Fill,
-        timing: Timing::Pipelined,
-        dtype: Dtype::F32,
-        op: None,
-        root: None,
-        in_place: None,
-        requested_bytes: None,
-        shape: None,
-        batch: None,
-        collect: None,
-        scaling: None,
-        threads_per_device: None,
-        fault: None,
-    }
+    CaseParams::new(Workload::Allreduce, 1, 1)
 }
 
 /// The (key, value) pairs of a case's canonical text, in its fixed order.

@@ -458,49 +458,27 @@ impl Nest<'_> {
     }
 }
 
-impl ser::SerializeSeq for Nest<'_> {
-    type Ok = ();
-    type Error = FlatError;
-    fn serialize_element<T: ?Sized + Serialize>(&mut self, v: &T) -> Result<(), FlatError> {
-        self.element(v)
-    }
-    fn end(self) -> Result<(), FlatError> {
-        Ok(())
-    }
+// Sequences of every kind flatten the same way: element i is column `prefix.i`.
+macro_rules! nest_elements {
+    ($($trait:ident :: $method:ident),*) => {$(
+        impl ser::$trait for Nest<'_> {
+            type Ok = ();
+            type Error = FlatError;
+            fn $method<T: ?Sized + Serialize>(&mut self, v: &T) -> Result<(), FlatError> {
+                self.element(v)
+            }
+            fn end(self) -> Result<(), FlatError> {
+                Ok(())
+            }
+        }
+    )*};
 }
-
-impl ser::SerializeTuple for Nest<'_> {
-    type Ok = ();
-    type Error = FlatError;
-    fn serialize_element<T: ?Sized + Serialize>(&mut self, v: &T) -> Result<(), FlatError> {
-        self.element(v)
-    }
-    fn end(self) -> Result<(), FlatError> {
-        Ok(())
-    }
-}
-
-impl ser::SerializeTupleStruct for Nest<'_> {
-    type Ok = ();
-    type Error = FlatError;
-    fn serialize_field<T: ?Sized + Serialize>(&mut self, v: &T) -> Result<(), FlatError> {
-        self.element(v)
-    }
-    fn end(self) -> Result<(), FlatError> {
-        Ok(())
-    }
-}
-
-impl ser::SerializeTupleVariant for Nest<'_> {
-    type Ok = ();
-    type Error = FlatError;
-    fn serialize_field<T: ?Sized + Serialize>(&mut self, v: &T) -> Result<(), FlatError> {
-        self.element(v)
-    }
-    fn end(self) -> Result<(), FlatError> {
-        Ok(())
-    }
-}
+nest_elements!(
+    SerializeSeq::serialize_element,
+    SerializeTuple::serialize_element,
+    SerializeTupleStruct::serialize_field,
+    SerializeTupleVariant::serialize_field
+);
 
 impl ser::SerializeMap for Nest<'_> {
     type Ok = ();
@@ -520,35 +498,26 @@ impl ser::SerializeMap for Nest<'_> {
     }
 }
 
-impl ser::SerializeStruct for Nest<'_> {
-    type Ok = ();
-    type Error = FlatError;
-    fn serialize_field<T: ?Sized + Serialize>(
-        &mut self,
-        key: &'static str,
-        v: &T,
-    ) -> Result<(), FlatError> {
-        v.serialize(self.child(key, false))
-    }
-    fn end(self) -> Result<(), FlatError> {
-        Ok(())
-    }
+// Structs and struct variants: field `key` is column `prefix.key`.
+macro_rules! nest_fields {
+    ($($trait:ident),*) => {$(
+        impl ser::$trait for Nest<'_> {
+            type Ok = ();
+            type Error = FlatError;
+            fn serialize_field<T: ?Sized + Serialize>(
+                &mut self,
+                key: &'static str,
+                v: &T,
+            ) -> Result<(), FlatError> {
+                v.serialize(self.child(key, false))
+            }
+            fn end(self) -> Result<(), FlatError> {
+                Ok(())
+            }
+        }
+    )*};
 }
-
-impl ser::SerializeStructVariant for Nest<'_> {
-    type Ok = ();
-    type Error = FlatError;
-    fn serialize_field<T: ?Sized + Serialize>(
-        &mut self,
-        key: &'static str,
-        v: &T,
-    ) -> Result<(), FlatError> {
-        v.serialize(self.child(key, false))
-    }
-    fn end(self) -> Result<(), FlatError> {
-        Ok(())
-    }
-}
+nest_fields!(SerializeStruct, SerializeStructVariant);
 
 /// Display format by the unit in a field name.
 fn num_fmt_for(path: &str) -> NumFmt {

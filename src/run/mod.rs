@@ -102,25 +102,10 @@ mod tests {
 
     fn params(w: Workload) -> CaseParams {
         CaseParams {
-            workload: w,
-            backend: BackendKind::Cpu,
-            topology: Topology::Pure,
-            nodes: 1,
-            devices_per_node: 4,
-            binding: Binding::None,
-            placement: Placement::Fill,
-            timing: Timing::Pipelined,
-            dtype: Dtype::F32,
             op: Some(ReduceOp::Sum),
-            root: None,
             in_place: Some(false),
             requested_bytes: Some(1 << 20),
-            shape: None,
-            batch: None,
-            collect: None,
-            scaling: None,
-            threads_per_device: None,
-            fault: None,
+            ..CaseParams::new(w, 1, 4)
         }
     }
 

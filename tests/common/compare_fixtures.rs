@@ -9,23 +9,7 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 /// Deterministic random numbers (SplitMix64; Box–Muller normals).
-pub struct Rng(pub u64);
-
-impl Rng {
-    pub fn uniform(&mut self) -> f64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^= z >> 31;
-        ((z >> 11) as f64 + 0.5) / (1u64 << 53) as f64
-    }
-
-    pub fn normal(&mut self) -> f64 {
-        let (u, v) = (self.uniform(), self.uniform());
-        (-2.0 * u.ln()).sqrt() * (2.0 * std::f64::consts::PI * v).cos()
-    }
-}
+pub use scalebench::stats::SplitMix64 as Rng;
 
 /// Multiplicative timing noise: lognormal with `sigma`, and with probability `outlier_p` a
 /// sample 1.5–3× slower (a preempted batch). Median 1 for the lognormal part.

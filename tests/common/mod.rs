@@ -17,9 +17,14 @@ pub fn bin() -> &'static str {
 /// MPI jobs share 2 cores: run them one at a time so timeouts stay meaningful.
 static MPI_LOCK: Mutex<()> = Mutex::new(());
 
+/// Calls of [`tmpdir`] so far: tests run on parallel threads of one process, so the pid alone
+/// does not make a directory name unique (two tests with one tag would share, and delete, it).
+static TMPDIRS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
 /// A fresh, empty directory for one test.
 pub fn tmpdir(tag: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("scalebench-it-{tag}-{}", std::process::id()));
+    let n = TMPDIRS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let d = std::env::temp_dir().join(format!("scalebench-it-{tag}-{}-{n}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();
     d

@@ -1123,12 +1123,7 @@ mod tests {
     /// it opens the GPU and agrees on itself.
     #[test]
     fn setup_without_a_driver_is_one_sentence() {
-        let plan = DevicePlan {
-            devices_per_rank: 1,
-            local_indices: vec![0],
-            worker_cpus: vec![None],
-            threads_per_device: 1,
-        };
+        let plan = DevicePlan::unbound(1, 1);
         match CudaBackend::setup(&SoloComm, plan) {
             Err(BackendError::Unavailable(m)) => assert!(
                 m.starts_with("no CUDA driver found: ") || m.starts_with("no CUDA device: "),
