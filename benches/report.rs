@@ -156,6 +156,7 @@ fn case(params: CaseParams, launch_id: &str, base_s: f64, rng: &mut Lcg) -> Case
         gflops,
         gflops_total: gflops.map(|g| g * f64::from(n)),
         phases: vec![],
+        telemetry: vec![],
         params,
     }
 }

@@ -9,7 +9,7 @@ mod common;
 use common::{bin, mpirun, tmpdir, Ran};
 use scalebench::params::{Binding, CaseParams, Scaling, Topology, Workload};
 use scalebench::results::io::{read_results, write_results};
-use scalebench::results::schema::{CaseResult, ResultsFile};
+use scalebench::results::schema::{CaseResult, DeviceTelemetry, ResultsFile};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -353,6 +353,9 @@ fn report_from_the_golden_file() {
         md.contains("2 usable point(s); a fit needs at least 3"),
         "{md}"
     );
+    // CPU results carry no NVML telemetry: no GPU section.
+    assert!(!md.contains("GPU utilisation"), "{md}");
+    assert!(!out.join("tables/gpu_use.csv").exists());
     // One scale only: no scaling or prediction charts, and the report says why.
     assert!(!out.join("charts/predict_allreduce_1.png").exists());
     assert!(md.contains("No pure/hybrid pairs"));
@@ -661,4 +664,62 @@ pub fn hostile(path: &Path) {
     c.status = scalebench::results::schema::CaseStatus::Failed;
     c.message = Some(format!("{bad} | *md* [link](javascript:alert(1))"));
     write_results(path, &f).unwrap();
+}
+
+/// Telemetry as a GPU node's NVML would give it: a busy GPU, an idle one, one not sampled.
+#[test]
+fn gpu_telemetry_is_reported_least_busy_first() {
+    let dir = tmpdir("report-telemetry");
+    let input = dir.join("tele.json");
+    let mut file = read_results(Path::new(GOLDEN)).unwrap();
+    let gpu = |device: u32, util: Option<f64>, error: Option<&str>| DeviceTelemetry {
+        device,
+        samples: if error.is_some() { 0 } else { 12 },
+        interval_s: 0.1,
+        gpu_util_percent_mean: util,
+        gpu_util_percent_min: util.map(|u| u / 2.0),
+        mem_util_percent_mean: util.map(|u| u / 3.0),
+        sm_clock_mhz_min: util.map(|_| 1410.0),
+        sm_clock_mhz_max: util.map(|_| 1980.0),
+        power_w_max: util.map(|u| 100.0 + 5.0 * u),
+        temperature_c_max: util.map(|_| 65.0),
+        error: error.map(str::to_string),
+    };
+    file.cases[0].telemetry = vec![gpu(0, Some(97.0), None), gpu(1, Some(12.5), None)];
+    file.cases[1].telemetry = vec![gpu(0, None, Some("NVML lost GPU GPU-1234: GPU is lost"))];
+    write_results(&input, &file).unwrap();
+    // The field survives a write and a read, and independent types read it.
+    assert_eq!(
+        read_results(&input).unwrap().cases[0].telemetry,
+        file.cases[0].telemetry
+    );
+    let wire: common::wire::ResultsFile =
+        serde_json::from_str(&std::fs::read_to_string(&input).unwrap()).unwrap();
+    let t = &wire.cases[0].telemetry;
+    assert_eq!((t.len(), t[1].device, t[1].samples), (2, 1, 12));
+    assert_eq!(t[1].gpu_util_percent_mean, Some(12.5));
+    assert!(wire.cases[2].telemetry.is_empty());
+
+    let out = dir.join("rep");
+    report(&[s(&input), "--out", s(&out)]).assert_code(0);
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(
+        md.contains("## GPU utilisation during cases (NVML)"),
+        "{md}"
+    );
+    assert!(
+        md.contains("3 GPU-case(s) sampled; 1 averaged under 50 % utilisation"),
+        "{md}"
+    );
+    assert!(md.contains("1 could not be sampled"), "{md}");
+    let rows = read_csv(&out.join("tables/gpu_use.csv"));
+    assert_eq!(rows.len(), 3, "{rows:?}");
+    // Least busy first; the unsampled GPU last, with NVML's reason.
+    assert_eq!(num(&rows[0]["util mean %"]), 12.5);
+    assert_eq!(rows[0]["note"], "under-used");
+    assert_eq!(rows[0]["GPU"], "1");
+    assert_eq!(num(&rows[1]["util mean %"]), 97.0);
+    assert_eq!(rows[1]["note"], "");
+    assert_eq!(num(&rows[1]["power max (W)"]), 585.0);
+    assert!(rows[2]["note"].contains("GPU is lost"), "{:?}", rows[2]);
 }

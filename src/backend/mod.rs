@@ -15,11 +15,12 @@ mod host;
 pub mod cpu;
 #[cfg(feature = "cuda")]
 pub mod cuda;
+pub mod telemetry;
 
 pub use host::{AllocError, Element, HostBuf};
 
 use crate::params::{BackendKind, CaseParams, Dtype, MatmulShape, ReduceOp, Workload};
-use crate::results::schema::{BackendInfo, DeviceBinding, TimerInfo};
+use crate::results::schema::{BackendInfo, DeviceBinding, DeviceTelemetry, TimerInfo};
 
 /// Errors from a backend. A backend error fails the case (on every rank), not the launch.
 #[derive(Debug, thiserror::Error)]
@@ -239,6 +240,14 @@ pub trait Backend {
             .map(|(dev, buf)| self.download(dev, buf))
             .collect::<BackendResult<Vec<_>>>()?;
         Ok((products, None))
+    }
+
+    /// Starts sampling device telemetry for one case, where the backend can (GPU
+    /// utilisation and clocks through NVML). The default samples nothing.
+    fn telemetry_begin(&mut self) {}
+    /// Stops sampling: one record per local device, empty where nothing was sampled.
+    fn telemetry_end(&mut self) -> Vec<DeviceTelemetry> {
+        Vec::new()
     }
 
     /// Waits until all enqueued work of every local device is done.

@@ -132,12 +132,12 @@ pub fn write_results(path: &Path, results: &ResultsFile) -> Result<(), ResultsEr
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum JournalRecord {
-    /// Written first: what the run is.
+    /// Written first: what the run is. (Large records are boxed: the enum stays small.)
     Run(RunInfo),
     /// A launch started or ended (the last record for a launch id wins).
-    Launch(LaunchRecord),
+    Launch(Box<LaunchRecord>),
     /// A case finished (the last record for a case id wins).
-    Case(CaseResult),
+    Case(Box<CaseResult>),
 }
 
 /// Append-only journal of finished work.
@@ -206,8 +206,8 @@ pub fn read_journal(path: &Path) -> Result<JournalContents, ResultsError> {
         }
         match serde_json::from_str::<JournalRecord>(&line) {
             Ok(JournalRecord::Run(r)) => out.run = Some(r),
-            Ok(JournalRecord::Launch(l)) => upsert(&mut out.launches, l, |x| &x.launch_id),
-            Ok(JournalRecord::Case(c)) => upsert(&mut out.cases, c, |x| &x.id),
+            Ok(JournalRecord::Launch(l)) => upsert(&mut out.launches, *l, |x| &x.launch_id),
+            Ok(JournalRecord::Case(c)) => upsert(&mut out.cases, *c, |x| &x.id),
             Err(e) => out.warnings.push(format!(
                 "{}:{}: skipped an unreadable journal line ({e})",
                 path.display(),

@@ -306,6 +306,43 @@ pub struct CaseResult {
     /// batch_matmul phases (scatter, compute, gather), each timed per iteration.
     #[serde(default)]
     pub phases: Vec<PhaseResult>,
+    /// GPU utilisation, clocks and power sampled while the case ran, one entry per device
+    /// (CUDA backend with NVML); absent where nothing was sampled.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub telemetry: Vec<DeviceTelemetry>,
+}
+
+/// What NVML saw on one GPU during one case (warm-up, timing and validation included).
+/// NVML's utilisation is the share of its last sample period (1/6 s to 1 s, by GPU) in which
+/// a kernel ran, so it is coarse for cases shorter than a second. Each figure is absent when
+/// the GPU did not report it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DeviceTelemetry {
+    /// Global device index (as in `RankInfo::devices`).
+    pub device: u32,
+    /// Samples taken (every `interval_s` while the case ran, plus one at its end).
+    pub samples: u32,
+    /// Sampling period, seconds.
+    pub interval_s: f64,
+    #[serde(default)]
+    pub gpu_util_percent_mean: Option<f64>,
+    #[serde(default)]
+    pub gpu_util_percent_min: Option<f64>,
+    /// Share of time device memory was read or written.
+    #[serde(default)]
+    pub mem_util_percent_mean: Option<f64>,
+    /// SM clock, MHz: a minimum far below the maximum means throttling or idling.
+    #[serde(default)]
+    pub sm_clock_mhz_min: Option<f64>,
+    #[serde(default)]
+    pub sm_clock_mhz_max: Option<f64>,
+    #[serde(default)]
+    pub power_w_max: Option<f64>,
+    #[serde(default)]
+    pub temperature_c_max: Option<f64>,
+    /// Why sampling failed, if it did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
 
 /// Timing of one case.

@@ -19,7 +19,8 @@ use crate::results::io::{
     new_results, write_results, Journal, JournalRecord, JOURNAL_FILE, RESULTS_FILE,
 };
 use crate::results::schema::{
-    CaseResult, HostInfo, LaunchRecord, LaunchStatus, Provenance, RankInfo, RunInfo,
+    CaseResult, DeviceTelemetry, HostInfo, LaunchRecord, LaunchStatus, Provenance, RankInfo,
+    RunInfo,
 };
 use crate::results::{new_run_id, now_unix_s};
 use crate::topology::binding::{self, BindRequest, Reserved};
@@ -332,7 +333,10 @@ impl Job<'_> {
             }
         };
         append(&mut journal, JournalRecord::Run(run_info.clone()))?;
-        append(&mut journal, JournalRecord::Launch(launch.clone()))?;
+        append(
+            &mut journal,
+            JournalRecord::Launch(Box::new(launch.clone())),
+        )?;
 
         let show = comm.is_root() && !self.quiet;
         let print = |lines: Vec<String>| {
@@ -369,8 +373,16 @@ impl Job<'_> {
         let mut any_failed = false;
         for params in self.cases {
             let t0 = now_unix_s();
+            backend.telemetry_begin();
             let outcome = workload::run_case(&mut backend, comm, params, self.settings);
             let t1 = now_unix_s();
+            let telemetry = backend.telemetry_end();
+            // Only a GPU backend samples; the kind is the same on every rank.
+            let telemetry = if backend.kind() == BackendKind::Cuda {
+                gather_telemetry(comm, &telemetry)
+            } else {
+                telemetry
+            };
             any_failed |= match &outcome {
                 Ok(m) => m.wrong > 0,
                 Err(workload::CaseError::Failed(_)) => true,
@@ -386,7 +398,8 @@ impl Job<'_> {
                     size,
                     outcome,
                 );
-                append(&mut journal, JournalRecord::Case(rec.clone()))?;
+                let rec = CaseResult { telemetry, ..rec };
+                append(&mut journal, JournalRecord::Case(Box::new(rec.clone())))?;
                 print(table.push(&rec));
                 results.push(rec);
             }
@@ -405,7 +418,10 @@ impl Job<'_> {
                 .map(|c| c.finished_unix_s - c.started_unix_s)
                 .sum();
             launch.overhead_s = Some((finished - started - case_time).max(0.0));
-            append(&mut journal, JournalRecord::Launch(launch.clone()))?;
+            append(
+                &mut journal,
+                JournalRecord::Launch(Box::new(launch.clone())),
+            )?;
             let mut info = run_info;
             info.written_unix_s = finished;
             let path = out_dir.join(RESULTS_FILE);
@@ -421,6 +437,18 @@ impl Job<'_> {
             results: results_path,
         })
     }
+}
+
+/// Every rank's device telemetry, at rank 0, in device order (collective).
+fn gather_telemetry(comm: &MpiComm, mine: &[DeviceTelemetry]) -> Vec<DeviceTelemetry> {
+    let bytes = serde_json::to_vec(mine).unwrap_or_default();
+    let mut all: Vec<DeviceTelemetry> = comm
+        .gather_bytes(&bytes)
+        .iter()
+        .flat_map(|b| serde_json::from_slice::<Vec<DeviceTelemetry>>(b).unwrap_or_default())
+        .collect();
+    all.sort_by_key(|t| t.device);
+    all
 }
 
 /// Every rank's facts go to rank 0, which assigns nodes and tells everyone.

@@ -46,6 +46,7 @@ pub fn record(
         gflops: None,
         gflops_total: None,
         phases: Vec::new(),
+        telemetry: Vec::new(),
     };
     let m = match outcome {
         Ok(m) => m,

@@ -153,6 +153,25 @@ pub struct Case {
     pub gflops: Option<f64>,
     pub gflops_total: Option<f64>,
     pub phases: Vec<Phase>,
+    /// Written only where NVML sampled (CUDA backend).
+    #[serde(default)]
+    pub telemetry: Vec<Telemetry>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Telemetry {
+    pub device: u32,
+    pub samples: u32,
+    pub interval_s: f64,
+    pub gpu_util_percent_mean: Option<f64>,
+    pub gpu_util_percent_min: Option<f64>,
+    pub mem_util_percent_mean: Option<f64>,
+    pub sm_clock_mhz_min: Option<f64>,
+    pub sm_clock_mhz_max: Option<f64>,
+    pub power_w_max: Option<f64>,
+    pub temperature_c_max: Option<f64>,
+    pub error: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]

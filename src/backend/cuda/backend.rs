@@ -14,19 +14,25 @@
 //! every launch). batch_matmul's overlapped step adds a copy stream with explicit events
 //! ([`super::pipeline`]). Buffers are plain `cuMemAlloc` memory, freed after a device
 //! synchronisation, so no queued operation can outlive its buffer.
+//!
+//! Telemetry: where NVML loads, a thread of its own samples each GPU every 100 ms during a
+//! case (`SCALEBENCH_TELEMETRY=0` switches it off); where it does not, the launch says why
+//! in its warnings and the cases carry no telemetry.
 
 use super::cublas::{self, Blas};
 use super::events::{self, Mark, Ring};
 use super::nccl::{self, Comms, Region, Resolved};
+use super::nvml::NvmlProbe;
 use super::pipeline::{self, CopyStep, Lane};
 use super::probe::{self, driver_error, guarded, GpuInfo};
+use crate::backend::telemetry::{summarize, Sampler, DEFAULT_INTERVAL};
 use crate::backend::{
     Backend, BackendError, BackendResult, CollectiveCall, DevicePlan, GemmBatch, HostBuf,
     OverlapTiming,
 };
 use crate::comm::HostComm;
 use crate::params::{BackendKind, CaseParams, Collect, Dtype, MatmulShape, ReduceOp, Workload};
-use crate::results::schema::{BackendInfo, DeviceBinding, TimerInfo};
+use crate::results::schema::{BackendInfo, DeviceBinding, DeviceTelemetry, TimerInfo};
 use crate::topology::affinity;
 use cudarc::driver::result as dres;
 use cudarc::driver::sys as dsys;
@@ -160,6 +166,22 @@ pub struct CudaBackend {
     timer: TimerInfo,
     ordinal_note: Option<String>,
     warnings: Vec<String>,
+    /// NVML sampling during cases (`None`: NVML missing or switched off).
+    telemetry: Option<Sampler>,
+}
+
+/// Set to `0` to switch NVML sampling off.
+pub const TELEMETRY_ENV: &str = "SCALEBENCH_TELEMETRY";
+
+/// NVML sampling of `uuids`, or why there is none (a warning), or neither when switched off.
+fn start_telemetry(uuids: Vec<String>) -> (Option<Sampler>, Option<String>) {
+    if std::env::var(TELEMETRY_ENV).is_ok_and(|v| v.trim() == "0") {
+        return (None, None);
+    }
+    match Sampler::spawn(move || NvmlProbe::open(uuids), DEFAULT_INTERVAL) {
+        Ok(s) => (Some(s), None),
+        Err(e) => (None, Some(e)),
+    }
 }
 
 /// What one rank found and opened on its own, before any agreement.
@@ -401,6 +423,9 @@ impl CudaBackend {
             None
         };
         let cublas_version = devices[0].blas.as_ref().ok().and_then(|b| b.version().ok());
+        let (telemetry, why_not) =
+            start_telemetry(devices.iter().map(|d| d.info.uuid.clone()).collect());
+        warnings.extend(why_not);
         Ok(CudaBackend {
             comms,
             devices,
@@ -415,6 +440,7 @@ impl CudaBackend {
             timer: local.timer,
             ordinal_note: local.ordinal_note,
             warnings,
+            telemetry,
         })
     }
 
@@ -804,6 +830,25 @@ impl Backend for CudaBackend {
 
     fn warnings(&self) -> Vec<String> {
         self.warnings.clone()
+    }
+
+    fn telemetry_begin(&mut self) {
+        if let Some(s) = &mut self.telemetry {
+            s.begin();
+        }
+    }
+
+    fn telemetry_end(&mut self) -> Vec<DeviceTelemetry> {
+        let Some(s) = &mut self.telemetry else {
+            return Vec::new();
+        };
+        let interval_s = s.interval().as_secs_f64();
+        let taken = s.end();
+        taken
+            .iter()
+            .enumerate()
+            .map(|(dev, samples)| summarize(self.device_index(dev), samples, interval_s))
+            .collect()
     }
 
     fn supports(&self, p: &CaseParams) -> Result<(), String> {

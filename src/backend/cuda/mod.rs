@@ -7,12 +7,14 @@
 //! - [`cublas`]: row-major GEMM on column-major cuBLAS, types and math modes.
 //! - [`events`]: device-timeline marks.
 //! - [`pipeline`]: batch_matmul's copies overlapped with compute on a second stream.
+//! - [`nvml`]: GPU utilisation, clocks and power sampled during each case.
 //! - [`backend`]: [`CudaBackend`], which puts them together behind [`crate::backend::Backend`].
 
 pub mod backend;
 pub mod cublas;
 pub mod events;
 pub mod nccl;
+pub mod nvml;
 pub mod pipeline;
 pub mod probe;
 
