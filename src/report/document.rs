@@ -381,11 +381,7 @@ fn collectives(doc: &mut Doc, a: &Analysis, figs: &[Figure]) {
                     Cell::num(h.alpha_s * 1e6, NumFmt::Sig),
                     Cell::opt(h.bandwidth_gbps(), NumFmt::Sig),
                     Cell::num(h.fit.r2, NumFmt::Fixed(3)),
-                    Cell::text(if h.fit.constrained {
-                        "constrained"
-                    } else {
-                        "ok"
-                    }),
+                    Cell::text(fit_note(&h.fit)),
                 ),
                 Err(e) => (
                     Cell::Empty,
@@ -739,6 +735,15 @@ fn cost_model(doc: &mut Doc, a: &Analysis, figs: &[Figure]) {
             ]);
         }
         doc.table(t, &format!("predictions_{}", cs.workload), None);
+    }
+}
+
+/// `ok` or `constrained`, and how many points the robust fit down-weighted.
+fn fit_note(f: &model::Fit) -> String {
+    let base = if f.constrained { "constrained" } else { "ok" };
+    match f.downweighted {
+        0 => base.to_string(),
+        n => format!("{base}; {n} down-weighted"),
     }
 }
 

@@ -4,8 +4,9 @@
 //!
 //! Fits are weighted least squares with weights 1/t², i.e. they minimise relative residuals, so
 //! an 8-byte latency and a 1-GiB transfer count alike (an unweighted fit would let the largest
-//! sizes decide everything and leave α meaningless). Coefficients are constrained to be ≥ 0: a
-//! negative latency or per-byte cost has no physical reading.
+//! sizes decide everything and leave α meaningless), made robust with Huber weights (one
+//! preempted point on a busy node must not move α and β). Coefficients are constrained to be
+//! ≥ 0: a negative latency or per-byte cost has no physical reading.
 
 use crate::params::Workload;
 
@@ -13,11 +14,11 @@ use crate::params::Workload;
 pub const DEFINITIONS: &[(&str, &str)] = &[
     (
         "α–β fit (per set-up)",
-        "Hockney's model time = α + β·F·S fitted to the headline times of every size of one collective, variant and set-up (F = the busbw factor, so β is seconds per bus byte). Weighted least squares with weights 1/t² (it minimises the relative residuals, so small and large sizes count alike), with α, β ≥ 0 (`constrained` marks fits where the free optimum was negative). α (µs) is the latency of a zero-byte operation; 1/β (GB/s) the asymptotic bus bandwidth. R² = 1 − Σ r² / Σ ((t − t̄_w)/t)² with relative residuals r = (t − t̂)/t and t̄_w the weighted mean; residuals are reported as their RMS and largest |r|. At least 3 sizes are needed; 1-device set-ups move no data and are not fitted.",
+        "Hockney's model time = α + β·F·S fitted to the headline times of every size of one collective, variant and set-up (F = the busbw factor, so β is seconds per bus byte). Weighted least squares with weights 1/t² (it minimises the relative residuals, so small and large sizes count alike), made robust by Huber reweighting (a point whose relative residual lies beyond 1.345 robust standard deviations, 1.4826 × MAD, counts less; `N down-weighted` names how many did, e.g. preempted measurements), with α, β ≥ 0 (`constrained` marks fits where the free optimum was negative). α (µs) is the latency of a zero-byte operation; 1/β (GB/s) the asymptotic bus bandwidth. R² = 1 − Σ r² / Σ ((t − t̄_w)/t)² with relative residuals r = (t − t̂)/t and t̄_w the weighted mean; residuals are reported as their RMS and largest |r|. At least 3 sizes are needed; 1-device set-ups move no data and are not fitted.",
     ),
     (
         "forms across scales",
-        "For each collective, variant and set-up family, the forms listed with their formulas (p = devices, S = size; ring-like forms have latency terms linear in p, tree-like ones logarithmic) are fitted by the same weighted least squares to every size at every device count ≥ 2. Reduction arithmetic (γ) is not separated and folds into β.",
+        "For each collective, variant and set-up family, the forms listed with their formulas (p = devices, S = size; ring-like forms have latency terms linear in p, tree-like ones logarithmic) are fitted by the same robust weighted least squares to every size at every device count ≥ 2. Reduction arithmetic (γ) is not separated and folds into β.",
     ),
     (
         "held-out check",
@@ -54,6 +55,8 @@ pub struct Fit {
     pub rel_residuals: Vec<f64>,
     /// True when the unconstrained optimum had a negative coefficient, so one was fixed at 0.
     pub constrained: bool,
+    /// Points the robust fit counted less than fully (outliers, e.g. preempted measurements).
+    pub downweighted: usize,
 }
 
 impl Fit {
@@ -84,8 +87,16 @@ pub enum FitError {
     NotApplicable(String),
 }
 
-/// Fits time = a·u + b·v with weights 1/t², a, b ≥ 0. Observations with a non-positive or
-/// non-finite time are left out.
+/// Huber's tuning constant: 95 % efficiency when the residuals are Gaussian.
+const HUBER_K: f64 = 1.345;
+/// Reweighting rounds at most (they converge in a handful).
+const MAX_IRLS_ROUNDS: usize = 50;
+
+/// Fits time = a·u + b·v with weights 1/t², a, b ≥ 0, made robust by iteratively reweighted
+/// least squares with Huber weights: a point whose relative residual exceeds 1.345 robust
+/// standard deviations (1.4826 × the median absolute deviation) counts less, so one preempted
+/// measurement cannot drag the fit. Exact or outlier-free data fit as plain weighted least
+/// squares. Observations with a non-positive or non-finite time are left out.
 pub fn fit_nonneg(obs: &[Obs]) -> Result<Fit, FitError> {
     let obs: Vec<Obs> = obs
         .iter()
@@ -98,51 +109,30 @@ pub fn fit_nonneg(obs: &[Obs]) -> Result<Fit, FitError> {
             need: MIN_POINTS,
         });
     }
-    let (mut suu, mut suv, mut svv, mut sut, mut svt) = (0.0, 0.0, 0.0, 0.0, 0.0);
-    for o in &obs {
-        let w = 1.0 / (o.t * o.t);
-        suu += w * o.u * o.u;
-        suv += w * o.u * o.v;
-        svv += w * o.v * o.v;
-        sut += w * o.u * o.t;
-        svt += w * o.v * o.t;
-    }
-    let det = suu * svv - suv * suv;
-    // Relative test: the design is singular when u and v are proportional over all points.
-    if det.is_nan() || det <= 1e-10 * suu * svv {
-        return Err(FitError::Degenerate);
-    }
-    let sse = |a: f64, b: f64| -> f64 {
+    let rel = |a: f64, b: f64| -> Vec<f64> {
         obs.iter()
-            .map(|o| {
-                let r = (o.t - a * o.u - b * o.v) / o.t;
-                r * r
-            })
-            .sum()
+            .map(|o| (o.t - a * o.u - b * o.v) / o.t)
+            .collect()
     };
-    let a0 = (sut * svv - svt * suv) / det;
-    let b0 = (svt * suu - sut * suv) / det;
-    let (a, b, constrained) = if a0 >= 0.0 && b0 >= 0.0 {
-        (a0, b0, false)
-    } else {
-        // The optimum lies on a boundary: the better of the two one-coefficient fits.
-        let only_b = (0.0, (svt / svv).max(0.0));
-        let only_a = ((sut / suu).max(0.0), 0.0);
-        let best = if sse(only_b.0, only_b.1) <= sse(only_a.0, only_a.1) {
-            only_b
-        } else {
-            only_a
-        };
-        (best.0, best.1, true)
-    };
-    let rel_residuals: Vec<f64> = obs
-        .iter()
-        .map(|o| (o.t - a * o.u - b * o.v) / o.t)
-        .collect();
+    let mut h = vec![1.0; obs.len()];
+    let (mut a, mut b, mut constrained) = solve_nonneg(&obs, &h)?;
+    for _ in 0..MAX_IRLS_ROUNDS {
+        let next = huber_weights(&rel(a, b));
+        let moved = next
+            .iter()
+            .zip(&h)
+            .fold(0.0_f64, |m, (x, y)| m.max((x - y).abs()));
+        if moved < 1e-9 {
+            break;
+        }
+        h = next;
+        (a, b, constrained) = solve_nonneg(&obs, &h)?;
+    }
+    let rel_residuals = rel(a, b);
+    let ssr: f64 = rel_residuals.iter().map(|r| r * r).sum();
     let sw: f64 = obs.iter().map(|o| 1.0 / (o.t * o.t)).sum();
     let mean_w = obs.iter().map(|o| 1.0 / o.t).sum::<f64>() / sw;
     let sst: f64 = obs.iter().map(|o| ((o.t - mean_w) / o.t).powi(2)).sum();
-    let ssr = sse(a, b);
     let r2 = if sst > 0.0 {
         1.0 - ssr / sst
     } else if ssr == 0.0 {
@@ -156,7 +146,67 @@ pub fn fit_nonneg(obs: &[Obs]) -> Result<Fit, FitError> {
         r2,
         rel_residuals,
         constrained,
+        downweighted: h.iter().filter(|&&w| w < 1.0).count(),
     })
+}
+
+/// Huber weights of relative residuals: 1 inside k robust standard deviations, k·s/|r|
+/// beyond. All 1 when the residuals have no spread (exact data).
+pub fn huber_weights(residuals: &[f64]) -> Vec<f64> {
+    let ones = vec![1.0; residuals.len()];
+    let Some(mid) = crate::stats::median(residuals) else {
+        return ones;
+    };
+    let dev: Vec<f64> = residuals.iter().map(|r| (r - mid).abs()).collect();
+    let scale = 1.4826 * crate::stats::median(&dev).unwrap_or(0.0);
+    // Below this, residuals are rounding: nothing to down-weight.
+    if scale.is_nan() || scale <= 1e-12 {
+        return ones;
+    }
+    let cut = HUBER_K * scale;
+    residuals
+        .iter()
+        .map(|r| if r.abs() <= cut { 1.0 } else { cut / r.abs() })
+        .collect()
+}
+
+/// Weighted non-negative least squares of time = a·u + b·v, point weights `h`/t². Returns
+/// (a, b, whether a bound was active).
+fn solve_nonneg(obs: &[Obs], h: &[f64]) -> Result<(f64, f64, bool), FitError> {
+    let (mut suu, mut suv, mut svv, mut sut, mut svt) = (0.0, 0.0, 0.0, 0.0, 0.0);
+    for (o, hw) in obs.iter().zip(h) {
+        let w = hw / (o.t * o.t);
+        suu += w * o.u * o.u;
+        suv += w * o.u * o.v;
+        svv += w * o.v * o.v;
+        sut += w * o.u * o.t;
+        svt += w * o.v * o.t;
+    }
+    let det = suu * svv - suv * suv;
+    // Relative test: the design is singular when u and v are proportional over all points.
+    if det.is_nan() || det <= 1e-10 * suu * svv {
+        return Err(FitError::Degenerate);
+    }
+    let a0 = (sut * svv - svt * suv) / det;
+    let b0 = (svt * suu - sut * suv) / det;
+    if a0 >= 0.0 && b0 >= 0.0 {
+        return Ok((a0, b0, false));
+    }
+    // The optimum lies on a boundary: the better of the two one-coefficient fits.
+    let wsse = |a: f64, b: f64| -> f64 {
+        obs.iter()
+            .zip(h)
+            .map(|(o, hw)| hw * ((o.t - a * o.u - b * o.v) / o.t).powi(2))
+            .sum()
+    };
+    let only_b = (0.0, (svt / svv).max(0.0));
+    let only_a = ((sut / suu).max(0.0), 0.0);
+    let best = if wsse(only_b.0, only_b.1) <= wsse(only_a.0, only_a.1) {
+        only_b
+    } else {
+        only_a
+    };
+    Ok((best.0, best.1, true))
 }
 
 /// Hockney's model for one collective and set-up: time = α + β·(F·S), F = the busbw factor.
@@ -510,6 +560,46 @@ mod tests {
         assert!((h.beta_s_per_byte - 1e-10).abs() < 1e-20);
         assert!((h.fit.r2 - 1.0).abs() < 1e-9);
         assert!((h.bandwidth_gbps().unwrap() - 10.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn preempted_points_do_not_drag_the_fit() {
+        // A sweep's sizes 8 B, 64 B, ..., 16 MiB (×8): α = 5 µs, 1/β = 12.5 GB/s, ±1 % noise;
+        // the 64 B and 512 B points were preempted and took 4× as long.
+        let (alpha, beta) = (5e-6, 1.0 / 12.5e9);
+        let mut st = 7;
+        let pts: Vec<(f64, f64)> = (0..8)
+            .map(|i| {
+                let x = (8u64 << (3 * i)) as f64;
+                let hit = if i == 1 || i == 2 { 4.0 } else { 1.0 };
+                (x, hit * (alpha + beta * x) * (1.0 + noise(&mut st, 0.01)))
+            })
+            .collect();
+        let h = fit_hockney(&pts).unwrap();
+        assert!(
+            (h.alpha_s - alpha).abs() / alpha < 0.03,
+            "alpha {}",
+            h.alpha_s
+        );
+        let bw = h.bandwidth_gbps().unwrap();
+        assert!((bw - 12.5).abs() / 12.5 < 0.03, "bw {bw}");
+        assert_eq!(h.fit.downweighted, 2, "{:?}", h.fit.rel_residuals);
+        // Without reweighting the same points give a latency 15 % off: the test can fail.
+        let obs: Vec<Obs> = pts.iter().map(|&(x, t)| Obs { u: 1.0, v: x, t }).collect();
+        let (plain_alpha, _, _) = solve_nonneg(&obs, &vec![1.0; obs.len()]).unwrap();
+        assert!(
+            (plain_alpha - alpha).abs() / alpha > 0.1,
+            "plain alpha {plain_alpha}"
+        );
+    }
+
+    #[test]
+    fn huber_weights_spare_the_bulk_and_shrink_the_outlier() {
+        let w = huber_weights(&[0.01, -0.01, 0.005, -0.005, 0.0, 0.5]);
+        assert!(w[..5].iter().all(|&x| x == 1.0), "{w:?}");
+        assert!(w[5] < 0.1, "{w:?}");
+        assert_eq!(huber_weights(&[0.0, 0.0, 0.0]), vec![1.0; 3]);
+        assert!(huber_weights(&[]).is_empty());
     }
 
     #[test]

@@ -79,7 +79,7 @@ pub fn figures(a: &Analysis) -> Vec<Figure> {
             stem: format!("fit_{w}_{}", set.suffix),
             title: format!("{w}: α–β model vs measurement — {}", set.view.label),
             caption: format!(
-                "Hockney model time = α + β·F·S fitted per set-up to {w} ({}) by least squares on relative residuals (markers: measured time_s; lines: the fit). 1/β is the asymptotic bus bandwidth.",
+                "Hockney model time = α + β·F·S fitted per set-up to {w} ({}) by robust (Huber-reweighted) least squares on relative residuals (markers: measured time_s; lines: the fit). 1/β is the asymptotic bus bandwidth.",
                 set.view.label
             ),
             panels: vec![Panel {
