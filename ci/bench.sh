@@ -3,6 +3,8 @@
 # CI's pass/fail; machines are noisy, so it alternates runs and prints medians and ratios):
 #  1. allreduce latency, 2 ranks, 8 B - 16 KiB: `scalebench run --timing isolated` divided by a
 #     minimal raw rsmpi loop written the OSU way (examples/osu_allreduce.rs). Goal <= 1.05.
+#     A third column runs the harness's measuring code without the job around it
+#     (examples/harness_allreduce.rs), so a gap can be placed in the loop or in the job.
 #  2. GEMM GFLOP/s of `scalebench run -w matmul`, f32/f64, n = 1024 and 2048, 1 and 2 threads,
 #     divided by numpy/OpenBLAS (numpy from PyPI in a throw-away venv). Goal >= 0.9.
 # Usage: bash ci/bench.sh [ROUNDS]   (default 5 alternations of each side)
@@ -11,35 +13,39 @@ cd "$(dirname "$0")/.."
 bash ci/setup.sh
 source ci/env.sh
 rounds=${1:-5}
-cargo build --release --locked --bin scalebench --example osu_allreduce
+cargo build --release --locked --bin scalebench --example osu_allreduce --example harness_allreduce
 work=$(mktemp -d /tmp/scalebench-bench.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 
 echo "== allreduce latency: scalebench (isolated) / raw rsmpi OSU loop, 2 ranks, $rounds alternations"
 for r in $(seq "$rounds"); do
   mpirun -np 2 target/release/examples/osu_allreduce > "$work/raw-$r.txt"
+  mpirun -np 2 target/release/examples/harness_allreduce > "$work/loop-$r.txt"
   mpirun -np 2 target/release/scalebench run -q --out "$work/sb-$r" -w allreduce --dtype f32 --op sum \
     --in-place no --timing isolated --sizes 8B:16KiB:x2 --iters 1000 --warmup 100
 done
 python3 - "$work" "$rounds" <<'PY'
 import json, statistics, sys
 work, rounds = sys.argv[1], int(sys.argv[2])
-raw, sb = {}, {}
-for r in range(1, rounds + 1):
-    for line in open(f"{work}/raw-{r}.txt"):
+raw, loop, sb = {}, {}, {}
+def table(path, into):
+    for line in open(path):
         if line.startswith("#"):
             continue
         size, lat = line.split()
-        raw.setdefault(int(size), []).append(float(lat))
+        into.setdefault(int(size), []).append(float(lat))
+for r in range(1, rounds + 1):
+    table(f"{work}/raw-{r}.txt", raw)
+    table(f"{work}/loop-{r}.txt", loop)
     for c in json.load(open(f"{work}/sb-{r}/results.json"))["cases"]:
         sb.setdefault(c["bytes"], []).append(c["timing"]["time_s"] * 1e6)
-print(f"{'size (B)':>10} {'raw (us)':>10} {'scalebench (us)':>16} {'ratio':>7}   (medians of {rounds} runs; ratio of medians)")
+print(f"{'size (B)':>10} {'raw (us)':>10} {'scalebench (us)':>16} {'ratio':>7} {'loop only (us)':>15} {'ratio':>7}   (medians of {rounds} runs; ratios of medians to raw)")
 ratios = []
 for size in sorted(raw):
-    a, b = statistics.median(raw[size]), statistics.median(sb[size])
+    a, b, c = (statistics.median(x[size]) for x in (raw, sb, loop))
     ratios.append(b / a)
-    print(f"{size:>10} {a:>10.3f} {b:>16.3f} {b / a:>7.3f}")
-print(f"median ratio over sizes: {statistics.median(ratios):.3f} (goal <= 1.05); max {max(ratios):.3f}")
+    print(f"{size:>10} {a:>10.3f} {b:>16.3f} {b / a:>7.3f} {c:>15.3f} {c / a:>7.3f}")
+print(f"scalebench run: median ratio over sizes {statistics.median(ratios):.3f} (goal <= 1.05); max {max(ratios):.3f}")
 PY
 
 echo
