@@ -95,8 +95,10 @@ const MAX_IRLS_ROUNDS: usize = 50;
 /// Fits time = a·u + b·v with weights 1/t², a, b ≥ 0, made robust by iteratively reweighted
 /// least squares with Huber weights: a point whose relative residual exceeds 1.345 robust
 /// standard deviations (1.4826 × the median absolute deviation) counts less, so one preempted
-/// measurement cannot drag the fit. Exact or outlier-free data fit as plain weighted least
-/// squares. Observations with a non-positive or non-finite time are left out.
+/// measurement cannot drag the fit. Exact data fit as plain weighted least squares; with
+/// Gaussian noise the fit keeps 95 % of least squares' efficiency (and some points beyond
+/// 1.345 σ count slightly less). Observations with a non-positive or non-finite time are left
+/// out.
 pub fn fit_nonneg(obs: &[Obs]) -> Result<Fit, FitError> {
     let obs: Vec<Obs> = obs
         .iter()
