@@ -526,6 +526,17 @@ mod tests {
         ((*state >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0) * amp
     }
 
+    /// `h` has α within `rel` of `alpha_s` and 1/β within `rel` of `gbps`.
+    fn assert_recovers(h: &Hockney, alpha_s: f64, gbps: f64, rel: f64) {
+        assert!(
+            (h.alpha_s - alpha_s).abs() / alpha_s < rel,
+            "alpha {}",
+            h.alpha_s
+        );
+        let bw = h.bandwidth_gbps().unwrap();
+        assert!((bw - gbps).abs() / gbps < rel, "bw {bw}");
+    }
+
     #[test]
     fn hockney_recovers_alpha_and_beta_from_noisy_data() {
         // α = 5 µs, 1/β = 12.5 GB/s; sizes 8 B .. 256 MiB; ±3 % multiplicative noise.
@@ -538,13 +549,7 @@ mod tests {
             })
             .collect();
         let h = fit_hockney(&pts).unwrap();
-        assert!(
-            (h.alpha_s - alpha).abs() / alpha < 0.03,
-            "alpha {}",
-            h.alpha_s
-        );
-        let bw = h.bandwidth_gbps().unwrap();
-        assert!((bw - 12.5).abs() / 12.5 < 0.03, "bw {bw}");
+        assert_recovers(&h, alpha, 12.5, 0.03);
         assert!(h.fit.r2 > 0.99, "r2 {}", h.fit.r2);
         assert!(h.fit.max_abs_rel_residual() < 0.07);
         assert!(!h.fit.constrained);
@@ -578,13 +583,7 @@ mod tests {
             })
             .collect();
         let h = fit_hockney(&pts).unwrap();
-        assert!(
-            (h.alpha_s - alpha).abs() / alpha < 0.03,
-            "alpha {}",
-            h.alpha_s
-        );
-        let bw = h.bandwidth_gbps().unwrap();
-        assert!((bw - 12.5).abs() / 12.5 < 0.03, "bw {bw}");
+        assert_recovers(&h, alpha, 12.5, 0.03);
         assert_eq!(h.fit.downweighted, 2, "{:?}", h.fit.rel_residuals);
         // Without reweighting the same points give a latency 15 % off: the test can fail.
         let obs: Vec<Obs> = pts.iter().map(|&(x, t)| Obs { u: 1.0, v: x, t }).collect();
