@@ -29,6 +29,7 @@ cargo test --release --locked --all-features
 step "benches, each run once (smoke test: that they build, set up, validate and run; never timing)"
 cargo bench --locked --all-features -- --test
 
-step "performance regression against results/baselines/ci-small (confirming rerun before failing)"
-# The binary the test step built (same features), so this step compiles nothing.
+step "performance gate: this tree against the baseline commit, measured here, A/B alternating"
+# The candidate is the binary the test step built (same features); the baseline commit is built
+# beside it in a worktree sharing the target directory (only the crate recompiles).
 SCALEBENCH_BIN=${CARGO_TARGET_DIR:-target}/release/scalebench bash ci/regression.sh
