@@ -61,7 +61,7 @@ fn params(kind: BackendKind, dtype: Dtype, n: u64, threads: usize) -> CaseParams
         collect: None,
         scaling: Some(Scaling::Weak),
         threads_per_device: (kind == BackendKind::Cpu).then_some(threads as u32),
-        fault: None,
+        ..CaseParams::new(Workload::Matmul, 1, 1)
     }
 }
 

@@ -157,6 +157,7 @@ fn case(params: CaseParams, launch_id: &str, base_s: f64, rng: &mut Lcg) -> Case
         gflops_total: gflops.map(|g| g * f64::from(n)),
         phases: vec![],
         telemetry: vec![],
+        ddp: None,
         params,
     }
 }

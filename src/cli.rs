@@ -2,8 +2,8 @@
 //! `plan` (for `run`) and in each subcommand's module.
 
 use crate::params::{
-    BackendKind, Binding, Collect, Dtype, MatmulShape, Placement, ReduceOp, Scaling, Timing,
-    Topology, Workload,
+    BackendKind, Binding, Collect, Dtype, MatmulShape, Placement, Progress, ReduceOp, Scaling,
+    Timing, Topology, Workload,
 };
 use crate::units::{parse_size_list, Bytes};
 use clap::{Args, Parser, Subcommand, ValueEnum};
@@ -201,7 +201,8 @@ pub enum InPlaceChoice {
 #[derive(Debug, Clone, Args)]
 #[command(after_help = EXIT_CODES)]
 pub struct RunArgs {
-    /// Workloads: allreduce, reduce, broadcast, allgather, reduce_scatter, alltoall, matmul, batch_matmul.
+    /// Workloads: allreduce, reduce, broadcast, allgather, reduce_scatter, alltoall, matmul,
+    /// batch_matmul, ddp_step.
     #[arg(
         short,
         long = "workload",
@@ -232,9 +233,24 @@ pub struct RunArgs {
     #[arg(long = "dims", value_delimiter = ',', default_value = "1024")]
     pub dims: Vec<MatmulShape>,
 
-    /// batch_matmul: matrices per device (weak scaling) or in total (strong scaling).
-    #[arg(long, default_value_t = 4)]
-    pub batch: u32,
+    /// batch_matmul: matrices per device (weak scaling) or in total (strong scaling), default 4.
+    /// ddp_step: samples per device (weak) or in the global batch (strong), default 32.
+    #[arg(long)]
+    pub batch: Option<u32>,
+
+    /// ddp_step models: presets (mlp-tiny, mlp-small, mlp-100m, mlp-1b) or layers joined by
+    /// '+', each IxO or IxOxCOUNT (e.g. 1024x1024x8+1024x10).
+    #[arg(long = "model", value_delimiter = ',', default_value = "mlp-tiny")]
+    pub models: Vec<String>,
+
+    /// ddp_step gradient bucket capacities (PyTorch DDP's bucket_cap_mb), sizes as --sizes.
+    #[arg(long = "bucket-size", value_parser = parse_sizes, default_value = "25MiB")]
+    pub bucket_sizes: SizeList,
+
+    /// ddp_step on the CPU backend: who progresses the non-blocking all-reduces: thread (a
+    /// progress thread, the default) and/or test (MPI_Test between GEMM tiles).
+    #[arg(long = "progress", value_delimiter = ',', default_value = "thread")]
+    pub progress: Vec<Progress>,
 
     /// batch_matmul: return the products (gather) or their sum (reduce) to rank 0.
     #[arg(long, value_enum, default_value = "gather")]

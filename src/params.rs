@@ -52,16 +52,22 @@ pub enum Workload {
     /// Rank 0 scatters a batch of matrices, every device multiplies its share, results return
     /// to rank 0 (the cluster pattern of the source documents, file 004).
     BatchMatmul,
+    /// A data-parallel training step: forward and backward GEMMs of a layer model, gradient
+    /// buckets all-reduced while backward runs (PyTorch DDP's pattern; `workload::ddp`).
+    DdpStep,
 }
 named_enum!(Workload, "workload", {
     Allreduce => "allreduce", Reduce => "reduce", Broadcast => "broadcast",
     Allgather => "allgather", ReduceScatter => "reduce_scatter", Alltoall => "alltoall",
-    Matmul => "matmul", BatchMatmul => "batch_matmul",
+    Matmul => "matmul", BatchMatmul => "batch_matmul", DdpStep => "ddp_step",
 });
 
 impl Workload {
     pub fn is_collective(self) -> bool {
-        !matches!(self, Workload::Matmul | Workload::BatchMatmul)
+        !matches!(
+            self,
+            Workload::Matmul | Workload::BatchMatmul | Workload::DdpStep
+        )
     }
     /// Whether the collective combines values with a reduction operator.
     pub fn has_op(self) -> bool {
@@ -84,7 +90,7 @@ impl Workload {
                 Some((n - 1.0) / n)
             }
             Workload::Broadcast | Workload::Reduce => Some(1.0),
-            Workload::Matmul | Workload::BatchMatmul => None,
+            Workload::Matmul | Workload::BatchMatmul | Workload::DdpStep => None,
         }
     }
 }
@@ -218,6 +224,17 @@ pub enum Collect {
 }
 named_enum!(Collect, "collect", { Gather => "gather", Reduce => "reduce" });
 
+/// How the CPU backend drives non-blocking all-reduces while the GEMMs run (`ddp_step`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Progress {
+    /// The computing thread calls `MPI_Test` on the requests in flight between GEMM row tiles.
+    Test,
+    /// A communication thread starts the requests and polls them while the GEMMs run.
+    Thread,
+}
+named_enum!(Progress, "progress", { Test => "test", Thread => "thread" });
+
 /// GEMM shape: C (m×n) = A (m×k) · B (k×n).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct MatmulShape {
@@ -320,6 +337,15 @@ pub struct CaseParams {
     /// A test-only workload modifier; never set by users (see `workload::fault`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fault: Option<String>,
+    /// ddp_step: the model, a preset name or a list of layers (see `workload::ddp::Model`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// ddp_step: gradient bucket capacity, bytes (PyTorch DDP's `bucket_cap_mb`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bucket_bytes: Option<u64>,
+    /// ddp_step: how the CPU backend progresses the all-reduces (absent on other backends).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub progress: Option<Progress>,
 }
 
 impl CaseParams {
@@ -347,6 +373,9 @@ impl CaseParams {
             scaling: None,
             threads_per_device: None,
             fault: None,
+            model: None,
+            bucket_bytes: None,
+            progress: None,
         }
     }
 
@@ -391,6 +420,21 @@ impl CaseParams {
             opt(&self.scaling),
             opt(&self.threads_per_device),
             opt(&self.fault),
+        ) + &self.canonical_ddp()
+    }
+
+    /// The ddp_step parameters' part of [`Self::canonical`]: empty when none is set, so the
+    /// ids of every other case stay what they were before the fields existed.
+    fn canonical_ddp(&self) -> String {
+        if self.model.is_none() && self.bucket_bytes.is_none() && self.progress.is_none() {
+            return String::new();
+        }
+        let opt = |v: Option<String>| v.unwrap_or_else(|| "-".into());
+        format!(
+            ";model={};bucket_bytes={};progress={}",
+            opt(self.model.clone()),
+            opt(self.bucket_bytes.map(|b| b.to_string())),
+            opt(self.progress.map(|p| p.to_string())),
         )
     }
 
@@ -426,8 +470,17 @@ impl CaseParams {
         if let Some(s) = self.shape {
             parts.push(format!("n={s}"));
         }
+        if let Some(m) = &self.model {
+            parts.push(format!("model={m}"));
+        }
+        if let Some(b) = self.bucket_bytes {
+            parts.push(format!("bucket={}", crate::units::format_bytes(b)));
+        }
         if let Some(b) = self.batch {
             parts.push(format!("batch={b}"));
+        }
+        if let Some(p) = self.progress {
+            parts.push(format!("progress={p}"));
         }
         if let Some(ip) = self.in_place {
             parts.push(if ip { "in-place" } else { "out-of-place" }.to_string());

@@ -10,8 +10,12 @@
 //! workers copy the result into their own buffers. MPI is only called from the main thread
 //! (MPI_THREAD_FUNNELED).
 
+#[path = "cpu_overlap.rs"]
+mod overlap;
+
 use super::{
     Backend, BackendError, BackendResult, CollectiveCall, DevicePlan, Element, GemmBatch, HostBuf,
+    OverlapSettings,
 };
 use crate::comm::raw::{self, Src};
 use crate::params::{BackendKind, CaseParams, Dtype, ReduceOp, Workload};
@@ -165,6 +169,8 @@ pub struct CpuBackend {
     resolution_s: f64,
     /// Problems met while setting up (e.g. a worker binding that did not take).
     warnings: Vec<String>,
+    /// Non-blocking all-reduces in flight (ddp_step; see `cpu_overlap.rs`).
+    overlap: overlap::State,
 }
 
 fn ensure(slot: &mut Option<HostBuf>, dtype: Dtype, len: usize) -> BackendResult<&mut HostBuf> {
@@ -245,6 +251,7 @@ impl CpuBackend {
             epoch,
             resolution_s,
             warnings,
+            overlap: overlap::State::default(),
         };
         for (w, cpus) in b.worker_affinity().into_iter().enumerate() {
             if let Some(Some(want)) = b.cfg.worker_cpus.get(w) {
@@ -339,7 +346,9 @@ impl CpuBackend {
                 }
             }
             Workload::Alltoall => raw::alltoall(comm, size, src, buf, call.recv_count / size),
-            Workload::Matmul | Workload::BatchMatmul => unreachable!("not a collective"),
+            Workload::Matmul | Workload::BatchMatmul | Workload::DdpStep => {
+                unreachable!("not a collective")
+            }
         }
         Ok(())
     }
@@ -515,7 +524,9 @@ impl CpuBackend {
                     }
                 });
             }
-            Workload::Matmul | Workload::BatchMatmul => unreachable!("not a collective"),
+            Workload::Matmul | Workload::BatchMatmul | Workload::DdpStep => {
+                unreachable!("not a collective")
+            }
         }
         Ok(())
     }
@@ -749,6 +760,9 @@ impl Backend for CpuBackend {
         b: &[HostBuf],
         c: &mut [HostBuf],
     ) -> BackendResult<()> {
+        if self.overlap.polls() {
+            return overlap::gemm_polling(self, batches, a, b, c);
+        }
         let t = self.cfg.threads_per_device.max(1);
         let workers = self.workers.as_ref();
         match a.first().map(HostBuf::dtype) {
@@ -758,6 +772,34 @@ impl Backend for CpuBackend {
             None => {}
         }
         Ok(())
+    }
+
+    fn overlap_support(&self) -> Result<(), String> {
+        Ok(())
+    }
+
+    fn set_overlap(&mut self, settings: OverlapSettings) -> BackendResult<()> {
+        overlap::configure(self, settings)
+    }
+
+    fn allreduce_start(&mut self, call: &CollectiveCall, bufs: Vec<HostBuf>) -> BackendResult<u64> {
+        overlap::start(self, call, bufs)
+    }
+
+    fn allreduce_wait(&mut self, ticket: u64) -> BackendResult<Vec<HostBuf>> {
+        overlap::wait(self, ticket)
+    }
+
+    fn copy_within(
+        &mut self,
+        _dev: usize,
+        dst: &mut HostBuf,
+        dst_at: usize,
+        src: &HostBuf,
+        src_at: usize,
+        len: usize,
+    ) -> BackendResult<()> {
+        overlap::copy_within(self, dst, dst_at, src, src_at, len)
     }
 
     fn synchronize(&mut self) -> BackendResult<()> {

@@ -19,7 +19,7 @@ pub mod telemetry;
 
 pub use host::{AllocError, Element, HostBuf};
 
-use crate::params::{BackendKind, CaseParams, Dtype, MatmulShape, ReduceOp, Workload};
+use crate::params::{BackendKind, CaseParams, Dtype, MatmulShape, Progress, ReduceOp, Workload};
 use crate::results::schema::{BackendInfo, DeviceBinding, DeviceTelemetry, TimerInfo};
 
 /// Errors from a backend. A backend error fails the case (on every rank), not the launch.
@@ -104,6 +104,16 @@ impl OverlapTiming {
     pub fn hidden_s(&self) -> f64 {
         (self.copy_in_s + self.compute_s + self.copy_out_s - self.span_s).max(0.0)
     }
+}
+
+/// How a backend runs the non-blocking all-reduces of `ddp_step`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct OverlapSettings {
+    /// Who drives MPI's progress while GEMMs run (CPU backend; GPU libraries progress alone).
+    pub progress: Progress,
+    /// Test-only slow link (fault `slow_comm`): each all-reduce completes no earlier than this
+    /// long after it started or the previous one completed, seconds; 0 = off.
+    pub comm_delay_s: f64,
 }
 
 /// The GEMMs one device runs in one call.
@@ -240,6 +250,58 @@ pub trait Backend {
             .map(|(dev, buf)| self.download(dev, buf))
             .collect::<BackendResult<Vec<_>>>()?;
         Ok((products, None))
+    }
+
+    /// `Err(reason)` where the backend has no non-blocking all-reduce ([`Backend::allreduce_start`]),
+    /// so `ddp_step` cannot run on it.
+    fn overlap_support(&self) -> Result<(), String> {
+        Err(format!(
+            "the {} backend has no non-blocking all-reduce yet (ddp_step)",
+            self.kind()
+        ))
+    }
+
+    /// Sets how later [`Backend::allreduce_start`] calls run (no request may be in flight).
+    fn set_overlap(&mut self, _settings: OverlapSettings) -> BackendResult<()> {
+        Ok(())
+    }
+
+    /// Starts an in-place all-reduce of `call.send_count` elements of `bufs` (one buffer per
+    /// local device) and returns at once with a ticket. The backend owns the buffers until
+    /// [`Backend::allreduce_wait`] hands them back, so nothing can touch them in flight. GEMMs
+    /// and copies enqueued meanwhile overlap with it.
+    fn allreduce_start(
+        &mut self,
+        _call: &CollectiveCall,
+        _bufs: Vec<Self::Buf>,
+    ) -> BackendResult<u64> {
+        Err(BackendError::Unsupported(
+            self.overlap_support().err().unwrap_or_default(),
+        ))
+    }
+
+    /// Waits for the all-reduce of `ticket` (averaging where the call's op is `avg`) and
+    /// returns its buffers. Tickets may be waited on in any order, each once.
+    fn allreduce_wait(&mut self, _ticket: u64) -> BackendResult<Vec<Self::Buf>> {
+        Err(BackendError::Unsupported(
+            self.overlap_support().err().unwrap_or_default(),
+        ))
+    }
+
+    /// Enqueues a copy of `len` elements on local device `dev`: `dst[dst_at..]` = `src[src_at..]`.
+    fn copy_within(
+        &mut self,
+        _dev: usize,
+        _dst: &mut Self::Buf,
+        _dst_at: usize,
+        _src: &Self::Buf,
+        _src_at: usize,
+        _len: usize,
+    ) -> BackendResult<()> {
+        Err(BackendError::Unsupported(format!(
+            "the {} backend has no device copy yet",
+            self.kind()
+        )))
     }
 
     /// Starts sampling device telemetry for one case, where the backend can (GPU

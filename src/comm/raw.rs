@@ -313,3 +313,85 @@ pub fn gatherv(
     };
     check(rc, "MPI_Gatherv");
 }
+
+/// An `MPI_Iallreduce` in flight. It must be completed ([`Pending::test`] returned true, or
+/// [`Pending::wait`]) before its buffer is touched, moved out of or freed: the owner keeps
+/// both together. Not `Send`: it is tested and waited on by the thread that started it.
+pub struct Pending {
+    req: ffi::MPI_Request,
+    done: bool,
+}
+
+/// Starts an in-place sum (or other operator) of `n` elements of `buf` over `comm`.
+///
+/// # Safety
+/// `buf` must hold `n` elements of `dtype`, stay allocated and untouched by anyone else until
+/// the returned request completed.
+pub unsafe fn iallreduce_in_place(
+    comm: ffi::MPI_Comm,
+    buf: *mut u8,
+    dtype: Dtype,
+    n: usize,
+    op: ReduceOp,
+) -> Pending {
+    // SAFETY: a null request handle is a valid output slot.
+    let mut req = unsafe { ffi::RSMPI_REQUEST_NULL };
+    let rc = unsafe {
+        ffi::MPI_Iallreduce(
+            in_place(),
+            buf as *mut c_void,
+            count(n),
+            datatype(dtype),
+            operation(op),
+            comm,
+            &mut req,
+        )
+    };
+    check(rc, "MPI_Iallreduce");
+    Pending { req, done: false }
+}
+
+impl Pending {
+    /// One `MPI_Test`: drives the library's progress engine; true once the operation is done.
+    pub fn test(&mut self) -> bool {
+        if !self.done {
+            let mut flag: c_int = 0;
+            // SAFETY: an active request from MPI_Iallreduce (MPI sets it to null when done).
+            let rc = unsafe { ffi::MPI_Test(&mut self.req, &mut flag, ffi::RSMPI_STATUS_IGNORE) };
+            check(rc, "MPI_Test");
+            self.done = flag != 0;
+        }
+        self.done
+    }
+    /// Whether a previous test or wait saw the operation done (no MPI call).
+    pub fn is_done(&self) -> bool {
+        self.done
+    }
+    /// Blocks until the operation is done.
+    pub fn wait(&mut self) {
+        if !self.done {
+            // SAFETY: as in `test`.
+            let rc = unsafe { ffi::MPI_Wait(&mut self.req, ffi::RSMPI_STATUS_IGNORE) };
+            check(rc, "MPI_Wait");
+            self.done = true;
+        }
+    }
+}
+
+/// The thread support MPI was initialised with (`MPI_Query_thread`): 0 single, 1 funneled,
+/// 2 serialized, 3 multiple (the standard's order).
+pub fn thread_level() -> c_int {
+    let mut provided: c_int = 0;
+    // SAFETY: an output integer; valid after MPI_Init.
+    check(
+        unsafe { ffi::MPI_Query_thread(&mut provided) },
+        "MPI_Query_thread",
+    );
+    let levels = [
+        unsafe { ffi::RSMPI_THREAD_SINGLE },
+        unsafe { ffi::RSMPI_THREAD_FUNNELED },
+        unsafe { ffi::RSMPI_THREAD_SERIALIZED },
+        unsafe { ffi::RSMPI_THREAD_MULTIPLE },
+    ];
+    levels.iter().position(|l| *l == provided).unwrap_or(0) as c_int
+}

@@ -37,6 +37,12 @@ pub enum Axis {
     Collect,
     /// Test-only fault injection (see `workload::Fault`); not for studies.
     Fault,
+    /// ddp_step models (presets or layer lists, see `workload::ddp::Model`).
+    Models,
+    /// ddp_step gradient bucket capacities, bytes.
+    BucketSizes,
+    /// ddp_step progress strategies of the CPU backend.
+    Progress,
 }
 
 impl Axis {
@@ -60,6 +66,9 @@ impl Axis {
         Axis::Batch,
         Axis::Collect,
         Axis::Fault,
+        Axis::Models,
+        Axis::BucketSizes,
+        Axis::Progress,
     ];
 
     /// The key in spec files.
@@ -84,6 +93,9 @@ impl Axis {
             Axis::Batch => "batch",
             Axis::Collect => "collect",
             Axis::Fault => "fault",
+            Axis::Models => "models",
+            Axis::BucketSizes => "bucket_sizes",
+            Axis::Progress => "progress",
         }
     }
 
@@ -96,6 +108,8 @@ impl Axis {
             "op" => "ops",
             "root" => "roots",
             "dim" => "dims",
+            "model" => "models",
+            "bucket_size" => "bucket_sizes",
             "devices_per_node" | "gpus_per_node" => "ranks_per_node",
             k => k,
         };
@@ -135,6 +149,8 @@ pub enum AxisValue {
     Scaling(Scaling),
     Collect(Collect),
     Fault(Option<String>),
+    Model(String),
+    Progress(crate::params::Progress),
 }
 
 /// One factor of the product: a single axis, or a zip group advancing together.
@@ -353,6 +369,29 @@ fn scalar(axis: Axis, v: &Value) -> Result<Vec<AxisValue>, String> {
         Axis::Timing => named(v, AxisValue::Timing),
         Axis::Scaling => named(v, AxisValue::Scaling),
         Axis::Collect => named(v, AxisValue::Collect),
+        Axis::Progress => named(v, AxisValue::Progress),
+        Axis::Models => match v {
+            Value::String(s) => crate::workload::ddp::Model::parse(s)
+                .map(|_| vec![AxisValue::Model(s.trim().to_string())]),
+            other => Err(format!(
+                "expected a model name such as \"mlp-tiny\" or layers \"1024x1024x8\", found {}",
+                type_name(other)
+            )),
+        },
+        Axis::BucketSizes => match v {
+            Value::String(s) => parse_size_list(s).map_err(|e| e.to_string()).and_then(|l| {
+                if l.iter().any(|b| b.get() == 0) {
+                    Err("a bucket of 0 bytes: give sizes ≥ 1B, e.g. \"25MiB\"".into())
+                } else {
+                    Ok(l.into_iter().map(|b| AxisValue::Bytes(b.get())).collect())
+                }
+            }),
+            Value::Integer(i) if *i >= 1 => Ok(vec![AxisValue::Bytes(*i as u64)]),
+            other => Err(format!(
+                "expected a size such as \"25MiB\" or a range \"1MiB:64MiB:x4\", found {}",
+                type_name(other)
+            )),
+        },
     }
 }
 

@@ -11,8 +11,8 @@ use crate::cli::{InPlaceChoice, RunArgs};
 use crate::error::{Error, Result};
 use crate::measure::IterPolicy;
 use crate::params::{
-    BackendKind, CaseParams, Collect, Dtype, LaunchShape, MatmulShape, ReduceOp, Scaling, Timing,
-    Workload,
+    BackendKind, CaseParams, Collect, Dtype, LaunchShape, MatmulShape, Progress, ReduceOp, Scaling,
+    Timing, Workload,
 };
 use crate::units::format_bytes;
 use crate::workload::collective::{counts, CountError};
@@ -27,8 +27,13 @@ pub struct RunOptions {
     pub ops: Vec<ReduceOp>,
     pub roots: Vec<u32>,
     pub shapes: Vec<MatmulShape>,
-    pub batch: u32,
+    /// `--batch` as given (each workload has its own default).
+    pub batch: Option<u32>,
     pub collect: Collect,
+    /// ddp_step: models, bucket capacities (bytes) and progress strategies.
+    pub models: Vec<String>,
+    pub bucket_bytes: Vec<u64>,
+    pub progress: Vec<Progress>,
     pub scaling: Scaling,
     pub timings: Vec<Timing>,
     pub in_place: Vec<bool>,
@@ -71,9 +76,21 @@ impl RunOptions {
         if a.threads_per_device == 0 {
             return Err(Error::input("--threads-per-device 0: give at least 1"));
         }
-        if a.batch == 0 {
+        if a.batch == Some(0) {
             return Err(Error::input(
-                "--batch 0: batch_matmul needs at least 1 matrix",
+                "--batch 0: batch_matmul needs at least 1 matrix, ddp_step at least 1 sample",
+            ));
+        }
+        nonempty(&a.models, "--model")?;
+        nonempty(&a.bucket_sizes.0, "--bucket-size")?;
+        nonempty(&a.progress, "--progress")?;
+        for m in &a.models {
+            crate::workload::ddp::Model::parse(m)
+                .map_err(|e| Error::input(format!("--model: {e}")))?;
+        }
+        if a.bucket_sizes.0.iter().any(|b| b.get() == 0) {
+            return Err(Error::input(
+                "--bucket-size 0B: give a capacity of at least 1 byte, e.g. 25MiB",
             ));
         }
         if let Some(f) = &a.fault {
@@ -93,6 +110,9 @@ impl RunOptions {
             shapes: dedup(&a.dims),
             batch: a.batch,
             collect: a.collect.into(),
+            models: dedup(&a.models),
+            bucket_bytes: dedup(&a.bucket_sizes.0.iter().map(|b| b.get()).collect::<Vec<_>>()),
+            progress: dedup(&a.progress),
             scaling: a.scaling.into(),
             timings: dedup(&a.timings),
             in_place: match a.in_place {
@@ -214,12 +234,15 @@ pub fn expand(o: &RunOptions, shape: LaunchShape) -> Result<Vec<CaseParams>> {
                         };
                         if w.is_collective() {
                             expand_collective(o, c, devices, &mut cases)?;
+                        } else if w == Workload::DdpStep {
+                            expand_ddp(o, c, &mut cases);
                         } else {
                             for s in &o.shapes {
                                 cases.push(CaseParams {
                                     shape: Some(*s),
                                     scaling: Some(o.scaling),
-                                    batch: (w == Workload::BatchMatmul).then_some(o.batch),
+                                    batch: (w == Workload::BatchMatmul)
+                                        .then_some(o.batch.unwrap_or(4)),
                                     collect: (w == Workload::BatchMatmul).then_some(o.collect),
                                     threads_per_device: (shape.backend == BackendKind::Cpu)
                                         .then_some(o.threads_per_device),
@@ -233,6 +256,31 @@ pub fn expand(o: &RunOptions, shape: LaunchShape) -> Result<Vec<CaseParams>> {
         }
     }
     Ok(cases)
+}
+
+/// ddp_step cases: model × progress strategy (CPU backend only) × bucket capacity.
+fn expand_ddp(o: &RunOptions, c: CaseParams, out: &mut Vec<CaseParams>) {
+    let cpu = c.backend == BackendKind::Cpu;
+    let progress: Vec<Option<Progress>> = if cpu {
+        o.progress.iter().map(|p| Some(*p)).collect()
+    } else {
+        vec![None]
+    };
+    for m in &o.models {
+        for p in &progress {
+            for &bucket in &o.bucket_bytes {
+                out.push(CaseParams {
+                    model: Some(m.trim().to_string()),
+                    bucket_bytes: Some(bucket),
+                    progress: *p,
+                    batch: Some(o.batch.unwrap_or(crate::workload::ddp::DEFAULT_BATCH)),
+                    scaling: Some(o.scaling),
+                    threads_per_device: cpu.then_some(o.threads_per_device),
+                    ..c.clone()
+                });
+            }
+        }
+    }
 }
 
 fn expand_collective(

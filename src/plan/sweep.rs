@@ -13,7 +13,7 @@ use super::LaunchPlan;
 use crate::config::{Axis, AxisValue, SpecError, SweepSpec};
 use crate::params::{
     BackendKind, Binding, CaseParams, Collect, Dtype, LaunchShape, MatmulShape, Placement,
-    ReduceOp, Scaling, Timing, Topology, Workload,
+    Progress, ReduceOp, Scaling, Timing, Topology, Workload,
 };
 use crate::units::parse_size_list;
 use crate::workload::collective::{counts, CountError};
@@ -53,6 +53,11 @@ struct Point {
     batch: u32,
     collect: Collect,
     fault: Option<String>,
+    model: String,
+    bucket: u64,
+    progress: Progress,
+    /// Whether the spec gave `batch` (ddp_step's default differs from batch_matmul's).
+    batch_given: bool,
 }
 
 impl Default for Point {
@@ -77,6 +82,10 @@ impl Default for Point {
             batch: 4,
             collect: Collect::Gather,
             fault: None,
+            model: crate::workload::ddp::DEFAULT_MODEL.to_string(),
+            bucket: crate::workload::ddp::DEFAULT_BUCKET_BYTES,
+            progress: Progress::Thread,
+            batch_given: false,
         }
     }
 }
@@ -100,7 +109,13 @@ impl Point {
             (Axis::InPlace, AxisValue::InPlace(x)) => self.in_place = *x,
             (Axis::Dims, AxisValue::Shape(x)) => self.shape = *x,
             (Axis::Scaling, AxisValue::Scaling(x)) => self.scaling = *x,
-            (Axis::Batch, AxisValue::Count(x)) => self.batch = *x,
+            (Axis::Batch, AxisValue::Count(x)) => {
+                self.batch = *x;
+                self.batch_given = true;
+            }
+            (Axis::Models, AxisValue::Model(x)) => self.model = x.clone(),
+            (Axis::BucketSizes, AxisValue::Bytes(x)) => self.bucket = *x,
+            (Axis::Progress, AxisValue::Progress(x)) => self.progress = *x,
             (Axis::Collect, AxisValue::Collect(x)) => self.collect = *x,
             (Axis::Fault, AxisValue::Fault(x)) => self.fault = x.clone(),
             (a, v) => unreachable!("axis {a:?} never holds {v:?}"),
@@ -128,6 +143,9 @@ impl Point {
             Axis::Batch => AxisValue::Count(self.batch),
             Axis::Collect => AxisValue::Collect(self.collect),
             Axis::Fault => AxisValue::Fault(self.fault.clone()),
+            Axis::Models => AxisValue::Model(self.model.clone()),
+            Axis::BucketSizes => AxisValue::Bytes(self.bucket),
+            Axis::Progress => AxisValue::Progress(self.progress),
         }
     }
 
@@ -145,6 +163,8 @@ impl Point {
     fn case(&self) -> CaseParams {
         let w = self.workload;
         let coll = w.is_collective();
+        let ddp = w == Workload::DdpStep;
+        let cpu = self.backend == BackendKind::Cpu;
         // MPI_Bcast exists only in place: the CPU backend measures that one form.
         let in_place = if w == Workload::Broadcast && self.backend == BackendKind::Cpu {
             true
@@ -165,12 +185,20 @@ impl Point {
             root: w.has_root().then_some(self.root),
             in_place: coll.then_some(in_place),
             requested_bytes: coll.then_some(self.size),
-            shape: (!coll).then_some(self.shape),
-            batch: (w == Workload::BatchMatmul).then_some(self.batch),
+            shape: (!coll && !ddp).then_some(self.shape),
+            batch: match w {
+                Workload::BatchMatmul => Some(self.batch),
+                Workload::DdpStep if self.batch_given => Some(self.batch),
+                Workload::DdpStep => Some(crate::workload::ddp::DEFAULT_BATCH),
+                _ => None,
+            },
             collect: (w == Workload::BatchMatmul).then_some(self.collect),
             scaling: (!coll).then_some(self.scaling),
-            threads_per_device: (!coll && self.backend == BackendKind::Cpu).then_some(self.threads),
+            threads_per_device: (!coll && cpu).then_some(self.threads),
             fault: self.fault.clone(),
+            model: ddp.then(|| self.model.clone()),
+            bucket_bytes: ddp.then_some(self.bucket),
+            progress: (ddp && cpu).then_some(self.progress),
         }
     }
 }
@@ -195,6 +223,9 @@ fn order(a: Axis) -> usize {
         Axis::Collect,
         Axis::Batch,
         Axis::Dims,
+        Axis::Models,
+        Axis::Progress,
+        Axis::BucketSizes,
         Axis::Sizes,
         Axis::InPlace,
     ];

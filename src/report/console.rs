@@ -140,6 +140,7 @@ fn header(c: &CaseResult) -> Vec<String> {
                 "", "", "(us)", "", "(total)", ""
             ));
         }
+        Workload::DdpStep => v.extend(super::ddp::console_header()),
         Workload::BatchMatmul => {
             v.push(format!(
                 "# {:>6} {:>6} {:>6} {:>11} {:>11} {:>11} {:>11} {:>10} {:>6}",
@@ -194,6 +195,7 @@ fn gemm_row(c: &CaseResult) -> String {
         .map_or("-".into(), |s| format!("{}x{}x{}", s.m, s.n, s.k));
     let time = c.timing.as_ref().map_or("-".into(), |t| us(t.time_s));
     match p.workload {
+        Workload::DdpStep => super::ddp::console_row(c, &status_cell(c)),
         Workload::BatchMatmul => {
             let phase = |name: &str| {
                 c.phases

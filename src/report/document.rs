@@ -104,6 +104,7 @@ pub fn build(a: &Analysis, figs: &[Figure], title: &str) -> Doc {
     definitions(&mut doc, a);
     collectives(&mut doc, a, figs);
     scaling(&mut doc, a, figs);
+    super::ddp::section(&mut doc, a.entries.iter().map(|e| e.case));
     cost_model(&mut doc, a, figs);
     ratios(&mut doc, a, figs, RatioKind::Topology);
     ratios(&mut doc, a, figs, RatioKind::Binding);

@@ -3,6 +3,7 @@
 pub mod analyze;
 pub mod build;
 pub mod console;
+pub mod ddp;
 pub mod derive;
 pub mod doc;
 pub mod document;

@@ -351,7 +351,7 @@ pub fn forms(w: Workload) -> &'static [Form] {
         Workload::Allgather | Workload::ReduceScatter => GATHER_SCATTER,
         Workload::Alltoall => ALLTOALL,
         Workload::Broadcast | Workload::Reduce => ROOTED,
-        Workload::Matmul | Workload::BatchMatmul => &[],
+        Workload::Matmul | Workload::BatchMatmul | Workload::DdpStep => &[],
     }
 }
 

@@ -1,5 +1,6 @@
 //! Results: the versioned file format ([`schema`]) and crash-safe reading and writing ([`io`]).
 
+pub mod ddp;
 pub mod io;
 pub mod schema;
 

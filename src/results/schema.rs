@@ -310,6 +310,10 @@ pub struct CaseResult {
     /// (CUDA backend with NVML); absent where nothing was sampled.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub telemetry: Vec<DeviceTelemetry>,
+    /// ddp_step: step, compute and communication times, overlap efficiency and throughput
+    /// (definitions in [`crate::results::ddp`]); absent for other workloads.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ddp: Option<crate::results::ddp::DdpMetrics>,
 }
 
 /// What NVML saw on one GPU during one case (warm-up, timing and validation included).

@@ -116,7 +116,19 @@ pub fn run(args: &RunArgs, argv: &[String]) -> Result<RunOutcome> {
     let needs_threads = req.topology == Topology::Hybrid
         || req.threads_per_device > 1
         || req.backend != BackendKind::Cpu;
-    let universe = if needs_threads {
+    // ddp_step's progress thread calls MPI from a second thread (never two at once).
+    let progress_thread = match &req.cases {
+        Cases::Options(o) => {
+            o.workloads.contains(&crate::params::Workload::DdpStep)
+                && o.progress.contains(&crate::params::Progress::Thread)
+        }
+        Cases::Plan(c) => c
+            .iter()
+            .any(|c| c.progress == Some(crate::params::Progress::Thread)),
+    };
+    let universe = if progress_thread {
+        mpi::initialize_with_threading(mpi::Threading::Serialized).map(|(u, _)| u)
+    } else if needs_threads {
         mpi::initialize_with_threading(mpi::Threading::Funneled).map(|(u, _)| u)
     } else {
         mpi::initialize()

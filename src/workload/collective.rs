@@ -84,7 +84,9 @@ pub fn counts(
                 },
             }
         }
-        Workload::Matmul | Workload::BatchMatmul => unreachable!("not a collective"),
+        Workload::Matmul | Workload::BatchMatmul | Workload::DdpStep => {
+            unreachable!("not a collective")
+        }
     };
     let largest = c.send_count.max(c.recv_count);
     if largest > MAX_COUNT {
@@ -153,7 +155,9 @@ impl Layout<'_> {
                     p.input(j as u32, (d as usize * base + i) as u64)
                 })
             }
-            Workload::Matmul | Workload::BatchMatmul => unreachable!("not a collective"),
+            Workload::Matmul | Workload::BatchMatmul | Workload::DdpStep => {
+                unreachable!("not a collective")
+            }
         }
     }
 }
@@ -293,6 +297,7 @@ pub fn run<B: Backend, C: HostComm>(
         send_count: Some(cnt.send_count),
         recv_count: Some(cnt.recv_count),
         flops_total: None,
+        ddp: None,
         phases: Vec::new(),
     })
 }

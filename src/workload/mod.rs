@@ -7,6 +7,7 @@
 
 pub mod batch;
 pub mod collective;
+pub mod ddp;
 pub mod gemm_check;
 pub mod matmul;
 pub mod pattern;
@@ -39,6 +40,8 @@ pub struct Measured {
     /// FLOP of one operation over all devices (GEMM workloads).
     pub flops_total: Option<f64>,
     pub phases: Vec<PhaseResult>,
+    /// ddp_step's figures (rank 0 only).
+    pub ddp: Option<crate::results::ddp::DdpMetrics>,
 }
 
 /// Why a case produced no measurement (the same on every rank).
@@ -120,6 +123,10 @@ pub enum Fault {
     Hang,
     /// The last rank aborts the process (the launch crashes).
     Crash,
+    /// `slow_comm:MS` (ddp_step): every all-reduce completes no earlier than MS milliseconds
+    /// after it started or the previous one completed (a slow, serial link), to prove that the
+    /// overlap measurement sees communication the compute cannot hide.
+    SlowComm(u32),
 }
 
 impl Fault {
@@ -129,10 +136,15 @@ impl Fault {
             "fail" => Some(Fault::Fail),
             "hang" => Some(Fault::Hang),
             "crash" => Some(Fault::Crash),
-            _ => None,
+            _ => s
+                .strip_prefix("slow_comm:")
+                .and_then(|ms| ms.parse::<u32>().ok())
+                .filter(|ms| (1..=60_000).contains(ms))
+                .map(Fault::SlowComm),
         }
     }
-    pub const NAMES: &'static [&'static str] = &["corrupt", "fail", "hang", "crash"];
+    pub const NAMES: &'static [&'static str] =
+        &["corrupt", "fail", "hang", "crash", "slow_comm:MS"];
 }
 
 /// Runs one case on every rank.
@@ -168,6 +180,7 @@ pub fn run_case<B: Backend, C: HostComm>(
     match params.workload {
         Workload::Matmul => matmul::run(backend, comm, params, settings),
         Workload::BatchMatmul => batch::run(backend, comm, params, settings),
+        Workload::DdpStep => ddp::run(backend, comm, params, settings, fault),
         _ => collective::run(
             backend,
             comm,

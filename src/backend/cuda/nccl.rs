@@ -241,7 +241,7 @@ pub fn plan(call: &CollectiveCall, device: u32) -> Result<Vec<Call>, String> {
                 })
                 .collect()
         }
-        Workload::Matmul | Workload::BatchMatmul => {
+        Workload::Matmul | Workload::BatchMatmul | Workload::DdpStep => {
             return Err(format!("{} is not a collective", call.workload))
         }
     })

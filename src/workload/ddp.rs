@@ -1,0 +1,802 @@
+//! `ddp_step`: one data-parallel training step of a layer model, shaped like PyTorch DDP's.
+//!
+//! The model is a list of dense layers, each `d_in × d_out` (a GEMM shape; presets in
+//! [`PRESETS`]). Every device holds the whole model and its own share of the batch (weak
+//! scaling: `batch` samples per device; strong: a global `batch` split over the devices).
+//! One step is:
+//!
+//! 1. forward, layer 0 to L−1: `Y = X · W` (`batch × d_in · d_in × d_out`);
+//! 2. backward, layer L−1 to 0: `dX = dY · Wᵀ` (skipped for layer 0, as frameworks do) and the
+//!    weight gradient `dW = Xᵀ · dY` (`d_in × batch · batch × d_out`), copied into its bucket
+//!    (DDP's default, `gradient_as_bucket_view=False`);
+//! 3. each bucket's all-reduce starts as soon as its last gradient is in it and runs while
+//!    backward goes on; the step ends when every bucket is reduced and averaged (DDP divides
+//!    by the world size).
+//!
+//! Buckets follow DDP's assignment by size: layers in backward order fill a bucket until it
+//! holds at least `bucket_bytes` (default 25 MiB, `bucket_cap_mb`); a layer larger than the cap
+//! gets a bucket of its own (DDP's first, smaller bucket is not modelled).
+//!
+//! The data are not a real network's: `dY` is a fixed pattern instead of the next layer's
+//! output gradient, so that every reduced gradient is exact. `X` and `dY` hold small integers
+//! (`F[(b + i + d + l) mod 7]` and `G[(b + j + 2l) mod 5]`, F in −3..3, G in −2..2) so each
+//! element of the summed gradient is an integer of magnitude ≤ 6 · global batch, exactly
+//! representable, and depends only on `((i + l) mod 7, (j + 2l) mod 5)`: validation checks
+//! every element against a 7 × 5 table in O(1). Shapes, order and data volumes are a real
+//! step's, so the times are.
+//!
+//! Measured per case, in alternating order within each timed round (so slow drift in machine
+//! load hits all four alike): the step with overlap (the case's `timing`), the step with every
+//! all-reduce after backward, compute alone (no communication) and the all-reduces alone
+//! (phases `step_no_overlap`, `compute`, `comm`); the figures derived from them are in
+//! [`crate::results::ddp`].
+
+use super::{agree, CaseError, Fault, Measured, RunSettings};
+use crate::backend::{Backend, BackendResult, CollectiveCall, GemmBatch, HostBuf, OverlapSettings};
+use crate::comm::HostComm;
+use crate::measure::{self, RankSamples};
+use crate::params::{
+    CaseParams, Dtype, MatmulShape, Progress, ReduceOp, Scaling, Timing, Workload,
+};
+use crate::results::ddp::{overlap, DdpMetrics};
+use crate::results::schema::PhaseResult;
+
+/// Gradient bucket capacity when none is given: PyTorch DDP's `bucket_cap_mb` default.
+pub const DEFAULT_BUCKET_BYTES: u64 = 25 << 20;
+/// Model when none is given.
+pub const DEFAULT_MODEL: &str = "mlp-tiny";
+/// Progress strategy of the CPU backend when none is given: a progress thread. Measured on
+/// this project's 2-core CI machine (ci/ddp-progress.sh) it beat `MPI_Test` between GEMM tiles
+/// in every alternating pair: the computing thread then never spins in MPI, so the scheduler
+/// does not demote it, and progress does not depend on GEMM granularity (as in Horovod's
+/// background thread). `test` stays available for machines without a core to spare.
+pub const DEFAULT_PROGRESS: Progress = Progress::Thread;
+/// Samples per device (weak scaling) when none is given.
+pub const DEFAULT_BATCH: u32 = 32;
+
+/// Named models: (name, layers, what it is).
+pub const PRESETS: &[(&str, &str, &str)] = &[
+    (
+        "mlp-tiny",
+        "256x256x4",
+        "4 layers 256×256, 262 144 parameters (1 MiB in f32): tests and local runs",
+    ),
+    (
+        "mlp-small",
+        "1024x1024x8",
+        "8 layers 1024×1024, 8.4 M parameters (32 MiB in f32)",
+    ),
+    (
+        "mlp-100m",
+        "2048x2048x24",
+        "24 layers 2048×2048, 101 M parameters (384 MiB in f32)",
+    ),
+    (
+        "mlp-1b",
+        "8192x8192x16",
+        "16 layers 8192×8192, 1.07 B parameters (4 GiB in f32): GPU clusters",
+    ),
+];
+
+/// One dense layer: `d_in` inputs, `d_out` outputs, `d_in × d_out` weights.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Layer {
+    pub d_in: u64,
+    pub d_out: u64,
+}
+
+impl Layer {
+    pub fn params(&self) -> u64 {
+        self.d_in * self.d_out
+    }
+}
+
+/// A model: its layers, input first.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Model {
+    pub layers: Vec<Layer>,
+}
+
+/// Largest layer dimension accepted (as GEMM shapes).
+const MAX_DIM: u64 = 1 << 20;
+/// Most layers accepted.
+const MAX_LAYERS: u64 = 10_000;
+
+impl Model {
+    /// A preset name ([`PRESETS`]) or layers joined by `+`, each `IxO` (one layer) or `IxOxN`
+    /// (N equal layers): `256x256x4+256x10`.
+    pub fn parse(text: &str) -> Result<Model, String> {
+        let t = text.trim();
+        if let Some((_, layers, _)) = PRESETS.iter().find(|(n, _, _)| n.eq_ignore_ascii_case(t)) {
+            return Model::parse(layers);
+        }
+        let bad = |part: &str| {
+            let names: Vec<&str> = PRESETS.iter().map(|p| p.0).collect();
+            format!(
+                "model '{t}': '{part}' is not a layer: write a preset ({}) or layers joined by '+', each IxO or IxOxCOUNT with I, O in 1..={MAX_DIM} (e.g. 1024x1024x8+1024x10)",
+                names.join(", ")
+            )
+        };
+        let mut layers = Vec::new();
+        for part in t.split('+') {
+            let dims: Vec<u64> = part
+                .trim()
+                .split(['x', 'X'])
+                .map(|d| d.trim().parse::<u64>())
+                .collect::<Result<_, _>>()
+                .map_err(|_| bad(part))?;
+            let (d_in, d_out, count) = match dims.as_slice() {
+                [i, o] => (*i, *o, 1),
+                [i, o, c] => (*i, *o, *c),
+                _ => return Err(bad(part)),
+            };
+            if d_in == 0 || d_out == 0 || d_in > MAX_DIM || d_out > MAX_DIM || count == 0 {
+                return Err(bad(part));
+            }
+            if layers.len() as u64 + count > MAX_LAYERS {
+                return Err(format!("model '{t}': more than {MAX_LAYERS} layers"));
+            }
+            layers.extend((0..count).map(|_| Layer { d_in, d_out }));
+        }
+        Ok(Model { layers })
+    }
+
+    pub fn params(&self) -> u64 {
+        self.layers.iter().map(Layer::params).sum()
+    }
+}
+
+/// Where layer gradients go: buckets in backward order (bucket 0 holds the last layers).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BucketPlan {
+    /// Elements of each bucket.
+    pub lens: Vec<usize>,
+    /// For each layer: (bucket, element offset in it).
+    pub slot: Vec<(usize, usize)>,
+    /// For each bucket: the layer whose gradient completes it (its lowest layer index).
+    pub last_layer: Vec<usize>,
+}
+
+impl BucketPlan {
+    /// DDP's assignment by size, in backward order: a bucket is closed once it holds at least
+    /// `cap_bytes` (so a layer larger than the cap is alone in its bucket).
+    pub fn new(model: &Model, elem_bytes: u64, cap_bytes: u64) -> BucketPlan {
+        let mut plan = BucketPlan {
+            lens: Vec::new(),
+            slot: vec![(0, 0); model.layers.len()],
+            last_layer: Vec::new(),
+        };
+        let mut open = false;
+        for (l, layer) in model.layers.iter().enumerate().rev() {
+            if !open {
+                plan.lens.push(0);
+                plan.last_layer.push(l);
+                open = true;
+            }
+            let k = plan.lens.len() - 1;
+            plan.slot[l] = (k, plan.lens[k]);
+            plan.lens[k] += layer.params() as usize;
+            plan.last_layer[k] = l;
+            if plan.lens[k] as u64 * elem_bytes >= cap_bytes {
+                open = false;
+            }
+        }
+        plan
+    }
+}
+
+/// F and G of the gradient patterns (see the module docs).
+const P: usize = 7;
+const Q: usize = 5;
+
+fn f_val(x: u64) -> f64 {
+    (x % P as u64) as f64 - 3.0
+}
+fn g_val(x: u64) -> f64 {
+    (x % Q as u64) as f64 - 2.0
+}
+/// X of device `d`, layer `l`: sample `b`, input `i`.
+pub fn x_entry(d: u64, l: u64, b: u64, i: u64) -> f64 {
+    f_val(b + i + d + l)
+}
+/// dY of layer `l`: sample `b`, output `j` (the same on every device).
+pub fn dy_entry(l: u64, b: u64, j: u64) -> f64 {
+    g_val(b + j + 2 * l)
+}
+
+/// The summed gradient over devices with `batches[d]` samples each, by
+/// `((i + l) mod 7, (j + 2l) mod 5)` (pure).
+pub fn expected_table(batches: &[u64]) -> [[f64; Q]; P] {
+    let mut t = [[0.0; Q]; P];
+    for (a, row) in t.iter_mut().enumerate() {
+        for (c, v) in row.iter_mut().enumerate() {
+            for (d, &nb) in batches.iter().enumerate() {
+                for b in 0..nb {
+                    *v += f_val(b + a as u64 + d as u64) * g_val(b + c as u64);
+                }
+            }
+        }
+    }
+    t
+}
+
+/// Samples device `d` of `n` computes per step.
+pub fn device_batch(batch: u32, scaling: Scaling, d: u32, n: u32) -> u64 {
+    match scaling {
+        Scaling::Weak => u64::from(batch),
+        Scaling::Strong => {
+            let (b, n) = (u64::from(batch), u64::from(n.max(1)));
+            b * (u64::from(d) + 1) / n - b * u64::from(d) / n
+        }
+    }
+}
+
+/// FLOP of one step on a device with `batch` samples.
+pub fn step_flops(model: &Model, batch: u64) -> f64 {
+    model
+        .layers
+        .iter()
+        .enumerate()
+        .map(|(l, x)| {
+            let gemms = if l == 0 { 2.0 } else { 3.0 };
+            gemms * 2.0 * batch as f64 * x.params() as f64
+        })
+        .sum()
+}
+
+/// What one timed run of the step does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// All-reduces start during backward.
+    Overlap,
+    /// All-reduces start after backward.
+    AfterBackward,
+    /// No communication.
+    ComputeOnly,
+    /// Only the all-reduces.
+    CommOnly,
+}
+
+const MODES: [Mode; 4] = [
+    Mode::Overlap,
+    Mode::AfterBackward,
+    Mode::ComputeOnly,
+    Mode::CommOnly,
+];
+
+/// Every local device's buffers: per layer `[layer][device]`, scratch `[device]`.
+struct Net<Buf> {
+    x: Vec<Vec<Buf>>,
+    xt: Vec<Vec<Buf>>,
+    w: Vec<Vec<Buf>>,
+    wt: Vec<Vec<Buf>>,
+    dy: Vec<Vec<Buf>>,
+    y: Vec<Buf>,
+    dx: Vec<Buf>,
+    grad: Vec<Buf>,
+    /// `[bucket]` → one buffer per device; `None` while the backend holds it.
+    buckets: Vec<Option<Vec<Buf>>>,
+}
+
+/// Shapes of the step, per local device.
+struct Shapes {
+    model: Model,
+    plan: BucketPlan,
+    /// Samples of each local device.
+    local_batch: Vec<u64>,
+    call: CollectiveCall,
+}
+
+impl Shapes {
+    fn gemms(&self, f: impl Fn(u64) -> MatmulShape) -> Vec<GemmBatch> {
+        self.local_batch
+            .iter()
+            .map(|&b| GemmBatch {
+                shape: f(b),
+                count: 1,
+                shared_b: false,
+            })
+            .collect()
+    }
+    fn bucket_call(&self, k: usize) -> CollectiveCall {
+        CollectiveCall {
+            send_count: self.plan.lens[k],
+            recv_count: self.plan.lens[k],
+            ..self.call.clone()
+        }
+    }
+}
+
+fn start_bucket<B: Backend>(
+    be: &mut B,
+    s: &Shapes,
+    net: &mut Net<B::Buf>,
+    k: usize,
+    tickets: &mut Vec<(usize, u64)>,
+) -> BackendResult<()> {
+    let bufs = net.buckets[k].take().expect("bucket not in flight");
+    tickets.push((k, be.allreduce_start(&s.bucket_call(k), bufs)?));
+    Ok(())
+}
+
+/// One step in `mode` (enqueued; the caller synchronises).
+fn step<B: Backend>(
+    be: &mut B,
+    s: &Shapes,
+    net: &mut Net<B::Buf>,
+    mode: Mode,
+) -> BackendResult<()> {
+    let mut tickets = Vec::new();
+    if mode != Mode::CommOnly {
+        for (l, layer) in s.model.layers.iter().enumerate() {
+            let g = s.gemms(|b| MatmulShape {
+                m: b,
+                n: layer.d_out,
+                k: layer.d_in,
+            });
+            be.gemm(&g, &net.x[l], &net.w[l], &mut net.y)?;
+        }
+        for (l, layer) in s.model.layers.iter().enumerate().rev() {
+            if l > 0 {
+                let g = s.gemms(|b| MatmulShape {
+                    m: b,
+                    n: layer.d_in,
+                    k: layer.d_out,
+                });
+                be.gemm(&g, &net.dy[l], &net.wt[l], &mut net.dx)?;
+            }
+            let g = s.gemms(|b| MatmulShape {
+                m: layer.d_in,
+                n: layer.d_out,
+                k: b,
+            });
+            be.gemm(&g, &net.xt[l], &net.dy[l], &mut net.grad)?;
+            let (k, at) = s.plan.slot[l];
+            let bucket = net.buckets[k].as_mut().expect("bucket not in flight");
+            for (dev, dst) in bucket.iter_mut().enumerate() {
+                be.copy_within(dev, dst, at, &net.grad[dev], 0, layer.params() as usize)?;
+            }
+            if mode == Mode::Overlap && s.plan.last_layer[k] == l {
+                start_bucket(be, s, net, k, &mut tickets)?;
+            }
+        }
+    }
+    if matches!(mode, Mode::AfterBackward | Mode::CommOnly) {
+        for k in 0..s.plan.lens.len() {
+            start_bucket(be, s, net, k, &mut tickets)?;
+        }
+    }
+    for (k, t) in tickets {
+        net.buckets[k] = Some(be.allreduce_wait(t)?);
+    }
+    Ok(())
+}
+
+fn upload_new<B: Backend>(
+    be: &mut B,
+    dev: usize,
+    dtype: Dtype,
+    len: usize,
+    f: impl Fn(usize) -> f64,
+) -> BackendResult<B::Buf> {
+    let host = HostBuf::from_fn(dtype, len, f)?;
+    let mut buf = be.alloc(dev, dtype, len)?;
+    be.upload(dev, &mut buf, &host)?;
+    Ok(buf)
+}
+
+fn setup<B: Backend>(
+    be: &mut B,
+    s: &Shapes,
+    dtype: Dtype,
+    corrupt: bool,
+) -> BackendResult<Net<B::Buf>> {
+    let local = s.local_batch.len();
+    let layers = &s.model.layers;
+    let max_in = layers.iter().map(|x| x.d_in).max().unwrap_or(0) as usize;
+    let max_out = layers.iter().map(|x| x.d_out).max().unwrap_or(0) as usize;
+    let max_params = layers.iter().map(Layer::params).max().unwrap_or(0) as usize;
+    let mut net = Net {
+        x: Vec::new(),
+        xt: Vec::new(),
+        w: Vec::new(),
+        wt: Vec::new(),
+        dy: Vec::new(),
+        y: Vec::new(),
+        dx: Vec::new(),
+        grad: Vec::new(),
+        buckets: Vec::new(),
+    };
+    for (l, layer) in layers.iter().enumerate() {
+        let (ni, no) = (layer.d_in as usize, layer.d_out as usize);
+        let lu = l as u64;
+        let (mut x, mut xt, mut w, mut wt, mut dy) = (vec![], vec![], vec![], vec![], vec![]);
+        for dev in 0..local {
+            let nb = s.local_batch[dev] as usize;
+            let d = u64::from(be.device_index(dev));
+            x.push(upload_new(be, dev, dtype, nb * ni, |e| {
+                x_entry(d, lu, (e / ni) as u64, (e % ni) as u64)
+            })?);
+            // Device 0 feeds one wrong input (fault `corrupt`): validation must see it.
+            let bump = corrupt && d == 0 && l == 0;
+            xt.push(upload_new(be, dev, dtype, ni * nb, |e| {
+                let v = x_entry(d, lu, (e % nb) as u64, (e / nb) as u64);
+                if bump && e == 0 {
+                    v + 1.0
+                } else {
+                    v
+                }
+            })?);
+            w.push(upload_new(be, dev, dtype, ni * no, |e| {
+                ((e % 5) as f64) - 2.0
+            })?);
+            wt.push(upload_new(be, dev, dtype, no * ni, |e| {
+                ((e % 3) as f64) - 1.0
+            })?);
+            dy.push(upload_new(be, dev, dtype, nb * no, |e| {
+                dy_entry(lu, (e / no) as u64, (e % no) as u64)
+            })?);
+        }
+        net.x.push(x);
+        net.xt.push(xt);
+        net.w.push(w);
+        net.wt.push(wt);
+        net.dy.push(dy);
+    }
+    for dev in 0..local {
+        let nb = s.local_batch[dev] as usize;
+        net.y.push(be.alloc(dev, dtype, nb * max_out)?);
+        net.dx.push(be.alloc(dev, dtype, nb * max_in)?);
+        net.grad.push(be.alloc(dev, dtype, max_params)?);
+    }
+    for &len in &s.plan.lens {
+        let mut per_dev = Vec::new();
+        for dev in 0..local {
+            per_dev.push(be.alloc(dev, dtype, len)?);
+        }
+        net.buckets.push(Some(per_dev));
+    }
+    Ok(net)
+}
+
+/// Elements of every bucket that differ from the exact reduced gradient, after filling the
+/// buckets with NaN and running one step in `mode` (so unwritten elements count too).
+fn check<B: Backend>(
+    be: &mut B,
+    s: &Shapes,
+    net: &mut Net<B::Buf>,
+    mode: Mode,
+    table: &[[f64; Q]; P],
+    dtype: Dtype,
+) -> BackendResult<u64> {
+    for (k, &len) in s.plan.lens.iter().enumerate() {
+        let poison = HostBuf::from_fn(dtype, len, |_| f64::NAN)?;
+        for (dev, b) in net.buckets[k]
+            .as_mut()
+            .expect("idle")
+            .iter_mut()
+            .enumerate()
+        {
+            be.upload(dev, b, &poison)?;
+        }
+    }
+    step(be, s, net, mode)?;
+    be.synchronize()?;
+    let n = s.call.devices;
+    let avg = s.call.op == Some(ReduceOp::Avg);
+    // The expected value in the dtype's arithmetic: an exact integer sum, divided by n in
+    // the same precision the backend divides in.
+    let want = |sum: f64| -> f64 {
+        if !avg {
+            return sum;
+        }
+        match dtype {
+            Dtype::F32 => f64::from(sum as f32 / n as f32),
+            _ => sum / f64::from(n),
+        }
+    };
+    let mut wrong = 0;
+    for dev in 0..s.local_batch.len() {
+        let hosts: Vec<HostBuf> = (0..s.plan.lens.len())
+            .map(|k| be.download(dev, &net.buckets[k].as_ref().expect("idle")[dev]))
+            .collect::<BackendResult<_>>()?;
+        for (l, layer) in s.model.layers.iter().enumerate() {
+            let (k, at) = s.plan.slot[l];
+            let no = layer.d_out as usize;
+            for e in 0..layer.params() as usize {
+                let (i, j) = (e / no, e % no);
+                let v = want(table[(i + l) % P][(j + 2 * l) % Q]);
+                if hosts[k].get(at + e) != v {
+                    wrong += 1;
+                }
+            }
+        }
+    }
+    Ok(wrong)
+}
+
+fn time_modes<B: Backend, C: HostComm>(
+    be: &mut B,
+    comm: &C,
+    s: &Shapes,
+    net: &mut Net<B::Buf>,
+    settings: &RunSettings,
+) -> BackendResult<Vec<RankSamples>> {
+    let timed = |be: &mut B, net: &mut Net<B::Buf>, mode: Mode| -> BackendResult<f64> {
+        comm.barrier();
+        let a = be.mark()?;
+        step(be, s, net, mode)?;
+        let b = be.mark()?;
+        be.synchronize()?;
+        be.elapsed_s(a, b)
+    };
+    // One untimed step of each kind first (lazy connections, page faults), then a probe.
+    for m in MODES {
+        timed(be, net, m)?;
+    }
+    let probe = timed(be, net, Mode::AfterBackward)?;
+    let est = comm.max_f64(probe);
+    let counts = settings.policy.resolve(Timing::Isolated, None, est);
+    for i in 0..counts.warmup {
+        timed(be, net, MODES[i as usize % MODES.len()])?;
+    }
+    let mut samples = vec![Vec::with_capacity(counts.iters as usize); MODES.len()];
+    for i in 0..counts.iters as usize {
+        // Rotate the order so that no kind always follows the same other kind.
+        for r in 0..MODES.len() {
+            let at = (i + r) % MODES.len();
+            samples[at].push(timed(be, net, MODES[at])?);
+        }
+    }
+    Ok(samples
+        .into_iter()
+        .map(|v| RankSamples {
+            counts,
+            mean_s: crate::stats::mean(&v).unwrap_or(0.0),
+            samples_s: v,
+        })
+        .collect())
+}
+
+pub fn run<B: Backend, C: HostComm>(
+    backend: &mut B,
+    comm: &C,
+    params: &CaseParams,
+    settings: &RunSettings,
+    fault: Option<Fault>,
+) -> Result<Measured, CaseError> {
+    backend.overlap_support().map_err(CaseError::Skipped)?;
+    let dtype = params.dtype;
+    if !matches!(dtype, Dtype::F32 | Dtype::F64) {
+        return Err(CaseError::Skipped(format!(
+            "ddp_step runs in f32 or f64, not {dtype}"
+        )));
+    }
+    let model = Model::parse(params.model.as_deref().unwrap_or(DEFAULT_MODEL))
+        .map_err(CaseError::Failed)?;
+    let devices = backend.total_devices();
+    let batch = params.batch.unwrap_or(DEFAULT_BATCH);
+    let scaling = params.scaling.unwrap_or(Scaling::Weak);
+    let batches: Vec<u64> = (0..devices)
+        .map(|d| device_batch(batch, scaling, d, devices))
+        .collect();
+    if batches.contains(&0) {
+        return Err(CaseError::Failed(format!(
+            "strong scaling: a global batch of {batch} leaves some of the {devices} devices without samples: use a batch of at least {devices}"
+        )));
+    }
+    let global: u64 = batches.iter().sum();
+    // |summed gradient| ≤ 3 · 2 · global batch must be an exact integer in the dtype.
+    if 6 * global >= 1u64 << dtype.exact_integer_bits() {
+        return Err(CaseError::Failed(format!(
+            "a global batch of {global} samples is too large for exact {dtype} validation: use f64 or fewer samples"
+        )));
+    }
+    let elem = dtype.size_bytes();
+    let cap = params.bucket_bytes.unwrap_or(DEFAULT_BUCKET_BYTES);
+    let plan = BucketPlan::new(&model, elem, cap);
+    if plan.lens.iter().any(|&n| n > i32::MAX as usize) {
+        return Err(CaseError::Failed(
+            "a bucket holds more than 2^31 − 1 elements (MPI's count limit): use smaller layers"
+                .into(),
+        ));
+    }
+    let local_batch: Vec<u64> = (0..backend.local_devices())
+        .map(|dev| batches[backend.device_index(dev) as usize])
+        .collect();
+    let s = Shapes {
+        call: CollectiveCall {
+            workload: Workload::Allreduce,
+            dtype,
+            op: Some(ReduceOp::Avg),
+            root: None,
+            send_count: 0,
+            recv_count: 0,
+            in_place: true,
+            devices,
+        },
+        model,
+        plan,
+        local_batch,
+    };
+    let delay_s = match fault {
+        Some(Fault::SlowComm(ms)) => f64::from(ms) / 1e3,
+        _ => 0.0,
+    };
+    let progress = params.progress.unwrap_or(DEFAULT_PROGRESS);
+    agree(
+        comm,
+        backend.set_overlap(OverlapSettings {
+            progress,
+            comm_delay_s: delay_s,
+        }),
+    )?;
+    let mut net = agree(
+        comm,
+        setup(backend, &s, dtype, fault == Some(Fault::Corrupt)),
+    )?;
+    let samples = agree(comm, time_modes(backend, comm, &s, &mut net, settings))?;
+    let timings: Vec<_> = samples
+        .iter()
+        .map(|r| measure::combine(comm, Timing::Isolated, r))
+        .collect();
+
+    let table = expected_table(&batches);
+    let mut wrong_local = 0;
+    for _ in 0..settings.check_iters {
+        for mode in [Mode::Overlap, Mode::AfterBackward] {
+            wrong_local += agree(comm, check(backend, &s, &mut net, mode, &table, dtype))?;
+        }
+    }
+    // Back to the plain strategy, so no later case meets a delayed link.
+    agree(
+        comm,
+        backend.set_overlap(OverlapSettings {
+            progress,
+            comm_delay_s: 0.0,
+        }),
+    )?;
+    let wrong = comm.sum_u64(wrong_local);
+
+    let mut m = Measured {
+        wrong,
+        check_iters: settings.check_iters,
+        tolerance: 0.0,
+        bytes: Some(s.model.params() * elem),
+        ..Measured::default()
+    };
+    if let [Some(step_t), Some(after_t), Some(compute_t), Some(comm_t)] = &timings[..] {
+        let (exposed, eff) = overlap(step_t.time_s, compute_t.time_s, comm_t.time_s, devices);
+        let phase = |name: &str, t: &crate::results::schema::TimingResult| PhaseResult {
+            name: name.into(),
+            time_s: t.time_s,
+            stats_s: t.stats_s,
+        };
+        let max_batch = batches.iter().copied().max().unwrap_or(0);
+        m.phases = vec![
+            phase("step_no_overlap", after_t),
+            phase("compute", compute_t),
+            phase("comm", comm_t),
+        ];
+        m.ddp = Some(DdpMetrics {
+            step_s: step_t.time_s,
+            step_no_overlap_s: after_t.time_s,
+            compute_s: compute_t.time_s,
+            comm_s: comm_t.time_s,
+            exposed_comm_s: exposed,
+            overlap_efficiency: eff,
+            samples_per_s: if step_t.time_s > 0.0 {
+                global as f64 / step_t.time_s
+            } else {
+                0.0
+            },
+            global_batch: global,
+            layers: s.model.layers.len() as u32,
+            parameters: s.model.params(),
+            gradient_bytes: s.model.params() * elem,
+            buckets: s.plan.lens.len() as u32,
+            flops_per_device: step_flops(&s.model, max_batch),
+            averaged: true,
+        });
+        m.timing = Some(step_t.clone());
+    }
+    Ok(m)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn models_parse() {
+        let m = Model::parse("mlp-tiny").unwrap();
+        assert_eq!(m.layers.len(), 4);
+        assert_eq!(m.params(), 4 * 256 * 256);
+        let m = Model::parse("8x4x2+4x3").unwrap();
+        assert_eq!(
+            m.layers,
+            vec![
+                Layer { d_in: 8, d_out: 4 },
+                Layer { d_in: 8, d_out: 4 },
+                Layer { d_in: 4, d_out: 3 }
+            ]
+        );
+        assert_eq!(Model::parse("mlp-1b").unwrap().params(), 16 * 8192 * 8192);
+        for bad in ["", "8", "8x0", "8x4x0", "axb", "mlp-huge", "8x4+"] {
+            let e = Model::parse(bad).unwrap_err();
+            assert!(e.contains("mlp-tiny") && e.contains("IxO"), "{bad}: {e}");
+        }
+    }
+
+    fn model(sizes: &[u64]) -> Model {
+        Model {
+            layers: sizes.iter().map(|&s| Layer { d_in: s, d_out: 1 }).collect(),
+        }
+    }
+
+    #[test]
+    fn buckets_follow_ddp_assignment_by_size() {
+        // layers of 10, 20, 30, 40 elements (4 B each); backward order is 3, 2, 1, 0
+        let m = model(&[10, 20, 30, 40]);
+        // one bucket per layer: every layer reaches the 1-byte cap alone
+        let p = BucketPlan::new(&m, 4, 1);
+        assert_eq!(p.lens, vec![40, 30, 20, 10]);
+        assert_eq!(p.last_layer, vec![3, 2, 1, 0]);
+        assert_eq!(p.slot, vec![(3, 0), (2, 0), (1, 0), (0, 0)]);
+        // many layers per bucket: close at ≥ 280 B = 70 elements
+        let p = BucketPlan::new(&m, 4, 280);
+        assert_eq!(p.lens, vec![70, 30]);
+        assert_eq!(p.slot, vec![(1, 20), (1, 0), (0, 40), (0, 0)]);
+        assert_eq!(p.last_layer, vec![2, 0]);
+        // everything in one bucket under a huge cap
+        let p = BucketPlan::new(&m, 4, 1 << 30);
+        assert_eq!((p.lens.clone(), p.last_layer.clone()), (vec![100], vec![0]));
+        // a layer larger than the cap is alone; the cap is a lower bound for closing
+        let p = BucketPlan::new(&model(&[5, 100, 5, 5]), 4, 40);
+        assert_eq!(p.lens, vec![10, 100, 5]);
+        // every element is covered exactly once
+        for cap in [1, 40, 100, 400, 1 << 20] {
+            let m = model(&[7, 1, 33, 2, 64]);
+            let p = BucketPlan::new(&m, 4, cap);
+            let total: usize = p.lens.iter().sum();
+            assert_eq!(total as u64, m.params());
+            for (l, (k, at)) in p.slot.iter().enumerate() {
+                assert!(at + m.layers[l].params() as usize <= p.lens[*k]);
+            }
+        }
+    }
+
+    #[test]
+    fn expected_table_matches_a_direct_sum() {
+        let batches = [3u64, 5, 4];
+        let t = expected_table(&batches);
+        // element (i, j) of layer l, computed the slow way
+        for (l, i, j) in [(0u64, 0u64, 0u64), (1, 5, 7), (3, 13, 2), (2, 6, 9)] {
+            let mut want = 0.0;
+            for (d, &nb) in batches.iter().enumerate() {
+                for b in 0..nb {
+                    want += x_entry(d as u64, l, b, i) * dy_entry(l, b, j);
+                }
+            }
+            let got = t[((i + l) % 7) as usize][((j + 2 * l) % 5) as usize];
+            assert_eq!(got, want, "l={l} i={i} j={j}");
+        }
+        // the gradient is not constant (validation can see misplaced elements)
+        let distinct: std::collections::HashSet<i64> =
+            t.iter().flatten().map(|v| *v as i64).collect();
+        assert!(distinct.len() > 5, "{distinct:?}");
+    }
+
+    #[test]
+    fn batches_split_and_flops() {
+        let split: Vec<u64> = (0..3)
+            .map(|d| device_batch(10, Scaling::Strong, d, 3))
+            .collect();
+        assert_eq!(split.iter().sum::<u64>(), 10);
+        assert_eq!(device_batch(10, Scaling::Weak, 2, 3), 10);
+        assert_eq!(device_batch(2, Scaling::Strong, 0, 4), 0);
+        let m = Model::parse("4x3x2").unwrap();
+        // layer 0: forward + dW; layer 1: forward + dX + dW; 2·b·12 FLOP each
+        assert_eq!(step_flops(&m, 5), 5.0 * 2.0 * 5.0 * 12.0);
+    }
+}
