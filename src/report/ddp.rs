@@ -150,7 +150,7 @@ pub fn section<'a>(doc: &mut Doc, cases: impl IntoIterator<Item = &'a CaseResult
     doc.table(t, "ddp_step", None);
 
     // Overlap efficiency against bucket size, per set-up without the bucket and device count.
-    let mut by_bucket: BTreeMap<(String, u32), Vec<BucketRow>> = BTreeMap::new();
+    let mut by_bucket: BTreeMap<(String, u32, u32), Vec<BucketRow>> = BTreeMap::new();
     for p in &pts {
         if let Some(b) = p.bucket_bytes {
             let key = p
@@ -176,16 +176,18 @@ pub fn section<'a>(doc: &mut Doc, cases: impl IntoIterator<Item = &'a CaseResult
         )]);
         let mut t = Table::new(&[
             "set-up",
+            "nodes",
             "devices",
             "bucket",
             "overlap efficiency",
             "step_s",
         ]);
-        for ((setup, devices), mut v) in by_bucket {
+        for ((setup, nodes, devices), mut v) in by_bucket {
             v.sort_by_key(|x| x.bucket_bytes);
             for r in v {
                 t.push(vec![
                     Cell::text(setup.clone()),
+                    Cell::UInt(u64::from(nodes)),
                     Cell::UInt(u64::from(devices)),
                     Cell::num(r.bucket_bytes as f64, NumFmt::Bytes),
                     Cell::opt(r.efficiency, NumFmt::Percent),
