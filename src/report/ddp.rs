@@ -160,7 +160,7 @@ pub fn section<'a>(doc: &mut Doc, cases: impl IntoIterator<Item = &'a CaseResult
                 .collect::<Vec<_>>()
                 .join(" ");
             by_bucket
-                .entry((key, p.devices))
+                .entry((key, p.nodes, p.devices))
                 .or_default()
                 .push(BucketRow {
                     bucket_bytes: b,
