@@ -335,3 +335,49 @@ fn report_and_compare_handle_the_step_metrics() {
     let s = j.to_string();
     assert!(s.contains("\"time\""), "{s}");
 }
+
+#[test]
+fn specs_sweep_models_and_bucket_sizes() {
+    let ex = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/ddp-scaling.toml");
+    let ran = common::solo(&["plan", ex]);
+    ran.assert_code(0);
+    // nodes 2 × ranks per node 2 × topology 2 × bucket sizes 2
+    assert!(
+        ran.stdout.contains("16 case(s) in 8 launch(es)"),
+        "{}",
+        ran.stdout
+    );
+
+    let dir = tmpdir("ddpspec");
+    let spec = dir.join("s.toml");
+    std::fs::write(
+        &spec,
+        "name = \"s\"\n[axes]\nworkloads = \"ddp_step\"\nmodels = [\"mlp-tiny\", \"64x32x2+32x8\"]\nbucket_sizes = \"1KiB:4KiB:x2\"\nprogress = [\"thread\", \"test\"]\n",
+    )
+    .unwrap();
+    let ran = common::solo(&["plan", spec.to_str().unwrap()]);
+    ran.assert_code(0);
+    assert!(ran.stdout.contains("12 case(s)"), "{}", ran.stdout);
+
+    // a model that is not one names the file, the line and the way to write one
+    std::fs::write(
+        &spec,
+        "name = \"s\"\n[axes]\nworkloads = \"ddp_step\"\nmodels = [\"mlp-tiny\", \"64by32\"]\n",
+    )
+    .unwrap();
+    let ran = common::solo(&["plan", spec.to_str().unwrap()]);
+    ran.assert_code(2);
+    assert!(
+        ran.stderr.contains("s.toml:4") && ran.stderr.contains("IxO"),
+        "{}",
+        ran.stderr
+    );
+    // and on the command line
+    let ran = common::solo(&["run", "-w", "ddp_step", "--model", "64by32"]);
+    ran.assert_code(2);
+    assert!(
+        ran.stderr.contains("--model") && ran.stderr.contains("mlp-tiny"),
+        "{}",
+        ran.stderr
+    );
+}
