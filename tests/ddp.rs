@@ -83,6 +83,7 @@ fn assert_exact(v: &Value, devices: u64, ranks: u64, want_cases: usize) {
         };
         assert_eq!(buckets, want, "{}", c["params"]);
         assert_eq!(c["ddp"]["parameters"], 3 * 64 * 48 + 200 * 40);
+        assert!(c["algbw_gbps"].is_null() && c["busbw_gbps"].is_null());
         // definitions hold in the record
         let exposed = f(c, "exposed_comm_s");
         assert!((exposed - (f(c, "step_s") - f(c, "compute_s")).max(0.0)).abs() < 1e-12);

@@ -662,7 +662,8 @@ pub fn run<B: Backend, C: HostComm>(
         wrong,
         check_iters: settings.check_iters,
         tolerance: 0.0,
-        bytes: Some(s.model.params() * elem),
+        // No `bytes`: algbw would read as a collective's bandwidth; the gradient volume is
+        // in `ddp.gradient_bytes`.
         ..Measured::default()
     };
     if let [Some(step_t), Some(after_t), Some(compute_t), Some(comm_t)] = &timings[..] {
