@@ -8,8 +8,9 @@
 //!   request in flight between GEMM row tiles ([`TILES_PER_GEMM`] per GEMM) and between
 //!   GEMMs. No extra thread, no core taken from compute, no MPI thread level beyond what the
 //!   launch has; progress is as fine-grained as the tiles.
-//! - [`Progress::Thread`] (default, see `workload::ddp::DEFAULT_PROGRESS`): a communication thread starts each request and polls it (yielding
-//!   the core between polls) while the GEMMs run, as Horovod's background thread does. It
+//! - [`Progress::Thread`] (default, see `workload::ddp::DEFAULT_PROGRESS`): a communication
+//!   thread starts each request and polls it (yielding the core between polls) while the GEMMs
+//!   run, as Horovod's background thread does. It
 //!   progresses independently of GEMM granularity but competes for cores with the GEMMs, which
 //!   on a machine with no spare core (oversubscribed ranks) costs compute time. It needs
 //!   `MPI_THREAD_SERIALIZED` at least: only one thread calls MPI at any time (the main thread
