@@ -17,7 +17,7 @@ ln -sf libcuda.so.1 "$out/missing-symbol/libcuda.so"
 # the dynamic loader shares with the copy cudarc opened.
 $CC "${flags[@]}" -Wl,-soname,libcublas.so -o "$out/libcublas.so" "$here/cublas.c" -L"$out" -l:libcuda.so.1
 if [ -f "$here/nccl.c" ]; then
-  $CC "${flags[@]}" -Wl,-soname,libnccl.so -o "$out/libnccl.so" "$here/nccl.c" -L"$out" -l:libcuda.so.1
+  $CC "${flags[@]}" -Wl,-soname,libnccl.so -o "$out/libnccl.so" "$here/nccl.c" -L"$out" -l:libcuda.so.1 -lm
 fi
 if [ -f "$here/nvml.c" ]; then
   $CC "${flags[@]}" -Wl,-soname,libnvidia-ml.so.1 -o "$out/libnvidia-ml.so.1" "$here/nvml.c" -ldl

@@ -253,6 +253,6 @@ SBS_EXPORT cublasStatus_t cublasGemmStridedBatchedEx(
     const char *bp = sbs_translate(g->b, 0, dev, call, "B");
     if ((ap < cp + g->cbytes && cp < ap + g->abytes) || (bp < cp + g->cbytes && cp < bp + g->bbytes))
         sbs_die(call, "C overlaps A or B: cuBLAS writes C while it reads them");
-    sbs_enqueue(h->stream, run_gemm, g, call);
+    sbs_enqueue(h->stream, run_gemm, g, call, 1);
     return ST_OK;
 }

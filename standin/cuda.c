@@ -335,11 +335,12 @@ static uint64_t enqueue_locked(struct stream *s, sbs_run_fn run, void *arg, cons
     return ++s->enq;
 }
 
-SBS_EXPORT void sbs_enqueue(void *stream, sbs_run_fn run, void *arg, const char *call) {
+SBS_EXPORT void sbs_enqueue(void *stream, sbs_run_fn run, void *arg, const char *call,
+                            int check_current) {
     pthread_mutex_lock(&G);
     struct stream *s = stream_of(stream, call);
     struct ctx *c = need_ctx();
-    if (!c || c->dev != s->dev) {
+    if (check_current && (!c || c->dev != s->dev)) {
         int sd = s->dev;
         pthread_mutex_unlock(&G);
         sbs_die(call, "work for a stream of device %d issued while the current context is %s", sd,

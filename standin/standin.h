@@ -132,8 +132,10 @@ int sbs_current_device(void);
 /* Device of a stream (0 and the per-thread handle mean the current context's default
  * stream); aborts naming `call` for a handle that is not a live stream. */
 int sbs_stream_device(void *stream, const char *call);
-/* Runs `run(arg)` on the stream's worker after everything enqueued before it. */
-void sbs_enqueue(void *stream, sbs_run_fn run, void *arg, const char *call);
+/* Runs `run(arg)` on the stream's worker after everything enqueued before it. With
+ * `check_current`, the stream must belong to the current context (driver and cuBLAS rules;
+ * NCCL launches on its communicator's device whatever is current). */
+void sbs_enqueue(void *stream, sbs_run_fn run, void *arg, const char *call, int check_current);
 /* Nanoseconds device `dev` has spent running work since the process started. */
 uint64_t sbs_device_busy_ns(int dev);
 
