@@ -880,14 +880,6 @@ SBS_EXPORT CUresult cuEventSynchronize(void *h) {
     return OK;
 }
 
-SBS_EXPORT CUresult cuEventQuery(void *h) {
-    pthread_mutex_lock(&G);
-    struct event *e = event_of(h, "cuEventQuery");
-    CUresult r = e->done < e->rec ? E_NOT_READY : OK;
-    pthread_mutex_unlock(&G);
-    return r;
-}
-
 SBS_EXPORT CUresult cuEventElapsedTime(float *ms, void *ha, void *hb) {
     if (!ms)
         return E_INVALID_VALUE;

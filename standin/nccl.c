@@ -416,11 +416,6 @@ SBS_EXPORT ncclResult_t ncclCommAbort(struct comm *c) {
     return release(c, "ncclCommAbort");
 }
 
-SBS_EXPORT ncclResult_t ncclCommDestroy(struct comm *c) {
-    if (!c)
-        return N_OK;
-    return release(c, "ncclCommDestroy");
-}
 
 SBS_EXPORT ncclResult_t ncclCommGetAsyncError(struct comm *c, ncclResult_t *state) {
     check_comm(c, "ncclCommGetAsyncError");
