@@ -305,7 +305,7 @@ static void *worker(void *p) {
         pthread_mutex_unlock(&G);
         uint64_t t0 = now_ns();
         o->run(o->arg);
-        __atomic_add_fetch(&g_busy_ns[s->dev], now_ns() - t0, __ATOMIC_RELAXED);
+        __atomic_add_fetch(&g_busy_ns[g_phys[s->dev]], now_ns() - t0, __ATOMIC_RELAXED);
         pthread_mutex_lock(&G);
         s->head = o->next;
         if (!s->head)

@@ -136,7 +136,8 @@ int sbs_stream_device(void *stream, const char *call);
  * `check_current`, the stream must belong to the current context (driver and cuBLAS rules;
  * NCCL launches on its communicator's device whatever is current). */
 void sbs_enqueue(void *stream, sbs_run_fn run, void *arg, const char *call, int check_current);
-/* Nanoseconds device `dev` has spent running work since the process started. */
+/* Nanoseconds this process has kept stand-in device `dev` (its index before
+ * CUDA_VISIBLE_DEVICES, as NVML numbers devices) busy running work. */
 uint64_t sbs_device_busy_ns(int dev);
 
 #endif
