@@ -46,6 +46,9 @@ print(f"  {len(cases)} case(s) validated, {sum(c['status'] == 'ok' for c in case
 EOF
 }
 
+step "contract checks: each misuse aborts naming the call"
+"$libs/contract-test"
+
 mpi=(mpirun --oversubscribe -x LD_LIBRARY_PATH -x SCALEBENCH_STANDIN)
 all=(-w allreduce,reduce,broadcast,allgather,reduce_scatter,alltoall --sizes 1KiB,64KiB
      --dtype f32,f64,f16,bf16,i32 --op sum,prod,min,max,avg --in-place both

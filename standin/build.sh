@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the scalebench stand-in CUDA libraries (CPU test doubles; see standin.h) into $1
 # (default: target/standin): libcuda.so.1, libcublas.so, libnccl.so, libnvidia-ml.so.1, and
-# missing-symbol/ (a libcuda without cuMemHostAlloc, for the missing-symbol test).
+# missing-symbol/ (a libcuda without cuMemHostAlloc, for the missing-symbol test), and
+# contract-test (the contract checks' own test).
 # Use: LD_LIBRARY_PATH=$dir SCALEBENCH_STANDIN=1 scalebench run --backend cuda ...
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -22,4 +23,7 @@ fi
 if [ -f "$here/nvml.c" ]; then
   $CC "${flags[@]}" -Wl,-soname,libnvidia-ml.so.1 -o "$out/libnvidia-ml.so.1" "$here/nvml.c" -ldl
 fi
+# The contract checks' own test (run by tests/cuda.rs): each misuse must abort naming the call.
+$CC -std=gnu11 -O1 -g -Wall -Wextra -Werror -o "$out/contract-test" "$here/contract_test.c" \
+  -L"$out" -l:libcuda.so.1 -l:libnccl.so -Wl,-rpath,"$out"
 echo "$out"

@@ -10,8 +10,10 @@
  * unsynchronised read sees garbage, not luck).
  *
  * Knobs: SCALEBENCH_STANDIN_DEVICES (2), SCALEBENCH_STANDIN_DRIVER_VERSION (13000),
- * SCALEBENCH_STANDIN_MEM_BYTES (4 GiB per device), SCALEBENCH_STANDIN_FAULT=alloc|alloc-after-N,
- * SCALEBENCH_STANDIN_LEAKS=warn (default: abort on leaks at exit). */
+ * SCALEBENCH_STANDIN_MEM_BYTES (4 GiB per device), SCALEBENCH_STANDIN_FAULT=alloc (every
+ * allocation fails), SCALEBENCH_STANDIN_ALLOC_FAIL_AFTER=N (device allocations after the N-th
+ * fail), SCALEBENCH_STANDIN_COPY_DELAY_US, SCALEBENCH_STANDIN_LEAKS=warn (default: abort on
+ * leaks at exit). CUDA_VISIBLE_DEVICES is honoured as CUDA does (indices). */
 #define _GNU_SOURCE
 #include "standin.h"
 
@@ -648,6 +650,11 @@ struct copy {
 
 static void run_copy(void *p) {
     struct copy *c = p;
+    /* SCALEBENCH_STANDIN_COPY_DELAY_US holds each copy back: a slow copy engine, which makes
+     * a read that did not wait for it fail every time (contract tests) */
+    long delay = sbs_env_long("SCALEBENCH_STANDIN_COPY_DELAY_US", 0);
+    if (delay > 0)
+        usleep((useconds_t)delay);
     /* translate again: memory freed while the copy was queued is caught here */
     void *d = sbs_translate(c->dev_ptr, c->n, c->dev, c->call, "queued copy's device memory");
     if (c->to_device)

@@ -651,6 +651,21 @@ mod standin {
         refused_with(&ran, 4, "libnccl.so", "install NCCL 2.10.0 or newer", &out);
     }
 
+    /// The stand-ins' contract checks: each misuse (memory outside its allocation or its
+    /// device, an event read before it was recorded, NCCL's in-place rule broken, several
+    /// communicators of one process used outside a group, ranks disagreeing on a collective,
+    /// leaks at exit) aborts naming the call; a read before synchronising sees poison.
+    #[test]
+    fn contract_checks_abort_naming_the_call() {
+        let out = std::process::Command::new(libs().join("contract-test"))
+            .env("SCALEBENCH_STANDIN", "1")
+            .output()
+            .expect("run contract-test");
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{text}");
+        assert_eq!(text.lines().filter(|l| l.starts_with("ok")).count(), 8, "{text}");
+    }
+
     /// Without SCALEBENCH_STANDIN=1 the stand-ins refuse to load: nothing runs on them by
     /// accident.
     #[test]
