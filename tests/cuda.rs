@@ -663,7 +663,11 @@ mod standin {
             .expect("run contract-test");
         let text = String::from_utf8_lossy(&out.stdout);
         assert!(out.status.success(), "{text}");
-        assert_eq!(text.lines().filter(|l| l.starts_with("ok")).count(), 8, "{text}");
+        assert_eq!(
+            text.lines().filter(|l| l.starts_with("ok")).count(),
+            8,
+            "{text}"
+        );
     }
 
     /// Without SCALEBENCH_STANDIN=1 the stand-ins refuse to load: nothing runs on them by
