@@ -584,6 +584,18 @@ mod tests {
     }
 
     #[test]
+    fn the_nccl_floor_is_2_10() {
+        assert_eq!(old_nccl_message(21000), None);
+        assert_eq!(old_nccl_message(22803), None);
+        let m = old_nccl_message(2903).unwrap();
+        assert!(
+            m.starts_with("NCCL 2.9.3 (libnccl.so) is older than 2.10.0"),
+            "{m}"
+        );
+        assert!(m.contains("install NCCL 2.10.0 or newer"), "{m}");
+    }
+
+    #[test]
     fn versions_decode_both_encodings() {
         assert_eq!(format_version(22803), "2.28.3");
         assert_eq!(format_version(21903), "2.19.3");

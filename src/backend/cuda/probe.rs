@@ -666,6 +666,40 @@ mod tests {
         assert_eq!(names, dedup);
     }
 
+    #[test]
+    fn the_driver_floor_is_the_bindings_version() {
+        assert_eq!(old_driver_message(DRIVER_FLOOR), None);
+        assert_eq!(old_driver_message(13000), None);
+        let m = old_driver_message(11020).unwrap();
+        assert!(
+            m.starts_with(
+                "the NVIDIA driver (libcuda.so.1) supports CUDA 11.2, older than CUDA 11.4"
+            ),
+            "{m}"
+        );
+        assert!(m.contains("R470"), "{m}");
+        // the bindings' event timing is the pre-12.8 entry point
+        assert!(DRIVER_SYMBOLS.contains(&"cuEventElapsedTime"));
+        assert!(!DRIVER_SYMBOLS.iter().any(|s| s.ends_with("ElapsedTime_v2")));
+    }
+
+    #[test]
+    fn missing_symbols_are_listed_with_the_fix() {
+        let present = ["cuInit", "cuDeviceGet"];
+        let missing = missing_in(
+            |n| present.contains(&n),
+            &["cuInit", "cuFoo", "cuDeviceGet", "cuBar"],
+        );
+        assert_eq!(missing, vec!["cuFoo", "cuBar"]);
+        let m = missing_symbols_message("the NVIDIA driver (libcuda.so.1)", &missing, "update it");
+        assert_eq!(
+            m,
+            "the NVIDIA driver (libcuda.so.1) lacks entry points that scalebench calls (cuFoo, cuBar): update it"
+        );
+        let one = missing_symbols_message("NCCL (libnccl.so)", &missing[..1], "x");
+        assert!(one.contains("lacks an entry point"), "{one}");
+    }
+
     /// On this machine (CI has no GPU) the probe must answer with a sentence, not a panic.
     #[test]
     fn probing_never_panics() {
