@@ -677,7 +677,13 @@ mod standin {
         let out = tmpdir("standin-gate").join("out");
         let a = small_run(&out);
         let a: Vec<&str> = a.iter().map(String::as_str).collect();
-        let ran = solo_env(&a, &[("LD_LIBRARY_PATH", libs().to_str().unwrap())]);
+        let ran = solo_env(
+            &a,
+            &[
+                ("LD_LIBRARY_PATH", libs().to_str().unwrap()),
+                ("SCALEBENCH_STANDIN", "0"),
+            ],
+        );
         ran.assert_code(2);
         assert!(
             ran.stderr
