@@ -4,11 +4,12 @@
 # --backend cuda` on them under real mpirun — pure (np=2, one device each), hybrid (np=1,
 # 2 devices) and 2 processes x 2 devices; all six collectives x f32 f64 f16 bf16 i32 x
 # sum prod min max avg x in/out-of-place x pipelined/isolated; matmul and batch_matmul (with
-# the overlap pipeline); a small sweep and its report — every case validated, every result
-# labelled as a stand-in's. Then a planted NCCL defect must be caught (exit 3).
+# the overlap pipeline); a small sweep and its report; the NCCL collectives bench once — every
+# case validated, every result labelled as a stand-in's. Then a planted NCCL defect must be
+# caught (exit 3).
 #
 # Uses $SCALEBENCH_BIN when set (ci/test.sh passes the binary its test step built with
-# --all-features), else builds `--features cuda`. About a minute on 2 cores.
+# --all-features), else builds `--features cuda`. About 20 s on 2 busy cores (plus the build).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source ci/env.sh
@@ -81,6 +82,10 @@ validated "$work/sweep" 20
 "$bin" report "$work/sweep" --out "$work/report" --format html,md,csv
 grep -q "Stand-in devices, not GPUs." "$work/report/report.md"
 echo "  report labelled: $work/report/report.md"
+
+step "the NCCL collectives bench (hybrid, 2 devices), each benchmark run once"
+# compiles the bench profile that ci/test.sh's bench step needs next anyway
+cargo bench --locked --all-features --bench collectives -- --test collectives_nccl | grep -E "STAND-IN|Success" | sort | uniq -c
 
 step "a planted NCCL defect must be caught (wrong > 0, exit 3)"
 set +e
