@@ -13,7 +13,7 @@
  * exactly as on a GPU stream.
  *
  * Knobs: SCALEBENCH_STANDIN_NCCL_VERSION (22803), SCALEBENCH_STANDIN_SLOT_BYTES (16 MiB per
- * rank), SCALEBENCH_STANDIN_TIMEOUT_S (120), SCALEBENCH_STANDIN_SHM_DIR (/dev/shm),
+ * rank), SCALEBENCH_STANDIN_TIMEOUT_S (120), SCALEBENCH_STANDIN_SHM_DIR (/dev/shm, else /tmp),
  * SCALEBENCH_STANDIN_FAULT=comm-init|collective, SCALEBENCH_STANDIN_DEFECT=corrupt (a planted
  * defect: one element of every result is wrong, so validation must fail). */
 #define _GNU_SOURCE
@@ -204,8 +204,9 @@ static __thread size_t t_ninits, t_capinits;
 /* ---------- communicators ---------- */
 static int shm_path(uint64_t token, char *out, size_t n) {
     const char *dir = getenv("SCALEBENCH_STANDIN_SHM_DIR");
-    return snprintf(out, n, "%s/scalebench-standin-%016llx", dir && *dir ? dir : "/dev/shm",
-                    (unsigned long long)token) < (int)n;
+    if (!dir || !*dir) /* containers without a writable /dev/shm: a file-backed mapping */
+        dir = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
+    return snprintf(out, n, "%s/scalebench-standin-%016llx", dir, (unsigned long long)token) < (int)n;
 }
 
 static size_t seg_header_bytes(void) {
