@@ -386,3 +386,27 @@ fn any_cblas_works_and_one_that_ignores_the_thread_count_is_named() {
         assert!(named.contains(lib.to_str().unwrap()), "{named}");
     }
 }
+
+#[test]
+fn the_spec_key_run_gemm_is_read_and_checked() {
+    let path = Path::new("study.toml");
+    let ok = "[axes]\nworkloads = \"matmul\"\n[run]\ngemm = \"gemm-crate\"\n";
+    let spec = scalebench::config::parse(path, ok).unwrap();
+    assert_eq!(spec.settings.gemm, GemmChoice::GemmCrate);
+    let unset = "[axes]\nworkloads = \"matmul\"\n";
+    assert_eq!(
+        scalebench::config::parse(path, unset)
+            .unwrap()
+            .settings
+            .gemm,
+        GemmChoice::Auto
+    );
+    let bad = "[axes]\nworkloads = \"matmul\"\n[run]\ngemm = \"mkl\"\n";
+    let e = scalebench::config::parse(path, bad)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.starts_with("study.toml:4:8: run.gemm: unknown GEMM provider 'mkl': expected one of auto, blas, gemm-crate"),
+        "{e}"
+    );
+}

@@ -126,8 +126,9 @@ pub struct Blas {
     path: String,
     /// Version and build configuration, as the library reports them.
     version: String,
-    // Kept open while the function pointers above are in use (dropped with them).
-    _lib: Library,
+    // Never closed: a BLAS's worker threads may still be parked inside it, and unloading
+    // code under them crashes the process. Opening it again only raises a count.
+    _lib: std::mem::ManuallyDrop<Library>,
 }
 
 impl std::fmt::Debug for Blas {
@@ -220,7 +221,7 @@ impl Blas {
             threads,
             path,
             version,
-            _lib: library,
+            _lib: std::mem::ManuallyDrop::new(library),
         })
     }
 
