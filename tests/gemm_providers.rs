@@ -410,3 +410,47 @@ fn the_spec_key_run_gemm_is_read_and_checked() {
         "{e}"
     );
 }
+
+#[test]
+fn blas_in_hybrid_mode_from_two_worker_threads() {
+    // Two devices of one rank call the library at once, each from its own worker thread.
+    for (threads, shared_pool_warning) in [(1, false), (2, true)] {
+        let out = tmpdir("gemm-hybrid").join("out");
+        mpirun(
+            1,
+            &[
+                "run",
+                "-q",
+                "--out",
+                out.to_str().unwrap(),
+                "--topology",
+                "hybrid",
+                "--devices-per-node",
+                "2",
+                "-w",
+                WORKLOADS,
+                "--dtype",
+                "f32,f64",
+                "--dims",
+                DIMS,
+                "--iters",
+                "2",
+                "--check",
+                "2",
+                "--gemm",
+                "blas",
+                "--threads-per-device",
+                &threads.to_string(),
+            ],
+        )
+        .assert_code(3);
+        let r = read_results(&out);
+        assert_eq!(all_exact(&r).provider, "blas");
+        let warnings = &r.launches[0].provenance.as_ref().unwrap().warnings;
+        assert_eq!(
+            warnings.iter().any(|w| w.contains("share it")),
+            shared_pool_warning,
+            "{warnings:?}"
+        );
+    }
+}
