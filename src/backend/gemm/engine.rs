@@ -5,6 +5,8 @@ use super::crate_provider::CrateGemm;
 use crate::backend::{BackendError, BackendResult, DevicePlan, GemmBatch};
 use crate::params::{GemmChoice, GemmProvider};
 use crate::results::schema::GemmProvenance;
+use crate::topology::affinity;
+use std::collections::BTreeSet;
 
 /// The GEMM provider of one CPU backend.
 pub enum GemmEngine {
@@ -29,14 +31,16 @@ pub struct GemmSetup {
 /// Call it after the calling thread is bound: a BLAS starts its threads when it is loaded,
 /// and they inherit that binding.
 pub fn set_up(choice: GemmChoice, plan: &DevicePlan) -> BackendResult<GemmSetup> {
+    // Threads the library starts are the ones that appear while it loads.
+    let before = thread_ids();
     match choice {
         GemmChoice::GemmCrate => with_crate(choice, plan, Vec::new()),
         GemmChoice::Blas => match Blas::load() {
-            Ok(lib) => Ok(with_blas(choice, lib, plan)),
+            Ok(lib) => Ok(with_blas(choice, lib, plan, &before)),
             Err(e) => Err(BackendError::Unavailable(format!("--gemm blas: {e}"))),
         },
         GemmChoice::Auto => match Blas::load() {
-            Ok(lib) => Ok(with_blas(choice, lib, plan)),
+            Ok(lib) => Ok(with_blas(choice, lib, plan, &before)),
             Err(e) => with_crate(
                 choice,
                 plan,
@@ -70,10 +74,42 @@ fn with_crate(
     })
 }
 
-fn with_blas(requested: GemmChoice, lib: Blas, plan: &DevicePlan) -> GemmSetup {
+fn with_blas(
+    requested: GemmChoice,
+    lib: Blas,
+    plan: &DevicePlan,
+    before: &BTreeSet<u32>,
+) -> GemmSetup {
     let t = threads_of(plan);
     let reported = lib.set_threads(t);
     let mut warnings = Vec::new();
+    // Bound devices: the library's new threads must run on their CPUs.
+    let bound: Option<Vec<u32>> = plan
+        .worker_cpus
+        .iter()
+        .try_fold(BTreeSet::new(), |mut all, d| {
+            all.extend(d.as_ref()?.iter().copied());
+            Some(all)
+        })
+        .map(|s| s.into_iter().collect());
+    if let Some(allowed) = bound.filter(|a| !a.is_empty()) {
+        let new: Vec<u32> = thread_ids().difference(before).copied().collect();
+        let strays = strays(&new, thread_cpus, &allowed);
+        if !strays.is_empty() {
+            warnings.push(format!(
+                "{} of {}'s {} thread(s) may run outside the devices' CPUs {} (on {}): its GEMM competes with other devices",
+                strays.len(),
+                lib.path(),
+                new.len(),
+                affinity::format_cpulist(&allowed),
+                strays
+                    .iter()
+                    .map(|(tid, cpus)| format!("thread {tid}: {}", affinity::format_cpulist(cpus)))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        }
+    }
     match (lib.thread_setter(), reported) {
         (None, _) => warnings.push(format!(
             "{} has no thread-count call scalebench knows ({}): its GEMM runs with the library's own thread count, not --threads-per-device {t}; set it through the library's environment variable (e.g. OPENBLAS_NUM_THREADS={t})",
@@ -106,6 +142,38 @@ fn with_blas(requested: GemmChoice, lib: Blas, plan: &DevicePlan) -> GemmSetup {
         provenance,
         warnings,
     }
+}
+
+/// This process's threads (Linux `/proc/self/task`; empty elsewhere).
+fn thread_ids() -> BTreeSet<u32> {
+    std::fs::read_dir("/proc/self/task")
+        .map(|d| {
+            d.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The CPUs thread `tid` of this process may run on.
+fn thread_cpus(tid: u32) -> Option<Vec<u32>> {
+    let status = std::fs::read_to_string(format!("/proc/self/task/{tid}/status")).ok()?;
+    let list = status
+        .lines()
+        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))?;
+    affinity::parse_cpulist(list.trim())
+}
+
+/// Threads among `new` allowed on a CPU outside `allowed`, with their CPUs (threads that
+/// ended, or whose CPUs cannot be read, are left out).
+fn strays(
+    new: &[u32],
+    cpus_of: impl Fn(u32) -> Option<Vec<u32>>,
+    allowed: &[u32],
+) -> Vec<(u32, Vec<u32>)> {
+    new.iter()
+        .filter_map(|&tid| Some((tid, cpus_of(tid)?)))
+        .filter(|(_, cpus)| cpus.iter().any(|c| !allowed.contains(c)))
+        .collect()
 }
 
 impl GemmEngine {
@@ -165,5 +233,36 @@ impl GemmEngine {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn threads_outside_the_devices_cpus_are_found() {
+        let cpus = |tid: u32| match tid {
+            10 => Some(vec![2, 3]),
+            11 => Some(vec![2, 3, 4]),
+            12 => None, // ended before it was read
+            _ => Some(vec![0]),
+        };
+        assert_eq!(
+            strays(&[10, 11, 12], cpus, &[2, 3]),
+            vec![(11, vec![2, 3, 4])]
+        );
+        assert!(strays(&[10], cpus, &[1, 2, 3]).is_empty());
+    }
+
+    #[test]
+    fn this_process_has_threads_and_reads_their_cpus() {
+        let ids = thread_ids();
+        let me = unsafe { libc::gettid() } as u32;
+        assert!(ids.contains(&me), "{ids:?}");
+        assert_eq!(
+            thread_cpus(me).unwrap(),
+            affinity::current_thread_cpus().unwrap()
+        );
     }
 }
