@@ -15,6 +15,8 @@ pub enum GemmEngine {
         lib: Blas,
         /// Threads per call the library was told to use.
         threads: u32,
+        /// What it reported right after (differs from `threads` where it ignores the call).
+        reported: Option<u32>,
     },
 }
 
@@ -138,7 +140,11 @@ fn with_blas(
         library_threads: reported,
     };
     GemmSetup {
-        engine: GemmEngine::Blas { lib, threads: t },
+        engine: GemmEngine::Blas {
+            lib,
+            threads: t,
+            reported,
+        },
         provenance,
         warnings,
     }
@@ -187,7 +193,12 @@ impl GemmEngine {
     /// Checks a batch can run and restores the library's thread count if another user of
     /// the (process-wide) library changed it. Call from one thread, before [`Self::run`].
     pub fn prepare(&self, batch: &GemmBatch) -> BackendResult<()> {
-        if let GemmEngine::Blas { lib, threads } = self {
+        if let GemmEngine::Blas {
+            lib,
+            threads,
+            reported,
+        } = self
+        {
             let s = batch.shape;
             if !blas::fits_cblas(s.m, s.n, s.k) {
                 return Err(BackendError::Unsupported(format!(
@@ -195,7 +206,7 @@ impl GemmEngine {
                     s.m, s.n, s.k
                 )));
             }
-            if lib.threads().is_some_and(|n| n != *threads) {
+            if reported.is_some() && lib.threads() != *reported {
                 lib.set_threads(*threads);
             }
         }
