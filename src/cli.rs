@@ -2,8 +2,8 @@
 //! `plan` (for `run`) and in each subcommand's module.
 
 use crate::params::{
-    BackendKind, Binding, Collect, Dtype, MatmulShape, Placement, ReduceOp, Scaling, Timing,
-    Topology, Workload,
+    BackendKind, Binding, Collect, Dtype, GemmChoice, MatmulShape, Placement, ReduceOp, Scaling,
+    Timing, Topology, Workload,
 };
 use crate::units::{parse_size_list, Bytes};
 use clap::{Args, Parser, Subcommand, ValueEnum};
@@ -320,6 +320,11 @@ pub struct RunArgs {
     /// CPU threads each device's GEMM may use (CPU backend).
     #[arg(long, default_value_t = 1)]
     pub threads_per_device: u32,
+
+    /// CPU GEMM provider: auto (the system BLAS when one loads, else the gemm crate), blas
+    /// (the system CBLAS; SCALEBENCH_BLAS=/path/lib.so picks the library) or gemm-crate.
+    #[arg(long, default_value = "auto")]
+    pub gemm: GemmChoice,
 
     /// Run the launch plan in FILE (written by `scalebench sweep`/`submit`) instead of the
     /// workload, size and shape options.

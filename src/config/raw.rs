@@ -42,6 +42,8 @@ pub struct RawRun {
     pub time_budget_s: Option<Spanned<f64>>,
     pub batches: Option<Spanned<i64>>,
     pub check: Option<Spanned<i64>>,
+    /// CPU GEMM provider: `auto`, `blas` or `gemm-crate`.
+    pub gemm: Option<Spanned<String>>,
 }
 
 /// `[launch]`: how local sweeps start their launches.

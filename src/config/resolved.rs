@@ -5,8 +5,8 @@ use super::raw::{RawSpec, SpannedTable};
 use super::{line_col, SpecError};
 use crate::measure::IterPolicy;
 use crate::params::{
-    BackendKind, Binding, Collect, Dtype, MatmulShape, Placement, ReduceOp, Scaling, Timing,
-    Topology, Workload,
+    BackendKind, Binding, Collect, Dtype, GemmChoice, MatmulShape, Placement, ReduceOp, Scaling,
+    Timing, Topology, Workload,
 };
 use crate::units::parse_size_list;
 use crate::workload::{Fault, RunSettings};
@@ -532,6 +532,13 @@ pub(super) fn resolve(path: &Path, text: &str, raw: RawSpec) -> Result<SweepSpec
     let warmup = positive_int(&ctx, &r.warmup, "run.warmup", 0)?;
     let batches = positive_int(&ctx, &r.batches, "run.batches", 1)?;
     let check = positive_int(&ctx, &r.check, "run.check", 0)?.unwrap_or(1);
+    let gemm = match &r.gemm {
+        Some(g) => g
+            .get_ref()
+            .parse::<GemmChoice>()
+            .map_err(|e| ctx.err(g.span(), "run.gemm", e))?,
+        None => GemmChoice::default(),
+    };
     let time_budget_s = match &r.time_budget_s {
         Some(t) if t.get_ref().is_finite() && *t.get_ref() > 0.0 => *t.get_ref(),
         Some(t) => {
@@ -607,6 +614,7 @@ pub(super) fn resolve(path: &Path, text: &str, raw: RawSpec) -> Result<SweepSpec
                 batches,
             },
             check_iters: check,
+            gemm,
         },
         launch: LocalLaunch {
             oversubscribe: l.oversubscribe.unwrap_or(false),

@@ -110,6 +110,7 @@ impl RunOptions {
                     batches: a.batches,
                 },
                 check_iters: a.check,
+                gemm: a.gemm,
             },
         })
     }

@@ -19,8 +19,8 @@ use crate::results::io::{
     new_results, write_results, Journal, JournalRecord, JOURNAL_FILE, RESULTS_FILE,
 };
 use crate::results::schema::{
-    CaseResult, DeviceTelemetry, HostInfo, LaunchRecord, LaunchStatus, Provenance, RankInfo,
-    RunInfo,
+    CaseResult, DeviceTelemetry, GemmProvenance, HostInfo, LaunchRecord, LaunchStatus, Provenance,
+    RankInfo, RunInfo,
 };
 use crate::results::{new_run_id, now_unix_s};
 use crate::topology::binding::{self, BindRequest, Reserved};
@@ -140,7 +140,12 @@ pub fn run(args: &RunArgs, argv: &[String]) -> Result<RunOutcome> {
         Cases::Options(o) => plan::expand(o, shape)?,
         Cases::Plan(c) => c.clone(),
     };
-    let (device_plan, notes) = agree_input(&comm, device_plan(&req, &shape, &layout, rank))?;
+    let (mut device_plan, notes) = agree_input(&comm, device_plan(&req, &shape, &layout, rank))?;
+    // Load a BLAS only where a case multiplies (it starts threads; collectives need none).
+    device_plan.gemm = cases
+        .iter()
+        .any(|c| !c.workload.is_collective())
+        .then_some(req.settings.gemm);
 
     let job = Job {
         argv,
@@ -231,6 +236,7 @@ fn device_plan(
             local_indices,
             worker_cpus,
             threads_per_device: req.threads_per_device as usize,
+            gemm: None,
         },
         notes,
     ))
@@ -554,8 +560,9 @@ fn gather_provenance<B: Backend>(
     };
     let mut warnings = notes.to_vec();
     warnings.extend(backend.warnings());
-    let payload =
-        serde_json::to_vec(&(me, topology::host_info(), warnings)).expect("rank info serialises");
+    let gemm = backend.gemm_provenance();
+    let payload = serde_json::to_vec(&(me, topology::host_info(), warnings, gemm))
+        .expect("rank info serialises");
     let all = comm.gather_bytes(&payload);
     if !comm.is_root() {
         return None;
@@ -563,14 +570,36 @@ fn gather_provenance<B: Backend>(
     let mut ranks = Vec::new();
     let mut hosts: Vec<HostInfo> = Vec::new();
     let mut warnings = Vec::new();
+    let mut gemm_by_rank = Vec::new();
     for b in all {
-        let (r, h, w): (RankInfo, HostInfo, Vec<String>) =
+        let (r, h, w, g): (RankInfo, HostInfo, Vec<String>, Option<GemmProvenance>) =
             serde_json::from_slice(&b).expect("rank info from our own ranks");
         if !hosts.iter().any(|x| x.host == h.host) {
             hosts.push(h);
         }
         ranks.push(r);
         warnings.extend(w);
+        gemm_by_rank.push(g);
+    }
+    // Rank 0's provider is recorded; a rank that multiplies differently is a set-up problem.
+    let gemm = gemm_by_rank.first().cloned().flatten();
+    for (r, g) in gemm_by_rank.iter().enumerate().skip(1) {
+        if *g != gemm {
+            let show = |g: &Option<GemmProvenance>| {
+                g.as_ref().map_or("no GEMM provider".to_string(), |g| {
+                    format!(
+                        "{} ({})",
+                        g.provider,
+                        g.library.as_deref().unwrap_or(&g.version)
+                    )
+                })
+            };
+            warnings.push(format!(
+                "rank {r} multiplies with {}, rank 0 with {}: their GEMM rates are not comparable",
+                show(g),
+                show(&gemm)
+            ));
+        }
     }
     let (major, minor) = mpi::environment::version();
     Some(Provenance {
@@ -590,5 +619,6 @@ fn gather_provenance<B: Backend>(
         hosts,
         environment: topology::captured_environment(std::env::vars()),
         warnings,
+        gemm,
     })
 }
