@@ -269,8 +269,16 @@ pub fn submit(req: &SubmitRequest, argv: &[String]) -> Result<u8> {
             )));
         }
     }
+    if resubmit {
+        rundir::check_same_plan(&out, &plan.launches, "--out")?;
+    }
     let record = SweepRecord::new(&out, resubmit, &spec, &req.spec, argv, &plan.launches);
-    let merged = rundir::merge(&out, &record);
+    let (merged, warnings) = rundir::merge_with_warnings(&out, &record);
+    if !req.quiet {
+        for w in &warnings {
+            eprintln!("warning: {w}");
+        }
+    }
     let todo = rundir::cases_to_run(&record, &merged);
     if todo.is_empty() {
         if !req.quiet {
