@@ -11,7 +11,8 @@ use std::path::PathBuf;
 
 const EXIT_CODES: &str =
     "Exit codes: 0 ok; 1 regression found (compare); 2 bad input or unusable environment; \
-3 wrong results or failed cases (results are still written); 4 runtime failure (I/O, launcher).";
+3 wrong results or failed cases (results are still written); 4 runtime failure (I/O, launcher, \
+a hung job ended by the --op-timeout watchdog).";
 
 #[derive(Debug, Parser)]
 #[command(

@@ -376,9 +376,17 @@ fn limits_are_checked_when_the_input_is_read() {
         ("nodes = 65536\nranks_per_node = 1024\n", "limit of 1048576"),
         ("ranks_per_node = 100000\n", "limit of 1024"),
         ("threads_per_device = 100000\n", "limit of 1024"),
-        ("nodes = [1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25,26,27,28,29,30,31,32,33,34,35,36,37,38,39,40,41,42,43,44,45,46,47,48,49,50]\nranks_per_node = [1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25,26,27,28,29,30,31,32,33,34,35,36,37,38,39,40,41,42,43,44,45,46,47,48,49,50]\nroots = [0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25,26,27,28,29,30,31,32,33,34,35,36,37,38,39,40,41,42,43,44,45,46,47,48,49]\nworkloads = [\"reduce\", \"broadcast\"]\n", "combinations"),
+        (
+            "nodes = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]\nops = [\"sum\", \"prod\", \"min\", \"max\", \"avg\"]\ndtypes = [\"f32\", \"f64\", \"i32\"]\ntiming = [\"pipelined\", \"isolated\"]\n[[zip]]\nworkload = [\"allreduce\", \"reduce\"]\nroots = [0, 0]\n",
+            "combinations",
+        ),
     ] {
+        // The last spec multiplies 10 000 sizes by 600 other combinations.
         let spec = quick_spec(&dir, extra);
+        if extra.contains("ops") {
+            let text = std::fs::read_to_string(&spec).unwrap();
+            std::fs::write(&spec, text.replace("\"64\"", "\"1B:10000B:+1B\"")).unwrap();
+        }
         let t0 = Instant::now();
         let r = bounded(30, &[bin(), "plan", spec.to_str().unwrap()], &[]);
         no_panic(&r);
@@ -604,4 +612,68 @@ fn cli_and_file_edge_cases() {
     );
     r.assert_code(2);
     assert!(r.stderr.contains("not a directory"), "{}", r.stderr);
+}
+
+/// Item 11: a torn journal line makes its case count as missing (so `--resume` runs it again),
+/// and the warning the journal reader promises reaches the user.
+#[test]
+fn a_torn_journal_line_is_run_again_with_a_warning() {
+    let dir = tmpdir("hostile-torn");
+    let spec = write(
+        &dir,
+        "t.toml",
+        "[axes]\nsizes = [\"64\", \"128\"]\nin_place = \"no\"\n[run]\ntime_budget_s = 0.02\n",
+    );
+    let out = dir.join("out");
+    let o = out.to_str().unwrap();
+    bounded(
+        120,
+        &[bin(), "sweep", spec.to_str().unwrap(), "--out", o, "-q"],
+        &[],
+    )
+    .assert_code(0);
+    let attempt = std::fs::read_dir(out.join("launches"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let journal = attempt.join("journal.jsonl");
+    let text = std::fs::read_to_string(&journal).unwrap();
+    // Keep everything up to the last case line, and half of that line (a writer killed mid-line).
+    let at = text.rfind("{\"type\":\"case\"").unwrap();
+    let line_end = at + text[at..].find('\n').unwrap();
+    std::fs::write(&journal, &text[..at + (line_end - at) / 2]).unwrap();
+    std::fs::remove_file(attempt.join("outcome.json")).unwrap();
+    let r = bounded(
+        120,
+        &[
+            bin(),
+            "sweep",
+            spec.to_str().unwrap(),
+            "--out",
+            o,
+            "--resume",
+        ],
+        &[],
+    );
+    r.assert_code(0);
+    assert!(
+        r.stderr.contains("skipped an unreadable journal line") && r.stderr.contains("run again"),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        r.stderr.contains("1 already done, 1 to run"),
+        "{}",
+        r.stderr
+    );
+    let res = read_results(&out);
+    assert_eq!(res.cases.len(), 2);
+    assert!(res.cases.iter().all(|c| c.status == "ok"));
+    assert!(
+        res.launches.iter().all(|l| l.status == "ok"),
+        "{:?}",
+        res.launches.iter().map(|l| &l.status).collect::<Vec<_>>()
+    );
 }
