@@ -555,6 +555,7 @@ fn thousands_of_random_run_command_lines_never_panic() {
             assert!(c.len() <= scalebench::config::limits::MAX_CASES, "{input}");
         }
     }
+    eprintln!("random run command lines: {accepted} of 5000 accepted");
     assert!(
         accepted > 100,
         "only {accepted} command lines were accepted"

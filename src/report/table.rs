@@ -178,8 +178,8 @@ impl Table {
 fn csv_field(out: &mut String, s: &str) {
     // A spreadsheet runs text starting with = + - @ (or a tab/CR before one) as a formula
     // ("CSV injection"): such text, unless it is a number, gets a leading ' (OWASP's advice),
-    // which spreadsheets show as text. Numbers such as -1.5 stay numbers.
-    if s.starts_with(['=', '+', '-', '@', '\t', '\r']) && s.parse::<f64>().is_err() {
+    // which spreadsheets show as text. Numbers such as -1.5, and a lone "-" placeholder, stay.
+    if s.len() > 1 && s.starts_with(['=', '+', '-', '@', '\t', '\r']) && s.parse::<f64>().is_err() {
         out.push_str("\"'");
         out.push_str(&s.replace('"', "\"\""));
         out.push('"');

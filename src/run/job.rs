@@ -150,7 +150,13 @@ pub fn run(args: &RunArgs, argv: &[String]) -> Result<RunOutcome> {
     let (rank, size) = (comm.rank(), comm.size());
     identity::set_mpi_rank(rank);
     let keep = Arc::new(Mutex::new(Kept::default()));
-    let watchdog = Watchdog::start(rank, size, (rank == 0).then(|| keep_on_expiry(&keep)));
+    let env = identity::launcher_env(|k| std::env::var(k).ok());
+    let watchdog = Watchdog::start(
+        rank,
+        size,
+        env.source.is_some(),
+        (rank == 0).then(|| keep_on_expiry(&keep)),
+    );
     watchdog.arm(
         "the start-up (world check, node layout, backend)".into(),
         op_timeout,
@@ -158,7 +164,6 @@ pub fn run(args: &RunArgs, argv: &[String]) -> Result<RunOutcome> {
 
     // The world we got must be the world the launcher started; every rank checks, all agree
     // before anyone acts (a rank that returned alone would leave the others waiting forever).
-    let env = identity::launcher_env(|k| std::env::var(k).ok());
     agree_env(&comm, identity::check_world(&env, rank, size))?;
 
     // Rank 0 names the output directory (a default one holds its clock's time); the watchdog

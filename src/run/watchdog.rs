@@ -164,8 +164,15 @@ pub struct Watchdog {
 }
 
 impl Watchdog {
-    /// Starts the thread. `on_expiry(what, diagnosis)` runs on rank 0 only.
-    pub fn start(rank: u32, size: u32, on_expiry: Option<OnExpiry>) -> Watchdog {
+    /// Starts the thread. `on_expiry(what, diagnosis)` runs on rank 0 only. `watch_parent`:
+    /// exit when the parent (the launcher's process on this node) goes away; off for a rank
+    /// started alone, whose parent is a shell that may exit without harm (`nohup`).
+    pub fn start(
+        rank: u32,
+        size: u32,
+        watch_parent: bool,
+        on_expiry: Option<OnExpiry>,
+    ) -> Watchdog {
         let shared = Arc::new(Shared {
             state: Mutex::new(State::default()),
             wake: Condvar::new(),
@@ -175,7 +182,7 @@ impl Watchdog {
         let s = Arc::clone(&shared);
         let thread = std::thread::Builder::new()
             .name("scalebench-watchdog".into())
-            .spawn(move || watch(&s, rank, size, parent, on_expiry))
+            .spawn(move || watch(&s, rank, size, watch_parent.then_some(parent), on_expiry))
             .ok();
         Watchdog { shared, thread }
     }
@@ -216,7 +223,13 @@ impl Drop for Watchdog {
     }
 }
 
-fn watch(shared: &Shared, rank: u32, size: u32, parent: i32, mut on_expiry: Option<OnExpiry>) {
+fn watch(
+    shared: &Shared,
+    rank: u32,
+    size: u32,
+    parent: Option<i32>,
+    mut on_expiry: Option<OnExpiry>,
+) {
     let mut st = shared
         .state
         .lock()
@@ -226,7 +239,7 @@ fn watch(shared: &Shared, rank: u32, size: u32, parent: i32, mut on_expiry: Opti
             return;
         }
         // SAFETY: getppid has no memory effects.
-        if unsafe { libc::getppid() } != parent {
+        if let Some(parent) = parent.filter(|p| unsafe { libc::getppid() } != *p) {
             eprintln!(
                 "scalebench: rank {rank}: its launcher (parent pid {parent}) is gone: exiting instead of running on as an orphan"
             );
