@@ -2,9 +2,12 @@
 //!
 //! Every rank parses the same options (or reads the same launch plan) and expands the same
 //! cases; rank 0 alone writes. Order of events: check options (no MPI yet, nothing written) →
-//! MPI start → check the world the launcher gave us → assign nodes → compute each device's
-//! binding → start the backend → open the output (rank 0) → record provenance → run cases,
-//! appending each to the journal as it finishes → write `results.json` atomically.
+//! MPI start → start the watchdog (see [`crate::run::watchdog`]) → check the world the launcher
+//! gave us → agree on the output directory → assign nodes → compute each device's binding →
+//! start the backend → open the output (rank 0) → record provenance → run cases, appending each
+//! to the journal as it finishes → write `results.json` atomically. Every check that one rank
+//! alone could fail is agreed by all ranks (one collective on the outcome) before anyone acts,
+//! so no rank returns while the others wait for it.
 
 use crate::backend::cpu::CpuBackend;
 use crate::backend::{Backend, BackendError, DevicePlan};
