@@ -171,18 +171,19 @@ pub fn run(args: &RunArgs, argv: &[String]) -> Result<RunOutcome> {
 
     // Rank 0 names the output directory (a default one holds its clock's time); the watchdog
     // of every rank reports there.
+    use std::os::unix::ffi::OsStrExt;
+    let run_id = new_run_id(now_unix_s());
     let mut out_bytes = if comm.is_root() {
-        let run_id = new_run_id(now_unix_s());
         let dir = args
             .out
             .clone()
             .unwrap_or_else(|| PathBuf::from("results").join(&run_id));
-        dir.to_string_lossy().into_owned().into_bytes()
+        dir.as_os_str().as_bytes().to_vec()
     } else {
         Vec::new()
     };
     comm.broadcast_bytes(&mut out_bytes);
-    let out_dir = PathBuf::from(String::from_utf8_lossy(&out_bytes).into_owned());
+    let out_dir = PathBuf::from(std::ffi::OsStr::from_bytes(&out_bytes));
     if comm.is_root() {
         // A file where the directory should be is the user's mistake (exit 2), not a crash.
         if out_dir.exists() && !out_dir.is_dir() {
@@ -205,6 +206,7 @@ pub fn run(args: &RunArgs, argv: &[String]) -> Result<RunOutcome> {
     let job = Job {
         argv,
         quiet: args.quiet,
+        run_id,
         out_dir,
         watchdog: &watchdog,
         op_timeout,
@@ -399,6 +401,7 @@ fn start_backend<B: Backend>(
 struct Job<'a> {
     argv: &'a [String],
     quiet: bool,
+    run_id: String,
     out_dir: PathBuf,
     watchdog: &'a Watchdog,
     op_timeout: Duration,
@@ -421,7 +424,8 @@ impl Job<'_> {
 
         // Output: rank 0 creates it; everyone learns whether that worked.
         let started = now_unix_s();
-        let run_id = new_run_id(started);
+        // Rank 0's id, the one a default output directory is named after.
+        let run_id = self.run_id.clone();
         let out_dir = self.out_dir.clone();
         let mut journal = None;
         let mut open_err = String::new();
