@@ -155,7 +155,7 @@ pub struct StatusArgs {
     #[arg(long)]
     pub wait: bool,
     /// With --wait: give up after this many seconds.
-    #[arg(long, default_value_t = 3600.0)]
+    #[arg(long, default_value_t = 3600.0, allow_negative_numbers = true)]
     pub timeout: f64,
     #[arg(short, long)]
     pub quiet: bool,

@@ -642,6 +642,23 @@ fn cli_and_file_edge_cases() {
             );
         }
     }
+    for v in ["nan", "-1", "inf"] {
+        let r = bounded(
+            20,
+            &[
+                bin(),
+                "status",
+                dir.to_str().unwrap(),
+                "--wait",
+                "--timeout",
+                v,
+            ],
+            &[],
+        );
+        no_panic(&r);
+        r.assert_code(2);
+        assert!(r.stderr.contains("--timeout"), "{v}: {}", r.stderr);
+    }
     let file = write(&dir, "afile", "x");
     let spec = quick_spec(&dir, "");
     let r = bounded(
