@@ -52,6 +52,8 @@ pub struct RawRun {
 pub struct RawLaunch {
     pub oversubscribe: Option<bool>,
     pub timeout_s: Option<Spanned<f64>>,
+    /// `scalebench run --op-timeout` for every launch (the watchdog's limit per case).
+    pub op_timeout_s: Option<Spanned<f64>>,
     #[serde(default)]
     pub mpirun_args: Vec<Spanned<String>>,
     #[serde(default)]
