@@ -20,9 +20,11 @@
 //! into a node buffer (shared memory, each on its slice), the node buffer is all-reduced
 //! non-blockingly among node leaders, and at wait the workers copy the result back.
 
-use super::{chunk, copy_range, divide, reduce_range, typed, Arith, CpuBackend, SyncPtr};
+use super::{
+    chunk, copy_range, divide, reduce_range, typed, Arith, CblasScalar, CpuBackend, SyncPtr,
+};
 use crate::backend::{
-    BackendError, BackendResult, CollectiveCall, Element, GemmBatch, HostBuf, OverlapSettings,
+    BackendError, BackendResult, CollectiveCall, GemmBatch, HostBuf, OverlapSettings,
 };
 use crate::comm::raw;
 use crate::params::{Dtype, Progress, ReduceOp};
@@ -392,65 +394,31 @@ pub(super) fn wait(b: &mut CpuBackend, ticket: u64) -> BackendResult<Vec<HostBuf
     Ok(f.bufs)
 }
 
-/// Rows `r` of every matrix of one device's batch (row-major C = A · B).
-///
-/// # Safety
-/// As `cpu::gemm_batch`; `r` within the matrices' rows.
-unsafe fn gemm_rows<T: Element>(
-    g: GemmBatch,
-    a: *const T,
-    b: *const T,
-    c: *mut T,
-    r: Range<usize>,
-    threads: usize,
-) {
-    let (n, k) = (g.shape.n as usize, g.shape.k as usize);
-    let par = if threads > 1 {
-        gemm::Parallelism::Rayon(threads)
-    } else {
-        gemm::Parallelism::None
-    };
-    for j in 0..g.count {
-        let bj = if g.shared_b { 0 } else { j * g.b_len() };
-        gemm::gemm(
-            r.len(),
-            n,
-            k,
-            c.add(j * g.c_len() + r.start * n),
-            1,
-            n as isize,
-            false,
-            a.add(j * g.a_len() + r.start * k),
-            1,
-            k as isize,
-            b.add(bj),
-            1,
-            n as isize,
-            T::from_f64(0.0),
-            T::from_f64(1.0),
-            false,
-            false,
-            false,
-            par,
-        );
-    }
-}
-
 /// Row tiles of an `m`-row GEMM.
 fn tiles(m: usize) -> Vec<Range<usize>> {
     let rows = m.div_ceil(TILES_PER_GEMM).max(MIN_TILE_ROWS.min(m)).max(1);
     (0..m).step_by(rows).map(|r| r..(r + rows).min(m)).collect()
 }
 
-fn gemm_polling_typed<T: Element>(
+/// One tile of one matrix of a device's batch: rows `r` of matrix `j`, as a GEMM of its own.
+#[derive(Clone)]
+struct Tile {
+    j: usize,
+    rows: Range<usize>,
+}
+
+fn gemm_polling_typed<T: CblasScalar>(
     b: &mut CpuBackend,
     batches: &[GemmBatch],
     a: &[HostBuf],
     bm: &[HostBuf],
     c: &mut [HostBuf],
-) {
-    let threads = b.cfg.threads_per_device.max(1);
+) -> BackendResult<()> {
+    let engine = b.gemm.as_ref().ok_or_else(|| {
+        BackendError::Unsupported("no GEMM provider was set up for this launch".into())
+    })?;
     for (w, g) in batches.iter().enumerate() {
+        engine.prepare(g)?;
         assert!(a[w].len() >= g.count * g.a_len() && c[w].len() >= g.count * g.c_len());
         assert!(
             bm[w].len()
@@ -464,21 +432,46 @@ fn gemm_polling_typed<T: Element>(
     let pa: Vec<SyncPtr<T>> = a.iter().map(typed).collect();
     let pb: Vec<SyncPtr<T>> = bm.iter().map(typed).collect();
     let pc: Vec<SyncPtr<T>> = c.iter().map(typed).collect();
-    // Every device cuts its GEMM into the same number of tiles so that all of them advance
+    // Every device cuts its GEMMs into the same number of steps so that all of them advance
     // together between polls.
-    let per_dev: Vec<Vec<Range<usize>>> =
-        batches.iter().map(|g| tiles(g.shape.m as usize)).collect();
+    let per_dev: Vec<Vec<Tile>> = batches
+        .iter()
+        .map(|g| {
+            (0..g.count)
+                .flat_map(|j| {
+                    tiles(g.shape.m as usize)
+                        .into_iter()
+                        .map(move |rows| Tile { j, rows })
+                })
+                .collect()
+        })
+        .collect();
     let steps = per_dev.iter().map(Vec::len).max().unwrap_or(0);
     for s in 0..steps {
+        let engine = b.gemm.as_ref().expect("checked above");
         let run = |w: usize| {
-            if let Some(r) = per_dev[w].get(s) {
-                let go = || unsafe {
-                    // SAFETY: lengths asserted above; each device writes its own C rows.
-                    gemm_rows(batches[w], pa[w].0, pb[w].0, pc[w].0, r.clone(), threads)
+            if let Some(t) = per_dev[w].get(s) {
+                let g = batches[w];
+                let (n, k) = (g.shape.n as usize, g.shape.k as usize);
+                let tile = GemmBatch {
+                    shape: crate::params::MatmulShape {
+                        m: t.rows.len() as u64,
+                        ..g.shape
+                    },
+                    count: 1,
+                    shared_b: true,
                 };
-                match &b.gemm_pools[w] {
-                    Some(p) => p.install(go),
-                    None => go(),
+                let bj = if g.shared_b { 0 } else { t.j * g.b_len() };
+                // SAFETY: lengths asserted above; the tile lies inside matrix j, and each
+                // device writes only its own C rows.
+                unsafe {
+                    engine.run(
+                        w,
+                        tile,
+                        pa[w].0.add(t.j * g.a_len() + t.rows.start * k),
+                        pb[w].0.add(bj),
+                        pc[w].0.add(t.j * g.c_len() + t.rows.start * n),
+                    )
                 }
             }
         };
@@ -490,6 +483,7 @@ fn gemm_polling_typed<T: Element>(
         }
         poll(&mut b.overlap);
     }
+    Ok(())
 }
 
 /// `Backend::gemm` while requests are in flight under [`Progress::Test`].
@@ -503,10 +497,9 @@ pub(super) fn gemm_polling(
     match a.first().map(HostBuf::dtype) {
         Some(Dtype::F32) => gemm_polling_typed::<f32>(b, batches, a, bm, c),
         Some(Dtype::F64) => gemm_polling_typed::<f64>(b, batches, a, bm, c),
-        Some(d) => return Err(BackendError::Unsupported(format!("CPU GEMM has no {d}"))),
-        None => {}
+        Some(d) => Err(BackendError::Unsupported(format!("CPU GEMM has no {d}"))),
+        None => Ok(()),
     }
-    Ok(())
 }
 
 /// `dst[dst_at..][..len] = src[src_at..][..len]`, then a progress poll.

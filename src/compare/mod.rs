@@ -201,16 +201,8 @@ fn load(path: &Path, allow_mismatch: bool) -> Result<Loaded, Error> {
     } else {
         path.to_path_buf()
     };
-    let bytes = std::fs::read(&file).map_err(|e| {
-        Error::Results(if e.kind() == std::io::ErrorKind::NotFound {
-            ResultsError::Missing { path: file.clone() }
-        } else {
-            ResultsError::Io {
-                path: file.clone(),
-                source: e,
-            }
-        })
-    })?;
+    // A regular file only (a FIFO would block forever); invalid UTF-8 is bad input (exit 2).
+    let bytes = crate::results::io::read_input_text(&file)?.into_bytes();
     match serde_json::from_slice::<ResultsFile>(&bytes) {
         Ok(r) if READABLE_VERSIONS.contains(&r.format_version) => Ok(Loaded {
             file: r,

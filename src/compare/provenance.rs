@@ -99,6 +99,12 @@ pub fn differences(baseline: &[&ResultsFile], candidate: &[&ResultsFile]) -> Vec
             .flat_map(|p| p.hosts.iter().map(|h| h.cpu_model.clone()))
             .collect()
     });
+    check("GEMM provider", true, &|f| {
+        provenances(f)
+            .filter_map(|p| p.gemm.as_ref())
+            .map(|g| format!("{} ({})", g.provider, g.version))
+            .collect()
+    });
     check("GPU model", true, &|f| {
         provenances(f)
             .flat_map(|p| p.ranks.iter().flat_map(|r| &r.devices))
