@@ -157,6 +157,7 @@ fn case(params: CaseParams, launch_id: &str, base_s: f64, rng: &mut Lcg) -> Case
         gflops_total: gflops.map(|g| g * f64::from(n)),
         phases: vec![],
         telemetry: vec![],
+        unrepresentative: vec![],
         params,
     }
 }
@@ -199,6 +200,7 @@ fn study() -> ResultsFile {
                     overhead_s: Some(1.0),
                     stderr_tail: None,
                     provenance: Some(provenance(&shape)),
+                    unrepresentative: vec![],
                 });
                 let p = f64::from(shape.devices());
                 let slow = if topology == Topology::Hybrid {

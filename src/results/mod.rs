@@ -1,6 +1,7 @@
 //! Results: the versioned file format ([`schema`]) and crash-safe reading and writing ([`io`]).
 
 pub mod io;
+pub mod representative;
 pub mod schema;
 
 use std::time::{SystemTime, UNIX_EPOCH};

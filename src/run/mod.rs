@@ -47,6 +47,7 @@ pub fn record(
         gflops_total: None,
         phases: Vec::new(),
         telemetry: Vec::new(),
+        unrepresentative: Vec::new(),
     };
     let m = match outcome {
         Ok(m) => m,
