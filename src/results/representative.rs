@@ -292,7 +292,7 @@ pub fn frequency_change(
     let a = crate::stats::median(start_mhz)?;
     let b = crate::stats::median(end_mhz)?;
     let lo = a.min(b);
-    if !(lo > 0.0) || !a.is_finite() || !b.is_finite() {
+    if lo.is_nan() || lo <= 0.0 || !a.is_finite() || !b.is_finite() {
         return None;
     }
     ((a - b).abs() / lo > FREQUENCY_CHANGE).then(|| {
