@@ -395,12 +395,12 @@ pub fn fit_regimes(points: &[(f64, f64)]) -> Result<Regimes, FitError> {
     let scale = pts.iter().fold(0.0_f64, |m, p| m.max(p.0.abs())).max(1.0);
     // cost[i][j]: range [i, j) of at least MIN_POINTS points.
     let mut cost = vec![vec![f64::INFINITY; n + 1]; n + 1];
-    for i in 0..n {
+    for (i, row) in cost.iter_mut().enumerate().take(n) {
         let mut acc = RangeSums::default();
-        for j in i..n {
-            acc.add(pts[j].0 / scale, pts[j].1);
+        for (j, p) in pts.iter().enumerate().skip(i) {
+            acc.add(p.0 / scale, p.1);
             if j + 1 - i >= MIN_POINTS {
-                cost[i][j + 1] = acc.best_sse();
+                row[j + 1] = acc.best_sse();
             }
         }
     }
