@@ -146,6 +146,8 @@ struct Finding {
     chart: Option<String>,
     /// Anchor of the section that explains it.
     section: String,
+    /// The workload it is about (findings are grouped by workload; set-up ones first).
+    workload: Option<Workload>,
 }
 
 /// Findings gathered while the sections are built.
@@ -195,7 +197,15 @@ impl<'t> Sentence<'t> {
             row: self.row,
             chart,
             section: section.to_string(),
+            workload: None,
         }
+    }
+}
+
+impl Finding {
+    fn about(mut self, w: Workload) -> Finding {
+        self.workload = Some(w);
+        self
     }
 }
 
@@ -217,7 +227,15 @@ fn chart_of(figs: &[Figure], kind: &str, w: Workload) -> Option<String> {
 }
 
 /// Writes the findings section; returns the table of where each figure comes from.
-fn findings(doc: &mut Doc, a: &Analysis, found: Findings) -> Table {
+fn findings(doc: &mut Doc, a: &Analysis, mut found: Findings) -> Table {
+    // Set-up first, then per workload (in section order within one), then the rest.
+    found
+        .items
+        .sort_by_key(|f| match (f.topic.as_str(), f.workload) {
+            ("Set-up", _) => (0, None),
+            (_, Some(w)) => (1, Some(w)),
+            _ => (2, None),
+        });
     doc.heading(2, "Findings");
     let left_out = a.unrepresentative.len();
     doc.para(vec![text(if found.items.is_empty() {
@@ -630,7 +648,7 @@ fn collectives(doc: &mut Doc, a: &Analysis, figs: &[Figure], found: &mut Finding
                     Cell::text(switch_text(r, f)),
                     Cell::opt(
                         r.latency_bound_below_x().map(|x| (x / f).round()),
-                        NumFmt::Bytes,
+                        NumFmt::ApproxBytes,
                     ),
                     Cell::text(regimes_note(r)),
                 ),
@@ -755,7 +773,8 @@ fn collective_findings(
                 .fig("set-up")
                 .text(caveat(k))
                 .text(".")
-                .done(topic.clone(), chart_of(figs, "busbw", v.workload), section),
+                .done(topic.clone(), chart_of(figs, "busbw", v.workload), section)
+                .about(v.workload),
         );
     }
     let lat = usable
@@ -777,11 +796,12 @@ fn collective_findings(
                 .text("; the α–β model changes regime between ")
                 .fig("switch at");
         }
-        out.push(s.text(caveat(k)).text(".").done(
-            topic,
-            chart_of(figs, "fit", v.workload),
-            section,
-        ));
+        out.push(
+            s.text(caveat(k))
+                .text(".")
+                .done(topic, chart_of(figs, "fit", v.workload), section)
+                .about(v.workload),
+        );
     }
     out
 }
@@ -887,7 +907,8 @@ fn gemm_series_table(
                     format!("{} {}", s.workload, s.label),
                     chart_of(figs, "scaling", s.workload),
                     section,
-                ),
+                )
+                .about(s.workload),
         );
     }
     found.cite(doc.table(t, &format!("scaling_{}", s.workload), None), list);
@@ -979,7 +1000,8 @@ fn coll_scale_table(
                 .text(" at S = ")
                 .fig("S")
                 .text(format!("{}.", series_caveat(a, &pts)))
-                .done(format!("{} {}", cs.workload, cs.label), None, section),
+                .done(format!("{} {}", cs.workload, cs.label), None, section)
+                .about(cs.workload),
         );
     }
     found.cite(
@@ -1284,6 +1306,7 @@ fn ratios(doc: &mut Doc, a: &Analysis, figs: &[Figure], kind: RatioKind, found: 
             row: 0,
             chart: None,
             section: section.clone(),
+            workload: None,
         });
         apart_table(doc, a, &apart, stem);
         return;
@@ -1395,6 +1418,7 @@ fn ratios(doc: &mut Doc, a: &Analysis, figs: &[Figure], kind: RatioKind, found: 
                 })
                 .text(".")
                 .done(format!("{w}, {title}"), chart_of(figs, stem, w), &section)
+                .about(w)
         })
         .collect();
     found.cite(doc.table(t, &format!("{stem}_bands"), None), list);
