@@ -982,7 +982,7 @@ fn coll_scale_table(
             .find(|&r| t.rows[r][j].sort_value().is_some())
     });
     let mut list = Vec::new();
-    if let (Some(r), Some(b)) = (row, cs.retention_base()) {
+    if let (Some(r), Some(b)) = (row, cs.retention_base().filter(|&b| b < last)) {
         let pts: Vec<usize> = cs
             .sizes
             .iter()

@@ -9,7 +9,7 @@
 //! `report` leaves these cases out of winners, scaling efficiencies and fits unless asked, and
 //! `compare` can say the same about either side ([`assess`] is the one entry point).
 
-use super::schema::{CaseResult, LaunchRecord, Provenance, Unrepresentative};
+use super::schema::{CaseResult, LaunchRecord, Provenance, ResultsFile, Unrepresentative};
 use crate::params::{BackendKind, Binding, CaseParams};
 use crate::topology::affinity::{format_cpulist, parse_cpulist};
 use std::collections::{BTreeMap, BTreeSet};
@@ -58,6 +58,17 @@ pub fn assess(case: &CaseResult, launch: Option<&LaunchRecord>) -> Vec<Unreprese
         }
     }
     out
+}
+
+/// [`assess`] for a case of `file`, with the launch it ran in looked up by id (the last
+/// record of that launch, as `report` does).
+pub fn assess_in(file: &ResultsFile, case: &CaseResult) -> Vec<Unrepresentative> {
+    let launch = file
+        .launches
+        .iter()
+        .rev()
+        .find(|l| l.launch_id == case.launch_id);
+    assess(case, launch)
 }
 
 /// Whether nothing makes `case` unrepresentative ([`assess`] is empty).
@@ -494,6 +505,13 @@ mod tests {
         // derived from the provenance before the recorded text
         assert_ne!(w[1].detail, "recorded");
         assert!(!is_representative(&c, Some(&l)));
+        // Looked up in a file by the case's launch id.
+        let mut f = file.clone();
+        f.launches = vec![l.clone()];
+        c.launch_id = l.launch_id.clone();
+        c.unrepresentative.clear();
+        assert_eq!(kinds(&assess_in(&f, &c)), [OVERSUBSCRIBED]);
+        assert!(assess_in(&file, &file.cases[0]).is_empty());
     }
 
     #[test]
