@@ -152,13 +152,13 @@ const ENV_PREFIXES: &[&str] = &[
     "HWLOC_",
     "OMP_",
     "I_MPI_",
+    "MPICH_",
     "MV2_",
     "FI_",
     "HSA_",
     "ROCR_",
     "SCALEBENCH_",
     "MPI_",
-    "MPICH_",
 ];
 /// Launcher internals (session directories, rendezvous URIs, per-rank ids): not settings.
 const ENV_INTERNAL: &[&str] = &[
