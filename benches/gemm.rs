@@ -1,6 +1,8 @@
-//! GEMM rate of this node through the backends' `gemm`: the CPU backend (the `gemm` crate) at
-//! 1 and 2 threads, and cuBLAS through the CUDA backend when built with `--features cuda` and a
-//! GPU is present (otherwise one line says why it was skipped).
+//! GEMM rate of this node through the backends' `gemm`: the CPU backend with each GEMM provider
+//! (the `gemm` crate, and the system CBLAS opened at run time: `SCALEBENCH_BLAS` picks the
+//! library, and a machine without one says so in one line) at 1 and 2 threads, and cuBLAS
+//! through the CUDA backend when built with `--features cuda` and a GPU is present (otherwise
+//! one line says why it was skipped).
 //!
 //! Each bench times square row-major C = A·B (f32 and f64; f16 and bf16 too on GPUs) with the
 //! backend's own clock: marks around a run of back-to-back GEMMs, one device synchronisation
@@ -18,8 +20,8 @@ use criterion::{BenchmarkId, Criterion, SamplingMode, Throughput};
 use scalebench::backend::cpu::CpuBackend;
 use scalebench::backend::{Backend, BackendError, DevicePlan, GemmBatch, HostBuf};
 use scalebench::params::{
-    BackendKind, Binding, CaseParams, Dtype, MatmulShape, Placement, Scaling, Timing, Topology,
-    Workload,
+    BackendKind, Binding, CaseParams, Dtype, GemmChoice, MatmulShape, Placement, Scaling, Timing,
+    Topology, Workload,
 };
 use scalebench::workload::gemm_check;
 use scalebench::workload::matmul::CHECK_SAMPLES;
@@ -117,7 +119,7 @@ fn prepare<B: Backend>(
 
 /// Benches `dims` × `dtypes` on one backend in group `gemm`, ids `<label>_<dtype>/<n>`.
 /// Operands are set up (and checked) the first time criterion runs a bench, so a filter
-/// (`cargo bench -- gemm/cpu_1t_f32`) sets up only what it runs.
+/// (`cargo bench -- gemm/blas_1t_f32`) sets up only what it runs.
 fn bench_backend<B: Backend>(
     c: &mut Criterion,
     backend: &mut B,
@@ -185,25 +187,31 @@ fn cpu(c: &mut Criterion, world: &mpi::topology::SimpleCommunicator) {
             std::process::exit(2);
         }
     };
-    for t in threads {
-        let plan = DevicePlan::unbound(1, t);
-        let mut backend = match CpuBackend::new(world, plan) {
-            Ok(b) => b,
-            Err(e) => {
-                println!("gemm cpu {t} thread(s): skipped: {e}");
-                continue;
+    // One backend at a time: a BLAS's thread count is process-wide.
+    for (provider, name) in [(GemmChoice::GemmCrate, "crate"), (GemmChoice::Blas, "blas")] {
+        for &t in &threads {
+            let plan = DevicePlan::unbound(1, t).with_gemm(provider);
+            let mut backend = match CpuBackend::new(world, plan) {
+                Ok(b) => b,
+                Err(e) => {
+                    println!("gemm {name} {t} thread(s): skipped: {e}");
+                    continue;
+                }
+            };
+            println!("gemm {name}_{t}t: {}", backend.info().detail);
+            for w in backend.warnings() {
+                println!("gemm {name}_{t}t: warning: {w}");
             }
-        };
-        println!("gemm cpu_{t}t: {}", backend.info().detail);
-        let label = format!("cpu_{t}t");
-        bench_backend(
-            c,
-            &mut backend,
-            &label,
-            t,
-            &[Dtype::F32, Dtype::F64],
-            &CPU_DIMS,
-        );
+            let label = format!("{name}_{t}t");
+            bench_backend(
+                c,
+                &mut backend,
+                &label,
+                t,
+                &[Dtype::F32, Dtype::F64],
+                &CPU_DIMS,
+            );
+        }
     }
 }
 

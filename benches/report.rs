@@ -87,6 +87,7 @@ fn provenance(shape: &LaunchShape) -> Provenance {
             .collect(),
         environment: Default::default(),
         warnings: vec![],
+        gemm: None,
     }
 }
 

@@ -6,7 +6,8 @@
 # Needs root (apt-get). Rust must already be installed (rustup).
 set -euo pipefail
 
-pkgs=(libopenmpi-dev openmpi-bin libclang1-14 libclang-common-14-dev libhwloc-dev libudev-dev hwloc pkg-config fonts-dejavu-core python3-venv)
+# libopenblas0-pthread: a system CBLAS for `--gemm blas|auto` (opened at run time, no headers needed).
+pkgs=(libopenmpi-dev openmpi-bin libclang1-14 libclang-common-14-dev libhwloc-dev libudev-dev hwloc pkg-config fonts-dejavu-core python3-venv libopenblas0-pthread)
 for arg in "$@"; do
   case "$arg" in
     --slurm) pkgs+=(slurmctld slurmd slurm-client munge libpmix-dev) ;;

@@ -2,8 +2,8 @@
 //! `plan` (for `run`) and in each subcommand's module.
 
 use crate::params::{
-    BackendKind, Binding, Collect, Dtype, MatmulShape, Placement, ReduceOp, Scaling, Timing,
-    Topology, Workload,
+    BackendKind, Binding, Collect, Dtype, GemmChoice, MatmulShape, Placement, ReduceOp, Scaling,
+    Timing, Topology, Workload,
 };
 use crate::units::{parse_size_list, Bytes};
 use clap::{Args, Parser, Subcommand, ValueEnum};
@@ -11,7 +11,8 @@ use std::path::PathBuf;
 
 const EXIT_CODES: &str =
     "Exit codes: 0 ok; 1 regression found (compare); 2 bad input or unusable environment; \
-3 wrong results or failed cases (results are still written); 4 runtime failure (I/O, launcher).";
+3 wrong results or failed cases (results are still written); 4 runtime failure (I/O, launcher, \
+a hung job ended by the --op-timeout watchdog).";
 
 #[derive(Debug, Parser)]
 #[command(
@@ -130,7 +131,7 @@ pub struct SubmitArgs {
     /// Run directory (default: results/<name>-<UTC timestamp>).
     #[arg(short, long)]
     pub out: Option<PathBuf>,
-    /// Write and print the job scripts without submitting them.
+    /// Print the job scripts without writing or submitting anything.
     #[arg(long)]
     pub dry_run: bool,
     /// Account (project) to charge, overriding the profile's.
@@ -154,7 +155,7 @@ pub struct StatusArgs {
     #[arg(long)]
     pub wait: bool,
     /// With --wait: give up after this many seconds.
-    #[arg(long, default_value_t = 3600.0)]
+    #[arg(long, default_value_t = 3600.0, allow_negative_numbers = true)]
     pub timeout: f64,
     #[arg(short, long)]
     pub quiet: bool,
@@ -278,9 +279,15 @@ pub struct RunArgs {
     #[arg(short = 'c', long, default_value_t = 1)]
     pub check: u32,
 
-    /// Output directory (default: results/<UTC timestamp>).
-    #[arg(short, long)]
+    /// Output directory (default: results/<UTC timestamp>). No short form: `-o` is --op.
+    #[arg(long)]
     pub out: Option<PathBuf>,
+
+    /// Watchdog: a case (or the start-up) that takes longer than this many seconds ends the
+    /// job with exit 4, naming the ranks that had not arrived and keeping finished cases
+    /// (default: 600 s plus 20 × --time-budget).
+    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true)]
+    pub op_timeout: Option<f64>,
 
     /// Backend: cpu (MPI + CPU GEMM) or cuda (NCCL + cuBLAS; needs the `cuda` feature).
     #[arg(long, default_value = "cpu")]
@@ -320,6 +327,11 @@ pub struct RunArgs {
     /// CPU threads each device's GEMM may use (CPU backend).
     #[arg(long, default_value_t = 1)]
     pub threads_per_device: u32,
+
+    /// CPU GEMM provider: auto (the system BLAS when one loads, else the gemm crate), blas
+    /// (the system CBLAS; SCALEBENCH_BLAS=/path/lib.so picks the library) or gemm-crate.
+    #[arg(long, default_value = "auto")]
+    pub gemm: GemmChoice,
 
     /// Run the launch plan in FILE (written by `scalebench sweep`/`submit`) instead of the
     /// workload, size and shape options.
@@ -420,15 +432,21 @@ pub enum CorrectionArg {
 #[derive(Debug, Clone, Args)]
 #[command(
     after_help = "Exit codes: 0 no regression; 1 regression found (see --fail-on); \
-2 bad input or unusable comparison (unreadable, truncated or mismatched files, no case in common); \
+2 bad input or unusable comparison (unreadable, truncated or mismatched files, set-ups that differ, \
+no case in common, no usable samples); \
 4 I/O failure."
 )]
 pub struct CompareArgs {
-    /// Baseline: a results.json, or a run directory holding one.
-    pub baseline: PathBuf,
+    /// `BASELINE CANDIDATE`, or several baseline runs when the candidate runs follow `--`
+    /// (`compare A1 A2 A3 -- B1 B2 B3`). Each is a results.json, a run directory holding one,
+    /// or a directory of run directories (every run in it).
+    #[arg(required = true, value_name = "BASELINE")]
+    pub paths: Vec<PathBuf>,
 
-    /// Candidate: a results.json, or a run directory holding one.
-    pub candidate: PathBuf,
+    /// Candidate runs, after `--`. With two or more runs on each side, every case is judged
+    /// on run-level statistics (one median per run), so run-to-run variance is in its interval.
+    #[arg(last = true, value_name = "CANDIDATE")]
+    pub candidates: Vec<PathBuf>,
 
     /// The number compared per case.
     #[arg(long, value_enum, default_value = "auto")]
@@ -455,8 +473,9 @@ pub struct CompareArgs {
     #[arg(long, value_enum, default_value = "regression")]
     pub fail_on: FailOnArg,
 
-    /// Compare even when metric definitions (metrics_version) differ or a format version is
-    /// not one this build reads (if its fields still parse).
+    /// Compare even when the set-ups differ in a way that changes performance (CPU or GPU
+    /// model, backend, MPI library, node count, emulated nodes, binding), metric definitions
+    /// differ, or a format version is not one this build reads; every verdict then says so.
     #[arg(long)]
     pub allow_mismatch: bool,
 
@@ -545,6 +564,44 @@ mod tests {
     #[test]
     fn cli_definition_is_consistent() {
         Cli::command().debug_assert();
+    }
+
+    /// `debug_assert` checks nothing in a release build (clap compiles its asserts out), and
+    /// the tests run in release: the clash it exists for (`run -o` was both --op and --out)
+    /// is checked here by hand.
+    #[test]
+    fn no_two_options_share_a_name() {
+        let cmd = Cli::command();
+        for sub in cmd.get_subcommands() {
+            let mut shorts = std::collections::HashMap::new();
+            let mut longs = std::collections::HashMap::new();
+            for a in sub.get_arguments() {
+                if let Some(s) = a.get_short() {
+                    if let Some(prev) = shorts.insert(s, a.get_id().clone()) {
+                        panic!(
+                            "{}: -{s} is both --{prev} and --{}",
+                            sub.get_name(),
+                            a.get_id()
+                        );
+                    }
+                }
+                if let Some(l) = a.get_long() {
+                    assert!(
+                        longs.insert(l.to_string(), ()).is_none(),
+                        "{}: --{l} twice",
+                        sub.get_name()
+                    );
+                }
+            }
+        }
+        let cli = Cli::try_parse_from(["scalebench", "run", "-o", "max", "--out", "d"]).unwrap();
+        let Command::Run(a) = cli.command else {
+            panic!("parsed as another command")
+        };
+        assert_eq!(
+            (a.ops, a.out),
+            (vec![ReduceOp::Max], Some(PathBuf::from("d")))
+        );
     }
 
     #[test]

@@ -196,6 +196,34 @@ pub enum BackendKind {
 }
 named_enum!(BackendKind, "backend", { Cpu => "cpu", Cuda => "cuda" });
 
+/// Which CPU GEMM the CPU backend should use (`--gemm`, spec key `run.gemm`).
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default, Serialize, Deserialize,
+)]
+pub enum GemmChoice {
+    /// The system BLAS when one loads, else the `gemm` crate (with a warning).
+    #[default]
+    #[serde(rename = "auto")]
+    Auto,
+    /// The system CBLAS, loaded at run time; failing to load it is an error.
+    #[serde(rename = "blas")]
+    Blas,
+    /// The `gemm` crate compiled into scalebench.
+    #[serde(rename = "gemm-crate")]
+    GemmCrate,
+}
+named_enum!(GemmChoice, "GEMM provider", { Auto => "auto", Blas => "blas", GemmCrate => "gemm-crate" });
+
+/// The CPU GEMM that actually ran (what `auto` resolved to).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum GemmProvider {
+    #[serde(rename = "blas")]
+    Blas,
+    #[serde(rename = "gemm-crate")]
+    GemmCrate,
+}
+named_enum!(GemmProvider, "GEMM provider", { Blas => "blas", GemmCrate => "gemm-crate" });
+
 /// How a matmul problem grows with the number of devices.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

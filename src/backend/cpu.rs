@@ -1,4 +1,5 @@
-//! The CPU backend: host buffers, MPI collectives, CPU GEMM (the `gemm` crate).
+//! The CPU backend: host buffers, MPI collectives, CPU GEMM (the system BLAS or the `gemm`
+//! crate, see [`super::gemm`]).
 //!
 //! Pure MPI (one device per rank): every collective is one MPI call on the rank's buffers, in
 //! place through `MPI_IN_PLACE` or out of place.
@@ -10,12 +11,13 @@
 //! workers copy the result into their own buffers. MPI is only called from the main thread
 //! (MPI_THREAD_FUNNELED).
 
+use super::gemm::{self as providers, CblasScalar, GemmEngine};
 use super::{
     Backend, BackendError, BackendResult, CollectiveCall, DevicePlan, Element, GemmBatch, HostBuf,
 };
 use crate::comm::raw::{self, Src};
 use crate::params::{BackendKind, CaseParams, Dtype, ReduceOp, Workload};
-use crate::results::schema::{BackendInfo, DeviceBinding, TimerInfo};
+use crate::results::schema::{BackendInfo, DeviceBinding, GemmProvenance, TimerInfo};
 use crate::topology::affinity;
 use mpi::raw::AsRaw;
 use mpi::topology::SimpleCommunicator;
@@ -157,8 +159,9 @@ pub struct CpuBackend {
     cfg: DevicePlan,
     /// Hybrid: one thread per device.
     workers: Option<rayon::ThreadPool>,
-    /// Per device, when its GEMM may use several threads.
-    gemm_pools: Vec<Option<rayon::ThreadPool>>,
+    /// The GEMM provider (`None`: this launch runs no GEMM).
+    gemm: Option<GemmEngine>,
+    gemm_provenance: Option<GemmProvenance>,
     /// Node-level buffers for hierarchical collectives, reused across calls.
     scratch: [Option<HostBuf>; 2],
     epoch: Instant,
@@ -210,27 +213,15 @@ impl CpuBackend {
             }
             None
         };
-        let t = cfg.threads_per_device.max(1);
-        // A device's GEMM threads run on that device's CPUs.
-        let gemm_pools = (0..g)
-            .map(|w| {
-                let cpus = cfg.worker_cpus.get(w).cloned().flatten();
-                (t > 1)
-                    .then(|| {
-                        rayon::ThreadPoolBuilder::new()
-                            .num_threads(t)
-                            .thread_name(move |i| format!("scalebench-gemm{w}.{i}"))
-                            .start_handler(move |_| {
-                                if let Some(set) = &cpus {
-                                    let _ = affinity::bind_current_thread(set);
-                                }
-                            })
-                            .build()
-                    })
-                    .transpose()
-                    .map_err(|e| BackendError::Device(format!("could not start GEMM threads: {e}")))
-            })
-            .collect::<BackendResult<Vec<_>>>()?;
+        // After the binding above: a BLAS starts its threads when loaded, and they inherit it.
+        let (gemm, gemm_provenance) = match cfg.gemm {
+            Some(choice) => {
+                let s = providers::set_up(choice, &cfg)?;
+                warnings.extend(s.warnings);
+                (Some(s.engine), Some(s.provenance))
+            }
+            None => (None, None),
+        };
         let epoch = Instant::now();
         let resolution_s = crate::measure::clock_resolution_s(|| epoch.elapsed().as_secs_f64());
         let mut b = CpuBackend {
@@ -240,7 +231,8 @@ impl CpuBackend {
             g,
             cfg,
             workers,
-            gemm_pools,
+            gemm,
+            gemm_provenance,
             scratch: [None, None],
             epoch,
             resolution_s,
@@ -521,61 +513,17 @@ impl CpuBackend {
     }
 }
 
-/// Runs one device's strided batch of row-major GEMMs.
-///
-/// # Safety
-/// The pointers must hold the batch's matrices (see [`GemmBatch`]) and `c` must not alias.
-unsafe fn gemm_batch<T: Element>(
-    g: GemmBatch,
-    a: *const T,
-    b: *const T,
-    c: *mut T,
-    threads: usize,
-) {
-    let (zero, one) = (T::from_f64(0.0), T::from_f64(1.0));
-    let (m, n, k) = (g.shape.m as usize, g.shape.n as usize, g.shape.k as usize);
-    let par = if threads > 1 {
-        gemm::Parallelism::Rayon(threads)
-    } else {
-        gemm::Parallelism::None
-    };
-    for j in 0..g.count {
-        let bj = if g.shared_b { 0 } else { j * g.b_len() };
-        // gemm computes dst = alpha·dst + beta·lhs·rhs; read_dst = false ignores alpha.
-        gemm::gemm(
-            m,
-            n,
-            k,
-            c.add(j * g.c_len()),
-            1,
-            n as isize,
-            false,
-            a.add(j * g.a_len()),
-            1,
-            k as isize,
-            b.add(bj),
-            1,
-            n as isize,
-            zero,
-            one,
-            false,
-            false,
-            false,
-            par,
-        );
-    }
-}
-
-fn gemm_typed<T: Element>(
-    pools: &[Option<rayon::ThreadPool>],
+/// Every local device's batch through `engine`, each on its own thread in hybrid mode.
+fn gemm_typed<T: CblasScalar>(
+    engine: &GemmEngine,
     workers: Option<&rayon::ThreadPool>,
     batches: &[GemmBatch],
     a: &[HostBuf],
     b: &[HostBuf],
     c: &mut [HostBuf],
-    threads: usize,
-) {
+) -> BackendResult<()> {
     for (w, g) in batches.iter().enumerate() {
+        engine.prepare(g)?;
         assert!(a[w].len() >= g.count * g.a_len() && c[w].len() >= g.count * g.c_len());
         assert!(
             b[w].len()
@@ -590,19 +538,14 @@ fn gemm_typed<T: Element>(
     let pb: Vec<SyncPtr<T>> = b.iter().map(typed).collect();
     let pc: Vec<SyncPtr<T>> = c.iter().map(typed).collect();
     // SAFETY: lengths asserted above; each device writes only its own C buffer.
-    let run = |w: usize| {
-        let go = || unsafe { gemm_batch(batches[w], pa[w].0, pb[w].0, pc[w].0, threads) };
-        match &pools[w] {
-            Some(p) => p.install(go),
-            None => go(),
-        }
-    };
+    let run = |w: usize| unsafe { engine.run(w, batches[w], pa[w].0, pb[w].0, pc[w].0) };
     match workers {
         Some(pool) => {
             pool.broadcast(|ctx| run(ctx.index()));
         }
         None => run(0),
     }
+    Ok(())
 }
 
 impl Backend for CpuBackend {
@@ -614,15 +557,17 @@ impl Backend for CpuBackend {
     }
 
     fn info(&self) -> BackendInfo {
-        let simd = if is_x86_feature_detected_avx512() {
-            "AVX-512"
-        } else {
-            "AVX2 or baseline"
+        let gemm = match &self.gemm_provenance {
+            Some(p) => match &p.library {
+                Some(lib) => format!("{} ({lib})", p.version),
+                None => p.version.clone(),
+            },
+            None => "none set up".into(),
         };
         BackendInfo {
             kind: BackendKind::Cpu,
             detail: format!(
-                "MPI collectives on host buffers ({}); GEMM: gemm crate 0.19 ({simd}), {} thread(s) per device; {} device(s) per rank{}",
+                "MPI collectives on host buffers ({}); GEMM: {gemm}, {} thread(s) per device; {} device(s) per rank{}",
                 if self.g > 1 { "hierarchical: shared-memory combine among worker threads, MPI among node leaders" } else { "one MPI call per collective" },
                 self.cfg.threads_per_device.max(1),
                 self.g,
@@ -669,6 +614,10 @@ impl Backend for CpuBackend {
 
     fn warnings(&self) -> Vec<String> {
         self.warnings.clone()
+    }
+
+    fn gemm_provenance(&self) -> Option<GemmProvenance> {
+        self.gemm_provenance.clone()
     }
 
     fn supports(&self, p: &CaseParams) -> Result<(), String> {
@@ -749,15 +698,18 @@ impl Backend for CpuBackend {
         b: &[HostBuf],
         c: &mut [HostBuf],
     ) -> BackendResult<()> {
-        let t = self.cfg.threads_per_device.max(1);
         let workers = self.workers.as_ref();
+        let engine = self.gemm.as_ref().ok_or_else(|| {
+            BackendError::Unsupported(
+                "no GEMM provider was set up for this launch (DevicePlan::gemm is None)".into(),
+            )
+        })?;
         match a.first().map(HostBuf::dtype) {
-            Some(Dtype::F32) => gemm_typed::<f32>(&self.gemm_pools, workers, batches, a, b, c, t),
-            Some(Dtype::F64) => gemm_typed::<f64>(&self.gemm_pools, workers, batches, a, b, c, t),
-            Some(d) => return Err(BackendError::Unsupported(format!("CPU GEMM has no {d}"))),
-            None => {}
+            Some(Dtype::F32) => gemm_typed::<f32>(engine, workers, batches, a, b, c),
+            Some(Dtype::F64) => gemm_typed::<f64>(engine, workers, batches, a, b, c),
+            Some(d) => Err(BackendError::Unsupported(format!("CPU GEMM has no {d}"))),
+            None => Ok(()),
         }
-        Ok(())
     }
 
     fn synchronize(&mut self) -> BackendResult<()> {
@@ -770,17 +722,6 @@ impl Backend for CpuBackend {
 
     fn elapsed_s(&mut self, from: f64, to: f64) -> BackendResult<f64> {
         Ok(to - from)
-    }
-}
-
-fn is_x86_feature_detected_avx512() -> bool {
-    #[cfg(target_arch = "x86_64")]
-    {
-        std::arch::is_x86_feature_detected!("avx512f")
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        false
     }
 }
 
@@ -839,7 +780,9 @@ mod tests {
         let a = vec![HostBuf::from_fn(Dtype::F64, 2 * 63, |i| (i % 7) as f64 - 3.0).unwrap()];
         let b = vec![HostBuf::from_fn(Dtype::F64, 45, |i| (i % 5) as f64 - 2.0).unwrap()];
         let mut c = vec![HostBuf::zeros(Dtype::F64, 2 * 35).unwrap()];
-        gemm_typed::<f64>(&[None], None, &[g], &a, &b, &mut c, 1);
+        let engine =
+            GemmEngine::Crate(providers::CrateGemm::new(&DevicePlan::unbound(1, 1)).unwrap());
+        gemm_typed::<f64>(&engine, None, &[g], &a, &b, &mut c).unwrap();
         for j in 0..2 {
             for i in 0..7 {
                 for col in 0..5 {

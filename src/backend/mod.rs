@@ -15,12 +15,15 @@ mod host;
 pub mod cpu;
 #[cfg(feature = "cuda")]
 pub mod cuda;
+pub mod gemm;
 pub mod telemetry;
 
 pub use host::{AllocError, Element, HostBuf};
 
-use crate::params::{BackendKind, CaseParams, Dtype, MatmulShape, ReduceOp, Workload};
-use crate::results::schema::{BackendInfo, DeviceBinding, DeviceTelemetry, TimerInfo};
+use crate::params::{BackendKind, CaseParams, Dtype, GemmChoice, MatmulShape, ReduceOp, Workload};
+use crate::results::schema::{
+    BackendInfo, DeviceBinding, DeviceTelemetry, GemmProvenance, TimerInfo,
+};
 
 /// Errors from a backend. A backend error fails the case (on every rank), not the launch.
 #[derive(Debug, thiserror::Error)]
@@ -48,17 +51,29 @@ pub struct DevicePlan {
     pub worker_cpus: Vec<Option<Vec<u32>>>,
     /// CPU threads each device's GEMM may use (CPU backend).
     pub threads_per_device: usize,
+    /// The CPU GEMM provider to set up (CPU backend); `None` when the launch runs no GEMM,
+    /// so no BLAS is loaded and none is recorded.
+    pub gemm: Option<GemmChoice>,
 }
 
 impl DevicePlan {
-    /// Devices `0..devices` of this node, no CPU binding (the process's affinity): one-process
-    /// uses such as benches and tests.
+    /// Devices `0..devices` of this node, no CPU binding (the process's affinity), GEMMs by
+    /// the `gemm` crate: one-process uses such as benches and tests.
     pub fn unbound(devices: usize, threads_per_device: usize) -> DevicePlan {
         DevicePlan {
             devices_per_rank: devices,
             local_indices: (0..devices as u32).collect(),
             worker_cpus: vec![None; devices],
             threads_per_device,
+            gemm: Some(GemmChoice::GemmCrate),
+        }
+    }
+
+    /// The same plan with another GEMM provider.
+    pub fn with_gemm(self, gemm: GemmChoice) -> DevicePlan {
+        DevicePlan {
+            gemm: Some(gemm),
+            ..self
         }
     }
 }
@@ -158,6 +173,11 @@ pub trait Backend {
     /// Problems met while setting up (e.g. a binding that did not take), for provenance.
     fn warnings(&self) -> Vec<String> {
         Vec::new()
+    }
+    /// The CPU GEMM provider in use and how it was set up, for provenance (`None`: not a
+    /// CPU GEMM, or no GEMM in this launch).
+    fn gemm_provenance(&self) -> Option<GemmProvenance> {
+        None
     }
 
     /// `Err(reason)` if this backend cannot run the case at all (the case is then skipped).

@@ -40,15 +40,18 @@ impl HostComm for MpiComm {
         self.size
     }
     fn barrier(&self) {
+        let _step = crate::run::watchdog::control_step();
         self.comm.barrier();
     }
     fn max_f64(&self, x: f64) -> f64 {
+        let _step = crate::run::watchdog::control_step();
         let mut y = 0.0f64;
         self.comm
             .all_reduce_into(&x, &mut y, SystemOperation::max());
         y
     }
     fn max_f64_slice(&self, xs: &mut [f64]) {
+        let _step = crate::run::watchdog::control_step();
         if xs.is_empty() {
             return;
         }
@@ -57,12 +60,14 @@ impl HostComm for MpiComm {
             .all_reduce_into(&src[..], xs, SystemOperation::max());
     }
     fn sum_u64(&self, x: u64) -> u64 {
+        let _step = crate::run::watchdog::control_step();
         let mut y = 0u64;
         self.comm
             .all_reduce_into(&x, &mut y, SystemOperation::sum());
         y
     }
     fn gather_f64(&self, x: f64) -> Vec<f64> {
+        let _step = crate::run::watchdog::control_step();
         let root = self.comm.process_at_rank(0);
         if self.rank == 0 {
             let mut v = vec![0.0f64; self.size as usize];
@@ -74,8 +79,13 @@ impl HostComm for MpiComm {
         }
     }
     fn gather_bytes(&self, bytes: &[u8]) -> Vec<Vec<u8>> {
+        let _step = crate::run::watchdog::control_step();
         let root = self.comm.process_at_rank(0);
         let len = bytes.len() as i32;
+        // An empty slice's pointer is dangling (address 1), which OpenMPI takes for
+        // MPI_IN_PLACE and refuses on a non-root rank: send zero bytes from a real address.
+        let none = [0u8; 1];
+        let bytes = if bytes.is_empty() { &none[..0] } else { bytes };
         if self.rank == 0 {
             let mut lens = vec![0i32; self.size as usize];
             root.gather_into_root(&len, &mut lens[..]);
@@ -104,6 +114,7 @@ impl HostComm for MpiComm {
         }
     }
     fn broadcast_bytes(&self, bytes: &mut Vec<u8>) {
+        let _step = crate::run::watchdog::control_step();
         let root = self.comm.process_at_rank(0);
         let mut len = bytes.len() as u64;
         root.broadcast_into(&mut len);
@@ -113,12 +124,15 @@ impl HostComm for MpiComm {
         }
     }
     fn scatterv(&self, root_data: Option<&HostBuf>, counts: &[usize], out: &mut HostBuf) {
+        let _step = crate::run::watchdog::control_step();
         raw::scatterv(self.raw(), self.rank as usize, root_data, counts, out, 0);
     }
     fn gatherv(&self, data: &HostBuf, counts: &[usize], root_out: Option<&mut HostBuf>) {
+        let _step = crate::run::watchdog::control_step();
         raw::gatherv(self.raw(), self.rank as usize, data, counts, root_out, 0);
     }
     fn reduce_sum(&self, data: &HostBuf, root_out: Option<&mut HostBuf>) {
+        let _step = crate::run::watchdog::control_step();
         let n = data.len();
         raw::reduce(
             self.raw(),

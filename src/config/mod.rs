@@ -23,6 +23,7 @@
 //!
 //! Every error names the file, line and column, the key, and how to fix it.
 
+pub mod limits;
 pub mod raw;
 mod resolved;
 
@@ -56,12 +57,17 @@ pub fn line_col(text: &str, offset: usize) -> (usize, usize) {
 
 /// Reads and resolves a spec file.
 pub fn load(path: &Path) -> Result<SweepSpec, SpecError> {
-    let text = std::fs::read_to_string(path).map_err(|e| SpecError {
+    let text = crate::results::io::read_input_text(path).map_err(|e| SpecError {
         path: path.to_path_buf(),
         line: 1,
         column: 1,
         key: None,
-        message: format!("cannot read the spec: {e}"),
+        message: match e {
+            crate::results::io::ResultsError::Missing { .. } => {
+                "cannot read the spec: no such file: check the path".to_string()
+            }
+            other => format!("cannot read the spec: {other}"),
+        },
     })?;
     parse(path, &text)
 }
@@ -74,9 +80,71 @@ pub fn parse(path: &Path, text: &str) -> Result<SweepSpec, SpecError> {
             path: path.to_path_buf(),
             line,
             column,
-            key: None,
+            key: e.span().and_then(|s| key_at(text, s.start)),
             message: format!("{} (see the spec format in README.md)", e.message().trim()),
         }
     })?;
     resolved::resolve(path, text, raw)
+}
+
+/// The dotted key (`run.iters`) whose value starts the line holding `offset`, for errors the
+/// TOML deserializer reports with a position but without the key's name.
+fn key_at(text: &str, offset: usize) -> Option<String> {
+    let offset = offset.min(text.len());
+    let start = text[..offset].rfind('\n').map_or(0, |i| i + 1);
+    let line = text[start..].lines().next().unwrap_or("");
+    let (key, _) = line.split_once('=')?;
+    let key = key.trim().trim_matches('"');
+    let bare = |k: &str| {
+        !k.is_empty()
+            && k.chars()
+                .all(|c| c.is_ascii_alphanumeric() || "_-.".contains(c))
+    };
+    if !bare(key) {
+        return None;
+    }
+    let table = text[..start]
+        .lines()
+        .rev()
+        .map(str::trim)
+        .find(|l| l.starts_with('['))
+        .map(|l| l.trim_matches(|c| c == '[' || c == ']').trim().to_string());
+    Some(match table {
+        Some(t) if bare(&t) => format!("{t}.{key}"),
+        _ => key.to_string(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn type_errors_name_the_key() {
+        let e = parse(
+            Path::new("s.toml"),
+            "name = \"x\"\n[run]\niters = \"many\"\n",
+        )
+        .unwrap_err();
+        assert_eq!(e.key.as_deref(), Some("run.iters"), "{e}");
+        assert!(e.to_string().starts_with("s.toml:3:"), "{e}");
+        let e = parse(Path::new("s.toml"), "[launch]\noversubscribe = 3\n").unwrap_err();
+        assert_eq!(e.key.as_deref(), Some("launch.oversubscribe"), "{e}");
+    }
+
+    #[test]
+    fn hostile_values_are_refused_with_the_limit() {
+        for (text, needle) in [
+            ("[launch]\ntimeout_s = 1e308\n", "launch.timeout_s"),
+            ("[launch]\ntimeout_s = nan\n", "launch.timeout_s"),
+            ("[axes]\nranks_per_node = 100000\n", "1024"),
+            ("[axes]\nthreads_per_device = 100000\n", "1024"),
+            ("[axes]\nnodes = 65537\n", "65536"),
+            ("name = \"a\\u001b[31mb\"\n", "control characters"),
+            ("[run]\niters = 4294967295\n", "run.iters"),
+        ] {
+            let e = parse(Path::new("s.toml"), text).unwrap_err();
+            assert!(e.to_string().contains(needle), "{text}: {e}");
+        }
+    }
 }

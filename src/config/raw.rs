@@ -42,6 +42,8 @@ pub struct RawRun {
     pub time_budget_s: Option<Spanned<f64>>,
     pub batches: Option<Spanned<i64>>,
     pub check: Option<Spanned<i64>>,
+    /// CPU GEMM provider: `auto`, `blas` or `gemm-crate`.
+    pub gemm: Option<Spanned<String>>,
 }
 
 /// `[launch]`: how local sweeps start their launches.
@@ -50,6 +52,8 @@ pub struct RawRun {
 pub struct RawLaunch {
     pub oversubscribe: Option<bool>,
     pub timeout_s: Option<Spanned<f64>>,
+    /// `scalebench run --op-timeout` for every launch (the watchdog's limit per case).
+    pub op_timeout_s: Option<Spanned<f64>>,
     #[serde(default)]
     pub mpirun_args: Vec<Spanned<String>>,
     #[serde(default)]

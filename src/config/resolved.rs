@@ -1,12 +1,13 @@
 //! What a spec means: typed axes (single, or zipped into groups), exclusions, measurement and
 //! launch settings. Only this resolved form reaches the planner.
 
+use super::limits;
 use super::raw::{RawSpec, SpannedTable};
 use super::{line_col, SpecError};
 use crate::measure::IterPolicy;
 use crate::params::{
-    BackendKind, Binding, Collect, Dtype, MatmulShape, Placement, ReduceOp, Scaling, Timing,
-    Topology, Workload,
+    BackendKind, Binding, Collect, Dtype, GemmChoice, MatmulShape, Placement, ReduceOp, Scaling,
+    Timing, Topology, Workload,
 };
 use crate::units::parse_size_list;
 use crate::workload::{Fault, RunSettings};
@@ -158,6 +159,8 @@ pub struct LocalLaunch {
     pub oversubscribe: bool,
     /// A launch running longer is killed (with its whole process group).
     pub timeout_s: f64,
+    /// The watchdog's limit per case (`scalebench run --op-timeout`); `None`: its default.
+    pub op_timeout_s: Option<f64>,
     /// Extra `mpirun` arguments.
     pub mpirun_args: Vec<String>,
     /// Extra environment for the launch.
@@ -272,8 +275,50 @@ fn closest(word: &str, options: &[&str]) -> Option<String> {
         .map(|(_, o)| o.to_string())
 }
 
-/// Parses one TOML scalar as values of `axis` (a size range or `both` may give several).
+/// Parses one TOML scalar as values of `axis` (a size range or `both` may give several),
+/// within the documented limits.
 fn scalar(axis: Axis, v: &Value) -> Result<Vec<AxisValue>, String> {
+    let vals = scalar_unchecked(axis, v)?;
+    for x in &vals {
+        within_limits(axis, x)?;
+    }
+    Ok(vals)
+}
+
+/// Checks one axis value against [`limits`].
+fn within_limits(axis: Axis, v: &AxisValue) -> Result<(), String> {
+    use limits::*;
+    let name = axis.name();
+    match (axis, v) {
+        (Axis::Nodes, AxisValue::Count(n)) => {
+            count(name, (*n).into(), MAX_NODES.into(), "use fewer nodes")
+        }
+        (Axis::RanksPerNode, AxisValue::Count(n)) => count(
+            name,
+            (*n).into(),
+            MAX_DEVICES_PER_NODE.into(),
+            "use fewer devices (ranks) per node",
+        ),
+        (Axis::ThreadsPerDevice, AxisValue::Count(n)) => count(
+            name,
+            (*n).into(),
+            MAX_THREADS_PER_DEVICE.into(),
+            "use at most one thread per core",
+        ),
+        (Axis::Batch, AxisValue::Count(n)) => {
+            count(name, (*n).into(), MAX_BATCH.into(), "use a smaller batch")
+        }
+        (Axis::Sizes, AxisValue::Bytes(b)) => {
+            count(name, *b, MAX_SIZE_BYTES, "use sizes up to 1TiB")
+        }
+        (Axis::Dims, AxisValue::Shape(s)) => [s.m, s.n, s.k]
+            .into_iter()
+            .try_for_each(|d| count(name, d, MAX_GEMM_DIM, "use smaller matrices")),
+        _ => Ok(()),
+    }
+}
+
+fn scalar_unchecked(axis: Axis, v: &Value) -> Result<Vec<AxisValue>, String> {
     fn named<T: std::str::FromStr<Err = String>>(
         v: &Value,
         wrap: fn(T) -> AxisValue,
@@ -421,15 +466,16 @@ fn positive_int(
 ) -> Result<Option<u32>, SpecError> {
     match v {
         None => Ok(None),
-        Some(s) if *s.get_ref() >= min && *s.get_ref() <= i64::from(u32::MAX) => {
+        Some(s) if *s.get_ref() >= min && *s.get_ref() <= i64::from(limits::MAX_ITERS) => {
             Ok(Some(*s.get_ref() as u32))
         }
         Some(s) => Err(ctx.err(
             s.span(),
             key,
             format!(
-                "{} is out of range: give a whole number ≥ {min}",
-                s.get_ref()
+                "{} is out of range: give a whole number from {min} to {} (limits are listed in README.md, \"Limits\")",
+                s.get_ref(),
+                limits::MAX_ITERS
             ),
         )),
     }
@@ -532,34 +578,37 @@ pub(super) fn resolve(path: &Path, text: &str, raw: RawSpec) -> Result<SweepSpec
     let warmup = positive_int(&ctx, &r.warmup, "run.warmup", 0)?;
     let batches = positive_int(&ctx, &r.batches, "run.batches", 1)?;
     let check = positive_int(&ctx, &r.check, "run.check", 0)?.unwrap_or(1);
+    let gemm = match &r.gemm {
+        Some(g) => g
+            .get_ref()
+            .parse::<GemmChoice>()
+            .map_err(|e| ctx.err(g.span(), "run.gemm", e))?,
+        None => GemmChoice::default(),
+    };
     let time_budget_s = match &r.time_budget_s {
-        Some(t) if t.get_ref().is_finite() && *t.get_ref() > 0.0 => *t.get_ref(),
         Some(t) => {
-            return Err(ctx.err(
-                t.span(),
-                "run.time_budget_s",
-                format!(
-                    "{} is not a positive number of seconds: e.g. 0.5",
-                    t.get_ref()
-                ),
-            ))
+            limits::seconds("", *t.get_ref(), "0.5")
+                .map_err(|m| ctx.err(t.span(), "run.time_budget_s", m.trim_start()))?;
+            *t.get_ref()
         }
         None => IterPolicy::default().time_budget_s,
     };
     let l = &raw.launch;
     let timeout_s = match &l.timeout_s {
-        Some(t) if t.get_ref().is_finite() && *t.get_ref() > 0.0 => *t.get_ref(),
         Some(t) => {
-            return Err(ctx.err(
-                t.span(),
-                "launch.timeout_s",
-                format!(
-                    "{} is not a positive number of seconds: e.g. 600",
-                    t.get_ref()
-                ),
-            ))
+            limits::seconds("", *t.get_ref(), "600")
+                .map_err(|m| ctx.err(t.span(), "launch.timeout_s", m.trim_start()))?;
+            *t.get_ref()
         }
         None => 3600.0,
+    };
+    let op_timeout_s = match &l.op_timeout_s {
+        Some(t) => {
+            limits::seconds("", *t.get_ref(), "600")
+                .map_err(|m| ctx.err(t.span(), "launch.op_timeout_s", m.trim_start()))?;
+            Some(*t.get_ref())
+        }
+        None => None,
     };
     let mut env = BTreeMap::new();
     for (k, v) in &l.env {
@@ -578,10 +627,28 @@ pub(super) fn resolve(path: &Path, text: &str, raw: RawSpec) -> Result<SweepSpec
     };
     let mut labels = BTreeMap::new();
     for (k, v) in &raw.labels {
+        if let Some(bad) = [k.get_ref(), v.get_ref()]
+            .into_iter()
+            .find(|t| t.chars().any(char::is_control))
+        {
+            return Err(ctx.err(
+                k.span(),
+                &format!("labels.{}", k.get_ref().escape_debug()),
+                format!(
+                    "{:?} holds control characters (a terminal would run them): use printable text",
+                    bad
+                ),
+            ));
+        }
         labels.insert(k.get_ref().clone(), v.get_ref().clone());
     }
     let name =
         match &raw.name {
+            Some(n) if n.get_ref().chars().any(char::is_control) => return Err(ctx.err(
+                n.span(),
+                "name",
+                format!("the name {:?} holds control characters (a terminal would run them): use printable text", n.get_ref()),
+            )),
             Some(n) if !n.get_ref().trim().is_empty() => n.get_ref().clone(),
             Some(n) => return Err(ctx.err(
                 n.span(),
@@ -607,10 +674,12 @@ pub(super) fn resolve(path: &Path, text: &str, raw: RawSpec) -> Result<SweepSpec
                 batches,
             },
             check_iters: check,
+            gemm,
         },
         launch: LocalLaunch {
             oversubscribe: l.oversubscribe.unwrap_or(false),
             timeout_s,
+            op_timeout_s,
             mpirun_args: l.mpirun_args.iter().map(|s| s.get_ref().clone()).collect(),
             env,
             reserved_cores,

@@ -44,6 +44,12 @@ pub struct SweepRequest {
 /// plan could not run as a local sweep on this machine, if it could not.
 pub fn plan_spec(spec_path: &Path) -> Result<(SweepSpec, SweepPlan, Option<String>)> {
     let spec = config::load(spec_path).map_err(|e| Error::Input(e.to_string()))?;
+    if spec.dims.is_empty() {
+        eprintln!(
+            "note: {} gives no [axes]: planning the defaults (allreduce, sizes 8B:4MiB:x4, in and out of place, 1 node × 1 rank)",
+            spec_path.display()
+        );
+    }
     let mut plan = sweep::expand(&spec).map_err(|e| Error::Input(e.to_string()))?;
     let cpus = crate::topology::affinity::current_thread_cpus()
         .map(|c| c.len() as u32)
@@ -99,6 +105,9 @@ pub fn launch_command(
         "--out".into(),
         out.display().to_string(),
     ]);
+    if let Some(t) = spec.launch.op_timeout_s {
+        cmd.extend(["--op-timeout".into(), t.to_string()]);
+    }
     cmd
 }
 
@@ -200,15 +209,11 @@ fn journal_cases(path: &Path) -> usize {
 pub fn sweep(req: &SweepRequest, argv: &[String]) -> Result<u8> {
     let (spec, plan) = plan_local(&req.spec)?;
     let out = req.out.clone().unwrap_or_else(|| default_out(&spec));
-    let timeout = Duration::from_secs_f64(req.launch_timeout_s.unwrap_or(spec.launch.timeout_s));
-    if req
-        .launch_timeout_s
-        .is_some_and(|t| !(t.is_finite() && t > 0.0))
-    {
-        return Err(Error::Input(
-            "--launch-timeout: give a positive number of seconds".into(),
-        ));
+    if let Some(t) = req.launch_timeout_s {
+        crate::config::limits::seconds("--launch-timeout", t, "600").map_err(Error::Input)?;
     }
+    // Checked above (the option) and when the spec was read (`[launch] timeout_s`).
+    let timeout = Duration::from_secs_f64(req.launch_timeout_s.unwrap_or(spec.launch.timeout_s));
     if req.dry_run {
         println!(
             "# dry run: {} case(s) in {} launch(es); results would go to {}",
@@ -220,9 +225,11 @@ pub fn sweep(req: &SweepRequest, argv: &[String]) -> Result<u8> {
             let dir = out
                 .join(rundir::LAUNCHES_DIR)
                 .join(format!("{:03}-{}", i + 1, l.launch_id));
+            // Quoted as a shell would need them, so a printed command can be pasted and
+            // never runs what a spec value holds (`$(...)`, `;`).
             println!(
                 "{}",
-                launch_command(req, &spec, l, &dir.join(PLAN_FILE), &dir).join(" ")
+                super::shell::quote_all(&launch_command(req, &spec, l, &dir.join(PLAN_FILE), &dir))
             );
         }
         return Ok(EXIT_OK);
@@ -240,14 +247,26 @@ pub fn sweep(req: &SweepRequest, argv: &[String]) -> Result<u8> {
             out.display()
         )));
     }
+    if out.exists() && !out.is_dir() {
+        return Err(Error::Input(format!(
+            "--out {}: exists and is not a directory: give a directory (it is created if missing)",
+            out.display()
+        )));
+    }
     std::fs::create_dir_all(&out).map_err(|e| Error::Runtime(format!("{}: {e}", out.display())))?;
     let _lock = lock(&out)?;
+    if req.resume {
+        rundir::check_same_plan(&out, &plan.launches, "--resume")?;
+    }
     let record = SweepRecord::new(&out, req.resume, &spec, &req.spec, argv, &plan.launches);
     let spec_copy = out.join("spec.toml");
     crate::results::io::write_atomic(&spec_copy, spec.text.as_bytes())?;
     rundir::write_json(&out.join(PLAN_FILE), &record)?;
 
-    let merged = rundir::merge(&out, &record);
+    let (merged, warnings) = rundir::merge_with_warnings(&out, &record);
+    for w in &warnings {
+        eprintln!("warning: {w}");
+    }
     let todo = rundir::cases_to_run(&record, &merged);
     let total: usize = todo.values().map(Vec::len).sum();
     if !req.quiet {

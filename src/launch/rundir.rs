@@ -303,12 +303,40 @@ fn apply_outcome(l: &mut LaunchRecord, o: &LaunchOutcome, cases: &[CaseResult]) 
 
 /// Merges every attempt of a run directory into one results file (later attempts win).
 pub fn merge(dir: &Path, sweep: &SweepRecord) -> ResultsFile {
+    merge_with_warnings(dir, sweep).0
+}
+
+/// [`merge`], with what was skipped on the way (unreadable journal lines: their cases are
+/// missing, so `--resume` runs them again), for the caller to say once.
+pub fn merge_with_warnings(dir: &Path, sweep: &SweepRecord) -> (ResultsFile, Vec<String>) {
     let mut cases: Vec<CaseResult> = Vec::new();
     let mut launches: Vec<LaunchRecord> = Vec::new();
-    for d in attempt_dirs(dir) {
-        let a = Attempt::read(&d);
+    let mut warnings = Vec::new();
+    let attempts: Vec<Attempt> = attempt_dirs(dir).iter().map(|d| Attempt::read(d)).collect();
+    for (i, a) in attempts.iter().enumerate() {
+        let d = &a.dir;
+        warnings.extend(a.journal.warnings.iter().map(|w| {
+            format!("{w}: the case on that line, if any, counts as missing and is run again by --resume")
+        }));
         for c in a.cases() {
             upsert(&mut cases, c, |x| &x.id);
+        }
+        // An attempt killed without a trace (no outcome, its own record still `incomplete`)
+        // whose launch was attempted again later: its finished cases are kept above, and the
+        // later attempt is the launch's record; an `incomplete` one would only make readers
+        // warn about cases that are all there.
+        let launch_id = a.plan.as_ref().map(|p| p.launch_id.as_str());
+        let superseded = a.outcome.is_none()
+            && a.journal
+                .launches
+                .last()
+                .is_none_or(|l| l.status == LaunchStatus::Incomplete)
+            && launch_id.is_some()
+            && attempts[i + 1..]
+                .iter()
+                .any(|b| b.plan.as_ref().map(|p| p.launch_id.as_str()) == launch_id);
+        if superseded {
+            continue;
         }
         if let Some(mut l) = a.launch() {
             // Each attempt is its own launch record; name retries apart.
@@ -344,7 +372,51 @@ pub fn merge(dir: &Path, sweep: &SweepRecord) -> ResultsFile {
         emulated_nodes: emulated,
         labels: sweep.labels.clone(),
     };
-    new_results(run, launches, cases)
+    (new_results(run, launches, cases), warnings)
+}
+
+/// Refuses to continue a run whose spec changed: its plan and the stored one must hold the
+/// same cases with the same settings, or results of two studies would mix.
+pub fn check_same_plan(dir: &Path, launches: &[LaunchPlan], what: &str) -> Result<()> {
+    let path = dir.join(PLAN_FILE);
+    let old: SweepRecord = read_json(&path)?;
+    let ids = |ls: &[LaunchPlan]| -> std::collections::BTreeSet<String> {
+        ls.iter()
+            .flat_map(|l| l.cases.iter().map(|c| c.id()))
+            .collect()
+    };
+    let (before, now) = (ids(&old.launches), ids(launches));
+    let added = now.difference(&before).count();
+    let removed = before.difference(&now).count();
+    let settings = |ls: &[LaunchPlan]| {
+        ls.iter()
+            .map(|l| (l.settings.clone(), l.reserved_cores.clone()))
+            .collect::<Vec<_>>()
+    };
+    let settings_differ = {
+        let (a, b) = (settings(&old.launches), settings(launches));
+        a.first() != b.first() || a.iter().any(|x| !b.contains(x))
+    };
+    if added == 0 && removed == 0 && !settings_differ {
+        return Ok(());
+    }
+    let mut what_changed = vec![format!(
+        "{} case(s) planned then, {} now",
+        before.len(),
+        now.len()
+    )];
+    if added + removed > 0 {
+        what_changed.push(format!("{added} added, {removed} removed"));
+    }
+    if settings_differ {
+        what_changed.push("measurement settings differ ([run], reserved cores)".into());
+    }
+    Err(Error::Input(format!(
+        "{what} {}: the spec changed since this run started ({}): continue it with its own copy ({}), or start a new run with another --out",
+        dir.display(),
+        what_changed.join("; "),
+        dir.join("spec.toml").display()
+    )))
 }
 
 /// Planned cases that have no result, or one that must be redone (failed, wrong, timed out).

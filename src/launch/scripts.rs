@@ -67,9 +67,9 @@ pub fn resources(profile: &Profile, shape: &LaunchShape) -> Resources {
 
 /// Minutes for the scheduler's limit: the profile's, or the launch timeout plus a margin.
 pub fn time_limit_min(profile: &Profile, launch_timeout_s: u64) -> u32 {
-    profile
-        .time_limit_min
-        .unwrap_or((launch_timeout_s.div_ceil(60) + 5) as u32)
+    profile.time_limit_min.unwrap_or(
+        u32::try_from(launch_timeout_s.div_ceil(60).saturating_add(5)).unwrap_or(u32::MAX),
+    )
 }
 
 fn hhmmss(min: u32) -> String {

@@ -269,8 +269,16 @@ pub fn submit(req: &SubmitRequest, argv: &[String]) -> Result<u8> {
             )));
         }
     }
+    if resubmit {
+        rundir::check_same_plan(&out, &plan.launches, "--out")?;
+    }
     let record = SweepRecord::new(&out, resubmit, &spec, &req.spec, argv, &plan.launches);
-    let merged = rundir::merge(&out, &record);
+    let (merged, warnings) = rundir::merge_with_warnings(&out, &record);
+    if !req.quiet {
+        for w in &warnings {
+            eprintln!("warning: {w}");
+        }
+    }
     let todo = rundir::cases_to_run(&record, &merged);
     if todo.is_empty() {
         if !req.quiet {
@@ -550,6 +558,8 @@ fn attempt_states(dir: &Path, active: &BTreeMap<String, String>) -> Vec<AttemptS
 
 /// `scalebench status`: the state of every job of a run, polled within bounds.
 pub fn status(dir: &Path, wait: bool, timeout_s: f64, quiet: bool) -> Result<u8> {
+    // NaN would never compare greater: `--wait` would poll forever.
+    crate::config::limits::seconds("--timeout", timeout_s, "3600").map_err(Error::Input)?;
     let jobs: JobsFile = rundir::read_json(&dir.join(JOBS_FILE))
         .map_err(|e| Error::Input(format!("{e} (is {} a submitted run?)", dir.display())))?;
     let ids = all_job_ids(&jobs);

@@ -76,6 +76,71 @@ impl RunOptions {
                 "--batch 0: batch_matmul needs at least 1 matrix",
             ));
         }
+        use crate::config::limits;
+        let lim = |what: &str, v: u64, max: u64, fix: &str| {
+            limits::count(what, v, max, fix).map_err(Error::Input)
+        };
+        for s in &a.sizes.0 {
+            lim(
+                "--sizes",
+                s.get(),
+                limits::MAX_SIZE_BYTES,
+                "use sizes up to 1TiB",
+            )?;
+        }
+        for d in &a.dims {
+            for x in [d.m, d.n, d.k] {
+                lim("--dims", x, limits::MAX_GEMM_DIM, "use smaller matrices")?;
+            }
+        }
+        lim(
+            "--batch",
+            a.batch.into(),
+            limits::MAX_BATCH.into(),
+            "use a smaller batch",
+        )?;
+        for (what, v) in [
+            ("--iters", a.iters),
+            ("--warmup", a.warmup),
+            ("--batches", a.batches),
+            ("--check", Some(a.check)),
+        ] {
+            if let Some(v) = v {
+                lim(
+                    what,
+                    v.into(),
+                    limits::MAX_ITERS.into(),
+                    "use fewer iterations",
+                )?;
+            }
+        }
+        limits::seconds("--time-budget", a.time_budget, "0.5").map_err(Error::Input)?;
+        // An upper bound of the cases (before options that do not apply are dropped).
+        let per_variant = (a.sizes.0.len() as u128) * 2 + a.dims.len() as u128;
+        let bound = [
+            a.workloads.len(),
+            a.dtypes.len(),
+            a.ops.len(),
+            a.roots.len(),
+            a.timings.len(),
+        ]
+        .iter()
+        .map(|n| *n as u128)
+        .product::<u128>()
+            * per_variant;
+        if bound > limits::MAX_CASES as u128 {
+            return Err(Error::Input(format!(
+                "these options can give up to {bound} cases, above the limit of {} per run: give fewer sizes, types, operators or roots, or split the study (limits are listed in README.md, \"Limits\")",
+                limits::MAX_CASES
+            )));
+        }
+        limits::shape(
+            a.nodes.unwrap_or(1),
+            a.devices_per_node.unwrap_or(1),
+            a.threads_per_device,
+            ["--nodes", "--devices-per-node", "--threads-per-device"],
+        )
+        .map_err(Error::Input)?;
         if let Some(f) = &a.fault {
             if Fault::parse(f).is_none() {
                 return Err(Error::input(format!(
@@ -110,6 +175,7 @@ impl RunOptions {
                     batches: a.batches,
                 },
                 check_iters: a.check,
+                gemm: a.gemm,
             },
         })
     }
@@ -146,8 +212,8 @@ pub struct LaunchPlan {
 impl LaunchPlan {
     /// Reads a plan file; errors name the file and the reason.
     pub fn read(path: &std::path::Path) -> Result<LaunchPlan> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| Error::Input(format!("--plan {}: {e}", path.display())))?;
+        let text = crate::results::io::read_input_text(path)
+            .map_err(|e| Error::Input(format!("--plan {e}")))?;
         let plan: LaunchPlan = serde_json::from_str(&text).map_err(|e| {
             Error::Input(format!(
                 "--plan {}:{}:{}: not a scalebench launch plan: {e}",
@@ -156,6 +222,21 @@ impl LaunchPlan {
                 e.column()
             ))
         })?;
+        let limit = |m: String| Error::Input(format!("--plan {}: {m}", path.display()));
+        crate::config::limits::shape(
+            plan.shape.nodes,
+            plan.shape.devices_per_node,
+            plan.threads_per_device,
+            ["nodes", "devices_per_node", "threads_per_device"],
+        )
+        .map_err(limit)?;
+        crate::config::limits::count(
+            "cases",
+            plan.cases.len() as u64,
+            crate::config::limits::MAX_CASES as u64,
+            "split the plan",
+        )
+        .map_err(limit)?;
         if let Some(c) = plan.cases.iter().find(|c| c.launch_shape() != plan.shape) {
             return Err(Error::Input(format!(
                 "--plan {}: case {} ({}) does not belong to this launch's shape ({})",

@@ -10,7 +10,7 @@
 //! devices per node, topology, binding, placement, GEMM threads) form one launch.
 
 use super::LaunchPlan;
-use crate::config::{Axis, AxisValue, SpecError, SweepSpec};
+use crate::config::{limits, Axis, AxisValue, SpecError, SweepSpec};
 use crate::params::{
     BackendKind, Binding, CaseParams, Collect, Dtype, LaunchShape, MatmulShape, Placement,
     ReduceOp, Scaling, Timing, Topology, Workload,
@@ -237,7 +237,23 @@ pub fn expand(spec: &SweepSpec) -> Result<SweepPlan, SpecError> {
     dims.extend(implicit_dims(spec));
     dims.sort_by_key(|d| d.axes.iter().map(|a| order(*a)).min().unwrap_or(usize::MAX));
     let radix: Vec<usize> = dims.iter().map(|d| d.tuples.len()).collect();
-    let total: usize = radix.iter().product();
+    let combinations: u128 = radix.iter().map(|r| *r as u128).product();
+    if combinations > limits::MAX_COMBINATIONS {
+        let biggest = dims
+            .iter()
+            .max_by_key(|d| d.tuples.len())
+            .and_then(|d| d.axes.first().copied())
+            .unwrap_or(Axis::Sizes);
+        return Err(spec.error_at(
+            biggest,
+            format!(
+                "the axes multiply to {combinations} combinations, above the limit of {}: split the study into several specs, use [[zip]] groups, or give fewer values (limits are listed in README.md, \"Limits\")",
+                limits::MAX_COMBINATIONS
+            ),
+        ));
+    }
+    let total = combinations as usize;
+    let mut cases_so_far = 0usize;
     let mut idx = vec![0usize; dims.len()];
     let mut seen: HashSet<u64> = HashSet::new();
     let mut launches: Vec<LaunchPlan> = Vec::new();
@@ -269,6 +285,23 @@ pub fn expand(spec: &SweepSpec) -> Result<SweepPlan, SpecError> {
         let id = crate::params::fnv1a64(case.canonical().as_bytes());
         if !seen.insert(id) {
             continue;
+        }
+        limits::shape(
+            p.nodes,
+            p.ranks_per_node,
+            p.threads,
+            ["nodes", "ranks_per_node", "threads_per_device"],
+        )
+        .map_err(|m| spec.error_at(Axis::RanksPerNode, m))?;
+        cases_so_far += 1;
+        if cases_so_far > limits::MAX_CASES {
+            return Err(spec.error_at(
+                Axis::Sizes,
+                format!(
+                    "the spec expands to more than {} cases (the limit of one plan): split it into several specs, or [[exclude]] combinations (limits are listed in README.md, \"Limits\")",
+                    limits::MAX_CASES
+                ),
+            ));
         }
         let devices = p.nodes * p.ranks_per_node;
         if p.workload.has_root() && p.root >= devices {
@@ -307,6 +340,17 @@ pub fn expand(spec: &SweepSpec) -> Result<SweepPlan, SpecError> {
             launches.len() - 1
         });
         launches[at].cases.push(case);
+    }
+    if launches.is_empty() {
+        return Err(SpecError {
+            path: spec.path.clone(),
+            line: 1,
+            column: 1,
+            key: Some("exclude".into()),
+            message: format!(
+                "the [[exclude]] rules drop all {combinations} combination(s), so there is nothing to run: exclude less"
+            ),
+        });
     }
     Ok(SweepPlan { launches })
 }

@@ -185,6 +185,15 @@ impl Table {
 }
 
 fn csv_field(out: &mut String, s: &str) {
+    // A spreadsheet runs text starting with = + - @ (or a tab/CR before one) as a formula
+    // ("CSV injection"): such text, unless it is a number, gets a leading ' (OWASP's advice),
+    // which spreadsheets show as text. Numbers such as -1.5, and a lone "-" placeholder, stay.
+    if s.len() > 1 && s.starts_with(['=', '+', '-', '@', '\t', '\r']) && s.parse::<f64>().is_err() {
+        out.push_str("\"'");
+        out.push_str(&s.replace('"', "\"\""));
+        out.push('"');
+        return;
+    }
     if s.contains([',', '"', '\n', '\r']) || s.starts_with(' ') || s.ends_with(' ') {
         out.push('"');
         out.push_str(&s.replace('"', "\"\""));
@@ -720,6 +729,25 @@ mod tests {
         assert_eq!(rows[1], ["a,b", "0.1"]);
         assert_eq!(rows[2], ["say \"hi\"\nbye", "7"]);
         assert_eq!(rows[3], [" padded ", ""]);
+    }
+
+    #[test]
+    fn csv_cells_never_start_a_formula() {
+        let mut t = Table::new(&["label", "value"]);
+        for text in ["=1+2", "+cmd|' /C calc'!A0", "-2+3", "@SUM(A1)", "\t=x"] {
+            t.push(vec![Cell::text(text), Cell::Int(-3)]);
+        }
+        t.push(vec![Cell::text("-1.5"), Cell::num(-0.25, NumFmt::Sig)]);
+        let rows = parse_csv(&t.to_csv());
+        for (row, text) in
+            rows[1..6]
+                .iter()
+                .zip(["=1+2", "+cmd|' /C calc'!A0", "-2+3", "@SUM(A1)", "\t=x"])
+        {
+            assert_eq!(row[0], format!("'{text}"));
+            assert_eq!(row[1], "-3");
+        }
+        assert_eq!(rows[6], ["-1.5", "-0.25"]);
     }
 
     #[test]

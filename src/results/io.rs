@@ -48,6 +48,15 @@ pub enum ResultsError {
     },
     #[error("{path}: the file is empty (was the run killed before it wrote anything?): rerun, or `scalebench collect` its run directory")]
     Empty { path: PathBuf },
+    #[error("{path}: not a regular file (a FIFO, socket or device would be read forever or not at all): give a file")]
+    NotAFile { path: PathBuf },
+    #[error("{path}:{line}:{column}: not UTF-8 text (byte {byte} of the file): give the JSON file scalebench wrote")]
+    NotUtf8 {
+        path: PathBuf,
+        line: usize,
+        column: usize,
+        byte: usize,
+    },
 }
 
 impl ResultsError {
@@ -226,6 +235,29 @@ pub fn upsert<T>(v: &mut Vec<T>, item: T, key: impl Fn(&T) -> &String) {
     }
 }
 
+/// Reads an input file as text: only a regular file (opening a FIFO would block forever), and
+/// invalid UTF-8 is bad input located by line and column, not an I/O failure.
+pub fn read_input_text(file: &Path) -> Result<String, ResultsError> {
+    let meta = fs::metadata(file).map_err(|e| ResultsError::io(file, e))?;
+    if !meta.is_file() {
+        return Err(ResultsError::NotAFile {
+            path: file.to_path_buf(),
+        });
+    }
+    let bytes = fs::read(file).map_err(|e| ResultsError::io(file, e))?;
+    String::from_utf8(bytes).map_err(|e| {
+        let at = e.utf8_error().valid_up_to();
+        let good = String::from_utf8_lossy(&e.as_bytes()[..at]).into_owned();
+        let (line, column) = crate::config::line_col(&good, at);
+        ResultsError::NotUtf8 {
+            path: file.to_path_buf(),
+            line,
+            column,
+            byte: at + 1,
+        }
+    })
+}
+
 /// Reads a results file, or the `results.json` inside a run directory. Checks the format
 /// version before anything else so a newer file gets a clear message, not a field error.
 pub fn read_results(path: &Path) -> Result<ResultsFile, ResultsError> {
@@ -234,7 +266,7 @@ pub fn read_results(path: &Path) -> Result<ResultsFile, ResultsError> {
     } else {
         path.to_path_buf()
     };
-    let text = fs::read_to_string(&file).map_err(|e| ResultsError::io(&file, e))?;
+    let text = read_input_text(&file)?;
     parse_results(&file, &text)
 }
 
@@ -336,6 +368,57 @@ mod tests {
         assert!(e.to_string().contains("format_version"), "{e}");
         let e = read_results(Path::new("/nonexistent/dir/results.json")).unwrap_err();
         assert!(matches!(e, ResultsError::Missing { .. }));
+    }
+
+    #[test]
+    fn fifos_and_invalid_utf8_are_bad_input() {
+        let d = tmpdir("hostile");
+        let fifo = d.join("results.json");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: mkfifo with a valid C string.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        // Without the check this blocks forever in open().
+        let e = read_results(&d).unwrap_err();
+        assert!(matches!(e, ResultsError::NotAFile { .. }), "{e}");
+        let bad = d.join("bad.json");
+        fs::write(&bad, b"{\n  \"format_version\": \xff1}").unwrap();
+        let e = read_results(&bad).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                ResultsError::NotUtf8 {
+                    line: 2,
+                    column: 21,
+                    ..
+                }
+            ),
+            "{e}"
+        );
+        assert_eq!(crate::error::Error::from(e).exit_code(), 2);
+    }
+
+    #[test]
+    fn floats_round_trip_bit_exactly() {
+        // Sample-like values; serde_json's default float parser is off by one ULP for
+        // about one value in ten (results must equal their journal exactly).
+        let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+        let values: Vec<f64> = (0..20_000)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                let unit = (x >> 11) as f64 / (1u64 << 53) as f64;
+                1e-7 * 10f64.powf(unit * 8.0)
+            })
+            .collect();
+        let text = serde_json::to_string(&values).unwrap();
+        let back: Vec<f64> = serde_json::from_str(&text).unwrap();
+        let differ = values
+            .iter()
+            .zip(&back)
+            .filter(|(a, b)| a.to_bits() != b.to_bits())
+            .count();
+        assert_eq!(differ, 0, "{differ} of {} values changed", values.len());
     }
 
     #[test]

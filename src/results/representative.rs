@@ -402,6 +402,7 @@ mod tests {
                 }],
                 environment: BTreeMap::new(),
                 warnings: vec![],
+                gemm: None,
             }),
             unrepresentative: vec![],
         }

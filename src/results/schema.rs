@@ -5,7 +5,7 @@
 //! Compatibility: readers accept every `format_version` in [`READABLE_VERSIONS`]; a field added
 //! later must be optional (`#[serde(default)]`) so older files stay readable.
 
-use crate::params::{CaseParams, LaunchShape, Timing};
+use crate::params::{CaseParams, GemmChoice, GemmProvider, LaunchShape, Timing};
 use crate::stats::Summary;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -159,6 +159,31 @@ pub struct Provenance {
     /// Problems noticed with the set-up (e.g. affinity differs from the requested binding).
     #[serde(default)]
     pub warnings: Vec<String>,
+    /// The CPU GEMM provider of the launch (rank 0's; other ranks' differences are in
+    /// `warnings`). Absent on the CUDA backend and in launches without GEMM cases.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gemm: Option<GemmProvenance>,
+}
+
+/// Which CPU GEMM ran, and how it was set up.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GemmProvenance {
+    /// What was asked for (`--gemm`): `auto`, `blas` or `gemm-crate`.
+    pub requested: GemmChoice,
+    /// What ran: `blas` (the system CBLAS) or `gemm-crate`.
+    pub provider: GemmProvider,
+    /// The BLAS shared library that holds `cblas_sgemm` (resolved path), for `blas`.
+    #[serde(default)]
+    pub library: Option<String>,
+    /// The provider's version and build configuration, e.g. OpenBLAS's `openblas_get_config()`,
+    /// or `gemm crate 0.19 (AVX-512)`.
+    pub version: String,
+    /// CPU threads each device's GEMM was asked to use.
+    pub threads_per_device: u32,
+    /// The thread count the library reports after being told (`None`: it has no call scalebench
+    /// knows to ask or set it; the crate uses exactly `threads_per_device`).
+    #[serde(default)]
+    pub library_threads: Option<u32>,
 }
 
 /// The clock behind every time in the file.

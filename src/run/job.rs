@@ -2,15 +2,19 @@
 //!
 //! Every rank parses the same options (or reads the same launch plan) and expands the same
 //! cases; rank 0 alone writes. Order of events: check options (no MPI yet, nothing written) →
-//! MPI start → check the world the launcher gave us → assign nodes → compute each device's
-//! binding → start the backend → open the output (rank 0) → record provenance → run cases,
-//! appending each to the journal as it finishes → write `results.json` atomically.
+//! MPI start → start the watchdog (see [`crate::run::watchdog`]) → check the world the launcher
+//! gave us → agree on the output directory → assign nodes → compute each device's binding →
+//! start the backend → open the output (rank 0) → record provenance → run cases, appending each
+//! to the journal as it finishes → write `results.json` atomically. Every check that one rank
+//! alone could fail is agreed by all ranks (one collective on the outcome) before anyone acts,
+//! so no rank returns while the others wait for it.
 
 use crate::backend::cpu::CpuBackend;
 use crate::backend::{Backend, BackendError, DevicePlan};
 use crate::cli::RunArgs;
 use crate::comm::mpi::MpiComm;
 use crate::comm::HostComm;
+use crate::config::limits;
 use crate::error::{Error, Result, EXIT_CASES_FAILED, EXIT_OK};
 use crate::params::{BackendKind, Binding, CaseParams, LaunchShape, Placement, Topology};
 use crate::plan::{self, LaunchPlan, RunOptions};
@@ -18,17 +22,21 @@ use crate::report::console::{summary_line, TablePrinter};
 use crate::results::io::{
     new_results, write_results, Journal, JournalRecord, JOURNAL_FILE, RESULTS_FILE,
 };
+use crate::results::schema::CaseStatus;
 use crate::results::schema::{
-    CaseResult, DeviceTelemetry, HostInfo, LaunchRecord, LaunchStatus, Provenance, RankInfo,
-    RunInfo,
+    CaseResult, DeviceTelemetry, GemmProvenance, HostInfo, LaunchRecord, LaunchStatus, Provenance,
+    RankInfo, RunInfo,
 };
 use crate::results::{new_run_id, now_unix_s, representative};
+use crate::run::watchdog::Watchdog;
 use crate::topology::binding::{self, BindRequest, Reserved};
 use crate::topology::identity::{self, LauncherEnv, NodeLayout, RankFacts};
 use crate::topology::{self, affinity};
 use crate::workload::{self, RunSettings};
 use std::io::Write;
 use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 /// What a finished job reports to `main`.
 pub struct RunOutcome {
@@ -102,9 +110,23 @@ fn request(args: &RunArgs) -> Result<Request> {
     })
 }
 
+/// The watchdog's limit per case (and for the start-up) when `--op-timeout` is not given:
+/// generous, since the automatic iteration counts aim at `--time-budget` per case and warm-up,
+/// calibration and checks add a few times that.
+pub fn default_op_timeout_s(settings: &RunSettings) -> f64 {
+    600.0 + 20.0 * settings.policy.time_budget_s
+}
+
 /// Runs `scalebench run` in this process (one MPI rank).
 pub fn run(args: &RunArgs, argv: &[String]) -> Result<RunOutcome> {
     let req = request(args)?;
+    if let Some(t) = args.op_timeout {
+        limits::seconds("--op-timeout", t, "600").map_err(Error::Input)?;
+    }
+    let op_timeout = Duration::from_secs_f64(
+        args.op_timeout
+            .unwrap_or_else(|| default_op_timeout_s(&req.settings)),
+    );
     if req.backend == BackendKind::Cuda && !cfg!(feature = "cuda") {
         return Err(Error::Environment(
             "--backend cuda: this scalebench was built without CUDA support: rebuild with `cargo build --release --features cuda`".into(),
@@ -129,10 +151,49 @@ pub fn run(args: &RunArgs, argv: &[String]) -> Result<RunOutcome> {
     let world = universe.world();
     let comm = MpiComm::new(&world);
     let (rank, size) = (comm.rank(), comm.size());
-
-    // The world we got must be the world the launcher started.
+    identity::set_mpi_rank(rank);
+    let keep = Arc::new(Mutex::new(Kept::default()));
     let env = identity::launcher_env(|k| std::env::var(k).ok());
-    identity::check_world(&env, rank, size).map_err(Error::Environment)?;
+    let watchdog = Watchdog::start(
+        rank,
+        size,
+        env.source.is_some(),
+        (rank == 0).then(|| keep_on_expiry(&keep)),
+    );
+    watchdog.arm(
+        "the start-up (world check, node layout, backend)".into(),
+        op_timeout,
+    );
+
+    // The world we got must be the world the launcher started; every rank checks, all agree
+    // before anyone acts (a rank that returned alone would leave the others waiting forever).
+    agree_env(&comm, identity::check_world(&env, rank, size))?;
+
+    // Rank 0 names the output directory (a default one holds its clock's time); the watchdog
+    // of every rank reports there.
+    use std::os::unix::ffi::OsStrExt;
+    let run_id = new_run_id(now_unix_s());
+    let mut out_bytes = if comm.is_root() {
+        let dir = args
+            .out
+            .clone()
+            .unwrap_or_else(|| PathBuf::from("results").join(&run_id));
+        dir.as_os_str().as_bytes().to_vec()
+    } else {
+        Vec::new()
+    };
+    comm.broadcast_bytes(&mut out_bytes);
+    let out_dir = PathBuf::from(std::ffi::OsStr::from_bytes(&out_bytes));
+    if comm.is_root() {
+        // A file where the directory should be is the user's mistake (exit 2), not a crash.
+        if out_dir.exists() && !out_dir.is_dir() {
+            let msg = format!("--out {}: exists and is not a directory: give a directory (it is created if missing)", out_dir.display());
+            let _ = agree_input(&comm, Err::<(), _>(msg.clone()));
+            return Err(Error::Input(msg));
+        }
+    }
+    agree_input(&comm, Ok(()))?;
+    watchdog.set_report_dir(out_dir.join(".watchdog"));
 
     let layout = agree_layout(&comm, &req, &env)?;
     let shape = launch_shape(&req, &layout, size)?;
@@ -140,12 +201,21 @@ pub fn run(args: &RunArgs, argv: &[String]) -> Result<RunOutcome> {
         Cases::Options(o) => plan::expand(o, shape)?,
         Cases::Plan(c) => c.clone(),
     };
-    let (device_plan, notes) = agree_input(&comm, device_plan(&req, &shape, &layout, rank))?;
+    let (mut device_plan, notes) = agree_input(&comm, device_plan(&req, &shape, &layout, rank))?;
+    // Load a BLAS only where a case multiplies (it starts threads; collectives need none).
+    device_plan.gemm = cases
+        .iter()
+        .any(|c| !c.workload.is_collective())
+        .then_some(req.settings.gemm);
 
     let job = Job {
         argv,
         quiet: args.quiet,
-        out: args.out.clone(),
+        run_id,
+        out_dir,
+        watchdog: &watchdog,
+        op_timeout,
+        keep: &keep,
         settings: &req.settings,
         launch_id: req.launch_id.clone().unwrap_or_else(|| shape.id()),
         comm: &comm,
@@ -169,6 +239,82 @@ pub fn run(args: &RunArgs, argv: &[String]) -> Result<RunOutcome> {
         #[cfg(not(feature = "cuda"))]
         BackendKind::Cuda => unreachable!("--backend cuda is rejected before MPI starts"),
     }
+}
+
+/// Makes every rank agree on a per-rank environment check (exit 2 everywhere, the failing
+/// ranks' messages printed by rank 0).
+fn agree_env(comm: &MpiComm, local: std::result::Result<(), String>) -> Result<()> {
+    workload::agree(comm, local.map_err(BackendError::Unsupported)).map_err(|e| match e {
+        workload::CaseError::Failed(m) | workload::CaseError::Skipped(m) => Error::Environment(m),
+    })
+}
+
+/// What rank 0 has finished, for the watchdog to keep if the job hangs.
+#[derive(Default)]
+struct Kept {
+    results_path: Option<PathBuf>,
+    journal_path: Option<PathBuf>,
+    run: Option<RunInfo>,
+    launch: Option<LaunchRecord>,
+    cases: Vec<CaseResult>,
+    /// The case running now: its parameters, start time, devices and ranks.
+    current: Option<(CaseParams, f64, u32, u32)>,
+}
+
+fn lock_kept(k: &Mutex<Kept>) -> std::sync::MutexGuard<'_, Kept> {
+    k.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Rank 0's last act when the watchdog fires: the stuck case recorded as `timeout` with the
+/// diagnosis, the launch as failed, results.json written with every finished case.
+fn keep_on_expiry(keep: &Arc<Mutex<Kept>>) -> crate::run::watchdog::OnExpiry {
+    let keep = Arc::clone(keep);
+    Box::new(move |what: &str, diagnosis: &str| {
+        let k = lock_kept(&keep);
+        let (path, run, mut launch) = (k.results_path.clone()?, k.run.clone()?, k.launch.clone()?);
+        let now = now_unix_s();
+        let mut cases = k.cases.clone();
+        let mut journal = k
+            .journal_path
+            .as_deref()
+            .and_then(|p| Journal::open(p).ok());
+        if let Some((params, t0, devices, ranks)) = &k.current {
+            let mut rec = crate::run::record(
+                params,
+                &launch.launch_id,
+                *t0,
+                now,
+                *devices,
+                *ranks,
+                Err(workload::CaseError::Failed(format!(
+                    "the watchdog ended the job: {what} did not finish in time: {diagnosis}"
+                ))),
+            );
+            rec.status = CaseStatus::Timeout;
+            if let Some(j) = &mut journal {
+                let _ = j.append(&JournalRecord::Case(Box::new(rec.clone())));
+            }
+            cases.push(rec);
+        }
+        launch.status = LaunchStatus::Failed;
+        launch.finished_unix_s = Some(now);
+        launch.wall_s = Some(now - launch.started_unix_s);
+        launch.stderr_tail = Some(format!("watchdog: {what}: {diagnosis}"));
+        if let Some(j) = &mut journal {
+            let _ = j.append(&JournalRecord::Launch(Box::new(launch.clone())));
+        }
+        let mut info = run;
+        info.written_unix_s = now;
+        write_results(&path, &new_results(info, vec![launch], cases)).ok()?;
+        Some(path.display().to_string())
+    })
+}
+
+/// A failure only rank 0 can see (writing the journal) while the others go on to the next
+/// collective: returning would leave them waiting, so the whole job ends (exit 4).
+fn fail_alone(e: Error) -> ! {
+    eprintln!("scalebench: error: {e}; ending the job (MPI_Abort, exit 4) so the other ranks do not wait for rank 0");
+    crate::run::watchdog::abort_job()
 }
 
 /// Makes every rank agree on a per-rank input check: an error anywhere is an input error
@@ -231,6 +377,7 @@ fn device_plan(
             local_indices,
             worker_cpus,
             threads_per_device: req.threads_per_device as usize,
+            gemm: None,
         },
         notes,
     ))
@@ -260,7 +407,11 @@ fn start_backend<B: Backend>(
 struct Job<'a> {
     argv: &'a [String],
     quiet: bool,
-    out: Option<PathBuf>,
+    run_id: String,
+    out_dir: PathBuf,
+    watchdog: &'a Watchdog,
+    op_timeout: Duration,
+    keep: &'a Arc<Mutex<Kept>>,
     settings: &'a RunSettings,
     launch_id: String,
     comm: &'a MpiComm,
@@ -279,11 +430,9 @@ impl Job<'_> {
 
         // Output: rank 0 creates it; everyone learns whether that worked.
         let started = now_unix_s();
-        let run_id = new_run_id(started);
-        let out_dir = self
-            .out
-            .clone()
-            .unwrap_or_else(|| PathBuf::from("results").join(&run_id));
+        // Rank 0's id, the one a default output directory is named after.
+        let run_id = self.run_id.clone();
+        let out_dir = self.out_dir.clone();
         let mut journal = None;
         let mut open_err = String::new();
         if comm.is_root() {
@@ -332,10 +481,20 @@ impl Job<'_> {
         };
         let append = |j: &mut Option<Journal>, rec: JournalRecord| -> Result<()> {
             match j {
-                Some(j) => j.append(&rec).map_err(Error::from),
+                Some(j) => j
+                    .append(&rec)
+                    .map_err(Error::from)
+                    .map_err(|e| fail_alone(e)),
                 None => Ok(()),
             }
         };
+        if comm.is_root() {
+            let mut k = lock_kept(self.keep);
+            k.results_path = Some(out_dir.join(RESULTS_FILE));
+            k.journal_path = Some(out_dir.join(JOURNAL_FILE));
+            k.run = Some(run_info.clone());
+            k.launch = Some(launch.clone());
+        }
         append(&mut journal, JournalRecord::Run(run_info.clone()))?;
         append(
             &mut journal,
@@ -378,11 +537,21 @@ impl Job<'_> {
         let mut table = TablePrinter::new();
         let mut results: Vec<CaseResult> = Vec::new();
         let mut any_failed = false;
+        self.watchdog.disarm();
         for params in self.cases {
             let mhz0 = topology::cpu_mhz(&clock_cpus);
             let t0 = now_unix_s();
+            if comm.is_root() {
+                lock_kept(self.keep).current =
+                    Some((params.clone(), t0, backend.total_devices(), size));
+            }
+            self.watchdog.arm(
+                format!("case {} ({})", params.id(), params.label()),
+                self.op_timeout,
+            );
             backend.telemetry_begin();
             let outcome = workload::run_case(&mut backend, comm, params, self.settings);
+            self.watchdog.disarm();
             let t1 = now_unix_s();
             let mhz1 = topology::cpu_mhz(&clock_cpus);
             let telemetry = backend.telemetry_end();
@@ -417,6 +586,10 @@ impl Job<'_> {
                 };
                 append(&mut journal, JournalRecord::Case(Box::new(rec.clone())))?;
                 print(table.push(&rec));
+                let mut k = lock_kept(self.keep);
+                k.cases.push(rec.clone());
+                k.current = None;
+                drop(k);
                 results.push(rec);
             }
         }
@@ -588,8 +761,9 @@ fn gather_provenance<B: Backend>(
     };
     let mut warnings = notes.to_vec();
     warnings.extend(backend.warnings());
-    let payload =
-        serde_json::to_vec(&(me, topology::host_info(), warnings)).expect("rank info serialises");
+    let gemm = backend.gemm_provenance();
+    let payload = serde_json::to_vec(&(me, topology::host_info(), warnings, gemm))
+        .expect("rank info serialises");
     let all = comm.gather_bytes(&payload);
     if !comm.is_root() {
         return None;
@@ -597,14 +771,36 @@ fn gather_provenance<B: Backend>(
     let mut ranks = Vec::new();
     let mut hosts: Vec<HostInfo> = Vec::new();
     let mut warnings = Vec::new();
+    let mut gemm_by_rank = Vec::new();
     for b in all {
-        let (r, h, w): (RankInfo, HostInfo, Vec<String>) =
+        let (r, h, w, g): (RankInfo, HostInfo, Vec<String>, Option<GemmProvenance>) =
             serde_json::from_slice(&b).expect("rank info from our own ranks");
         if !hosts.iter().any(|x| x.host == h.host) {
             hosts.push(h);
         }
         ranks.push(r);
         warnings.extend(w);
+        gemm_by_rank.push(g);
+    }
+    // Rank 0's provider is recorded; a rank that multiplies differently is a set-up problem.
+    let gemm = gemm_by_rank.first().cloned().flatten();
+    for (r, g) in gemm_by_rank.iter().enumerate().skip(1) {
+        if *g != gemm {
+            let show = |g: &Option<GemmProvenance>| {
+                g.as_ref().map_or("no GEMM provider".to_string(), |g| {
+                    format!(
+                        "{} ({})",
+                        g.provider,
+                        g.library.as_deref().unwrap_or(&g.version)
+                    )
+                })
+            };
+            warnings.push(format!(
+                "rank {r} multiplies with {}, rank 0 with {}: their GEMM rates are not comparable",
+                show(g),
+                show(&gemm)
+            ));
+        }
     }
     let (major, minor) = mpi::environment::version();
     Some(Provenance {
@@ -624,5 +820,6 @@ fn gather_provenance<B: Backend>(
         hosts,
         environment: topology::captured_environment(std::env::vars()),
         warnings,
+        gemm,
     })
 }

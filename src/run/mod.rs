@@ -3,6 +3,8 @@
 
 #[cfg(feature = "mpi")]
 pub mod job;
+#[cfg(feature = "mpi")]
+pub mod watchdog;
 
 use crate::params::CaseParams;
 use crate::results::schema::{CaseResult, CaseStatus};

@@ -26,7 +26,16 @@ pub struct LauncherEnv {
 /// Reads launcher variables through `get` (the process environment in production).
 pub fn launcher_env(get: impl Fn(&str) -> Option<String>) -> LauncherEnv {
     let num = |k: &str| get(k).and_then(|v| v.trim().parse::<u32>().ok());
-    if let Some(rank) = num("SLURM_PROCID") {
+    // `mpirun` inside a Slurm allocation inherits the allocation's SLURM_PROCID (0 on every
+    // rank) and SLURM_NTASKS: the innermost launcher is OpenMPI's, so its variables win when
+    // its launcher (the ORTE HNP) started us or when the two disagree. Under `srun` direct
+    // launch the OpenMPI variables, if any, agree with Slurm's and Slurm's node ids are kept.
+    let ompi_rank = num("OMPI_COMM_WORLD_RANK");
+    let mpirun_started = ompi_rank.is_some()
+        && (get("OMPI_MCA_orte_hnp_uri").is_some()
+            || num("SLURM_PROCID") != ompi_rank
+            || num("SLURM_NTASKS").is_some_and(|n| Some(n) != num("OMPI_COMM_WORLD_SIZE")));
+    if let Some(rank) = num("SLURM_PROCID").filter(|_| !mpirun_started) {
         return LauncherEnv {
             source: Some("slurm"),
             rank: Some(rank),
@@ -67,10 +76,20 @@ pub fn launcher_env(get: impl Fn(&str) -> Option<String>) -> LauncherEnv {
     LauncherEnv::default()
 }
 
-/// The environment's rank, if a launcher set one (used before MPI starts, e.g. to print an
-/// option error once instead of once per rank).
+static MPI_RANK: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
+
+/// Records this process's MPI rank once MPI has started (it outranks the environment's).
+pub fn set_mpi_rank(rank: u32) {
+    let _ = MPI_RANK.set(rank);
+}
+
+/// This process's rank: MPI's once known, else the environment's, if a launcher set one (used
+/// to print an error once instead of once per rank).
 pub fn env_rank() -> Option<u32> {
-    launcher_env(|k| std::env::var(k).ok()).rank
+    MPI_RANK
+        .get()
+        .copied()
+        .or_else(|| launcher_env(|k| std::env::var(k).ok()).rank)
 }
 
 /// Checks the world MPI reports against what the launcher started.
@@ -302,6 +321,40 @@ mod tests {
             (Some("torchrun"), Some(2), Some(0))
         );
         assert_eq!(env(&[]), LauncherEnv::default());
+    }
+
+    #[test]
+    fn mpirun_inside_a_slurm_allocation_is_openmpi() {
+        // The reproduction: rank 1 of `mpirun -np 2` inside `salloc -n 2`.
+        let e = env(&[
+            ("SLURM_PROCID", "0"),
+            ("SLURM_NTASKS", "2"),
+            ("OMPI_COMM_WORLD_RANK", "1"),
+            ("OMPI_COMM_WORLD_SIZE", "2"),
+            ("OMPI_MCA_orte_hnp_uri", "1.0;tcp://127.0.0.1:1"),
+        ]);
+        assert_eq!(
+            (e.source, e.rank, e.size),
+            (Some("openmpi"), Some(1), Some(2))
+        );
+        assert!(check_world(&e, 1, 2).is_ok());
+        // Rank 0 of the same job: the Slurm variables happen to agree, mpirun still wins.
+        let e = env(&[
+            ("SLURM_PROCID", "0"),
+            ("SLURM_NTASKS", "4"),
+            ("OMPI_COMM_WORLD_RANK", "0"),
+            ("OMPI_COMM_WORLD_SIZE", "2"),
+        ]);
+        assert_eq!((e.source, e.size), (Some("openmpi"), Some(2)));
+        // srun direct launch, where OpenMPI's variables (if set) agree: Slurm's are kept.
+        let e = env(&[
+            ("SLURM_PROCID", "1"),
+            ("SLURM_NTASKS", "2"),
+            ("SLURM_NODEID", "1"),
+            ("OMPI_COMM_WORLD_RANK", "1"),
+            ("OMPI_COMM_WORLD_SIZE", "2"),
+        ]);
+        assert_eq!((e.source, e.node_id), (Some("slurm"), Some(1)));
     }
 
     #[test]

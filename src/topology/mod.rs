@@ -159,6 +159,12 @@ const ENV_PREFIXES: &[&str] = &[
     "ROCR_",
     "SCALEBENCH_",
     "MPI_",
+    // BLAS settings (e.g. OPENBLAS_CORETYPE picks the GEMM kernels: a factor of 2 here).
+    "OPENBLAS_",
+    "GOTO_",
+    "MKL_",
+    "BLIS_",
+    "FLEXIBLAS",
 ];
 /// Launcher internals (session directories, rendezvous URIs, per-rank ids): not settings.
 const ENV_INTERNAL: &[&str] = &[

@@ -14,7 +14,7 @@ pub mod pattern;
 use crate::backend::{Backend, BackendError};
 use crate::comm::HostComm;
 use crate::measure::IterPolicy;
-use crate::params::{CaseParams, Workload};
+use crate::params::{CaseParams, GemmChoice, Workload};
 use crate::results::schema::{PhaseResult, TimingResult};
 
 /// Settings shared by all cases of a launch.
@@ -23,6 +23,10 @@ pub struct RunSettings {
     pub policy: IterPolicy,
     /// Validated iterations after timing (`--check`); 0 disables validation.
     pub check_iters: u32,
+    /// CPU GEMM provider (`--gemm`, spec `run.gemm`); plans written before it existed read
+    /// as `auto`.
+    #[serde(default)]
+    pub gemm: GemmChoice,
 }
 
 /// What a case produced. `timing` and `phases` are filled at rank 0 only; everything else is

@@ -89,6 +89,18 @@ pub struct Provenance {
     pub hosts: Vec<Host>,
     pub environment: BTreeMap<String, String>,
     pub warnings: Vec<String>,
+    pub gemm: Option<Gemm>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Gemm {
+    pub requested: String,
+    pub provider: String,
+    pub library: Option<String>,
+    pub version: String,
+    pub threads_per_device: u32,
+    pub library_threads: Option<u32>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -1,0 +1,11 @@
+//! CPU GEMM providers behind one interface: the `gemm` crate compiled in, and the system
+//! CBLAS opened at run time. `--gemm auto|blas|gemm-crate` picks one per launch
+//! ([`set_up`]); the choice and the library's identity go into the results' provenance.
+
+pub mod blas;
+pub mod crate_provider;
+mod engine;
+
+pub use blas::{Blas, CblasScalar, LoadError};
+pub use crate_provider::CrateGemm;
+pub use engine::{set_up, GemmEngine, GemmSetup};

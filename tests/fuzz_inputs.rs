@@ -1,0 +1,620 @@
+//! Fuzz-style robustness (issue 13): thousands of random specs and command lines, from a
+//! seeded generator, go through the parser and planner in-process, and a few hundred through
+//! the real binary (`plan`, `sweep --dry-run`). Whatever the input: no panic, no hang (each
+//! input is timed), exit 0 or 2, and nothing written.
+//!
+//! The generator mixes well-formed values with the hostile ones of the issue's campaign
+//! (overflowing counts, NaN/inf/1e308 seconds, control characters, shell syntax, empty and
+//! huge lists, wrong types, unknown keys) and byte-level mutations of the example specs. A
+//! failure prints the seed and the input, so it can be replayed.
+
+mod common;
+
+use clap::Parser;
+use common::{bin, tmpdir};
+use scalebench::cli::{Cli, Command};
+use scalebench::params::LaunchShape;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+/// xorshift64*: small, seeded, reproducible.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n.max(1) as u64) as usize
+    }
+    fn pick<T: Copy>(&mut self, v: &[T]) -> T {
+        v[self.below(v.len())]
+    }
+    fn chance(&mut self, percent: usize) -> bool {
+        self.below(100) < percent
+    }
+}
+
+const AXIS_KEYS: &[&str] = &[
+    "backend",
+    "nodes",
+    "ranks_per_node",
+    "devices_per_node",
+    "topology",
+    "binding",
+    "placement",
+    "threads_per_device",
+    "workloads",
+    "workload",
+    "sizes",
+    "size",
+    "dtypes",
+    "ops",
+    "roots",
+    "timing",
+    "in_place",
+    "dims",
+    "scaling",
+    "batch",
+    "collect",
+    "nodez",
+    "",
+];
+
+const WORDS: &[&str] = &[
+    "cpu",
+    "cuda",
+    "pure",
+    "hybrid",
+    "none",
+    "core",
+    "numa",
+    "socket",
+    "gpu",
+    "fill",
+    "round_robin",
+    "allreduce",
+    "reduce",
+    "broadcast",
+    "allgather",
+    "reduce_scatter",
+    "alltoall",
+    "matmul",
+    "batch_matmul",
+    "f32",
+    "f64",
+    "i32",
+    "f16",
+    "sum",
+    "prod",
+    "min",
+    "max",
+    "avg",
+    "pipelined",
+    "isolated",
+    "both",
+    "yes",
+    "no",
+    "weak",
+    "strong",
+    "gather",
+    "8B",
+    "4KiB",
+    "1MiB",
+    "1GiB",
+    "2TiB",
+    "1MB",
+    "8B:1MiB:x2",
+    "8B:1GiB:+8B",
+    "1:0:+0",
+    "64:64:x1",
+    "0B",
+    "-4",
+    "1024x1024x1024",
+    "0x1x1",
+    "1048577",
+    "first_per_numa",
+    "0-1",
+    "$(touch PWNED)",
+    "`id`",
+    "a;b",
+    "=1+2",
+    "@SUM(A1)",
+    "x\u{1b}[31my",
+    "nul\u{0}byte",
+    "é",
+    "",
+];
+
+const INTS: &[i64] = &[
+    -1,
+    0,
+    1,
+    2,
+    3,
+    4,
+    7,
+    64,
+    1024,
+    1025,
+    65_536,
+    65_537,
+    100_000,
+    1 << 31,
+    1 << 32,
+    i64::MAX,
+    i64::MIN,
+];
+
+const FLOATS: &[&str] = &[
+    "nan",
+    "inf",
+    "-inf",
+    "1e308",
+    "-0.0",
+    "0.0",
+    "0.02",
+    "0.5",
+    "3.0",
+    "2592001.0",
+];
+
+fn toml_string(s: &str) -> String {
+    let mut out = String::from("\"");
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            c if c.is_control() => out.push_str(&format!("\\u{:04X}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+fn scalar(r: &mut Rng) -> String {
+    match r.below(10) {
+        0..=3 => toml_string(r.pick(WORDS)),
+        4..=6 => r.pick(INTS).to_string(),
+        7 => r.pick(FLOATS).to_string(),
+        8 => (r.below(2) == 0).to_string(),
+        _ => "{ a = 1 }".to_string(),
+    }
+}
+
+fn value(r: &mut Rng) -> String {
+    match r.below(4) {
+        0 | 1 => scalar(r),
+        2 => {
+            let n = r.below(5);
+            let items: Vec<String> = (0..n).map(|_| scalar(r)).collect();
+            format!("[{}]", items.join(", "))
+        }
+        _ => {
+            // A list of one kind, as real specs have.
+            let n = 1 + r.below(6);
+            let w = r.below(WORDS.len());
+            let items: Vec<String> = (0..n)
+                .map(|i| {
+                    if r.chance(50) {
+                        toml_string(WORDS[(w + i) % WORDS.len()])
+                    } else {
+                        (1 + r.below(8)).to_string()
+                    }
+                })
+                .collect();
+            format!("[{}]", items.join(", "))
+        }
+    }
+}
+
+fn table(r: &mut Rng, keys: &[&str], max: usize) -> String {
+    let mut s = String::new();
+    for _ in 0..r.below(max + 1) {
+        s.push_str(&format!("{} = {}\n", r.pick(keys), value(r)));
+    }
+    s
+}
+
+/// Values each axis accepts, for specs that are mostly right (so planning goes deep).
+fn valid_values(axis: &str) -> &'static [&'static str] {
+    match axis {
+        "nodes" | "ranks_per_node" | "threads_per_device" | "batch" => &["1", "2", "3"],
+        "roots" => &["0", "1"],
+        "sizes" => &["\"64\"", "\"4KiB\"", "\"8B:1KiB:x4\"", "1024"],
+        "workloads" => &[
+            "\"allreduce\"",
+            "\"reduce\"",
+            "\"broadcast\"",
+            "\"allgather\"",
+            "\"matmul\"",
+            "\"batch_matmul\"",
+        ],
+        "dtypes" => &["\"f32\"", "\"f64\"", "\"i32\""],
+        "ops" => &["\"sum\"", "\"max\"", "\"avg\""],
+        "timing" => &["\"pipelined\"", "\"isolated\""],
+        "in_place" => &["true", "false", "\"both\""],
+        "dims" => &["64", "\"8x16x32\""],
+        "scaling" => &["\"weak\"", "\"strong\""],
+        "collect" => &["\"gather\"", "\"reduce\""],
+        "topology" => &["\"pure\"", "\"hybrid\""],
+        "placement" => &["\"fill\"", "\"round_robin\""],
+        _ => &["\"none\""],
+    }
+}
+
+/// A spec that is valid but for, sometimes, one hostile value.
+fn mostly_valid_spec(r: &mut Rng) -> String {
+    const AXES: &[&str] = &[
+        "nodes",
+        "ranks_per_node",
+        "threads_per_device",
+        "batch",
+        "roots",
+        "sizes",
+        "workloads",
+        "dtypes",
+        "ops",
+        "timing",
+        "in_place",
+        "dims",
+        "scaling",
+        "collect",
+        "topology",
+        "placement",
+    ];
+    let mut s = format!("name = {}\n[axes]\n", toml_string(r.pick(WORDS)));
+    let mut used = Vec::new();
+    for _ in 0..1 + r.below(5) {
+        let a = r.pick(AXES);
+        if used.contains(&a) {
+            continue;
+        }
+        used.push(a);
+        let vals = valid_values(a);
+        let n = 1 + r.below(3);
+        let mut items: Vec<String> = (0..n).map(|_| r.pick(vals).to_string()).collect();
+        items.dedup();
+        if r.chance(15) {
+            items[0] = scalar(r);
+        }
+        s.push_str(&format!("{a} = [{}]\n", items.join(", ")));
+    }
+    if r.chance(30) {
+        s.push_str(&format!(
+            "[[exclude]]\n{} = {}\n",
+            used[0],
+            r.pick(valid_values(used[0]))
+        ));
+    }
+    s.push_str("[launch]\noversubscribe = true\n");
+    if r.chance(30) {
+        s.push_str(&format!("timeout_s = {}\n", r.pick(FLOATS)));
+    }
+    s
+}
+
+/// A random spec: mostly the spec's own structure with random, often hostile, values.
+fn random_spec(r: &mut Rng, examples: &[String]) -> String {
+    if r.chance(35) {
+        return mostly_valid_spec(r);
+    }
+    if r.chance(20) && !examples.is_empty() {
+        // Byte-level mutations of a real spec.
+        let mut b = examples[r.below(examples.len())].clone().into_bytes();
+        for _ in 0..1 + r.below(4) {
+            let at = r.below(b.len().max(1));
+            match r.below(3) {
+                0 if !b.is_empty() => {
+                    b.remove(at.min(b.len() - 1));
+                }
+                1 => b.insert(at.min(b.len()), r.pick(b"[]=\"'0x9,\n#:{}\\\x1b")),
+                _ if !b.is_empty() => {
+                    let i = at.min(b.len() - 1);
+                    b[i] = r.next() as u8;
+                }
+                _ => {}
+            }
+        }
+        return String::from_utf8_lossy(&b).into_owned();
+    }
+    let mut s = String::new();
+    if r.chance(70) {
+        s.push_str(&format!("name = {}\n", toml_string(r.pick(WORDS))));
+    }
+    if r.chance(20) {
+        s.push_str(&format!(
+            "[labels]\n{} = {}\n",
+            r.pick(&["a", "b c", "k"]),
+            scalar(r)
+        ));
+    }
+    if r.chance(85) {
+        s.push_str("[axes]\n");
+        // Keys must be unique inside a table for TOML to parse; duplicates still test that.
+        let mut used = Vec::new();
+        for _ in 0..r.below(6) {
+            let k = r.pick(AXIS_KEYS);
+            if used.contains(&k) && r.chance(90) {
+                continue;
+            }
+            used.push(k);
+            let key = if k.is_empty() { "\"\"" } else { k };
+            s.push_str(&format!("{key} = {}\n", value(r)));
+        }
+    }
+    for _ in 0..r.below(3) {
+        s.push_str("[[zip]]\n");
+        s.push_str(&table(r, AXIS_KEYS, 3));
+    }
+    for _ in 0..r.below(3) {
+        s.push_str("[[exclude]]\n");
+        s.push_str(&table(r, AXIS_KEYS, 2));
+    }
+    if r.chance(50) {
+        s.push_str("[run]\n");
+        s.push_str(&table(
+            r,
+            &[
+                "iters",
+                "warmup",
+                "time_budget_s",
+                "batches",
+                "check",
+                "itres",
+            ],
+            3,
+        ));
+    }
+    if r.chance(50) {
+        s.push_str("[launch]\n");
+        s.push_str(&table(
+            r,
+            &[
+                "oversubscribe",
+                "timeout_s",
+                "op_timeout_s",
+                "mpirun_args",
+                "reserved_cores",
+            ],
+            3,
+        ));
+        if r.chance(30) {
+            s.push_str(&format!(
+                "[launch.env]\n{} = {}\n",
+                r.pick(&["A", "1X", "B_C", "a b"]),
+                scalar(r)
+            ));
+        }
+    }
+    s
+}
+
+fn examples() -> Vec<String> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples");
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "toml"))
+        .map(|p| std::fs::read_to_string(p).unwrap())
+        .collect();
+    v.sort();
+    v
+}
+
+/// Runs `f` and fails, naming the input, on a panic or when it takes more than 5 s.
+fn guarded<T>(what: &str, input: &str, f: impl FnOnce() -> T) -> T {
+    let t0 = Instant::now();
+    let out = catch_unwind(AssertUnwindSafe(f))
+        .unwrap_or_else(|_| panic!("{what} panicked on:\n{input}"));
+    assert!(
+        t0.elapsed() < Duration::from_secs(5),
+        "{what} took {:?} on:\n{input}",
+        t0.elapsed()
+    );
+    out
+}
+
+#[test]
+fn thousands_of_random_specs_never_panic_or_hang() {
+    let examples = examples();
+    let mut r = Rng(0x5CA1_EBE7_C40D_0013);
+    let (mut planned, mut refused) = (0, 0);
+    let path = Path::new("fuzz.toml");
+    for i in 0..4000 {
+        let text = random_spec(&mut r, &examples);
+        let input = format!("(spec {i})\n{text}");
+        let parsed = guarded("config::parse", &input, || {
+            scalebench::config::parse(path, &text)
+        });
+        let Ok(spec) = parsed else {
+            let e = parsed.unwrap_err();
+            // Every refusal is located in the file.
+            assert!(e.to_string().starts_with("fuzz.toml:"), "{e}\n{input}");
+            refused += 1;
+            continue;
+        };
+        let plan = guarded("sweep::expand", &input, || {
+            scalebench::plan::sweep::expand(&spec)
+        });
+        match plan {
+            Ok(plan) => {
+                planned += 1;
+                assert!(
+                    plan.case_count() > 0,
+                    "an empty plan was accepted:\n{input}"
+                );
+                assert!(plan.case_count() <= scalebench::config::limits::MAX_CASES);
+                guarded("check_local", &input, || {
+                    let _ = scalebench::plan::sweep::check_local(&spec, &plan, 2);
+                    let text = scalebench::launch::describe(&spec.name, path, &plan, true);
+                    assert!(!text.contains('\u{1b}'), "raw ESC in plan output:\n{input}");
+                });
+            }
+            Err(e) => {
+                assert!(e.to_string().starts_with("fuzz.toml:"), "{e}\n{input}");
+                refused += 1;
+            }
+        }
+    }
+    eprintln!("random specs: {planned} planned, {refused} refused");
+    // The generator must exercise both paths, or the test proves little.
+    assert!(
+        planned > 200 && refused > 200,
+        "planned {planned}, refused {refused}"
+    );
+}
+
+const RUN_OPTIONS: &[(&str, &[&str])] = &[
+    (
+        "--sizes",
+        &[
+            "8B",
+            "8B:4MiB:x4",
+            "2TiB",
+            "-4",
+            "1:0:+0",
+            "8B:1GiB:+1B",
+            "12Q",
+            "",
+        ],
+    ),
+    ("--workload", &["allreduce", "matmul,allreduce", "nope", ""]),
+    ("--dtype", &["f32", "f64,i32", "f8"]),
+    ("--op", &["sum", "max,min", "/tmp/out"]),
+    ("--root", &["0", "3", "-1", "4294967296"]),
+    ("--dims", &["1024", "2x3x4", "0", "1048577", "x"]),
+    ("--batch", &["4", "0", "1048577", "-1"]),
+    ("--iters", &["1", "0", "100000001", "4294967296"]),
+    ("--warmup", &["0", "4294967295"]),
+    ("--time-budget", &["0.5", "-1", "nan", "inf", "1e308", "0"]),
+    ("--batches", &["0", "20"]),
+    ("--check", &["0", "1", "4294967295"]),
+    ("--nodes", &["1", "2", "0", "65537", "4294967295"]),
+    ("--devices-per-node", &["1", "0", "1025", "100000"]),
+    ("--threads-per-device", &["1", "0", "1025", "100000"]),
+    ("--topology", &["pure", "hybrid", "mixed"]),
+    ("--placement", &["fill", "round_robin", "zigzag"]),
+    ("--binding", &["none", "core", "elbow"]),
+    ("--in-place", &["both", "yes", "maybe"]),
+    ("--timing", &["pipelined", "isolated,pipelined", "slow"]),
+    ("--op-timeout", &["600", "0", "-1", "nan", "1e308"]),
+    (
+        "--reserved-cores",
+        &["", "0", "first_per_numa", "9999999999", "a-b"],
+    ),
+    ("--fault", &["hang", "explode"]),
+];
+
+#[test]
+fn thousands_of_random_run_command_lines_never_panic() {
+    let mut r = Rng(0xC11_0013);
+    let mut accepted = 0;
+    for i in 0..5000 {
+        let mut argv = vec!["scalebench".to_string(), "run".to_string()];
+        for _ in 0..r.below(6) {
+            let (opt, vals) = r.pick(RUN_OPTIONS);
+            argv.push(opt.to_string());
+            argv.push(r.pick(vals).to_string());
+        }
+        let input = format!("(command line {i}) {argv:?}");
+        let parsed = guarded("Cli::try_parse_from", &input, || Cli::try_parse_from(&argv));
+        let Ok(cli) = parsed else {
+            assert_eq!(parsed.unwrap_err().exit_code(), 2, "{input}");
+            continue;
+        };
+        let Command::Run(a) = cli.command else {
+            panic!("{input}: not run")
+        };
+        let opts = guarded("RunOptions::from_args", &input, || {
+            scalebench::plan::RunOptions::from_args(&a)
+        });
+        let Ok(opts) = opts else {
+            assert_eq!(opts.err().unwrap().exit_code(), 2, "{input}");
+            continue;
+        };
+        accepted += 1;
+        let shape = LaunchShape {
+            backend: a.backend,
+            topology: a.topology,
+            nodes: a.nodes.unwrap_or(1).max(1),
+            devices_per_node: a.devices_per_node.unwrap_or(2).max(1),
+            binding: a.binding,
+            placement: a.placement,
+        };
+        let cases = guarded("plan::expand", &input, || {
+            scalebench::plan::expand(&opts, shape)
+        });
+        if let Ok(c) = cases {
+            assert!(c.len() <= scalebench::config::limits::MAX_CASES, "{input}");
+        }
+    }
+    eprintln!("random run command lines: {accepted} of 5000 accepted");
+    assert!(
+        accepted > 100,
+        "only {accepted} command lines were accepted"
+    );
+}
+
+#[test]
+fn hundreds_of_random_specs_through_the_binary() {
+    let examples = examples();
+    let mut r = Rng(0xB1_0013);
+    let dir = tmpdir("fuzz-bin");
+    let mut codes = [0usize; 3];
+    for i in 0..300 {
+        let case = dir.join(format!("c{i}"));
+        std::fs::create_dir_all(&case).unwrap();
+        let spec = case.join("spec.toml");
+        let text = random_spec(&mut r, &examples);
+        std::fs::write(&spec, &text).unwrap();
+        let out = case.join("out");
+        let mut args: Vec<String> = if r.chance(50) {
+            vec!["plan".into(), spec.display().to_string(), "--cases".into()]
+        } else {
+            vec![
+                "sweep".into(),
+                spec.display().to_string(),
+                "--dry-run".into(),
+                "--out".into(),
+                out.display().to_string(),
+            ]
+        };
+        if args[0] == "sweep" && r.chance(40) {
+            args.push("--launch-timeout".into());
+            args.push(r.pick(FLOATS).to_string());
+        }
+        let t0 = Instant::now();
+        let o = std::process::Command::new("timeout")
+            .args(["-k", "2", "20", bin()])
+            .args(&args)
+            .output()
+            .unwrap();
+        let code = o.status.code().unwrap_or(-1);
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        let input = format!("(binary {i}) {args:?}\n{text}\n--- stderr\n{stderr}");
+        assert!(code == 0 || code == 2, "exit {code}: {input}");
+        assert!(!stderr.contains("panicked"), "{input}");
+        assert!(t0.elapsed() < Duration::from_secs(10), "{input}");
+        // Planning and dry runs write nothing.
+        let left: Vec<_> = std::fs::read_dir(&case)
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name())
+            .collect();
+        assert_eq!(left, vec![std::ffi::OsString::from("spec.toml")], "{input}");
+        if code == 2 {
+            assert!(stderr.contains("error"), "{input}");
+        }
+        codes[usize::from(code == 2)] += 1;
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    eprintln!("binary: {} exit 0, {} exit 2", codes[0], codes[1]);
+    assert!(codes[0] > 20 && codes[1] > 20, "{codes:?}");
+}

@@ -1,0 +1,778 @@
+//! Issue 13, the hostile-input campaign: each reproduction from the issue, run against the real
+//! binary (under real `mpirun` where the fault is an MPI one). Each test failed before its fix:
+//! a hang (bounded here by `timeout`), a panic (exit 101), a wrong exit code or a wrong file.
+
+mod common;
+
+use common::{bin, read_results, tmpdir, Ran};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// MPI jobs share 2 cores: one at a time.
+static MPI_LOCK: Mutex<()> = Mutex::new(());
+
+fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+/// `timeout LIMIT CMD...` with `env` set (nothing of the test's own launcher identity), so a
+/// hang shows as exit 124 instead of a stuck test.
+fn bounded(limit_s: u32, cmd_line: &[&str], env: &[(&str, &str)]) -> Ran {
+    let _g = MPI_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let mut cmd = Command::new("timeout");
+    cmd.args(["-k", "5", &limit_s.to_string()]).args(cmd_line);
+    cmd.env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
+    for k in [
+        "SLURM_PROCID",
+        "SLURM_NTASKS",
+        "SLURM_NODEID",
+        "SLURM_LOCALID",
+        "PMI_RANK",
+        "PMI_SIZE",
+        "RANK",
+        "WORLD_SIZE",
+        "LOCAL_RANK",
+    ] {
+        cmd.env_remove(k);
+    }
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let o = cmd.output().expect("start timeout/mpirun");
+    Ran {
+        code: o.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&o.stdout).replace('\0', ""),
+        stderr: String::from_utf8_lossy(&o.stderr).replace('\0', ""),
+    }
+}
+
+fn no_panic(r: &Ran) {
+    assert!(
+        r.code != 101 && !r.stderr.contains("panicked"),
+        "panic:\n{}",
+        r.stderr
+    );
+}
+
+const QUICK: &[&str] = &[
+    "-w",
+    "allreduce",
+    "--sizes",
+    "8B",
+    "--in-place",
+    "no",
+    "--time-budget",
+    "0.02",
+    "-q",
+];
+
+/// Item 1: `mpirun` inside a Slurm allocation inherits SLURM_PROCID=0 on every rank; the
+/// ranks disagreed on the world check and hung with no output.
+#[test]
+fn mpirun_inside_a_slurm_allocation_runs() {
+    let dir = tmpdir("hostile-salloc");
+    let out = dir.join("out");
+    let mut cl = vec![
+        "mpirun",
+        "-np",
+        "2",
+        "--oversubscribe",
+        bin(),
+        "run",
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    cl.extend_from_slice(QUICK);
+    let r = bounded(120, &cl, &[("SLURM_NTASKS", "2"), ("SLURM_PROCID", "0")]);
+    r.assert_code(0);
+    let res = read_results(&out);
+    assert_eq!(res.cases.len(), 1);
+    assert_eq!(res.cases[0].status, "ok");
+}
+
+/// Item 1 and "every per-rank decision is agreed": one rank fails the world check alone; all
+/// ranks stop with exit 2 and rank 0 prints that rank's sentence.
+#[test]
+fn a_rank_failing_the_world_check_alone_is_reported_by_rank_0() {
+    let dir = tmpdir("hostile-world");
+    let out = dir.join("out");
+    let mut app = vec![bin(), "run", "--out", out.to_str().unwrap()];
+    app.extend_from_slice(QUICK);
+    // MPMD: rank 1 loses OpenMPI's variables and claims (as Slurm) a 3-task job.
+    let mut cl = vec!["mpirun", "--oversubscribe", "-np", "1"];
+    cl.extend_from_slice(&app);
+    cl.extend_from_slice(&[
+        ":",
+        "-np",
+        "1",
+        "env",
+        "-u",
+        "OMPI_COMM_WORLD_RANK",
+        "-u",
+        "OMPI_COMM_WORLD_SIZE",
+        "SLURM_PROCID=1",
+        "SLURM_NTASKS=3",
+    ]);
+    cl.extend_from_slice(&app);
+    let t0 = Instant::now();
+    let r = bounded(60, &cl, &[]);
+    no_panic(&r);
+    r.assert_code(2);
+    assert!(t0.elapsed() < Duration::from_secs(50));
+    assert_eq!(
+        r.stderr
+            .matches("rank 1: the launcher (slurm) started 3")
+            .count(),
+        1,
+        "{}",
+        r.stderr
+    );
+    assert!(!out.join("results.json").exists());
+}
+
+/// The watchdog: rank 0 never arrives at the case's first collective; the job ends with exit
+/// 4 within the limit, names rank 0, and results.json keeps the case as `timeout`.
+#[test]
+fn the_watchdog_names_the_rank_that_had_not_arrived() {
+    let dir = tmpdir("hostile-watchdog");
+    let out = dir.join("out");
+    let mut cl = vec![
+        "mpirun",
+        "-np",
+        "2",
+        "--oversubscribe",
+        bin(),
+        "run",
+        "--out",
+        out.to_str().unwrap(),
+        "--fault",
+        "hang",
+        "--op-timeout",
+        "2",
+    ];
+    cl.extend_from_slice(QUICK);
+    let t0 = Instant::now();
+    let r = bounded(90, &cl, &[]);
+    r.assert_code(4);
+    assert!(t0.elapsed() < Duration::from_secs(60));
+    assert!(
+        r.stderr
+            .contains("rank(s) 0 had not arrived at control step"),
+        "{}",
+        r.stderr
+    );
+    assert!(r.stderr.contains("--op-timeout 2 s"), "{}", r.stderr);
+    let res = read_results(&out);
+    assert_eq!(res.cases.len(), 1);
+    assert_eq!(res.cases[0].status, "timeout");
+    assert!(res.cases[0]
+        .message
+        .as_deref()
+        .unwrap()
+        .contains("had not arrived"));
+    assert_eq!(res.launches[0].status, "failed");
+    assert!(
+        !out.join(".watchdog").exists(),
+        "state files are cleaned up"
+    );
+}
+
+/// The watchdog in a sweep (`[launch] op_timeout_s`): the finished case is kept, the stuck one
+/// is `timeout`, and the sweep goes on long before the launch's own time limit.
+#[test]
+fn a_sweep_keeps_what_finished_before_the_watchdog_fired() {
+    let dir = tmpdir("hostile-sweep-watchdog");
+    let spec = write(
+        &dir,
+        "wd.toml",
+        "[axes]\nranks_per_node = 2\nsizes = \"64\"\nin_place = \"no\"\nfault = [\"none\", \"hang\"]\n[run]\ntime_budget_s = 0.02\n[launch]\noversubscribe = true\ntimeout_s = 200\nop_timeout_s = 3\n",
+    );
+    let out = dir.join("out");
+    let t0 = Instant::now();
+    let r = bounded(
+        150,
+        &[
+            bin(),
+            "sweep",
+            spec.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+            "-q",
+        ],
+        &[],
+    );
+    r.assert_code(3);
+    assert!(t0.elapsed() < Duration::from_secs(90));
+    let res = read_results(&out);
+    assert_eq!(res.cases.len(), 2);
+    let by_fault = |f: Option<&str>| {
+        res.cases
+            .iter()
+            .find(|c| c.params.fault.as_deref() == f)
+            .unwrap()
+    };
+    assert_eq!(by_fault(None).status, "ok");
+    let stuck = by_fault(Some("hang"));
+    assert_eq!(stuck.status, "timeout");
+    assert!(
+        stuck
+            .message
+            .as_deref()
+            .unwrap()
+            .contains("rank(s) 0 had not arrived"),
+        "{:?}",
+        stuck.message
+    );
+}
+
+fn pids_with(needle: &str) -> Vec<u32> {
+    let mut v = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let cmdline = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
+        let text = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+        if text.contains(needle)
+            && !text.starts_with("mpirun")
+            && !text.starts_with("sh ")
+            && text.contains(" run ")
+        {
+            v.push(pid);
+        }
+    }
+    v
+}
+
+/// Item 1's last line: when the launcher dies, its ranks exit instead of spinning as orphans.
+#[test]
+fn ranks_exit_when_their_launcher_is_killed() {
+    let _g = MPI_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tmpdir("hostile-orphan");
+    let out = dir.join("out");
+    let mut child = Command::new("mpirun")
+        .args(["-np", "2", "--oversubscribe", bin(), "run", "--out"])
+        .arg(&out)
+        .args(["--fault", "hang", "--op-timeout", "600"])
+        .args(QUICK)
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let needle = out.to_str().unwrap().to_string();
+    let t0 = Instant::now();
+    // Wait until the case has started (rank 0 journaled the launch) and both ranks exist.
+    while !(out.join("journal.jsonl").exists() && pids_with(&needle).len() >= 2) {
+        assert!(
+            t0.elapsed() < Duration::from_secs(60),
+            "the job did not start"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let ranks = pids_with(&needle);
+    child.kill().unwrap(); // SIGKILL: mpirun cannot tell its ranks
+    child.wait().unwrap();
+    let t1 = Instant::now();
+    while ranks
+        .iter()
+        .any(|p| Path::new(&format!("/proc/{p}")).exists() && !zombie(*p))
+    {
+        if t1.elapsed() > Duration::from_secs(15) {
+            for p in &ranks {
+                // SAFETY: ends the processes this test started.
+                unsafe { libc::kill(*p as i32, libc::SIGKILL) };
+            }
+            panic!("ranks {ranks:?} still run 15 s after their launcher died");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// The same for a rank whose launcher does not take its ranks down itself (OpenMPI's ranks
+/// notice a dead `mpirun`; a rank under a dead `srun` step or another launcher may not): a
+/// shell stands in for the launcher's process on the node (Slurm variables say there is one);
+/// SIGKILL it, and the rank, stuck in a case, must exit on its own.
+#[test]
+fn a_rank_exits_when_its_launcher_process_dies() {
+    let _g = MPI_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tmpdir("hostile-orphan-step");
+    let out = dir.join("out");
+    let script = format!(
+        "{} run --out {} --fault hang --op-timeout 600 {} & wait",
+        bin(),
+        out.display(),
+        QUICK.join(" ")
+    );
+    let mut shell = Command::new("sh")
+        .args(["-c", &script])
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .env("SLURM_PROCID", "0")
+        .env("SLURM_NTASKS", "1")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let needle = out.to_str().unwrap().to_string();
+    let t0 = Instant::now();
+    while !out.join("journal.jsonl").exists() || pids_with(&needle).is_empty() {
+        assert!(
+            t0.elapsed() < Duration::from_secs(60),
+            "the rank did not start"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let ranks: Vec<u32> = pids_with(&needle)
+        .into_iter()
+        .filter(|p| *p != shell.id())
+        .collect();
+    shell.kill().unwrap();
+    shell.wait().unwrap();
+    let t1 = Instant::now();
+    while ranks
+        .iter()
+        .any(|p| Path::new(&format!("/proc/{p}")).exists() && !zombie(*p))
+    {
+        if t1.elapsed() > Duration::from_secs(15) {
+            for p in &ranks {
+                // SAFETY: ends the processes this test started.
+                unsafe { libc::kill(*p as i32, libc::SIGKILL) };
+            }
+            panic!("rank {ranks:?} still runs 15 s after its launcher died");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn zombie(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .map(|s| {
+            s.rsplit(')')
+                .next()
+                .unwrap_or("")
+                .trim_start()
+                .starts_with('Z')
+        })
+        .unwrap_or(true)
+}
+
+fn quick_spec(dir: &Path, extra: &str) -> PathBuf {
+    write(
+        dir,
+        "s.toml",
+        &format!("name = \"q\"\n[axes]\nsizes = \"64\"\nin_place = \"no\"\n{extra}"),
+    )
+}
+
+/// Item 2: timeouts that are not a positive finite number of seconds panicked (exit 101), and
+/// a huge one was truncated into `#SBATCH --time`.
+#[test]
+fn hostile_timeouts_are_bad_input() {
+    let dir = tmpdir("hostile-timeout");
+    let spec = quick_spec(&dir, "");
+    for v in ["-1", "nan", "inf", "1e308", "0"] {
+        let r = bounded(
+            30,
+            &[
+                bin(),
+                "sweep",
+                spec.to_str().unwrap(),
+                "--dry-run",
+                "--launch-timeout",
+                v,
+            ],
+            &[],
+        );
+        no_panic(&r);
+        r.assert_code(2);
+        assert!(r.stderr.contains("--launch-timeout"), "{v}: {}", r.stderr);
+    }
+    let spec = quick_spec(&dir, "[launch]\ntimeout_s = 1e308\n");
+    for cmd in [
+        vec!["sweep", spec.to_str().unwrap(), "--dry-run"],
+        vec!["plan", spec.to_str().unwrap()],
+        vec![
+            "submit",
+            spec.to_str().unwrap(),
+            "--dry-run",
+            "--profile",
+            "local-slurm",
+        ],
+    ] {
+        let mut cl = vec![bin()];
+        cl.extend_from_slice(&cmd);
+        let r = bounded(30, &cl, &[]);
+        no_panic(&r);
+        r.assert_code(2);
+        assert!(
+            r.stderr.contains("s.toml:") && r.stderr.contains("launch.timeout_s"),
+            "{cmd:?}: {}",
+            r.stderr
+        );
+        assert!(!r.stdout.contains("--time=1145324618"), "{}", r.stdout);
+    }
+    for v in ["-1", "nan", "1e308"] {
+        let r = bounded(30, &[bin(), "run", "--op-timeout", v, "-q"], &[]);
+        no_panic(&r);
+        r.assert_code(2);
+        assert!(r.stderr.contains("--op-timeout"), "{}", r.stderr);
+    }
+}
+
+/// Items 4 and 5: shapes that overflowed (65536 × 65536 = "0 ranks") or were unbounded, and a
+/// spec of 245M combinations that grew `plan` to 3 GB: refused at once, with the limit.
+#[test]
+fn limits_are_checked_when_the_input_is_read() {
+    let dir = tmpdir("hostile-limits");
+    for (extra, needle) in [
+        ("nodes = 65536\nranks_per_node = 65536\n", "limit of 1024"),
+        ("nodes = 65536\nranks_per_node = 1024\n", "limit of 1048576"),
+        ("ranks_per_node = 100000\n", "limit of 1024"),
+        ("threads_per_device = 100000\n", "limit of 1024"),
+        (
+            "nodes = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]\nops = [\"sum\", \"prod\", \"min\", \"max\", \"avg\"]\ndtypes = [\"f32\", \"f64\", \"i32\"]\ntiming = [\"pipelined\", \"isolated\"]\n[[zip]]\nworkload = [\"allreduce\", \"reduce\"]\nroots = [0, 0]\n",
+            "combinations",
+        ),
+    ] {
+        // The last spec multiplies 10 000 sizes by 600 other combinations.
+        let spec = quick_spec(&dir, extra);
+        if extra.contains("ops") {
+            let text = std::fs::read_to_string(&spec).unwrap();
+            std::fs::write(&spec, text.replace("\"64\"", "\"1B:10000B:+1B\"")).unwrap();
+        }
+        let t0 = Instant::now();
+        let r = bounded(30, &[bin(), "plan", spec.to_str().unwrap()], &[]);
+        no_panic(&r);
+        r.assert_code(2);
+        assert!(r.stderr.contains(needle), "{extra}: {}", r.stderr);
+        assert!(r.stderr.contains("README.md"), "{}", r.stderr);
+        assert!(t0.elapsed() < Duration::from_secs(10));
+    }
+    for args in [
+        vec!["--topology", "hybrid", "--devices-per-node", "100000"],
+        vec!["--threads-per-device", "100000"],
+        vec!["--nodes", "70000"],
+        vec!["--sizes", "2TiB"],
+    ] {
+        let mut cl = vec![bin(), "run"];
+        cl.extend_from_slice(&args);
+        let r = bounded(30, &cl, &[]);
+        no_panic(&r);
+        r.assert_code(2);
+        assert!(r.stderr.contains("limit"), "{args:?}: {}", r.stderr);
+    }
+}
+
+/// Item 6: `--resume` with a changed spec was accepted, mixing two studies in one file.
+#[test]
+fn resume_refuses_a_changed_spec() {
+    let dir = tmpdir("hostile-resume");
+    let spec = quick_spec(&dir, "[run]\ntime_budget_s = 0.02\n");
+    let out = dir.join("out");
+    let o = out.to_str().unwrap();
+    bounded(
+        120,
+        &[bin(), "sweep", spec.to_str().unwrap(), "--out", o, "-q"],
+        &[],
+    )
+    .assert_code(0);
+    let before = std::fs::read(out.join("results.json")).unwrap();
+    let changed = write(
+        &dir,
+        "s.toml",
+        "name = \"q\"\n[axes]\nsizes = [\"64\", \"128\"]\nin_place = \"no\"\n[run]\ntime_budget_s = 0.02\n",
+    );
+    let r = bounded(
+        60,
+        &[
+            bin(),
+            "sweep",
+            changed.to_str().unwrap(),
+            "--out",
+            o,
+            "--resume",
+        ],
+        &[],
+    );
+    r.assert_code(2);
+    assert!(
+        r.stderr.contains("the spec changed") && r.stderr.contains("1 added"),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(std::fs::read(out.join("results.json")).unwrap(), before);
+    // The run's own copy resumes (nothing to do).
+    bounded(
+        60,
+        &[
+            bin(),
+            "sweep",
+            out.join("spec.toml").to_str().unwrap(),
+            "--out",
+            o,
+            "--resume",
+            "-q",
+        ],
+        &[],
+    )
+    .assert_code(0);
+}
+
+/// Item 8: a dry run printed `$(...)` from mpirun_args unquoted; pasted, it ran.
+#[test]
+fn dry_run_commands_are_shell_quoted() {
+    let dir = tmpdir("hostile-quote");
+    let pwned = dir.join("PWNED");
+    let spec = quick_spec(
+        &dir,
+        &format!(
+            "[launch]\nmpirun_args = [\"$(touch {})\", \"a b\"]\n",
+            pwned.display()
+        ),
+    );
+    let r = bounded(
+        30,
+        &[bin(), "sweep", spec.to_str().unwrap(), "--dry-run"],
+        &[],
+    );
+    r.assert_code(0);
+    let line = r
+        .stdout
+        .lines()
+        .find(|l| l.contains("touch"))
+        .expect("the launch command");
+    assert!(
+        line.contains(&format!("'$(touch {})'", pwned.display())),
+        "{line}"
+    );
+    // Pasting the printed line into a shell passes the value through as text.
+    let sh = Command::new("sh")
+        .arg("-c")
+        .arg(format!("printf '%s\\n' {line}"))
+        .output()
+        .unwrap();
+    assert!(sh.status.success());
+    assert!(
+        !pwned.exists(),
+        "the printed command ran what the spec held"
+    );
+    assert!(String::from_utf8_lossy(&sh.stdout)
+        .lines()
+        .any(|l| l == "a b"));
+}
+
+/// Item 10: control characters in a spec's name were echoed raw by `plan`.
+#[test]
+fn control_characters_in_a_name_are_refused() {
+    let dir = tmpdir("hostile-ctrl");
+    let spec = write(&dir, "s.toml", "name = \"x\\u001b]0;pwned\\u0007y\"\n");
+    let r = bounded(30, &[bin(), "plan", spec.to_str().unwrap()], &[]);
+    r.assert_code(2);
+    assert!(r.stderr.contains("control characters"), "{}", r.stderr);
+    assert!(
+        !r.stderr.contains('\u{1b}') && !r.stdout.contains('\u{1b}'),
+        "raw ESC echoed"
+    );
+}
+
+/// Item 12: empty and exclude-everything specs said nothing; `run -o DIR` was an op; `submit
+/// --help` promised files a dry run never writes; a FIFO made compare and report wait forever;
+/// invalid UTF-8 was exit 4 in report; `--out` naming a file was exit 4.
+#[test]
+fn cli_and_file_edge_cases() {
+    let dir = tmpdir("hostile-cli");
+    let empty = write(&dir, "empty.toml", "");
+    let r = bounded(30, &[bin(), "plan", empty.to_str().unwrap()], &[]);
+    r.assert_code(0);
+    assert!(r.stderr.contains("gives no [axes]"), "{}", r.stderr);
+    let none = write(
+        &dir,
+        "none.toml",
+        "[axes]\nsizes = \"64\"\n[[exclude]]\nworkload = \"allreduce\"\n",
+    );
+    let r = bounded(30, &[bin(), "plan", none.to_str().unwrap()], &[]);
+    r.assert_code(2);
+    assert!(r.stderr.contains("nothing to run"), "{}", r.stderr);
+
+    let r = bounded(30, &[bin(), "run", "-o", dir.to_str().unwrap()], &[]);
+    r.assert_code(2);
+    assert!(r.stderr.contains("--op"), "{}", r.stderr);
+
+    let r = bounded(30, &[bin(), "submit", "--help"], &[]);
+    r.assert_code(0);
+    assert!(
+        r.stdout.contains("without writing or submitting anything"),
+        "{}",
+        r.stdout
+    );
+
+    let fifo = dir.join("fifo.json");
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: mkfifo with a valid C string.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let bad = dir.join("bad.json");
+    std::fs::write(&bad, b"{\"format_version\": \xff}").unwrap();
+    let rep = dir.join("rep");
+    for input in [&fifo, &bad] {
+        for cmd in [
+            vec!["compare", input.to_str().unwrap(), input.to_str().unwrap()],
+            vec![
+                "report",
+                input.to_str().unwrap(),
+                "--out",
+                rep.to_str().unwrap(),
+            ],
+        ] {
+            let mut cl = vec![bin()];
+            cl.extend_from_slice(&cmd);
+            let r = bounded(20, &cl, &[]);
+            no_panic(&r);
+            r.assert_code(2);
+            assert!(
+                r.stderr.contains("not a regular file") || r.stderr.contains("not UTF-8"),
+                "{cmd:?}: {}",
+                r.stderr
+            );
+        }
+    }
+    for v in ["nan", "-1", "inf"] {
+        let r = bounded(
+            20,
+            &[
+                bin(),
+                "status",
+                dir.to_str().unwrap(),
+                "--wait",
+                "--timeout",
+                v,
+            ],
+            &[],
+        );
+        no_panic(&r);
+        r.assert_code(2);
+        assert!(r.stderr.contains("--timeout"), "{v}: {}", r.stderr);
+    }
+    let file = write(&dir, "afile", "x");
+    let spec = quick_spec(&dir, "");
+    let r = bounded(
+        30,
+        &[
+            bin(),
+            "sweep",
+            spec.to_str().unwrap(),
+            "--out",
+            file.to_str().unwrap(),
+        ],
+        &[],
+    );
+    r.assert_code(2);
+    assert!(r.stderr.contains("not a directory"), "{}", r.stderr);
+    let r = bounded(
+        60,
+        &[
+            bin(),
+            "run",
+            "--out",
+            file.to_str().unwrap(),
+            "--sizes",
+            "8B",
+            "-q",
+        ],
+        &[],
+    );
+    r.assert_code(2);
+    assert!(r.stderr.contains("not a directory"), "{}", r.stderr);
+}
+
+/// Item 11: a torn journal line makes its case count as missing (so `--resume` runs it again),
+/// and the warning the journal reader promises reaches the user.
+#[test]
+fn a_torn_journal_line_is_run_again_with_a_warning() {
+    let dir = tmpdir("hostile-torn");
+    let spec = write(
+        &dir,
+        "t.toml",
+        "[axes]\nsizes = [\"64\", \"128\"]\nin_place = \"no\"\n[run]\ntime_budget_s = 0.02\n",
+    );
+    let out = dir.join("out");
+    let o = out.to_str().unwrap();
+    bounded(
+        120,
+        &[bin(), "sweep", spec.to_str().unwrap(), "--out", o, "-q"],
+        &[],
+    )
+    .assert_code(0);
+    let attempt = std::fs::read_dir(out.join("launches"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let journal = attempt.join("journal.jsonl");
+    let text = std::fs::read_to_string(&journal).unwrap();
+    // Item 7: the merged file holds every journaled number bit for bit (serde_json parses
+    // floats exactly with `float_roundtrip`; without it about one sample in ten moved 1 ULP).
+    let merged: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("results.json")).unwrap()).unwrap();
+    let mut compared = 0;
+    for line in text.lines() {
+        let v: serde_json::Value = serde_json::from_str(line).unwrap();
+        if v["type"] != "case" {
+            continue;
+        }
+        let m = merged["cases"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["id"] == v["id"])
+            .unwrap();
+        for key in ["timing", "started_unix_s", "finished_unix_s", "algbw_gbps"] {
+            assert_eq!(m[key], v[key], "{key} of case {} changed", v["id"]);
+        }
+        compared += 1;
+    }
+    assert_eq!(compared, 2);
+    // Keep everything up to the last case line, and half of that line (a writer killed mid-line).
+    let at = text.rfind("{\"type\":\"case\"").unwrap();
+    let line_end = at + text[at..].find('\n').unwrap();
+    std::fs::write(&journal, &text[..at + (line_end - at) / 2]).unwrap();
+    std::fs::remove_file(attempt.join("outcome.json")).unwrap();
+    let r = bounded(
+        120,
+        &[
+            bin(),
+            "sweep",
+            spec.to_str().unwrap(),
+            "--out",
+            o,
+            "--resume",
+        ],
+        &[],
+    );
+    r.assert_code(0);
+    assert!(
+        r.stderr.contains("skipped an unreadable journal line") && r.stderr.contains("run again"),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        r.stderr.contains("1 already done, 1 to run"),
+        "{}",
+        r.stderr
+    );
+    let res = read_results(&out);
+    assert_eq!(res.cases.len(), 2);
+    assert!(res.cases.iter().all(|c| c.status == "ok"));
+    assert!(
+        res.launches.iter().all(|l| l.status == "ok"),
+        "{:?}",
+        res.launches.iter().map(|l| &l.status).collect::<Vec<_>>()
+    );
+}
