@@ -159,6 +159,7 @@ fn case(params: CaseParams, launch_id: &str, base_s: f64, rng: &mut Lcg) -> Case
         phases: vec![],
         telemetry: vec![],
         ddp: None,
+        unrepresentative: vec![],
         params,
     }
 }
@@ -201,6 +202,7 @@ fn study() -> ResultsFile {
                     overhead_s: Some(1.0),
                     stderr_tail: None,
                     provenance: Some(provenance(&shape)),
+                    unrepresentative: vec![],
                 });
                 let p = f64::from(shape.devices());
                 let slow = if topology == Topology::Hybrid {

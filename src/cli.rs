@@ -564,6 +564,12 @@ pub struct ReportArgs {
     /// others are in the tables and results.csv.
     #[arg(long, default_value_t = 1)]
     pub chart_variants: usize,
+
+    /// Let cases that cannot represent their set-up (oversubscribed, emulated nodes, devices
+    /// sharing a core, CPU clock changes) into winners, scaling efficiencies, fits and
+    /// findings, marked; by default they are shown apart and left out.
+    #[arg(long)]
+    pub include_unrepresentative: bool,
 }
 
 #[cfg(test)]

@@ -409,6 +409,31 @@ fn set_up_mismatches_are_not_comparable_unless_allowed() {
     );
 }
 
+/// A case that does not represent its set-up (here: recorded as oversubscribed by its run)
+/// is still compared, and the report says so for that side.
+#[test]
+fn unrepresentative_cases_are_named_in_the_warnings() {
+    let dir = tmpdir("cmp-unrep");
+    let base = simple(3, 41, &|_| 1.0);
+    let mut cand = simple(3, 42, &|_| 1.0);
+    cand.cases[1].unrepresentative = vec![scalebench::results::schema::Unrepresentative {
+        kind: "oversubscribed".into(),
+        detail: "host n1: 4 busy threads on 2 CPUs".into(),
+    }];
+    let (b, c) = (write(&dir, "b.json", &base), write(&dir, "c.json", &cand));
+    let r = run_compare(&[p(&b), p(&c)]);
+    r.assert_code(0);
+    assert!(
+        r.stdout
+            .contains("candidate: 1 of 3 compared case(s) not representative")
+            && r.stdout
+                .contains("oversubscribed: host n1: 4 busy threads on 2 CPUs"),
+        "{}",
+        r.stdout
+    );
+    assert!(!r.stdout.contains("baseline: 1 of"), "{}", r.stdout);
+}
+
 /// Several runs a side: `compare A1 A2 A3 -- B1 B2 B3`, or directories of runs. Each case is
 /// judged on one median per run, so a run-to-run spread that one run's batches cannot show
 /// widens the interval: a 10 % shift of run medians spread ±15 % between runs is not flagged,

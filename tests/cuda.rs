@@ -73,7 +73,7 @@ mod with_feature {
             "--topology",
             "hybrid",
             "--devices-per-node",
-            "4096",
+            "64",
             "-w",
             "allreduce",
             "-q",

@@ -223,7 +223,14 @@ fn report_from_a_real_multi_scale_study() {
     let inputs = study();
     let out = tmpdir("report-real").join("rep");
     let mut args: Vec<&str> = inputs.iter().map(|p| s(p)).collect();
-    args.extend(["--out", s(&out), "--title", "CPU study"]);
+    // Every chart kind needs the emulated and (on 2 cores) oversubscribed set-ups too.
+    args.extend([
+        "--out",
+        s(&out),
+        "--title",
+        "CPU study",
+        "--include-unrepresentative",
+    ]);
     let r = report(&args);
     r.assert_code(0);
     assert!(r.stdout.contains("report.html"), "{}", r.stdout);
@@ -323,6 +330,19 @@ fn report_from_a_real_multi_scale_study() {
     let mut links = 0;
     for part in md.split("](").skip(1) {
         let target = &part[..part.find(')').unwrap()];
+        if let Some(anchor) = target.strip_prefix('#') {
+            // a section of the page: its heading's words, lower-case, joined by dashes
+            let words = anchor.replace('-', " ");
+            assert!(
+                md.to_lowercase().contains(&format!("## {words}"))
+                    || md
+                        .to_lowercase()
+                        .replace(':', "")
+                        .contains(&format!("## {words}")),
+                "broken anchor {target}"
+            );
+            continue;
+        }
         assert!(out.join(target).is_file(), "broken link {target}");
         links += 1;
     }
@@ -335,6 +355,94 @@ fn report_from_a_real_multi_scale_study() {
     assert!(!html.contains("<link") && !html.contains("<img"));
     assert!(html.contains("class=\"sortable\""));
     assert!(html.contains("Every case (click a column to sort)"));
+    check_findings(&out);
+    // Included unrepresentative comparisons carry their caveat into the winner table.
+    let rows = read_csv(&out.join("tables/topology_bands.csv"));
+    assert!(!rows.is_empty());
+    for r in &rows {
+        assert!(r["caveat"].contains("emulated nodes"), "{r:?}");
+    }
+
+    // By default the 2×2 pure/hybrid pair (emulated nodes) names no winner, and says why.
+    let plain = tmpdir("report-real-plain").join("rep");
+    let mut args: Vec<&str> = inputs.iter().map(|p| s(p)).collect();
+    args.extend(["--out", s(&plain)]);
+    report(&args).assert_code(0);
+    assert!(!plain.join("tables/topology_bands.csv").exists());
+    let rows = read_csv(&plain.join("tables/topology_bands_unrepresentative.csv"));
+    assert!(!rows.is_empty());
+    for r in &rows {
+        assert_eq!(r["winner"], "not named", "{r:?}");
+        assert!(r["why"].contains("emulated nodes"), "{r:?}");
+    }
+    let md = std::fs::read_to_string(plain.join("report.md")).unwrap();
+    assert!(md.contains("no winner is named"), "{md}");
+    assert!(!plain.join("charts/topology_allreduce.svg").exists());
+    check_findings(&plain);
+}
+
+/// A number as the report prints it (`2.000×`, `12.3`, `64KiB`, `5`), in base units.
+fn printed_number(s: &str) -> Option<f64> {
+    let t = s.trim().trim_end_matches('×');
+    for (unit, m) in [
+        ("KiB", 1024.0),
+        ("MiB", 1048576.0),
+        ("GiB", 1073741824.0),
+        ("B", 1.0),
+    ] {
+        if let Some(n) = t.strip_suffix(unit) {
+            return n.parse::<f64>().ok().map(|x| x * m);
+        }
+    }
+    t.parse().ok()
+}
+
+/// The findings come first, definitions are in an appendix, and every figure of a finding is
+/// the figure of the table cell it cites (the same number, as printed). Returns the figures.
+fn check_findings(out: &Path) -> Vec<BTreeMap<String, String>> {
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    let h2: Vec<&str> = md.lines().filter(|l| l.starts_with("## ")).collect();
+    assert_eq!(h2.first(), Some(&"## Findings"), "{h2:?}");
+    let at = |h: &str| {
+        h2.iter()
+            .position(|x| *x == h)
+            .unwrap_or_else(|| panic!("{h}: {h2:?}"))
+    };
+    assert!(at("## Appendix B: definitions") > at("## Collectives: time and bandwidth vs size"));
+    let start = md.find("## Findings").unwrap();
+    let end = start + 3 + md[start + 3..].find("\n## ").unwrap();
+    let section = md[start..end]
+        .replace('\\', "")
+        .replace("&gt;", ">")
+        .replace("&lt;", "<")
+        .replace("&amp;", "&");
+    let figures = read_csv(&out.join("tables/findings.csv"));
+    for f in &figures {
+        assert!(
+            section.contains(&f["sentence"]),
+            "{:?} not in\n{section}",
+            f["sentence"]
+        );
+        assert!(f["sentence"].contains(&f["figure"]), "{f:?}");
+        let table = read_csv(&out.join(&f["table"]));
+        let row = &table[f["row"].parse::<usize>().unwrap()];
+        assert_eq!(row[&f["column"]], f["value"], "{f:?}: {row:?}");
+        // The printed figure is the cell's exact value, rounded for people.
+        if let (Some(shown), Ok(exact)) = (printed_number(&f["figure"]), f["value"].parse::<f64>())
+        {
+            // 4 significant digits or 3 decimals; estimated sizes (`1.23MiB`) keep 3 digits
+            let rel = if f["figure"].ends_with("iB") {
+                5e-3
+            } else {
+                5e-4
+            };
+            assert!(
+                (shown - exact).abs() <= rel * exact.abs() + 5e-4,
+                "{f:?}: {shown} vs {exact}"
+            );
+        }
+    }
+    figures
 }
 
 #[test]
@@ -520,6 +628,36 @@ fn known_answers_through_the_whole_pipeline() {
         assert!(close(num(&r["ratio (geomean)"]), 0.5, 1e-12), "{r:?}");
         assert_eq!(r["winner"], "bind=core");
     }
+
+    // The findings say the same, first, with the figures of those tables.
+    let figures = check_findings(&out);
+    let said = |needle: &str| figures.iter().any(|f| f["sentence"].contains(needle));
+    assert!(
+        said("pure faster, time hybrid / pure = 2.000×"),
+        "{figures:?}"
+    );
+    assert!(
+        said("bind=core faster, time bind=core / bind=none = 0.500×"),
+        "{figures:?}"
+    );
+    assert!(
+        said("strong scaling efficiency 0.800 at 4 devices"),
+        "{figures:?}"
+    );
+    // Exact ring data, one regime; on the largest set-up (8 devices) α = 2·7·5 µs = 70 µs and
+    // latency dominates below α/(β·F) = 70 µs / (0.1 ns/B × 2·7/8) = 400,000 B.
+    let lat = figures
+        .iter()
+        .find(|f| f["column"] == "latency-bound below")
+        .expect("a latency finding");
+    assert!(lat["sentence"].starts_with("on 1×8"), "{lat:?}");
+    assert!(close(num(&lat["value"]), 4e5, 1e-6), "{lat:?}");
+    let rows = read_csv(&out.join("tables/collective_allreduce.csv"));
+    assert!(
+        rows.iter()
+            .all(|r| r["regimes"] == "1" || r["regimes"].is_empty()),
+        "{rows:?}"
+    );
 }
 
 #[test]

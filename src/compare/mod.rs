@@ -25,10 +25,11 @@ pub use render::{render, Format};
 use crate::cli::{CompareArgs, CompareMetric, CorrectionArg, FailOnArg, ReportFormat};
 use crate::error::Error;
 use crate::results::io::{parse_results, write_atomic, ResultsError, RESULTS_FILE};
+use crate::results::representative;
 use crate::results::schema::{ResultsFile, READABLE_VERSIONS};
 use metric::{Metric, MetricChoice};
 use stats::Correction;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -384,6 +385,14 @@ fn compare_loaded(b: Vec<Loaded>, c: Vec<Loaded>, options: &Options) -> Result<R
             side(&c).cases
         )));
     }
+    let matched: HashSet<&str> = comparison
+        .cases
+        .iter()
+        .filter(|x| !matches!(x.verdict, Verdict::Missing | Verdict::New))
+        .map(|x| x.id.as_str())
+        .collect();
+    warnings.extend(unrepresentative_warnings("baseline", &b, &matched));
+    warnings.extend(unrepresentative_warnings("candidate", &c, &matched));
     let bad = analysis::unusable(&comparison);
     if !bad.is_empty() && options.fail_on != FailOn::Never {
         let shown: Vec<String> = bad
@@ -422,6 +431,42 @@ fn compare_loaded(b: Vec<Loaded>, c: Vec<Loaded>, options: &Options) -> Result<R
         failing,
         exit_code,
     })
+}
+
+/// One warning per reason some compared cases of a side do not represent their set-up
+/// (oversubscribed, emulated nodes, shared cores, a clock change: see
+/// [`crate::results::representative`]): their verdicts describe this machine's contention,
+/// not the set-up they name.
+fn unrepresentative_warnings(side: &str, runs: &[Loaded], matched: &HashSet<&str>) -> Vec<String> {
+    // kind → (cases, first detail)
+    let mut kinds: std::collections::BTreeMap<String, (HashSet<&str>, String)> =
+        std::collections::BTreeMap::new();
+    for l in runs {
+        for case in l
+            .file
+            .cases
+            .iter()
+            .filter(|x| matched.contains(x.id.as_str()))
+        {
+            for w in representative::assess_in(&l.file, case) {
+                kinds
+                    .entry(w.kind.clone())
+                    .or_insert_with(|| (HashSet::new(), w.detail.clone()))
+                    .0
+                    .insert(case.id.as_str());
+            }
+        }
+    }
+    kinds
+        .into_iter()
+        .map(|(kind, (cases, detail))| {
+            format!(
+                "{side}: {} of {} compared case(s) not representative of their set-up ({kind}: {detail}); their verdicts describe this machine's contention, not the set-up",
+                cases.len(),
+                matched.len()
+            )
+        })
+        .collect()
 }
 
 /// The files of a side for display: the file itself, or the directory the runs share with

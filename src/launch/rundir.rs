@@ -276,6 +276,7 @@ impl Attempt {
                     overhead_s: None,
                     stderr_tail: None,
                     provenance: None,
+                    unrepresentative: Vec::new(),
                 };
                 apply_outcome(&mut l, o, &[]);
                 Some(l)

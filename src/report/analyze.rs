@@ -9,11 +9,12 @@
 
 use super::derive::{self, Band, BandSummary, Imbalance, Scaled, ScalingKind, Spread};
 use super::load::{canonical_pairs, Pick, Selection, Source};
-use super::model::{self, FitError, Hockney, ScaleModel, ScalePoint};
+use super::model::{self, FitError, Regimes, ScaleModel, ScalePoint};
 use crate::params::{
     BackendKind, Binding, CaseParams, LaunchShape, Placement, Scaling, Topology, Workload,
 };
-use crate::results::schema::{CaseResult, CaseStatus, LaunchRecord, RankInfo};
+use crate::results::representative;
+use crate::results::schema::{CaseResult, CaseStatus, LaunchRecord, RankInfo, Unrepresentative};
 use crate::units::format_bytes;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -26,6 +27,9 @@ pub struct Options {
     pub tie_band: f64,
     /// Variants (dtype, op, in-place, timing, ...) charted per workload, most cases first.
     pub chart_variants: usize,
+    /// Let unrepresentative cases (oversubscribed, emulated nodes, ...) into winners, scaling
+    /// and fits, marked; by default they are shown apart and left out.
+    pub include_unrepresentative: bool,
 }
 
 impl Default for Options {
@@ -34,6 +38,7 @@ impl Default for Options {
             noisy_cv: 0.10,
             tie_band: 0.05,
             chart_variants: 1,
+            include_unrepresentative: false,
         }
     }
 }
@@ -50,6 +55,9 @@ pub struct Entry<'a> {
     pub imbalance: Option<Imbalance>,
     /// Provenance of the slowest rank, when the launch recorded it.
     pub slowest: Option<&'a RankInfo>,
+    /// Why the measurement may not represent its set-up ([`representative::assess`]); empty
+    /// when nothing is known against it.
+    pub concerns: Vec<Unrepresentative>,
 }
 
 impl<'a> Entry<'a> {
@@ -74,6 +82,22 @@ impl<'a> Entry<'a> {
     pub fn bytes(&self) -> Option<u64> {
         self.case.bytes.or(self.case.params.requested_bytes)
     }
+    pub fn representative(&self) -> bool {
+        self.concerns.is_empty()
+    }
+    /// The kinds of its concerns.
+    pub fn concern_kinds(&self) -> BTreeSet<String> {
+        self.concerns.iter().map(|c| c.kind.clone()).collect()
+    }
+}
+
+/// `oversubscribed, emulated nodes`: concern kinds in words.
+pub fn kinds_text(kinds: &BTreeSet<String>) -> String {
+    kinds
+        .iter()
+        .map(|k| k.replace('_', " "))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// Nodes × devices per node.
@@ -190,7 +214,12 @@ pub struct Curve {
     pub shape: LaunchShape,
     /// Measured entries, by size.
     pub points: Vec<usize>,
-    pub hockney: Result<Hockney, FitError>,
+    /// α–β per regime; refused for unrepresentative set-ups unless they are included.
+    pub regimes: Result<Regimes, FitError>,
+    /// The busbw factor F of the set-up (x = F·S in the fit).
+    pub factor: Option<f64>,
+    /// Concern kinds of its points (empty: representative).
+    pub concerns: BTreeSet<String>,
 }
 
 /// One variant (dtype, op, root, in-place, timing) of one collective, every set-up.
@@ -283,6 +312,9 @@ pub struct RatioGroup {
     pub rows: Vec<RatioRow>,
     pub bands: Vec<BandSummary>,
     pub charted: bool,
+    /// Concern kinds of either side's cases: no winner is named from such a group unless
+    /// unrepresentative cases are included.
+    pub concerns: BTreeSet<String>,
 }
 
 /// A node's straggler record.
@@ -338,6 +370,8 @@ pub struct Analysis<'a> {
     pub noisy: Vec<usize>,
     /// Entries whose status is not ok.
     pub problems: Vec<usize>,
+    /// Entries with concerns (not representative of their set-up).
+    pub unrepresentative: Vec<usize>,
 }
 
 /// Parameters with the set-up (launch shape) and the size blanked: what a variant shares.
@@ -498,6 +532,7 @@ impl<'a> Analysis<'a> {
             stragglers: Stragglers::default(),
             noisy: Vec::new(),
             problems: Vec::new(),
+            unrepresentative: Vec::new(),
         };
         let charted = a.charted_variants();
         a.collectives = a.collective_views(&charted);
@@ -516,7 +551,21 @@ impl<'a> Analysis<'a> {
         a.problems = (0..a.entries.len())
             .filter(|&i| a.entries[i].case.status != CaseStatus::Ok)
             .collect();
+        a.unrepresentative = (0..a.entries.len())
+            .filter(|&i| !a.entries[i].representative())
+            .collect();
         a
+    }
+
+    /// Whether an entry may support a conclusion (winner, efficiency, fit, finding): it is
+    /// representative, or the user included unrepresentative cases.
+    pub fn usable(&self, i: usize) -> bool {
+        self.options.include_unrepresentative || self.entries[i].representative()
+    }
+
+    /// Measured entries that may support a conclusion.
+    fn conclusive(&self) -> impl Iterator<Item = (usize, &Entry<'a>)> {
+        self.measured().filter(|(i, _)| self.usable(*i))
     }
 
     /// Measured entries (status ok, positive time).
@@ -579,17 +628,30 @@ impl<'a> Analysis<'a> {
                             })
                             .filter(|(x, _)| *x > 0.0)
                             .collect();
-                        let hockney = if shape.devices() < 2 {
+                        let concerns: BTreeSet<String> = pts
+                            .iter()
+                            .flat_map(|&i| self.entries[i].concern_kinds())
+                            .collect();
+                        let regimes = if shape.devices() < 2 {
                             Err(FitError::NotApplicable(
                                 "1 device: no data moves between devices".to_string(),
                             ))
+                        } else if !concerns.is_empty() && !self.options.include_unrepresentative
+                        {
+                            Err(FitError::NotApplicable(format!(
+                                "not fitted: not representative ({}); --include-unrepresentative fits it",
+                                kinds_text(&concerns)
+                            )))
                         } else {
-                            model::fit_hockney(&fit_pts)
+                            model::fit_regimes(&fit_pts)
                         };
+                        let factor = pts.iter().find_map(|&i| self.entries[i].case.busbw_factor);
                         Curve {
                             shape,
                             points: pts,
-                            hockney,
+                            regimes,
+                            factor,
+                            concerns,
                         }
                     })
                     .collect();
@@ -635,7 +697,7 @@ impl<'a> Analysis<'a> {
         blank_size: bool,
     ) -> Vec<(CaseParams, Family, Vec<Layout>, Vec<usize>)> {
         let mut groups: HashMap<CaseParams, Vec<usize>> = HashMap::new();
-        for (i, e) in self.measured() {
+        for (i, e) in self.conclusive() {
             if !filter(e) {
                 continue;
             }
@@ -888,6 +950,13 @@ impl<'a> Analysis<'a> {
             if seed.kind == RatioKind::Topology && varying.contains("binding") {
                 keys.insert("binding".to_string());
             }
+            let concerns: BTreeSet<String> = rows
+                .iter()
+                .flat_map(|r| {
+                    let (n, d) = (&self.entries[r.num], &self.entries[r.den]);
+                    n.concern_kinds().into_iter().chain(d.concern_kinds())
+                })
+                .collect();
             let layout = Layout::of(&seed.key.launch_shape());
             let rest = describe(&seed.key, &keys);
             let label = if rest.is_empty() {
@@ -907,6 +976,7 @@ impl<'a> Analysis<'a> {
                 style: seed.style,
                 rows,
                 bands,
+                concerns,
             });
         }
         out
@@ -943,7 +1013,7 @@ impl<'a> Analysis<'a> {
         let mut ranks: BTreeMap<(usize, String, u32), RankAcc> = BTreeMap::new();
         let mut imbalanced: Vec<usize> = Vec::new();
         let mut cases = 0;
-        for (i, e) in self.measured() {
+        for (i, e) in self.conclusive() {
             let Some(t) = e.case.timing.as_ref() else {
                 continue;
             };
@@ -1052,6 +1122,7 @@ fn entry<'a>(sources: &'a [Source], pick: Pick, options: &Options) -> Entry<'a> 
             .and_then(|p| p.ranks.iter().find(|r| r.rank as usize == im.slowest_rank))
     });
     Entry {
+        concerns: representative::assess(case, launch),
         case,
         launch,
         source: pick.source,

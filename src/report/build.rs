@@ -110,6 +110,7 @@ pub fn request(args: &ReportArgs) -> Result<Request, Error> {
             noisy_cv: args.noisy_cv,
             tie_band: args.tie_band,
             chart_variants: args.chart_variants,
+            include_unrepresentative: args.include_unrepresentative,
         },
     })
 }

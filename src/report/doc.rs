@@ -18,6 +18,12 @@ pub enum Span {
         text: String,
         href: String,
     },
+    /// A link to one of the report's charts by its stem (HTML: the inline figure; Markdown:
+    /// the chart file, where one was written).
+    Chart {
+        text: String,
+        stem: String,
+    },
 }
 
 /// Parses the report's own prose: `backticks` become code, everything else is text. Never used
@@ -108,10 +114,11 @@ impl Doc {
     pub fn prose(&mut self, s: &str) {
         self.para(prose(s));
     }
-    /// Adds a table (unless empty) exported as `tables/<csv>.csv`; the name is made unique.
-    pub fn table(&mut self, table: Table, csv: &str, folded: Option<String>) {
+    /// Adds a table (unless empty) exported as `tables/<csv>.csv`; the name is made unique and
+    /// returned (`None` for an empty table, which is not added).
+    pub fn table(&mut self, table: Table, csv: &str, folded: Option<String>) -> Option<String> {
         if table.is_empty() {
-            return;
+            return None;
         }
         let mut name = format!("tables/{csv}.csv");
         let mut n = 1;
@@ -125,10 +132,18 @@ impl Doc {
         }
         self.blocks.push(Block::Table(TableBlock {
             table,
-            csv: name,
+            csv: name.clone(),
             export: true,
             folded,
         }));
+        Some(name)
+    }
+    /// The id of the last heading added.
+    pub fn last_heading_id(&self) -> Option<&str> {
+        self.blocks.iter().rev().find_map(|b| match b {
+            Block::Heading { id, .. } => Some(id.as_str()),
+            _ => None,
+        })
     }
     pub fn tables(&self) -> impl Iterator<Item = &TableBlock> {
         self.blocks.iter().filter_map(|b| match b {

@@ -5,7 +5,7 @@
 //! also exported as CSV.
 
 use super::analyze::{
-    style_key, Analysis, CollScale, Entry, Layout, RatioGroup, RatioKind, ScaleSeries,
+    kinds_text, style_key, Analysis, CollScale, Entry, Layout, RatioGroup, RatioKind, ScaleSeries,
 };
 use super::derive::{self, ScalingKind, Winner};
 use super::doc::{prose, text, Block, Doc, FigureBlock, Span};
@@ -100,20 +100,277 @@ pub fn build(a: &Analysis, figs: &[Figure], title: &str) -> Doc {
         blocks: Vec::new(),
     };
     overview(&mut doc, a);
-    inputs(&mut doc, a);
-    definitions(&mut doc, a);
-    collectives(&mut doc, a, figs);
-    scaling(&mut doc, a, figs);
+    let head = doc.blocks.len();
+    let mut found = Findings::default();
+    unrepresentative(&mut doc, a, &mut found);
+    collectives(&mut doc, a, figs, &mut found);
+    scaling(&mut doc, a, figs, &mut found);
     super::ddp::section(&mut doc, a.entries.iter().map(|e| e.case));
     cost_model(&mut doc, a, figs);
-    ratios(&mut doc, a, figs, RatioKind::Topology);
-    ratios(&mut doc, a, figs, RatioKind::Binding);
-    stragglers(&mut doc, a);
+    ratios(&mut doc, a, figs, RatioKind::Topology, &mut found);
+    ratios(&mut doc, a, figs, RatioKind::Binding, &mut found);
+    stragglers(&mut doc, a, &mut found);
     gpu_use(&mut doc, a);
     spread(&mut doc, a);
     problems(&mut doc, a);
+    inputs(&mut doc, a);
+    definitions(&mut doc, a);
+    // Findings lead: built last (they cite the tables above by name), moved to the top.
+    let tail = doc.blocks.len();
+    let sources = findings(&mut doc, a, found);
+    let moved: Vec<Block> = doc.blocks.drain(tail..).collect();
+    doc.blocks.splice(head..head, moved);
+    if !sources.is_empty() {
+        doc.heading(2, "Appendix C: where the findings' figures come from");
+        doc.prose("Every figure of a finding is a cell of a table of this report: its CSV, the row (0-based, data rows) and the column.");
+        doc.table(sources, "findings", None);
+    }
     all_cases(&mut doc);
     doc
+}
+
+/// A piece of a finding's sentence: words, or a figure taken from a cell of its table.
+#[derive(Debug, Clone)]
+enum Part {
+    Text(String),
+    Fig { column: String, cell: Cell },
+}
+
+/// One sentence of the findings: its figures are cells of one row of one table.
+#[derive(Debug, Clone)]
+struct Finding {
+    topic: String,
+    parts: Vec<Part>,
+    /// The table's CSV (`tables/x.csv`) and the row (0-based, data rows) holding the figures.
+    table: Option<String>,
+    row: usize,
+    chart: Option<String>,
+    /// Anchor of the section that explains it.
+    section: String,
+    /// The workload it is about (findings are grouped by workload; set-up ones first).
+    workload: Option<Workload>,
+}
+
+/// Findings gathered while the sections are built.
+#[derive(Debug, Default)]
+struct Findings {
+    items: Vec<Finding>,
+}
+
+/// A sentence under construction, reading figures from `t`'s row `row`.
+struct Sentence<'t> {
+    t: &'t Table,
+    row: usize,
+    parts: Vec<Part>,
+}
+
+impl<'t> Sentence<'t> {
+    fn new(t: &'t Table, row: usize) -> Self {
+        Sentence {
+            t,
+            row,
+            parts: Vec::new(),
+        }
+    }
+    fn text(mut self, s: impl Into<String>) -> Self {
+        self.parts.push(Part::Text(s.into()));
+        self
+    }
+    /// The cell of `column` in the sentence's row (the column must exist).
+    fn fig(mut self, column: &str) -> Self {
+        let j = self
+            .t
+            .columns
+            .iter()
+            .position(|c| c == column)
+            .unwrap_or_else(|| panic!("finding cites a missing column {column}"));
+        self.parts.push(Part::Fig {
+            column: column.to_string(),
+            cell: self.t.rows[self.row][j].clone(),
+        });
+        self
+    }
+    fn done(self, topic: impl Into<String>, chart: Option<String>, section: &str) -> Finding {
+        Finding {
+            topic: topic.into(),
+            parts: self.parts,
+            table: None,
+            row: self.row,
+            chart,
+            section: section.to_string(),
+            workload: None,
+        }
+    }
+}
+
+impl Finding {
+    fn about(mut self, w: Workload) -> Finding {
+        self.workload = Some(w);
+        self
+    }
+}
+
+impl Findings {
+    /// Adds findings citing the table just written as `csv`.
+    fn cite(&mut self, csv: Option<String>, list: Vec<Finding>) {
+        for mut f in list {
+            f.table = csv.clone();
+            self.items.push(f);
+        }
+    }
+}
+
+/// The first chart of `kind` for `w`, if one was drawn.
+fn chart_of(figs: &[Figure], kind: &str, w: Workload) -> Option<String> {
+    figs.iter()
+        .find(|f| f.kind == kind && f.workload == w)
+        .map(|f| f.stem.clone())
+}
+
+/// Writes the findings section; returns the table of where each figure comes from.
+fn findings(doc: &mut Doc, a: &Analysis, mut found: Findings) -> Table {
+    // Set-up first, then per workload (in section order within one), then the rest.
+    found
+        .items
+        .sort_by_key(|f| match (f.topic.as_str(), f.workload) {
+            ("Set-up", _) => (0, None),
+            (_, Some(w)) => (1, Some(w)),
+            _ => (2, None),
+        });
+    doc.heading(2, "Findings");
+    let left_out = a.unrepresentative.len();
+    doc.para(vec![text(if found.items.is_empty() {
+        "No finding can be stated: no measured case supports one (see the sections below).".to_string()
+    } else if left_out > 0 && !a.options.include_unrepresentative {
+        format!("What the measurements support, each with its table and chart. {left_out} case(s) that cannot represent their set-up are left out of these (see Not representative).")
+    } else {
+        "What the measurements support, each with its table and chart.".to_string()
+    })]);
+    let mut bullets = Vec::new();
+    let mut t = Table::new(&[
+        "finding", "topic", "sentence", "figure", "value", "table", "row", "column",
+    ]);
+    for (k, f) in found.items.iter().enumerate() {
+        let mut sentence = String::new();
+        for p in &f.parts {
+            match p {
+                Part::Text(x) => sentence.push_str(x),
+                Part::Fig { cell, .. } => sentence.push_str(&cell.display()),
+            }
+        }
+        let mut spans = vec![
+            Span::Strong(format!("{}:", f.topic)),
+            text(format!(" {sentence} (")),
+        ];
+        if let Some(csv) = &f.table {
+            spans.push(Span::Link {
+                text: "table".into(),
+                href: csv.clone(),
+            });
+            spans.push(text(", "));
+        }
+        if let Some(stem) = &f.chart {
+            spans.push(Span::Chart {
+                text: "chart".into(),
+                stem: stem.clone(),
+            });
+            spans.push(text(", "));
+        }
+        spans.push(Span::Link {
+            text: "section".into(),
+            href: format!("#{}", f.section),
+        });
+        spans.push(text(")"));
+        bullets.push(spans);
+        for p in &f.parts {
+            if let Part::Fig { column, cell } = p {
+                t.push(vec![
+                    Cell::UInt(k as u64 + 1),
+                    Cell::text(f.topic.clone()),
+                    Cell::text(sentence.clone()),
+                    Cell::text(cell.display()),
+                    Cell::text(cell.raw()),
+                    Cell::text(f.table.clone().unwrap_or_default()),
+                    Cell::UInt(f.row as u64),
+                    Cell::text(column.clone()),
+                ]);
+            }
+        }
+    }
+    if !bullets.is_empty() {
+        doc.blocks.push(Block::Bullets(bullets));
+    }
+    t
+}
+
+/// Cases that cannot represent their set-up, grouped by launch and reason.
+fn unrepresentative(doc: &mut Doc, a: &Analysis, found: &mut Findings) {
+    if a.unrepresentative.is_empty() {
+        return;
+    }
+    doc.heading(2, "Not representative");
+    let section = doc.last_heading_id().unwrap_or_default().to_string();
+    doc.para(vec![text(if a.options.include_unrepresentative {
+        format!("{} case(s) ran on a set-up that cannot represent what it names. --include-unrepresentative was given: they are used in winners, scaling and fits, and marked there.", a.unrepresentative.len())
+    } else {
+        format!("{} case(s) ran on a set-up that cannot represent what it names: they are shown apart (greyed in charts, in separate tables) and left out of winners, scaling efficiencies, fits and findings. --include-unrepresentative uses them, marked.", a.unrepresentative.len())
+    })]);
+    // (kind, launch, detail) → cases
+    let mut groups: BTreeMap<(String, usize, String, String), (String, usize)> = BTreeMap::new();
+    for &i in &a.unrepresentative {
+        let e = &a.entries[i];
+        for c in &e.concerns {
+            let slot = groups
+                .entry((
+                    c.kind.clone(),
+                    e.source,
+                    e.case.launch_id.clone(),
+                    c.detail.clone(),
+                ))
+                .or_insert_with(|| (e.shape().label(), 0));
+            slot.1 += 1;
+        }
+    }
+    let mut per_kind: BTreeMap<String, usize> = BTreeMap::new();
+    for &i in &a.unrepresentative {
+        for k in a.entries[i].concern_kinds() {
+            *per_kind.entry(k).or_default() += 1;
+        }
+    }
+    let mut t = Table::new(&["reason", "cases"]);
+    for (k, n) in &per_kind {
+        t.push(vec![Cell::text(k.clone()), Cell::UInt(*n as u64)]);
+    }
+    let list: Vec<Finding> = (0..t.rows.len())
+        .map(|r| {
+            Sentence::new(&t, r)
+                .fig("cases")
+                .text(format!(
+                    " case(s) are not representative ({}) and are {}",
+                    t.rows[r][0].raw().replace('_', " "),
+                    if a.options.include_unrepresentative {
+                        "included, marked, in what follows"
+                    } else {
+                        "left out of what follows"
+                    }
+                ))
+                .text(".")
+                .done("Set-up", None, &section)
+        })
+        .collect();
+    found.cite(doc.table(t, "unrepresentative_summary", None), list);
+    let mut t = Table::new(&["reason", "input", "launch", "set-up", "cases", "detail"]);
+    for ((kind, src, launch, detail), (setup, n)) in groups {
+        t.push(vec![
+            Cell::text(kind),
+            Cell::UInt(src as u64 + 1),
+            Cell::text(launch),
+            Cell::text(setup),
+            Cell::UInt(n as u64),
+            Cell::text(detail),
+        ]);
+    }
+    doc.table(t, "unrepresentative", None);
 }
 
 fn overview(doc: &mut Doc, a: &Analysis) {
@@ -186,7 +443,7 @@ struct Stack {
 }
 
 fn inputs(doc: &mut Doc, a: &Analysis) {
-    doc.heading(2, "Inputs and set-up");
+    doc.heading(2, "Appendix A: inputs and set-up");
     let mut t = Table::new(&[
         "#",
         "file",
@@ -331,7 +588,7 @@ fn inputs(doc: &mut Doc, a: &Analysis) {
 }
 
 fn definitions(doc: &mut Doc, a: &Analysis) {
-    doc.heading(2, "Definitions");
+    doc.heading(2, "Appendix B: definitions");
     let o = a.options;
     doc.para(vec![text(format!(
         "Thresholds used here: a case is noisy when cv > {} ({:.0} %); a ratio within 1 ± {} is a tie; charts show the {} variant(s) with the most cases per workload (the rest are in the tables and results.csv).",
@@ -348,11 +605,12 @@ fn definitions(doc: &mut Doc, a: &Analysis) {
     doc.blocks.push(Block::Defs(defs));
 }
 
-fn collectives(doc: &mut Doc, a: &Analysis, figs: &[Figure]) {
+fn collectives(doc: &mut Doc, a: &Analysis, figs: &[Figure], found: &mut Findings) {
     if a.collectives.is_empty() {
         return;
     }
     doc.heading(2, "Collectives: time and bandwidth vs size");
+    let section = doc.last_heading_id().unwrap_or_default().to_string();
     let mut wl: Option<Workload> = None;
     for v in &a.collectives {
         if wl != Some(v.workload) {
@@ -381,8 +639,12 @@ fn collectives(doc: &mut Doc, a: &Analysis, figs: &[Figure]) {
             "α (µs)",
             "1/β (GB/s)",
             "R²",
+            "regimes",
+            "switch at",
+            "latency-bound below",
             "noisy",
             "fit",
+            "representative",
         ]);
         for c in &v.curves {
             let pts: Vec<&Entry> = c.points.iter().map(|&i| &a.entries[i]).collect();
@@ -391,14 +653,24 @@ fn collectives(doc: &mut Doc, a: &Analysis, figs: &[Figure]) {
                 .iter()
                 .filter_map(|e| Some((e.case.busbw_gbps?, e.bytes()?)))
                 .max_by(|x, y| x.0.total_cmp(&y.0));
-            let (alpha, bw, r2, note) = match &c.hockney {
-                Ok(h) => (
-                    Cell::num(h.alpha_s * 1e6, NumFmt::Sig),
-                    Cell::opt(h.bandwidth_gbps(), NumFmt::Sig),
-                    Cell::num(h.fit.r2, NumFmt::Fixed(3)),
-                    Cell::text(fit_note(&h.fit)),
+            let f = c.factor.filter(|f| *f > 0.0).unwrap_or(1.0);
+            let (alpha, bw, r2, regimes, switch, half, note) = match &c.regimes {
+                Ok(r) => (
+                    Cell::num(r.alpha_s() * 1e6, NumFmt::Sig),
+                    Cell::opt(r.bandwidth_gbps(), NumFmt::Sig),
+                    Cell::num(r.r2, NumFmt::Fixed(3)),
+                    Cell::UInt(r.segments.len() as u64),
+                    Cell::text(switch_text(r, f)),
+                    Cell::opt(
+                        r.latency_bound_below_x().map(|x| (x / f).round()),
+                        NumFmt::ApproxBytes,
+                    ),
+                    Cell::text(regimes_note(r)),
                 ),
                 Err(e) => (
+                    Cell::Empty,
+                    Cell::Empty,
+                    Cell::Empty,
                     Cell::Empty,
                     Cell::Empty,
                     Cell::Empty,
@@ -425,19 +697,136 @@ fn collectives(doc: &mut Doc, a: &Analysis, figs: &[Figure]) {
                 alpha,
                 bw,
                 r2,
+                regimes,
+                switch,
+                half,
                 Cell::UInt(pts.iter().filter(|e| e.noisy).count() as u64),
                 note,
+                Cell::text(representative_text(&c.concerns)),
             ]);
         }
-        doc.table(t, &format!("collective_{}", v.workload), None);
+        let mut list = Vec::new();
+        if v.charted {
+            list.extend(collective_findings(a, figs, v, &t, &section));
+        }
+        found.cite(
+            doc.table(t, &format!("collective_{}", v.workload), None),
+            list,
+        );
     }
 }
 
-fn scaling(doc: &mut Doc, a: &Analysis, figs: &[Figure]) {
+/// `yes`, or `no: oversubscribed, emulated nodes`.
+fn representative_text(kinds: &std::collections::BTreeSet<String>) -> String {
+    if kinds.is_empty() {
+        "yes".to_string()
+    } else {
+        format!("no: {}", kinds_text(kinds))
+    }
+}
+
+/// Where a segmented fit changes regime, as sizes S: `8KiB–16KiB; 256KiB–512KiB`.
+fn switch_text(r: &model::Regimes, factor: f64) -> String {
+    r.segments
+        .windows(2)
+        .map(|w| {
+            let s = |x: f64| crate::units::format_bytes((x / factor).round() as u64);
+            format!("{}–{}", s(w[0].to_x), s(w[1].from_x))
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// `ok` or `constrained`, and how many points the robust fits down-weighted.
+fn regimes_note(r: &model::Regimes) -> String {
+    let base = if r.constrained() { "constrained" } else { "ok" };
+    match r.downweighted() {
+        0 => base.to_string(),
+        n => format!("{base}; {n} down-weighted"),
+    }
+}
+
+/// Peak busbw of the charted variant, and where latency dominates on its largest set-up.
+fn collective_findings(
+    a: &Analysis,
+    figs: &[Figure],
+    v: &super::analyze::CollectiveView,
+    t: &Table,
+    section: &str,
+) -> Vec<Finding> {
+    let mut out = Vec::new();
+    let topic = format!("{} {}", v.workload, v.label);
+    let usable: Vec<usize> = (0..v.curves.len())
+        .filter(|&k| a.options.include_unrepresentative || v.curves[k].concerns.is_empty())
+        .collect();
+    let col = |name: &str| t.columns.iter().position(|c| c == name).expect("column");
+    let caveat = |k: usize| {
+        let c = &v.curves[k].concerns;
+        if c.is_empty() {
+            String::new()
+        } else {
+            format!(" (caveat: not representative: {})", kinds_text(c))
+        }
+    };
+    let peak = usable
+        .iter()
+        .copied()
+        .filter_map(|k| {
+            t.rows[k][col("peak busbw (GB/s)")]
+                .sort_value()
+                .map(|b| (k, b))
+        })
+        .max_by(|x, y| x.1.total_cmp(&y.1));
+    if let Some((k, _)) = peak {
+        out.push(
+            Sentence::new(t, k)
+                .text("peak busbw ")
+                .fig("peak busbw (GB/s)")
+                .text(" GB/s, reached at S = ")
+                .fig("at S")
+                .text(" on ")
+                .fig("set-up")
+                .text(caveat(k))
+                .text(".")
+                .done(topic.clone(), chart_of(figs, "busbw", v.workload), section)
+                .about(v.workload),
+        );
+    }
+    let lat = usable
+        .iter()
+        .copied()
+        .filter(|&k| t.rows[k][col("latency-bound below")].sort_value().is_some())
+        .max_by_key(|&k| v.curves[k].shape.devices());
+    if let Some(k) = lat {
+        let mut s = Sentence::new(t, k)
+            .text("on ")
+            .fig("set-up")
+            .text(", latency dominates below S ≈ ")
+            .fig("latency-bound below")
+            .text(" (α = ")
+            .fig("α (µs)")
+            .text(" µs for the smallest sizes)");
+        if matches!(&v.curves[k].regimes, Ok(r) if r.segments.len() > 1) {
+            s = s
+                .text("; the α–β model changes regime between ")
+                .fig("switch at");
+        }
+        out.push(
+            s.text(caveat(k))
+                .text(".")
+                .done(topic, chart_of(figs, "fit", v.workload), section)
+                .about(v.workload),
+        );
+    }
+    out
+}
+
+fn scaling(doc: &mut Doc, a: &Analysis, figs: &[Figure], found: &mut Findings) {
     if a.scaling.is_empty() && a.coll_scaling.is_empty() {
         return;
     }
     doc.heading(2, "Scaling across devices and nodes");
+    let section = doc.last_heading_id().unwrap_or_default().to_string();
     doc.prose("Each series holds everything fixed except the layout (nodes × devices per node). When two layouts share a device count (1×4 and 2×2), scaling within one node and scaling over nodes are separate series. The baseline of every series is its smallest device count, named in the table.");
     let mut wls: Vec<Workload> = a.scaling.iter().map(|s| s.workload).collect();
     wls.dedup();
@@ -445,14 +834,14 @@ fn scaling(doc: &mut Doc, a: &Analysis, figs: &[Figure]) {
         doc.heading(3, format!("{w}: speedup and efficiency"));
         add_figures(doc, figs, "scaling", w);
         for s in a.scaling.iter().filter(|s| s.workload == w) {
-            gemm_series_table(doc, a, s);
+            gemm_series_table(doc, a, s, figs, found, &section);
         }
     }
     for cs in &a.coll_scaling {
         if !cs.charted {
             continue;
         }
-        coll_scale_table(doc, a, cs);
+        coll_scale_table(doc, a, cs, found, &section);
     }
     let hidden = a.coll_scaling.iter().filter(|c| !c.charted).count();
     if hidden > 0 {
@@ -462,7 +851,14 @@ fn scaling(doc: &mut Doc, a: &Analysis, figs: &[Figure]) {
     }
 }
 
-fn gemm_series_table(doc: &mut Doc, a: &Analysis, s: &ScaleSeries) {
+fn gemm_series_table(
+    doc: &mut Doc,
+    a: &Analysis,
+    s: &ScaleSeries,
+    figs: &[Figure],
+    found: &mut Findings,
+    section: &str,
+) {
     let base = &a.entries[s.points[0]];
     let kind = match s.kind {
         ScalingKind::Strong => "strong",
@@ -506,10 +902,53 @@ fn gemm_series_table(doc: &mut Doc, a: &Analysis, s: &ScaleSeries) {
             Cell::opt(e.spread.map(|x| x.cv), NumFmt::Percent),
         ]);
     }
-    doc.table(t, &format!("scaling_{}", s.workload), None);
+    let mut list = Vec::new();
+    if s.charted && t.rows.len() >= 2 {
+        let last = t.rows.len() - 1;
+        let caveat = series_caveat(a, &s.points);
+        list.push(
+            Sentence::new(&t, last)
+                .text(format!("{kind} scaling efficiency "))
+                .fig("efficiency")
+                .text(" at ")
+                .fig("devices")
+                .text(format!(
+                    " devices (layout {}, {}), against {} device(s){caveat}.",
+                    a.entries[s.points[last]].layout().label(),
+                    s.family.label(),
+                    base.layout().devices()
+                ))
+                .done(
+                    format!("{} {}", s.workload, s.label),
+                    chart_of(figs, "scaling", s.workload),
+                    section,
+                )
+                .about(s.workload),
+        );
+    }
+    found.cite(doc.table(t, &format!("scaling_{}", s.workload), None), list);
 }
 
-fn coll_scale_table(doc: &mut Doc, a: &Analysis, cs: &CollScale) {
+/// ` (caveat: ...)` when included entries are not representative.
+fn series_caveat(a: &Analysis, points: &[usize]) -> String {
+    let kinds: std::collections::BTreeSet<String> = points
+        .iter()
+        .flat_map(|&i| a.entries[i].concern_kinds())
+        .collect();
+    if kinds.is_empty() {
+        String::new()
+    } else {
+        format!(" (caveat: not representative: {})", kinds_text(&kinds))
+    }
+}
+
+fn coll_scale_table(
+    doc: &mut Doc,
+    a: &Analysis,
+    cs: &CollScale,
+    found: &mut Findings,
+    section: &str,
+) {
     doc.para(vec![
         Span::Strong(format!("{} {}", cs.workload, cs.label)),
         text(format!(
@@ -548,7 +987,42 @@ fn coll_scale_table(doc: &mut Doc, a: &Analysis, cs: &CollScale) {
         }));
         t.push(cells);
     }
-    doc.table(t, &format!("busbw_vs_devices_{}", cs.workload), None);
+    // Retention at the largest scale, for the largest size measured there.
+    let last = cs.layouts.len() - 1;
+    let col = format!("{} R", cs.layouts[last].label());
+    let j = t.columns.iter().position(|c| *c == col);
+    let row = j.and_then(|j| {
+        (0..t.rows.len())
+            .rev()
+            .find(|&r| t.rows[r][j].sort_value().is_some())
+    });
+    let mut list = Vec::new();
+    if let (Some(r), Some(b)) = (row, cs.retention_base().filter(|&b| b < last)) {
+        let pts: Vec<usize> = cs
+            .sizes
+            .iter()
+            .flat_map(|(_, v)| v.iter().flatten().copied())
+            .collect();
+        list.push(
+            Sentence::new(&t, r)
+                .text(format!(
+                    "busbw retention at {} devices ({}) against {} devices: R = ",
+                    cs.layouts[last].devices(),
+                    cs.layouts[last].label(),
+                    cs.layouts[b].devices()
+                ))
+                .fig(&col)
+                .text(" at S = ")
+                .fig("S")
+                .text(format!("{}.", series_caveat(a, &pts)))
+                .done(format!("{} {}", cs.workload, cs.label), None, section)
+                .about(cs.workload),
+        );
+    }
+    found.cite(
+        doc.table(t, &format!("busbw_vs_devices_{}", cs.workload), None),
+        list,
+    );
 }
 
 fn cost_model(doc: &mut Doc, a: &Analysis, figs: &[Figure]) {
@@ -567,7 +1041,7 @@ fn cost_model(doc: &mut Doc, a: &Analysis, figs: &[Figure]) {
     ]);
     for v in a.collectives.iter().filter(|v| v.charted) {
         for c in &v.curves {
-            let Ok(h) = &c.hockney else {
+            let Ok(h) = &c.regimes else {
                 continue;
             };
             for &i in &c.points {
@@ -592,7 +1066,51 @@ fn cost_model(doc: &mut Doc, a: &Analysis, figs: &[Figure]) {
     doc.table(
         t,
         "fit_residuals",
-        Some("α–β fit residuals per size (charted variants)".into()),
+        Some(
+            "α–β fit residuals per size, each size against its own regime (charted variants)"
+                .into(),
+        ),
+    );
+    let mut t = Table::new(&[
+        "workload",
+        "variant",
+        "set-up",
+        "regime",
+        "from S",
+        "to S",
+        "sizes",
+        "α (µs)",
+        "1/β (GB/s)",
+        "R²",
+        "fit",
+    ]);
+    for v in &a.collectives {
+        for c in &v.curves {
+            let Ok(r) = &c.regimes else {
+                continue;
+            };
+            let f = c.factor.filter(|f| *f > 0.0).unwrap_or(1.0);
+            for (k, seg) in r.segments.iter().enumerate() {
+                t.push(vec![
+                    Cell::text(v.workload.to_string()),
+                    Cell::text(v.label.clone()),
+                    Cell::text(setup_text(a, &c.shape)),
+                    Cell::UInt(k as u64 + 1),
+                    Cell::num((seg.from_x / f).round(), NumFmt::Bytes),
+                    Cell::num((seg.to_x / f).round(), NumFmt::Bytes),
+                    Cell::UInt(seg.points as u64),
+                    Cell::num(seg.hockney.alpha_s * 1e6, NumFmt::Sig),
+                    Cell::opt(seg.hockney.bandwidth_gbps(), NumFmt::Sig),
+                    Cell::num(seg.hockney.fit.r2, NumFmt::Fixed(3)),
+                    Cell::text(fit_note(&seg.hockney.fit)),
+                ]);
+            }
+        }
+    }
+    doc.table(
+        t,
+        "fit_regimes",
+        Some("α–β per regime: every set-up's segments, with their size ranges".into()),
     );
     // Across scales: a summary of every series, then details of the charted ones.
     doc.heading(3, "Forms across device counts");
@@ -771,8 +1289,11 @@ fn winner_text(g: &RatioGroup, w: Winner) -> String {
     }
 }
 
-fn ratios(doc: &mut Doc, a: &Analysis, figs: &[Figure], kind: RatioKind) {
-    let groups: Vec<&RatioGroup> = a.ratios.iter().filter(|g| g.kind == kind).collect();
+fn ratios(doc: &mut Doc, a: &Analysis, figs: &[Figure], kind: RatioKind, found: &mut Findings) {
+    let all: Vec<&RatioGroup> = a.ratios.iter().filter(|g| g.kind == kind).collect();
+    let include = a.options.include_unrepresentative;
+    let (groups, apart): (Vec<&RatioGroup>, Vec<&RatioGroup>) =
+        all.iter().partition(|g| include || g.concerns.is_empty());
     let (title, stem, what) = match kind {
         RatioKind::Topology => (
             "Pure MPI vs hybrid",
@@ -782,6 +1303,29 @@ fn ratios(doc: &mut Doc, a: &Analysis, figs: &[Figure], kind: RatioKind) {
         RatioKind::Binding => ("CPU binding", "binding", "time(policy) / time(reference)"),
     };
     doc.heading(2, title);
+    let section = doc.last_heading_id().unwrap_or_default().to_string();
+    if groups.is_empty() && !apart.is_empty() {
+        let mut kinds = std::collections::BTreeSet::new();
+        for g in &apart {
+            kinds.extend(g.concerns.iter().cloned());
+        }
+        let why = format!(
+            "no winner is named: every comparison involves cases that are not representative ({}); they are listed below without a verdict. --include-unrepresentative names winners from them, marked.",
+            kinds_text(&kinds)
+        );
+        doc.para(vec![text(format!("{title}: {why}"))]);
+        found.items.push(Finding {
+            topic: title.to_string(),
+            parts: vec![Part::Text(why)],
+            table: None,
+            row: 0,
+            chart: None,
+            section: section.clone(),
+            workload: None,
+        });
+        apart_table(doc, a, &apart, stem);
+        return;
+    }
     if groups.is_empty() {
         doc.para(vec![text(match kind {
             RatioKind::Topology => "No pure/hybrid pairs: no two measured cases differ only in topology (measure the same layout with --topology pure and --topology hybrid).",
@@ -810,11 +1354,42 @@ fn ratios(doc: &mut Doc, a: &Analysis, figs: &[Figure], kind: RatioKind) {
         "max",
         "winner",
         "agree",
+        "caveat",
     ]);
+    let mut list = Vec::new();
+    // Findings: every band of the largest layout compared, per workload.
+    let mut largest: BTreeMap<Workload, u32> = BTreeMap::new();
+    for g in &groups {
+        let m = largest.entry(g.workload).or_default();
+        *m = (*m).max(g.layout.devices());
+    }
+    let mut told: std::collections::BTreeSet<Workload> = Default::default();
     for g in &groups {
         let ratios: Vec<(derive::Band, f64)> = g.rows.iter().map(|r| (r.band, r.ratio)).collect();
+        let cite = g.charted
+            && largest.get(&g.workload) == Some(&g.layout.devices())
+            && !told.contains(&g.workload);
         for b in &g.bands {
             let (w, agree) = b.verdict(&ratios, a.options.tie_band);
+            if cite {
+                let r = t.rows.len();
+                let verdict = match w {
+                    Winner::First => format!("{} faster", g.num_label),
+                    Winner::Second => format!("{} faster", g.den_label),
+                    Winner::Tie => "a tie".to_string(),
+                    Winner::Mixed => "no clear winner (sizes disagree)".to_string(),
+                };
+                list.push((
+                    r,
+                    verdict,
+                    g.workload,
+                    g.label.clone(),
+                    b.band.name(),
+                    g.concerns.clone(),
+                    g.num_label.clone(),
+                    g.den_label.clone(),
+                ));
+            }
             t.push(vec![
                 Cell::text(g.workload.to_string()),
                 Cell::text(format!("{} / {}", g.num_label, g.den_label)),
@@ -826,10 +1401,49 @@ fn ratios(doc: &mut Doc, a: &Analysis, figs: &[Figure], kind: RatioKind) {
                 Cell::num(b.max, NumFmt::Ratio),
                 Cell::text(winner_text(g, w)),
                 Cell::text(format!("{agree}/{}", b.n)),
+                Cell::text(if g.concerns.is_empty() {
+                    String::new()
+                } else {
+                    format!("not representative: {}", kinds_text(&g.concerns))
+                }),
             ]);
         }
+        if cite {
+            told.insert(g.workload);
+        }
     }
-    doc.table(t, &format!("{stem}_bands"), None);
+    let list: Vec<Finding> = list
+        .into_iter()
+        .map(|(r, verdict, w, held, band, concerns, num, den)| {
+            Sentence::new(&t, r)
+                .text(format!(
+                    "at {held}, {band}: {verdict}, time {num} / {den} = "
+                ))
+                .fig("ratio (geomean)")
+                .text(" (geometric mean over ")
+                .fig("sizes")
+                .text(" size(s), range ")
+                .fig("min")
+                .text(" – ")
+                .fig("max")
+                .text(if concerns.is_empty() {
+                    ")".to_string()
+                } else {
+                    format!("; caveat: not representative: {})", kinds_text(&concerns))
+                })
+                .text(".")
+                .done(format!("{w}, {title}"), chart_of(figs, stem, w), &section)
+                .about(w)
+        })
+        .collect();
+    found.cite(doc.table(t, &format!("{stem}_bands"), None), list);
+    if !apart.is_empty() {
+        doc.para(vec![text(format!(
+            "{} comparison(s) involve cases that are not representative: shown apart, without a verdict.",
+            apart.len()
+        ))]);
+        apart_table(doc, a, &apart, stem);
+    }
     let mut t = Table::new(&[
         "workload",
         "compared",
@@ -862,8 +1476,43 @@ fn ratios(doc: &mut Doc, a: &Analysis, figs: &[Figure], kind: RatioKind) {
     );
 }
 
-fn stragglers(doc: &mut Doc, a: &Analysis) {
+/// Ratio bands of comparisons left out: their figures, no winner, and why.
+fn apart_table(doc: &mut Doc, a: &Analysis, groups: &[&RatioGroup], stem: &str) {
+    let _ = a;
+    let mut t = Table::new(&[
+        "workload",
+        "compared",
+        "held fixed",
+        "band",
+        "sizes",
+        "ratio (geomean)",
+        "min",
+        "max",
+        "winner",
+        "why",
+    ]);
+    for g in groups {
+        for b in &g.bands {
+            t.push(vec![
+                Cell::text(g.workload.to_string()),
+                Cell::text(format!("{} / {}", g.num_label, g.den_label)),
+                Cell::text(g.label.clone()),
+                Cell::text(b.band.name()),
+                Cell::UInt(b.n as u64),
+                Cell::num(b.geomean, NumFmt::Ratio),
+                Cell::num(b.min, NumFmt::Ratio),
+                Cell::num(b.max, NumFmt::Ratio),
+                Cell::text("not named"),
+                Cell::text(format!("not representative: {}", kinds_text(&g.concerns))),
+            ]);
+        }
+    }
+    doc.table(t, &format!("{stem}_bands_unrepresentative"), None);
+}
+
+fn stragglers(doc: &mut Doc, a: &Analysis, found: &mut Findings) {
     doc.heading(2, "Load imbalance and stragglers");
+    let section = doc.last_heading_id().unwrap_or_default().to_string();
     let s = &a.stragglers;
     if s.cases == 0 {
         doc.prose("No measured case has 2 or more ranks with per-rank times: nothing to compare.");
@@ -883,7 +1532,26 @@ fn stragglers(doc: &mut Doc, a: &Analysis) {
             Cell::num(n.score, NumFmt::Fixed(3)),
         ]);
     }
-    doc.table(t, "straggler_nodes", None);
+    let mut list = Vec::new();
+    // A slowest node needs another node to be slower than.
+    if t.rows.len() >= 2 {
+        list.push(
+            Sentence::new(&t, 0)
+                .text("slowest node ")
+                .fig("node")
+                .text(" (host ")
+                .fig("host")
+                .text("): straggler score ")
+                .fig("score")
+                .text(", slowest in ")
+                .fig("slowest in")
+                .text(" of ")
+                .fig("cases")
+                .text(" case(s).")
+                .done("Stragglers", None, &section),
+        );
+    }
+    found.cite(doc.table(t, "straggler_nodes", None), list);
     let mut t = Table::new(&[
         "input",
         "launch",

@@ -35,6 +35,11 @@ fn spans(v: &[Span]) -> String {
                 escape(href),
                 escape(text)
             )),
+            Span::Chart { text, stem } => out.push_str(&format!(
+                "<a href=\"#fig-{}\">{}</a>",
+                escape(stem),
+                escape(text)
+            )),
         }
     }
     out

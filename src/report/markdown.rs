@@ -27,7 +27,7 @@ pub fn escape(s: &str) -> String {
     out
 }
 
-fn spans(v: &[Span]) -> String {
+fn spans(v: &[Span], image_ext: Option<&str>) -> String {
     let mut out = String::new();
     for s in v {
         match s {
@@ -42,6 +42,10 @@ fn spans(v: &[Span]) -> String {
                 out.push_str(&escape(t));
                 out.push_str("**");
             }
+            Span::Chart { text, stem } => match image_ext {
+                Some(ext) => out.push_str(&format!("[{}](charts/{stem}.{ext})", escape(text))),
+                None => out.push_str(&escape(text)),
+            },
             Span::Link { text, href } => {
                 out.push('[');
                 out.push_str(&escape(text));
@@ -67,20 +71,24 @@ pub fn render(doc: &Doc, image_ext: Option<&str>) -> String {
                 ));
             }
             Block::Para(v) => {
-                out.push_str(&spans(v));
+                out.push_str(&spans(v, image_ext));
                 out.push_str("\n\n");
             }
             Block::Bullets(items) => {
                 for it in items {
                     out.push_str("- ");
-                    out.push_str(&spans(it));
+                    out.push_str(&spans(it, image_ext));
                     out.push('\n');
                 }
                 out.push('\n');
             }
             Block::Defs(items) => {
                 for (term, def) in items {
-                    out.push_str(&format!("- **{}**: {}\n", escape(term), spans(def)));
+                    out.push_str(&format!(
+                        "- **{}**: {}\n",
+                        escape(term),
+                        spans(def, image_ext)
+                    ));
                 }
                 out.push('\n');
             }

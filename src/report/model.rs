@@ -17,6 +17,10 @@ pub const DEFINITIONS: &[(&str, &str)] = &[
         "Hockney's model time = α + β·F·S fitted to the headline times of every size of one collective, variant and set-up (F = the busbw factor, so β is seconds per bus byte). Weighted least squares with weights 1/t² (it minimises the relative residuals, so small and large sizes count alike), made robust by Huber reweighting (a point whose relative residual lies beyond 1.345 robust standard deviations, 1.4826 × MAD, counts less; `N down-weighted` names how many did, e.g. preempted measurements), with α, β ≥ 0 (`constrained` marks fits where the free optimum was negative). α (µs) is the latency of a zero-byte operation; 1/β (GB/s) the asymptotic bus bandwidth. R² = 1 − Σ r² / Σ ((t − t̄_w)/t)² with relative residuals r = (t − t̂)/t and t̄_w the weighted mean; residuals are reported as their RMS and largest |r|. At least 3 sizes are needed; 1-device set-ups move no data and are not fitted.",
     ),
     (
+        "α–β regimes",
+        "MPI libraries switch protocol and algorithm with the size (eager to rendezvous, OSU's 8 KiB switch point; tree to ring), so one α–β line describes neither range. Each set-up's size curve is split by segmented least squares on the same relative residuals: for 1 to 3 segments of at least 3 sizes each, the split with the smallest residual sum RSS_K is found, and the number K minimising n·ln(RSS_K/n) + 6·K·ln n is kept (each extra segment must pay 6·ln n, twice plain BIC's, because the breakpoint is the best of many positions; residuals under 0.01 % count as 0.01 %). Each segment gets its own robust α–β fit and R²; the switch sizes lie between the last size of one regime and the first of the next. Predictions at a size use that size's regime (the hand-over lies at the geometric mean of the two sizes). The collective tables give α of the smallest sizes' regime, 1/β of the largest sizes' regime and the R² of the whole segmented model; `latency-bound below` is that first regime's half-performance size α/(β·F): below it the latency term is most of the time.",
+    ),
+    (
         "forms across scales",
         "For each collective, variant and set-up family, the forms listed with their formulas (p = devices, S = size; ring-like forms have latency terms linear in p, tree-like ones logarithmic) are fitted by the same robust weighted least squares to every size at every device count ≥ 2. Reduction arithmetic (γ) is not separated and folds into β.",
     ),
@@ -243,6 +247,240 @@ pub fn fit_hockney(points: &[(f64, f64)]) -> Result<Hockney, FitError> {
         beta_s_per_byte: fit.b,
         fit,
     })
+}
+
+/// Most regimes (protocol or algorithm ranges) one size curve is split into.
+pub const MAX_REGIMES: usize = 3;
+
+/// The penalty per segment, in units of ln n on the n·ln(RSS/n) scale. Plain BIC (3 per
+/// segment: 2 coefficients and a breakpoint) splits one-regime data too often, because the
+/// breakpoint is the best of many positions; 6 was chosen by simulation (the test
+/// `segmentation_error_rates`): on one-regime data with 1–5 % noise about 1 in 150 curves
+/// is split, and a 2 → 25 µs protocol switch is found in 149 of 150.
+const PENALTY_PER_SEGMENT: f64 = 6.0;
+
+/// Relative residuals are never trusted below this (timer and rounding noise): without a
+/// floor, a split of exact data would "improve" a zero residual by rounding alone.
+const RESIDUAL_FLOOR: f64 = 1e-4;
+
+/// One size range of a segmented α–β model, with its own fit.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Segment {
+    /// Smallest and largest x (bus bytes F·S) of the segment's points.
+    pub from_x: f64,
+    pub to_x: f64,
+    pub points: usize,
+    pub hockney: Hockney,
+}
+
+/// A size curve's α–β model per regime: sizes split where the data say the cost changes
+/// (eager/rendezvous protocols, algorithm switches), each segment fitted on its own.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Regimes {
+    /// Segments in size order; one when a single α–β line explains the curve.
+    pub segments: Vec<Segment>,
+    /// One α–β fit over every size, for comparison.
+    pub single: Hockney,
+    /// R² of the segmented model over every point (relative residuals, as [`Fit::r2`]).
+    pub r2: f64,
+    /// Relative residuals of the segmented model, in ascending order of x.
+    pub rel_residuals: Vec<f64>,
+}
+
+impl Regimes {
+    /// Where segment `k` hands over to `k + 1`: the geometric mean of the last x of one and
+    /// the first x of the next (no data lies between them).
+    pub fn boundary_x(&self, k: usize) -> f64 {
+        (self.segments[k].to_x * self.segments[k + 1].from_x).sqrt()
+    }
+    /// The segment whose range covers `x` (below the first: the first; above the last: the last).
+    pub fn segment_for(&self, x: f64) -> &Segment {
+        let k = (0..self.segments.len() - 1)
+            .take_while(|&k| x > self.boundary_x(k))
+            .count();
+        &self.segments[k]
+    }
+    /// Time at `x` bus bytes from the regime `x` falls in.
+    pub fn predict_s(&self, x: f64) -> f64 {
+        self.segment_for(x).hockney.predict_s(x)
+    }
+    /// The latency-bound regime's α (the smallest sizes'), seconds.
+    pub fn alpha_s(&self) -> f64 {
+        self.segments[0].hockney.alpha_s
+    }
+    /// The largest sizes' asymptotic bus bandwidth 1/β, GB/s.
+    pub fn bandwidth_gbps(&self) -> Option<f64> {
+        self.segments
+            .last()
+            .and_then(|s| s.hockney.bandwidth_gbps())
+    }
+    /// The half-performance size of the smallest sizes' regime, x½ = α/β bus bytes: below it
+    /// the latency term is the larger part of the time (`None` when β = 0).
+    pub fn latency_bound_below_x(&self) -> Option<f64> {
+        let h = &self.segments[0].hockney;
+        (h.beta_s_per_byte > 0.0).then(|| h.alpha_s / h.beta_s_per_byte)
+    }
+    /// Points the robust segment fits down-weighted, in total.
+    pub fn downweighted(&self) -> usize {
+        self.segments
+            .iter()
+            .map(|s| s.hockney.fit.downweighted)
+            .sum()
+    }
+    /// Whether any segment's fit hit the α, β ≥ 0 bound.
+    pub fn constrained(&self) -> bool {
+        self.segments.iter().any(|s| s.hockney.fit.constrained)
+    }
+}
+
+/// Weighted sums of one range of points for time = a + b·x with weights 1/t², accumulated
+/// point by point (differences of prefix sums would cancel: weights span 10^12).
+#[derive(Debug, Clone, Copy, Default)]
+struct RangeSums {
+    w: f64,
+    wx: f64,
+    wxx: f64,
+    wt: f64,
+    wxt: f64,
+    wtt: f64,
+}
+
+impl RangeSums {
+    fn add(&mut self, x: f64, t: f64) {
+        let w = 1.0 / (t * t);
+        self.w += w;
+        self.wx += w * x;
+        self.wxx += w * x * x;
+        self.wt += w * t;
+        self.wxt += w * x * t;
+        self.wtt += w * t * t;
+    }
+    fn sse(&self, a: f64, b: f64) -> f64 {
+        (self.wtt - 2.0 * a * self.wt - 2.0 * b * self.wxt
+            + a * a * self.w
+            + 2.0 * a * b * self.wx
+            + b * b * self.wxx)
+            .max(0.0)
+    }
+    /// Sum of squared relative residuals of the best fit with a, b ≥ 0 (plain, not robust:
+    /// the segmentation's cost; each chosen segment is then fitted robustly).
+    fn best_sse(&self) -> f64 {
+        let det = self.w * self.wxx - self.wx * self.wx;
+        if det > 1e-10 * self.w * self.wxx {
+            let a = (self.wt * self.wxx - self.wxt * self.wx) / det;
+            let b = (self.wxt * self.w - self.wt * self.wx) / det;
+            if a >= 0.0 && b >= 0.0 {
+                return self.sse(a, b);
+            }
+        }
+        let only_a = self.sse((self.wt / self.w).max(0.0), 0.0);
+        let only_b = if self.wxx > 0.0 {
+            self.sse(0.0, (self.wxt / self.wxx).max(0.0))
+        } else {
+            f64::INFINITY
+        };
+        only_a.min(only_b)
+    }
+}
+
+/// Fits α–β per regime to (bus bytes x, time) points of one set-up: segmented least squares
+/// on relative residuals. For each number of segments K ≤ [`MAX_REGIMES`] (each of at least
+/// [`MIN_POINTS`] sizes) dynamic programming finds the split with the smallest residual sum
+/// RSS_K; K minimises the penalised criterion n·ln(RSS_K/n) + 6·K·ln n (a BIC whose penalty
+/// per segment is doubled, see [`PENALTY_PER_SEGMENT`]), so each extra segment must pay
+/// 6·ln n. Residuals below 0.01 % count as 0.01 % (no split chases rounding). Each
+/// segment is then fitted like [`fit_hockney`] (robust, α, β ≥ 0).
+pub fn fit_regimes(points: &[(f64, f64)]) -> Result<Regimes, FitError> {
+    let single = fit_hockney(points)?;
+    let mut pts: Vec<(f64, f64)> = points
+        .iter()
+        .copied()
+        .filter(|(x, t)| *t > 0.0 && t.is_finite() && x.is_finite())
+        .collect();
+    pts.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let n = pts.len();
+    let scale = pts.iter().fold(0.0_f64, |m, p| m.max(p.0.abs())).max(1.0);
+    // cost[i][j]: range [i, j) of at least MIN_POINTS points.
+    let mut cost = vec![vec![f64::INFINITY; n + 1]; n + 1];
+    for (i, row) in cost.iter_mut().enumerate().take(n) {
+        let mut acc = RangeSums::default();
+        for (j, p) in pts.iter().enumerate().skip(i) {
+            acc.add(p.0 / scale, p.1);
+            if j + 1 - i >= MIN_POINTS {
+                row[j + 1] = acc.best_sse();
+            }
+        }
+    }
+    let k_max = MAX_REGIMES.min(n / MIN_POINTS).max(1);
+    // best[k][j]: k segments covering [0, j); from[k][j]: where the last one starts.
+    let mut best = vec![vec![f64::INFINITY; n + 1]; k_max + 1];
+    let mut from = vec![vec![0usize; n + 1]; k_max + 1];
+    best[0][0] = 0.0;
+    for k in 1..=k_max {
+        for j in 1..=n {
+            for i in 0..j {
+                let c = best[k - 1][i] + cost[i][j];
+                if c < best[k][j] {
+                    best[k][j] = c;
+                    from[k][j] = i;
+                }
+            }
+        }
+    }
+    let nf = n as f64;
+    let floor = nf * RESIDUAL_FLOOR * RESIDUAL_FLOOR;
+    let bic = |k: usize| {
+        nf * (best[k][n].max(floor) / nf).ln() + PENALTY_PER_SEGMENT * k as f64 * nf.ln()
+    };
+    let k = (1..=k_max)
+        .filter(|&k| best[k][n].is_finite())
+        .min_by(|&a, &b| bic(a).total_cmp(&bic(b)))
+        .unwrap_or(1);
+    let mut bounds = vec![n];
+    for kk in (1..=k).rev() {
+        let j = *bounds.last().expect("a bound");
+        bounds.push(from[kk][j]);
+    }
+    bounds.reverse();
+    let mut segments = Vec::new();
+    for w in bounds.windows(2) {
+        let part = &pts[w[0]..w[1]];
+        let hockney = if k == 1 {
+            single.clone()
+        } else {
+            fit_hockney(part)?
+        };
+        segments.push(Segment {
+            from_x: part[0].0,
+            to_x: part[part.len() - 1].0,
+            points: part.len(),
+            hockney,
+        });
+    }
+    let mut r = Regimes {
+        segments,
+        single,
+        r2: 0.0,
+        rel_residuals: Vec::new(),
+    };
+    r.rel_residuals = pts.iter().map(|&(x, t)| (t - r.predict_s(x)) / t).collect();
+    r.r2 = relative_r2(&pts, &r.rel_residuals);
+    Ok(r)
+}
+
+/// R² of relative residuals against the weighted mean (as [`fit_nonneg`] computes it).
+fn relative_r2(pts: &[(f64, f64)], rel: &[f64]) -> f64 {
+    let ssr: f64 = rel.iter().map(|r| r * r).sum();
+    let sw: f64 = pts.iter().map(|p| 1.0 / (p.1 * p.1)).sum();
+    let mean_w = pts.iter().map(|p| 1.0 / p.1).sum::<f64>() / sw;
+    let sst: f64 = pts.iter().map(|p| ((p.1 - mean_w) / p.1).powi(2)).sum();
+    if sst > 0.0 {
+        1.0 - ssr / sst
+    } else if ssr == 0.0 {
+        1.0
+    } else {
+        0.0
+    }
 }
 
 /// Whether a form's latency term grows linearly (ring-like) or logarithmically (tree-like)
@@ -628,6 +866,120 @@ mod tests {
             fit_hockney(&[(1.0, 0.0), (2.0, -1.0), (3.0, 1.0)]),
             Err(FitError::TooFew { have: 1, .. })
         ));
+    }
+
+    /// Two regimes: α1 = 2 µs, 1/β1 = 4 GB/s up to 8 KiB (eager), α2 = 25 µs, 1/β2 =
+    /// 10 GB/s from 16 KiB (rendezvous), sizes 8 B – 4 MiB (×2), ±2 % noise.
+    fn two_regimes() -> Vec<(f64, f64)> {
+        let mut st = 11;
+        (3..=22)
+            .map(|e| {
+                let x = (1u64 << e) as f64;
+                let t = if x <= 8192.0 {
+                    2e-6 + x / 4e9
+                } else {
+                    25e-6 + x / 10e9
+                };
+                (x, t * (1.0 + noise(&mut st, 0.02)))
+            })
+            .collect()
+    }
+
+    #[test]
+    fn two_regimes_are_found_with_their_parameters() {
+        let pts = two_regimes();
+        let r = fit_regimes(&pts).unwrap();
+        assert_eq!(r.segments.len(), 2, "{:?}", r.segments);
+        // The breakpoint lies exactly between the 8 KiB and 16 KiB measurements.
+        assert_eq!(
+            (r.segments[0].to_x, r.segments[1].from_x),
+            (8192.0, 16384.0)
+        );
+        // Tolerances: 10 % on α and 1/β (±2 % noise on 10 and 10 points).
+        assert_recovers(&r.segments[0].hockney, 2e-6, 4.0, 0.10);
+        assert_recovers(&r.segments[1].hockney, 25e-6, 10.0, 0.10);
+        assert!(r.segments.iter().all(|s| s.hockney.fit.r2 > 0.98));
+        // One line over both regimes explains far less (R² and residuals).
+        assert!(
+            r.r2 > 0.99 && r.r2 > r.single.fit.r2,
+            "{} {}",
+            r.r2,
+            r.single.fit.r2
+        );
+        assert!(r.single.fit.max_abs_rel_residual() > 0.2);
+        // Predictions use the size's own regime.
+        let below = 4096.0;
+        assert!((r.predict_s(below) - (2e-6 + below / 4e9)).abs() / (2e-6 + below / 4e9) < 0.05);
+        let above = 1048576.0;
+        let truth = 25e-6 + above / 10e9;
+        assert!((r.predict_s(above) - truth).abs() / truth < 0.05);
+        assert!((r.boundary_x(0) - (8192.0f64 * 16384.0).sqrt()).abs() < 1e-6);
+        // Half-performance size of the latency regime: α/β = 2 µs × 4 GB/s = 8 kB.
+        let half = r.latency_bound_below_x().unwrap();
+        assert!((half - 8000.0).abs() / 8000.0 < 0.15, "{half}");
+    }
+
+    /// False splits and missed switches over 150 noisy curves each (fixed seeds, so the test
+    /// is deterministic): one regime split at most 3 times, a switch found at least 146 times,
+    /// always at the true size.
+    #[test]
+    fn segmentation_error_rates() {
+        let (mut split, mut found) = (0, 0);
+        for seed in 0..150u64 {
+            let mut st = seed * 7919 + 1;
+            let one: Vec<(f64, f64)> = (3..=24)
+                .map(|e| {
+                    let x = (1u64 << e) as f64;
+                    (x, (5e-6 + x / 12.5e9) * (1.0 + noise(&mut st, 0.03)))
+                })
+                .collect();
+            split += usize::from(fit_regimes(&one).unwrap().segments.len() > 1);
+            let two: Vec<(f64, f64)> = (3..=22)
+                .map(|e| {
+                    let x = (1u64 << e) as f64;
+                    let t = if x <= 8192.0 {
+                        2e-6 + x / 4e9
+                    } else {
+                        25e-6 + x / 10e9
+                    };
+                    (x, t * (1.0 + noise(&mut st, 0.03)))
+                })
+                .collect();
+            let r = fit_regimes(&two).unwrap();
+            found += usize::from(r.segments.len() == 2 && r.segments[0].to_x == 8192.0);
+        }
+        assert!(split <= 3, "{split} of 150 one-regime curves split");
+        assert!(found >= 146, "switch found in {found} of 150");
+    }
+
+    #[test]
+    fn one_regime_stays_one_segment() {
+        // α = 5 µs, 1/β = 12.5 GB/s, 8 B – 256 MiB, ±3 % noise (as the single-fit test).
+        let (alpha, beta) = (5e-6, 1.0 / 12.5e9);
+        let mut st = 42;
+        let pts: Vec<(f64, f64)> = (3..=28)
+            .map(|e| {
+                let x = (1u64 << e) as f64;
+                (x, (alpha + beta * x) * (1.0 + noise(&mut st, 0.03)))
+            })
+            .collect();
+        let r = fit_regimes(&pts).unwrap();
+        assert_eq!(r.segments.len(), 1, "{:?}", r.segments);
+        assert_eq!(r.segments[0].hockney, r.single);
+        assert_recovers(&r.segments[0].hockney, alpha, 12.5, 0.03);
+        // Exact data: one segment, R² 1.
+        let exact: Vec<(f64, f64)> = (4..=20)
+            .map(|e| {
+                let x = (1u64 << e) as f64;
+                (x, 1e-5 + x * 1e-10)
+            })
+            .collect();
+        let r = fit_regimes(&exact).unwrap();
+        assert_eq!(r.segments.len(), 1);
+        assert!((r.r2 - 1.0).abs() < 1e-9);
+        // Too few points for two segments of 3: one; too few for a fit: refused.
+        assert_eq!(fit_regimes(&exact[..5]).unwrap().segments.len(), 1);
+        assert!(fit_regimes(&exact[..2]).is_err());
     }
 
     #[test]

@@ -29,6 +29,8 @@ pub enum NumFmt {
     Percent,
     /// Bytes with a binary unit (`1MiB`).
     Bytes,
+    /// An estimated size in bytes, 3 significant digits in a binary unit (`1.23MiB`).
+    ApproxBytes,
 }
 
 /// One table cell.
@@ -112,6 +114,13 @@ pub fn format_num(v: f64, f: NumFmt) -> String {
             crate::units::format_bytes(v as u64)
         }
         NumFmt::Bytes => sig(v, 4),
+        NumFmt::ApproxBytes => {
+            let (m, unit) = [(1u64 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")]
+                .into_iter()
+                .find(|(m, _)| v.abs() >= *m as f64)
+                .unwrap_or((1, "B"));
+            format!("{}{unit}", sig(v / m as f64, 3))
+        }
     }
 }
 
@@ -749,6 +758,9 @@ mod tests {
         assert_eq!(format_num(1.2345, NumFmt::Ratio), "1.234×");
         assert_eq!(format_num(0.5, NumFmt::Percent), "50.0 %");
         assert_eq!(format_num(1048576.0, NumFmt::Bytes), "1MiB");
+        assert_eq!(format_num(1290693.0, NumFmt::ApproxBytes), "1.23MiB");
+        assert_eq!(format_num(400000.0, NumFmt::ApproxBytes), "391KiB");
+        assert_eq!(format_num(100.0, NumFmt::ApproxBytes), "100B");
         assert_eq!(num_fmt_for("timing.stats_s.median"), NumFmt::Seconds);
         assert_eq!(num_fmt_for("timing.stats_s.cv"), NumFmt::Sig);
         assert_eq!(num_fmt_for("started_unix_s"), NumFmt::Fixed(3));

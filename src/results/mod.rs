@@ -2,6 +2,7 @@
 
 pub mod ddp;
 pub mod io;
+pub mod representative;
 pub mod schema;
 
 use std::time::{SystemTime, UNIX_EPOCH};

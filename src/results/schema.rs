@@ -108,6 +108,22 @@ pub struct LaunchRecord {
     /// Where and how the ranks ran; absent if the launch died before reporting.
     #[serde(default)]
     pub provenance: Option<Provenance>,
+    /// Why this launch's measurements may not represent the set-up they name (more busy
+    /// threads than CPUs, emulated nodes, devices sharing a core), from its provenance
+    /// (`results::representative`); empty when none applies. Written since 0.1 (format 1).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unrepresentative: Vec<Unrepresentative>,
+}
+
+/// One reason a launch's or case's measurements may not represent the set-up they name. The
+/// report leaves such cases out of winners, scaling efficiencies and fits unless asked.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Unrepresentative {
+    /// A stable name: `oversubscribed`, `emulated_nodes`, `shared_cores`,
+    /// `cpu_frequency_changed` (readers must accept names they do not know).
+    pub kind: String,
+    /// The numbers behind it, in words (e.g. `host n1: 4 busy threads on 2 CPUs`).
+    pub detail: String,
 }
 
 /// Where and how a launch's ranks ran.
@@ -339,6 +355,11 @@ pub struct CaseResult {
     /// (definitions in [`crate::results::ddp`]); absent for other workloads.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ddp: Option<crate::results::ddp::DdpMetrics>,
+    /// Reasons specific to this case that its measurement may not represent its set-up (e.g.
+    /// its GEMM threads oversubscribe the cores, the CPU clock changed while it ran); the
+    /// launch's own reasons apply too. Empty when none applies.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unrepresentative: Vec<Unrepresentative>,
 }
 
 /// What NVML saw on one GPU during one case (warm-up, timing and validation included).

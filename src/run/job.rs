@@ -27,7 +27,7 @@ use crate::results::schema::{
     CaseResult, DeviceTelemetry, GemmProvenance, HostInfo, LaunchRecord, LaunchStatus, Provenance,
     RankInfo, RunInfo,
 };
-use crate::results::{new_run_id, now_unix_s};
+use crate::results::{new_run_id, now_unix_s, representative};
 use crate::run::watchdog::Watchdog;
 use crate::topology::binding::{self, BindRequest, Reserved};
 use crate::topology::identity::{self, LauncherEnv, NodeLayout, RankFacts};
@@ -478,7 +478,11 @@ impl Job<'_> {
             overhead_s: None,
             stderr_tail: None,
             provenance,
+            unrepresentative: Vec::new(),
         };
+        launch.unrepresentative = representative::assess_launch(&launch, 1);
+        // The CPUs rank 0's host runs the job on: their clock is read around every case.
+        let clock_cpus = representative_clock_cpus(&launch);
         let run_info = RunInfo {
             run_id,
             started_unix_s: started,
@@ -535,6 +539,9 @@ impl Job<'_> {
                 p.warnings
                     .iter()
                     .map(|w| format!("# warning: {w}"))
+                    .chain(launch.unrepresentative.iter().map(|w| {
+                        format!("# warning: not representative ({}): {}", w.kind, w.detail)
+                    }))
                     .collect(),
             );
         }
@@ -544,6 +551,7 @@ impl Job<'_> {
         let mut any_failed = false;
         self.watchdog.disarm();
         for params in self.cases {
+            let mhz0 = topology::cpu_mhz(&clock_cpus);
             let t0 = now_unix_s();
             if comm.is_root() {
                 lock_kept(self.keep).current =
@@ -557,6 +565,7 @@ impl Job<'_> {
             let outcome = workload::run_case(&mut backend, comm, params, self.settings);
             self.watchdog.disarm();
             let t1 = now_unix_s();
+            let mhz1 = topology::cpu_mhz(&clock_cpus);
             let telemetry = backend.telemetry_end();
             // Only a GPU backend samples; the kind is the same on every rank.
             let telemetry = if backend.kind() == BackendKind::Cuda {
@@ -579,7 +588,14 @@ impl Job<'_> {
                     size,
                     outcome,
                 );
-                let rec = CaseResult { telemetry, ..rec };
+                let mut unrepresentative = representative::case_specific(&launch, params);
+                let host = topology::hostname();
+                unrepresentative.extend(representative::frequency_change(&host, &mhz0, &mhz1));
+                let rec = CaseResult {
+                    telemetry,
+                    unrepresentative,
+                    ..rec
+                };
                 append(&mut journal, JournalRecord::Case(Box::new(rec.clone())))?;
                 print(table.push(&rec));
                 let mut k = lock_kept(self.keep);
@@ -622,6 +638,24 @@ impl Job<'_> {
             results: results_path,
         })
     }
+}
+
+/// At rank 0: the CPUs the ranks on its host may run on (empty on other ranks, whose clock
+/// readings are not recorded).
+fn representative_clock_cpus(launch: &LaunchRecord) -> Vec<u32> {
+    let Some(p) = &launch.provenance else {
+        return Vec::new();
+    };
+    let host = topology::hostname();
+    let mut cpus: Vec<u32> = p
+        .ranks
+        .iter()
+        .filter(|r| r.host == host)
+        .flat_map(|r| affinity::parse_cpulist(&r.cpus).unwrap_or_default())
+        .collect();
+    cpus.sort_unstable();
+    cpus.dedup();
+    cpus
 }
 
 /// Every rank's device telemetry, at rank 0, in device order (collective).

@@ -50,6 +50,7 @@ pub fn record(
         phases: Vec::new(),
         telemetry: Vec::new(),
         ddp: None,
+        unrepresentative: Vec::new(),
     };
     let m = match outcome {
         Ok(m) => m,

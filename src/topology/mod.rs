@@ -40,6 +40,58 @@ pub fn host_info() -> HostInfo {
     }
 }
 
+/// The current clock of each CPU in `cpus`, MHz: cpufreq's `scaling_cur_freq` where the
+/// kernel exposes it, else `cpu MHz` of /proc/cpuinfo; CPUs without a reading are left out
+/// (empty when the clock cannot be read, e.g. in many VMs, or `cpus` is empty).
+pub fn cpu_mhz(cpus: &[u32]) -> Vec<f64> {
+    if cpus.is_empty() {
+        return Vec::new();
+    }
+    let sys: Vec<f64> = cpus
+        .iter()
+        .filter_map(|c| {
+            std::fs::read_to_string(format!(
+                "/sys/devices/system/cpu/cpu{c}/cpufreq/scaling_cur_freq"
+            ))
+            .ok()?
+            .trim()
+            .parse::<f64>()
+            .ok()
+            .map(|khz| khz / 1000.0)
+        })
+        .collect();
+    if !sys.is_empty() {
+        return sys;
+    }
+    let info = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    cpuinfo_mhz(&info)
+        .into_iter()
+        .filter(|(c, _)| cpus.contains(c))
+        .map(|(_, m)| m)
+        .collect()
+}
+
+/// (processor, cpu MHz) pairs of /proc/cpuinfo.
+fn cpuinfo_mhz(cpuinfo: &str) -> Vec<(u32, f64)> {
+    let mut out = Vec::new();
+    let mut cpu = None;
+    for line in cpuinfo.lines() {
+        let Some((k, v)) = line.split_once(':') else {
+            continue;
+        };
+        match k.trim() {
+            "processor" => cpu = v.trim().parse::<u32>().ok(),
+            "cpu MHz" => {
+                if let (Some(c), Ok(m)) = (cpu, v.trim().parse::<f64>()) {
+                    out.push((c, m));
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
 fn online_cpus() -> u32 {
     // SAFETY: sysconf has no memory effects.
     let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
@@ -100,6 +152,7 @@ const ENV_PREFIXES: &[&str] = &[
     "HWLOC_",
     "OMP_",
     "I_MPI_",
+    "MPICH_",
     "MV2_",
     "FI_",
     "HSA_",
@@ -188,6 +241,9 @@ mod tests {
         );
         let h = host_info();
         assert!(h.logical_cpus >= 1 && h.memory_bytes > 0 && !h.host.is_empty());
+        let mhz = "processor\t: 0\ncpu MHz\t\t: 2695.946\n\nprocessor\t: 1\ncpu MHz\t\t: 1200\n";
+        assert_eq!(cpuinfo_mhz(mhz), vec![(0, 2695.946), (1, 1200.0)]);
+        assert!(cpu_mhz(&[]).is_empty());
     }
 
     #[test]

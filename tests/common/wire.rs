@@ -50,6 +50,16 @@ pub struct Launch {
     pub overhead_s: Option<f64>,
     pub stderr_tail: Option<String>,
     pub provenance: Option<Provenance>,
+    /// Written only when something makes the launch unrepresentative.
+    #[serde(default)]
+    pub unrepresentative: Vec<Unrepresentative>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Unrepresentative {
+    pub kind: String,
+    pub detail: String,
 }
 
 #[derive(Debug, Deserialize)]
@@ -168,6 +178,9 @@ pub struct Case {
     /// Written only where NVML sampled (CUDA backend).
     #[serde(default)]
     pub telemetry: Vec<Telemetry>,
+    /// Written only when something specific to the case makes it unrepresentative.
+    #[serde(default)]
+    pub unrepresentative: Vec<Unrepresentative>,
 }
 
 #[derive(Debug, Deserialize)]

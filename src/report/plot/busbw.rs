@@ -2,10 +2,10 @@
 //! one curve per set-up, bars from the samples.
 
 use super::{
-    curve_sets, setup_label, setup_mark, size_point, Axis, Figure, LegendEntry, Panel, Quantity,
+    curve_label, curve_mark, curve_sets, size_point, Axis, Figure, LegendEntry, Panel, Quantity,
     Scale, Series, Unit, SETUP_LEGEND,
 };
-use crate::report::analyze::{style_key, Analysis, Layout};
+use crate::report::analyze::Analysis;
 
 pub fn figures(a: &Analysis) -> Vec<Figure> {
     let mut out = Vec::new();
@@ -20,7 +20,6 @@ pub fn figures(a: &Analysis) -> Vec<Figure> {
                 no_busbw = true;
                 continue;
             }
-            let (layout, style) = (Layout::of(&c.shape), style_key(&c.shape));
             let pts: Vec<_> = c
                 .points
                 .iter()
@@ -31,10 +30,10 @@ pub fn figures(a: &Analysis) -> Vec<Figure> {
                 no_busbw = true;
                 continue;
             }
-            let mark = setup_mark(a, layout, style);
+            let mark = curve_mark(a, c);
             legend.push(LegendEntry {
                 mark,
-                label: setup_label(a, layout, style),
+                label: curve_label(a, c),
             });
             series.push(Series { mark, points: pts });
         }

@@ -2,10 +2,10 @@
 //! the samples.
 
 use super::{
-    curve_sets, setup_label, setup_mark, size_point, Axis, Figure, LegendEntry, Panel, Quantity,
+    curve_label, curve_mark, curve_sets, size_point, Axis, Figure, LegendEntry, Panel, Quantity,
     Scale, Series, Unit, SETUP_LEGEND,
 };
-use crate::report::analyze::{style_key, Analysis, Layout};
+use crate::report::analyze::Analysis;
 
 pub fn figures(a: &Analysis) -> Vec<Figure> {
     let mut out = Vec::new();
@@ -13,7 +13,6 @@ pub fn figures(a: &Analysis) -> Vec<Figure> {
         let mut series = Vec::new();
         let mut legend = Vec::new();
         for c in &set.curves {
-            let (layout, style) = (Layout::of(&c.shape), style_key(&c.shape));
             let pts: Vec<_> = c
                 .points
                 .iter()
@@ -22,10 +21,10 @@ pub fn figures(a: &Analysis) -> Vec<Figure> {
             if pts.is_empty() {
                 continue;
             }
-            let mark = setup_mark(a, layout, style);
+            let mark = curve_mark(a, c);
             legend.push(LegendEntry {
                 mark,
-                label: setup_label(a, layout, style),
+                label: curve_label(a, c),
             });
             series.push(Series { mark, points: pts });
         }

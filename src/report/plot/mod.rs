@@ -247,6 +247,36 @@ pub fn setup_mark(a: &Analysis, layout: Layout, style: StyleKey) -> Mark {
     Mark::solid(color(idx), marker(a.palette.style_index(style)))
 }
 
+/// The colour of measurements that cannot represent their set-up (greyed, hollow markers).
+pub const GREY: Rgb = Rgb(175, 175, 175);
+
+/// The mark of a size curve: its set-up's, or grey and hollow when not representative.
+pub fn curve_mark(a: &Analysis, c: &Curve) -> Mark {
+    let m = setup_mark(a, Layout::of(&c.shape), style_key(&c.shape));
+    if c.concerns.is_empty() {
+        m
+    } else {
+        Mark {
+            color: GREY,
+            hollow: true,
+            ..m
+        }
+    }
+}
+
+/// The legend label of a size curve, saying when it is not representative.
+pub fn curve_label(a: &Analysis, c: &Curve) -> String {
+    let l = setup_label(a, Layout::of(&c.shape), style_key(&c.shape));
+    if c.concerns.is_empty() {
+        l
+    } else {
+        format!(
+            "{l} — NOT REPRESENTATIVE: {}",
+            super::analyze::kinds_text(&c.concerns)
+        )
+    }
+}
+
 /// Legend label of a set-up: the layout, then the set-up fields that vary in the report.
 pub fn setup_label(a: &Analysis, layout: Layout, style: StyleKey) -> String {
     let rest = super::analyze::style_label(style, &a.varying);
@@ -381,11 +411,14 @@ pub fn curve_sets<'v>(a: &'v Analysis) -> Vec<CurveSet<'v>> {
 pub fn ratio_figures(a: &Analysis, kind: RatioKind, text: &RatioText) -> Vec<Figure> {
     let mut by_wl: std::collections::BTreeMap<crate::params::Workload, Vec<&RatioGroup>> =
         Default::default();
-    for g in a
-        .ratios
-        .iter()
-        .filter(|g| g.kind == kind && g.charted && g.rows.iter().any(|r| r.bytes.is_some()))
-    {
+    // Comparisons that cannot name a winner are not charted (their table says why) unless
+    // unrepresentative cases were included; then they are greyed.
+    for g in a.ratios.iter().filter(|g| {
+        g.kind == kind
+            && g.charted
+            && g.rows.iter().any(|r| r.bytes.is_some())
+            && (a.options.include_unrepresentative || g.concerns.is_empty())
+    }) {
         by_wl.entry(g.workload).or_default().push(g);
     }
     let mut out = Vec::new();
@@ -399,7 +432,11 @@ pub fn ratio_figures(a: &Analysis, kind: RatioKind, text: &RatioText) -> Vec<Fig
             let mut variant = String::new();
             let (mut x0, mut x1) = (f64::INFINITY, 0.0_f64);
             for g in part {
-                let mark = setup_mark(a, g.layout, g.style);
+                let mut mark = setup_mark(a, g.layout, g.style);
+                if !g.concerns.is_empty() {
+                    mark.color = GREY;
+                    mark.hollow = true;
+                }
                 let pts: Vec<Pt> = g
                     .rows
                     .iter()
@@ -429,11 +466,19 @@ pub fn ratio_figures(a: &Analysis, kind: RatioKind, text: &RatioText) -> Vec<Fig
                 legend.push(LegendEntry {
                     mark,
                     label: format!(
-                        "{} / {} at {}{}{rest}",
+                        "{} / {} at {}{}{rest}{}",
                         g.num_label,
                         g.den_label,
                         g.layout.label(),
-                        if rest.is_empty() { "" } else { " " }
+                        if rest.is_empty() { "" } else { " " },
+                        if g.concerns.is_empty() {
+                            String::new()
+                        } else {
+                            format!(
+                                " — NOT REPRESENTATIVE: {}",
+                                super::analyze::kinds_text(&g.concerns)
+                            )
+                        }
                     ),
                 });
                 variant = g.variant.clone();

@@ -38,6 +38,21 @@ pub fn figures(a: &Analysis) -> Vec<Figure> {
         };
         let best = m.best_fit();
         let pmax = *m.devices.last().expect("measured device counts");
+        // Included unrepresentative measurements: the legend says so.
+        let kinds: std::collections::BTreeSet<String> = cs
+            .sizes
+            .iter()
+            .flat_map(|(_, row)| row.iter().flatten())
+            .flat_map(|&i| a.entries[i].concern_kinds())
+            .collect();
+        let caveat = if kinds.is_empty() {
+            String::new()
+        } else {
+            format!(
+                " — NOT REPRESENTATIVE: {}",
+                crate::report::analyze::kinds_text(&kinds)
+            )
+        };
         let mut series = Vec::new();
         let mut legend = Vec::new();
         for (k, &si) in pick_sizes(cs).iter().enumerate() {
@@ -90,7 +105,7 @@ pub fn figures(a: &Analysis) -> Vec<Figure> {
                 .collect();
             legend.push(LegendEntry {
                 mark,
-                label: format!("S = {}", format_bytes(*req)),
+                label: format!("S = {}{caveat}", format_bytes(*req)),
             });
             series.push(Series {
                 mark,

@@ -32,10 +32,19 @@ pub fn figures(a: &Analysis) -> Vec<Figure> {
                 let base = &a.entries[s.points[0]];
                 let p0 = base.layout().devices();
                 let t0 = base.time_s().unwrap_or(f64::NAN);
-                let mark = Mark::solid(
-                    color(j),
-                    marker(a.palette.style_index(style_key(&base.shape()))),
-                );
+                let kinds: std::collections::BTreeSet<String> = s
+                    .points
+                    .iter()
+                    .flat_map(|&i| a.entries[i].concern_kinds())
+                    .collect();
+                // Included unrepresentative points: hollow, and the legend says why.
+                let mark = Mark {
+                    hollow: !kinds.is_empty(),
+                    ..Mark::solid(
+                        color(j),
+                        marker(a.palette.style_index(style_key(&base.shape()))),
+                    )
+                };
                 let mut spts = Vec::new();
                 let mut epts = Vec::new();
                 for (&i, sc) in s.points.iter().zip(&s.scaled) {
@@ -68,11 +77,19 @@ pub fn figures(a: &Analysis) -> Vec<Figure> {
                 legend.push(LegendEntry {
                     mark,
                     label: format!(
-                        "{} ({}; baseline {}: {})",
+                        "{} ({}; baseline {}: {}){}",
                         s.label,
                         s.family.label(),
                         base.layout().label(),
-                        crate::units::format_seconds(t0)
+                        crate::units::format_seconds(t0),
+                        if kinds.is_empty() {
+                            String::new()
+                        } else {
+                            format!(
+                                " — NOT REPRESENTATIVE: {}",
+                                crate::report::analyze::kinds_text(&kinds)
+                            )
+                        }
                     ),
                 });
                 sp.push(Series { mark, points: spts });

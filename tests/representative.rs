@@ -1,0 +1,190 @@
+//! Set-ups that cannot represent what they name, with the real binary under real `mpirun`: a
+//! sweep whose launches put more busy ranks (and hybrid worker threads) on the CPUs than there
+//! are (`oversubscribe = true`, the job confined to one CPU with `taskset`, so the test means
+//! the same on any machine) records a named warning per launch, and its report names no
+//! winner from it, says why, and refuses to fit it; asked to include it, the report marks it.
+
+mod common;
+
+use common::{bin, read_results, tmpdir};
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::Command;
+
+/// The first CPU this process may run on.
+fn first_cpu() -> u32 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let list = status
+        .lines()
+        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+        .unwrap()
+        .trim()
+        .to_string();
+    let first = list.split([',', '-']).next().unwrap();
+    first.parse().unwrap()
+}
+
+/// `taskset -c CPU scalebench ARGS`: every rank mpirun starts inherits the one-CPU mask.
+fn on_one_cpu(args: &[&str]) -> common::Ran {
+    let o = Command::new("taskset")
+        .args(["-c", &first_cpu().to_string(), bin()])
+        .args(args)
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .output()
+        .expect("start taskset (util-linux)");
+    common::Ran {
+        code: o.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
+    }
+}
+
+fn report(args: &[&str]) -> common::Ran {
+    let o = Command::new(bin())
+        .arg("report")
+        .args(args)
+        .output()
+        .expect("start scalebench");
+    common::Ran {
+        code: o.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
+    }
+}
+
+/// A CSV file of the report as rows of column → value (no quoted commas in these tables'
+/// cells that the test reads; a quoted field is kept whole).
+fn csv(path: &Path) -> Vec<BTreeMap<String, String>> {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let split = |line: &str| -> Vec<String> {
+        let (mut out, mut cur, mut quoted) = (Vec::new(), String::new(), false);
+        let mut it = line.chars().peekable();
+        while let Some(c) = it.next() {
+            match (quoted, c) {
+                (true, '"') if it.peek() == Some(&'"') => {
+                    it.next();
+                    cur.push('"');
+                }
+                (true, '"') => quoted = false,
+                (false, '"') => quoted = true,
+                (false, ',') => out.push(std::mem::take(&mut cur)),
+                (_, c) => cur.push(c),
+            }
+        }
+        out.push(cur);
+        out
+    };
+    let mut lines = text.lines();
+    let header = split(lines.next().unwrap());
+    lines
+        .map(|l| header.iter().cloned().zip(split(l)).collect())
+        .collect()
+}
+
+const SPEC: &str = r#"
+name = "oversubscribed"
+[axes]
+nodes = 1
+ranks_per_node = 2
+topology = ["pure", "hybrid"]
+workloads = "allreduce"
+sizes = "1KiB:64KiB:x4"
+in_place = "no"
+[run]
+time_budget_s = 0.02
+[launch]
+oversubscribe = true
+timeout_s = 120
+"#;
+
+#[test]
+fn an_oversubscribed_launch_is_recorded_and_names_no_winner() {
+    let dir = tmpdir("representative");
+    let spec = dir.join("spec.toml");
+    std::fs::write(&spec, SPEC).unwrap();
+    let out = dir.join("run");
+    on_one_cpu(&[
+        "sweep",
+        "-q",
+        spec.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ])
+    .assert_code(0);
+
+    // Both launches: 2 busy threads (2 pure ranks; 1 hybrid rank driving 2 worker threads)
+    // on the 1 CPU the job was offered.
+    let r = read_results(&out);
+    assert_eq!(r.launches.len(), 2);
+    for l in &r.launches {
+        let w: Vec<_> = l
+            .unrepresentative
+            .iter()
+            .filter(|w| w.kind == "oversubscribed")
+            .collect();
+        assert_eq!(w.len(), 1, "{}: {:?}", l.launch_id, l.unrepresentative);
+        assert!(
+            w[0].detail.contains("2 busy thread(s)") && w[0].detail.contains("1 CPU(s) offered"),
+            "{}",
+            w[0].detail
+        );
+    }
+    assert!(r.cases.iter().all(|c| c.status == "ok"));
+
+    // The report: no winner, the reason, no fit; the cases listed apart.
+    let rep = dir.join("rep");
+    report(&[out.to_str().unwrap(), "--out", rep.to_str().unwrap()]).assert_code(0);
+    assert!(!rep.join("tables/topology_bands.csv").exists());
+    let bands = csv(&rep.join("tables/topology_bands_unrepresentative.csv"));
+    assert!(!bands.is_empty());
+    for b in &bands {
+        assert_eq!(b["winner"], "not named", "{b:?}");
+        assert_eq!(b["why"], "not representative: oversubscribed", "{b:?}");
+    }
+    let md = std::fs::read_to_string(rep.join("report.md")).unwrap();
+    assert!(
+        md.contains("Pure MPI vs hybrid: no winner is named: every comparison involves cases that are not representative (oversubscribed)"),
+        "{md}"
+    );
+    let summary = csv(&rep.join("tables/unrepresentative_summary.csv"));
+    assert_eq!(summary.len(), 1);
+    assert_eq!(
+        (summary[0]["reason"].as_str(), summary[0]["cases"].as_str()),
+        ("oversubscribed", "8")
+    );
+    for c in csv(&rep.join("tables/collective_allreduce.csv")) {
+        assert_eq!(c["representative"], "no: oversubscribed", "{c:?}");
+        assert!(c["α (µs)"].is_empty(), "{c:?}");
+        assert!(
+            c["fit"].starts_with("not fitted: not representative"),
+            "{c:?}"
+        );
+    }
+    // The findings say so first, and name nothing from these cases.
+    let findings = csv(&rep.join("tables/findings.csv"));
+    assert!(findings
+        .iter()
+        .all(|f| f["table"] == "tables/unrepresentative_summary.csv"));
+
+    // Asked to include them, the report names a winner and marks it.
+    let inc = dir.join("rep-included");
+    report(&[
+        out.to_str().unwrap(),
+        "--out",
+        inc.to_str().unwrap(),
+        "--include-unrepresentative",
+    ])
+    .assert_code(0);
+    let bands = csv(&inc.join("tables/topology_bands.csv"));
+    assert!(!bands.is_empty());
+    for b in &bands {
+        assert_eq!(b["caveat"], "not representative: oversubscribed", "{b:?}");
+        assert_ne!(b["winner"], "not named");
+    }
+    let findings = csv(&inc.join("tables/findings.csv"));
+    assert!(findings
+        .iter()
+        .any(|f| f["table"] == "tables/topology_bands.csv"
+            && f["sentence"].contains("caveat: not representative: oversubscribed")));
+}
