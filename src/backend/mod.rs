@@ -17,7 +17,7 @@ pub mod cpu;
 pub mod cuda;
 pub mod telemetry;
 
-pub use host::{AllocError, Element, HostBuf};
+pub use host::{alignment_policy, page_size_bytes, AllocError, Element, HostBuf};
 
 use crate::params::{BackendKind, CaseParams, Dtype, MatmulShape, ReduceOp, Workload};
 use crate::results::schema::{BackendInfo, DeviceBinding, DeviceTelemetry, TimerInfo};
