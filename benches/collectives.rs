@@ -103,6 +103,7 @@ fn prepare<B: Backend>(
             batches: Some(1),
         },
         check_iters: 1,
+        buffer_offset: Default::default(),
     };
     match run_case(backend, comm, case, &settings) {
         Ok(m) if m.wrong == 0 => {}

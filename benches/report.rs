@@ -83,10 +83,13 @@ fn provenance(shape: &LaunchShape) -> Provenance {
                 logical_cpus: 64,
                 physical_cores: Some(32),
                 memory_bytes: 256 << 30,
+                copy_flags: None,
+                libc: None,
             })
             .collect(),
         environment: Default::default(),
         warnings: vec![],
+        buffer_policy: None,
     }
 }
 
@@ -149,6 +152,8 @@ fn case(params: CaseParams, launch_id: &str, base_s: f64, rng: &mut Lcg) -> Case
             sample_kind: "batch_mean_max_over_ranks".into(),
             stats_s: summarize(&samples).expect("samples"),
             samples_s: samples,
+            calibration: None,
+            warnings: vec![],
         }),
         algbw_gbps: algbw,
         busbw_gbps: algbw.zip(factor).map(|(a, f)| a * f),
@@ -157,6 +162,7 @@ fn case(params: CaseParams, launch_id: &str, base_s: f64, rng: &mut Lcg) -> Case
         gflops_total: gflops.map(|g| g * f64::from(n)),
         phases: vec![],
         telemetry: vec![],
+        buffers: None,
         params,
     }
 }

@@ -29,6 +29,7 @@ fn main() {
             batches: None,
         },
         check_iters: 1,
+        buffer_offset: Default::default(),
     };
     if comm.is_root() {
         println!(

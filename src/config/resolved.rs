@@ -607,6 +607,7 @@ pub(super) fn resolve(path: &Path, text: &str, raw: RawSpec) -> Result<SweepSpec
                 batches,
             },
             check_iters: check,
+            buffer_offset: Default::default(),
         },
         launch: LocalLaunch {
             oversubscribe: l.oversubscribe.unwrap_or(false),

@@ -76,6 +76,14 @@ impl RunOptions {
                 "--batch 0: batch_matmul needs at least 1 matrix",
             ));
         }
+        let page = crate::backend::page_size_bytes() as u64;
+        let o = a.buffer_offset;
+        if o.send_bytes >= page || o.recv_bytes >= page {
+            return Err(Error::input(format!(
+                "--buffer-offset {},{}: offsets are within a page: give values below {page}",
+                o.send_bytes, o.recv_bytes
+            )));
+        }
         if let Some(f) = &a.fault {
             if Fault::parse(f).is_none() {
                 return Err(Error::input(format!(
@@ -110,6 +118,7 @@ impl RunOptions {
                     batches: a.batches,
                 },
                 check_iters: a.check,
+                buffer_offset: a.buffer_offset,
             },
         })
     }

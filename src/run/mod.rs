@@ -47,6 +47,7 @@ pub fn record(
         gflops_total: None,
         phases: Vec::new(),
         telemetry: Vec::new(),
+        buffers: None,
     };
     let m = match outcome {
         Ok(m) => m,
@@ -68,6 +69,7 @@ pub fn record(
     r.check_iters = m.check_iters;
     r.tolerance = m.tolerance;
     r.phases = m.phases;
+    r.buffers = m.buffers;
     if m.wrong > 0 {
         r.status = CaseStatus::Wrong;
         r.message = Some(format!(
