@@ -61,6 +61,19 @@ impl AlignedMem {
         })
     }
 
+    /// Like [`AlignedMem::zeroed`] but uninitialised: the caller must write every byte.
+    fn uninit(bytes: usize, offset: usize) -> Option<AlignedMem> {
+        let total = bytes.checked_add(offset)?.max(1);
+        let layout = Layout::from_size_align(total, page_size_bytes()).ok()?;
+        // SAFETY: the layout has a non-zero size.
+        let base = NonNull::new(unsafe { std::alloc::alloc(layout) })?;
+        Some(AlignedMem {
+            base,
+            layout,
+            offset,
+        })
+    }
+
     fn ptr(&self) -> *mut u8 {
         // SAFETY: offset < layout.size() (or both 0 with a 1-byte allocation).
         unsafe { self.base.as_ptr().add(self.offset) }
@@ -205,6 +218,51 @@ impl HostBuf {
         };
         let bytes = count.checked_mul(elem).ok_or_else(oom)?;
         let mem = AlignedMem::zeroed(bytes, offset_bytes).ok_or_else(oom)?;
+        Ok(HostBuf {
+            dtype,
+            len: count,
+            mem,
+        })
+    }
+
+    /// A zeroed buffer whose parts are first touched by several threads (each part a whole
+    /// number of pages where the size allows): `touch` gets a function that zeroes part `w` of
+    /// `parts` and should call it once per part, on the thread that will use that part (the
+    /// hybrid workers). Parts it skips are zeroed by the calling thread afterwards.
+    pub fn zeros_in_parts(
+        dtype: Dtype,
+        count: usize,
+        parts: usize,
+        touch: impl FnOnce(&(dyn Fn(usize) + Sync)),
+    ) -> Result<HostBuf, AllocError> {
+        let elem = dtype.size_bytes() as usize;
+        let oom = || AllocError::OutOfMemory {
+            bytes: (count as u64).saturating_mul(elem as u64),
+            count,
+            dtype,
+        };
+        let bytes = count.checked_mul(elem).ok_or_else(oom)?;
+        let mem = AlignedMem::uninit(bytes, 0).ok_or_else(oom)?;
+        let parts = parts.max(1);
+        let page = page_size_bytes();
+        let pages = bytes.div_ceil(page);
+        let range = |w: usize| {
+            let (a, b) = (pages * w / parts * page, pages * (w + 1) / parts * page);
+            a.min(bytes)..b.min(bytes)
+        };
+        let done: Vec<std::sync::atomic::AtomicBool> =
+            (0..parts).map(|_| Default::default()).collect();
+        let base = mem.ptr() as usize;
+        let zero = |w: usize| {
+            if w < parts && !done[w].swap(true, std::sync::atomic::Ordering::AcqRel) {
+                let r = range(w);
+                // SAFETY: parts are disjoint byte ranges of the allocation and each is written
+                // by one thread only (the swap above).
+                unsafe { std::ptr::write_bytes((base + r.start) as *mut u8, 0, r.len()) };
+            }
+        };
+        touch(&zero);
+        (0..parts).for_each(zero);
         Ok(HostBuf {
             dtype,
             len: count,
@@ -370,6 +428,31 @@ mod tests {
         let a = HostBuf::zeros(Dtype::F32, 4).unwrap();
         let b = HostBuf::zeros(Dtype::F32, 4).unwrap();
         assert_eq!((b.as_ptr() as usize).wrapping_sub(a.as_ptr() as usize) % page, 0);
+    }
+
+    #[test]
+    fn parts_are_touched_by_their_threads_and_skipped_parts_zeroed() {
+        let page = page_size_bytes();
+        for (count, parts) in [(0usize, 2usize), (3, 2), (5 * page / 4, 3), (page, 4)] {
+            let touched: Vec<std::sync::Mutex<Option<std::thread::ThreadId>>> =
+                (0..parts).map(|_| Default::default()).collect();
+            let b = HostBuf::zeros_in_parts(Dtype::F32, count, parts, |zero| {
+                std::thread::scope(|s| {
+                    // The last part is left to the fallback.
+                    for (w, slot) in touched.iter().enumerate().take(parts - 1) {
+                        s.spawn(move || {
+                            zero(w);
+                            *slot.lock().unwrap() = Some(std::thread::current().id());
+                        });
+                    }
+                });
+            })
+            .unwrap();
+            assert_eq!(b.len(), count);
+            assert_eq!(b.page_offset_bytes(), 0);
+            assert!(b.slice_mut_is_zero());
+            assert!(touched[..parts - 1].iter().all(|t| t.lock().unwrap().is_some()));
+        }
     }
 
     #[test]

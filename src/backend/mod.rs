@@ -10,6 +10,7 @@
 //! two marks (on the CPU backend, marks are host clock readings and everything is synchronous).
 
 mod host;
+pub mod team;
 
 #[cfg(feature = "mpi")]
 pub mod cpu;

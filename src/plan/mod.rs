@@ -84,6 +84,15 @@ impl RunOptions {
                 o.send_bytes, o.recv_bytes
             )));
         }
+        for d in &a.dtypes {
+            let elem = d.size_bytes();
+            if o.send_bytes % elem != 0 || o.recv_bytes % elem != 0 {
+                return Err(Error::input(format!(
+                    "--buffer-offset {},{}: {d} elements are {elem} bytes, so a {d} buffer must start on a multiple of {elem}: give multiples of {elem}",
+                    o.send_bytes, o.recv_bytes
+                )));
+            }
+        }
         if let Some(f) = &a.fault {
             if Fault::parse(f).is_none() {
                 return Err(Error::input(format!(
