@@ -63,9 +63,9 @@ fn parse_sizes(s: &str) -> Result<SizeList, String> {
 
 fn parse_buffer_offset(s: &str) -> Result<crate::backend::BufferOffset, String> {
     let num = |v: &str| {
-        v.trim()
-            .parse::<u64>()
-            .map_err(|_| format!("`{v}` is not a number of bytes: give BYTES or SEND,RECV, e.g. 0,16"))
+        v.trim().parse::<u64>().map_err(|_| {
+            format!("`{v}` is not a number of bytes: give BYTES or SEND,RECV, e.g. 0,16")
+        })
     };
     let (send, recv) = match s.split_once(',') {
         Some((a, b)) => (num(a)?, num(b)?),

@@ -112,9 +112,13 @@ fn typed<T: Element>(b: &HostBuf) -> SyncPtr<T> {
     SyncPtr(b.as_ptr() as *mut T)
 }
 
-/// The slice of `0..len` worker `w` of `g` handles.
+/// The slice of `0..len` worker `w` of `g` handles: boundaries on 64-element multiples, so
+/// workers never write the same cache line (small messages fall to the first workers).
 fn chunk(len: usize, g: usize, w: usize) -> Range<usize> {
-    len * w / g..len * (w + 1) / g
+    const LINE: usize = 64;
+    let lines = len.div_ceil(LINE);
+    let at = |i: usize| (lines * i / g * LINE).min(len);
+    at(w)..at(w + 1)
 }
 
 /// dst[r] = fold(op, srcs[..][r]).
@@ -488,7 +492,13 @@ impl CpuBackend {
                     if multi {
                         t.barrier();
                         if w == 0 {
-                            raw::allreduce(mpi_comm.get(), Src::InPlace, recv_bufs[0].get(), len, op);
+                            raw::allreduce(
+                                mpi_comm.get(),
+                                Src::InPlace,
+                                recv_bufs[0].get(),
+                                len,
+                                op,
+                            );
                         }
                         t.barrier();
                     }
@@ -648,7 +658,13 @@ impl CpuBackend {
                         t.barrier();
                         if multi {
                             if w == 0 {
-                                raw::alltoall(mpi_comm.get(), size, Src::Buf(&*ib.get()), ob.get(), block);
+                                raw::alltoall(
+                                    mpi_comm.get(),
+                                    size,
+                                    Src::Buf(&*ib.get()),
+                                    ob.get(),
+                                    block,
+                                );
                             }
                             t.barrier();
                         }
@@ -962,15 +978,19 @@ mod tests {
 
     #[test]
     fn chunks_partition_the_range() {
-        for (len, g) in [(10, 3), (2, 4), (0, 2), (1000, 7)] {
+        for (len, g) in [(10, 3), (2, 4), (0, 2), (1000, 7), (1 << 20, 3)] {
             let mut next = 0;
             for w in 0..g {
                 let r = chunk(len, g, w);
                 assert_eq!(r.start, next);
+                assert!(r.start % 64 == 0 || r.is_empty(), "{len} {g} {r:?}");
                 next = r.end;
             }
             assert_eq!(next, len);
         }
+        // Large messages are shared evenly (within a line of elements).
+        let r = chunk(1 << 20, 3, 1);
+        assert!(r.len().abs_diff((1 << 20) / 3) <= 64, "{r:?}");
     }
 
     #[test]

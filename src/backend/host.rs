@@ -202,7 +202,11 @@ impl HostBuf {
 
     /// A zero-filled buffer starting `offset_bytes` after a page boundary (a multiple of the
     /// element size), zeroed by the calling thread.
-    pub fn zeros_at(dtype: Dtype, count: usize, offset_bytes: usize) -> Result<HostBuf, AllocError> {
+    pub fn zeros_at(
+        dtype: Dtype,
+        count: usize,
+        offset_bytes: usize,
+    ) -> Result<HostBuf, AllocError> {
         let elem = dtype.size_bytes() as usize;
         if offset_bytes % elem != 0 {
             return Err(AllocError::MisalignedOffset {
@@ -302,7 +306,10 @@ impl HostBuf {
     /// Sets elements `start..start+len` to `f(j)` for `j` in `0..len`.
     pub fn fill_range(&mut self, start: usize, len: usize, f: impl Fn(usize) -> f64) {
         fn go<T: Element>(b: &mut HostBuf, start: usize, len: usize, f: &dyn Fn(usize) -> f64) {
-            for (j, x) in b.slice_mut::<T>()[start..start + len].iter_mut().enumerate() {
+            for (j, x) in b.slice_mut::<T>()[start..start + len]
+                .iter_mut()
+                .enumerate()
+            {
                 *x = T::from_f64(f(j));
             }
         }
@@ -410,12 +417,19 @@ mod tests {
         assert!(page.is_power_of_two() && page >= 4096);
         // Interleave sizes that glibc would carve back to back from one heap arena.
         let mut keep = Vec::new();
-        for (i, count) in [1usize, 2, 3, 16, 1000, 4096, 1 << 18, 0].iter().enumerate() {
+        for (i, count) in [1usize, 2, 3, 16, 1000, 4096, 1 << 18, 0]
+            .iter()
+            .enumerate()
+        {
             for d in Dtype::ALL {
                 let elem = d.size_bytes() as usize;
                 for offset in [0, elem, 16 * elem, 3 * elem + 64, page - elem] {
                     let b = HostBuf::zeros_at(*d, *count, offset).unwrap();
-                    assert_eq!(b.as_ptr() as usize % page, offset, "{d} × {count} at {offset}");
+                    assert_eq!(
+                        b.as_ptr() as usize % page,
+                        offset,
+                        "{d} × {count} at {offset}"
+                    );
                     assert_eq!(b.page_offset_bytes(), offset);
                     assert!(b.slice_mut_is_zero(), "{d} × {count}: zeroed");
                     if i % 2 == 0 {
@@ -427,7 +441,10 @@ mod tests {
         // Two buffers allocated one after the other are a whole number of pages apart.
         let a = HostBuf::zeros(Dtype::F32, 4).unwrap();
         let b = HostBuf::zeros(Dtype::F32, 4).unwrap();
-        assert_eq!((b.as_ptr() as usize).wrapping_sub(a.as_ptr() as usize) % page, 0);
+        assert_eq!(
+            (b.as_ptr() as usize).wrapping_sub(a.as_ptr() as usize) % page,
+            0
+        );
     }
 
     #[test]
@@ -451,14 +468,19 @@ mod tests {
             assert_eq!(b.len(), count);
             assert_eq!(b.page_offset_bytes(), 0);
             assert!(b.slice_mut_is_zero());
-            assert!(touched[..parts - 1].iter().all(|t| t.lock().unwrap().is_some()));
+            assert!(touched[..parts - 1]
+                .iter()
+                .all(|t| t.lock().unwrap().is_some()));
         }
     }
 
     #[test]
     fn an_offset_off_the_element_grid_is_refused() {
         let e = HostBuf::zeros_at(Dtype::F64, 8, 4).unwrap_err();
-        assert!(matches!(e, AllocError::MisalignedOffset { elem_bytes: 8, .. }));
+        assert!(matches!(
+            e,
+            AllocError::MisalignedOffset { elem_bytes: 8, .. }
+        ));
         assert!(e.to_string().contains("multiple of 8"), "{e}");
         HostBuf::zeros_at(Dtype::F32, 8, 4).unwrap();
     }

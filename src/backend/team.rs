@@ -6,7 +6,8 @@
 //! tens of µs per hand-off on a loaded machine, which a latency benchmark would then measure
 //! instead of the launch topology. Here the calling thread is worker 0 (the rank's own thread,
 //! which also makes every MPI call), the other workers live as long as the backend, bound to
-//! their CPUs, and a sense-reversing barrier spins for [`SPIN`] before it sleeps on a futex.
+//! their CPUs, and a sense-reversing (dissemination) barrier spins for [`SPIN`] before it
+//! sleeps on a futex.
 
 use std::cell::UnsafeCell;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
@@ -19,75 +20,98 @@ use std::time::{Duration, Instant};
 /// give their cores back (to GEMM threads, or other ranks on an oversubscribed node).
 pub const SPIN: Duration = Duration::from_micros(200);
 
-/// Pads to its own cache line so that the barrier's words do not share one.
-#[repr(align(128))]
-struct Padded<T>(T);
+/// Most barrier rounds: teams of up to 2^8 workers.
+const MAX_ROUNDS: usize = 8;
 
-/// A reusable barrier for `n` threads. The last thread to arrive flips `sense`; the others
-/// wait for the flip, spinning for up to `spin`, then sleeping on `sense` (a futex word).
+/// One thread's barrier flags and job, on cache lines of their own: the thread spins on its
+/// own flags, which one partner per round writes, so a round costs one cache-line transfer.
+#[repr(align(128))]
+struct Slot {
+    /// `flags[parity][round]`, set to the episode's sense by this thread's partner in that round.
+    flags: [[AtomicU32; MAX_ROUNDS]; 2],
+    /// 1 while this thread sleeps on one of its flags.
+    parked: AtomicU32,
+    /// This thread's parity and sense: touched by this thread only.
+    local: UnsafeCell<(usize, u32)>,
+    /// The job of the current team round (workers 1..): written by worker 0 before the start
+    /// barrier, read by this worker after it, not touched again before the end barrier.
+    job: UnsafeCell<Option<*const Job<'static>>>,
+}
+
+/// A sense-reversing dissemination barrier (Mellor-Crummey and Scott) for `n` threads, each
+/// calling with its own index: in round k, thread i signals thread i + 2^k (mod n) and waits for
+/// its own flag; ⌈log2 n⌉ rounds, one cache-line transfer on the critical path per round. A
+/// waiting thread spins for `spin`, then sleeps on its flag (a futex word).
 pub struct SpinBarrier {
-    n: u32,
-    arrived: Padded<AtomicU32>,
-    sense: Padded<AtomicU32>,
-    sleepers: Padded<AtomicU32>,
+    slots: Box<[Slot]>,
+    rounds: usize,
     spin: Duration,
 }
 
+// SAFETY: `local` and `job` are accessed as their docs say; everything else is atomic.
+unsafe impl Sync for SpinBarrier {}
+unsafe impl Send for SpinBarrier {}
+
 impl SpinBarrier {
     pub fn new(n: usize, spin: Duration) -> SpinBarrier {
+        let n = n.clamp(1, 1 << MAX_ROUNDS);
         SpinBarrier {
-            n: n.max(1) as u32,
-            arrived: Padded(AtomicU32::new(0)),
-            sense: Padded(AtomicU32::new(0)),
-            sleepers: Padded(AtomicU32::new(0)),
+            slots: (0..n)
+                .map(|_| Slot {
+                    flags: Default::default(),
+                    parked: AtomicU32::new(0),
+                    local: UnsafeCell::new((0, 1)),
+                    job: UnsafeCell::new(None),
+                })
+                .collect(),
+            rounds: n.next_power_of_two().trailing_zeros() as usize,
             spin,
         }
     }
 
-    /// Returns once all `n` threads have called `wait` for this round. Everything a thread
-    /// wrote before `wait` is visible to every thread after it.
-    pub fn wait(&self) {
-        let Some(target) = self.arrive() else {
-            return;
+    /// Returns once all threads have called `wait` for this episode. Everything a thread
+    /// wrote before `wait` is visible to every thread after it. Each index `me` must be used by
+    /// one thread at a time.
+    pub fn wait(&self, me: usize) {
+        let n = self.slots.len();
+        // SAFETY: only thread `me` touches its `local`.
+        let (parity, sense) = unsafe { *self.slots[me].local.get() };
+        for k in 0..self.rounds {
+            let partner = &self.slots[(me + (1 << k)) % n];
+            let f = &partner.flags[parity][k];
+            f.store(sense, Ordering::SeqCst);
+            if partner.parked.load(Ordering::SeqCst) != 0 {
+                futex_wake_all(f);
+            }
+            self.await_flag(&self.slots[me], &self.slots[me].flags[parity][k], sense);
+        }
+        let next = if parity == 1 {
+            (0, sense ^ 1)
+        } else {
+            (1, sense)
         };
+        // SAFETY: as above.
+        unsafe { *self.slots[me].local.get() = next };
+    }
+
+    fn await_flag(&self, slot: &Slot, flag: &AtomicU32, sense: u32) {
         let start = Instant::now();
         let mut spins = 0u32;
-        while self.sense.0.load(Ordering::Acquire) != target {
+        while flag.load(Ordering::Acquire) != sense {
             std::hint::spin_loop();
             spins = spins.wrapping_add(1);
             // Reading the clock costs ~20 ns: look at it every 256 spins only.
             if spins % 256 == 0 && start.elapsed() >= self.spin {
-                self.park(target);
+                // SeqCst on `parked` and the flag on both sides: the signaller either sees
+                // this sleeper or this thread sees the flag, so no wake-up is lost.
+                slot.parked.store(1, Ordering::SeqCst);
+                while flag.load(Ordering::SeqCst) != sense {
+                    futex_wait(flag, sense ^ 1);
+                }
+                slot.parked.store(0, Ordering::SeqCst);
                 return;
             }
         }
-    }
-
-    /// Counts one arrival without waiting: `None` if it completed the round (and released the
-    /// others), else the sense to wait for.
-    fn arrive(&self) -> Option<u32> {
-        // The sense cannot flip before this arrival, so this reads the current round's.
-        let target = self.sense.0.load(Ordering::Acquire) ^ 1;
-        if self.arrived.0.fetch_add(1, Ordering::AcqRel) + 1 < self.n {
-            return Some(target);
-        }
-        // Reset before the release below, so the next round counts from zero.
-        self.arrived.0.store(0, Ordering::Relaxed);
-        self.sense.0.store(target, Ordering::SeqCst);
-        if self.sleepers.0.load(Ordering::SeqCst) > 0 {
-            futex_wake_all(&self.sense.0);
-        }
-        None
-    }
-
-    /// Sleeps until the sense is `target`. SeqCst on `sleepers` and `sense` on both sides: the
-    /// waker either sees this sleeper or this thread sees the flip, so no wake-up is lost.
-    fn park(&self, target: u32) {
-        self.sleepers.0.fetch_add(1, Ordering::SeqCst);
-        while self.sense.0.load(Ordering::SeqCst) != target {
-            futex_wait(&self.sense.0, target ^ 1);
-        }
-        self.sleepers.0.fetch_sub(1, Ordering::SeqCst);
     }
 }
 
@@ -127,15 +151,16 @@ fn futex_wait(_word: &AtomicU32, _expected: u32) {
 #[cfg(not(target_os = "linux"))]
 fn futex_wake_all(_word: &AtomicU32) {}
 
-/// What a job sees: its worker index and the team's barrier.
+/// What a job sees: the team's barrier, as this worker.
 pub struct Ctx<'a> {
     barrier: &'a SpinBarrier,
+    me: usize,
 }
 
 impl Ctx<'_> {
     /// Waits until every worker of the team reached this point of the job.
     pub fn barrier(&self) {
-        self.barrier.wait();
+        self.barrier.wait(self.me);
     }
 }
 
@@ -143,15 +168,8 @@ type Job<'a> = dyn Fn(usize, &Ctx) + Sync + 'a;
 
 struct Shared {
     barrier: SpinBarrier,
-    /// The job of the current round: written by worker 0 before the start barrier, read by
-    /// the others after it, never touched again before the end barrier.
-    job: UnsafeCell<Option<*const Job<'static>>>,
     exit: AtomicBool,
 }
-
-// SAFETY: `job` is only accessed as its doc says, with the barrier ordering the accesses.
-unsafe impl Sync for Shared {}
-unsafe impl Send for Shared {}
 
 /// `g` workers: the thread that calls [`Team::run`] is worker 0; workers 1.. are threads
 /// that live until the team is dropped.
@@ -169,39 +187,49 @@ impl Team {
         spin: Duration,
         setup: impl Fn(usize) + Send + Sync + 'static,
     ) -> std::io::Result<Team> {
-        let g = g.max(1);
+        let g = g.clamp(1, 1 << MAX_ROUNDS);
         let shared = Arc::new(Shared {
             barrier: SpinBarrier::new(g, spin),
-            job: UnsafeCell::new(None),
             exit: AtomicBool::new(false),
         });
         let setup = Arc::new(setup);
         setup(0);
-        let mut team = Team {
-            g,
-            shared: shared.clone(),
-            threads: Vec::new(),
-        };
+        // Workers wait for a go before they enter the barrier, so a failed start can stop the
+        // ones already running.
+        let mut gates = Vec::new();
+        let mut threads = Vec::new();
         for w in 1..g {
-            let shared = shared.clone();
+            let (go, gate) = std::sync::mpsc::channel::<bool>();
+            let sh = shared.clone();
             let setup = setup.clone();
             let t = std::thread::Builder::new()
                 .name(format!("scalebench-dev{w}"))
                 .spawn(move || {
                     setup(w);
-                    worker_loop(&shared, w);
+                    if gate.recv() == Ok(true) {
+                        worker_loop(&sh, w);
+                    }
                 });
             match t {
-                Ok(t) => team.threads.push(t),
+                Ok(t) => {
+                    threads.push(t);
+                    gates.push(go);
+                }
                 Err(e) => {
-                    // Workers started so far wait at the start barrier, which now counts a
-                    // thread that will never come: stop them one by one instead.
-                    team.abandon();
+                    for go in gates {
+                        let _ = go.send(false);
+                    }
+                    for t in threads {
+                        let _ = t.join();
+                    }
                     return Err(e);
                 }
             }
         }
-        Ok(team)
+        for go in gates {
+            let _ = go.send(true);
+        }
+        Ok(Team { g, shared, threads })
     }
 
     pub fn size(&self) -> usize {
@@ -212,23 +240,25 @@ impl Team {
     /// finished. A panic in a job aborts the process: the other workers and the MPI peers
     /// would otherwise wait for it forever.
     pub fn run(&self, job: &(dyn Fn(usize, &Ctx) + Sync)) {
-        let ctx = Ctx {
-            barrier: &self.shared.barrier,
-        };
+        let b = &self.shared.barrier;
+        let ctx = Ctx { barrier: b, me: 0 };
         if self.g == 1 {
             guarded(|| job(0, &ctx));
             return;
         }
         // SAFETY: the pointer is published before the start barrier and only used by the
-        // workers until the end barrier, and `run` does not return before it, so `job` outlives
-        // every use; the lifetime is erased only to store it.
+        // workers until the end barrier, and `run` does not return before it, so `job`
+        // outlives every use; the lifetime is erased only to store it.
         unsafe {
             let p: *const Job<'_> = job;
-            *self.shared.job.get() = Some(std::mem::transmute::<*const Job<'_>, *const Job<'static>>(p));
+            let p = std::mem::transmute::<*const Job<'_>, *const Job<'static>>(p);
+            for slot in &b.slots[1..] {
+                *slot.job.get() = Some(p);
+            }
         }
-        self.shared.barrier.wait();
+        b.wait(0);
         guarded(|| job(0, &ctx));
-        self.shared.barrier.wait();
+        b.wait(0);
     }
 
     /// Runs `f(w)` on every worker and returns the results in worker order.
@@ -242,19 +272,6 @@ impl Team {
             .map(|s| s.into_inner().ok().flatten().expect("every worker ran"))
             .collect()
     }
-
-    /// Stops the spawned workers when the team could not be completed: they wait at the
-    /// start barrier for `g` threads, so this thread arrives for itself and for every worker
-    /// that never started, with the exit flag set.
-    fn abandon(&mut self) {
-        self.shared.exit.store(true, Ordering::SeqCst);
-        for _ in 0..self.g - self.threads.len() {
-            self.shared.barrier.arrive();
-        }
-        for t in self.threads.drain(..) {
-            let _ = t.join();
-        }
-    }
 }
 
 fn guarded(f: impl FnOnce()) {
@@ -265,19 +282,18 @@ fn guarded(f: impl FnOnce()) {
 }
 
 fn worker_loop(shared: &Shared, w: usize) {
-    let ctx = Ctx {
-        barrier: &shared.barrier,
-    };
+    let b = &shared.barrier;
+    let ctx = Ctx { barrier: b, me: w };
     loop {
-        shared.barrier.wait();
+        b.wait(w);
         if shared.exit.load(Ordering::SeqCst) {
             return;
         }
-        // SAFETY: see `Shared::job`: set before the start barrier we just passed.
-        let job = unsafe { (*shared.job.get()).expect("a job is published before each round") };
+        // SAFETY: see `Slot::job`: set before the start barrier we just passed.
+        let job = unsafe { (*b.slots[w].job.get()).expect("a job is published before each round") };
         // SAFETY: valid until the end barrier below (see `Team::run`).
         guarded(|| unsafe { (*job)(w, &ctx) });
-        shared.barrier.wait();
+        b.wait(w);
     }
 }
 
@@ -287,7 +303,7 @@ impl Drop for Team {
             return;
         }
         self.shared.exit.store(true, Ordering::SeqCst);
-        self.shared.barrier.wait();
+        self.shared.barrier.wait(0);
         for t in self.threads.drain(..) {
             let _ = t.join();
         }
@@ -308,7 +324,7 @@ mod tests {
             let team = Team::start(g, spin, |_| {}).unwrap();
             let slots: Vec<AtomicUsize> = (0..g).map(|_| AtomicUsize::new(0)).collect();
             let bad = AtomicUsize::new(0);
-            for round in 1..=2000 {
+            for round in 1..=500 {
                 team.run(&|w, t| {
                     slots[w].store(round, Ordering::Relaxed);
                     t.barrier();

@@ -146,7 +146,12 @@ pub fn calibrate<E>(
             cold_op_s,
             probes_s,
             estimate_s,
-            iters_source: if policy.iters.is_some() { "explicit" } else { "auto" }.to_string(),
+            iters_source: if policy.iters.is_some() {
+                "explicit"
+            } else {
+                "auto"
+            }
+            .to_string(),
         },
     ))
 }
@@ -399,7 +404,10 @@ mod tests {
         assert_eq!((cal.estimate_s, cal.iters_source.as_str()), (1e-6, "auto"));
         assert!(timing_warnings(Timing::Pipelined, c).is_empty());
         // The old rule (counts from the first call) would have run the minimum.
-        assert_eq!(p.resolve(Timing::Pipelined, Some(8), 2.0).iters, MIN_AUTO_ITERS);
+        assert_eq!(
+            p.resolve(Timing::Pipelined, Some(8), 2.0).iters,
+            MIN_AUTO_ITERS
+        );
     }
 
     #[test]
@@ -407,10 +415,15 @@ mod tests {
         let times = [0.3, 0.02, 0.01, 0.05, 0.04, 0.03];
         let mut i = 0;
         let p = IterPolicy::default();
-        let (c, cal) = calibrate(&p, Timing::Isolated, Some(1 << 30), || -> Result<f64, ()> {
-            i += 1;
-            Ok(times[i - 1])
-        })
+        let (c, cal) = calibrate(
+            &p,
+            Timing::Isolated,
+            Some(1 << 30),
+            || -> Result<f64, ()> {
+                i += 1;
+                Ok(times[i - 1])
+            },
+        )
         .unwrap();
         assert_eq!(cal.probes_s, vec![0.02, 0.01, 0.05]);
         assert_eq!(c.iters, 50); // 0.5 s / 0.01 s

@@ -301,8 +301,8 @@ impl Job<'_> {
             )));
         }
 
-        let provenance = gather_provenance(comm, &backend, self.layout, &self.notes)
-            .map(|mut p| {
+        let provenance =
+            gather_provenance(comm, &backend, self.layout, &self.notes).map(|mut p| {
                 p.buffer_policy = backend.buffer_policy(self.settings.buffer_offset);
                 p
             });

@@ -6,14 +6,16 @@
 //! alltoall. For the last three the per-rank count is rounded down to a multiple of 16 bytes.
 
 use super::pattern::{count_wrong, Pattern};
-use super::{agree, CaseError, Measured, RunSettings};
 use super::Fault;
-use crate::backend::{page_size_bytes, Backend, BackendError, BufferOffset, CollectiveCall, HostBuf};
-use crate::results::schema::BufferPlacement;
-use std::collections::BTreeSet;
+use super::{agree, CaseError, Measured, RunSettings};
+use crate::backend::{
+    page_size_bytes, Backend, BackendError, BufferOffset, CollectiveCall, HostBuf,
+};
 use crate::comm::HostComm;
 use crate::measure;
 use crate::params::{CaseParams, Dtype, Workload};
+use crate::results::schema::BufferPlacement;
+use std::collections::BTreeSet;
 
 /// Element counts and the bandwidth byte count of one collective case.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
