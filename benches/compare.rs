@@ -118,7 +118,12 @@ fn bench(c: &mut Criterion) {
         mb(&cand)
     );
     // The files are what the bench says they are, and the comparison finds the planted changes.
-    let report = compare::compare_paths(&base, &cand, &options).expect("compare");
+    let report = compare::compare_paths(
+        std::slice::from_ref(&base),
+        std::slice::from_ref(&cand),
+        &options,
+    )
+    .expect("compare");
     assert_eq!(report.comparison.cases.len(), CASES);
     let regressed = report.comparison.count(compare::Verdict::Regressed);
     let improved = report.comparison.count(compare::Verdict::Improved);
@@ -129,7 +134,12 @@ fn bench(c: &mut Criterion) {
     g.sample_size(10).measurement_time(Duration::from_secs(20));
     g.bench_function("end_to_end_read_compare_render", |b| {
         b.iter(|| {
-            let r = compare::compare_paths(&base, &cand, &options).expect("compare");
+            let r = compare::compare_paths(
+                std::slice::from_ref(&base),
+                std::slice::from_ref(&cand),
+                &options,
+            )
+            .expect("compare");
             black_box(compare::render(&r, Format::Text, false).len())
         })
     });
@@ -141,7 +151,12 @@ fn bench(c: &mut Criterion) {
         b.iter_custom(|iters| {
             let start = process_cpu();
             for _ in 0..iters {
-                let r = compare::compare_paths(&base, &cand, &options).expect("compare");
+                let r = compare::compare_paths(
+                    std::slice::from_ref(&base),
+                    std::slice::from_ref(&cand),
+                    &options,
+                )
+                .expect("compare");
                 black_box(compare::render(&r, Format::Text, false).len());
             }
             process_cpu() - start

@@ -25,10 +25,12 @@ export SCALEBENCH_REQUIRE_SLURM=1
 
 step "tests (unit, integration under mpirun and under the real Slurm)"
 cargo test --release --locked --all-features
+SCALEBENCH_BIN=${CARGO_TARGET_DIR:-target}/release/scalebench bash ci/gpu-standin.sh  # CUDA backend on the stand-ins (~20 s)
 
 step "benches, each run once (smoke test: that they build, set up, validate and run; never timing)"
 cargo bench --locked --all-features -- --test
 
-step "performance regression against results/baselines/ci-small (confirming rerun before failing)"
-# The binary the test step built (same features), so this step compiles nothing.
+step "performance gate: this tree against the baseline commit, measured here, A/B alternating"
+# The candidate is the binary the test step built (same features); the baseline commit is built
+# beside it in a worktree sharing the target directory (only the crate recompiles).
 SCALEBENCH_BIN=${CARGO_TARGET_DIR:-target}/release/scalebench bash ci/regression.sh

@@ -442,15 +442,21 @@ pub enum CorrectionArg {
 #[derive(Debug, Clone, Args)]
 #[command(
     after_help = "Exit codes: 0 no regression; 1 regression found (see --fail-on); \
-2 bad input or unusable comparison (unreadable, truncated or mismatched files, no case in common); \
+2 bad input or unusable comparison (unreadable, truncated or mismatched files, set-ups that differ, \
+no case in common, no usable samples); \
 4 I/O failure."
 )]
 pub struct CompareArgs {
-    /// Baseline: a results.json, or a run directory holding one.
-    pub baseline: PathBuf,
+    /// `BASELINE CANDIDATE`, or several baseline runs when the candidate runs follow `--`
+    /// (`compare A1 A2 A3 -- B1 B2 B3`). Each is a results.json, a run directory holding one,
+    /// or a directory of run directories (every run in it).
+    #[arg(required = true, value_name = "BASELINE")]
+    pub paths: Vec<PathBuf>,
 
-    /// Candidate: a results.json, or a run directory holding one.
-    pub candidate: PathBuf,
+    /// Candidate runs, after `--`. With two or more runs on each side, every case is judged
+    /// on run-level statistics (one median per run), so run-to-run variance is in its interval.
+    #[arg(last = true, value_name = "CANDIDATE")]
+    pub candidates: Vec<PathBuf>,
 
     /// The number compared per case.
     #[arg(long, value_enum, default_value = "auto")]
@@ -477,8 +483,9 @@ pub struct CompareArgs {
     #[arg(long, value_enum, default_value = "regression")]
     pub fail_on: FailOnArg,
 
-    /// Compare even when metric definitions (metrics_version) differ or a format version is
-    /// not one this build reads (if its fields still parse).
+    /// Compare even when the set-ups differ in a way that changes performance (CPU or GPU
+    /// model, backend, MPI library, node count, emulated nodes, binding), metric definitions
+    /// differ, or a format version is not one this build reads; every verdict then says so.
     #[arg(long)]
     pub allow_mismatch: bool,
 

@@ -285,25 +285,24 @@ fn markdown_is_a_short_table_with_the_rest_folded() {
 }
 
 #[test]
-fn provenance_differences_are_said_at_the_top() {
+fn informational_differences_are_said_at_the_top() {
     let dir = tmpdir("cmp-prov");
     let base = simple(4, 16, &|_| 1.0);
     let mut cand = simple(4, 17, &|_| 1.0);
-    let prov = cand.launches[0].provenance.as_mut().unwrap();
-    prov.mpi_library = Some("MPICH Version: 4.1".into());
-    prov.hosts[0].cpu_model = "AMD EPYC 9654".into();
     cand.generator.version = "0.2.0".into();
+    let prov = cand.launches[0].provenance.as_mut().unwrap();
+    prov.environment
+        .insert("OMPI_MCA_btl_vader_eager_limit".into(), "1024".into());
     let (b, c) = (write(&dir, "b.json", &base), write(&dir, "c.json", &cand));
     let r = run_compare(&[p(&b), p(&c)]);
     r.assert_code(0);
     let top = r.stdout.split("OK: no regression").next().unwrap();
     for needle in [
         "The set-ups differ",
-        "MPI library",
-        "MPICH Version: 4.1",
-        "CPU model",
-        "AMD EPYC 9654",
         "scalebench version",
+        "0.2.0",
+        "environment",
+        "OMPI_MCA_btl_vader_eager_limit=1024",
     ] {
         assert!(
             top.contains(needle),
@@ -328,11 +327,192 @@ fn provenance_differences_are_said_at_the_top() {
     let r = run_compare(&[p(&b), p(&m), "--allow-mismatch"]);
     r.assert_code(0);
     assert!(
-        r.stdout
-            .contains("warning: compared although the metric definitions"),
+        r.stdout.contains("although the metric definitions"),
         "{}",
         r.stdout
     );
+}
+
+/// Runs on another CPU model, MPI library or with emulated nodes are another set-up: a
+/// slower number would say "other machine", not "worse code". Refused with exit 2, each
+/// difference named; with --allow-mismatch compared, and every verdict says it crosses set-ups.
+#[test]
+fn set_up_mismatches_are_not_comparable_unless_allowed() {
+    let dir = tmpdir("cmp-setup");
+    let base = simple(4, 21, &|_| 1.0);
+    let mut cand = simple(4, 22, &|k| if k == 1 { 1.5 } else { 1.0 });
+    let prov = cand.launches[0].provenance.as_mut().unwrap();
+    prov.hosts[0].cpu_model = "AMD EPYC 9654 96-Core Processor".into();
+    prov.mpi_library = Some("MPICH Version: 4.1".into());
+    let (b, c) = (write(&dir, "b.json", &base), write(&dir, "c.json", &cand));
+    let r = run_compare(&[p(&b), p(&c)]);
+    r.assert_code(2);
+    for needle in [
+        "not comparable",
+        "CPU model",
+        "AMD EPYC 9654 96-Core Processor",
+        "MPI library",
+        "MPICH Version: 4.1",
+        "--allow-mismatch",
+    ] {
+        assert!(r.stderr.contains(needle), "{needle}: {}", r.stderr);
+    }
+    assert!(r.stdout.is_empty(), "nothing judged: {}", r.stdout);
+    assert_eq!(r.stderr.trim().lines().count(), 1, "{}", r.stderr);
+
+    let r = run_compare(&[p(&b), p(&c), "--allow-mismatch", "--all"]);
+    r.assert_code(1);
+    assert!(
+        r.stdout.contains("regressed (across set-ups)"),
+        "{}",
+        r.stdout
+    );
+    assert!(
+        r.stdout.contains("no change (across set-ups)"),
+        "{}",
+        r.stdout
+    );
+    assert!(
+        !r.stdout.lines().any(|l| l.starts_with("  no change  ")),
+        "an unlabelled verdict: {}",
+        r.stdout
+    );
+    let (code, v) = json_report(&b, &c, &["--allow-mismatch"]);
+    assert_eq!(code, 1);
+    assert_eq!(v["settings"]["across_setups"], true);
+    let blocking: Vec<&str> = v["differences"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|d| d["blocking"] == true)
+        .map(|d| d["what"].as_str().unwrap())
+        .collect();
+    assert_eq!(blocking, ["CPU model", "MPI library"], "{v:#}");
+    let md = run_compare(&[p(&b), p(&c), "--allow-mismatch", "--format", "md"]);
+    assert!(
+        md.stdout.contains("**regressed (across set-ups)**"),
+        "{}",
+        md.stdout
+    );
+
+    // emulated nodes and a different node count are set-ups too
+    let mut emu = simple(4, 23, &|_| 1.0);
+    emu.run.emulated_nodes = true;
+    emu.launches[0].provenance.as_mut().unwrap().nodes = 2;
+    let e = write(&dir, "e.json", &emu);
+    let r = run_compare(&[p(&b), p(&e)]);
+    r.assert_code(2);
+    assert!(
+        r.stderr.contains("emulated nodes") && r.stderr.contains("node count"),
+        "{}",
+        r.stderr
+    );
+}
+
+/// Several runs a side: `compare A1 A2 A3 -- B1 B2 B3`, or directories of runs. Each case is
+/// judged on one median per run, so a run-to-run spread that one run's batches cannot show
+/// widens the interval: a 10 % shift of run medians spread ±15 % between runs is not flagged,
+/// though each run's batches alone (one run a side) call it significant.
+#[test]
+fn repetitions_judge_cases_on_run_level_statistics() {
+    let dir = tmpdir("cmp-runs");
+    // run i's speed mode: a whole-run factor, the same for every case of the run
+    let mode = |i: usize| [1.0, 1.15, 0.87, 1.1, 0.92, 1.05][i % 6];
+    let mk = |side: &str, i: usize, shift: f64| {
+        let f = simple(
+            5,
+            100 + i as u64 + if side == "b" { 50 } else { 0 },
+            &|_| mode(i) * shift,
+        );
+        let d = dir.join(side).join(format!("run{i}"));
+        std::fs::create_dir_all(&d).unwrap();
+        write(&d, "results.json", &f);
+        d
+    };
+    let a: Vec<_> = (0..6).map(|i| mk("a", i, 1.0)).collect();
+    let b: Vec<_> = (0..6).map(|i| mk("b", (i + 3) % 6, 1.1)).collect();
+    let mut args: Vec<&str> = vec!["--format", "json"];
+    args.extend(a.iter().map(|x| p(x)));
+    args.push("--");
+    args.extend(b.iter().map(|x| p(x)));
+    let r = run_compare(&args);
+    r.assert_code(0);
+    let v: Value = serde_json::from_str(&r.stdout).unwrap();
+    assert_eq!(v["settings"]["runs_baseline"], 6);
+    assert_eq!(v["settings"]["test"], "welch_t_log_run_medians_two_sided");
+    for c in v["cases"].as_array().unwrap() {
+        let s = &c["stats"];
+        assert_eq!(s["basis"], "runs", "{c:#}");
+        assert_eq!(s["n_baseline"], 6);
+        // the interval holds the run-to-run spread: wide enough to include 0
+        assert!(s["ci_low"].as_f64().unwrap() < 0.0, "{c:#}");
+        assert!(s["ci_high"].as_f64().unwrap() > 0.0, "{c:#}");
+    }
+    // the same data through directories of runs gives the same report
+    let r2 = run_compare(&[
+        "--format",
+        "json",
+        p(&dir.join("a")),
+        "--",
+        p(&dir.join("b")),
+    ]);
+    r2.assert_code(0);
+    let v2: Value = serde_json::from_str(&r2.stdout).unwrap();
+    assert_eq!(v["summary"], v2["summary"]);
+    // one run a side (a fast baseline run, a slow candidate run): the batches alone call the
+    // mode difference a regression, and the report says its interval lacks run-to-run variance
+    let one = run_compare(&[p(&a[2]), p(&b[0])]);
+    one.assert_code(1);
+    assert!(one.stdout.contains("one run"), "{}", one.stdout);
+    assert!(one.stdout.contains("run-to-run variance"), "{}", one.stdout);
+    // a true +40 % on every run is found with repetitions
+    let c: Vec<_> = (0..6).map(|i| mk("c", (i + 1) % 6, 1.4)).collect();
+    let mut args: Vec<&str> = a.iter().map(|x| p(x)).collect();
+    args.push("--");
+    args.extend(c.iter().map(|x| p(x)));
+    let r = run_compare(&args);
+    r.assert_code(1);
+    assert!(r.stdout.contains("REGRESSION: 5 regressed"), "{}", r.stdout);
+    assert!(r.stdout.contains("6/6 runs"), "{}", r.stdout);
+    // bad forms: one path; three paths without `--`; a directory without runs
+    run_compare(&[p(&a[0])]).assert_code(2);
+    let r = run_compare(&[p(&a[0]), p(&a[1]), p(&b[0])]);
+    r.assert_code(2);
+    assert!(r.stderr.contains("--"), "{}", r.stderr);
+    let empty = dir.join("empty");
+    std::fs::create_dir_all(&empty).unwrap();
+    let r = run_compare(&[p(&empty), p(&a[0])]);
+    r.assert_code(2);
+    assert!(r.stderr.contains("empty"), "{}", r.stderr);
+}
+
+/// A results file whose cases say "ok" but carry no samples (or only zero times) must never
+/// let a gate pass: exit 2, naming the cases.
+#[test]
+fn a_candidate_without_usable_samples_is_unusable() {
+    let dir = tmpdir("cmp-empty");
+    let base = simple(3, 31, &|_| 1.0);
+    let mut none = base.clone();
+    for c in &mut none.cases {
+        c.timing.as_mut().unwrap().samples_s.clear();
+    }
+    let mut zeros = base.clone();
+    for c in &mut zeros.cases {
+        let t = c.timing.as_mut().unwrap();
+        t.samples_s.iter_mut().for_each(|x| *x = 0.0);
+    }
+    let b = write(&dir, "b.json", &base);
+    for (name, f) in [("none.json", &none), ("zeros.json", &zeros)] {
+        let c = write(&dir, name, f);
+        let r = run_compare(&[p(&b), p(&c)]);
+        r.assert_code(2);
+        assert!(
+            r.stderr.contains("unusable") && r.stderr.contains("no usable samples"),
+            "{name}: {}",
+            r.stderr
+        );
+        assert!(!r.stdout.contains("OK"), "{}", r.stdout);
+    }
 }
 
 // ---- the false-alarm rate of the tester ----
@@ -535,6 +715,130 @@ fn a_real_transport_slowdown_is_caught_end_to_end() {
             assert!(got["stats"]["change"].as_f64().unwrap() < -0.5, "{got:#}");
         }
     }
+}
+
+/// The CI gate's statistics on real repeated runs of this machine. 12 runs of a small study
+/// (the gate's shape: 2 ranks, fixed iteration counts, short batches) and 6 runs of the same
+/// study with Open MPI's shared-memory eager limit cut from 4 KiB to 1 KiB (a genuine slowdown
+/// of the 4 KiB all-reduce and all-gather: they leave the eager protocol), interleaved.
+/// - A/A: 20 comparisons of 6 vs 6 distinct default runs drawn at random, with the gate's
+///   band: at most 1 may flag anything (the gate's false-alarm rate ≤ 5 %).
+/// - The knob: 6 default runs vs the 6 knob runs → regressed, exit 1.
+#[test]
+fn repeated_real_runs_hold_the_null_and_catch_an_open_mpi_knob() {
+    const BAND: &str = "0.10"; // ci/regression.sh's default band
+    let dir = tmpdir("cmp-reps");
+    let study = |out: &Path| -> Vec<String> {
+        [
+            "run",
+            "-q",
+            "-w",
+            "allreduce,allgather",
+            "--sizes",
+            "4KiB,64KiB",
+            "--in-place",
+            "no",
+            "--iters",
+            "400",
+            "--batches",
+            "40",
+            "--warmup",
+            "40",
+            "--out",
+            p(out),
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect()
+    };
+    let knob = ["--mca", "btl_vader_eager_limit", "1024"];
+    let mut default_runs = Vec::new();
+    let mut knob_runs = Vec::new();
+    for i in 0..12 {
+        let d = dir.join(format!("default-{i:02}"));
+        let args = study(&d);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        mpirun(2, &args).assert_code(0);
+        default_runs.push(d);
+        if i % 2 == 1 {
+            let k = dir.join(format!("knob-{i:02}"));
+            let args = study(&k);
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            mpirun_with(2, &knob, &args).assert_code(0);
+            knob_runs.push(k);
+        }
+    }
+    let gate = |a: &[&Path], b: &[&Path]| -> (i32, Value) {
+        let mut args: Vec<&str> = vec!["--noise", BAND, "--format", "json"];
+        args.extend(a.iter().map(|x| p(x)));
+        args.push("--");
+        args.extend(b.iter().map(|x| p(x)));
+        let r = run_compare(&args);
+        let v: Value = serde_json::from_str(&r.stdout)
+            .unwrap_or_else(|e| panic!("not JSON ({e}): {}\n{}", r.stdout, r.stderr));
+        (r.code, v)
+    };
+    let mut rng = Rng(20261123);
+    let mut flagged = Vec::new();
+    for trial in 0..20 {
+        // a random 6 + 6 split of the 12 default runs (partial Fisher–Yates)
+        let mut idx: Vec<usize> = (0..12).collect();
+        for i in 0..12 {
+            let j = i + (rng.uniform() * (12 - i) as f64) as usize % (12 - i);
+            idx.swap(i, j);
+        }
+        let a: Vec<&Path> = idx[..6]
+            .iter()
+            .map(|&i| default_runs[i].as_path())
+            .collect();
+        let b: Vec<&Path> = idx[6..]
+            .iter()
+            .map(|&i| default_runs[i].as_path())
+            .collect();
+        let (code, v) = gate(&a, &b);
+        assert!(code == 0 || code == 1, "trial {trial}: {v:#}");
+        assert_eq!(v["settings"]["runs_baseline"], 6);
+        if code == 1 {
+            flagged.push(v["summary"]["outcome"].to_string());
+        }
+    }
+    eprintln!(
+        "A/A on real runs: {} of 20 flagged {flagged:?}",
+        flagged.len()
+    );
+    assert!(
+        flagged.len() <= 1,
+        "A/A flagged {} of 20: {flagged:?}",
+        flagged.len()
+    );
+
+    let a: Vec<&Path> = default_runs[..6].iter().map(|x| x.as_path()).collect();
+    let b: Vec<&Path> = knob_runs.iter().map(|x| x.as_path()).collect();
+    let (code, v) = gate(&a, &b);
+    assert_eq!(code, 1, "{v:#}");
+    let regressed: Vec<&Value> = v["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["verdict"] == "regressed")
+        .collect();
+    let small = |c: &&Value| c["label"].as_str().unwrap().contains(" 4KiB ");
+    assert!(
+        regressed
+            .iter()
+            .any(|c| small(c) && c["label"].as_str().unwrap().starts_with("allreduce")),
+        "the 4 KiB all-reduce leaves the eager protocol: {v:#}"
+    );
+    for c in &regressed {
+        assert_eq!(c["stats"]["basis"], "runs");
+    }
+    // the environment difference that explains it is named (informational, not blocking)
+    let env = v["differences"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["what"] == "environment");
+    assert!(env.is_none() || env.unwrap()["blocking"] == false, "{v:#}");
 }
 
 // ---- bad input: exit 2, the path and the reason, no panic, nothing written ----

@@ -188,6 +188,513 @@ mod with_feature {
     }
 }
 
+/// The CUDA backend's device path against scalebench's stand-in CUDA libraries (`standin/`:
+/// CPU test doubles of libcuda, cuBLAS, NCCL and NVML; no GPU anywhere): every case validated,
+/// under real mpirun where it takes processes; each fault the stand-ins can inject refused
+/// with one sentence and no panic; a planted defect caught.
+#[cfg(feature = "cuda")]
+mod standin {
+    use super::*;
+    use std::path::{Path, PathBuf};
+    use std::sync::OnceLock;
+
+    /// Builds the stand-in libraries once per test process (`standin/build.sh`, needs `cc`).
+    fn libs() -> &'static Path {
+        static DIR: OnceLock<PathBuf> = OnceLock::new();
+        DIR.get_or_init(|| {
+            let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("standin");
+            let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("standin/build.sh");
+            let out = std::process::Command::new("bash")
+                .arg(&script)
+                .arg(&dir)
+                .output()
+                .expect("run standin/build.sh");
+            assert!(
+                out.status.success(),
+                "standin/build.sh failed (is a C compiler installed? ci/setup.sh):\n{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            dir
+        })
+    }
+
+    fn wrapper() -> String {
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("standin/gpus-per-rank.sh")
+            .display()
+            .to_string()
+    }
+
+    /// The stand-ins' environment, plus `extra` (`KEY=VALUE`).
+    fn env(lib_path: &str, extra: &[&str]) -> Vec<(String, String)> {
+        let mut v = vec![
+            ("LD_LIBRARY_PATH".to_string(), lib_path.to_string()),
+            ("SCALEBENCH_STANDIN".to_string(), "1".to_string()),
+        ];
+        for e in extra {
+            let (k, val) = e.split_once('=').unwrap();
+            v.push((k.to_string(), val.to_string()));
+        }
+        v
+    }
+
+    /// `scalebench ARGS` alone on the stand-ins.
+    fn solo_on(extra: &[&str], args: &[&str]) -> Ran {
+        let e = env(libs().to_str().unwrap(), extra);
+        let e: Vec<(&str, &str)> = e.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        solo_env(args, &e)
+    }
+
+    /// `mpirun -np N [gpus-per-rank.sh G] scalebench ARGS` on the stand-ins.
+    fn mpirun_on(np: u32, gpus_per_rank: Option<u32>, extra: &[&str], args: &[&str]) -> Ran {
+        let mut m: Vec<String> = Vec::new();
+        for (k, v) in env(libs().to_str().unwrap(), extra) {
+            m.push("-x".into());
+            m.push(format!("{k}={v}"));
+        }
+        if let Some(g) = gpus_per_rank {
+            m.push(wrapper());
+            m.push(g.to_string());
+        }
+        let m: Vec<&str> = m.iter().map(String::as_str).collect();
+        common::mpirun_with(np, &m, args)
+    }
+
+    /// Every case ok (or skipped for the documented reason), none wrong, the run labelled.
+    fn all_valid(ran: &Ran, out: &Path, min_cases: usize) -> common::wire::ResultsFile {
+        ran.assert_code(0);
+        let r = common::read_results(out);
+        let p = r.launches[0].provenance.as_ref().unwrap();
+        assert!(
+            p.backend.detail.starts_with("STAND-IN: "),
+            "{}",
+            p.backend.detail
+        );
+        assert!(p.warnings[0].starts_with("STAND-IN: "), "{:?}", p.warnings);
+        for rank in &p.ranks {
+            for d in &rank.devices {
+                assert!(d.name.starts_with("scalebench stand-in "), "{}", d.name);
+            }
+        }
+        assert!(r.cases.len() >= min_cases, "{} cases", r.cases.len());
+        for c in &r.cases {
+            assert_eq!(c.wrong, 0, "{}: {:?}", c.id, c.message);
+            match c.status.as_str() {
+                "ok" => {}
+                "skipped" => assert!(
+                    c.params.workload == "alltoall" && c.params.in_place == Some(true),
+                    "{}: skipped: {:?}",
+                    c.id,
+                    c.message
+                ),
+                s => panic!("{}: {s}: {:?}", c.id, c.message),
+            }
+        }
+        r
+    }
+
+    const COLLECTIVES: &str = "allreduce,reduce,broadcast,allgather,reduce_scatter,alltoall";
+
+    /// Hybrid: one process drives 2 devices through one NCCL group; every collective, type,
+    /// operator, buffer placement and timing mode.
+    #[test]
+    fn hybrid_every_collective_type_and_operator_validates() {
+        let dir = tmpdir("standin-hybrid");
+        let out = dir.join("out");
+        let ran = solo_on(
+            &[],
+            &[
+                "run",
+                "--backend",
+                "cuda",
+                "--topology",
+                "hybrid",
+                "--devices-per-node",
+                "2",
+                "-w",
+                COLLECTIVES,
+                "--sizes",
+                "1KiB",
+                "--dtype",
+                "f32,f64,f16,bf16,i32",
+                "--op",
+                "sum,prod,min,max,avg",
+                "--in-place",
+                "both",
+                "-t",
+                "pipelined,isolated",
+                "-n",
+                "3",
+                "--warmup",
+                "1",
+                "-q",
+                "--out",
+                out.to_str().unwrap(),
+            ],
+        );
+        let r = all_valid(&ran, &out, 360);
+        assert_eq!(r.launches[0].provenance.as_ref().unwrap().devices, 2);
+    }
+
+    /// Pure MPI (2 processes, one device each) and 2 processes × 2 devices, under mpirun:
+    /// NCCL ranks in different processes really exchange data.
+    #[test]
+    fn across_processes_pure_and_two_by_two_validate() {
+        let dir = tmpdir("standin-mpi");
+        let out = dir.join("pure");
+        let ran = mpirun_on(
+            2,
+            None,
+            &[],
+            &[
+                "run",
+                "--backend",
+                "cuda",
+                "-w",
+                COLLECTIVES,
+                "--sizes",
+                "4KiB",
+                "--dtype",
+                "f32,bf16,i32",
+                "--op",
+                "sum,avg",
+                "--in-place",
+                "both",
+                "-n",
+                "3",
+                "--warmup",
+                "1",
+                "-q",
+                "--out",
+                out.to_str().unwrap(),
+            ],
+        );
+        all_valid(&ran, &out, 40);
+        let out = dir.join("2x2");
+        let ran = mpirun_on(
+            2,
+            Some(2),
+            &["SCALEBENCH_STANDIN_DEVICES=4"],
+            &[
+                "run",
+                "--backend",
+                "cuda",
+                "--topology",
+                "hybrid",
+                "--devices-per-node",
+                "2",
+                "--nodes",
+                "2",
+                "--emulate-nodes",
+                "-w",
+                COLLECTIVES,
+                "--sizes",
+                "4KiB",
+                "--dtype",
+                "f64,f16",
+                "--op",
+                "prod,max",
+                "--in-place",
+                "both",
+                "-n",
+                "3",
+                "--warmup",
+                "1",
+                "-q",
+                "--out",
+                out.to_str().unwrap(),
+            ],
+        );
+        let r = all_valid(&ran, &out, 30);
+        assert_eq!(r.launches[0].provenance.as_ref().unwrap().devices, 4);
+    }
+
+    /// cuBLAS stand-in: matmul and batch_matmul (whose copies overlap GEMMs on a second
+    /// stream) in every GEMM type, one process and two.
+    #[test]
+    fn gemms_validate_with_the_overlap_pipeline() {
+        let dir = tmpdir("standin-gemm");
+        let out = dir.join("solo");
+        let args = |o: &Path| {
+            [
+                "run",
+                "--backend",
+                "cuda",
+                "-w",
+                "matmul,batch_matmul",
+                "--dims",
+                "48",
+                "--batch",
+                "3",
+                "--dtype",
+                "f32,f64,f16,bf16",
+                "-n",
+                "3",
+                "--warmup",
+                "1",
+                "-q",
+                "--out",
+            ]
+            .iter()
+            .map(|s| s.to_string())
+            .chain([o.display().to_string()])
+            .collect::<Vec<_>>()
+        };
+        let a = args(&out);
+        let a: Vec<&str> = a.iter().map(String::as_str).collect();
+        let r = all_valid(&solo_on(&[], &a), &out, 8);
+        for c in r
+            .cases
+            .iter()
+            .filter(|c| c.params.workload == "batch_matmul")
+        {
+            let names: Vec<&str> = c.phases.iter().map(|p| p.name.as_str()).collect();
+            assert_eq!(
+                names,
+                ["scatter", "transfer_compute", "gather", "overlap_hidden"]
+            );
+        }
+        let out = dir.join("np2");
+        let a = args(&out);
+        let a: Vec<&str> = a.iter().map(String::as_str).collect();
+        all_valid(&mpirun_on(2, None, &[], &a), &out, 8);
+    }
+
+    /// The planted defect (one wrong element in every NCCL result) must be caught: wrong > 0,
+    /// exit 3. Proof that validation on this path can fail.
+    #[test]
+    fn a_planted_nccl_defect_is_caught() {
+        let dir = tmpdir("standin-defect");
+        let out = dir.join("out");
+        let ran = mpirun_on(
+            2,
+            None,
+            &["SCALEBENCH_STANDIN_DEFECT=corrupt"],
+            &[
+                "run",
+                "--backend",
+                "cuda",
+                "-w",
+                "allreduce,allgather",
+                "--sizes",
+                "4KiB",
+                "--in-place",
+                "both",
+                "-n",
+                "3",
+                "--warmup",
+                "1",
+                "-q",
+                "--out",
+                out.to_str().unwrap(),
+            ],
+        );
+        ran.assert_code(3);
+        let r = common::read_results(&out);
+        assert_eq!(r.cases.len(), 4);
+        for c in &r.cases {
+            assert!(c.wrong > 0, "{}: the defect went unnoticed", c.id);
+        }
+    }
+
+    /// A fault at set-up: the exit code, one sentence naming `library` and `fix`, no panic,
+    /// no results directory.
+    fn refused_with(ran: &Ran, code: i32, library: &str, fix: &str, out: &Path) {
+        ran.assert_code(code);
+        let line = ran
+            .stderr
+            .lines()
+            .find(|l| l.starts_with("scalebench: error: "))
+            .unwrap_or_else(|| panic!("no error sentence in:\n{}", ran.stderr));
+        assert!(line.contains(library), "{library:?} not named in: {line}");
+        assert!(line.contains(fix), "{fix:?} not in: {line}");
+        assert!(!ran.stderr.contains("panicked"), "{}", ran.stderr);
+        assert!(!out.exists(), "{} was left behind", out.display());
+    }
+
+    fn small_run(out: &Path) -> Vec<String> {
+        [
+            "run",
+            "--backend",
+            "cuda",
+            "-w",
+            "allreduce,matmul",
+            "--sizes",
+            "4KiB",
+            "--dims",
+            "16",
+            "-n",
+            "2",
+            "--warmup",
+            "1",
+            "-q",
+            "--out",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .chain([out.display().to_string()])
+        .collect()
+    }
+
+    #[test]
+    fn allocation_failure_is_one_sentence() {
+        let out = tmpdir("standin-alloc").join("out");
+        let a = small_run(&out);
+        let a: Vec<&str> = a.iter().map(String::as_str).collect();
+        let ran = mpirun_on(2, None, &["SCALEBENCH_STANDIN_FAULT=alloc"], &a);
+        refused_with(&ran, 4, "libcuda.so.1", "nvidia-smi", &out);
+        assert!(
+            ran.stderr.contains("CUDA_ERROR_OUT_OF_MEMORY"),
+            "{}",
+            ran.stderr
+        );
+    }
+
+    /// An allocation failing mid-run fails that case (exit 3, as for any failed case) with the
+    /// driver's reason; the results file is complete.
+    #[test]
+    fn allocation_failure_in_a_case_fails_the_case() {
+        let out = tmpdir("standin-alloc-case").join("out");
+        let a = small_run(&out);
+        let a: Vec<&str> = a.iter().map(String::as_str).collect();
+        // set-up allocates 1 buffer per GPU; the first case's buffers then fail
+        let ran = solo_on(&["SCALEBENCH_STANDIN_ALLOC_FAIL_AFTER=1"], &a);
+        ran.assert_code(3);
+        assert!(!ran.stderr.contains("panicked"), "{}", ran.stderr);
+        let r = common::read_results(&out);
+        let failed: Vec<_> = r.cases.iter().filter(|c| c.status == "failed").collect();
+        assert!(!failed.is_empty());
+        for c in failed {
+            let m = c.message.as_deref().unwrap_or("");
+            assert!(
+                m.contains("cuMemAlloc") && m.contains("CUDA_ERROR_OUT_OF_MEMORY"),
+                "{m}"
+            );
+        }
+    }
+
+    #[test]
+    fn communicator_failure_is_one_sentence() {
+        let out = tmpdir("standin-comm").join("out");
+        let a = small_run(&out);
+        let a: Vec<&str> = a.iter().map(String::as_str).collect();
+        let ran = mpirun_on(2, None, &["SCALEBENCH_STANDIN_FAULT=comm-init"], &a);
+        refused_with(&ran, 4, "NCCL (libnccl.so)", "NCCL_DEBUG=INFO", &out);
+    }
+
+    /// A collective that returns an error fails its case with NCCL's reason and the fix; the
+    /// communicators are aborted, so later collectives fail at once (no hang), GEMMs go on;
+    /// exit 3 (failed cases), results complete.
+    #[test]
+    fn collective_error_fails_the_case_and_aborts_the_communicators() {
+        let out = tmpdir("standin-coll").join("out");
+        let a = small_run(&out);
+        let mut a: Vec<&str> = a.iter().map(String::as_str).collect();
+        a[4] = "allreduce,broadcast,matmul";
+        let ran = mpirun_on(2, None, &["SCALEBENCH_STANDIN_FAULT=collective"], &a);
+        ran.assert_code(3);
+        assert!(!ran.stderr.contains("panicked"), "{}", ran.stderr);
+        let r = common::read_results(&out);
+        for c in &r.cases {
+            let m = c.message.as_deref().unwrap_or("");
+            match c.params.workload.as_str() {
+                "matmul" => assert_eq!(c.status, "ok", "{m}"),
+                _ => {
+                    assert_eq!(c.status, "failed");
+                    assert!(
+                        m.contains("NCCL (libnccl.so)") && m.contains("NCCL_DEBUG"),
+                        "{m}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn missing_driver_symbol_is_one_sentence() {
+        let out = tmpdir("standin-symbol").join("out");
+        let a = small_run(&out);
+        let a: Vec<&str> = a.iter().map(String::as_str).collect();
+        // a libcuda without cuMemHostAlloc first on the path
+        let path = format!("{0}/missing-symbol:{0}", libs().display());
+        let e = env(&path, &[]);
+        let e: Vec<(&str, &str)> = e.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        let ran = solo_env(&a, &e);
+        refused_with(&ran, 2, "libcuda.so.1", "update the NVIDIA driver", &out);
+        assert!(ran.stderr.contains("cuMemHostAlloc"), "{}", ran.stderr);
+    }
+
+    /// Drivers older than the bindings' floor (CUDA 11.4) are refused before any other call;
+    /// CUDA 12.2 (no cuEventElapsedTime_v2, which the old cuda-13000 bindings needed) runs.
+    #[test]
+    fn driver_floor() {
+        let out = tmpdir("standin-old").join("out");
+        let a = small_run(&out);
+        let a: Vec<&str> = a.iter().map(String::as_str).collect();
+        let ran = mpirun_on(2, None, &["SCALEBENCH_STANDIN_DRIVER_VERSION=11020"], &a);
+        refused_with(&ran, 2, "libcuda.so.1", "update the driver", &out);
+        assert!(
+            ran.stderr.contains("CUDA 11.2, older than CUDA 11.4"),
+            "{}",
+            ran.stderr
+        );
+        let ok = solo_on(&["SCALEBENCH_STANDIN_DRIVER_VERSION=12020"], &a);
+        all_valid(&ok, &out, 2);
+    }
+
+    #[test]
+    fn nccl_floor() {
+        let out = tmpdir("standin-oldnccl").join("out");
+        let a = small_run(&out);
+        let a: Vec<&str> = a.iter().map(String::as_str).collect();
+        let ran = solo_on(&["SCALEBENCH_STANDIN_NCCL_VERSION=2903"], &a);
+        refused_with(&ran, 4, "libnccl.so", "install NCCL 2.10.0 or newer", &out);
+    }
+
+    /// The stand-ins' contract checks: each misuse (memory outside its allocation or its
+    /// device, an event read before it was recorded, NCCL's in-place rule broken, several
+    /// communicators of one process used outside a group, ranks disagreeing on a collective,
+    /// leaks at exit) aborts naming the call; a read before synchronising sees poison.
+    #[test]
+    fn contract_checks_abort_naming_the_call() {
+        let out = std::process::Command::new(libs().join("contract-test"))
+            .env("SCALEBENCH_STANDIN", "1")
+            .output()
+            .expect("run contract-test");
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{text}");
+        assert_eq!(
+            text.lines().filter(|l| l.starts_with("ok")).count(),
+            8,
+            "{text}"
+        );
+    }
+
+    /// Without SCALEBENCH_STANDIN=1 the stand-ins refuse to load: nothing runs on them by
+    /// accident.
+    #[test]
+    fn the_stand_ins_refuse_to_load_unless_wanted() {
+        let out = tmpdir("standin-gate").join("out");
+        let a = small_run(&out);
+        let a: Vec<&str> = a.iter().map(String::as_str).collect();
+        let ran = solo_env(
+            &a,
+            &[
+                ("LD_LIBRARY_PATH", libs().to_str().unwrap()),
+                ("SCALEBENCH_STANDIN", "0"),
+            ],
+        );
+        ran.assert_code(2);
+        assert!(
+            ran.stderr
+                .contains("refuses to load without SCALEBENCH_STANDIN=1"),
+            "{}",
+            ran.stderr
+        );
+        assert!(!out.exists());
+    }
+}
+
 #[cfg(not(feature = "cuda"))]
 #[test]
 fn without_the_feature_cuda_is_refused_with_the_rebuild_command() {

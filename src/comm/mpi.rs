@@ -76,6 +76,10 @@ impl HostComm for MpiComm {
     fn gather_bytes(&self, bytes: &[u8]) -> Vec<Vec<u8>> {
         let root = self.comm.process_at_rank(0);
         let len = bytes.len() as i32;
+        // An empty slice's pointer is dangling (address 1), which OpenMPI takes for
+        // MPI_IN_PLACE and refuses on a non-root rank: send zero bytes from a real address.
+        let none = [0u8; 1];
+        let bytes = if bytes.is_empty() { &none[..0] } else { bytes };
         if self.rank == 0 {
             let mut lens = vec![0i32; self.size as usize];
             root.gather_into_root(&len, &mut lens[..]);

@@ -13,8 +13,9 @@
 use super::metric::{Metric, MetricChoice};
 use super::stats::{self, Correction, MedianChange, MW_EXACT_MAX_CELLS};
 use crate::results::schema::{CaseResult, CaseStatus, ResultsFile};
+use crate::stats::quantile_sorted;
 use rayon::prelude::*;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::Mutex;
 
 /// How a comparison is judged (what the user asked for, resolved).
@@ -111,14 +112,37 @@ impl Verdict {
     }
 }
 
+/// What the statistics of a case were computed from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Basis {
+    /// The batch samples of one run per side (several runs on one side are pooled): the
+    /// interval holds within-run noise only, not run-to-run variance.
+    Batches,
+    /// One median per run, two or more runs per side: run-to-run variance is in the interval
+    /// (Welch's t on the log medians; see [`stats::run_level_change`]).
+    Runs,
+}
+
+impl Basis {
+    pub fn name(self) -> &'static str {
+        match self {
+            Basis::Batches => "batches",
+            Basis::Runs => "runs",
+        }
+    }
+}
+
 /// The numbers behind a case's verdict.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct CaseStats {
     pub metric: Metric,
+    pub basis: Basis,
+    /// Samples (basis `Batches`) or runs (basis `Runs`) on each side.
     pub n_baseline: usize,
     pub n_candidate: usize,
+    /// Basis `Batches`: medians of the samples; `Runs`: geometric means of the per-run medians.
     pub change: MedianChange,
-    /// Mann–Whitney two-sided p-value.
+    /// Two-sided p-value: Mann–Whitney U (basis `Batches`) or Welch's t (basis `Runs`).
     pub p_value: f64,
     /// Whether `p_value` is exact (else the normal approximation).
     pub p_exact: bool,
@@ -163,6 +187,12 @@ pub struct Comparison {
     pub cases: Vec<CaseComparison>,
     /// Cases with a p-value: the family the correction is applied over.
     pub tested: usize,
+    /// Runs (results files) on each side.
+    pub runs_baseline: usize,
+    pub runs_candidate: usize,
+    /// Set when set-ups that change performance were compared anyway (`--allow-mismatch`):
+    /// every verdict crosses set-ups.
+    pub across_setups: bool,
 }
 
 impl Comparison {
@@ -220,12 +250,6 @@ fn sample_count(c: &CaseResult) -> usize {
     c.timing.as_ref().map_or(0, |t| t.samples_s.len())
 }
 
-fn sorted_samples(case: &CaseResult, metric: Metric) -> Option<Vec<f64>> {
-    let mut s = metric.samples(case)?;
-    s.sort_unstable_by(f64::total_cmp);
-    Some(s)
-}
-
 fn failure_note(side: &str, c: &CaseResult) -> String {
     let what = match c.status {
         CaseStatus::Wrong => format!("{} wrong element(s)", c.wrong),
@@ -237,15 +261,85 @@ fn failure_note(side: &str, c: &CaseResult) -> String {
     }
 }
 
+/// One case on one side: its record in each run that has it, in run order.
+struct SideCase<'a> {
+    records: Vec<&'a CaseResult>,
+    /// Runs on this side.
+    runs: usize,
+}
+
+impl<'a> SideCase<'a> {
+    fn ok(&self) -> Vec<&'a CaseResult> {
+        self.records
+            .iter()
+            .copied()
+            .filter(|c| c.status == CaseStatus::Ok)
+            .collect()
+    }
+
+    /// The side's status: ok when every run measured it; else the first failure (wrong,
+    /// failed, timed out) in any run; skipped when no run measured it.
+    fn status(&self) -> (CaseStatus, Option<&'a CaseResult>) {
+        let bad = self
+            .records
+            .iter()
+            .find(|c| !matches!(c.status, CaseStatus::Ok | CaseStatus::Skipped));
+        if let Some(c) = bad {
+            return (c.status, Some(c));
+        }
+        match self.records.iter().find(|c| c.status == CaseStatus::Ok) {
+            Some(_) => (CaseStatus::Ok, None),
+            None => (CaseStatus::Skipped, self.records.first().copied()),
+        }
+    }
+
+    fn note(&self, side: &str) -> String {
+        let (_, rec) = self.status();
+        let Some(rec) = rec else {
+            return format!("{side}: not measured");
+        };
+        let mut n = failure_note(side, rec);
+        if self.runs > 1 {
+            let k = self
+                .records
+                .iter()
+                .filter(|c| c.status == rec.status)
+                .count();
+            n.push_str(&format!(" ({k} of {} runs)", self.runs));
+        }
+        n
+    }
+}
+
+fn sorted_samples(case: &CaseResult, metric: Metric) -> Option<Vec<f64>> {
+    let mut s = metric.samples(case)?;
+    s.sort_unstable_by(f64::total_cmp);
+    Some(s)
+}
+
+/// The pooled, sorted samples of a side's measured runs.
+fn pooled_samples(records: &[&CaseResult], metric: Metric) -> Option<Vec<f64>> {
+    let mut all = Vec::new();
+    for r in records {
+        all.extend(metric.samples(r)?);
+    }
+    all.sort_unstable_by(f64::total_cmp);
+    Some(all)
+}
+
 /// Statistics of one case measured on both sides, before the correction (`p_adjusted` = p).
+/// Run level when both sides have two or more measured runs, batch level otherwise.
 fn case_stats(
-    b: &CaseResult,
-    c: &CaseResult,
+    b: &[&CaseResult],
+    c: &[&CaseResult],
     settings: &Settings,
     tables: &Tables,
 ) -> Result<CaseStats, String> {
-    let metric = settings.metric.pick(b, c);
-    let (Some(sb), Some(sc)) = (sorted_samples(b, metric), sorted_samples(c, metric)) else {
+    let metric = settings.metric.pick(b[0], c[0]);
+    if b.len() >= 2 && c.len() >= 2 {
+        return run_stats(b, c, metric, settings);
+    }
+    let (Some(sb), Some(sc)) = (pooled_samples(b, metric), pooled_samples(c, metric)) else {
         return Err("no timing samples on one side".into());
     };
     let (nb, nc) = (sb.len(), sc.len());
@@ -266,12 +360,50 @@ fn case_stats(
     let mw = stats::mann_whitney(&sb, &sc, cdf).ok_or("no samples")?;
     Ok(CaseStats {
         metric,
+        basis: Basis::Batches,
         n_baseline: nb,
         n_candidate: nc,
         change,
         p_value: mw.p_two_sided,
         p_exact: mw.exact,
         p_adjusted: mw.p_two_sided,
+    })
+}
+
+/// Run-level statistics: one median per run, Welch's t on their logarithms.
+fn run_stats(
+    b: &[&CaseResult],
+    c: &[&CaseResult],
+    metric: Metric,
+    settings: &Settings,
+) -> Result<CaseStats, String> {
+    let medians = |side: &str, recs: &[&CaseResult]| -> Result<Vec<f64>, String> {
+        recs.iter()
+            .enumerate()
+            .map(|(i, r)| {
+                let s = sorted_samples(r, metric)
+                    .filter(|s| !s.is_empty())
+                    .ok_or_else(|| format!("{side} run {}: no {} samples", i + 1, metric.name()))?;
+                Ok(quantile_sorted(&s, 0.5))
+            })
+            .collect()
+    };
+    let (mb, mc) = (medians("baseline", b)?, medians("candidate", c)?);
+    let r = stats::run_level_change(&mb, &mc, settings.confidence).ok_or_else(|| {
+        format!(
+            "a run's median {} is 0, negative or not finite",
+            metric.name()
+        )
+    })?;
+    Ok(CaseStats {
+        metric,
+        basis: Basis::Runs,
+        n_baseline: mb.len(),
+        n_candidate: mc.len(),
+        change: r.change,
+        p_value: r.p_two_sided,
+        p_exact: false,
+        p_adjusted: r.p_two_sided,
     })
 }
 
@@ -306,66 +438,102 @@ fn judge(s: &CaseStats, settings: &Settings) -> (Verdict, Option<String>) {
 
 /// Compares every case of `candidate` with the case of the same id in `baseline`.
 pub fn compare(baseline: &ResultsFile, candidate: &ResultsFile, settings: &Settings) -> Comparison {
-    let by_id: HashMap<&str, &CaseResult> =
-        candidate.cases.iter().map(|c| (c.id.as_str(), c)).collect();
-    let in_baseline: HashSet<&str> = baseline.cases.iter().map(|c| c.id.as_str()).collect();
+    compare_runs(&[baseline], &[candidate], settings)
+}
+
+/// Cases by id over the runs of one side, ids in order of first appearance.
+fn by_id<'a>(runs: &[&'a ResultsFile]) -> (Vec<&'a str>, HashMap<&'a str, SideCase<'a>>) {
+    let mut order = Vec::new();
+    let mut map: HashMap<&str, SideCase> = HashMap::new();
+    for f in runs {
+        for c in &f.cases {
+            map.entry(c.id.as_str())
+                .or_insert_with(|| {
+                    order.push(c.id.as_str());
+                    SideCase {
+                        records: Vec::new(),
+                        runs: runs.len(),
+                    }
+                })
+                .records
+                .push(c);
+        }
+    }
+    (order, map)
+}
+
+/// Compares the runs of `candidate` with the runs of `baseline`, case by case. With two or
+/// more runs on both sides a case is judged on one median per run ([`Basis::Runs`]); with one
+/// run on a side, on the batch samples ([`Basis::Batches`]).
+pub fn compare_runs(
+    baseline: &[&ResultsFile],
+    candidate: &[&ResultsFile],
+    settings: &Settings,
+) -> Comparison {
+    let (base_order, base) = by_id(baseline);
+    let (cand_order, cand) = by_id(candidate);
+    let label_of = |s: &SideCase| s.records[0].params.label();
     let mut tables = Tables::default();
-    let mut out: Vec<CaseComparison> = Vec::with_capacity(baseline.cases.len());
-    // Cases measured on both sides: (index in `out`, baseline, candidate).
-    let mut measured: Vec<(usize, &CaseResult, &CaseResult)> = Vec::new();
-    for b in &baseline.cases {
+    let mut out: Vec<CaseComparison> = Vec::with_capacity(base_order.len());
+    // Cases measured on both sides: (index in `out`, baseline runs, candidate runs).
+    let mut measured: Vec<(usize, Vec<&CaseResult>, Vec<&CaseResult>)> = Vec::new();
+    for id in &base_order {
+        let b = &base[id];
+        let (b_status, _) = b.status();
         let mut cc = CaseComparison {
-            id: b.id.clone(),
-            label: b.params.label(),
+            id: id.to_string(),
+            label: label_of(b),
             verdict: Verdict::Missing,
-            baseline_status: Some(b.status),
+            baseline_status: Some(b_status),
             candidate_status: None,
             stats: None,
             note: None,
         };
-        let Some(c) = by_id.get(b.id.as_str()) else {
+        let Some(c) = cand.get(id) else {
             out.push(cc);
             continue;
         };
-        cc.candidate_status = Some(c.status);
+        let (c_status, _) = c.status();
+        cc.candidate_status = Some(c_status);
         let ok = |s: CaseStatus| s == CaseStatus::Ok;
-        match (ok(b.status), ok(c.status)) {
+        match (ok(b_status), ok(c_status)) {
             (true, true) => {
                 cc.verdict = Verdict::NotCompared; // until analysed below
-                tables.prepare(sample_count(b), sample_count(c));
-                measured.push((out.len(), b, *c));
+                let (bo, co) = (b.ok(), c.ok());
+                if bo.len() < 2 || co.len() < 2 {
+                    let total = |r: &[&CaseResult]| r.iter().map(|x| sample_count(x)).sum();
+                    tables.prepare(total(&bo), total(&co));
+                }
+                measured.push((out.len(), bo, co));
             }
-            (true, false) if c.status == CaseStatus::Skipped => {
+            (true, false) if c_status == CaseStatus::Skipped => {
                 cc.verdict = Verdict::NotCompared;
-                cc.note = Some(failure_note("candidate", c));
+                cc.note = Some(c.note("candidate"));
             }
             (true, false) => {
                 cc.verdict = Verdict::Failed;
-                cc.note = Some(failure_note("candidate", c));
+                cc.note = Some(c.note("candidate"));
             }
             (false, true) => {
                 cc.verdict = Verdict::Fixed;
-                cc.note = Some(failure_note("baseline", b));
+                cc.note = Some(b.note("baseline"));
             }
             (false, false) => {
                 cc.verdict = Verdict::NotCompared;
-                cc.note = Some(format!(
-                    "{}; {}",
-                    failure_note("baseline", b),
-                    failure_note("candidate", c)
-                ));
+                cc.note = Some(format!("{}; {}", b.note("baseline"), c.note("candidate")));
             }
         }
         out.push(cc);
     }
-    for c in &candidate.cases {
-        if !in_baseline.contains(c.id.as_str()) {
+    for id in &cand_order {
+        if !base.contains_key(id) {
+            let c = &cand[id];
             out.push(CaseComparison {
-                id: c.id.clone(),
-                label: c.params.label(),
+                id: id.to_string(),
+                label: label_of(c),
                 verdict: Verdict::New,
                 baseline_status: None,
-                candidate_status: Some(c.status),
+                candidate_status: Some(c.status().0),
                 stats: None,
                 note: None,
             });
@@ -376,7 +544,7 @@ pub fn compare(baseline: &ResultsFile, candidate: &ResultsFile, settings: &Setti
     let analysed: Vec<(usize, Result<CaseStats, String>)> = measured
         .par_iter()
         .with_min_len(64)
-        .map(|&(i, b, c)| (i, case_stats(b, c, settings, &tables)))
+        .map(|(i, b, c)| (*i, case_stats(b, c, settings, &tables)))
         .collect();
     for (i, r) in analysed {
         match r {
@@ -415,7 +583,24 @@ pub fn compare(baseline: &ResultsFile, candidate: &ResultsFile, settings: &Setti
         settings: *settings,
         cases: out,
         tested: tested.len(),
+        runs_baseline: baseline.len(),
+        runs_candidate: candidate.len(),
+        across_setups: false,
     }
+}
+
+/// Cases measured (status ok) on both sides whose samples could not be analysed: a results
+/// file that says "ok" without usable numbers. A gate must not pass on them.
+pub fn unusable(c: &Comparison) -> Vec<&CaseComparison> {
+    c.cases
+        .iter()
+        .filter(|x| {
+            x.verdict == Verdict::NotCompared
+                && x.stats.is_none()
+                && x.baseline_status == Some(CaseStatus::Ok)
+                && x.candidate_status == Some(CaseStatus::Ok)
+        })
+        .collect()
 }
 
 #[cfg(test)]

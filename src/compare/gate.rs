@@ -70,8 +70,10 @@ pub struct Side {
     pub run_id: String,
     /// scalebench version that wrote it (with the git commit when known).
     pub generator: String,
-    /// Cases in the file.
+    /// Distinct cases over its runs.
     pub cases: usize,
+    /// Results files (runs) on this side.
+    pub runs: usize,
 }
 
 /// Everything the renderers show.
@@ -141,6 +143,9 @@ mod tests {
                     note: None,
                 })
                 .collect(),
+            runs_baseline: 1,
+            runs_candidate: 1,
+            across_setups: false,
             tested: 0,
         }
     }

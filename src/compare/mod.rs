@@ -1,12 +1,15 @@
-//! `scalebench compare BASELINE CANDIDATE`: did anything get slower, trustworthily?
+//! `scalebench compare BASELINE CANDIDATE` (or `compare A1 A2 … -- B1 B2 …`): did anything get
+//! slower, trustworthily?
 //!
-//! Reads two results files (nothing else: no MPI, no GPU), checks that they can be compared
+//! Reads results files (nothing else: no MPI, no GPU), one or more runs per side, checks that
+//! they can be compared
 //! ([`provenance`]), compares every case by its stable id ([`analysis`], with the statistics in
 //! [`stats`] and the per-sample metrics in [`metric`]), decides the exit code ([`gate`]) and
 //! renders the report ([`render`]).
 //!
 //! Exit codes: 0 no regression, 1 regression found, 2 bad input or an unusable comparison
-//! (unreadable, truncated or mismatched files; no case in common), 4 an I/O failure.
+//! (unreadable, truncated or mismatched files; set-ups that differ; no case in common; cases
+//! that say "ok" without usable samples), 4 an I/O failure.
 
 pub mod analysis;
 pub mod gate;
@@ -15,7 +18,7 @@ pub mod provenance;
 pub mod render;
 pub mod stats;
 
-pub use analysis::{compare, CaseComparison, Comparison, Settings, Verdict};
+pub use analysis::{compare, compare_runs, Basis, CaseComparison, Comparison, Settings, Verdict};
 pub use gate::{FailOn, Report, Side};
 pub use render::{render, Format};
 
@@ -97,7 +100,8 @@ impl Options {
 pub fn run(args: &CompareArgs) -> Result<u8, Error> {
     let options = Options::from_args(args)?;
     let format = format_of(args.format);
-    let report = compare_paths(&args.baseline, &args.candidate, &options)?;
+    let (baseline, candidate) = sides(args)?;
+    let report = compare_paths(&baseline, &candidate, &options)?;
     let text = render(&report, format, args.all);
     let mut stdout = std::io::stdout().lock();
     if let Err(e) = stdout
@@ -119,6 +123,49 @@ pub fn run(args: &CompareArgs) -> Result<u8, Error> {
         write_atomic(out, body.as_bytes())?;
     }
     Ok(report.exit_code)
+}
+
+/// The two sides of the command line: `A B`, or `A1 A2 … -- B1 B2 …`.
+fn sides(args: &CompareArgs) -> Result<(Vec<PathBuf>, Vec<PathBuf>), Error> {
+    if !args.candidates.is_empty() {
+        return Ok((args.paths.clone(), args.candidates.clone()));
+    }
+    match args.paths.as_slice() {
+        [a, b] => Ok((vec![a.clone()], vec![b.clone()])),
+        [_] => Err(Error::input(
+            "compare needs a baseline and a candidate: `compare BASELINE CANDIDATE`, or several runs a side: `compare A1 A2 A3 -- B1 B2 B3`".to_string(),
+        )),
+        more => Err(Error::input(format!(
+            "compare got {} paths without `--`: with several runs a side, put the candidate runs after `--` (`compare A1 A2 A3 -- B1 B2 B3`)",
+            more.len()
+        ))),
+    }
+}
+
+/// The runs a path names: a results file, a run directory, or a directory whose
+/// subdirectories are run directories (every one holding a results file, in name order).
+pub fn expand_runs(path: &Path) -> Result<Vec<PathBuf>, Error> {
+    if !path.is_dir() || path.join(RESULTS_FILE).exists() {
+        return Ok(vec![path.to_path_buf()]);
+    }
+    let entries = std::fs::read_dir(path).map_err(|e| {
+        Error::Results(ResultsError::Io {
+            path: path.to_path_buf(),
+            source: e,
+        })
+    })?;
+    let mut runs: Vec<PathBuf> = entries
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.join(RESULTS_FILE).is_file())
+        .collect();
+    runs.sort();
+    if runs.is_empty() {
+        return Err(Error::Results(ResultsError::Missing {
+            path: path.join(RESULTS_FILE),
+        }));
+    }
+    Ok(runs)
 }
 
 fn format_of(f: ReportFormat) -> Format {
@@ -217,28 +264,52 @@ fn check_unique_ids(l: &Loaded) -> Result<(), Error> {
     Ok(())
 }
 
-fn side(l: &Loaded) -> Side {
-    let g = &l.file.generator;
+fn side(runs: &[Loaded]) -> Side {
+    let distinct = |f: &dyn Fn(&Loaded) -> String| -> String {
+        let mut v: Vec<String> = runs.iter().map(f).collect();
+        v.sort();
+        v.dedup();
+        v.join(", ")
+    };
+    let ids: std::collections::HashSet<&str> = runs
+        .iter()
+        .flat_map(|l| l.file.cases.iter().map(|c| c.id.as_str()))
+        .collect();
     Side {
-        path: l.path.display().to_string(),
-        run_id: l.file.run.run_id.clone(),
-        generator: match &g.git_sha {
-            Some(sha) => format!("{} {} ({sha})", g.name, g.version),
-            None => format!("{} {}", g.name, g.version),
-        },
-        cases: l.file.cases.len(),
+        path: side_paths(runs),
+        run_id: distinct(&|l| l.file.run.run_id.clone()),
+        generator: distinct(&|l| {
+            let g = &l.file.generator;
+            match &g.git_sha {
+                Some(sha) => format!("{} {} ({sha})", g.name, g.version),
+                None => format!("{} {}", g.name, g.version),
+            }
+        }),
+        cases: ids.len(),
+        runs: runs.len(),
     }
 }
 
-/// Reads both files (in parallel), checks they can be compared and compares them.
+/// Reads every run of one side (in parallel with the other side's runs by the caller).
+fn load_side(paths: &[PathBuf], allow_mismatch: bool) -> Result<Vec<Loaded>, Error> {
+    let mut out = Vec::new();
+    for p in paths {
+        for run in expand_runs(p)? {
+            out.push(load(&run, allow_mismatch)?);
+        }
+    }
+    Ok(out)
+}
+
+/// Reads both sides (in parallel), checks they can be compared and compares them.
 pub fn compare_paths(
-    baseline: &Path,
-    candidate: &Path,
+    baseline: &[PathBuf],
+    candidate: &[PathBuf],
     options: &Options,
 ) -> Result<Report, Error> {
     let (b, c) = std::thread::scope(|s| {
-        let cand = s.spawn(|| load(candidate, options.allow_mismatch));
-        let base = load(baseline, options.allow_mismatch);
+        let cand = s.spawn(|| load_side(candidate, options.allow_mismatch));
+        let base = load_side(baseline, options.allow_mismatch);
         let cand = cand
             .join()
             .unwrap_or_else(|_| Err(Error::Runtime("reading the candidate panicked".into())));
@@ -262,44 +333,90 @@ pub fn compare_files(
         warning: None,
     };
     compare_loaded(
-        wrap(baseline, baseline_path),
-        wrap(candidate, candidate_path),
+        vec![wrap(baseline, baseline_path)],
+        vec![wrap(candidate, candidate_path)],
         options,
     )
 }
 
-fn compare_loaded(b: Loaded, c: Loaded, options: &Options) -> Result<Report, Error> {
-    check_unique_ids(&b)?;
-    check_unique_ids(&c)?;
-    let differences = provenance::differences(&b.file, &c.file);
-    let mut warnings: Vec<String> = b.warning.iter().chain(&c.warning).cloned().collect();
-    for d in differences.iter().filter(|d| d.blocking) {
-        if !options.allow_mismatch {
-            return Err(Error::input(format!(
-                "{} and {} cannot be compared: their {} differ ({} → {}), so the numbers mean different things: rerun the baseline with this scalebench, or pass --allow-mismatch to compare anyway",
-                b.path.display(),
-                c.path.display(),
-                d.what,
-                d.baseline,
-                d.candidate
-            )));
-        }
+fn compare_loaded(b: Vec<Loaded>, c: Vec<Loaded>, options: &Options) -> Result<Report, Error> {
+    for l in b.iter().chain(&c) {
+        check_unique_ids(l)?;
+    }
+    let bf: Vec<&ResultsFile> = b.iter().map(|l| &l.file).collect();
+    let cf: Vec<&ResultsFile> = c.iter().map(|l| &l.file).collect();
+    let name = |side: &[Loaded]| match side {
+        [one] => one.path.display().to_string(),
+        many => format!("the {} runs {}", many.len(), side_paths(many)),
+    };
+    let differences = provenance::differences(&bf, &cf);
+    let mut warnings: Vec<String> = b
+        .iter()
+        .chain(&c)
+        .filter_map(|l| l.warning.clone())
+        .collect();
+    let blocking: Vec<&provenance::Difference> =
+        differences.iter().filter(|d| d.blocking).collect();
+    if !blocking.is_empty() && !options.allow_mismatch {
+        let list: Vec<String> = blocking
+            .iter()
+            .map(|d| format!("{}: {} → {}", d.what, d.baseline, d.candidate))
+            .collect();
+        return Err(Error::input(format!(
+            "not comparable: {} and {} were measured on set-ups that differ in what changes performance ({}), so a difference would not mean a regression: measure both sides on the same set-up (for CI: the baseline commit and the candidate built and run alternately on one machine, see ci/regression.sh), or pass --allow-mismatch to compare anyway, every verdict then marked as crossing set-ups",
+            name(&b),
+            name(&c),
+            list.join("; ")
+        )));
+    }
+    for d in &blocking {
         warnings.push(format!(
-            "compared although the {} differ (--allow-mismatch)",
+            "compared across set-ups although the {} differ (--allow-mismatch): every verdict crosses set-ups",
             d.what
         ));
     }
-    warnings.extend(provenance::launch_warnings(&b.file, "baseline"));
-    warnings.extend(provenance::launch_warnings(&c.file, "candidate"));
-    let comparison = compare(&b.file, &c.file, &options.settings);
+    for l in &b {
+        warnings.extend(provenance::launch_warnings(&l.file, "baseline"));
+    }
+    for l in &c {
+        warnings.extend(provenance::launch_warnings(&l.file, "candidate"));
+    }
+    let mut comparison = compare_runs(&bf, &cf, &options.settings);
+    comparison.across_setups = !blocking.is_empty();
     if comparison.matched() == 0 {
         return Err(Error::input(format!(
             "{} ({} cases) and {} ({} cases) have no case in common, so nothing can be compared: cases match by their parameters (workload, sizes, dtype, shape, backend, topology, binding, …); run the candidate with the baseline's options",
-            b.path.display(),
-            b.file.cases.len(),
-            c.path.display(),
-            c.file.cases.len()
+            name(&b),
+            side(&b).cases,
+            name(&c),
+            side(&c).cases
         )));
+    }
+    let bad = analysis::unusable(&comparison);
+    if !bad.is_empty() && options.fail_on != FailOn::Never {
+        let shown: Vec<String> = bad
+            .iter()
+            .take(5)
+            .map(|x| {
+                format!(
+                    "{} ({})",
+                    x.label,
+                    x.note.as_deref().unwrap_or("no samples")
+                )
+            })
+            .collect();
+        return Err(Error::input(format!(
+            "unusable: {} case(s) say \"ok\" on both sides but have no usable samples ({}{}), so the gate cannot judge them and will not pass on them: was a results file truncated or edited? Re-run the side that lacks samples",
+            bad.len(),
+            shown.join("; "),
+            if bad.len() > 5 { "; …" } else { "" }
+        )));
+    }
+    if comparison.runs_baseline.min(comparison.runs_candidate) < 2 {
+        warnings.push(format!(
+            "{} run(s) against {}: each case is judged on the batch samples of one run, so run-to-run variance is not in the intervals; for a regression gate give several runs a side (`compare A1 A2 A3 -- B1 B2 B3`)",
+            comparison.runs_baseline, comparison.runs_candidate
+        ));
     }
     let failing = options.fail_on.failing(&comparison);
     let exit_code = options.fail_on.exit_code(&comparison);
@@ -313,4 +430,29 @@ fn compare_loaded(b: Loaded, c: Loaded, options: &Options) -> Result<Report, Err
         failing,
         exit_code,
     })
+}
+
+/// The files of a side for display: the file itself, or the directory the runs share with
+/// `…` for the rest (`results/ci/ci-small/runs/baseline/…`).
+fn side_paths(runs: &[Loaded]) -> String {
+    let paths: Vec<String> = runs.iter().map(|l| l.path.display().to_string()).collect();
+    match paths.as_slice() {
+        [] => "(none)".into(),
+        [one] => one.clone(),
+        [first, rest @ ..] => {
+            let mut common = first.len();
+            for p in rest {
+                common = common.min(
+                    first
+                        .char_indices()
+                        .zip(p.chars())
+                        .find(|((_, a), b)| a != b)
+                        .map_or(first.len().min(p.len()), |((i, _), _)| i),
+                );
+            }
+            // back to the last directory separator, so the shared part is a directory
+            let cut = first[..common].rfind('/').map_or(0, |i| i + 1);
+            format!("{}…", &first[..cut])
+        }
+    }
 }

@@ -1,10 +1,13 @@
-//! Whether two results files can be compared, and how their set-ups differ.
+//! Whether two sets of results files can be compared, and how their set-ups differ.
 //!
-//! A difference in hardware, MPI library, scalebench version, binding, CPU affinity, emulated
-//! nodes, backend or performance-relevant environment does not stop a comparison (finding what
-//! such a change does is often the point), but it is said at the top of the output. Different
-//! metric definitions (`metrics_version`) make the numbers mean different things: that is
-//! *blocking*, and `compare` refuses unless `--allow-mismatch`.
+//! A difference that changes performance by itself — CPU model, GPU model, backend (and its
+//! GEMM provider), MPI library, node count, emulated nodes, binding — makes a comparison
+//! meaningless as a regression check: a slower number would say "other machine", not "worse
+//! code". Such a difference is *blocking*: `compare` refuses (exit 2) unless
+//! `--allow-mismatch`, and then every verdict is marked as crossing set-ups. So are different
+//! metric definitions (`metrics_version`), which make the numbers mean different things.
+//! Versions, CPU affinity, the timer and the environment stay informational: finding what such
+//! a change does is often the point, and they are said at the top of the output.
 
 use crate::results::schema::{LaunchStatus, Provenance, ResultsFile};
 use std::collections::{BTreeMap, BTreeSet};
@@ -44,9 +47,19 @@ fn provenances(f: &ResultsFile) -> impl Iterator<Item = &Provenance> {
     f.launches.iter().filter_map(|l| l.provenance.as_ref())
 }
 
-/// The distinct values of one property over a file's launches, joined for display.
-fn values(f: &ResultsFile, get: impl Fn(&ResultsFile) -> Vec<String>) -> BTreeSet<String> {
-    get(f).into_iter().collect()
+/// The distinct values of one property over the launches of a side's files.
+fn values(files: &[&ResultsFile], get: impl Fn(&ResultsFile) -> Vec<String>) -> BTreeSet<String> {
+    files.iter().flat_map(|f| get(f)).collect()
+}
+
+/// The GPU model of a device description (`NVIDIA H100 80GB HBM3 (PCI …); …` → the name),
+/// `None` for CPU "devices".
+fn gpu_model(name: &str) -> Option<String> {
+    if name.starts_with("cpu") {
+        return None;
+    }
+    let end = name.find(['(', ';']).unwrap_or(name.len());
+    Some(name[..end].trim().to_string())
 }
 
 fn join(set: &BTreeSet<String>) -> String {
@@ -57,8 +70,8 @@ fn join(set: &BTreeSet<String>) -> String {
     }
 }
 
-/// How `baseline` and `candidate` differ, blocking differences first.
-pub fn differences(baseline: &ResultsFile, candidate: &ResultsFile) -> Vec<Difference> {
+/// How the `baseline` runs and the `candidate` runs differ, blocking differences first.
+pub fn differences(baseline: &[&ResultsFile], candidate: &[&ResultsFile]) -> Vec<Difference> {
     let mut out = Vec::new();
     let mut check = |what: &str, blocking: bool, get: &dyn Fn(&ResultsFile) -> Vec<String>| {
         let (b, c) = (values(baseline, get), values(candidate, get));
@@ -81,13 +94,23 @@ pub fn differences(baseline: &ResultsFile, candidate: &ResultsFile) -> Vec<Diffe
         let sha = f.generator.git_sha.as_deref().unwrap_or("unknown commit");
         vec![format!("{} ({sha})", f.generator.version)]
     });
-    check("CPU model", false, &|f| {
+    check("CPU model", true, &|f| {
         provenances(f)
             .flat_map(|p| p.hosts.iter().map(|h| h.cpu_model.clone()))
             .collect()
     });
-    // What a memory copy's speed depends on: fast-string and vector flags, the C library's
-    // memcpy, and where the buffers start within their pages.
+    check("GPU model", true, &|f| {
+        provenances(f)
+            .flat_map(|p| p.ranks.iter().flat_map(|r| &r.devices))
+            .filter_map(|d| gpu_model(&d.name))
+            .collect()
+    });
+    check("node count", true, &|f| {
+        provenances(f).map(|p| p.nodes.to_string()).collect()
+    });
+    // What a memory copy's speed depends on besides the CPU model: fast-string and vector
+    // flags, the C library's memcpy, where buffers start within their pages. Informational:
+    // files from before these were recorded say "(not recorded)".
     check("CPU copy flags (erms, fsrm, avx2, avx512f)", false, &|f| {
         provenances(f)
             .flat_map(|p| p.hosts.iter())
@@ -117,23 +140,23 @@ pub fn differences(baseline: &ResultsFile, candidate: &ResultsFile) -> Vec<Diffe
             .flat_map(|p| p.hosts.iter().map(|h| h.logical_cpus.to_string()))
             .collect()
     });
-    check("MPI library", false, &|f| {
+    check("MPI library", true, &|f| {
         provenances(f)
             .map(|p| p.mpi_library.clone().unwrap_or_else(|| "unknown".into()))
             .collect()
     });
-    check("backend", false, &|f| {
+    check("backend", true, &|f| {
         provenances(f)
             .map(|p| format!("{}: {}", p.backend.kind, p.backend.detail))
             .collect()
     });
-    check("binding", false, &|f| {
+    check("binding", true, &|f| {
         f.launches
             .iter()
             .map(|l| l.shape.binding.to_string())
             .collect()
     });
-    check("emulated nodes", false, &|f| {
+    check("emulated nodes", true, &|f| {
         vec![f.run.emulated_nodes.to_string()]
     });
     check("rank CPU affinity", false, &|f| {
@@ -158,10 +181,13 @@ pub fn differences(baseline: &ResultsFile, candidate: &ResultsFile) -> Vec<Diffe
 }
 
 /// The performance-relevant environment variables that differ (job identities ignored).
-fn environment_difference(baseline: &ResultsFile, candidate: &ResultsFile) -> Option<Difference> {
-    let env = |f: &ResultsFile| -> BTreeMap<String, BTreeSet<String>> {
+fn environment_difference(
+    baseline: &[&ResultsFile],
+    candidate: &[&ResultsFile],
+) -> Option<Difference> {
+    let env = |files: &[&ResultsFile]| -> BTreeMap<String, BTreeSet<String>> {
         let mut m: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
-        for p in provenances(f) {
+        for p in files.iter().flat_map(|f| provenances(f)) {
             for (k, v) in &p.environment {
                 if !ENV_IDENTITY.iter().any(|s| k.contains(s)) {
                     m.entry(k.clone()).or_default().insert(v.clone());
@@ -222,6 +248,15 @@ pub fn launch_warnings(file: &ResultsFile, side: &str) -> Vec<String> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn gpu_models_drop_the_bus_id_and_skip_cpus() {
+        assert_eq!(
+            super::gpu_model("NVIDIA H100 80GB HBM3 (PCI 0000:1b:00.0, cc 9.0); nearby CPUs 0-7"),
+            Some("NVIDIA H100 80GB HBM3".into())
+        );
+        assert_eq!(super::gpu_model("cpu worker thread 1"), None);
+    }
+
     use super::*;
     use crate::results::io::parse_results;
     use std::path::Path;
@@ -234,7 +269,7 @@ mod tests {
     #[test]
     fn same_file_has_no_differences() {
         let g = golden();
-        assert!(differences(&g, &g).is_empty());
+        assert!(differences(&[&g], &[&g]).is_empty());
         assert!(launch_warnings(&g, "baseline").is_empty());
     }
 
@@ -252,26 +287,42 @@ mod tests {
         p.environment.insert("SLURM_JOB_ID".into(), "1234".into());
         b.run.emulated_nodes = true;
         b.launches[0].status = LaunchStatus::Failed;
-        let d = differences(&a, &b);
+        let d = differences(&[&a], &[&b]);
         let names: Vec<&str> = d.iter().map(|x| x.what.as_str()).collect();
         assert_eq!(
             names,
             [
                 "metric definitions (metrics_version)",
-                "scalebench version",
                 "CPU model",
                 "MPI library",
                 "emulated nodes",
+                "scalebench version",
                 "rank CPU affinity",
                 "environment"
             ]
         );
-        assert!(d[0].blocking && d[1..].iter().all(|x| !x.blocking));
-        let mpi = &d[3];
+        let blocking: Vec<&str> = d
+            .iter()
+            .filter(|x| x.blocking)
+            .map(|x| x.what.as_str())
+            .collect();
+        assert_eq!(
+            blocking,
+            [
+                "metric definitions (metrics_version)",
+                "CPU model",
+                "MPI library",
+                "emulated nodes"
+            ]
+        );
+        let mpi = d.iter().find(|x| x.what == "MPI library").unwrap();
         assert!(mpi.baseline.starts_with("Open MPI v4.1.4") && mpi.candidate == "MPICH 4.1");
         let env = d.last().unwrap();
         assert_eq!(env.baseline, "UCX_TLS unset");
         assert_eq!(env.candidate, "UCX_TLS=rc");
+        // several runs a side: values are pooled over the runs
+        let both = differences(&[&a, &a], &[&a, &b]);
+        assert!(both.iter().any(|x| x.what == "CPU model" && x.blocking));
         let w = launch_warnings(&b, "candidate");
         assert_eq!(w.len(), 1);
         assert!(
@@ -285,12 +336,7 @@ mod tests {
         let mut a = golden();
         let mut b = golden();
         for (f, flags, libc, policy) in [
-            (
-                &mut a,
-                vec!["erms", "avx2"],
-                "glibc 2.36",
-                "page-aligned + offset 0 B",
-            ),
+            (&mut a, vec!["erms", "avx2"], "glibc 2.36", "page-aligned + offset 0 B"),
             (
                 &mut b,
                 vec!["erms", "fsrm", "avx2", "avx512f"],
@@ -303,7 +349,7 @@ mod tests {
             p.hosts[0].libc = Some(libc.into());
             p.buffer_policy = Some(policy.into());
         }
-        let d = differences(&a, &b);
+        let d = differences(&[&a], &[&b]);
         let got: Vec<(&str, &str, &str)> = d
             .iter()
             .map(|x| (x.what.as_str(), x.baseline.as_str(), x.candidate.as_str()))
@@ -325,5 +371,8 @@ mod tests {
             ]
         );
         assert!(d.iter().all(|x| !x.blocking));
+        // A file from before these were recorded is not a mismatch that blocks.
+        let old = golden();
+        assert!(differences(&[&old], &[&b]).iter().all(|x| !x.blocking));
     }
 }

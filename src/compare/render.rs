@@ -5,7 +5,7 @@
 //! cases, improvements), and the thresholds and methods used. Renderers return strings; the
 //! caller decides where they go.
 
-use super::analysis::{CaseComparison, CaseStats, Comparison, Verdict};
+use super::analysis::{Basis, CaseComparison, CaseStats, Comparison, Verdict};
 use super::gate::{Report, Side};
 use super::metric::{format_value, MetricChoice};
 use super::stats::Correction;
@@ -59,15 +59,50 @@ pub fn thresholds(c: &Comparison) -> String {
                 .to_string()
         }
     };
+    let method = if run_level(c) {
+        format!(
+            "Runs: {} baseline, {} candidate; each run is summarised by its median. Change: \
+             geometric mean of the candidate's run medians / the baseline's − 1, with a {} \
+             interval (Welch t on the log run medians, so run-to-run variance is in it). \
+             p: two-sided Welch t",
+            c.runs_baseline,
+            c.runs_candidate,
+            pct0(s.confidence)
+        )
+    } else {
+        format!(
+            "One run on a side: change = candidate median / baseline median − 1 over the batch \
+             samples, with a {} interval (exact bootstrap of the median on the log scale, \
+             Student t); it holds no run-to-run variance. p: two-sided Mann–Whitney U",
+            pct0(s.confidence)
+        )
+    };
+    let across = if c.across_setups {
+        " Every verdict compares different set-ups (--allow-mismatch)."
+    } else {
+        ""
+    };
     format!(
-        "Metric: {metric}. Change: candidate median / baseline median − 1, with a {} interval \
-         (exact bootstrap of the median on the log scale, Student t). p: two-sided Mann–Whitney U, \
-         {control}. Regressed / improved: corrected p ≤ {} and the whole interval beyond the noise \
-         band ±{} on the worse / better side; within noise: significant but inside the band.",
-        pct0(s.confidence),
+        "Metric: {metric}. {method}, {control}. Regressed / improved: corrected p ≤ {} and the \
+         whole interval beyond the noise band ±{} on the worse / better side; within noise: \
+         significant but inside the band.{across}",
         trim_num(s.alpha()),
         pct0(s.noise),
     )
+}
+
+/// Whether the cases were judged on run-level statistics (several runs a side).
+fn run_level(c: &Comparison) -> bool {
+    c.runs_baseline >= 2 && c.runs_candidate >= 2
+}
+
+/// A verdict's name, marked when the comparison crosses set-ups.
+fn verdict_label(c: &Comparison, v: Verdict) -> String {
+    if c.across_setups {
+        format!("{} (across set-ups)", v.label())
+    } else {
+        v.label().to_string()
+    }
 }
 
 /// `0.05` → `5%`, `0.025` → `2.5%`.
@@ -119,7 +154,10 @@ fn stat_cells(s: &CaseStats) -> [String; 7] {
         format!("{} ({})", m.name(), m.unit()),
         format_value(m, s.change.median_a),
         format_value(m, s.change.median_b),
-        format!("{}/{}", s.n_baseline, s.n_candidate),
+        match s.basis {
+            Basis::Runs => format!("{}/{} runs", s.n_baseline, s.n_candidate),
+            Basis::Batches => format!("{}/{}", s.n_baseline, s.n_candidate),
+        },
     ]
 }
 
@@ -136,8 +174,8 @@ const STAT_HEADER: [&str; 10] = [
     "id",
 ];
 
-fn stat_row(c: &CaseComparison) -> Vec<String> {
-    let mut row = vec![c.verdict.label().to_string()];
+fn stat_row(cmp: &Comparison, c: &CaseComparison) -> Vec<String> {
+    let mut row = vec![verdict_label(cmp, c.verdict)];
     match &c.stats {
         Some(s) => row.extend(stat_cells(s)),
         None => row.extend(std::iter::repeat_n(String::new(), 7)),
@@ -174,10 +212,17 @@ fn table(header: &[&str], rows: &[Vec<String>]) -> String {
 }
 
 fn side_line(s: &Side) -> String {
-    format!(
-        "{} (run {}, {}, {} cases)",
-        s.path, s.run_id, s.generator, s.cases
-    )
+    if s.runs > 1 {
+        format!(
+            "{} ({} runs, {}, {} cases)",
+            s.path, s.runs, s.generator, s.cases
+        )
+    } else {
+        format!(
+            "{} (run {}, {}, {} cases; one run)",
+            s.path, s.run_id, s.generator, s.cases
+        )
+    }
 }
 
 fn counts_line(c: &Comparison) -> String {
@@ -195,9 +240,9 @@ fn of<'a>(c: &'a Comparison, verdicts: &[Verdict]) -> Vec<&'a CaseComparison> {
         .collect()
 }
 
-fn status_row(c: &CaseComparison) -> Vec<String> {
+fn status_row(cmp: &Comparison, c: &CaseComparison) -> Vec<String> {
     vec![
-        c.verdict.label().to_string(),
+        verdict_label(cmp, c.verdict),
         status_name(c.baseline_status).to_string(),
         status_name(c.candidate_status).to_string(),
         c.label.clone(),
@@ -238,7 +283,10 @@ fn text(r: &Report, all: bool) -> String {
         ("Improvements (best first)", &[Verdict::Improved]),
     ];
     for (title, verdicts) in sections {
-        let rows: Vec<Vec<String>> = of(c, verdicts).into_iter().map(stat_row).collect();
+        let rows: Vec<Vec<String>> = of(c, verdicts)
+            .into_iter()
+            .map(|x| stat_row(c, x))
+            .collect();
         if !rows.is_empty() {
             out.push_str(&format!("\n{title}:\n{}", table(&STAT_HEADER, &rows)));
         }
@@ -253,7 +301,7 @@ fn text(r: &Report, all: bool) -> String {
         ],
     )
     .into_iter()
-    .map(status_row)
+    .map(|x| status_row(c, x))
     .collect();
     if !status.is_empty() {
         out.push_str(&format!(
@@ -268,7 +316,7 @@ fn text(r: &Report, all: bool) -> String {
             x.verdict == Verdict::NotCompared
                 || (x.verdict == Verdict::NoChange && x.note.is_some())
         })
-        .map(status_row)
+        .map(|x| status_row(c, x))
         .collect();
     if !noted.is_empty() {
         out.push_str(&format!(
@@ -279,7 +327,7 @@ fn text(r: &Report, all: bool) -> String {
     if all {
         let rest: Vec<Vec<String>> = of(c, &[Verdict::WithinNoise, Verdict::NoChange])
             .into_iter()
-            .map(stat_row)
+            .map(|x| stat_row(c, x))
             .collect();
         if !rest.is_empty() {
             out.push_str(&format!(
@@ -307,8 +355,8 @@ fn md_table(header: &[&str], rows: &[Vec<String>]) -> String {
     out
 }
 
-fn md_stat_row(c: &CaseComparison) -> Vec<String> {
-    let mut row = stat_row(c);
+fn md_stat_row(cmp: &Comparison, c: &CaseComparison) -> Vec<String> {
+    let mut row = stat_row(cmp, c);
     row[0] = format!("**{}**", row[0]);
     let id = row.pop().unwrap_or_default();
     let case = row.pop().unwrap_or_default();
@@ -320,14 +368,20 @@ fn markdown(r: &Report) -> String {
     let c = &r.comparison;
     let header: Vec<&str> = STAT_HEADER[..9].to_vec();
     let mut out = format!("### scalebench compare: {}\n\n", r.outcome());
+    let md_side = |s: &Side| {
+        if s.runs > 1 {
+            format!("`{}` ({} runs, {})", md_cell(&s.path), s.runs, s.generator)
+        } else {
+            format!(
+                "`{}` (run `{}`, {}; one run)",
+                s.path, s.run_id, s.generator
+            )
+        }
+    };
     out.push_str(&format!(
-        "**Baseline** `{}` (run `{}`, {}) · **candidate** `{}` (run `{}`, {})\n\n",
-        r.baseline.path,
-        r.baseline.run_id,
-        r.baseline.generator,
-        r.candidate.path,
-        r.candidate.run_id,
-        r.candidate.generator
+        "**Baseline** {} · **candidate** {}\n\n",
+        md_side(&r.baseline),
+        md_side(&r.candidate)
     ));
     if !r.differences.is_empty() {
         out.push_str("> **The set-ups differ**\n");
@@ -351,7 +405,7 @@ fn markdown(r: &Report) -> String {
     out.push_str(&format!("{} matched: {}\n\n", c.matched(), counts_line(c)));
     let shown: Vec<Vec<String>> = of(c, &[Verdict::Regressed, Verdict::Improved])
         .into_iter()
-        .map(md_stat_row)
+        .map(|x| md_stat_row(c, x))
         .collect();
     if !shown.is_empty() {
         out.push_str(&md_table(&header, &shown));
@@ -368,7 +422,7 @@ fn markdown(r: &Report) -> String {
     )
     .into_iter()
     .map(|x| {
-        let mut row = status_row(x);
+        let mut row = status_row(c, x);
         row[0] = format!("**{}**", row[0]);
         row
     })
@@ -399,8 +453,8 @@ fn markdown(r: &Report) -> String {
             .iter()
             .take(MD_MAX_FOLDED_ROWS)
             .map(|x| {
-                let mut row = md_stat_row(x);
-                row[0] = x.verdict.label().to_string();
+                let mut row = md_stat_row(c, x);
+                row[0] = verdict_label(c, x.verdict);
                 row.push(x.note.clone().unwrap_or_default());
                 row
             })
@@ -446,6 +500,11 @@ struct JsonSettings {
     alpha: f64,
     /// `holm`, `bh` or `none`.
     correction: &'static str,
+    /// Runs on each side; with two or more on both, cases are judged on run-level statistics.
+    runs_baseline: usize,
+    runs_candidate: usize,
+    /// True when set-ups that change performance were compared anyway (`--allow-mismatch`).
+    across_setups: bool,
     /// The test behind the p-values.
     test: &'static str,
     /// How the interval is computed.
@@ -497,6 +556,8 @@ struct JsonCase<'a> {
 #[derive(Serialize)]
 struct JsonStats {
     metric: &'static str,
+    /// `batches` (the samples of one run a side) or `runs` (one median per run).
+    basis: &'static str,
     /// Unit of the medians.
     unit: &'static str,
     higher_is_better: bool,
@@ -537,8 +598,19 @@ fn json(r: &Report) -> String {
                 Correction::BenjaminiHochberg => "bh",
                 Correction::None => "none",
             },
-            test: "mann_whitney_u_two_sided",
-            interval: "exact_bootstrap_median_log_student_t",
+            runs_baseline: c.runs_baseline,
+            runs_candidate: c.runs_candidate,
+            across_setups: c.across_setups,
+            test: if run_level(c) {
+                "welch_t_log_run_medians_two_sided"
+            } else {
+                "mann_whitney_u_two_sided"
+            },
+            interval: if run_level(c) {
+                "welch_t_log_run_medians"
+            } else {
+                "exact_bootstrap_median_log_student_t"
+            },
             fail_on: r.fail_on.name(),
             description: thresholds(c),
         },
@@ -576,6 +648,7 @@ fn json(r: &Report) -> String {
                 candidate_status: x.candidate_status.map(CaseStatus::name),
                 stats: x.stats.map(|s| JsonStats {
                     metric: s.metric.name(),
+                    basis: s.basis.name(),
                     unit: s.metric.unit(),
                     higher_is_better: s.metric.higher_is_better(),
                     baseline_median: s.change.median_a,

@@ -178,6 +178,93 @@ pub fn median_change_with(
     })
 }
 
+/// A change between two sets of runs, judged on one value per run (see [`run_level_change`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RunLevelChange {
+    /// The change, its interval, and the two centres (geometric means of the per-run values).
+    pub change: MedianChange,
+    /// Two-sided p-value of Welch's t test on the log values.
+    pub p_two_sided: f64,
+}
+
+/// Relative change from baseline runs to candidate runs, each run summarised by one positive
+/// value (its median), with a `confidence` interval and a p-value.
+///
+/// Why run level: the samples of one run (batches of one job) share that run's state (its
+/// memory placement, its core assignment, the machine's speed mode at the time), so their
+/// spread misses run-to-run variance and an interval built from them is too narrow. The median
+/// of each run already carries that run's within-run noise, so the spread of the per-run
+/// medians holds both levels (nested design: var = σ²_between + σ²_within / n).
+///
+/// Method: Welch's t on ln(value) (timings are closer to log-normal than normal, and a ratio is
+/// what is reported): d = mean(ln b) − mean(ln a), se² = s²_a/n_a + s²_b/n_b,
+/// Welch–Satterthwaite degrees of freedom; the interval d ± t·se and the change exp(d) − 1.
+/// `None` if a side has fewer than 2 runs or a value is not positive and finite.
+pub fn run_level_change(a: &[f64], b: &[f64], confidence: f64) -> Option<RunLevelChange> {
+    let ok = |v: &[f64]| v.len() >= 2 && v.iter().all(|x| x.is_finite() && *x > 0.0);
+    if !ok(a) || !ok(b) {
+        return None;
+    }
+    let moments = |v: &[f64]| {
+        let logs: Vec<f64> = v.iter().map(|x| x.ln()).collect();
+        let n = logs.len() as f64;
+        let mean = logs.iter().sum::<f64>() / n;
+        let var = logs.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / (n - 1.0);
+        (mean, var, n)
+    };
+    let (ma, va, na) = moments(a);
+    let (mb, vb, nb) = moments(b);
+    let (sa, sb) = (va / na, vb / nb);
+    let se_log = (sa + sb).sqrt();
+    let denom = sa * sa / (na - 1.0) + sb * sb / (nb - 1.0);
+    let df = if denom > 0.0 {
+        // Not rounded: Welch's df is a real number and the t distribution takes it as one.
+        ((sa + sb) * (sa + sb) / denom).max(1.0)
+    } else {
+        f64::INFINITY
+    };
+    let d = mb - ma;
+    let (half, p) = if se_log > 0.0 {
+        let t = d.abs() / se_log;
+        (t_quantile(confidence, df) * se_log, t_two_sided_p(t, df))
+    } else if d == 0.0 {
+        (0.0, 1.0)
+    } else {
+        // Every run on each side gave the same value and the sides differ: no noise at all.
+        (0.0, 0.0)
+    };
+    Some(RunLevelChange {
+        change: MedianChange {
+            median_a: ma.exp(),
+            median_b: mb.exp(),
+            change: d.exp() - 1.0,
+            ci_low: (d - half).exp() - 1.0,
+            ci_high: (d + half).exp() - 1.0,
+            se_log,
+            df,
+        },
+        p_two_sided: p,
+    })
+}
+
+/// P(|T| ≥ t) for Student's t with `df` degrees of freedom (the normal above
+/// [`T_TO_NORMAL_DF`], where statrs is unreliable).
+pub fn t_two_sided_p(t: f64, df: f64) -> f64 {
+    let t = t.abs();
+    if t.is_nan() {
+        return 1.0;
+    }
+    let tail = if !df.is_finite() || df > T_TO_NORMAL_DF {
+        Normal::standard().sf(t)
+    } else {
+        match StudentsT::new(0.0, 1.0, df.max(1.0)) {
+            Ok(d) => d.sf(t),
+            Err(_) => Normal::standard().sf(t),
+        }
+    };
+    (2.0 * tail).clamp(0.0, 1.0)
+}
+
 /// Result of a Mann–Whitney U test.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct MannWhitney {
@@ -392,6 +479,59 @@ mod tests {
         let m = meds.iter().sum::<f64>() / b as f64;
         let var = meds.iter().map(|x| (x - m) * (x - m)).sum::<f64>() / b as f64;
         assert!((var / exact - 1.0).abs() < 0.02, "{var} vs {exact}");
+    }
+
+    #[test]
+    fn run_level_change_matches_welch_by_hand() {
+        // ln values a: 0, ln 1.1, ln 0.9 ; b = a × 1.5 (a pure shift on the log scale)
+        let a = [1.0, 1.1, 0.9];
+        let b: Vec<f64> = a.iter().map(|x| x * 1.5).collect();
+        let r = run_level_change(&a, &b, 0.95).unwrap();
+        assert!((r.change.change - 0.5).abs() < 1e-12);
+        let logs: Vec<f64> = a.iter().map(|x: &f64| x.ln()).collect();
+        let m = logs.iter().sum::<f64>() / 3.0;
+        let var = logs.iter().map(|x| (x - m) * (x - m)).sum::<f64>() / 2.0;
+        let se = (2.0 * var / 3.0).sqrt();
+        assert!((r.change.se_log - se).abs() < 1e-12);
+        // equal variances and sizes: Welch's df = 2(n − 1) = 4
+        assert!((r.change.df - 4.0).abs() < 1e-9);
+        let t = 1.5f64.ln() / se;
+        assert!((r.p_two_sided - t_two_sided_p(t, 4.0)).abs() < 1e-12);
+        let half = t_quantile(0.95, 4.0) * se;
+        assert!((r.change.ci_low - ((1.5f64.ln() - half).exp() - 1.0)).abs() < 1e-12);
+        // centres are geometric means
+        assert!((r.change.median_b / r.change.median_a - 1.5).abs() < 1e-12);
+    }
+
+    #[test]
+    fn run_level_change_edge_cases() {
+        assert!(run_level_change(&[1.0], &[1.0, 2.0], 0.95).is_none());
+        assert!(run_level_change(&[1.0, 0.0], &[1.0, 2.0], 0.95).is_none());
+        assert!(run_level_change(&[1.0, f64::NAN], &[1.0, 2.0], 0.95).is_none());
+        let same = run_level_change(&[2.0, 2.0], &[2.0, 2.0], 0.95).unwrap();
+        assert_eq!((same.change.change, same.p_two_sided), (0.0, 1.0));
+        let apart = run_level_change(&[2.0, 2.0], &[3.0, 3.0], 0.95).unwrap();
+        assert_eq!(apart.p_two_sided, 0.0);
+        // a textbook value: t = 2.776 at 4 df is the 97.5 % quantile
+        assert!((t_two_sided_p(2.776_445_105_2, 4.0) - 0.05).abs() < 1e-6);
+        assert!((t_two_sided_p(1.959_963_985, f64::INFINITY) - 0.05).abs() < 1e-6);
+    }
+
+    #[test]
+    fn run_level_false_alarm_rate_is_nominal_under_the_null() {
+        // 5 runs a side from one log-normal: p ≤ 0.05 about 5 % of the time.
+        let mut rng = Rng(11);
+        let trials = 4000;
+        let mut hits = 0;
+        for _ in 0..trials {
+            let a: Vec<f64> = (0..5).map(|_| (0.2 * rng.normal()).exp()).collect();
+            let b: Vec<f64> = (0..5).map(|_| (0.2 * rng.normal()).exp()).collect();
+            if run_level_change(&a, &b, 0.95).unwrap().p_two_sided <= 0.05 {
+                hits += 1;
+            }
+        }
+        let rate = hits as f64 / trials as f64;
+        assert!((0.035..0.065).contains(&rate), "false-alarm rate {rate}");
     }
 
     #[test]

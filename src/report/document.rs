@@ -152,6 +152,20 @@ fn overview(doc: &mut Doc, a: &Analysis) {
             text(" Some inputs ran with nodes emulated on one host: their node counts group ranks on one machine, they are not separate machines, so inter-node effects are absent."),
         ]);
     }
+    // Runs on scalebench's stand-in CUDA libraries (standin/) say so in their backend detail.
+    let standin = a.sources.iter().any(|s| {
+        s.file
+            .launches
+            .iter()
+            .filter_map(|l| l.provenance.as_ref())
+            .any(|p| p.backend.detail.starts_with("STAND-IN: "))
+    });
+    if standin {
+        doc.para(vec![
+            Span::Strong("Stand-in devices, not GPUs.".into()),
+            text(" Some inputs ran the CUDA backend on scalebench's stand-in libraries (CPU test doubles of the driver, cuBLAS and NCCL): they show that the device path runs and validates; none of their times, bandwidths or GFLOP/s is a GPU's."),
+        ]);
+    }
     let sel = a.selection;
     if sel.duplicates > 0 || sel.filtered_out > 0 {
         doc.para(vec![text(format!(

@@ -168,6 +168,8 @@ pub struct CudaBackend {
     warnings: Vec<String>,
     /// NVML sampling during cases (`None`: NVML missing or switched off).
     telemetry: Option<Sampler>,
+    /// The devices are scalebench's stand-ins, not GPUs (labelled in every result).
+    standin: bool,
 }
 
 /// Set to `0` to switch NVML sampling off.
@@ -232,6 +234,34 @@ pub fn duplicate_gpus(ranks: &[(String, Vec<String>)]) -> Option<String> {
     None
 }
 
+/// `local` where every rank succeeded; otherwise, on every rank, `{what}: rank r: reason; …`
+/// with each failing rank's reason (collective).
+fn agree_failures<C: HostComm, T>(
+    comm: &C,
+    local: Result<T, String>,
+    what: &str,
+) -> Result<T, String> {
+    if comm.all_ok(local.is_ok()) {
+        return local;
+    }
+    let msg = local.as_ref().err().cloned().unwrap_or_default();
+    drop(local);
+    let all = comm.gather_bytes(msg.as_bytes());
+    let mut text = Vec::new();
+    if comm.is_root() {
+        text = all
+            .iter()
+            .enumerate()
+            .filter(|(_, m)| !m.is_empty())
+            .map(|(r, m)| format!("rank {r}: {}", String::from_utf8_lossy(m)))
+            .collect::<Vec<_>>()
+            .join("; ")
+            .into_bytes();
+    }
+    comm.broadcast_bytes(&mut text);
+    Err(format!("{what}: {}", String::from_utf8_lossy(&text)))
+}
+
 /// Opens this rank's GPUs: driver, ordinals, contexts, streams, events, cuBLAS.
 fn open_local(plan: &DevicePlan) -> BackendResult<Local> {
     if plan.local_indices.len() != plan.devices_per_rank.max(1) {
@@ -246,6 +276,21 @@ fn open_local(plan: &DevicePlan) -> BackendResult<Local> {
         probe::choose_ordinals(&plan.local_indices, visible).map_err(BackendError::Unavailable)?;
     let driver = probe::driver_version().map_err(BackendError::Device)?;
     let libs = probe::libraries();
+    let cublas_check = if libs.cublas {
+        probe::missing_cublas_symbols().and_then(|m| {
+            if m.is_empty() {
+                Ok(())
+            } else {
+                Err(probe::missing_symbols_message(
+                    "cuBLAS (libcublas.so)",
+                    &m,
+                    "install the cuBLAS of CUDA 11.4 or newer, or put its directory first in LD_LIBRARY_PATH",
+                ))
+            }
+        })
+    } else {
+        Err(probe::no_cublas_message())
+    };
     let mut warnings = Vec::new();
     let mut devices = Vec::new();
     for &ordinal in &choice.ordinals {
@@ -261,10 +306,14 @@ fn open_local(plan: &DevicePlan) -> BackendResult<Local> {
             let stream = ctx.new_stream().map_err(driver_error)?;
             let marks = events::timing_events(&ctx, events::SLOTS)?;
             let gate = ctx.new_event(None).map_err(driver_error)?;
-            let blas = if libs.cublas {
-                guarded("cuBLAS", || Blas::new(&stream))
-            } else {
-                Err(probe::no_cublas_message())
+            // One small allocation proves the device can hold buffers (it fails here, with
+            // the fix, rather than in the first case when the GPU is full or unusable).
+            DeviceMem::new(&ctx, 1).map_err(|e| {
+                format!("the CUDA driver (libcuda.so.1) could not allocate device memory: {e}: free the GPU (`nvidia-smi` lists the processes using it) or choose another with CUDA_VISIBLE_DEVICES")
+            })?;
+            let blas = match &cublas_check {
+                Ok(()) => guarded("cuBLAS", || Blas::new(&stream)),
+                Err(e) => Err(e.clone()),
             };
             Ok(Device {
                 info: info.clone(),
@@ -306,8 +355,10 @@ fn open_local(plan: &DevicePlan) -> BackendResult<Local> {
             ));
         }
     }
-    let measured =
-        events::measure_resolution_s(&devices[0].stream, 50).map_err(BackendError::Device)?;
+    let measured = guarded("timing events", || {
+        events::measure_resolution_s(&devices[0].stream, 50)
+    })
+    .map_err(BackendError::Device)?;
     let timer = TimerInfo {
         source: match measured {
             Some(_) => "cuEventElapsedTime: CUDA events on each GPU's stream, longest over the rank's GPUs (resolution: smallest non-zero gap between back-to-back events, measured)".into(),
@@ -403,11 +454,14 @@ impl CudaBackend {
         let nccl_all = comm.all_ok(local.nccl_here);
         let devices = local.devices;
         let comms = if nccl_all {
-            let r = Self::init_nccl(comm, &devices, rank, size, g);
-            if let Err(e) = &r {
-                warnings.push(format!("collectives will fail: {e}"));
+            // NCCL is there but cannot start (too old, incomplete, or its communicators fail
+            // to form): the launch fails with every failing rank's reason (exit 4), since
+            // this machine's collectives would fail or hang.
+            match Self::init_nccl(comm, &devices, rank, size, g) {
+                Ok(c) => Ok(c),
+                Err(e) if comm.is_root() => return Err(BackendError::Device(e)),
+                Err(_) => return Err(silent(1)),
             }
-            r
         } else {
             let e = if local.nccl_here {
                 format!("on another rank: {}", probe::no_nccl_message())
@@ -422,10 +476,20 @@ impl CudaBackend {
         } else {
             None
         };
-        let cublas_version = devices[0].blas.as_ref().ok().and_then(|b| b.version().ok());
+        let cublas_version = devices[0]
+            .blas
+            .as_ref()
+            .ok()
+            .and_then(|b| guarded("cublasGetVersion", || b.version()).ok());
         let (telemetry, why_not) =
             start_telemetry(devices.iter().map(|d| d.info.uuid.clone()).collect());
         warnings.extend(why_not);
+        let standin = devices
+            .iter()
+            .any(|d| d.info.name == probe::STANDIN_DEVICE_NAME);
+        if standin {
+            warnings.insert(0, probe::STANDIN_LABEL.to_string());
+        }
         Ok(CudaBackend {
             comms,
             devices,
@@ -441,6 +505,7 @@ impl CudaBackend {
             ordinal_note: local.ordinal_note,
             warnings,
             telemetry,
+            standin,
         })
     }
 
@@ -452,6 +517,8 @@ impl CudaBackend {
         size: u32,
         g: usize,
     ) -> Result<Comms, String> {
+        let ready = guarded("NCCL", nccl::check_library);
+        agree_failures(comm, ready, "NCCL cannot be used")?;
         let mut payload = Vec::new();
         if comm.is_root() {
             payload = match guarded("ncclGetUniqueId", nccl::unique_id) {
@@ -472,28 +539,12 @@ impl CudaBackend {
             )),
             None => Err("rank 0 sent no NCCL unique id".to_string()),
         };
-        if comm.all_ok(local.is_ok()) {
-            return local;
-        }
-        let msg = local.as_ref().err().cloned().unwrap_or_default();
-        let all = comm.gather_bytes(msg.as_bytes());
-        let mut text = Vec::new();
-        if comm.is_root() {
-            text = all
-                .iter()
-                .enumerate()
-                .filter(|(_, m)| !m.is_empty())
-                .map(|(r, m)| format!("rank {r}: {}", String::from_utf8_lossy(m)))
-                .collect::<Vec<_>>()
-                .join("; ")
-                .into_bytes();
-        }
-        comm.broadcast_bytes(&mut text);
-        // `local` drops here, aborting any communicator this rank created.
-        Err(format!(
-            "NCCL set-up failed: {}",
-            String::from_utf8_lossy(&text)
-        ))
+        // On failure `local` drops inside, aborting any communicator this rank created.
+        agree_failures(
+            comm,
+            local,
+            "NCCL (libnccl.so) could not create its communicators (rerun with NCCL_DEBUG=INFO to see why; NCCL_SOCKET_IFNAME picks its network)",
+        )
     }
 
     fn device(&self, dev: usize) -> BackendResult<&Device> {
@@ -783,7 +834,12 @@ impl Backend for CudaBackend {
         BackendInfo {
             kind: BackendKind::Cuda,
             detail: format!(
-                "{nccl}; {blas}; driver supports CUDA {}; driver API through cudarc 0.19 (CUDA 13.0 bindings, libraries loaded at run time, no CUDA runtime library); batch_matmul copies overlapped with GEMMs on a second stream through pinned staging",
+                "{}{nccl}; {blas}; driver supports CUDA {}; driver API through cudarc 0.19 (CUDA 11.4 bindings, libraries loaded at run time, no CUDA runtime library); batch_matmul copies overlapped with GEMMs on a second stream through pinned staging",
+                if self.standin {
+                    format!("{}. ", probe::STANDIN_LABEL)
+                } else {
+                    String::new()
+                },
                 self.driver
             ),
         }
@@ -1017,7 +1073,20 @@ impl Backend for CudaBackend {
             first_err.get_or_insert(format!("ncclGroupEnd: {}", nccl::error_text(e.0)));
         }
         match first_err {
-            Some(e) => Err(BackendError::Device(format!("{}: {e}", call.workload))),
+            Some(e) => {
+                let msg = format!(
+                    "{}: NCCL (libnccl.so) returned {e}: rerun with NCCL_DEBUG=WARN to see NCCL's reason",
+                    call.workload
+                );
+                // A communicator is unusable after an error (NCCL's recovery is to abort it):
+                // later collectives fail with this sentence instead of hanging on it. Abort
+                // also ends this rank's part of the group already queued (no drain first:
+                // it would wait for peers that may never come).
+                self.comms = Err(format!(
+                    "the NCCL communicators were aborted after an earlier error ({msg})"
+                ));
+                Err(BackendError::Device(msg))
+            }
             None => Ok(()),
         }
     }

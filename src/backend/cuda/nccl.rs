@@ -414,6 +414,38 @@ pub fn version() -> Result<String, String> {
         .map_err(|e| error_text(e.0))
 }
 
+/// The oldest NCCL this build uses: native `ncclAvg` and `ncclBfloat16` came with 2.10.
+pub const NCCL_FLOOR: i32 = 21000;
+
+/// The sentence for an NCCL older than [`NCCL_FLOOR`], or `None`.
+pub fn old_nccl_message(code: i32) -> Option<String> {
+    (code < NCCL_FLOOR).then(|| {
+        format!(
+            "NCCL {} (libnccl.so) is older than {}, the oldest scalebench uses (native average and bfloat16): install NCCL {} or newer, or put its directory first in LD_LIBRARY_PATH",
+            format_version(code),
+            format_version(NCCL_FLOOR),
+            format_version(NCCL_FLOOR)
+        )
+    })
+}
+
+/// Checks that the loaded NCCL has every entry point the backend calls and is new enough.
+pub fn check_library() -> Result<(), String> {
+    let missing = super::probe::missing_nccl_symbols()?;
+    if !missing.is_empty() {
+        return Err(super::probe::missing_symbols_message(
+            "NCCL (libnccl.so)",
+            &missing,
+            "install NCCL 2.10 or newer, or put its directory first in LD_LIBRARY_PATH",
+        ));
+    }
+    let code = nres::get_nccl_version().map_err(|e| error_text(e.0))?;
+    match old_nccl_message(code) {
+        Some(m) => Err(m),
+        None => Ok(()),
+    }
+}
+
 /// The 128 bytes that name a communicator, made on one rank and sent to the others.
 pub fn unique_id() -> Result<Vec<u8>, String> {
     let id = nres::get_uniqueid().map_err(|e| error_text(e.0))?;
@@ -549,6 +581,18 @@ mod tests {
         assert_eq!(T::ncclFloat16 as u32, 6);
         assert_eq!(T::ncclBfloat16 as u32, 9);
         assert_eq!(O::ncclAvg as u32, 4);
+    }
+
+    #[test]
+    fn the_nccl_floor_is_2_10() {
+        assert_eq!(old_nccl_message(21000), None);
+        assert_eq!(old_nccl_message(22803), None);
+        let m = old_nccl_message(2903).unwrap();
+        assert!(
+            m.starts_with("NCCL 2.9.3 (libnccl.so) is older than 2.10.0"),
+            "{m}"
+        );
+        assert!(m.contains("install NCCL 2.10.0 or newer"), "{m}");
     }
 
     #[test]

@@ -286,12 +286,185 @@ fn sysfs_locality(pci_bus_id: &str) -> (Option<String>, Option<i32>) {
     (cpus, numa)
 }
 
+/// The device name of scalebench's stand-in CUDA libraries (`standin/`, CPU test doubles).
+pub const STANDIN_DEVICE_NAME: &str = "scalebench stand-in";
+
+/// The warning and label every run on the stand-in libraries carries.
+pub const STANDIN_LABEL: &str = "STAND-IN: the CUDA libraries are scalebench's CPU test doubles (standin/, SCALEBENCH_STANDIN=1), not a GPU: results prove the device path runs and validates; no time, bandwidth or GFLOP/s here is a GPU's";
+
+/// The oldest driver this build runs on: cudarc's `cuda-11040` bindings call only driver
+/// entry points that CUDA 11.4 drivers (R470) have.
+pub const DRIVER_FLOOR: i32 = 11040;
+
+/// Driver entry points the backend calls (directly or through cudarc), checked at set-up so
+/// that a driver lacking one is refused with a sentence instead of cudarc panicking on first
+/// use, wherever that is.
+pub const DRIVER_SYMBOLS: &[&str] = &[
+    "cuInit",
+    "cuDriverGetVersion",
+    "cuDeviceGetCount",
+    "cuDeviceGet",
+    "cuDeviceGetName",
+    "cuDeviceTotalMem_v2",
+    "cuDeviceGetUuid",
+    "cuDeviceGetAttribute",
+    "cuDevicePrimaryCtxRetain",
+    "cuDevicePrimaryCtxRelease_v2",
+    "cuCtxGetCurrent",
+    "cuCtxSetCurrent",
+    "cuCtxSynchronize",
+    "cuMemAlloc_v2",
+    "cuMemFree_v2",
+    "cuMemHostAlloc",
+    "cuMemFreeHost",
+    "cuMemcpyHtoDAsync_v2",
+    "cuMemcpyDtoHAsync_v2",
+    "cuStreamCreate",
+    "cuStreamDestroy_v2",
+    "cuStreamSynchronize",
+    "cuStreamWaitEvent",
+    "cuEventCreate",
+    "cuEventDestroy_v2",
+    "cuEventRecord",
+    "cuEventSynchronize",
+    "cuEventElapsedTime",
+    "cuGetErrorName",
+    "cuGetErrorString",
+];
+
+/// cuBLAS entry points the backend calls.
+pub const CUBLAS_SYMBOLS: &[&str] = &[
+    "cublasCreate_v2",
+    "cublasDestroy_v2",
+    "cublasSetStream_v2",
+    "cublasGetVersion_v2",
+    "cublasGemmStridedBatchedEx",
+];
+
+/// NCCL entry points the backend calls (`ncclGetLastError`, NCCL ≥ 2.13, is optional: error
+/// texts go without it).
+pub const NCCL_SYMBOLS: &[&str] = &[
+    "ncclGetVersion",
+    "ncclGetUniqueId",
+    "ncclCommInitRank",
+    "ncclCommAbort",
+    "ncclCommGetAsyncError",
+    "ncclGetErrorString",
+    "ncclGroupStart",
+    "ncclGroupEnd",
+    "ncclAllReduce",
+    "ncclReduce",
+    "ncclBroadcast",
+    "ncclAllGather",
+    "ncclReduceScatter",
+    "ncclSend",
+    "ncclRecv",
+];
+
+/// Which of `names` a library lacks, given its look-up.
+fn missing_in(has: impl Fn(&str) -> bool, names: &[&str]) -> Vec<String> {
+    names
+        .iter()
+        .filter(|n| !has(n))
+        .map(|n| n.to_string())
+        .collect()
+}
+
+// SAFETY (the three look-ups below): `culib()` loads the library (callers checked that it is
+// present) and `get` only looks a symbol up; nothing is called through it.
+
+/// The driver entry points the loaded libcuda lacks (empty when it has them all).
+fn missing_driver_symbols() -> Result<Vec<String>, String> {
+    guarded("loading the CUDA driver", || {
+        let has =
+            |n: &str| unsafe { dsys::culib().get::<unsafe extern "C" fn()>(n.as_bytes()) }.is_ok();
+        Ok(missing_in(has, DRIVER_SYMBOLS))
+    })
+}
+
+/// The cuBLAS entry points the loaded libcublas lacks.
+pub fn missing_cublas_symbols() -> Result<Vec<String>, String> {
+    guarded("loading cuBLAS", || {
+        let has = |n: &str| {
+            unsafe { cudarc::cublas::sys::culib().get::<unsafe extern "C" fn()>(n.as_bytes()) }
+                .is_ok()
+        };
+        Ok(missing_in(has, CUBLAS_SYMBOLS))
+    })
+}
+
+/// The NCCL entry points the loaded libnccl lacks.
+pub fn missing_nccl_symbols() -> Result<Vec<String>, String> {
+    guarded("loading NCCL", || {
+        let has = |n: &str| {
+            unsafe { cudarc::nccl::sys::culib().get::<unsafe extern "C" fn()>(n.as_bytes()) }
+                .is_ok()
+        };
+        Ok(missing_in(has, NCCL_SYMBOLS))
+    })
+}
+
+/// The sentence for a library that lacks entry points this build calls.
+pub fn missing_symbols_message(lib: &str, missing: &[String], fix: &str) -> String {
+    format!(
+        "{lib} lacks {} that scalebench calls ({}): {fix}",
+        if missing.len() == 1 {
+            "an entry point"
+        } else {
+            "entry points"
+        },
+        missing.join(", ")
+    )
+}
+
+/// The sentence for a driver older than [`DRIVER_FLOOR`], or `None`.
+pub fn old_driver_message(version: i32) -> Option<String> {
+    (version < DRIVER_FLOOR).then(|| {
+        format!(
+            "the NVIDIA driver (libcuda.so.1) supports CUDA {}, older than CUDA {}, the oldest this build runs on: update the driver to R470 or newer (`nvidia-smi` shows its version)",
+            format_cuda_version(version),
+            format_cuda_version(DRIVER_FLOOR)
+        )
+    })
+}
+
+/// The driver's version code, checked against [`DRIVER_FLOOR`], and every entry point the
+/// backend calls checked present. Never panics.
+fn check_driver() -> Result<(), String> {
+    let version = guarded("cuDriverGetVersion", || {
+        let mut v = 0;
+        // SAFETY: writes one int; callable before cuInit.
+        unsafe { dsys::cuDriverGetVersion(&mut v) }
+            .result()
+            .map_err(driver_error)?;
+        Ok(v)
+    })
+    .map_err(|e| format!("no CUDA driver found: the driver library could not be used: {e}"))?;
+    if let Some(m) = old_driver_message(version) {
+        return Err(m);
+    }
+    let missing = missing_driver_symbols()?;
+    if !missing.is_empty() {
+        return Err(missing_symbols_message(
+            &format!(
+                "the NVIDIA driver (libcuda.so.1, CUDA {})",
+                format_cuda_version(version)
+            ),
+            &missing,
+            "update the NVIDIA driver, or put the directory of a complete libcuda.so.1 first in LD_LIBRARY_PATH",
+        ));
+    }
+    Ok(())
+}
+
 /// Initialises the driver and counts the visible devices, with the sentences the backend
-/// fails with (`no CUDA driver found: …`, `no CUDA device: …`). Never panics.
+/// fails with (`no CUDA driver found: …`, `no CUDA device: …`, a driver too old or
+/// incomplete). Never panics.
 pub fn device_count() -> Result<u32, String> {
     if !libraries().driver {
         return Err(no_driver_message());
     }
+    check_driver()?;
     guarded(
         "no CUDA driver found: the driver library could not be used",
         || {
@@ -491,6 +664,40 @@ mod tests {
         let mut dedup = names.clone();
         dedup.dedup();
         assert_eq!(names, dedup);
+    }
+
+    #[test]
+    fn the_driver_floor_is_the_bindings_version() {
+        assert_eq!(old_driver_message(DRIVER_FLOOR), None);
+        assert_eq!(old_driver_message(13000), None);
+        let m = old_driver_message(11020).unwrap();
+        assert!(
+            m.starts_with(
+                "the NVIDIA driver (libcuda.so.1) supports CUDA 11.2, older than CUDA 11.4"
+            ),
+            "{m}"
+        );
+        assert!(m.contains("R470"), "{m}");
+        // the bindings' event timing is the pre-12.8 entry point
+        assert!(DRIVER_SYMBOLS.contains(&"cuEventElapsedTime"));
+        assert!(!DRIVER_SYMBOLS.iter().any(|s| s.ends_with("ElapsedTime_v2")));
+    }
+
+    #[test]
+    fn missing_symbols_are_listed_with_the_fix() {
+        let present = ["cuInit", "cuDeviceGet"];
+        let missing = missing_in(
+            |n| present.contains(&n),
+            &["cuInit", "cuFoo", "cuDeviceGet", "cuBar"],
+        );
+        assert_eq!(missing, vec!["cuFoo", "cuBar"]);
+        let m = missing_symbols_message("the NVIDIA driver (libcuda.so.1)", &missing, "update it");
+        assert_eq!(
+            m,
+            "the NVIDIA driver (libcuda.so.1) lacks entry points that scalebench calls (cuFoo, cuBar): update it"
+        );
+        let one = missing_symbols_message("NCCL (libnccl.so)", &missing[..1], "x");
+        assert!(one.contains("lacks an entry point"), "{one}");
     }
 
     /// On this machine (CI has no GPU) the probe must answer with a sentence, not a panic.

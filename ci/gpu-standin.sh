@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# The CUDA backend end to end without a GPU: builds scalebench's stand-in CUDA libraries
+# (standin/: CPU test doubles of libcuda, cuBLAS, NCCL and NVML) and runs `scalebench run
+# --backend cuda` on them under real mpirun — pure (np=2, one device each), hybrid (np=1,
+# 2 devices) and 2 processes x 2 devices; all six collectives x f32 f64 f16 bf16 i32 x
+# sum prod min max avg x in/out-of-place x pipelined/isolated; matmul and batch_matmul (with
+# the overlap pipeline); a small sweep and its report; the NCCL collectives bench once — every
+# case validated, every result labelled as a stand-in's. Then a planted NCCL defect must be
+# caught (exit 3).
+#
+# Uses $SCALEBENCH_BIN when set (ci/test.sh passes the binary its test step built with
+# --all-features), else builds `--features cuda`. About 20 s on 2 busy cores (plus the build).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source ci/env.sh
+
+step() { printf '\n== gpu-standin: %s ==\n' "$*"; }
+
+target=${CARGO_TARGET_DIR:-target}
+bin=${SCALEBENCH_BIN:-}
+if [ -z "$bin" ]; then
+  step "build --features cuda"
+  cargo build --release --locked --features cuda
+  bin=$target/release/scalebench
+fi
+step "stand-in libraries"
+libs=$(bash standin/build.sh "$target/standin")
+export LD_LIBRARY_PATH="$libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" SCALEBENCH_STANDIN=1
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+# Every case ok (in-place all-to-all skipped: NCCL has none), none wrong, at least $2 cases,
+# and the launch labelled as a stand-in run.
+validated() {
+  python3 - "$1/results.json" "$2" <<'EOF'
+import json, sys
+r = json.load(open(sys.argv[1]))
+cases, least = r["cases"], int(sys.argv[2])
+bad = [c for c in cases if c["wrong"] or not (c["status"] == "ok" or (
+    c["status"] == "skipped" and c["params"]["workload"] == "alltoall"
+    and c["params"]["in_place"]))]
+assert not bad, f"{len(bad)} case(s) not valid, first: {bad[0]['id']} {bad[0]['status']} {bad[0].get('message')}"
+assert len(cases) >= least, f"{len(cases)} cases, expected at least {least}"
+for l in r["launches"]:
+    assert l["provenance"]["backend"]["detail"].startswith("STAND-IN: "), "launch not labelled"
+print(f"  {len(cases)} case(s) validated, {sum(c['status'] == 'ok' for c in cases)} measured")
+EOF
+}
+
+step "contract checks: each misuse aborts naming the call"
+"$libs/contract-test"
+
+mpi=(mpirun --oversubscribe -x LD_LIBRARY_PATH -x SCALEBENCH_STANDIN)
+all=(-w allreduce,reduce,broadcast,allgather,reduce_scatter,alltoall --sizes 1KiB,64KiB
+     --dtype f32,f64,f16,bf16,i32 --op sum,prod,min,max,avg --in-place both
+     -t pipelined,isolated -n 3 --warmup 1 -q)
+
+step "pure: 2 processes x 1 device, every collective, type, operator, placement, timing"
+"${mpi[@]}" -np 2 "$bin" run --backend cuda "${all[@]}" --out "$work/pure"
+validated "$work/pure" 700
+
+step "hybrid: 1 process x 2 devices (one NCCL group)"
+"$bin" run --backend cuda --topology hybrid --devices-per-node 2 "${all[@]}" --out "$work/hybrid"
+validated "$work/hybrid" 700
+
+step "2 processes x 2 devices (each process its own block of stand-in devices)"
+SCALEBENCH_STANDIN_DEVICES=4 "${mpi[@]}" -x SCALEBENCH_STANDIN_DEVICES -np 2 standin/gpus-per-rank.sh 2 \
+  "$bin" run --backend cuda --topology hybrid --devices-per-node 2 --nodes 2 --emulate-nodes \
+  "${all[@]}" --out "$work/2x2"
+validated "$work/2x2" 700
+
+step "matmul and batch_matmul (copies overlapped with GEMMs), 1 and 2 processes"
+gemm=(-w matmul,batch_matmul --dims 64 --batch 4 --dtype f32,f64,f16,bf16 -t pipelined,isolated -n 3 --warmup 1 -q)
+"$bin" run --backend cuda "${gemm[@]}" --out "$work/gemm1"
+validated "$work/gemm1" 16
+"${mpi[@]}" -np 2 "$bin" run --backend cuda "${gemm[@]}" --out "$work/gemm2"
+validated "$work/gemm2" 16
+
+step "a small sweep and its report"
+"$bin" sweep standin/sweep.toml -q --out "$work/sweep"
+validated "$work/sweep" 20
+"$bin" report "$work/sweep" --out "$work/report" --format html,md,csv
+grep -q "Stand-in devices, not GPUs." "$work/report/report.md"
+echo "  report labelled: $work/report/report.md"
+
+step "the NCCL collectives bench (hybrid, 2 devices), each benchmark run once"
+# compiles the bench profile that ci/test.sh's bench step needs next anyway
+cargo bench --locked --all-features --bench collectives -- --test collectives_nccl | grep -E "STAND-IN|Success" | sort | uniq -c
+
+step "a planted NCCL defect must be caught (wrong > 0, exit 3)"
+set +e
+SCALEBENCH_STANDIN_DEFECT=corrupt "${mpi[@]}" -x SCALEBENCH_STANDIN_DEFECT -np 2 "$bin" run --backend cuda \
+  -w allreduce,reduce_scatter,alltoall --sizes 4KiB --in-place no -n 3 --warmup 1 -q --out "$work/defect"
+code=$?
+set -e
+[ "$code" = 3 ] || { echo "the planted defect exited $code, not 3"; exit 1; }
+python3 - "$work/defect/results.json" <<'EOF'
+import json, sys
+cases = json.load(open(sys.argv[1]))["cases"]
+assert cases and all(c["wrong"] > 0 for c in cases), "a case missed the planted defect"
+print(f"  caught in all {len(cases)} case(s)")
+EOF
+step "ok"

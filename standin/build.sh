@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Builds the scalebench stand-in CUDA libraries (CPU test doubles; see standin.h) into $1
+# (default: target/standin): libcuda.so.1, libcublas.so, libnccl.so, libnvidia-ml.so.1, and
+# missing-symbol/ (a libcuda without cuMemHostAlloc, for the missing-symbol test), and
+# contract-test (the contract checks' own test).
+# Use: LD_LIBRARY_PATH=$dir SCALEBENCH_STANDIN=1 scalebench run --backend cuda ...
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+out=${1:-$here/../target/standin}
+mkdir -p "$out/missing-symbol"
+CC=${CC:-cc}
+flags=(-std=gnu11 -O2 -g -fPIC -shared -pthread -fvisibility=hidden -Wall -Wextra -Werror -I"$here")
+$CC "${flags[@]}" -Wl,-soname,libcuda.so.1 -o "$out/libcuda.so.1" "$here/cuda.c"
+ln -sf libcuda.so.1 "$out/libcuda.so"
+$CC "${flags[@]}" -DSBS_OMIT_HOST_ALLOC -Wl,-soname,libcuda.so.1 -o "$out/missing-symbol/libcuda.so.1" "$here/cuda.c"
+ln -sf libcuda.so.1 "$out/missing-symbol/libcuda.so"
+# cuBLAS and NCCL use the driver's services (queues, memory table) through libcuda.so.1, which
+# the dynamic loader shares with the copy cudarc opened.
+$CC "${flags[@]}" -Wl,-soname,libcublas.so -o "$out/libcublas.so" "$here/cublas.c" -L"$out" -l:libcuda.so.1
+if [ -f "$here/nccl.c" ]; then
+  $CC "${flags[@]}" -Wl,-soname,libnccl.so -o "$out/libnccl.so" "$here/nccl.c" -L"$out" -l:libcuda.so.1 -lm
+fi
+if [ -f "$here/nvml.c" ]; then
+  $CC "${flags[@]}" -Wl,-soname,libnvidia-ml.so.1 -o "$out/libnvidia-ml.so.1" "$here/nvml.c" -ldl
+fi
+# The contract checks' own test (run by tests/cuda.rs): each misuse must abort naming the call.
+$CC -std=gnu11 -O1 -g -Wall -Wextra -Werror -o "$out/contract-test" "$here/contract_test.c" \
+  -L"$out" -l:libcuda.so.1 -l:libnccl.so -Wl,-rpath,"$out"
+echo "$out"
