@@ -336,7 +336,12 @@ mod tests {
         let mut a = golden();
         let mut b = golden();
         for (f, flags, libc, policy) in [
-            (&mut a, vec!["erms", "avx2"], "glibc 2.36", "page-aligned + offset 0 B"),
+            (
+                &mut a,
+                vec!["erms", "avx2"],
+                "glibc 2.36",
+                "page-aligned + offset 0 B",
+            ),
             (
                 &mut b,
                 vec!["erms", "fsrm", "avx2", "avx512f"],
