@@ -6,8 +6,7 @@
 //! tens of µs per hand-off on a loaded machine, which a latency benchmark would then measure
 //! instead of the launch topology. Here the calling thread is worker 0 (the rank's own thread,
 //! which also makes every MPI call), the other workers live as long as the backend, bound to
-//! their CPUs, and a sense-reversing (dissemination) barrier spins for [`SPIN`] before it
-//! sleeps on a futex.
+//! their CPUs, and a sense-reversing barrier spins for [`SPIN`] before it sleeps on a futex.
 
 use std::cell::UnsafeCell;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
@@ -20,98 +19,75 @@ use std::time::{Duration, Instant};
 /// give their cores back (to GEMM threads, or other ranks on an oversubscribed node).
 pub const SPIN: Duration = Duration::from_micros(200);
 
-/// Most barrier rounds: teams of up to 2^8 workers.
-const MAX_ROUNDS: usize = 8;
-
-/// One thread's barrier flags and job, on cache lines of their own: the thread spins on its
-/// own flags, which one partner per round writes, so a round costs one cache-line transfer.
+/// Pads to its own cache line so that the barrier's words do not share one.
 #[repr(align(128))]
-struct Slot {
-    /// `flags[parity][round]`, set to the episode's sense by this thread's partner in that round.
-    flags: [[AtomicU32; MAX_ROUNDS]; 2],
-    /// 1 while this thread sleeps on one of its flags.
-    parked: AtomicU32,
-    /// This thread's parity and sense: touched by this thread only.
-    local: UnsafeCell<(usize, u32)>,
-    /// The job of the current team round (workers 1..): written by worker 0 before the start
-    /// barrier, read by this worker after it, not touched again before the end barrier.
-    job: UnsafeCell<Option<*const Job<'static>>>,
-}
+struct Padded<T>(T);
 
-/// A sense-reversing dissemination barrier (Mellor-Crummey and Scott) for `n` threads, each
-/// calling with its own index: in round k, thread i signals thread i + 2^k (mod n) and waits for
-/// its own flag; ⌈log2 n⌉ rounds, one cache-line transfer on the critical path per round. A
-/// waiting thread spins for `spin`, then sleeps on its flag (a futex word).
+/// A reusable barrier for `n` threads. The last thread to arrive flips `sense`; the others
+/// wait for the flip, spinning for up to `spin`, then sleeping on `sense` (a futex word).
 pub struct SpinBarrier {
-    slots: Box<[Slot]>,
-    rounds: usize,
+    n: u32,
+    arrived: Padded<AtomicU32>,
+    sense: Padded<AtomicU32>,
+    sleepers: Padded<AtomicU32>,
     spin: Duration,
 }
 
-// SAFETY: `local` and `job` are accessed as their docs say; everything else is atomic.
-unsafe impl Sync for SpinBarrier {}
-unsafe impl Send for SpinBarrier {}
-
 impl SpinBarrier {
     pub fn new(n: usize, spin: Duration) -> SpinBarrier {
-        let n = n.clamp(1, 1 << MAX_ROUNDS);
         SpinBarrier {
-            slots: (0..n)
-                .map(|_| Slot {
-                    flags: Default::default(),
-                    parked: AtomicU32::new(0),
-                    local: UnsafeCell::new((0, 1)),
-                    job: UnsafeCell::new(None),
-                })
-                .collect(),
-            rounds: n.next_power_of_two().trailing_zeros() as usize,
+            n: n.max(1) as u32,
+            arrived: Padded(AtomicU32::new(0)),
+            sense: Padded(AtomicU32::new(0)),
+            sleepers: Padded(AtomicU32::new(0)),
             spin,
         }
     }
 
-    /// Returns once all threads have called `wait` for this episode. Everything a thread
-    /// wrote before `wait` is visible to every thread after it. Each index `me` must be used by
-    /// one thread at a time.
-    pub fn wait(&self, me: usize) {
-        let n = self.slots.len();
-        // SAFETY: only thread `me` touches its `local`.
-        let (parity, sense) = unsafe { *self.slots[me].local.get() };
-        for k in 0..self.rounds {
-            let partner = &self.slots[(me + (1 << k)) % n];
-            let f = &partner.flags[parity][k];
-            f.store(sense, Ordering::SeqCst);
-            if partner.parked.load(Ordering::SeqCst) != 0 {
-                futex_wake_all(f);
-            }
-            self.await_flag(&self.slots[me], &self.slots[me].flags[parity][k], sense);
-        }
-        let next = if parity == 1 {
-            (0, sense ^ 1)
-        } else {
-            (1, sense)
+    /// Returns once all `n` threads have called `wait` for this round. Everything a thread
+    /// wrote before `wait` is visible to every thread after it.
+    pub fn wait(&self) {
+        let Some(target) = self.arrive() else {
+            return;
         };
-        // SAFETY: as above.
-        unsafe { *self.slots[me].local.get() = next };
-    }
-
-    fn await_flag(&self, slot: &Slot, flag: &AtomicU32, sense: u32) {
         let start = Instant::now();
         let mut spins = 0u32;
-        while flag.load(Ordering::Acquire) != sense {
+        while self.sense.0.load(Ordering::Acquire) != target {
             std::hint::spin_loop();
             spins = spins.wrapping_add(1);
             // Reading the clock costs ~20 ns: look at it every 256 spins only.
             if spins % 256 == 0 && start.elapsed() >= self.spin {
-                // SeqCst on `parked` and the flag on both sides: the signaller either sees
-                // this sleeper or this thread sees the flag, so no wake-up is lost.
-                slot.parked.store(1, Ordering::SeqCst);
-                while flag.load(Ordering::SeqCst) != sense {
-                    futex_wait(flag, sense ^ 1);
-                }
-                slot.parked.store(0, Ordering::SeqCst);
+                self.park(target);
                 return;
             }
         }
+    }
+
+    /// Counts one arrival without waiting: `None` if it completed the round (and released the
+    /// others), else the sense to wait for.
+    fn arrive(&self) -> Option<u32> {
+        // The sense cannot flip before this arrival, so this reads the current round's.
+        let target = self.sense.0.load(Ordering::Acquire) ^ 1;
+        if self.arrived.0.fetch_add(1, Ordering::AcqRel) + 1 < self.n {
+            return Some(target);
+        }
+        // Reset before the release below, so the next round counts from zero.
+        self.arrived.0.store(0, Ordering::Relaxed);
+        self.sense.0.store(target, Ordering::SeqCst);
+        if self.sleepers.0.load(Ordering::SeqCst) > 0 {
+            futex_wake_all(&self.sense.0);
+        }
+        None
+    }
+
+    /// Sleeps until the sense is `target`. SeqCst on `sleepers` and `sense` on both sides: the
+    /// waker either sees this sleeper or this thread sees the flip, so no wake-up is lost.
+    fn park(&self, target: u32) {
+        self.sleepers.0.fetch_add(1, Ordering::SeqCst);
+        while self.sense.0.load(Ordering::SeqCst) != target {
+            futex_wait(&self.sense.0, target ^ 1);
+        }
+        self.sleepers.0.fetch_sub(1, Ordering::SeqCst);
     }
 }
 
@@ -151,16 +127,15 @@ fn futex_wait(_word: &AtomicU32, _expected: u32) {
 #[cfg(not(target_os = "linux"))]
 fn futex_wake_all(_word: &AtomicU32) {}
 
-/// What a job sees: the team's barrier, as this worker.
+/// What a job sees: its worker index and the team's barrier.
 pub struct Ctx<'a> {
     barrier: &'a SpinBarrier,
-    me: usize,
 }
 
 impl Ctx<'_> {
     /// Waits until every worker of the team reached this point of the job.
     pub fn barrier(&self) {
-        self.barrier.wait(self.me);
+        self.barrier.wait();
     }
 }
 
@@ -168,8 +143,15 @@ type Job<'a> = dyn Fn(usize, &Ctx) + Sync + 'a;
 
 struct Shared {
     barrier: SpinBarrier,
+    /// The job of the current round: written by worker 0 before the start barrier, read by
+    /// the others after it, never touched again before the end barrier.
+    job: UnsafeCell<Option<*const Job<'static>>>,
     exit: AtomicBool,
 }
+
+// SAFETY: `job` is only accessed as its doc says, with the barrier ordering the accesses.
+unsafe impl Sync for Shared {}
+unsafe impl Send for Shared {}
 
 /// `g` workers: the thread that calls [`Team::run`] is worker 0; workers 1.. are threads
 /// that live until the team is dropped.
@@ -187,49 +169,39 @@ impl Team {
         spin: Duration,
         setup: impl Fn(usize) + Send + Sync + 'static,
     ) -> std::io::Result<Team> {
-        let g = g.clamp(1, 1 << MAX_ROUNDS);
+        let g = g.max(1);
         let shared = Arc::new(Shared {
             barrier: SpinBarrier::new(g, spin),
+            job: UnsafeCell::new(None),
             exit: AtomicBool::new(false),
         });
         let setup = Arc::new(setup);
         setup(0);
-        // Workers wait for a go before they enter the barrier, so a failed start can stop the
-        // ones already running.
-        let mut gates = Vec::new();
-        let mut threads = Vec::new();
+        let mut team = Team {
+            g,
+            shared: shared.clone(),
+            threads: Vec::new(),
+        };
         for w in 1..g {
-            let (go, gate) = std::sync::mpsc::channel::<bool>();
-            let sh = shared.clone();
+            let shared = shared.clone();
             let setup = setup.clone();
             let t = std::thread::Builder::new()
                 .name(format!("scalebench-dev{w}"))
                 .spawn(move || {
                     setup(w);
-                    if gate.recv() == Ok(true) {
-                        worker_loop(&sh, w);
-                    }
+                    worker_loop(&shared, w);
                 });
             match t {
-                Ok(t) => {
-                    threads.push(t);
-                    gates.push(go);
-                }
+                Ok(t) => team.threads.push(t),
                 Err(e) => {
-                    for go in gates {
-                        let _ = go.send(false);
-                    }
-                    for t in threads {
-                        let _ = t.join();
-                    }
+                    // Workers started so far wait at the start barrier, which now counts a
+                    // thread that will never come: stop them one by one instead.
+                    team.abandon();
                     return Err(e);
                 }
             }
         }
-        for go in gates {
-            let _ = go.send(true);
-        }
-        Ok(Team { g, shared, threads })
+        Ok(team)
     }
 
     pub fn size(&self) -> usize {
@@ -240,25 +212,25 @@ impl Team {
     /// finished. A panic in a job aborts the process: the other workers and the MPI peers
     /// would otherwise wait for it forever.
     pub fn run(&self, job: &(dyn Fn(usize, &Ctx) + Sync)) {
-        let b = &self.shared.barrier;
-        let ctx = Ctx { barrier: b, me: 0 };
+        let ctx = Ctx {
+            barrier: &self.shared.barrier,
+        };
         if self.g == 1 {
             guarded(|| job(0, &ctx));
             return;
         }
         // SAFETY: the pointer is published before the start barrier and only used by the
-        // workers until the end barrier, and `run` does not return before it, so `job`
-        // outlives every use; the lifetime is erased only to store it.
+        // workers until the end barrier, and `run` does not return before it, so `job` outlives
+        // every use; the lifetime is erased only to store it.
         unsafe {
             let p: *const Job<'_> = job;
-            let p = std::mem::transmute::<*const Job<'_>, *const Job<'static>>(p);
-            for slot in &b.slots[1..] {
-                *slot.job.get() = Some(p);
-            }
+            *self.shared.job.get() = Some(
+                std::mem::transmute::<*const Job<'_>, *const Job<'static>>(p),
+            );
         }
-        b.wait(0);
+        self.shared.barrier.wait();
         guarded(|| job(0, &ctx));
-        b.wait(0);
+        self.shared.barrier.wait();
     }
 
     /// Runs `f(w)` on every worker and returns the results in worker order.
@@ -272,6 +244,19 @@ impl Team {
             .map(|s| s.into_inner().ok().flatten().expect("every worker ran"))
             .collect()
     }
+
+    /// Stops the spawned workers when the team could not be completed: they wait at the
+    /// start barrier for `g` threads, so this thread arrives for itself and for every worker
+    /// that never started, with the exit flag set.
+    fn abandon(&mut self) {
+        self.shared.exit.store(true, Ordering::SeqCst);
+        for _ in 0..self.g - self.threads.len() {
+            self.shared.barrier.arrive();
+        }
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
+    }
 }
 
 fn guarded(f: impl FnOnce()) {
@@ -282,18 +267,19 @@ fn guarded(f: impl FnOnce()) {
 }
 
 fn worker_loop(shared: &Shared, w: usize) {
-    let b = &shared.barrier;
-    let ctx = Ctx { barrier: b, me: w };
+    let ctx = Ctx {
+        barrier: &shared.barrier,
+    };
     loop {
-        b.wait(w);
+        shared.barrier.wait();
         if shared.exit.load(Ordering::SeqCst) {
             return;
         }
-        // SAFETY: see `Slot::job`: set before the start barrier we just passed.
-        let job = unsafe { (*b.slots[w].job.get()).expect("a job is published before each round") };
+        // SAFETY: see `Shared::job`: set before the start barrier we just passed.
+        let job = unsafe { (*shared.job.get()).expect("a job is published before each round") };
         // SAFETY: valid until the end barrier below (see `Team::run`).
         guarded(|| unsafe { (*job)(w, &ctx) });
-        b.wait(w);
+        shared.barrier.wait();
     }
 }
 
@@ -303,7 +289,7 @@ impl Drop for Team {
             return;
         }
         self.shared.exit.store(true, Ordering::SeqCst);
-        self.shared.barrier.wait(0);
+        self.shared.barrier.wait();
         for t in self.threads.drain(..) {
             let _ = t.join();
         }
