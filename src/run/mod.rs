@@ -50,6 +50,7 @@ pub fn record(
         phases: Vec::new(),
         telemetry: Vec::new(),
         unrepresentative: Vec::new(),
+        buffers: None,
     };
     let m = match outcome {
         Ok(m) => m,
@@ -71,6 +72,7 @@ pub fn record(
     r.check_iters = m.check_iters;
     r.tolerance = m.tolerance;
     r.phases = m.phases;
+    r.buffers = m.buffers;
     if m.wrong > 0 {
         r.status = CaseStatus::Wrong;
         r.message = Some(format!(

@@ -15,7 +15,7 @@ use crate::backend::{Backend, BackendError};
 use crate::comm::HostComm;
 use crate::measure::IterPolicy;
 use crate::params::{CaseParams, GemmChoice, Workload};
-use crate::results::schema::{PhaseResult, TimingResult};
+use crate::results::schema::{BufferPlacement, PhaseResult, TimingResult};
 
 /// Settings shared by all cases of a launch.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -27,6 +27,9 @@ pub struct RunSettings {
     /// as `auto`.
     #[serde(default)]
     pub gemm: GemmChoice,
+    /// Where benchmark buffers start after a page boundary (`--buffer-offset`).
+    #[serde(default)]
+    pub buffer_offset: crate::backend::BufferOffset,
 }
 
 /// What a case produced. `timing` and `phases` are filled at rank 0 only; everything else is
@@ -43,6 +46,8 @@ pub struct Measured {
     /// FLOP of one operation over all devices (GEMM workloads).
     pub flops_total: Option<f64>,
     pub phases: Vec<PhaseResult>,
+    /// Where the benchmark buffers sat (collectives on host memory; root only).
+    pub buffers: Option<BufferPlacement>,
 }
 
 /// Why a case produced no measurement (the same on every rank).
@@ -124,6 +129,9 @@ pub enum Fault {
     Hang,
     /// The last rank aborts the process (the launch crashes).
     Crash,
+    /// The first operation of a collective case sleeps on every rank (a cold first call, like
+    /// NCCL's lazy connection set-up): calibration must not shrink the counts for it.
+    Cold,
 }
 
 impl Fault {
@@ -133,10 +141,11 @@ impl Fault {
             "fail" => Some(Fault::Fail),
             "hang" => Some(Fault::Hang),
             "crash" => Some(Fault::Crash),
+            "cold" => Some(Fault::Cold),
             _ => None,
         }
     }
-    pub const NAMES: &'static [&'static str] = &["corrupt", "fail", "hang", "crash"];
+    pub const NAMES: &'static [&'static str] = &["corrupt", "fail", "hang", "crash", "cold"];
 }
 
 /// Runs one case on every rank.
@@ -172,12 +181,6 @@ pub fn run_case<B: Backend, C: HostComm>(
     match params.workload {
         Workload::Matmul => matmul::run(backend, comm, params, settings),
         Workload::BatchMatmul => batch::run(backend, comm, params, settings),
-        _ => collective::run(
-            backend,
-            comm,
-            params,
-            settings,
-            fault == Some(Fault::Corrupt),
-        ),
+        _ => collective::run(backend, comm, params, settings, fault),
     }
 }
