@@ -104,6 +104,7 @@ fn prepare<B: Backend>(
         },
         check_iters: 1,
         gemm: Default::default(),
+        buffer_offset: Default::default(),
     };
     match run_case(backend, comm, case, &settings) {
         Ok(m) if m.wrong == 0 => {}

@@ -83,11 +83,14 @@ fn provenance(shape: &LaunchShape) -> Provenance {
                 logical_cpus: 64,
                 physical_cores: Some(32),
                 memory_bytes: 256 << 30,
+                copy_flags: None,
+                libc: None,
             })
             .collect(),
         environment: Default::default(),
         warnings: vec![],
         gemm: None,
+        buffer_policy: None,
     }
 }
 
@@ -150,6 +153,8 @@ fn case(params: CaseParams, launch_id: &str, base_s: f64, rng: &mut Lcg) -> Case
             sample_kind: "batch_mean_max_over_ranks".into(),
             stats_s: summarize(&samples).expect("samples"),
             samples_s: samples,
+            calibration: None,
+            warnings: vec![],
         }),
         algbw_gbps: algbw,
         busbw_gbps: algbw.zip(factor).map(|(a, f)| a * f),
@@ -160,6 +165,7 @@ fn case(params: CaseParams, launch_id: &str, base_s: f64, rng: &mut Lcg) -> Case
         telemetry: vec![],
         ddp: None,
         unrepresentative: vec![],
+        buffers: None,
         params,
     }
 }

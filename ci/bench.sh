@@ -1,52 +1,103 @@
 #!/usr/bin/env bash
 # Performance of the measuring core against references measured in the same run (not part of
 # CI's pass/fail; machines are noisy, so it alternates runs and prints medians and ratios):
-#  1. allreduce latency, 2 ranks, 8 B - 16 KiB: `scalebench run --timing isolated` divided by a
-#     minimal raw rsmpi loop written the OSU way (examples/osu_allreduce.rs). Goal <= 1.05.
-#     A third column runs the harness's measuring code without the job around it
-#     (examples/harness_allreduce.rs), so a gap can be placed in the loop or in the job.
-#  2. GEMM GFLOP/s of `scalebench run -w matmul`, f32/f64, n = 1024 and 2048, 1 and 2 threads,
+#  1. collectives: `scalebench run` (2 ranks, f32 sum, out of place; broadcast in place) against
+#     csrc/ref_collectives.c, an independent C program (mpicc) with OSU's loop (isolated) and
+#     nccl-tests' loop (pipelined), for allreduce, allgather, broadcast, reduce_scatter and
+#     alltoall, 8 B - 4 MiB. Per workload, size and mode: the median over ROUNDS alternating
+#     pairs of the ratio scalebench / reference. Goal: 1.00 +- 0.05.
+#  2. hybrid / pure: allreduce latency (isolated), one rank driving 2 worker threads against
+#     2 ranks, both bound to a core per device. Goal <= 1.5 at 8 B - 4 KiB, <= 1.1 from 64 KiB.
+#  3. GEMM GFLOP/s of `scalebench run -w matmul`, f32/f64, n = 1024 and 2048, 1 and 2 threads,
 #     divided by numpy/OpenBLAS (numpy from PyPI in a throw-away venv). Goal >= 0.9.
-# Usage: bash ci/bench.sh [ROUNDS]   (default 5 alternations of each side)
+# Usage: bash ci/bench.sh [ROUNDS] [all|collectives|hybrid|gemm]   (default: 5 all)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash ci/setup.sh
 source ci/env.sh
 rounds=${1:-5}
-cargo build --release --locked --bin scalebench --example osu_allreduce --example harness_allreduce
+what=${2:-all}
+case "$what" in all|collectives|hybrid|gemm) ;; *) echo "ci/bench.sh: unknown part $what (all, collectives, hybrid or gemm)" >&2; exit 2 ;; esac
+cargo build --release --locked --bin scalebench
+sb=${CARGO_TARGET_DIR:-target}/release/scalebench
 work=$(mktemp -d /tmp/scalebench-bench.XXXXXX)
 trap 'rm -rf "$work"' EXIT
+mpicc -O2 -o "$work/ref_collectives" csrc/ref_collectives.c
 
-echo "== allreduce latency: scalebench (isolated) / raw rsmpi OSU loop, 2 ranks, $rounds alternations"
-for r in $(seq "$rounds"); do
-  mpirun -np 2 target/release/examples/osu_allreduce > "$work/raw-$r.txt"
-  mpirun -np 2 target/release/examples/harness_allreduce > "$work/loop-$r.txt"
-  mpirun -np 2 target/release/scalebench run -q --out "$work/sb-$r" -w allreduce --dtype f32 --op sum \
-    --in-place no --timing isolated --sizes 8B:16KiB:x2 --iters 1000 --warmup 100
-done
-python3 - "$work" "$rounds" <<'PY'
+echo "== machine"
+echo "cpu:   $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')"
+echo "flags: $(grep -m1 '^flags' /proc/cpuinfo | tr ' ' '\n' | grep -xE 'erms|fsrm|avx2|avx512f' | tr '\n' ' ')(memory-copy relevant)"
+echo "libc:  $(getconf GNU_LIBC_VERSION 2>/dev/null || ldd --version | head -1)"
+echo "mpi:   $(mpirun --version 2>/dev/null | head -1)"
+echo "load:  $(uptime)"
+
+median_table() { # $1 = kind of table (collectives|hybrid)
+python3 - "$work" "$rounds" "$1" <<'PY'
 import json, statistics, sys
-work, rounds = sys.argv[1], int(sys.argv[2])
-raw, loop, sb = {}, {}, {}
-def table(path, into):
-    for line in open(path):
-        if line.startswith("#"):
+work, rounds, kind = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+def sb_cases(path):
+    out = {}
+    for c in json.load(open(path))["cases"]:
+        if c["status"] != "ok":
             continue
-        size, lat = line.split()
-        into.setdefault(int(size), []).append(float(lat))
+        p = c["params"]
+        out[(p["workload"], p["requested_bytes"], p["timing"])] = c["timing"]["time_s"] * 1e6
+    return out
+def ref_cases(path):
+    out = {}
+    for line in open(path):
+        if line.startswith("#") or not line.strip():
+            continue
+        coll, mode, req, _bytes, us = line.split()
+        out[(coll, int(req), "isolated" if mode == "osu" else "pipelined")] = float(us)
+    return out
+a_name, b_name = ("scalebench", "reference") if kind == "collectives" else ("hybrid", "pure")
+a_all, b_all = [], []
 for r in range(1, rounds + 1):
-    table(f"{work}/raw-{r}.txt", raw)
-    table(f"{work}/loop-{r}.txt", loop)
-    for c in json.load(open(f"{work}/sb-{r}/results.json"))["cases"]:
-        sb.setdefault(c["bytes"], []).append(c["timing"]["time_s"] * 1e6)
-print(f"{'size (B)':>10} {'raw (us)':>10} {'scalebench (us)':>16} {'ratio':>7} {'loop only (us)':>15} {'ratio':>7}   (medians of {rounds} runs; ratios of medians to raw)")
-ratios = []
-for size in sorted(raw):
-    a, b, c = (statistics.median(x[size]) for x in (raw, sb, loop))
-    ratios.append(b / a)
-    print(f"{size:>10} {a:>10.3f} {b:>16.3f} {b / a:>7.3f} {c:>15.3f} {c / a:>7.3f}")
-print(f"scalebench run: median ratio over sizes {statistics.median(ratios):.3f} (goal <= 1.05); max {max(ratios):.3f}")
+    if kind == "collectives":
+        a_all.append(sb_cases(f"{work}/sb-{r}/results.json")); b_all.append(ref_cases(f"{work}/ref-{r}.txt"))
+    else:
+        a_all.append(sb_cases(f"{work}/hyb-{r}/results.json")); b_all.append(sb_cases(f"{work}/pure-{r}/results.json"))
+keys = sorted(set.intersection(*(set(x) for x in a_all + b_all)), key=lambda k: (k[0], k[2], k[1]))
+print(f"{'workload':<15} {'mode':<9} {'size (B)':>9} {a_name + ' (us)':>16} {b_name + ' (us)':>15} {'ratio':>7}   (medians of {rounds} alternating pairs; ratio = median of the pairs' ratios)")
+misses = 0
+for k in keys:
+    a = [x[k] for x in a_all]; b = [x[k] for x in b_all]
+    ratio = statistics.median(x / y for x, y in zip(a, b))
+    if kind == "collectives":
+        mark = "" if abs(ratio - 1) <= 0.05 else "  <- outside 1.00+-0.05"
+    else:
+        goal = 1.5 if k[1] <= 4096 else (1.1 if k[1] >= 65536 else None)
+        mark = f"  <- above the goal {goal}" if goal and ratio > goal else ""
+    misses += bool(mark)
+    print(f"{k[0]:<15} {k[2]:<9} {k[1]:>9} {statistics.median(a):>16.3f} {statistics.median(b):>15.3f} {ratio:>7.3f}{mark}")
+print(f"{len(keys)} rows, {misses} outside the goal")
 PY
+}
+
+if [ "$what" = all ] || [ "$what" = collectives ]; then
+  echo
+  echo "== collectives: scalebench run / independent C reference (csrc/ref_collectives.c), 2 ranks, $rounds alternating pairs"
+  for r in $(seq "$rounds"); do
+    mpirun -np 2 "$sb" run -q --out "$work/sb-$r" -w allreduce,allgather,broadcast,reduce_scatter,alltoall \
+      --dtype f32 --op sum --in-place no --timing isolated,pipelined --sizes 8B:4MiB:x2 > /dev/null
+    mpirun -np 2 "$work/ref_collectives" > "$work/ref-$r.txt"
+  done
+  median_table collectives
+fi
+
+if [ "$what" = all ] || [ "$what" = hybrid ]; then
+  echo
+  echo "== allreduce latency: hybrid (1 rank x 2 worker threads) / pure (2 ranks), isolated, --binding core, $rounds alternating pairs"
+  for r in $(seq "$rounds"); do
+    mpirun -np 1 --bind-to none "$sb" run -q --out "$work/hyb-$r" -w allreduce --dtype f32 --op sum --in-place no \
+      --timing isolated --sizes 8B:4MiB:x2 --topology hybrid --devices-per-node 2 --binding core > /dev/null
+    mpirun -np 2 --bind-to none "$sb" run -q --out "$work/pure-$r" -w allreduce --dtype f32 --op sum --in-place no \
+      --timing isolated --sizes 8B:4MiB:x2 --binding core > /dev/null
+  done
+  median_table hybrid
+fi
+[ "$what" = all ] || [ "$what" = gemm ] || exit 0
 
 echo
 echo "== GEMM: scalebench matmul / numpy (OpenBLAS), GFLOP/s"

@@ -30,6 +30,7 @@ fn main() {
         },
         check_iters: 1,
         gemm: Default::default(),
+        buffer_offset: Default::default(),
     };
     if comm.is_root() {
         println!(

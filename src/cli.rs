@@ -62,6 +62,22 @@ fn parse_sizes(s: &str) -> Result<SizeList, String> {
     parse_size_list(s).map(SizeList).map_err(|e| e.to_string())
 }
 
+fn parse_buffer_offset(s: &str) -> Result<crate::backend::BufferOffset, String> {
+    let num = |v: &str| {
+        v.trim().parse::<u64>().map_err(|_| {
+            format!("`{v}` is not a number of bytes: give BYTES or SEND,RECV, e.g. 0,16")
+        })
+    };
+    let (send, recv) = match s.split_once(',') {
+        Some((a, b)) => (num(a)?, num(b)?),
+        None => (num(s)?, num(s)?),
+    };
+    Ok(crate::backend::BufferOffset {
+        send_bytes: send,
+        recv_bytes: recv,
+    })
+}
+
 #[derive(Debug, Clone, Args)]
 pub struct PlanArgs {
     /// The sweep spec (TOML; see examples/).
@@ -295,6 +311,12 @@ pub struct RunArgs {
     #[arg(short = 'c', long, default_value_t = 1)]
     pub check: u32,
 
+    /// Start benchmark buffers BYTES after a page boundary (default: page-aligned, as OSU);
+    /// `SEND,RECV` gives send and receive buffers different offsets (e.g. `0,16` provokes 4K
+    /// aliasing). A multiple of the element size, below the page size; CPU backend.
+    #[arg(long, value_name = "BYTES[,BYTES]", value_parser = parse_buffer_offset, default_value = "0")]
+    pub buffer_offset: crate::backend::BufferOffset,
+
     /// Output directory (default: results/<UTC timestamp>). No short form: `-o` is --op.
     #[arg(long)]
     pub out: Option<PathBuf>,
@@ -362,7 +384,7 @@ pub struct RunArgs {
     #[arg(long, hide = true)]
     pub launch_id: Option<String>,
 
-    /// Test-only fault injection: corrupt, fail, hang or crash (see `workload::Fault`).
+    /// Test-only fault injection: corrupt, fail, hang, crash or cold (see `workload::Fault`).
     #[arg(long, hide = true)]
     pub fault: Option<String>,
 }

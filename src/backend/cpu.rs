@@ -4,20 +4,24 @@
 //! Pure MPI (one device per rank): every collective is one MPI call on the rank's buffers, in
 //! place through `MPI_IN_PLACE` or out of place.
 //!
-//! Hybrid (one rank per node driving G devices): each device is a worker thread, bound to its
-//! own CPUs, that owns its buffers (allocated by the worker, so first touch places them near
-//! it). Collectives are hierarchical: the workers combine their buffers in shared memory (in
-//! parallel, each on its slice), the rank runs one MPI collective among node leaders, and the
-//! workers copy the result into their own buffers. MPI is only called from the main thread
-//! (MPI_THREAD_FUNNELED).
+//! Hybrid (one rank per node driving G devices): each device is a worker of a [`Team`]: the
+//! rank's own thread is worker 0, the others are persistent threads, each bound to its device's
+//! CPUs and owning its buffers (allocated and zeroed by the worker, so first touch places them
+//! near it; the node-level scratch is touched page-part by page-part by all workers).
+//! Collectives are hierarchical, one team job each: the workers combine their buffers in shared
+//! memory (in parallel, each on its chunk), worker 0 runs one MPI collective among node leaders,
+//! and the workers copy the result into their own buffers; phases are separated by a spinning
+//! barrier, so no thread-pool hand-off sits on the timed path. MPI is only called from the main
+//! thread (MPI_THREAD_FUNNELED). GEMMs run on a rayon pool bound the same way.
 
 #[path = "cpu_overlap.rs"]
 mod overlap;
 
 use super::gemm::{self as providers, CblasScalar, GemmEngine};
+use super::team::{Team, SPIN};
 use super::{
-    Backend, BackendError, BackendResult, CollectiveCall, DevicePlan, Element, GemmBatch, HostBuf,
-    OverlapSettings,
+    alignment_policy, Backend, BackendError, BackendResult, BufferOffset, CollectiveCall,
+    DevicePlan, Element, GemmBatch, HostBuf, OverlapSettings,
 };
 use crate::comm::raw::{self, Src};
 use crate::params::{BackendKind, CaseParams, Dtype, ReduceOp, Workload};
@@ -32,23 +36,35 @@ use std::time::Instant;
 /// Element arithmetic for local reductions (integers wrap: timing loops repeat in-place sums
 /// until values overflow, which must not panic).
 trait Arith: Element + Default {
-    fn combine(op: ReduceOp) -> fn(Self, Self) -> Self;
     fn div_devices(self, n: u32) -> Self;
+
+    /// d[i] = op(d[i], s[i]). The operator is chosen once, outside the loop, so each loop is
+    /// a plain element-wise operation the compiler can vectorise (a function pointer called
+    /// per element keeps it scalar).
+    fn fold_slice(op: ReduceOp, d: &mut [Self], s: &[Self]);
+}
+
+/// d[i] = f(d[i], s[i]), inlined for each operator.
+#[inline(always)]
+fn zip_with<T: Copy>(d: &mut [T], s: &[T], f: impl Fn(T, T) -> T) {
+    for (x, y) in d.iter_mut().zip(s) {
+        *x = f(*x, *y);
+    }
 }
 
 macro_rules! float_arith {
     ($t:ty) => {
         impl Arith for $t {
-            fn combine(op: ReduceOp) -> fn($t, $t) -> $t {
-                match op {
-                    ReduceOp::Sum | ReduceOp::Avg => |a, b| a + b,
-                    ReduceOp::Prod => |a, b| a * b,
-                    ReduceOp::Min => |a: $t, b| a.min(b),
-                    ReduceOp::Max => |a: $t, b| a.max(b),
-                }
-            }
             fn div_devices(self, n: u32) -> $t {
                 self / n as $t
+            }
+            fn fold_slice(op: ReduceOp, d: &mut [$t], s: &[$t]) {
+                match op {
+                    ReduceOp::Sum | ReduceOp::Avg => zip_with(d, s, |a, b| a + b),
+                    ReduceOp::Prod => zip_with(d, s, |a, b| a * b),
+                    ReduceOp::Min => zip_with(d, s, |a: $t, b| a.min(b)),
+                    ReduceOp::Max => zip_with(d, s, |a: $t, b| a.max(b)),
+                }
             }
         }
     };
@@ -57,55 +73,116 @@ float_arith!(f32);
 float_arith!(f64);
 
 impl Arith for i32 {
-    fn combine(op: ReduceOp) -> fn(i32, i32) -> i32 {
-        match op {
-            ReduceOp::Sum | ReduceOp::Avg => i32::wrapping_add,
-            ReduceOp::Prod => i32::wrapping_mul,
-            ReduceOp::Min => |a, b| a.min(b),
-            ReduceOp::Max => |a, b| a.max(b),
-        }
-    }
     fn div_devices(self, n: u32) -> i32 {
         self / n as i32
+    }
+    fn fold_slice(op: ReduceOp, d: &mut [i32], s: &[i32]) {
+        match op {
+            ReduceOp::Sum | ReduceOp::Avg => zip_with(d, s, i32::wrapping_add),
+            ReduceOp::Prod => zip_with(d, s, i32::wrapping_mul),
+            ReduceOp::Min => zip_with(d, s, |a: i32, b| a.min(b)),
+            ReduceOp::Max => zip_with(d, s, |a: i32, b| a.max(b)),
+        }
     }
 }
 
 /// A raw pointer that worker threads may share; every use touches a range no other thread
-/// touches in the same phase (phases are separated by the pool's broadcast barrier).
+/// touches in the same phase (phases are separated by the team's barrier).
 #[derive(Clone, Copy)]
 struct SyncPtr<T>(*mut T);
 // SAFETY: see the type's doc: disjoint ranges per thread and phase.
 unsafe impl<T> Send for SyncPtr<T> {}
 unsafe impl<T> Sync for SyncPtr<T> {}
 
+/// A buffer that only one worker of a team job uses exclusively (worker 0, for MPI), in a
+/// phase where no other worker touches it.
+struct Excl<T>(*mut T);
+// SAFETY: see the type's doc.
+unsafe impl<T> Send for Excl<T> {}
+unsafe impl<T> Sync for Excl<T> {}
+
+impl<T> Excl<T> {
+    fn new(t: &mut T) -> Self {
+        Excl(t)
+    }
+    /// # Safety
+    /// No other reference to the value is used while the returned one lives.
+    #[allow(clippy::mut_from_ref)]
+    unsafe fn get(&self) -> &mut T {
+        &mut *self.0
+    }
+}
+
+/// The rank's communicator inside a team job: used by worker 0 only (MPI_THREAD_FUNNELED).
+struct LeaderComm(mpi::ffi::MPI_Comm);
+// SAFETY: see the type's doc.
+unsafe impl Sync for LeaderComm {}
+
+impl LeaderComm {
+    fn get(&self) -> mpi::ffi::MPI_Comm {
+        self.0
+    }
+}
+
 fn typed<T: Element>(b: &HostBuf) -> SyncPtr<T> {
     assert_eq!(b.dtype(), T::DTYPE, "buffer of the wrong dtype");
     SyncPtr(b.as_ptr() as *mut T)
 }
 
-/// The slice of `0..len` worker `w` of `g` handles.
+/// The slice of `0..len` worker `w` of `g` handles: boundaries on 64-element multiples, so
+/// workers never write the same cache line (small messages fall to the first workers).
 fn chunk(len: usize, g: usize, w: usize) -> Range<usize> {
-    len * w / g..len * (w + 1) / g
+    const LINE: usize = 64;
+    let lines = len.div_ceil(LINE);
+    let at = |i: usize| (lines * i / g * LINE).min(len);
+    at(w)..at(w + 1)
 }
 
 /// dst[r] = fold(op, srcs[..][r]).
 ///
 /// # Safety
-/// Every pointer must be valid for `r`, and `dst[r]` not aliased by another thread.
+/// As [`fold_into`].
+#[cfg(test)]
 unsafe fn reduce_range<T: Arith>(
     dst: SyncPtr<T>,
     srcs: &[SyncPtr<T>],
     r: Range<usize>,
     op: ReduceOp,
 ) {
-    let f = T::combine(op);
-    let d = std::slice::from_raw_parts_mut(dst.0.add(r.start), r.len());
-    d.copy_from_slice(std::slice::from_raw_parts(srcs[0].0.add(r.start), r.len()));
+    fold_into(dst, r.start, srcs, r.start, r.len(), op)
+}
+
+/// dst[at..at+len] = fold(op, srcs[..][from..from+len]). The destination may be the first
+/// source's range itself (in place), never another source's.
+///
+/// # Safety
+/// Every range valid; the destination range not used by another thread meanwhile.
+unsafe fn fold_into<T: Arith>(
+    dst: SyncPtr<T>,
+    at: usize,
+    srcs: &[SyncPtr<T>],
+    from: usize,
+    len: usize,
+    op: ReduceOp,
+) {
+    let d = dst.0.add(at);
+    let first = srcs[0].0.add(from);
+    if !std::ptr::eq(d, first) {
+        std::ptr::copy_nonoverlapping(first, d, len);
+    }
+    let d = std::slice::from_raw_parts_mut(d, len);
     for s in &srcs[1..] {
-        let s = std::slice::from_raw_parts(s.0.add(r.start), r.len());
-        for (x, y) in d.iter_mut().zip(s) {
-            *x = f(*x, *y);
-        }
+        T::fold_slice(op, d, std::slice::from_raw_parts(s.0.add(from), len));
+    }
+}
+
+/// dst[r] /= n (the `avg` operator after a sum).
+///
+/// # Safety
+/// The range valid and not used by another thread meanwhile.
+unsafe fn divide_range<T: Arith>(dst: SyncPtr<T>, r: Range<usize>, n: u32) {
+    for x in std::slice::from_raw_parts_mut(dst.0.add(r.start), r.len()) {
+        *x = x.div_devices(n);
     }
 }
 
@@ -121,7 +198,10 @@ unsafe fn copy_range<T: Arith>(
     len: usize,
     avg: Option<u32>,
 ) {
-    if std::ptr::eq(dst.0.add(at), src.0.add(from)) && avg.is_none() {
+    if std::ptr::eq(dst.0.add(at), src.0.add(from)) {
+        if let Some(n) = avg {
+            divide_range(dst, at..at + len, n);
+        }
         return;
     }
     let d = std::slice::from_raw_parts_mut(dst.0.add(at), len);
@@ -161,11 +241,13 @@ pub struct CpuBackend {
     size: u32,
     g: usize,
     cfg: DevicePlan,
-    /// Hybrid: one thread per device.
+    /// Hybrid: one GEMM thread per device.
     workers: Option<rayon::ThreadPool>,
     /// The GEMM provider (`None`: this launch runs no GEMM).
     gemm: Option<GemmEngine>,
     gemm_provenance: Option<GemmProvenance>,
+    /// Hybrid: one collective worker per device (worker 0 is the rank's thread).
+    team: Option<Team>,
     /// Node-level buffers for hierarchical collectives, reused across calls.
     scratch: [Option<HostBuf>; 2],
     epoch: Instant,
@@ -176,11 +258,20 @@ pub struct CpuBackend {
     overlap: overlap::State,
 }
 
-fn ensure(slot: &mut Option<HostBuf>, dtype: Dtype, len: usize) -> BackendResult<&mut HostBuf> {
+/// The scratch buffer in `slot`, grown to `len` elements if needed (each worker first touches
+/// its share of the pages).
+fn ensure<'a>(
+    slot: &'a mut Option<HostBuf>,
+    dtype: Dtype,
+    len: usize,
+    team: &Team,
+) -> BackendResult<&'a mut HostBuf> {
     let fits = matches!(slot, Some(b) if b.dtype() == dtype && b.len() >= len);
     if !fits {
         *slot = None;
-        *slot = Some(HostBuf::zeros(dtype, len)?);
+        *slot = Some(HostBuf::zeros_in_parts(dtype, len, team.size(), |zero| {
+            team.run(&|w, _| zero(w))
+        })?);
     }
     Ok(slot.as_mut().expect("just filled"))
 }
@@ -192,11 +283,26 @@ impl CpuBackend {
         let comm = world.duplicate();
         let g = cfg.devices_per_rank.max(1);
         let mut warnings = Vec::new();
+        let team = if g > 1 {
+            let cpus = cfg.worker_cpus.clone();
+            let team = Team::start(g, SPIN, move |w| {
+                if let Some(Some(set)) = cpus.get(w) {
+                    // A failure shows up in the read-back below.
+                    let _ = affinity::bind_current_thread(set);
+                }
+            })
+            .map_err(|e| {
+                BackendError::Device(format!("could not start {g} worker threads: {e}"))
+            })?;
+            Some(team)
+        } else {
+            None
+        };
         let workers = if g > 1 {
             let cpus = cfg.worker_cpus.clone();
             let pool = rayon::ThreadPoolBuilder::new()
                 .num_threads(g)
-                .thread_name(|i| format!("scalebench-dev{i}"))
+                .thread_name(|i| format!("scalebench-gemm-dev{i}"))
                 .start_handler(move |i| {
                     if let Some(Some(set)) = cpus.get(i) {
                         // A failure shows up in the read-back below.
@@ -239,6 +345,7 @@ impl CpuBackend {
             workers,
             gemm,
             gemm_provenance,
+            team,
             scratch: [None, None],
             epoch,
             resolution_s,
@@ -264,8 +371,8 @@ impl CpuBackend {
 
     /// CPUs in force for each local device's thread, read back from the OS.
     pub fn worker_affinity(&self) -> Vec<Vec<u32>> {
-        match &self.workers {
-            Some(pool) => pool.broadcast(|_| affinity::current_thread_cpus().unwrap_or_default()),
+        match &self.team {
+            Some(team) => team.map(|_| affinity::current_thread_cpus().unwrap_or_default()),
             None => vec![affinity::current_thread_cpus().unwrap_or_default()],
         }
     }
@@ -345,7 +452,10 @@ impl CpuBackend {
         Ok(())
     }
 
-    /// Hybrid: workers combine in shared memory, leaders run MPI, workers copy out.
+    /// Hybrid: one team job per collective. Workers combine in shared memory, each on its own
+    /// chunk; worker 0 (this thread) runs the MPI collective among node leaders between two
+    /// barriers; workers copy the result into their own buffers. On one rank there is nothing
+    /// to exchange, so the MPI step and its barriers are left out.
     fn hierarchical<T: Arith>(
         &mut self,
         call: &CollectiveCall,
@@ -355,15 +465,18 @@ impl CpuBackend {
         let g = self.g;
         let size = self.size as usize;
         let rank = self.rank as usize;
-        let comm = self.comm.as_raw();
-        let pool = self.workers.as_ref().expect("hybrid mode has workers");
+        let mpi_comm = LeaderComm(self.comm.as_raw());
+        let team = self.team.as_ref().expect("hybrid mode has a team");
         let [s0, s1] = &mut self.scratch;
         let n = call.devices as usize;
+        let dtype = call.dtype;
         let op = call.op.unwrap_or(ReduceOp::Sum);
         let avg = (call.op == Some(ReduceOp::Avg)).then_some(call.devices);
+        let multi = size > 1;
+        let in_place = call.in_place;
         let srcs: Vec<SyncPtr<T>> = (0..g)
             .map(|w| {
-                if call.in_place {
+                if in_place {
                     typed(&recv[w])
                 } else {
                     typed(&send[w])
@@ -371,150 +484,209 @@ impl CpuBackend {
             })
             .collect();
         let dsts: Vec<SyncPtr<T>> = recv.iter().map(typed).collect();
-        // SAFETY (all phases below): each worker writes only its own chunk of the scratch
-        // buffer or its own device buffer; sources are only read; phases are separated by the
-        // pool's broadcast, which returns after every worker finished.
+        let recv_bufs: Vec<Excl<HostBuf>> = recv.iter_mut().map(Excl::new).collect();
+        // SAFETY (every job below): in each phase a worker writes only ranges no other worker
+        // reads or writes in that phase (its chunk, or its own buffer); phases are separated by
+        // the team's barrier; only worker 0 touches a buffer through `Excl` (for MPI), between
+        // barriers.
         match call.workload {
             Workload::Allreduce => {
                 let len = call.send_count;
-                let s = ensure(s0, call.dtype, len)?;
-                let sp = typed::<T>(s);
-                pool.broadcast(|c| unsafe {
-                    reduce_range(sp, &srcs, chunk(len, g, c.index()), op)
+                // Worker w owns chunk w: folds it into device 0's buffer, and after the leaders'
+                // exchange, copies it to every other device's buffer.
+                team.run(&|w, t| unsafe {
+                    let r = chunk(len, g, w);
+                    fold_into(dsts[0], r.start, &srcs, r.start, r.len(), op);
+                    if multi {
+                        t.barrier();
+                        if w == 0 {
+                            raw::allreduce(
+                                mpi_comm.get(),
+                                Src::InPlace,
+                                recv_bufs[0].get(),
+                                len,
+                                op,
+                            );
+                        }
+                        t.barrier();
+                    }
+                    if let Some(k) = avg {
+                        divide_range(dsts[0], r.clone(), k);
+                    }
+                    for d in &dsts[1..] {
+                        copy_range(*d, r.start, dsts[0], r.start, r.len(), None);
+                    }
                 });
-                raw::allreduce(comm, Src::InPlace, s, len, op);
-                pool.broadcast(|c| unsafe { copy_range(dsts[c.index()], 0, sp, 0, len, avg) });
             }
             Workload::Reduce => {
                 let len = call.send_count;
                 let root = call.root.unwrap_or(0) as usize;
                 let (root_rank, root_w) = (root / g, root % g);
-                let s = ensure(s0, call.dtype, len)?;
+                let here = rank == root_rank;
+                let s = ensure(s0, dtype, len, team)?;
                 let sp = typed::<T>(s);
-                pool.broadcast(|c| unsafe {
-                    reduce_range(sp, &srcs, chunk(len, g, c.index()), op)
+                let sb = Excl::new(s);
+                team.run(&|w, t| unsafe {
+                    let r = chunk(len, g, w);
+                    fold_into(sp, r.start, &srcs, r.start, r.len(), op);
+                    if multi {
+                        t.barrier();
+                        if w == 0 {
+                            let (out, src) = if here {
+                                (Some(&mut *sb.get()), Src::InPlace)
+                            } else {
+                                (None, Src::Buf(&*sb.get()))
+                            };
+                            raw::reduce(mpi_comm.get(), src, out, dtype, len, op, root_rank as i32);
+                        }
+                        if here {
+                            t.barrier();
+                        }
+                    }
+                    if here {
+                        copy_range(dsts[root_w], r.start, sp, r.start, r.len(), avg);
+                    }
                 });
-                if rank == root_rank {
-                    raw::reduce(
-                        comm,
-                        Src::InPlace,
-                        Some(s),
-                        call.dtype,
-                        len,
-                        op,
-                        root_rank as i32,
-                    );
-                    // SAFETY: one thread; the root device's buffer holds len elements.
-                    unsafe { copy_range(dsts[root_w], 0, sp, 0, len, avg) };
-                } else {
-                    raw::reduce(
-                        comm,
-                        Src::Buf(s),
-                        None,
-                        call.dtype,
-                        len,
-                        op,
-                        root_rank as i32,
-                    );
-                }
             }
             Workload::Broadcast => {
                 let len = call.send_count;
                 let root = call.root.unwrap_or(0) as usize;
                 let (root_rank, root_w) = (root / g, root % g);
-                let from = if rank == root_rank {
-                    if !call.in_place {
-                        // SAFETY: distinct buffers of len elements.
-                        unsafe { copy_range(dsts[root_w], 0, srcs[root_w], 0, len, None) };
+                let here = rank == root_rank;
+                // Where the data lands on this rank: the root device, or device 0 elsewhere.
+                let at = if here { root_w } else { 0 };
+                team.run(&|w, t| unsafe {
+                    if here && !in_place {
+                        let r = chunk(len, g, w);
+                        copy_range(dsts[root_w], r.start, srcs[root_w], r.start, r.len(), None);
+                        t.barrier();
                     }
-                    raw::bcast(comm, &mut recv[root_w], len, root_rank as i32);
-                    dsts[root_w]
-                } else {
-                    let s = ensure(s0, call.dtype, len)?;
-                    raw::bcast(comm, s, len, root_rank as i32);
-                    typed::<T>(s)
-                };
-                let skip = (rank == root_rank).then_some(root_w);
-                pool.broadcast(|c| {
-                    if Some(c.index()) != skip {
-                        unsafe { copy_range(dsts[c.index()], 0, from, 0, len, None) }
+                    if multi {
+                        if w == 0 {
+                            raw::bcast(mpi_comm.get(), recv_bufs[at].get(), len, root_rank as i32);
+                        }
+                        t.barrier();
+                    }
+                    if w != at {
+                        copy_range(dsts[w], 0, dsts[at], 0, len, None);
                     }
                 });
             }
             Workload::Allgather => {
                 let base = call.send_count;
-                let s = ensure(s0, call.dtype, n * base)?;
-                let sp = typed::<T>(s);
-                let in_place = call.in_place;
-                pool.broadcast(|c| {
-                    let w = c.index();
-                    let d = rank * g + w;
-                    let from = if in_place { d * base } else { 0 };
-                    unsafe { copy_range(sp, d * base, srcs[w], from, base, None) }
-                });
-                raw::allgather(comm, size, Src::InPlace, s, g * base);
-                pool.broadcast(|c| unsafe {
-                    copy_range(dsts[c.index()], 0, sp, 0, n * base, None)
-                });
+                let from = |d: usize| if in_place { d * base } else { 0 };
+                if !multi {
+                    // Each worker copies every device's block into its own buffer (in place,
+                    // its own block is already there and no one writes the blocks it reads).
+                    team.run(&|w, _| unsafe {
+                        for (v, s) in srcs.iter().enumerate() {
+                            if !(in_place && v == w) {
+                                copy_range(dsts[w], v * base, *s, from(v), base, None);
+                            }
+                        }
+                    });
+                } else {
+                    let s = ensure(s0, dtype, n * base, team)?;
+                    let sp = typed::<T>(s);
+                    let sb = Excl::new(s);
+                    team.run(&|w, t| unsafe {
+                        let d = rank * g + w;
+                        copy_range(sp, d * base, srcs[w], from(d), base, None);
+                        t.barrier();
+                        if w == 0 {
+                            raw::allgather(mpi_comm.get(), size, Src::InPlace, sb.get(), g * base);
+                        }
+                        t.barrier();
+                        copy_range(dsts[w], 0, sp, 0, n * base, None);
+                    });
+                }
             }
             Workload::ReduceScatter => {
                 let base = call.recv_count;
-                let len = n * base;
-                let s = ensure(s0, call.dtype, len)?;
-                let sp = typed::<T>(s);
-                pool.broadcast(|c| unsafe {
-                    reduce_range(sp, &srcs, chunk(len, g, c.index()), op)
-                });
-                // MPI's in-place convention: this rank's g blocks land at the front.
-                raw::reduce_scatter_block(comm, size, Src::InPlace, s, g * base, op);
-                pool.broadcast(|c| unsafe {
-                    copy_range(dsts[c.index()], 0, sp, c.index() * base, base, avg)
-                });
+                if !multi && !in_place {
+                    // Worker w folds block w of every input straight into its own output.
+                    team.run(&|w, _| unsafe {
+                        fold_into(dsts[w], 0, &srcs, w * base, base, op);
+                        if let Some(k) = avg {
+                            divide_range(dsts[w], 0..base, k);
+                        }
+                    });
+                } else {
+                    let len = n * base;
+                    let s = ensure(s0, dtype, len, team)?;
+                    let sp = typed::<T>(s);
+                    let sb = Excl::new(s);
+                    team.run(&|w, t| unsafe {
+                        let r = chunk(len, g, w);
+                        fold_into(sp, r.start, &srcs, r.start, r.len(), op);
+                        t.barrier();
+                        if multi {
+                            // MPI's in-place convention: this rank's g blocks land at the front.
+                            if w == 0 {
+                                raw::reduce_scatter_block(
+                                    mpi_comm.get(),
+                                    size,
+                                    Src::InPlace,
+                                    sb.get(),
+                                    g * base,
+                                    op,
+                                );
+                            }
+                            t.barrier();
+                        }
+                        copy_range(dsts[w], 0, sp, w * base, base, avg);
+                    });
+                }
             }
             Workload::Alltoall => {
                 let base = call.recv_count / n;
-                let block = g * g * base;
-                let out = ensure(s1, call.dtype, size * block)?;
-                let op_out = typed::<T>(out);
-                let inp = ensure(s0, call.dtype, size * block)?;
-                let op_in = typed::<T>(inp);
-                // Pack: per destination rank q, blocks ordered (source worker, destination worker).
-                pool.broadcast(|c| {
-                    let w = c.index();
-                    for q in 0..size {
-                        for v in 0..g {
-                            unsafe {
-                                copy_range(
-                                    op_in,
-                                    q * block + (w * g + v) * base,
-                                    srcs[w],
-                                    (q * g + v) * base,
-                                    base,
-                                    None,
-                                )
+                if !multi && !in_place {
+                    // Device v takes block v of every device's input.
+                    team.run(&|v, _| unsafe {
+                        for (w, s) in srcs.iter().enumerate() {
+                            copy_range(dsts[v], w * base, *s, v * base, base, None);
+                        }
+                    });
+                } else {
+                    let block = g * g * base;
+                    let out = ensure(s1, dtype, size * block, team)?;
+                    let op_out = typed::<T>(out);
+                    let ob = Excl::new(out);
+                    let inp = ensure(s0, dtype, size * block, team)?;
+                    let op_in = typed::<T>(inp);
+                    let ib = Excl::new(inp);
+                    team.run(&|w, t| unsafe {
+                        // Pack: per destination rank q, blocks ordered (source, destination worker).
+                        for q in 0..size {
+                            for v in 0..g {
+                                let at = q * block + (w * g + v) * base;
+                                copy_range(op_in, at, srcs[w], (q * g + v) * base, base, None);
                             }
                         }
-                    }
-                });
-                raw::alltoall(comm, size, Src::Buf(inp), out, block);
-                // Unpack: device v takes from every (rank q, worker w) the block meant for it.
-                pool.broadcast(|c| {
-                    let v = c.index();
-                    for q in 0..size {
-                        for w in 0..g {
-                            unsafe {
-                                copy_range(
-                                    dsts[v],
-                                    (q * g + w) * base,
-                                    op_out,
-                                    q * block + (w * g + v) * base,
-                                    base,
-                                    None,
-                                )
+                        t.barrier();
+                        if multi {
+                            if w == 0 {
+                                raw::alltoall(
+                                    mpi_comm.get(),
+                                    size,
+                                    Src::Buf(&*ib.get()),
+                                    ob.get(),
+                                    block,
+                                );
+                            }
+                            t.barrier();
+                        }
+                        // On one rank the packed input is already the exchanged output.
+                        let got = if multi { op_out } else { op_in };
+                        // Unpack: device w takes from every (rank q, worker u) the block for it.
+                        for q in 0..size {
+                            for u in 0..g {
+                                let from = q * block + (u * g + w) * base;
+                                copy_range(dsts[w], (q * g + u) * base, got, from, base, None);
                             }
                         }
-                    }
-                });
+                    });
+                }
             }
             Workload::Matmul | Workload::BatchMatmul | Workload::DdpStep => {
                 unreachable!("not a collective")
@@ -579,7 +751,7 @@ impl Backend for CpuBackend {
             kind: BackendKind::Cpu,
             detail: format!(
                 "MPI collectives on host buffers ({}); GEMM: {gemm}, {} thread(s) per device; {} device(s) per rank{}",
-                if self.g > 1 { "hierarchical: shared-memory combine among worker threads, MPI among node leaders" } else { "one MPI call per collective" },
+                if self.g > 1 { "hierarchical: shared-memory combine among persistent bound worker threads with a spin-then-park barrier, MPI among node leaders" } else { "one MPI call per collective" },
                 self.cfg.threads_per_device.max(1),
                 self.g,
                 if self.g > 1 { " as worker threads" } else { "" }
@@ -648,17 +820,40 @@ impl Backend for CpuBackend {
     }
 
     fn alloc(&mut self, dev: usize, dtype: Dtype, count: usize) -> BackendResult<HostBuf> {
-        match &self.workers {
+        self.alloc_at(dev, dtype, count, 0)
+    }
+
+    fn alloc_at(
+        &mut self,
+        dev: usize,
+        dtype: Dtype,
+        count: usize,
+        offset_bytes: u64,
+    ) -> BackendResult<HostBuf> {
+        let offset = offset_bytes as usize;
+        match &self.team {
             // Allocate and zero on the device's own thread (first touch → its NUMA node).
-            Some(pool) => pool
-                .broadcast(|c| (c.index() == dev).then(|| HostBuf::zeros(dtype, count)))
+            Some(team) => team
+                .map(|w| (w == dev).then(|| HostBuf::zeros_at(dtype, count, offset)))
                 .into_iter()
                 .flatten()
                 .next()
-                .expect("device index within the pool")
+                .expect("device index within the team")
                 .map_err(Into::into),
-            None => Ok(HostBuf::zeros(dtype, count)?),
+            None => Ok(HostBuf::zeros_at(dtype, count, offset)?),
         }
+    }
+
+    fn page_offset_bytes(&self, buf: &HostBuf) -> Option<u64> {
+        Some(buf.page_offset_bytes() as u64)
+    }
+
+    fn buffer_policy(&self, offset: BufferOffset) -> Option<String> {
+        let mut p = alignment_policy(offset.send_bytes as usize, offset.recv_bytes as usize);
+        if self.g > 1 {
+            p.push_str("; hybrid node scratch: page-aligned, each worker touching its share");
+        }
+        Some(p)
     }
 
     fn upload(&mut self, _dev: usize, buf: &mut HostBuf, host: &HostBuf) -> BackendResult<()> {
@@ -773,15 +968,19 @@ mod tests {
 
     #[test]
     fn chunks_partition_the_range() {
-        for (len, g) in [(10, 3), (2, 4), (0, 2), (1000, 7)] {
+        for (len, g) in [(10, 3), (2, 4), (0, 2), (1000, 7), (1 << 20, 3)] {
             let mut next = 0;
             for w in 0..g {
                 let r = chunk(len, g, w);
                 assert_eq!(r.start, next);
+                assert!(r.start % 64 == 0 || r.is_empty(), "{len} {g} {r:?}");
                 next = r.end;
             }
             assert_eq!(next, len);
         }
+        // Large messages are shared evenly (within a line of elements).
+        let r = chunk(1 << 20, 3, 1);
+        assert!(r.len().abs_diff((1 << 20) / 3) <= 64, "{r:?}");
     }
 
     #[test]
@@ -807,7 +1006,25 @@ mod tests {
             "integer avg truncates like MPI users expect"
         );
         // integer overflow wraps instead of panicking
-        assert_eq!(<i32 as Arith>::combine(ReduceOp::Prod)(i32::MAX, 2), -2);
+        let mut d = [i32::MAX, 7];
+        <i32 as Arith>::fold_slice(ReduceOp::Prod, &mut d, &[2, 3]);
+        assert_eq!(d, [-2, 21]);
+        // every operator, float and integer, against the scalar definition
+        for op in [ReduceOp::Sum, ReduceOp::Prod, ReduceOp::Min, ReduceOp::Max] {
+            let a: Vec<f64> = (0..131).map(|i| (i % 7) as f64 - 3.0).collect();
+            let b: Vec<f64> = (0..131).map(|i| (i % 5) as f64 - 2.0).collect();
+            let mut d = a.clone();
+            <f64 as Arith>::fold_slice(op, &mut d, &b);
+            for i in 0..131 {
+                let want = match op {
+                    ReduceOp::Sum => a[i] + b[i],
+                    ReduceOp::Prod => a[i] * b[i],
+                    ReduceOp::Min => a[i].min(b[i]),
+                    _ => a[i].max(b[i]),
+                };
+                assert_eq!(d[i], want, "{op:?} at {i}");
+            }
+        }
     }
 
     #[test]

@@ -20,9 +20,7 @@
 //! into a node buffer (shared memory, each on its slice), the node buffer is all-reduced
 //! non-blockingly among node leaders, and at wait the workers copy the result back.
 
-use super::{
-    chunk, copy_range, divide, reduce_range, typed, Arith, CblasScalar, CpuBackend, SyncPtr,
-};
+use super::{chunk, copy_range, divide, fold_into, typed, Arith, CblasScalar, CpuBackend, SyncPtr};
 use crate::backend::{
     BackendError, BackendResult, CollectiveCall, GemmBatch, HostBuf, OverlapSettings,
 };
@@ -233,7 +231,10 @@ fn sum_into_node<T: Arith>(
     let op = call.op.unwrap_or(ReduceOp::Sum);
     let pool = b.workers.as_ref().expect("hybrid mode has workers");
     // SAFETY: each worker writes only its own slice of the node buffer; sources are read.
-    pool.broadcast(|c| unsafe { reduce_range(dst, &srcs, chunk(len, g, c.index()), op) });
+    pool.broadcast(|c| unsafe {
+        let r = chunk(len, g, c.index());
+        fold_into(dst, r.start, &srcs, r.start, r.len(), op)
+    });
 }
 
 fn copy_from_node<T: Arith>(

@@ -1,16 +1,137 @@
 //! Typed host buffers: what workloads fill and validate, and what the CPU backend computes on.
+//!
+//! Every buffer is page-aligned (plus an optional offset, `--buffer-offset`) and zeroed, so
+//! first touched, by the thread that allocates it, as OSU allocates its buffers. Why: `Vec`s
+//! carved back to back from the heap often sit 16 bytes apart modulo 4096, and on CPUs with
+//! fast-string copies (ERMS/FSRM) glibc's `memcpy` and MPI's local copies then run ~15× slower
+//! (4K aliasing), so a number would depend on malloc history instead of the machine.
 
 use crate::params::Dtype;
 use half::{bf16, f16};
+use std::alloc::Layout;
+use std::ptr::NonNull;
+use std::sync::OnceLock;
 
-/// A host buffer of one element type.
-#[derive(Debug, Clone, PartialEq)]
-pub enum HostBuf {
-    F32(Vec<f32>),
-    F64(Vec<f64>),
-    I32(Vec<i32>),
-    F16(Vec<f16>),
-    Bf16(Vec<bf16>),
+/// The OS page size, bytes (what every buffer is aligned to).
+pub fn page_size_bytes() -> usize {
+    static PAGE: OnceLock<usize> = OnceLock::new();
+    *PAGE.get_or_init(|| {
+        // SAFETY: sysconf has no memory effects.
+        let p = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+        if p > 0 && (p as usize).is_power_of_two() {
+            p as usize
+        } else {
+            4096
+        }
+    })
+}
+
+/// How benchmark buffers are placed, for provenance.
+pub fn alignment_policy(send_offset_bytes: usize, recv_offset_bytes: usize) -> String {
+    format!(
+        "page-aligned ({} B pages) + offset {send_offset_bytes} B (send) / {recv_offset_bytes} B (receive, in-place); zeroed (first touched) by the thread that uses it",
+        page_size_bytes()
+    )
+}
+
+/// One page-aligned allocation; the buffer starts `offset` bytes into it.
+struct AlignedMem {
+    base: NonNull<u8>,
+    layout: Layout,
+    offset: usize,
+}
+
+// SAFETY: AlignedMem owns its allocation like a Box<[u8]>; no thread-local state.
+unsafe impl Send for AlignedMem {}
+unsafe impl Sync for AlignedMem {}
+
+impl AlignedMem {
+    /// `offset + bytes` bytes, page-aligned, zeroed by the calling thread (None when short of
+    /// memory or the size overflows).
+    fn zeroed(bytes: usize, offset: usize) -> Option<AlignedMem> {
+        let total = bytes.checked_add(offset)?.max(1);
+        let layout = Layout::from_size_align(total, page_size_bytes()).ok()?;
+        // SAFETY: the layout has a non-zero size. alloc_zeroed with a page alignment is
+        // posix_memalign + memset here, so the pages are touched now, by this thread.
+        let base = NonNull::new(unsafe { std::alloc::alloc_zeroed(layout) })?;
+        Some(AlignedMem {
+            base,
+            layout,
+            offset,
+        })
+    }
+
+    /// Like [`AlignedMem::zeroed`] but uninitialised: the caller must write every byte.
+    fn uninit(bytes: usize, offset: usize) -> Option<AlignedMem> {
+        let total = bytes.checked_add(offset)?.max(1);
+        let layout = Layout::from_size_align(total, page_size_bytes()).ok()?;
+        // SAFETY: the layout has a non-zero size.
+        let base = NonNull::new(unsafe { std::alloc::alloc(layout) })?;
+        Some(AlignedMem {
+            base,
+            layout,
+            offset,
+        })
+    }
+
+    fn ptr(&self) -> *mut u8 {
+        // SAFETY: offset < layout.size() (or both 0 with a 1-byte allocation).
+        unsafe { self.base.as_ptr().add(self.offset) }
+    }
+}
+
+impl Drop for AlignedMem {
+    fn drop(&mut self) {
+        // SAFETY: allocated with this layout by std::alloc::alloc_zeroed.
+        unsafe { std::alloc::dealloc(self.base.as_ptr(), self.layout) }
+    }
+}
+
+/// A host buffer of one element type, page-aligned plus an offset.
+pub struct HostBuf {
+    dtype: Dtype,
+    len: usize,
+    mem: AlignedMem,
+}
+
+impl Clone for HostBuf {
+    /// A copy with the same offset, first touched by the cloning thread.
+    fn clone(&self) -> Self {
+        let mut b = HostBuf::zeros_at(self.dtype, self.len, self.mem.offset)
+            .unwrap_or_else(|e| panic!("cloning a host buffer: {e}"));
+        b.copy_from(0, self, 0, self.len);
+        b
+    }
+}
+
+impl PartialEq for HostBuf {
+    /// Same dtype, length and elements (floats compare as floats: NaN ≠ NaN).
+    fn eq(&self, other: &Self) -> bool {
+        fn same<T: Element>(a: &HostBuf, b: &HostBuf) -> bool {
+            a.slice::<T>() == b.slice::<T>()
+        }
+        self.dtype == other.dtype
+            && self.len == other.len
+            && match self.dtype {
+                Dtype::F32 => same::<f32>(self, other),
+                Dtype::F64 => same::<f64>(self, other),
+                Dtype::I32 => same::<i32>(self, other),
+                Dtype::F16 => same::<f16>(self, other),
+                Dtype::Bf16 => same::<bf16>(self, other),
+            }
+    }
+}
+
+impl std::fmt::Debug for HostBuf {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let head: Vec<f64> = (0..self.len.min(8)).map(|i| self.get(i)).collect();
+        f.debug_struct("HostBuf")
+            .field("dtype", &self.dtype)
+            .field("len", &self.len)
+            .field("page_offset_bytes", &self.page_offset_bytes())
+            .field("head", &head)
+            .finish()
+    }
 }
 
 /// Conversion between element types and `f64`, in which all validation values are exact.
@@ -42,49 +163,114 @@ element!(i32, I32, |v| v as i32, |s| f64::from(s));
 element!(f16, F16, |v| f16::from_f64(v), |s| s.to_f64());
 element!(bf16, Bf16, |v| bf16::from_f64(v), |s| s.to_f64());
 
-/// Applies a generic expression to the typed vector inside a [`HostBuf`].
-#[macro_export]
-macro_rules! with_host_vec {
-    ($buf:expr, |$v:ident| $body:expr) => {
-        match $buf {
-            $crate::backend::HostBuf::F32($v) => $body,
-            $crate::backend::HostBuf::F64($v) => $body,
-            $crate::backend::HostBuf::I32($v) => $body,
-            $crate::backend::HostBuf::F16($v) => $body,
-            $crate::backend::HostBuf::Bf16($v) => $body,
+/// Runs a generic function on the buffer's element type: `typed!(dtype, f, args...)` calls
+/// `f::<T>(args...)`.
+macro_rules! typed {
+    ($dtype:expr, $f:ident, $($arg:expr),*) => {
+        match $dtype {
+            Dtype::F32 => $f::<f32>($($arg),*),
+            Dtype::F64 => $f::<f64>($($arg),*),
+            Dtype::I32 => $f::<i32>($($arg),*),
+            Dtype::F16 => $f::<f16>($($arg),*),
+            Dtype::Bf16 => $f::<bf16>($($arg),*),
         }
     };
 }
 
-/// A host allocation failed (the message names the size).
+/// A host allocation failed or was asked for an impossible placement.
 #[derive(Debug, Clone, thiserror::Error)]
-#[error("could not allocate {bytes} bytes of host memory for {count} {dtype} elements")]
-pub struct AllocError {
-    pub bytes: u64,
-    pub count: usize,
-    pub dtype: Dtype,
-}
-
-fn zeroed<T: Element + Default>(count: usize, dtype: Dtype) -> Result<Vec<T>, AllocError> {
-    let mut v = Vec::new();
-    v.try_reserve_exact(count).map_err(|_| AllocError {
-        bytes: count as u64 * dtype.size_bytes(),
-        count,
-        dtype,
-    })?;
-    v.resize(count, T::default());
-    Ok(v)
+pub enum AllocError {
+    #[error("could not allocate {bytes} bytes of host memory for {count} {dtype} elements")]
+    OutOfMemory {
+        bytes: u64,
+        count: usize,
+        dtype: Dtype,
+    },
+    #[error("buffer offset {offset_bytes} B is not a multiple of the {dtype} element size ({elem_bytes} B): give --buffer-offset a multiple of {elem_bytes}")]
+    MisalignedOffset {
+        offset_bytes: usize,
+        dtype: Dtype,
+        elem_bytes: usize,
+    },
 }
 
 impl HostBuf {
-    /// A zero-filled buffer; fails cleanly (no abort) when memory is short.
+    /// A zero-filled, page-aligned buffer; fails cleanly (no abort) when memory is short.
     pub fn zeros(dtype: Dtype, count: usize) -> Result<HostBuf, AllocError> {
-        Ok(match dtype {
-            Dtype::F32 => HostBuf::F32(zeroed(count, dtype)?),
-            Dtype::F64 => HostBuf::F64(zeroed(count, dtype)?),
-            Dtype::I32 => HostBuf::I32(zeroed(count, dtype)?),
-            Dtype::F16 => HostBuf::F16(zeroed(count, dtype)?),
-            Dtype::Bf16 => HostBuf::Bf16(zeroed(count, dtype)?),
+        HostBuf::zeros_at(dtype, count, 0)
+    }
+
+    /// A zero-filled buffer starting `offset_bytes` after a page boundary (a multiple of the
+    /// element size), zeroed by the calling thread.
+    pub fn zeros_at(
+        dtype: Dtype,
+        count: usize,
+        offset_bytes: usize,
+    ) -> Result<HostBuf, AllocError> {
+        let elem = dtype.size_bytes() as usize;
+        if offset_bytes % elem != 0 {
+            return Err(AllocError::MisalignedOffset {
+                offset_bytes,
+                dtype,
+                elem_bytes: elem,
+            });
+        }
+        let oom = || AllocError::OutOfMemory {
+            bytes: (count as u64).saturating_mul(elem as u64),
+            count,
+            dtype,
+        };
+        let bytes = count.checked_mul(elem).ok_or_else(oom)?;
+        let mem = AlignedMem::zeroed(bytes, offset_bytes).ok_or_else(oom)?;
+        Ok(HostBuf {
+            dtype,
+            len: count,
+            mem,
+        })
+    }
+
+    /// A zeroed buffer whose parts are first touched by several threads (each part a whole
+    /// number of pages where the size allows): `touch` gets a function that zeroes part `w` of
+    /// `parts` and should call it once per part, on the thread that will use that part (the
+    /// hybrid workers). Parts it skips are zeroed by the calling thread afterwards.
+    pub fn zeros_in_parts(
+        dtype: Dtype,
+        count: usize,
+        parts: usize,
+        touch: impl FnOnce(&(dyn Fn(usize) + Sync)),
+    ) -> Result<HostBuf, AllocError> {
+        let elem = dtype.size_bytes() as usize;
+        let oom = || AllocError::OutOfMemory {
+            bytes: (count as u64).saturating_mul(elem as u64),
+            count,
+            dtype,
+        };
+        let bytes = count.checked_mul(elem).ok_or_else(oom)?;
+        let mem = AlignedMem::uninit(bytes, 0).ok_or_else(oom)?;
+        let parts = parts.max(1);
+        let page = page_size_bytes();
+        let pages = bytes.div_ceil(page);
+        let range = |w: usize| {
+            let (a, b) = (pages * w / parts * page, pages * (w + 1) / parts * page);
+            a.min(bytes)..b.min(bytes)
+        };
+        let done: Vec<std::sync::atomic::AtomicBool> =
+            (0..parts).map(|_| Default::default()).collect();
+        let base = mem.ptr() as usize;
+        let zero = |w: usize| {
+            if w < parts && !done[w].swap(true, std::sync::atomic::Ordering::AcqRel) {
+                let r = range(w);
+                // SAFETY: parts are disjoint byte ranges of the allocation and each is written
+                // by one thread only (the swap above).
+                unsafe { std::ptr::write_bytes((base + r.start) as *mut u8, 0, r.len()) };
+            }
+        };
+        touch(&zero);
+        (0..parts).for_each(zero);
+        Ok(HostBuf {
+            dtype,
+            len: count,
+            mem,
         })
     }
 
@@ -99,54 +285,80 @@ impl HostBuf {
         Ok(b)
     }
 
+    /// The elements as a typed slice.
+    ///
+    /// # Panics
+    /// If `T` is not the buffer's element type (a bug in the caller).
+    pub fn slice<T: Element>(&self) -> &[T] {
+        assert_eq!(self.dtype, T::DTYPE, "typed access with the wrong dtype");
+        // SAFETY: the allocation holds len elements of T at ptr(), which is aligned for T
+        // (page-aligned base, offset a multiple of the element size) and zero-initialised.
+        unsafe { std::slice::from_raw_parts(self.mem.ptr() as *const T, self.len) }
+    }
+
+    /// The elements as a mutable typed slice (panics like [`HostBuf::slice`]).
+    pub fn slice_mut<T: Element>(&mut self) -> &mut [T] {
+        assert_eq!(self.dtype, T::DTYPE, "typed access with the wrong dtype");
+        // SAFETY: as in `slice`, and `self` is borrowed exclusively.
+        unsafe { std::slice::from_raw_parts_mut(self.mem.ptr() as *mut T, self.len) }
+    }
+
     /// Sets elements `start..start+len` to `f(j)` for `j` in `0..len`.
     pub fn fill_range(&mut self, start: usize, len: usize, f: impl Fn(usize) -> f64) {
-        fn go<T: Element>(v: &mut [T], start: usize, len: usize, f: &dyn Fn(usize) -> f64) {
-            for (j, x) in v[start..start + len].iter_mut().enumerate() {
+        fn go<T: Element>(b: &mut HostBuf, start: usize, len: usize, f: &dyn Fn(usize) -> f64) {
+            for (j, x) in b.slice_mut::<T>()[start..start + len]
+                .iter_mut()
+                .enumerate()
+            {
                 *x = T::from_f64(f(j));
             }
         }
-        with_host_vec!(self, |v| go(v, start, len, &f))
+        typed!(self.dtype, go, self, start, len, &f)
     }
 
     pub fn dtype(&self) -> Dtype {
-        match self {
-            HostBuf::F32(_) => Dtype::F32,
-            HostBuf::F64(_) => Dtype::F64,
-            HostBuf::I32(_) => Dtype::I32,
-            HostBuf::F16(_) => Dtype::F16,
-            HostBuf::Bf16(_) => Dtype::Bf16,
-        }
+        self.dtype
     }
 
     pub fn len(&self) -> usize {
-        with_host_vec!(self, |v| v.len())
+        self.len
     }
 
     pub fn is_empty(&self) -> bool {
-        self.len() == 0
+        self.len == 0
     }
 
     pub fn byte_len(&self) -> usize {
-        self.len() * self.dtype().size_bytes() as usize
+        self.len * self.dtype.size_bytes() as usize
+    }
+
+    /// Where the buffer starts within its page, bytes (the requested offset).
+    pub fn page_offset_bytes(&self) -> usize {
+        self.mem.ptr() as usize % page_size_bytes()
     }
 
     /// Element `i` as `f64`.
     pub fn get(&self, i: usize) -> f64 {
-        with_host_vec!(self, |v| v[i].to_f64())
+        fn go<T: Element>(b: &HostBuf, i: usize) -> f64 {
+            b.slice::<T>()[i].to_f64()
+        }
+        typed!(self.dtype, go, self, i)
     }
 
     /// Sets element `i` from `f64`.
     pub fn set(&mut self, i: usize, x: f64) {
-        with_host_vec!(self, |v| v[i] = Element::from_f64(x))
+        fn go<T: Element>(b: &mut HostBuf, i: usize, x: f64) {
+            b.slice_mut::<T>()[i] = T::from_f64(x);
+        }
+        typed!(self.dtype, go, self, i, x)
     }
 
     pub fn as_ptr(&self) -> *const u8 {
-        with_host_vec!(self, |v| v.as_ptr() as *const u8)
+        self.mem.ptr()
     }
 
     pub fn as_mut_ptr(&mut self) -> *mut u8 {
-        with_host_vec!(self, |v| v.as_mut_ptr() as *mut u8)
+        self.mem.ptr()
     }
 
     /// Copies `len` elements from `src[src_at..]` into `self[dst_at..]` (same dtype).
@@ -187,6 +399,9 @@ mod tests {
             let src = HostBuf::from_fn(*d, 4, |i| 100.0 + i as f64).unwrap();
             b.copy_from(5, &src, 1, 3);
             assert_eq!((b.get(5), b.get(7), b.get(8)), (101.0, 103.0, 8.0));
+            let c = b.clone();
+            assert_eq!(c, b);
+            assert_eq!(c.page_offset_bytes(), b.page_offset_bytes());
         }
     }
 
@@ -194,5 +409,85 @@ mod tests {
     fn huge_allocation_fails_cleanly() {
         let e = HostBuf::zeros(Dtype::F64, usize::MAX / 4).unwrap_err();
         assert!(e.to_string().contains("could not allocate"), "{e}");
+    }
+
+    #[test]
+    fn every_buffer_is_page_aligned_plus_its_offset() {
+        let page = page_size_bytes();
+        assert!(page.is_power_of_two() && page >= 4096);
+        // Interleave sizes that glibc would carve back to back from one heap arena.
+        let mut keep = Vec::new();
+        for (i, count) in [1usize, 2, 3, 16, 1000, 4096, 1 << 18, 0]
+            .iter()
+            .enumerate()
+        {
+            for d in Dtype::ALL {
+                let elem = d.size_bytes() as usize;
+                for offset in [0, elem, 16 * elem, 3 * elem + 64, page - elem] {
+                    let b = HostBuf::zeros_at(*d, *count, offset).unwrap();
+                    assert_eq!(
+                        b.as_ptr() as usize % page,
+                        offset,
+                        "{d} × {count} at {offset}"
+                    );
+                    assert_eq!(b.page_offset_bytes(), offset);
+                    assert!(b.slice_mut_is_zero(), "{d} × {count}: zeroed");
+                    if i % 2 == 0 {
+                        keep.push(b);
+                    }
+                }
+            }
+        }
+        // Two buffers allocated one after the other are a whole number of pages apart.
+        let a = HostBuf::zeros(Dtype::F32, 4).unwrap();
+        let b = HostBuf::zeros(Dtype::F32, 4).unwrap();
+        assert_eq!(
+            (b.as_ptr() as usize).wrapping_sub(a.as_ptr() as usize) % page,
+            0
+        );
+    }
+
+    #[test]
+    fn parts_are_touched_by_their_threads_and_skipped_parts_zeroed() {
+        let page = page_size_bytes();
+        for (count, parts) in [(0usize, 2usize), (3, 2), (5 * page / 4, 3), (page, 4)] {
+            let touched: Vec<std::sync::Mutex<Option<std::thread::ThreadId>>> =
+                (0..parts).map(|_| Default::default()).collect();
+            let b = HostBuf::zeros_in_parts(Dtype::F32, count, parts, |zero| {
+                std::thread::scope(|s| {
+                    // The last part is left to the fallback.
+                    for (w, slot) in touched.iter().enumerate().take(parts - 1) {
+                        s.spawn(move || {
+                            zero(w);
+                            *slot.lock().unwrap() = Some(std::thread::current().id());
+                        });
+                    }
+                });
+            })
+            .unwrap();
+            assert_eq!(b.len(), count);
+            assert_eq!(b.page_offset_bytes(), 0);
+            assert!(b.slice_mut_is_zero());
+            assert!(touched[..parts - 1]
+                .iter()
+                .all(|t| t.lock().unwrap().is_some()));
+        }
+    }
+
+    #[test]
+    fn an_offset_off_the_element_grid_is_refused() {
+        let e = HostBuf::zeros_at(Dtype::F64, 8, 4).unwrap_err();
+        assert!(matches!(
+            e,
+            AllocError::MisalignedOffset { elem_bytes: 8, .. }
+        ));
+        assert!(e.to_string().contains("multiple of 8"), "{e}");
+        HostBuf::zeros_at(Dtype::F32, 8, 4).unwrap();
+    }
+
+    impl HostBuf {
+        fn slice_mut_is_zero(&self) -> bool {
+            (0..self.len).all(|i| self.get(i) == 0.0)
+        }
     }
 }

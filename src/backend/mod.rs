@@ -10,6 +10,7 @@
 //! two marks (on the CPU backend, marks are host clock readings and everything is synchronous).
 
 mod host;
+pub mod team;
 
 #[cfg(feature = "mpi")]
 pub mod cpu;
@@ -18,7 +19,7 @@ pub mod cuda;
 pub mod gemm;
 pub mod telemetry;
 
-pub use host::{AllocError, Element, HostBuf};
+pub use host::{alignment_policy, page_size_bytes, AllocError, Element, HostBuf};
 
 use crate::params::{
     BackendKind, CaseParams, Dtype, GemmChoice, MatmulShape, Progress, ReduceOp, Workload,
@@ -81,6 +82,16 @@ impl DevicePlan {
 }
 
 pub type BackendResult<T> = Result<T, BackendError>;
+
+/// Where benchmark buffers start after a page boundary (`--buffer-offset`), bytes; to study
+/// misalignment, or 4K aliasing with different send and receive offsets, on purpose.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct BufferOffset {
+    /// Send buffers.
+    pub send_bytes: u64,
+    /// Receive and in-place buffers.
+    pub recv_bytes: u64,
+}
 
 /// One collective operation, as every device sees it.
 #[derive(Debug, Clone, PartialEq)]
@@ -197,6 +208,34 @@ pub trait Backend {
 
     /// A buffer of `count` elements on local device `dev` (contents unspecified).
     fn alloc(&mut self, dev: usize, dtype: Dtype, count: usize) -> BackendResult<Self::Buf>;
+
+    /// A benchmark buffer starting `offset_bytes` after a page boundary. Backends that cannot
+    /// place buffers refuse any offset but 0.
+    fn alloc_at(
+        &mut self,
+        dev: usize,
+        dtype: Dtype,
+        count: usize,
+        offset_bytes: u64,
+    ) -> BackendResult<Self::Buf> {
+        if offset_bytes != 0 {
+            return Err(BackendError::Unsupported(format!(
+                "--buffer-offset {offset_bytes}: the {} backend cannot place buffers at an offset; leave it at 0",
+                self.kind()
+            )));
+        }
+        self.alloc(dev, dtype, count)
+    }
+
+    /// Where `buf` starts within its page, bytes, where the backend can say (host memory).
+    fn page_offset_bytes(&self, _buf: &Self::Buf) -> Option<u64> {
+        None
+    }
+
+    /// How benchmark buffers are placed with `offset`, for provenance (None: not said).
+    fn buffer_policy(&self, _offset: BufferOffset) -> Option<String> {
+        None
+    }
     /// Copies `host` into `buf` (same dtype and length).
     fn upload(&mut self, dev: usize, buf: &mut Self::Buf, host: &HostBuf) -> BackendResult<()>;
     /// Copies `buf` back to the host.

@@ -114,6 +114,33 @@ pub fn differences(baseline: &[&ResultsFile], candidate: &[&ResultsFile]) -> Vec
     check("node count", true, &|f| {
         provenances(f).map(|p| p.nodes.to_string()).collect()
     });
+    // What a memory copy's speed depends on besides the CPU model: fast-string and vector
+    // flags, the C library's memcpy, where buffers start within their pages. Informational:
+    // files from before these were recorded say "(not recorded)".
+    check("CPU copy flags (erms, fsrm, avx2, avx512f)", false, &|f| {
+        provenances(f)
+            .flat_map(|p| p.hosts.iter())
+            .filter_map(|h| h.copy_flags.as_ref())
+            .map(|v| {
+                if v.is_empty() {
+                    "none".to_string()
+                } else {
+                    v.join(" ")
+                }
+            })
+            .collect()
+    });
+    check("C library", false, &|f| {
+        provenances(f)
+            .flat_map(|p| p.hosts.iter())
+            .filter_map(|h| h.libc.clone())
+            .collect()
+    });
+    check("buffer alignment policy", false, &|f| {
+        provenances(f)
+            .filter_map(|p| p.buffer_policy.clone())
+            .collect()
+    });
     check("logical CPUs per host", false, &|f| {
         provenances(f)
             .flat_map(|p| p.hosts.iter().map(|h| h.logical_cpus.to_string()))
@@ -308,5 +335,55 @@ mod tests {
             w[0].contains("failed") && w[0].contains("candidate"),
             "{w:?}"
         );
+    }
+
+    #[test]
+    fn copy_speed_provenance_differences_are_listed() {
+        let mut a = golden();
+        let mut b = golden();
+        for (f, flags, libc, policy) in [
+            (
+                &mut a,
+                vec!["erms", "avx2"],
+                "glibc 2.36",
+                "page-aligned + offset 0 B",
+            ),
+            (
+                &mut b,
+                vec!["erms", "fsrm", "avx2", "avx512f"],
+                "glibc 2.39",
+                "page-aligned + offset 16 B",
+            ),
+        ] {
+            let p = f.launches[0].provenance.as_mut().unwrap();
+            p.hosts[0].copy_flags = Some(flags.iter().map(|x| x.to_string()).collect());
+            p.hosts[0].libc = Some(libc.into());
+            p.buffer_policy = Some(policy.into());
+        }
+        let d = differences(&[&a], &[&b]);
+        let got: Vec<(&str, &str, &str)> = d
+            .iter()
+            .map(|x| (x.what.as_str(), x.baseline.as_str(), x.candidate.as_str()))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (
+                    "CPU copy flags (erms, fsrm, avx2, avx512f)",
+                    "erms avx2",
+                    "erms fsrm avx2 avx512f"
+                ),
+                ("C library", "glibc 2.36", "glibc 2.39"),
+                (
+                    "buffer alignment policy",
+                    "page-aligned + offset 0 B",
+                    "page-aligned + offset 16 B"
+                ),
+            ]
+        );
+        assert!(d.iter().all(|x| !x.blocking));
+        // A file from before these were recorded is not a mismatch that blocks.
+        let old = golden();
+        assert!(differences(&[&old], &[&b]).iter().all(|x| !x.blocking));
     }
 }

@@ -714,6 +714,7 @@ pub(super) fn resolve(path: &Path, text: &str, raw: RawSpec) -> Result<SweepSpec
             },
             check_iters: check,
             gemm,
+            buffer_offset: Default::default(),
         },
         launch: LocalLaunch {
             oversubscribe: l.oversubscribe.unwrap_or(false),

@@ -6,13 +6,16 @@
 //! - `isolated` (OSU): each call timed alone (mark, op, sync, mark), then a barrier, so calls
 //!   never overlap.
 //!
-//! Warm-up runs first and is never timed. Ranks agree on every count (through the control
+//! Calibration runs first: one cold operation, then a few probe operations each timed alone;
+//! the counts come from the fastest probe (slowest rank), never from the cold call, which can
+//! be 1000× the steady state (NCCL connects lazily, UCX registers memory on first use). Then
+//! warm-up, never timed, then the timed loop. Ranks agree on every count (through the control
 //! plane) before the loop, or blocking collectives would deadlock.
 
 use crate::backend::{Backend, BackendResult};
 use crate::comm::HostComm;
 use crate::params::Timing;
-use crate::results::schema::{RankSpread, TimingResult};
+use crate::results::schema::{Calibration, RankSpread, TimingResult};
 use crate::stats;
 
 /// How many iterations to run.
@@ -41,6 +44,10 @@ impl Default for IterPolicy {
 
 /// Fewest timed iterations the automatic policy runs, however slow the operation.
 pub const MIN_AUTO_ITERS: u32 = 5;
+/// Probe operations after the cold one: at least this many ...
+pub const MIN_PROBES: u32 = 3;
+/// ... and at most this many, as far as a tenth of the time budget allows.
+pub const MAX_PROBES: u32 = 5;
 /// Largest message that gets OSU's small-message counts.
 pub const SMALL_MESSAGE_BYTES: u64 = 8 << 10;
 
@@ -100,6 +107,73 @@ pub struct RankSamples {
     pub samples_s: Vec<f64>,
     /// This rank's mean seconds per operation over all timed iterations.
     pub mean_s: f64,
+    /// How the counts were found (the same on every rank).
+    pub calibration: Option<Calibration>,
+    /// Why the timing may mean less than it seems (see [`timing_warnings`]).
+    pub warnings: Vec<String>,
+}
+
+/// Probe operations to run after a cold one of `cold_s` seconds: as many as fit in a tenth
+/// of the time budget, within [`MIN_PROBES`]..=[`MAX_PROBES`] (pure).
+pub fn probe_count(time_budget_s: f64, cold_s: f64) -> u32 {
+    if !(cold_s.is_finite() && cold_s > 0.0) {
+        return MAX_PROBES;
+    }
+    (0.1 * time_budget_s / cold_s)
+        .floor()
+        .clamp(f64::from(MIN_PROBES), f64::from(MAX_PROBES)) as u32
+}
+
+/// Finds the counts of one case: runs `timed_op` (one operation on every rank, returning the
+/// slowest rank's seconds; the same on every rank) once cold, then [`probe_count`] times, and
+/// resolves the policy with the fastest probe.
+pub fn calibrate<E>(
+    policy: &IterPolicy,
+    mode: Timing,
+    bytes: Option<u64>,
+    mut timed_op: impl FnMut() -> Result<f64, E>,
+) -> Result<(IterCounts, Calibration), E> {
+    let cold_op_s = timed_op()?;
+    let probes = probe_count(policy.time_budget_s, cold_op_s);
+    let probes_s = (0..probes)
+        .map(|_| timed_op())
+        .collect::<Result<Vec<f64>, E>>()?;
+    let estimate_s = probes_s.iter().copied().fold(f64::INFINITY, f64::min);
+    let counts = policy.resolve(mode, bytes, estimate_s);
+    Ok((
+        counts,
+        Calibration {
+            cold_op_s,
+            probes_s,
+            estimate_s,
+            iters_source: if policy.iters.is_some() {
+                "explicit"
+            } else {
+                "auto"
+            }
+            .to_string(),
+        },
+    ))
+}
+
+/// What a case's record must say about counts that weaken its timing (pure): fewer timed
+/// iterations than [`MIN_AUTO_ITERS`] (only explicit `--iters` does that), and pipelined
+/// batches of one operation, which time each call alone like `isolated`.
+pub fn timing_warnings(mode: Timing, counts: IterCounts) -> Vec<String> {
+    let mut w = Vec::new();
+    if counts.iters < MIN_AUTO_ITERS {
+        w.push(format!(
+            "{} timed iteration(s), below the documented minimum of {MIN_AUTO_ITERS} (explicit --iters)",
+            counts.iters
+        ));
+    }
+    if mode == Timing::Pipelined && counts.iters > 1 && counts.iters / counts.batches.max(1) < 2 {
+        w.push(format!(
+            "pipelined with {} batch(es) of one operation each: that is isolated timing (give more --iters or fewer --batches)",
+            counts.batches
+        ));
+    }
+    w
 }
 
 /// Times `op` on every rank. All ranks must call it together with the same policy.
@@ -118,14 +192,15 @@ where
     C: HostComm,
     F: FnMut(&mut B) -> BackendResult<()>,
 {
-    // Probe one operation to size the loop; every rank adopts the slowest estimate.
-    comm.barrier();
-    let t0 = backend.mark()?;
-    op(backend)?;
-    backend.synchronize()?;
-    let t1 = backend.mark()?;
-    let est = comm.max_f64(backend.elapsed_s(t0, t1)?);
-    let counts = policy.resolve(mode, bytes, est);
+    // Calibrate: each probe timed alone on every rank, the slowest rank's time agreed.
+    let (counts, calibration) = calibrate(policy, mode, bytes, || -> BackendResult<f64> {
+        comm.barrier();
+        let t0 = backend.mark()?;
+        op(backend)?;
+        backend.synchronize()?;
+        let t1 = backend.mark()?;
+        Ok(comm.max_f64(backend.elapsed_s(t0, t1)?))
+    })?;
 
     for _ in 0..counts.warmup {
         op(backend)?;
@@ -164,6 +239,8 @@ where
         counts,
         samples_s: samples,
         mean_s,
+        calibration: Some(calibration),
+        warnings: timing_warnings(mode, counts),
     })
 }
 
@@ -178,7 +255,10 @@ pub fn combine<C: HostComm>(comm: &C, mode: Timing, mine: &RankSamples) -> Optio
     if !comm.is_root() {
         return None;
     }
-    Some(timing_result(mode, mine.counts, per_rank, samples))
+    let mut t = timing_result(mode, mine.counts, per_rank, samples);
+    t.calibration = mine.calibration.clone();
+    t.warnings = mine.warnings.clone();
+    Some(t)
 }
 
 /// Builds a [`TimingResult`] from per-rank means and cross-rank samples (pure).
@@ -223,6 +303,8 @@ pub fn timing_result(
         .to_string(),
         samples_s,
         stats_s,
+        calibration: None,
+        warnings: Vec::new(),
     }
 }
 
@@ -304,6 +386,82 @@ mod tests {
         assert_eq!((t.rank_mean_s.min_rank, t.rank_mean_s.max_rank), (1, 2));
         assert_eq!(t.stats_s.median, 2.0);
         assert_eq!(t.sample_kind, "iteration_max_over_ranks");
+    }
+
+    #[test]
+    fn a_cold_first_operation_does_not_cut_the_counts() {
+        // The first call takes 2 s (lazy set-up), every later one 1 µs.
+        let mut calls = 0;
+        let mut op = || -> Result<f64, ()> {
+            calls += 1;
+            Ok(if calls == 1 { 2.0 } else { 1e-6 })
+        };
+        let p = IterPolicy::default();
+        let (c, cal) = calibrate(&p, Timing::Pipelined, Some(8), &mut op).unwrap();
+        assert_eq!((c.iters, c.warmup, c.batches), (1000, 100, 20));
+        assert_eq!(cal.cold_op_s, 2.0);
+        assert_eq!(cal.probes_s, vec![1e-6; MIN_PROBES as usize]);
+        assert_eq!((cal.estimate_s, cal.iters_source.as_str()), (1e-6, "auto"));
+        assert!(timing_warnings(Timing::Pipelined, c).is_empty());
+        // The old rule (counts from the first call) would have run the minimum.
+        assert_eq!(
+            p.resolve(Timing::Pipelined, Some(8), 2.0).iters,
+            MIN_AUTO_ITERS
+        );
+    }
+
+    #[test]
+    fn the_fastest_probe_sets_the_counts_and_errors_stop_calibration() {
+        let times = [0.3, 0.02, 0.01, 0.05, 0.04, 0.03];
+        let mut i = 0;
+        let p = IterPolicy::default();
+        let (c, cal) = calibrate(
+            &p,
+            Timing::Isolated,
+            Some(1 << 30),
+            || -> Result<f64, ()> {
+                i += 1;
+                Ok(times[i - 1])
+            },
+        )
+        .unwrap();
+        assert_eq!(cal.probes_s, vec![0.02, 0.01, 0.05]);
+        assert_eq!(c.iters, 50); // 0.5 s / 0.01 s
+        let mut n = 0;
+        let e = calibrate(&p, Timing::Isolated, None, || {
+            n += 1;
+            if n == 2 {
+                Err("probe failed")
+            } else {
+                Ok(1e-3)
+            }
+        });
+        assert_eq!(e.unwrap_err(), "probe failed");
+        assert_eq!(n, 2, "no probe after a failure");
+    }
+
+    #[test]
+    fn probe_counts_fit_a_tenth_of_the_budget() {
+        assert_eq!(probe_count(0.5, 1e-6), MAX_PROBES);
+        assert_eq!(probe_count(0.5, 0.0125), 4);
+        assert_eq!(probe_count(0.5, 10.0), MIN_PROBES);
+        assert_eq!(probe_count(0.5, f64::NAN), MAX_PROBES);
+    }
+
+    #[test]
+    fn weak_counts_are_warned_about() {
+        let c = |iters, batches| IterCounts {
+            iters,
+            warmup: 0,
+            batches,
+        };
+        assert!(timing_warnings(Timing::Isolated, c(5, 5)).is_empty());
+        let w = timing_warnings(Timing::Isolated, c(3, 3));
+        assert_eq!(w.len(), 1);
+        assert!(w[0].contains("below the documented minimum of 5"), "{w:?}");
+        let w = timing_warnings(Timing::Pipelined, c(20, 20));
+        assert!(w[0].contains("that is isolated timing"), "{w:?}");
+        assert!(timing_warnings(Timing::Pipelined, c(40, 20)).is_empty());
     }
 
     #[test]

@@ -160,6 +160,23 @@ impl RunOptions {
             ["--nodes", "--devices-per-node", "--threads-per-device"],
         )
         .map_err(Error::Input)?;
+        let page = crate::backend::page_size_bytes() as u64;
+        let o = a.buffer_offset;
+        if o.send_bytes >= page || o.recv_bytes >= page {
+            return Err(Error::input(format!(
+                "--buffer-offset {},{}: offsets are within a page: give values below {page}",
+                o.send_bytes, o.recv_bytes
+            )));
+        }
+        for d in &a.dtypes {
+            let elem = d.size_bytes();
+            if o.send_bytes % elem != 0 || o.recv_bytes % elem != 0 {
+                return Err(Error::input(format!(
+                    "--buffer-offset {},{}: {d} elements are {elem} bytes, so a {d} buffer must start on a multiple of {elem}: give multiples of {elem}",
+                    o.send_bytes, o.recv_bytes
+                )));
+            }
+        }
         if let Some(f) = &a.fault {
             if Fault::parse(f).is_none() {
                 return Err(Error::input(format!(
@@ -198,6 +215,7 @@ impl RunOptions {
                 },
                 check_iters: a.check,
                 gemm: a.gemm,
+                buffer_offset: a.buffer_offset,
             },
         })
     }

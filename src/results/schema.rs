@@ -159,6 +159,10 @@ pub struct Provenance {
     /// Problems noticed with the set-up (e.g. affinity differs from the requested binding).
     #[serde(default)]
     pub warnings: Vec<String>,
+    /// How the backend places benchmark buffers, e.g. `page-aligned (4096 B pages) + offset
+    /// 0 B ...` on the CPU backend (absent where the backend does not say).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub buffer_policy: Option<String>,
     /// The CPU GEMM provider of the launch (rank 0's; other ranks' differences are in
     /// `warnings`). Absent on the CUDA backend and in launches without GEMM cases.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -249,6 +253,14 @@ pub struct HostInfo {
     pub physical_cores: Option<u32>,
     /// Physical memory, bytes.
     pub memory_bytes: u64,
+    /// The CPU flags that change memory-copy speed (of `erms`, `fsrm`, `avx2`, `avx512f`),
+    /// those /proc/cpuinfo lists; absent where not read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub copy_flags: Option<Vec<String>>,
+    /// The C library and its version, e.g. `glibc 2.36` (its `memcpy` is what copies host
+    /// buffers); absent where unknown.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub libc: Option<String>,
 }
 
 /// How a case ended.
@@ -360,6 +372,29 @@ pub struct CaseResult {
     /// launch's own reasons apply too. Empty when none applies.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub unrepresentative: Vec<Unrepresentative>,
+    /// Where the case's benchmark buffers sat in memory (host-memory collectives; absent
+    /// otherwise).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub buffers: Option<BufferPlacement>,
+}
+
+/// Where one case's benchmark buffers sat, over every rank and device. Offsets within a page
+/// matter: a receive buffer a few bytes after its send buffer modulo 4096 slows fast-string
+/// copies many times over (4K aliasing).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BufferPlacement {
+    /// Page size, bytes.
+    pub page_bytes: u64,
+    /// Offsets asked for (`--buffer-offset`) after a page boundary, bytes: send buffers.
+    pub requested_send_offset_bytes: u64,
+    /// Offsets asked for after a page boundary, bytes: receive (and in-place) buffers.
+    pub requested_recv_offset_bytes: u64,
+    /// Distinct start addresses modulo the page size of the send buffers, bytes (empty in place).
+    pub send_page_offsets_bytes: Vec<u64>,
+    /// Distinct start addresses modulo the page size of the receive or in-place buffers, bytes.
+    pub recv_page_offsets_bytes: Vec<u64>,
+    /// Distinct (receive − send) start distances modulo the page size, bytes (empty in place).
+    pub recv_minus_send_mod_page_bytes: Vec<u64>,
 }
 
 /// What NVML saw on one GPU during one case (warm-up, timing and validation included).
@@ -421,6 +456,29 @@ pub struct TimingResult {
     pub samples_s: Vec<f64>,
     /// Summary of `samples_s`, seconds.
     pub stats_s: Summary,
+    /// How the iteration counts were chosen (absent in files from older versions).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub calibration: Option<Calibration>,
+    /// Why the timing may mean less than it seems, e.g. fewer timed iterations than the
+    /// automatic minimum, or pipelined batches of one operation (that is isolated timing).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
+}
+
+/// How a case's iteration counts were found: after one cold (untimed for the result)
+/// operation, several probe operations, each timed alone on every rank; the estimate is the
+/// smallest probe, so a slow first call (lazy connection set-up, memory registration) cannot
+/// shrink the counts.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Calibration {
+    /// The first operation of the case, slowest rank, seconds.
+    pub cold_op_s: f64,
+    /// The probe operations after it, slowest rank each, seconds.
+    pub probes_s: Vec<f64>,
+    /// The per-operation estimate the counts came from (min of `probes_s`), seconds.
+    pub estimate_s: f64,
+    /// `auto` (counts from the estimate) or `explicit` (`--iters` given; probes still run).
+    pub iters_source: String,
 }
 
 /// Min, mean and max over ranks, with the ranks that hold the extremes.

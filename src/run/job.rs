@@ -462,7 +462,11 @@ impl Job<'_> {
             )));
         }
 
-        let provenance = gather_provenance(comm, &backend, self.layout, &self.notes);
+        let provenance =
+            gather_provenance(comm, &backend, self.layout, &self.notes).map(|mut p| {
+                p.buffer_policy = backend.buffer_policy(self.settings.buffer_offset);
+                p
+            });
         let mut launch = LaunchRecord {
             launch_id: self.launch_id.clone(),
             shape: self.shape,
@@ -833,5 +837,6 @@ fn gather_provenance<B: Backend>(
         environment: topology::captured_environment(std::env::vars()),
         warnings,
         gemm,
+        buffer_policy: None,
     })
 }

@@ -51,6 +51,7 @@ pub fn record(
         telemetry: Vec::new(),
         ddp: None,
         unrepresentative: Vec::new(),
+        buffers: None,
     };
     let m = match outcome {
         Ok(m) => m,
@@ -73,6 +74,7 @@ pub fn record(
     r.tolerance = m.tolerance;
     r.phases = m.phases;
     r.ddp = m.ddp;
+    r.buffers = m.buffers;
     if m.wrong > 0 {
         r.status = CaseStatus::Wrong;
         r.message = Some(format!(

@@ -37,6 +37,43 @@ pub fn host_info() -> HostInfo {
             .max(online_cpus()),
         physical_cores: physical_cores(&cpuinfo),
         memory_bytes: mem_total_bytes(&meminfo),
+        copy_flags: (!cpuinfo.is_empty()).then(|| copy_flags(&cpuinfo)),
+        libc: libc_version(),
+    }
+}
+
+/// CPU flags that change how fast memory is copied: fast-string `rep movsb` (erms, fsrm) and
+/// the vector widths glibc's `memcpy` picks from (avx2, avx512f).
+pub const COPY_FLAGS: &[&str] = &["erms", "fsrm", "avx2", "avx512f"];
+
+/// Those of [`COPY_FLAGS`] the first CPU's `flags` line lists, in that order.
+fn copy_flags(cpuinfo: &str) -> Vec<String> {
+    let flags: std::collections::BTreeSet<&str> = cpuinfo
+        .lines()
+        .find_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            (k.trim() == "flags").then_some(v)
+        })
+        .map(|v| v.split_whitespace().collect())
+        .unwrap_or_default();
+    COPY_FLAGS
+        .iter()
+        .filter(|f| flags.contains(**f))
+        .map(|f| f.to_string())
+        .collect()
+}
+
+/// `glibc X.Y` (where the binary is linked against glibc).
+fn libc_version() -> Option<String> {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        // SAFETY: returns a pointer to a static NUL-terminated string.
+        let v = unsafe { std::ffi::CStr::from_ptr(libc::gnu_get_libc_version()) };
+        Some(format!("glibc {}", v.to_string_lossy()))
+    }
+    #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+    {
+        None
     }
 }
 
@@ -234,6 +271,11 @@ mod tests {
     fn parses_proc_files() {
         let cpu = "processor\t: 0\nmodel name\t: Test CPU @ 2GHz\nphysical id\t: 0\ncore id\t: 0\n\nprocessor\t: 1\nmodel name\t: Test CPU @ 2GHz\nphysical id\t: 0\ncore id\t: 0\n\nprocessor\t: 2\nphysical id\t: 0\ncore id\t: 1\n";
         assert_eq!(cpu_model(cpu), "Test CPU @ 2GHz");
+        let flags = "processor\t: 0\nflags\t\t: fpu avx512f sse erms avx2 avx512bw\n\nprocessor\t: 1\nflags\t\t: fsrm\n";
+        assert_eq!(copy_flags(flags), vec!["erms", "avx2", "avx512f"]);
+        assert!(copy_flags("").is_empty());
+        #[cfg(all(target_os = "linux", target_env = "gnu"))]
+        assert!(libc_version().unwrap().starts_with("glibc 2."));
         assert_eq!(physical_cores(cpu), Some(2));
         assert_eq!(
             mem_total_bytes("MemTotal:       24576000 kB\nMemFree: 1 kB\n"),

@@ -142,11 +142,13 @@ pub fn run<B: Backend, C: HostComm>(
         collect,
         hidden_s: None,
     };
-    // Probe, agree on counts, warm up, then time.
-    comm.barrier();
-    let probe = agree(comm, st.step(backend, comm))?;
-    let est = comm.max_f64(probe.0 + probe.1 + probe.2);
-    let mut counts = settings.policy.resolve(Timing::Isolated, None, est);
+    // Calibrate (a cold step, then probes; the counts come from the fastest), warm up, time.
+    let (mut counts, calibration) =
+        measure::calibrate(&settings.policy, Timing::Isolated, None, || {
+            comm.barrier();
+            let (s, k, g) = agree(comm, st.step(backend, comm))?;
+            Ok(comm.max_f64(s + k + g))
+        })?;
     counts.batches = counts.iters;
     for _ in 0..counts.warmup {
         agree(comm, st.step(backend, comm))?;
@@ -178,6 +180,8 @@ pub fn run<B: Backend, C: HostComm>(
             counts,
             mean_s: stats::mean(&ph.total).unwrap_or(0.0),
             samples_s: ph.total.clone(),
+            calibration: Some(calibration),
+            warnings: measure::timing_warnings(Timing::Isolated, counts),
         },
     );
     let collect_name = match collect {

@@ -6,11 +6,16 @@
 //! alltoall. For the last three the per-rank count is rounded down to a multiple of 16 bytes.
 
 use super::pattern::{count_wrong, Pattern};
+use super::Fault;
 use super::{agree, CaseError, Measured, RunSettings};
-use crate::backend::{Backend, BackendError, CollectiveCall, HostBuf};
+use crate::backend::{
+    page_size_bytes, Backend, BackendError, BufferOffset, CollectiveCall, HostBuf,
+};
 use crate::comm::HostComm;
 use crate::measure;
 use crate::params::{CaseParams, Dtype, Workload};
+use crate::results::schema::BufferPlacement;
+use std::collections::BTreeSet;
 
 /// Element counts and the bandwidth byte count of one collective case.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -174,8 +179,9 @@ pub fn run<B: Backend, C: HostComm>(
     comm: &C,
     params: &CaseParams,
     settings: &RunSettings,
-    corrupt: bool,
+    fault: Option<Fault>,
 ) -> Result<Measured, CaseError> {
+    let corrupt = fault == Some(Fault::Corrupt);
     let devices = backend.total_devices();
     let requested = params.requested_bytes.unwrap_or(0);
     let cnt = match counts(params.workload, requested, params.dtype, devices) {
@@ -222,20 +228,23 @@ pub fn run<B: Backend, C: HostComm>(
         .map_or(0.0, |op| backend.reduction_tolerance(params.dtype, op));
 
     // Buffers: one receive (or in-place) buffer per local device, plus send buffers.
+    let off = settings.buffer_offset;
     let alloc = |backend: &mut B| -> Result<Buffers<B::Buf>, BackendError> {
         let mut send = Vec::new();
         let mut recv = Vec::new();
         for dev in 0..local {
             if in_place {
-                recv.push(backend.alloc(dev, params.dtype, call.in_place_count())?);
+                let n = call.in_place_count();
+                recv.push(backend.alloc_at(dev, params.dtype, n, off.recv_bytes)?);
             } else {
-                send.push(backend.alloc(dev, params.dtype, call.send_count)?);
-                recv.push(backend.alloc(dev, params.dtype, call.recv_count)?);
+                send.push(backend.alloc_at(dev, params.dtype, call.send_count, off.send_bytes)?);
+                recv.push(backend.alloc_at(dev, params.dtype, call.recv_count, off.recv_bytes)?);
             }
         }
         Ok(Buffers { send, recv })
     };
     let Buffers { mut send, mut recv } = agree(comm, alloc(backend))?;
+    let buffers = placement(backend, comm, off, &send, &recv);
 
     // Fresh inputs before timing and before every checked iteration.
     let reset =
@@ -259,13 +268,19 @@ pub fn run<B: Backend, C: HostComm>(
         };
     agree(comm, reset(backend, &mut send, &mut recv))?;
 
+    let mut cold = fault == Some(Fault::Cold);
     let timed = measure::time_op(
         backend,
         comm,
         params.timing,
         &settings.policy,
         Some(cnt.bytes),
-        |b| b.collective(&call, &send, &mut recv),
+        |b| {
+            if std::mem::take(&mut cold) {
+                std::thread::sleep(COLD_FIRST_OP);
+            }
+            b.collective(&call, &send, &mut recv)
+        },
     );
     let samples = agree(comm, timed)?;
     let timing = measure::combine(comm, params.timing, &samples);
@@ -299,6 +314,63 @@ pub fn run<B: Backend, C: HostComm>(
         flops_total: None,
         ddp: None,
         phases: Vec::new(),
+        buffers,
+    })
+}
+
+/// How long the first operation of a case sleeps under `--fault cold`.
+pub const COLD_FIRST_OP: std::time::Duration = std::time::Duration::from_millis(1500);
+
+/// Where every rank's buffers sit within their pages (at the root; None where the backend
+/// cannot say, e.g. device memory).
+fn placement<B: Backend, C: HostComm>(
+    backend: &B,
+    comm: &C,
+    off: BufferOffset,
+    send: &[B::Buf],
+    recv: &[B::Buf],
+) -> Option<BufferPlacement> {
+    let page = page_size_bytes() as u64;
+    // Per local buffer: (role, page offset); u64::MAX where unknown. Role 0 send, 1 receive,
+    // 2 receive − send distance.
+    let mut mine: Vec<u64> = Vec::new();
+    for (i, r) in recv.iter().enumerate() {
+        let ro = backend.page_offset_bytes(r);
+        mine.extend([1, ro.unwrap_or(u64::MAX)]);
+        if let Some(sb) = send.get(i) {
+            let so = backend.page_offset_bytes(sb);
+            mine.extend([0, so.unwrap_or(u64::MAX)]);
+            if let (Some(a), Some(b)) = (so, ro) {
+                mine.extend([2, (b + page - a) % page]);
+            }
+        }
+    }
+    let bytes: Vec<u8> = mine.iter().flat_map(|x| x.to_le_bytes()).collect();
+    let all = comm.gather_bytes(&bytes);
+    if !comm.is_root() {
+        return None;
+    }
+    let mut sets = [BTreeSet::new(), BTreeSet::new(), BTreeSet::new()];
+    for b in &all {
+        let words: Vec<u64> = b
+            .chunks_exact(8)
+            .map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes")))
+            .collect();
+        for pair in words.chunks_exact(2) {
+            if pair[1] == u64::MAX {
+                return None;
+            }
+            sets[pair[0] as usize].insert(pair[1]);
+        }
+    }
+    let [s, r, d] = sets.map(|x| x.into_iter().collect::<Vec<u64>>());
+    Some(BufferPlacement {
+        page_bytes: page,
+        requested_send_offset_bytes: off.send_bytes,
+        requested_recv_offset_bytes: off.recv_bytes,
+        send_page_offsets_bytes: s,
+        recv_page_offsets_bytes: r,
+        recv_minus_send_mod_page_bytes: d,
     })
 }
 

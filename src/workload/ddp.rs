@@ -555,6 +555,8 @@ fn time_modes<B: Backend, C: HostComm>(
             counts,
             mean_s: crate::stats::mean(&v).unwrap_or(0.0),
             samples_s: v,
+            calibration: None,
+            warnings: Vec::new(),
         })
         .collect())
 }

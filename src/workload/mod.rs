@@ -16,7 +16,7 @@ use crate::backend::{Backend, BackendError};
 use crate::comm::HostComm;
 use crate::measure::IterPolicy;
 use crate::params::{CaseParams, GemmChoice, Workload};
-use crate::results::schema::{PhaseResult, TimingResult};
+use crate::results::schema::{BufferPlacement, PhaseResult, TimingResult};
 
 /// Settings shared by all cases of a launch.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -28,6 +28,9 @@ pub struct RunSettings {
     /// as `auto`.
     #[serde(default)]
     pub gemm: GemmChoice,
+    /// Where benchmark buffers start after a page boundary (`--buffer-offset`).
+    #[serde(default)]
+    pub buffer_offset: crate::backend::BufferOffset,
 }
 
 /// What a case produced. `timing` and `phases` are filled at rank 0 only; everything else is
@@ -46,6 +49,8 @@ pub struct Measured {
     pub phases: Vec<PhaseResult>,
     /// ddp_step's figures (rank 0 only).
     pub ddp: Option<crate::results::ddp::DdpMetrics>,
+    /// Where the benchmark buffers sat (collectives on host memory; root only).
+    pub buffers: Option<BufferPlacement>,
 }
 
 /// Why a case produced no measurement (the same on every rank).
@@ -131,6 +136,9 @@ pub enum Fault {
     /// after it started or the previous one completed (a slow, serial link), to prove that the
     /// overlap measurement sees communication the compute cannot hide.
     SlowComm(u32),
+    /// The first operation of a collective case sleeps on every rank (a cold first call, like
+    /// NCCL's lazy connection set-up): calibration must not shrink the counts for it.
+    Cold,
 }
 
 impl Fault {
@@ -140,6 +148,7 @@ impl Fault {
             "fail" => Some(Fault::Fail),
             "hang" => Some(Fault::Hang),
             "crash" => Some(Fault::Crash),
+            "cold" => Some(Fault::Cold),
             _ => s
                 .strip_prefix("slow_comm:")
                 .and_then(|ms| ms.parse::<u32>().ok())
@@ -148,7 +157,7 @@ impl Fault {
         }
     }
     pub const NAMES: &'static [&'static str] =
-        &["corrupt", "fail", "hang", "crash", "slow_comm:MS"];
+        &["corrupt", "fail", "hang", "crash", "cold", "slow_comm:MS"];
 }
 
 /// Runs one case on every rank.
@@ -185,12 +194,6 @@ pub fn run_case<B: Backend, C: HostComm>(
         Workload::Matmul => matmul::run(backend, comm, params, settings),
         Workload::BatchMatmul => batch::run(backend, comm, params, settings),
         Workload::DdpStep => ddp::run(backend, comm, params, settings, fault),
-        _ => collective::run(
-            backend,
-            comm,
-            params,
-            settings,
-            fault == Some(Fault::Corrupt),
-        ),
+        _ => collective::run(backend, comm, params, settings, fault),
     }
 }

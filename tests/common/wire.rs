@@ -89,6 +89,9 @@ pub struct Provenance {
     pub hosts: Vec<Host>,
     pub environment: BTreeMap<String, String>,
     pub warnings: Vec<String>,
+    /// Optional: how benchmark buffers are placed.
+    #[serde(default)]
+    pub buffer_policy: Option<String>,
     pub gemm: Option<Gemm>,
 }
 
@@ -147,6 +150,12 @@ pub struct Host {
     pub logical_cpus: u32,
     pub physical_cores: Option<u32>,
     pub memory_bytes: u64,
+    /// Optional: memory-copy CPU flags present (erms, fsrm, avx2, avx512f).
+    #[serde(default)]
+    pub copy_flags: Option<Vec<String>>,
+    /// Optional: e.g. `glibc 2.36`.
+    #[serde(default)]
+    pub libc: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -181,6 +190,20 @@ pub struct Case {
     /// Written only when something specific to the case makes it unrepresentative.
     #[serde(default)]
     pub unrepresentative: Vec<Unrepresentative>,
+    /// Optional: where the benchmark buffers sat (host-memory collectives).
+    #[serde(default)]
+    pub buffers: Option<Buffers>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Buffers {
+    pub page_bytes: u64,
+    pub requested_send_offset_bytes: u64,
+    pub requested_recv_offset_bytes: u64,
+    pub send_page_offsets_bytes: Vec<u64>,
+    pub recv_page_offsets_bytes: Vec<u64>,
+    pub recv_minus_send_mod_page_bytes: Vec<u64>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -245,6 +268,21 @@ pub struct Timing {
     pub sample_kind: String,
     pub samples_s: Vec<f64>,
     pub stats_s: Summary,
+    /// Optional: how the counts were found.
+    #[serde(default)]
+    pub calibration: Option<Calibration>,
+    /// Optional: why the timing may mean less than it seems.
+    #[serde(default)]
+    pub warnings: Vec<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Calibration {
+    pub cold_op_s: f64,
+    pub probes_s: Vec<f64>,
+    pub estimate_s: f64,
+    pub iters_source: String,
 }
 
 #[derive(Debug, Deserialize)]

@@ -1,0 +1,261 @@
+//! What makes a number hold on any machine, through the real binary under real `mpirun`:
+//! page-aligned buffers (and offsets asked for on purpose) recorded per case, calibration that
+//! a slow first operation cannot cut short, and the provenance that says where a copy's speed
+//! comes from.
+
+mod common;
+
+use common::wire::Case;
+use common::{mpirun, mpirun_with, read_results, solo, tmpdir};
+
+const COLLECTIVES: &str = "allreduce,reduce,broadcast,allgather,reduce_scatter,alltoall";
+
+fn page_bytes() -> u64 {
+    // SAFETY: sysconf has no memory effects.
+    unsafe { libc::sysconf(libc::_SC_PAGESIZE) as u64 }
+}
+
+/// The case's buffers sit at the offsets asked for, on every rank and device.
+fn assert_offsets(c: &Case, send: u64, recv: u64) {
+    let b = c
+        .buffers
+        .as_ref()
+        .unwrap_or_else(|| panic!("{:?}: no buffer record", c.params));
+    assert_eq!(b.page_bytes, page_bytes());
+    assert_eq!(
+        (b.requested_send_offset_bytes, b.requested_recv_offset_bytes),
+        (send, recv)
+    );
+    assert_eq!(b.recv_page_offsets_bytes, vec![recv], "{:?}", c.params);
+    if c.params.in_place == Some(true) {
+        assert!(b.send_page_offsets_bytes.is_empty());
+        assert!(b.recv_minus_send_mod_page_bytes.is_empty());
+    } else {
+        assert_eq!(b.send_page_offsets_bytes, vec![send], "{:?}", c.params);
+        let d = (recv + page_bytes() - send) % page_bytes();
+        assert_eq!(b.recv_minus_send_mod_page_bytes, vec![d]);
+    }
+}
+
+fn run_offsets(np: u32, extra: &[&str], offset: Option<&str>) -> Vec<Case> {
+    let out = tmpdir(&format!("offsets-{np}-{}", offset.unwrap_or("none"))).join("out");
+    let mut args = vec![
+        "run",
+        "-q",
+        "--out",
+        out.to_str().unwrap(),
+        "-w",
+        COLLECTIVES,
+        "--sizes",
+        "64,1000,64KiB",
+        "--dtype",
+        "f32,f64",
+        "--time-budget",
+        "0.01",
+    ];
+    if let Some(o) = offset {
+        args.extend(["--buffer-offset", o]);
+    }
+    args.extend(extra);
+    mpirun_with(np, &["--bind-to", "none"], &args).assert_code(0);
+    let r = read_results(&out);
+    let p = r.launches[0].provenance.as_ref().unwrap();
+    let policy = p.buffer_policy.as_deref().unwrap();
+    assert!(policy.starts_with("page-aligned"), "{policy}");
+    r.cases
+}
+
+#[test]
+fn buffers_are_page_aligned_by_default_and_recorded() {
+    let cases = run_offsets(2, &[], None);
+    assert!(cases.len() >= 6 * 3 * 2, "{}", cases.len());
+    for c in &cases {
+        assert_eq!((c.status.as_str(), c.wrong), ("ok", 0), "{:?}", c.message);
+        assert_offsets(c, 0, 0);
+    }
+}
+
+#[test]
+fn buffer_offsets_asked_for_are_where_the_buffers_sit() {
+    // Receive 16 bytes after send modulo the page: the 4K-aliasing distance, on purpose.
+    for (np, extra) in [
+        (2, &[][..]),
+        (1, &["--topology", "hybrid", "--devices-per-node", "2"][..]),
+    ] {
+        for c in run_offsets(np, extra, Some("64,80")) {
+            assert_eq!((c.status.as_str(), c.wrong), ("ok", 0), "{:?}", c.message);
+            assert_offsets(&c, 64, 80);
+        }
+    }
+}
+
+#[test]
+fn offsets_that_cannot_hold_an_element_or_leave_the_page_are_refused() {
+    let out = tmpdir("offsets-bad").join("out");
+    let o = out.to_str().unwrap();
+    let r = solo(&[
+        "run",
+        "-q",
+        "--out",
+        o,
+        "--dtype",
+        "f64",
+        "--buffer-offset",
+        "4",
+    ]);
+    r.assert_code(2);
+    assert!(r.stderr.contains("multiples of 8"), "{}", r.stderr);
+    let r = solo(&["run", "-q", "--out", o, "--buffer-offset", "0,1000000"]);
+    r.assert_code(2);
+    assert!(r.stderr.contains("below"), "{}", r.stderr);
+    let r = solo(&["run", "-q", "--out", o, "--buffer-offset", "x"]);
+    r.assert_code(2);
+    assert!(r.stderr.contains("SEND,RECV"), "{}", r.stderr);
+    assert!(!out.exists(), "nothing is written on bad input");
+}
+
+#[test]
+fn a_cold_first_operation_does_not_cut_the_iteration_count() {
+    // `--fault cold`: the first operation of each case sleeps 1.5 s on every rank. Counts
+    // from that call would be the minimum (5 iterations, pipelined turned isolated).
+    let out = tmpdir("cold").join("out");
+    mpirun(
+        2,
+        &[
+            "run",
+            "-q",
+            "--out",
+            out.to_str().unwrap(),
+            "--sizes",
+            "64",
+            "--in-place",
+            "no",
+            "--timing",
+            "pipelined",
+            "--fault",
+            "cold",
+        ],
+    )
+    .assert_code(0);
+    let r = read_results(&out);
+    assert_eq!(r.cases.len(), 1);
+    let t = r.cases[0].timing.as_ref().unwrap();
+    assert_eq!((t.iters, t.warmup_iters, t.batches), (1000, 100, 20));
+    let cal = t.calibration.as_ref().expect("calibration recorded");
+    assert!(cal.cold_op_s >= 1.5, "{cal:?}");
+    assert!(cal.probes_s.len() >= 3, "{cal:?}");
+    let min = cal.probes_s.iter().copied().fold(f64::INFINITY, f64::min);
+    assert_eq!(cal.estimate_s, min);
+    assert!(cal.estimate_s < 0.1, "{cal:?}");
+    assert_eq!(cal.iters_source, "auto");
+    assert!(t.warnings.is_empty(), "{:?}", t.warnings);
+}
+
+#[test]
+fn counts_below_the_minimum_are_warned_about_in_the_record() {
+    let out = tmpdir("few-iters").join("out");
+    mpirun(
+        2,
+        &[
+            "run",
+            "-q",
+            "--out",
+            out.to_str().unwrap(),
+            "--sizes",
+            "64",
+            "--in-place",
+            "no",
+            "--timing",
+            "isolated,pipelined",
+            "--iters",
+            "3",
+        ],
+    )
+    .assert_code(0);
+    let r = read_results(&out);
+    for c in &r.cases {
+        let t = c.timing.as_ref().unwrap();
+        assert_eq!(t.calibration.as_ref().unwrap().iters_source, "explicit");
+        assert!(
+            t.warnings
+                .iter()
+                .any(|w| w.contains("below the documented minimum of 5")),
+            "{:?}",
+            t.warnings
+        );
+        if t.mode == "pipelined" {
+            assert!(t.warnings.iter().any(|w| w.contains("isolated timing")));
+        }
+    }
+}
+
+#[test]
+fn provenance_names_copy_flags_and_libc() {
+    let out = tmpdir("copy-provenance").join("out");
+    solo(&["run", "-q", "--out", out.to_str().unwrap(), "--sizes", "64"]).assert_code(0);
+    let r = read_results(&out);
+    let h = &r.launches[0].provenance.as_ref().unwrap().hosts[0];
+    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap();
+    let flags_line = cpuinfo.lines().find(|l| l.starts_with("flags")).unwrap();
+    let want: Vec<String> = ["erms", "fsrm", "avx2", "avx512f"]
+        .iter()
+        .filter(|f| flags_line.split_whitespace().any(|x| x == **f))
+        .map(|f| f.to_string())
+        .collect();
+    assert_eq!(h.copy_flags.as_ref().unwrap(), &want);
+    assert!(h.libc.as_deref().unwrap().starts_with("glibc 2."));
+}
+
+#[test]
+fn hybrid_validates_every_collective_dtype_and_op_on_one_and_two_ranks() {
+    // One rank (the shared-memory-only paths) and two ranks (with the leaders' MPI step),
+    // an even and an odd number of workers; every output element is checked exactly.
+    for (np, dpn) in [(1u32, 2u32), (1, 3), (2, 3)] {
+        let out = tmpdir(&format!("hybrid-all-{np}x{dpn}")).join("out");
+        let dpn_s = dpn.to_string();
+        let nodes = np.to_string();
+        mpirun_with(
+            np,
+            &["--bind-to", "none", "--oversubscribe"],
+            &[
+                "run",
+                "-q",
+                "--out",
+                out.to_str().unwrap(),
+                "-w",
+                COLLECTIVES,
+                "--sizes",
+                "96,6000",
+                "--dtype",
+                "f32,f64,i32",
+                "--op",
+                "sum,max,avg",
+                "--root",
+                "1",
+                "--topology",
+                "hybrid",
+                "--nodes",
+                &nodes,
+                "--devices-per-node",
+                &dpn_s,
+                "--iters",
+                "5",
+                "--warmup",
+                "1",
+            ],
+        )
+        .assert_code(0);
+        let r = read_results(&out);
+        assert!(!r.cases.is_empty());
+        for c in &r.cases {
+            assert_eq!(
+                (c.status.as_str(), c.wrong),
+                ("ok", 0),
+                "{np}x{dpn} {:?}: {:?}",
+                c.params,
+                c.message
+            );
+            assert_eq!(c.devices, np * dpn);
+        }
+    }
+}
