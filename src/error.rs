@@ -53,3 +53,23 @@ impl Error {
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Set once an error has been printed (by rank 0 of an MPI job, before `MPI_Finalize`), so
+/// `main` does not print it again.
+static REPORTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Prints `e` and its causes on stderr, the way every command reports a failure.
+pub fn report(e: &Error) {
+    eprintln!("scalebench: error: {e}");
+    let mut src = std::error::Error::source(e);
+    while let Some(s) = src {
+        eprintln!("  caused by: {s}");
+        src = s.source();
+    }
+    REPORTED.store(true, std::sync::atomic::Ordering::SeqCst);
+}
+
+/// Whether [`report`] has printed an error in this process.
+pub fn reported() -> bool {
+    REPORTED.load(std::sync::atomic::Ordering::SeqCst)
+}

@@ -25,13 +25,10 @@ fn main() -> ExitCode {
     match dispatch(cli, &argv) {
         Ok(code) => ExitCode::from(code),
         Err(e) => {
-            if scalebench::topology::identity::env_rank().unwrap_or(0) == 0 {
-                eprintln!("scalebench: error: {e}");
-                let mut src = std::error::Error::source(&e);
-                while let Some(s) = src {
-                    eprintln!("  caused by: {s}");
-                    src = s.source();
-                }
+            if scalebench::topology::identity::env_rank().unwrap_or(0) == 0
+                && !scalebench::error::reported()
+            {
+                scalebench::error::report(&e);
             }
             ExitCode::from(e.exit_code())
         }

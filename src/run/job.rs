@@ -33,6 +33,7 @@ use crate::topology::binding::{self, BindRequest, Reserved};
 use crate::topology::identity::{self, LauncherEnv, NodeLayout, RankFacts};
 use crate::topology::{self, affinity};
 use crate::workload::{self, RunSettings};
+use mpi::topology::SimpleCommunicator;
 use std::io::Write;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -162,8 +163,30 @@ pub fn run(args: &RunArgs, argv: &[String]) -> Result<RunOutcome> {
     };
     let world = universe.world();
     let comm = MpiComm::new(&world);
-    let (rank, size) = (comm.rank(), comm.size());
+    let rank = comm.rank();
     identity::set_mpi_rank(rank);
+    let result = run_in_world(args, req, op_timeout, &world, &comm, argv);
+    if let Err(e) = &result {
+        // Said now, before MPI_Finalize: every rank passes its fence before exiting, so a rank
+        // that exits first (and so makes mpirun end the job) cannot cut rank 0 off before it
+        // has printed the sentence the ranks agreed on.
+        if rank == 0 {
+            crate::error::report(e);
+        }
+    }
+    result
+}
+
+/// The job once MPI is up: everything after `MPI_Init` and before `MPI_Finalize`.
+fn run_in_world(
+    args: &RunArgs,
+    req: Request,
+    op_timeout: Duration,
+    world: &SimpleCommunicator,
+    comm: &MpiComm,
+    argv: &[String],
+) -> Result<RunOutcome> {
+    let (rank, size) = (comm.rank(), comm.size());
     let keep = Arc::new(Mutex::new(Kept::default()));
     let env = identity::launcher_env(|k| std::env::var(k).ok());
     let watchdog = Watchdog::start(
@@ -179,7 +202,7 @@ pub fn run(args: &RunArgs, argv: &[String]) -> Result<RunOutcome> {
 
     // The world we got must be the world the launcher started; every rank checks, all agree
     // before anyone acts (a rank that returned alone would leave the others waiting forever).
-    agree_env(&comm, identity::check_world(&env, rank, size))?;
+    agree_env(comm, identity::check_world(&env, rank, size))?;
 
     // Rank 0 names the output directory (a default one holds its clock's time); the watchdog
     // of every rank reports there.
@@ -200,20 +223,20 @@ pub fn run(args: &RunArgs, argv: &[String]) -> Result<RunOutcome> {
         // A file where the directory should be is the user's mistake (exit 2), not a crash.
         if out_dir.exists() && !out_dir.is_dir() {
             let msg = format!("--out {}: exists and is not a directory: give a directory (it is created if missing)", out_dir.display());
-            let _ = agree_input(&comm, Err::<(), _>(msg.clone()));
+            let _ = agree_input(comm, Err::<(), _>(msg.clone()));
             return Err(Error::Input(msg));
         }
     }
-    agree_input(&comm, Ok(()))?;
+    agree_input(comm, Ok(()))?;
     watchdog.set_report_dir(out_dir.join(".watchdog"));
 
-    let layout = agree_layout(&comm, &req, &env)?;
+    let layout = agree_layout(comm, &req, &env)?;
     let shape = launch_shape(&req, &layout, size)?;
     let cases = match &req.cases {
         Cases::Options(o) => plan::expand(o, shape)?,
         Cases::Plan(c) => c.clone(),
     };
-    let (mut device_plan, notes) = agree_input(&comm, device_plan(&req, &shape, &layout, rank))?;
+    let (mut device_plan, notes) = agree_input(comm, device_plan(&req, &shape, &layout, rank))?;
     // Load a BLAS only where a case multiplies (it starts threads; collectives need none).
     device_plan.gemm = cases
         .iter()
@@ -230,7 +253,7 @@ pub fn run(args: &RunArgs, argv: &[String]) -> Result<RunOutcome> {
         keep: &keep,
         settings: &req.settings,
         launch_id: req.launch_id.clone().unwrap_or_else(|| shape.id()),
-        comm: &comm,
+        comm,
         env: &env,
         layout: &layout,
         shape,
@@ -239,13 +262,13 @@ pub fn run(args: &RunArgs, argv: &[String]) -> Result<RunOutcome> {
     };
     match req.backend {
         BackendKind::Cpu => {
-            let backend = CpuBackend::new(&world, device_plan);
-            job.execute(start_backend(&comm, backend)?)
+            let backend = CpuBackend::new(world, device_plan);
+            job.execute(start_backend(comm, backend)?)
         }
         #[cfg(feature = "cuda")]
         BackendKind::Cuda => {
-            let backend = crate::backend::cuda::CudaBackend::new(&world, device_plan);
-            job.execute(start_backend(&comm, backend)?)
+            let backend = crate::backend::cuda::CudaBackend::new(world, device_plan);
+            job.execute(start_backend(comm, backend)?)
         }
         // Rejected at the top of `run` in a build without the `cuda` feature.
         #[cfg(not(feature = "cuda"))]
