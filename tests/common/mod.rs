@@ -38,7 +38,7 @@ pub struct Ran {
 }
 
 impl Ran {
-    fn from(o: Output) -> Self {
+    pub fn from(o: Output) -> Self {
         Ran {
             code: o.status.code().unwrap_or(-1),
             stdout: String::from_utf8_lossy(&o.stdout).replace('\0', ""),
@@ -55,7 +55,8 @@ impl Ran {
     }
 }
 
-fn mpi_env(cmd: &mut Command) {
+/// Root may run mpirun; no launcher identity leaks in from the test's environment.
+pub fn mpi_env(cmd: &mut Command) {
     cmd.env("OMPI_ALLOW_RUN_AS_ROOT", "1")
         .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
     // Never inherit a launcher's identity from the environment the tests run in.
