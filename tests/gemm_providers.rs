@@ -115,8 +115,7 @@ fn gemm_case_args<'a>(
     gemm: &'a str,
     tail: &[&'a str],
 ) -> Vec<&'a str> {
-    let mut a = vec!["run", "-q", "--out", out.to_str().unwrap()];
-    a.extend_from_slice(topology);
+    let mut a = common::run_q(out, topology);
     a.extend_from_slice(&["-w", WORKLOADS, "--dtype", "f32,f64", "--dims", DIMS]);
     a.extend_from_slice(scaling);
     a.extend_from_slice(&["--iters", "2", "--check", "2", "--gemm", gemm]);

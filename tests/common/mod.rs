@@ -123,6 +123,13 @@ pub fn mpirun_with(np: u32, mpirun_args: &[&str], args: &[&str]) -> Ran {
     )
 }
 
+/// `run -q --out OUT EXTRA...`: the shape of most runs in these tests.
+pub fn run_q<'a>(out: &'a Path, extra: &[&'a str]) -> Vec<&'a str> {
+    let mut a = vec!["run", "-q", "--out", out.to_str().unwrap()];
+    a.extend_from_slice(extra);
+    a
+}
+
 /// Reads `DIR/results.json` with the independent wire types.
 pub fn read_results(dir: &Path) -> wire::ResultsFile {
     let text = std::fs::read_to_string(dir.join("results.json"))
