@@ -39,6 +39,26 @@ fn scalebench(limit_s: u32, args: &[&str]) -> Ran {
     bounded(limit_s, &cl, &[])
 }
 
+/// `timeout LIMIT scalebench sweep SPEC --out OUT EXTRA...`.
+fn sweep(limit_s: u32, spec: &Path, out: &Path, extra: &[&str]) -> Ran {
+    let mut a = vec![
+        "sweep",
+        spec.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    a.extend_from_slice(extra);
+    scalebench(limit_s, &a)
+}
+
+/// [`scalebench`] refusing bad input: no panic, exit 2.
+fn refused(limit_s: u32, args: &[&str]) -> Ran {
+    let r = scalebench(limit_s, args);
+    no_panic(&r);
+    r.assert_code(2);
+    r
+}
+
 fn no_panic(r: &Ran) {
     assert!(
         r.code != 101 && !r.stderr.contains("panicked"),
@@ -178,16 +198,7 @@ fn a_sweep_keeps_what_finished_before_the_watchdog_fired() {
     );
     let out = dir.join("out");
     let t0 = Instant::now();
-    let r = scalebench(
-        150,
-        &[
-            "sweep",
-            spec.to_str().unwrap(),
-            "--out",
-            out.to_str().unwrap(),
-            "-q",
-        ],
-    );
+    let r = sweep(150, &spec, &out, &["-q"]);
     r.assert_code(3);
     assert!(t0.elapsed() < Duration::from_secs(90));
     let res = read_results(&out);
@@ -352,7 +363,7 @@ fn hostile_timeouts_are_bad_input() {
     let dir = tmpdir("hostile-timeout");
     let spec = quick_spec(&dir, "");
     for v in ["-1", "nan", "inf", "1e308", "0"] {
-        let r = scalebench(
+        let r = refused(
             30,
             &[
                 "sweep",
@@ -362,8 +373,6 @@ fn hostile_timeouts_are_bad_input() {
                 v,
             ],
         );
-        no_panic(&r);
-        r.assert_code(2);
         assert!(r.stderr.contains("--launch-timeout"), "{v}: {}", r.stderr);
     }
     let spec = quick_spec(&dir, "[launch]\ntimeout_s = 1e308\n");
@@ -378,9 +387,7 @@ fn hostile_timeouts_are_bad_input() {
             "local-slurm",
         ],
     ] {
-        let r = scalebench(30, &cmd);
-        no_panic(&r);
-        r.assert_code(2);
+        let r = refused(30, &cmd);
         assert!(
             r.stderr.contains("s.toml:") && r.stderr.contains("launch.timeout_s"),
             "{cmd:?}: {}",
@@ -389,9 +396,7 @@ fn hostile_timeouts_are_bad_input() {
         assert!(!r.stdout.contains("--time=1145324618"), "{}", r.stdout);
     }
     for v in ["-1", "nan", "1e308"] {
-        let r = scalebench(30, &["run", "--op-timeout", v, "-q"]);
-        no_panic(&r);
-        r.assert_code(2);
+        let r = refused(30, &["run", "--op-timeout", v, "-q"]);
         assert!(r.stderr.contains("--op-timeout"), "{}", r.stderr);
     }
 }
@@ -418,9 +423,7 @@ fn limits_are_checked_when_the_input_is_read() {
             std::fs::write(&spec, text.replace("\"64\"", "\"1B:10000B:+1B\"")).unwrap();
         }
         let t0 = Instant::now();
-        let r = scalebench(30, &["plan", spec.to_str().unwrap()]);
-        no_panic(&r);
-        r.assert_code(2);
+        let r = refused(30, &["plan", spec.to_str().unwrap()]);
         assert!(r.stderr.contains(needle), "{extra}: {}", r.stderr);
         assert!(r.stderr.contains("README.md"), "{}", r.stderr);
         assert!(t0.elapsed() < Duration::from_secs(10));
@@ -431,11 +434,9 @@ fn limits_are_checked_when_the_input_is_read() {
         vec!["--nodes", "70000"],
         vec!["--sizes", "2TiB"],
     ] {
-        let mut cl = vec![bin(), "run"];
+        let mut cl = vec!["run"];
         cl.extend_from_slice(&args);
-        let r = bounded(30, &cl, &[]);
-        no_panic(&r);
-        r.assert_code(2);
+        let r = refused(30, &cl);
         assert!(r.stderr.contains("limit"), "{args:?}: {}", r.stderr);
     }
 }
@@ -446,18 +447,14 @@ fn resume_refuses_a_changed_spec() {
     let dir = tmpdir("hostile-resume");
     let spec = quick_spec(&dir, "[run]\ntime_budget_s = 0.02\n");
     let out = dir.join("out");
-    let o = out.to_str().unwrap();
-    scalebench(120, &["sweep", spec.to_str().unwrap(), "--out", o, "-q"]).assert_code(0);
+    sweep(120, &spec, &out, &["-q"]).assert_code(0);
     let before = std::fs::read(out.join("results.json")).unwrap();
     let changed = write(
         &dir,
         "s.toml",
         "name = \"q\"\n[axes]\nsizes = [\"64\", \"128\"]\nin_place = \"no\"\n[run]\ntime_budget_s = 0.02\n",
     );
-    let r = scalebench(
-        60,
-        &["sweep", changed.to_str().unwrap(), "--out", o, "--resume"],
-    );
+    let r = sweep(60, &changed, &out, &["--resume"]);
     r.assert_code(2);
     assert!(
         r.stderr.contains("the spec changed") && r.stderr.contains("1 added"),
@@ -466,18 +463,7 @@ fn resume_refuses_a_changed_spec() {
     );
     assert_eq!(std::fs::read(out.join("results.json")).unwrap(), before);
     // The run's own copy resumes (nothing to do).
-    scalebench(
-        60,
-        &[
-            "sweep",
-            out.join("spec.toml").to_str().unwrap(),
-            "--out",
-            o,
-            "--resume",
-            "-q",
-        ],
-    )
-    .assert_code(0);
+    sweep(60, &out.join("spec.toml"), &out, &["--resume", "-q"]).assert_code(0);
 }
 
 /// Item 8: a dry run printed `$(...)` from mpirun_args unquoted; pasted, it ran.
@@ -581,9 +567,7 @@ fn cli_and_file_edge_cases() {
                 rep.to_str().unwrap(),
             ],
         ] {
-            let r = scalebench(20, &cmd);
-            no_panic(&r);
-            r.assert_code(2);
+            let r = refused(20, &cmd);
             assert!(
                 r.stderr.contains("not a regular file") || r.stderr.contains("not UTF-8"),
                 "{cmd:?}: {}",
@@ -592,25 +576,15 @@ fn cli_and_file_edge_cases() {
         }
     }
     for v in ["nan", "-1", "inf"] {
-        let r = scalebench(
+        let r = refused(
             20,
             &["status", dir.to_str().unwrap(), "--wait", "--timeout", v],
         );
-        no_panic(&r);
-        r.assert_code(2);
         assert!(r.stderr.contains("--timeout"), "{v}: {}", r.stderr);
     }
     let file = write(&dir, "afile", "x");
     let spec = quick_spec(&dir, "");
-    let r = scalebench(
-        30,
-        &[
-            "sweep",
-            spec.to_str().unwrap(),
-            "--out",
-            file.to_str().unwrap(),
-        ],
-    );
+    let r = sweep(30, &spec, &file, &[]);
     r.assert_code(2);
     assert!(r.stderr.contains("not a directory"), "{}", r.stderr);
     let r = scalebench(
@@ -639,8 +613,7 @@ fn a_torn_journal_line_is_run_again_with_a_warning() {
         "[axes]\nsizes = [\"64\", \"128\"]\nin_place = \"no\"\n[run]\ntime_budget_s = 0.02\n",
     );
     let out = dir.join("out");
-    let o = out.to_str().unwrap();
-    scalebench(120, &["sweep", spec.to_str().unwrap(), "--out", o, "-q"]).assert_code(0);
+    sweep(120, &spec, &out, &["-q"]).assert_code(0);
     let attempt = std::fs::read_dir(out.join("launches"))
         .unwrap()
         .next()
@@ -676,10 +649,7 @@ fn a_torn_journal_line_is_run_again_with_a_warning() {
     let line_end = at + text[at..].find('\n').unwrap();
     std::fs::write(&journal, &text[..at + (line_end - at) / 2]).unwrap();
     std::fs::remove_file(attempt.join("outcome.json")).unwrap();
-    let r = scalebench(
-        120,
-        &["sweep", spec.to_str().unwrap(), "--out", o, "--resume"],
-    );
+    let r = sweep(120, &spec, &out, &["--resume"]);
     r.assert_code(0);
     assert!(
         r.stderr.contains("skipped an unreadable journal line") && r.stderr.contains("run again"),
