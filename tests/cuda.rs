@@ -23,6 +23,16 @@ fn refused(ran: &Ran, sentence: &str, out: &std::path::Path) {
     assert!(!out.exists(), "{} was left behind", out.display());
 }
 
+/// batch_matmul's phases: its copies overlap the GEMMs on a second stream.
+#[cfg(feature = "cuda")]
+fn assert_overlap_phases(c: &common::wire::Case) {
+    let names: Vec<&str> = c.phases.iter().map(|p| p.name.as_str()).collect();
+    assert_eq!(
+        names,
+        ["scatter", "transfer_compute", "gather", "overlap_hidden"]
+    );
+}
+
 #[cfg(feature = "cuda")]
 mod with_feature {
     use super::*;
@@ -177,11 +187,7 @@ mod with_feature {
                 s => panic!("{}: {s}: {:?}", c.id, c.message),
             }
             if c.params.workload == "batch_matmul" {
-                let names: Vec<&str> = c.phases.iter().map(|p| p.name.as_str()).collect();
-                assert_eq!(
-                    names,
-                    ["scatter", "transfer_compute", "gather", "overlap_hidden"]
-                );
+                assert_overlap_phases(c);
             }
         }
         assert!(measured > 0);
@@ -238,15 +244,19 @@ mod standin {
         v
     }
 
+    /// `scalebench ARGS` alone, with `env`'s variables.
+    fn solo_with(env: &[(String, String)], args: &[String]) -> Ran {
+        let e: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        solo_env(&strs(args), &e)
+    }
+
     /// `scalebench ARGS` alone on the stand-ins.
-    fn solo_on(extra: &[&str], args: &[&str]) -> Ran {
-        let e = env(libs().to_str().unwrap(), extra);
-        let e: Vec<(&str, &str)> = e.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-        solo_env(args, &e)
+    fn solo_on(extra: &[&str], args: &[String]) -> Ran {
+        solo_with(&env(libs().to_str().unwrap(), extra), args)
     }
 
     /// `mpirun -np N [gpus-per-rank.sh G] scalebench ARGS` on the stand-ins.
-    fn mpirun_on(np: u32, gpus_per_rank: Option<u32>, extra: &[&str], args: &[&str]) -> Ran {
+    fn mpirun_on(np: u32, gpus_per_rank: Option<u32>, extra: &[&str], args: &[String]) -> Ran {
         let mut m: Vec<String> = Vec::new();
         for (k, v) in env(libs().to_str().unwrap(), extra) {
             m.push("-x".into());
@@ -256,8 +266,22 @@ mod standin {
             m.push(wrapper());
             m.push(g.to_string());
         }
-        let m: Vec<&str> = m.iter().map(String::as_str).collect();
-        common::mpirun_with(np, &m, args)
+        common::mpirun_with(np, &strs(&m), &strs(args))
+    }
+
+    fn strs(v: &[String]) -> Vec<&str> {
+        v.iter().map(String::as_str).collect()
+    }
+
+    /// `run --backend cuda MID -n N --warmup 1 -q --out OUT`: the shape of every run here.
+    fn cuda_run(mid: &[&str], n: &str, out: &Path) -> Vec<String> {
+        ["run", "--backend", "cuda"]
+            .iter()
+            .chain(mid)
+            .chain(&["-n", n, "--warmup", "1", "-q", "--out"])
+            .map(|s| s.to_string())
+            .chain([out.display().to_string()])
+            .collect()
     }
 
     /// Every case ok (or skipped for the documented reason), none wrong, the run labelled.
@@ -303,34 +327,28 @@ mod standin {
         let out = dir.join("out");
         let ran = solo_on(
             &[],
-            &[
-                "run",
-                "--backend",
-                "cuda",
-                "--topology",
-                "hybrid",
-                "--devices-per-node",
-                "2",
-                "-w",
-                COLLECTIVES,
-                "--sizes",
-                "1KiB",
-                "--dtype",
-                "f32,f64,f16,bf16,i32",
-                "--op",
-                "sum,prod,min,max,avg",
-                "--in-place",
-                "both",
-                "-t",
-                "pipelined,isolated",
-                "-n",
+            &cuda_run(
+                &[
+                    "--topology",
+                    "hybrid",
+                    "--devices-per-node",
+                    "2",
+                    "-w",
+                    COLLECTIVES,
+                    "--sizes",
+                    "1KiB",
+                    "--dtype",
+                    "f32,f64,f16,bf16,i32",
+                    "--op",
+                    "sum,prod,min,max,avg",
+                    "--in-place",
+                    "both",
+                    "-t",
+                    "pipelined,isolated",
+                ],
                 "3",
-                "--warmup",
-                "1",
-                "-q",
-                "--out",
-                out.to_str().unwrap(),
-            ],
+                &out,
+            ),
         );
         let r = all_valid(&ran, &out, 360);
         assert_eq!(r.launches[0].provenance.as_ref().unwrap().devices, 2);
@@ -346,28 +364,22 @@ mod standin {
             2,
             None,
             &[],
-            &[
-                "run",
-                "--backend",
-                "cuda",
-                "-w",
-                COLLECTIVES,
-                "--sizes",
-                "4KiB",
-                "--dtype",
-                "f32,bf16,i32",
-                "--op",
-                "sum,avg",
-                "--in-place",
-                "both",
-                "-n",
+            &cuda_run(
+                &[
+                    "-w",
+                    COLLECTIVES,
+                    "--sizes",
+                    "4KiB",
+                    "--dtype",
+                    "f32,bf16,i32",
+                    "--op",
+                    "sum,avg",
+                    "--in-place",
+                    "both",
+                ],
                 "3",
-                "--warmup",
-                "1",
-                "-q",
-                "--out",
-                out.to_str().unwrap(),
-            ],
+                &out,
+            ),
         );
         all_valid(&ran, &out, 40);
         let out = dir.join("2x2");
@@ -375,35 +387,29 @@ mod standin {
             2,
             Some(2),
             &["SCALEBENCH_STANDIN_DEVICES=4"],
-            &[
-                "run",
-                "--backend",
-                "cuda",
-                "--topology",
-                "hybrid",
-                "--devices-per-node",
-                "2",
-                "--nodes",
-                "2",
-                "--emulate-nodes",
-                "-w",
-                COLLECTIVES,
-                "--sizes",
-                "4KiB",
-                "--dtype",
-                "f64,f16",
-                "--op",
-                "prod,max",
-                "--in-place",
-                "both",
-                "-n",
+            &cuda_run(
+                &[
+                    "--topology",
+                    "hybrid",
+                    "--devices-per-node",
+                    "2",
+                    "--nodes",
+                    "2",
+                    "--emulate-nodes",
+                    "-w",
+                    COLLECTIVES,
+                    "--sizes",
+                    "4KiB",
+                    "--dtype",
+                    "f64,f16",
+                    "--op",
+                    "prod,max",
+                    "--in-place",
+                    "both",
+                ],
                 "3",
-                "--warmup",
-                "1",
-                "-q",
-                "--out",
-                out.to_str().unwrap(),
-            ],
+                &out,
+            ),
         );
         let r = all_valid(&ran, &out, 30);
         assert_eq!(r.launches[0].provenance.as_ref().unwrap().devices, 4);
@@ -416,48 +422,31 @@ mod standin {
         let dir = tmpdir("standin-gemm");
         let out = dir.join("solo");
         let args = |o: &Path| {
-            [
-                "run",
-                "--backend",
-                "cuda",
-                "-w",
-                "matmul,batch_matmul",
-                "--dims",
-                "48",
-                "--batch",
+            cuda_run(
+                &[
+                    "-w",
+                    "matmul,batch_matmul",
+                    "--dims",
+                    "48",
+                    "--batch",
+                    "3",
+                    "--dtype",
+                    "f32,f64,f16,bf16",
+                ],
                 "3",
-                "--dtype",
-                "f32,f64,f16,bf16",
-                "-n",
-                "3",
-                "--warmup",
-                "1",
-                "-q",
-                "--out",
-            ]
-            .iter()
-            .map(|s| s.to_string())
-            .chain([o.display().to_string()])
-            .collect::<Vec<_>>()
+                o,
+            )
         };
-        let a = args(&out);
-        let a: Vec<&str> = a.iter().map(String::as_str).collect();
-        let r = all_valid(&solo_on(&[], &a), &out, 8);
+        let r = all_valid(&solo_on(&[], &args(&out)), &out, 8);
         for c in r
             .cases
             .iter()
             .filter(|c| c.params.workload == "batch_matmul")
         {
-            let names: Vec<&str> = c.phases.iter().map(|p| p.name.as_str()).collect();
-            assert_eq!(
-                names,
-                ["scatter", "transfer_compute", "gather", "overlap_hidden"]
-            );
+            assert_overlap_phases(c);
         }
         let out = dir.join("np2");
-        let a = args(&out);
-        let a: Vec<&str> = a.iter().map(String::as_str).collect();
-        all_valid(&mpirun_on(2, None, &[], &a), &out, 8);
+        all_valid(&mpirun_on(2, None, &[], &args(&out)), &out, 8);
     }
 
     /// The planted defect (one wrong element in every NCCL result) must be caught: wrong > 0,
@@ -470,24 +459,18 @@ mod standin {
             2,
             None,
             &["SCALEBENCH_STANDIN_DEFECT=corrupt"],
-            &[
-                "run",
-                "--backend",
-                "cuda",
-                "-w",
-                "allreduce,allgather",
-                "--sizes",
-                "4KiB",
-                "--in-place",
-                "both",
-                "-n",
+            &cuda_run(
+                &[
+                    "-w",
+                    "allreduce,allgather",
+                    "--sizes",
+                    "4KiB",
+                    "--in-place",
+                    "both",
+                ],
                 "3",
-                "--warmup",
-                "1",
-                "-q",
-                "--out",
-                out.to_str().unwrap(),
-            ],
+                &out,
+            ),
         );
         ran.assert_code(3);
         let r = common::read_results(&out);
@@ -513,34 +496,17 @@ mod standin {
     }
 
     fn small_run(out: &Path) -> Vec<String> {
-        [
-            "run",
-            "--backend",
-            "cuda",
-            "-w",
-            "allreduce,matmul",
-            "--sizes",
-            "4KiB",
-            "--dims",
-            "16",
-            "-n",
+        cuda_run(
+            &["-w", "allreduce,matmul", "--sizes", "4KiB", "--dims", "16"],
             "2",
-            "--warmup",
-            "1",
-            "-q",
-            "--out",
-        ]
-        .iter()
-        .map(|s| s.to_string())
-        .chain([out.display().to_string()])
-        .collect()
+            out,
+        )
     }
 
     #[test]
     fn allocation_failure_is_one_sentence() {
         let out = tmpdir("standin-alloc").join("out");
         let a = small_run(&out);
-        let a: Vec<&str> = a.iter().map(String::as_str).collect();
         let ran = mpirun_on(2, None, &["SCALEBENCH_STANDIN_FAULT=alloc"], &a);
         refused_with(&ran, 4, "libcuda.so.1", "nvidia-smi", &out);
         assert!(
@@ -556,7 +522,6 @@ mod standin {
     fn allocation_failure_in_a_case_fails_the_case() {
         let out = tmpdir("standin-alloc-case").join("out");
         let a = small_run(&out);
-        let a: Vec<&str> = a.iter().map(String::as_str).collect();
         // set-up allocates 1 buffer per GPU; the first case's buffers then fail
         let ran = solo_on(&["SCALEBENCH_STANDIN_ALLOC_FAIL_AFTER=1"], &a);
         ran.assert_code(3);
@@ -577,7 +542,6 @@ mod standin {
     fn communicator_failure_is_one_sentence() {
         let out = tmpdir("standin-comm").join("out");
         let a = small_run(&out);
-        let a: Vec<&str> = a.iter().map(String::as_str).collect();
         let ran = mpirun_on(2, None, &["SCALEBENCH_STANDIN_FAULT=comm-init"], &a);
         refused_with(&ran, 4, "NCCL (libnccl.so)", "NCCL_DEBUG=INFO", &out);
     }
@@ -588,9 +552,8 @@ mod standin {
     #[test]
     fn collective_error_fails_the_case_and_aborts_the_communicators() {
         let out = tmpdir("standin-coll").join("out");
-        let a = small_run(&out);
-        let mut a: Vec<&str> = a.iter().map(String::as_str).collect();
-        a[4] = "allreduce,broadcast,matmul";
+        let mut a = small_run(&out);
+        a[4] = "allreduce,broadcast,matmul".into();
         let ran = mpirun_on(2, None, &["SCALEBENCH_STANDIN_FAULT=collective"], &a);
         ran.assert_code(3);
         assert!(!ran.stderr.contains("panicked"), "{}", ran.stderr);
@@ -614,12 +577,9 @@ mod standin {
     fn missing_driver_symbol_is_one_sentence() {
         let out = tmpdir("standin-symbol").join("out");
         let a = small_run(&out);
-        let a: Vec<&str> = a.iter().map(String::as_str).collect();
         // a libcuda without cuMemHostAlloc first on the path
         let path = format!("{0}/missing-symbol:{0}", libs().display());
-        let e = env(&path, &[]);
-        let e: Vec<(&str, &str)> = e.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-        let ran = solo_env(&a, &e);
+        let ran = solo_with(&env(&path, &[]), &a);
         refused_with(&ran, 2, "libcuda.so.1", "update the NVIDIA driver", &out);
         assert!(ran.stderr.contains("cuMemHostAlloc"), "{}", ran.stderr);
     }
@@ -630,7 +590,6 @@ mod standin {
     fn driver_floor() {
         let out = tmpdir("standin-old").join("out");
         let a = small_run(&out);
-        let a: Vec<&str> = a.iter().map(String::as_str).collect();
         let ran = mpirun_on(2, None, &["SCALEBENCH_STANDIN_DRIVER_VERSION=11020"], &a);
         refused_with(&ran, 2, "libcuda.so.1", "update the driver", &out);
         assert!(
@@ -646,7 +605,6 @@ mod standin {
     fn nccl_floor() {
         let out = tmpdir("standin-oldnccl").join("out");
         let a = small_run(&out);
-        let a: Vec<&str> = a.iter().map(String::as_str).collect();
         let ran = solo_on(&["SCALEBENCH_STANDIN_NCCL_VERSION=2903"], &a);
         refused_with(&ran, 4, "libnccl.so", "install NCCL 2.10.0 or newer", &out);
     }
@@ -676,9 +634,8 @@ mod standin {
     fn the_stand_ins_refuse_to_load_unless_wanted() {
         let out = tmpdir("standin-gate").join("out");
         let a = small_run(&out);
-        let a: Vec<&str> = a.iter().map(String::as_str).collect();
         let ran = solo_env(
-            &a,
+            &strs(&a),
             &[
                 ("LD_LIBRARY_PATH", libs().to_str().unwrap()),
                 ("SCALEBENCH_STANDIN", "0"),

@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{bin, mpirun_with, tmpdir};
+use common::{bin, mpirun_with, run_q, tmpdir};
 use serde_json::Value;
 use std::path::Path;
 
@@ -40,14 +40,7 @@ fn ddp_run(tag: &str, np: u32, extra: &[&str]) -> (common::Ran, Value) {
 /// As [`ddp_run`], also returning the run directory.
 fn ddp_run_in(tag: &str, np: u32, extra: &[&str]) -> (common::Ran, Value, std::path::PathBuf) {
     let out = tmpdir(tag).join("out");
-    let mut args = vec![
-        "run",
-        "-q",
-        "--out",
-        out.to_str().unwrap(),
-        "-w",
-        "ddp_step",
-    ];
+    let mut args = run_q(&out, &["-w", "ddp_step"]);
     args.extend_from_slice(extra);
     let ran = mpirun_with(np, &["--bind-to", "none"], &args);
     let v = if out.join("results.json").exists() {
@@ -106,29 +99,29 @@ fn assert_exact(v: &Value, devices: u64, ranks: u64, want_cases: usize) {
 
 const QUICK: &[&str] = &["-n", "2", "--warmup", "1", "--batch", "8", "--check", "1"];
 
+/// [`ddp_run`] with `--model MODEL --bucket-size BUCKETS EXTRA QUICK...`.
+fn ddp_quick(tag: &str, np: u32, buckets: &str, extra: &[&str]) -> (common::Ran, Value) {
+    let mut a = vec!["--model", MODEL, "--bucket-size", buckets];
+    a.extend_from_slice(extra);
+    a.extend_from_slice(QUICK);
+    ddp_run(tag, np, &a)
+}
+
 #[test]
 fn exact_gradients_on_one_rank() {
-    let mut a = vec!["--model", MODEL, "--bucket-size", BUCKETS];
-    a.extend_from_slice(QUICK);
-    let (ran, v) = ddp_run("ddp1", 1, &a);
+    let (ran, v) = ddp_quick("ddp1", 1, BUCKETS, &[]);
     ran.assert_code(0);
     assert_exact(&v, 1, 1, 3);
 }
 
 #[test]
 fn exact_gradients_on_two_ranks_with_both_progress_strategies() {
-    let mut a = vec![
-        "--model",
-        MODEL,
-        "--bucket-size",
+    let (ran, v) = ddp_quick(
+        "ddp2",
+        2,
         BUCKETS,
-        "--progress",
-        "thread,test",
-        "--dtype",
-        "f32,f64",
-    ];
-    a.extend_from_slice(QUICK);
-    let (ran, v) = ddp_run("ddp2", 2, &a);
+        &["--progress", "thread,test", "--dtype", "f32,f64"],
+    );
     ran.assert_code(0);
     assert_exact(&v, 2, 2, 2 * 3 * 2);
 }
@@ -161,53 +154,37 @@ fn exact_gradients_on_four_oversubscribed_ranks_with_an_uneven_strong_split() {
 #[test]
 fn exact_gradients_in_hybrid_mode() {
     // 2 ranks × 2 worker devices on 2 emulated nodes, both progress strategies
-    let mut a = vec![
-        "--model",
-        MODEL,
-        "--bucket-size",
+    let (ran, v) = ddp_quick(
+        "ddph",
+        2,
         BUCKETS,
-        "--topology",
-        "hybrid",
-        "--nodes",
-        "2",
-        "--devices-per-node",
-        "2",
-        "--progress",
-        "thread,test",
-    ];
-    a.extend_from_slice(QUICK);
-    let (ran, v) = ddp_run("ddph", 2, &a);
+        &[
+            "--topology",
+            "hybrid",
+            "--nodes",
+            "2",
+            "--devices-per-node",
+            "2",
+            "--progress",
+            "thread,test",
+        ],
+    );
     ran.assert_code(0);
     assert_exact(&v, 4, 2, 2 * 3);
     // one rank driving 2 devices
-    let mut a = vec![
-        "--model",
-        MODEL,
-        "--bucket-size",
+    let (ran, v) = ddp_quick(
+        "ddph1",
+        1,
         "16KiB",
-        "--topology",
-        "hybrid",
-        "--devices-per-node",
-        "2",
-    ];
-    a.extend_from_slice(QUICK);
-    let (ran, v) = ddp_run("ddph1", 1, &a);
+        &["--topology", "hybrid", "--devices-per-node", "2"],
+    );
     ran.assert_code(0);
     assert_exact(&v, 2, 1, 1);
 }
 
 #[test]
 fn a_corrupted_gradient_is_counted_wrong_with_exit_3() {
-    let mut a = vec![
-        "--model",
-        MODEL,
-        "--bucket-size",
-        "16KiB",
-        "--fault",
-        "corrupt",
-    ];
-    a.extend_from_slice(QUICK);
-    let (ran, v) = ddp_run("ddpbad", 2, &a);
+    let (ran, v) = ddp_quick("ddpbad", 2, "16KiB", &["--fault", "corrupt"]);
     ran.assert_code(3);
     let c = &cases(&v)[0];
     assert_eq!(c["status"], "wrong");

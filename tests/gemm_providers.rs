@@ -106,28 +106,27 @@ fn both_providers_give_exact_products_square_and_rectangular_1_and_2_threads() {
 const WORKLOADS: &str = "matmul,batch_matmul";
 const DIMS: &str = "96,40x24x72";
 
+/// `run -q --out OUT TOPOLOGY -w WORKLOADS --dtype f32,f64 --dims DIMS SCALING --iters 2
+/// --check 2 --gemm GEMM TAIL`: the GEMM cases all_exact checks.
+fn gemm_case_args<'a>(
+    out: &'a Path,
+    topology: &[&'a str],
+    scaling: &[&'a str],
+    gemm: &'a str,
+    tail: &[&'a str],
+) -> Vec<&'a str> {
+    let mut a = common::run_q(out, topology);
+    a.extend_from_slice(&["-w", WORKLOADS, "--dtype", "f32,f64", "--dims", DIMS]);
+    a.extend_from_slice(scaling);
+    a.extend_from_slice(&["--iters", "2", "--check", "2", "--gemm", gemm]);
+    a.extend_from_slice(tail);
+    a
+}
+
 fn run_gemm_cases(out: &Path, gemm: &str, threads: u32, env: &[(&str, &str)]) -> common::Ran {
+    let t = threads.to_string();
     solo_env(
-        &[
-            "run",
-            "-q",
-            "--out",
-            out.to_str().unwrap(),
-            "-w",
-            WORKLOADS,
-            "--dtype",
-            "f32,f64",
-            "--dims",
-            DIMS,
-            "--iters",
-            "2",
-            "--check",
-            "2",
-            "--gemm",
-            gemm,
-            "--threads-per-device",
-            &threads.to_string(),
-        ],
+        &gemm_case_args(out, &[], &[], gemm, &["--threads-per-device", &t]),
         env,
     )
 }
@@ -191,26 +190,7 @@ fn blas_under_mpirun_with_two_ranks() {
     let out = tmpdir("gemm-mpi").join("out");
     mpirun(
         2,
-        &[
-            "run",
-            "-q",
-            "--out",
-            out.to_str().unwrap(),
-            "-w",
-            WORKLOADS,
-            "--dtype",
-            "f32,f64",
-            "--dims",
-            DIMS,
-            "--scaling",
-            "strong",
-            "--iters",
-            "2",
-            "--check",
-            "2",
-            "--gemm",
-            "blas",
-        ],
+        &gemm_case_args(&out, &[], &["--scaling", "strong"], "blas", &[]),
     )
     .assert_code(3);
     let r = read_results(&out);
@@ -416,32 +396,16 @@ fn blas_in_hybrid_mode_from_two_worker_threads() {
     // Two devices of one rank call the library at once, each from its own worker thread.
     for (threads, shared_pool_warning) in [(1, false), (2, true)] {
         let out = tmpdir("gemm-hybrid").join("out");
+        let t = threads.to_string();
         mpirun(
             1,
-            &[
-                "run",
-                "-q",
-                "--out",
-                out.to_str().unwrap(),
-                "--topology",
-                "hybrid",
-                "--devices-per-node",
-                "2",
-                "-w",
-                WORKLOADS,
-                "--dtype",
-                "f32,f64",
-                "--dims",
-                DIMS,
-                "--iters",
-                "2",
-                "--check",
-                "2",
-                "--gemm",
+            &gemm_case_args(
+                &out,
+                &["--topology", "hybrid", "--devices-per-node", "2"],
+                &[],
                 "blas",
-                "--threads-per-device",
-                &threads.to_string(),
-            ],
+                &["--threads-per-device", &t],
+            ),
         )
         .assert_code(3);
         let r = read_results(&out);

@@ -25,30 +25,38 @@ fn bounded(limit_s: u32, cmd_line: &[&str], env: &[(&str, &str)]) -> Ran {
     let _g = MPI_LOCK.lock().unwrap_or_else(|e| e.into_inner());
     let mut cmd = Command::new("timeout");
     cmd.args(["-k", "5", &limit_s.to_string()]).args(cmd_line);
-    cmd.env("OMPI_ALLOW_RUN_AS_ROOT", "1")
-        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
-    for k in [
-        "SLURM_PROCID",
-        "SLURM_NTASKS",
-        "SLURM_NODEID",
-        "SLURM_LOCALID",
-        "PMI_RANK",
-        "PMI_SIZE",
-        "RANK",
-        "WORLD_SIZE",
-        "LOCAL_RANK",
-    ] {
-        cmd.env_remove(k);
-    }
+    common::mpi_env(&mut cmd);
     for (k, v) in env {
         cmd.env(k, v);
     }
-    let o = cmd.output().expect("start timeout/mpirun");
-    Ran {
-        code: o.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&o.stdout).replace('\0', ""),
-        stderr: String::from_utf8_lossy(&o.stderr).replace('\0', ""),
-    }
+    Ran::from(cmd.output().expect("start timeout/mpirun"))
+}
+
+/// `timeout LIMIT scalebench ARGS`, nothing added to the environment.
+fn scalebench(limit_s: u32, args: &[&str]) -> Ran {
+    let mut cl = vec![bin()];
+    cl.extend_from_slice(args);
+    bounded(limit_s, &cl, &[])
+}
+
+/// `timeout LIMIT scalebench sweep SPEC --out OUT EXTRA...`.
+fn sweep(limit_s: u32, spec: &Path, out: &Path, extra: &[&str]) -> Ran {
+    let mut a = vec![
+        "sweep",
+        spec.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    a.extend_from_slice(extra);
+    scalebench(limit_s, &a)
+}
+
+/// [`scalebench`] refusing bad input: no panic, exit 2.
+fn refused(limit_s: u32, args: &[&str]) -> Ran {
+    let r = scalebench(limit_s, args);
+    no_panic(&r);
+    r.assert_code(2);
+    r
 }
 
 fn no_panic(r: &Ran) {
@@ -71,12 +79,8 @@ const QUICK: &[&str] = &[
     "-q",
 ];
 
-/// Item 1: `mpirun` inside a Slurm allocation inherits SLURM_PROCID=0 on every rank; the
-/// ranks disagreed on the world check and hung with no output.
-#[test]
-fn mpirun_inside_a_slurm_allocation_runs() {
-    let dir = tmpdir("hostile-salloc");
-    let out = dir.join("out");
+/// `mpirun -np 2 --oversubscribe scalebench run --out OUT EXTRA QUICK...`.
+fn mpirun_quick<'a>(out: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
     let mut cl = vec![
         "mpirun",
         "-np",
@@ -85,9 +89,20 @@ fn mpirun_inside_a_slurm_allocation_runs() {
         bin(),
         "run",
         "--out",
-        out.to_str().unwrap(),
+        out,
     ];
+    cl.extend_from_slice(extra);
     cl.extend_from_slice(QUICK);
+    cl
+}
+
+/// Item 1: `mpirun` inside a Slurm allocation inherits SLURM_PROCID=0 on every rank; the
+/// ranks disagreed on the world check and hung with no output.
+#[test]
+fn mpirun_inside_a_slurm_allocation_runs() {
+    let dir = tmpdir("hostile-salloc");
+    let out = dir.join("out");
+    let cl = mpirun_quick(out.to_str().unwrap(), &[]);
     let r = bounded(120, &cl, &[("SLURM_NTASKS", "2"), ("SLURM_PROCID", "0")]);
     r.assert_code(0);
     let res = read_results(&out);
@@ -141,21 +156,10 @@ fn a_rank_failing_the_world_check_alone_is_reported_by_rank_0() {
 fn the_watchdog_names_the_rank_that_had_not_arrived() {
     let dir = tmpdir("hostile-watchdog");
     let out = dir.join("out");
-    let mut cl = vec![
-        "mpirun",
-        "-np",
-        "2",
-        "--oversubscribe",
-        bin(),
-        "run",
-        "--out",
+    let cl = mpirun_quick(
         out.to_str().unwrap(),
-        "--fault",
-        "hang",
-        "--op-timeout",
-        "2",
-    ];
-    cl.extend_from_slice(QUICK);
+        &["--fault", "hang", "--op-timeout", "2"],
+    );
     let t0 = Instant::now();
     let r = bounded(90, &cl, &[]);
     r.assert_code(4);
@@ -194,18 +198,7 @@ fn a_sweep_keeps_what_finished_before_the_watchdog_fired() {
     );
     let out = dir.join("out");
     let t0 = Instant::now();
-    let r = bounded(
-        150,
-        &[
-            bin(),
-            "sweep",
-            spec.to_str().unwrap(),
-            "--out",
-            out.to_str().unwrap(),
-            "-q",
-        ],
-        &[],
-    );
+    let r = sweep(150, &spec, &out, &["-q"]);
     r.assert_code(3);
     assert!(t0.elapsed() < Duration::from_secs(90));
     let res = read_results(&out);
@@ -267,29 +260,39 @@ fn ranks_exit_when_their_launcher_is_killed() {
         .spawn()
         .unwrap();
     let needle = out.to_str().unwrap().to_string();
-    let t0 = Instant::now();
     // Wait until the case has started (rank 0 journaled the launch) and both ranks exist.
-    while !(out.join("journal.jsonl").exists() && pids_with(&needle).len() >= 2) {
-        assert!(
-            t0.elapsed() < Duration::from_secs(60),
-            "the job did not start"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    wait_until_started("the job did not start", || {
+        out.join("journal.jsonl").exists() && pids_with(&needle).len() >= 2
+    });
     let ranks = pids_with(&needle);
     child.kill().unwrap(); // SIGKILL: mpirun cannot tell its ranks
     child.wait().unwrap();
+    assert_exit_within_15_s(&ranks, "ranks", "still run 15 s after their launcher died");
+}
+
+/// Waits up to 60 s for `started`, failing with `what`.
+fn wait_until_started(what: &str, mut started: impl FnMut() -> bool) {
+    let t0 = Instant::now();
+    while !started() {
+        assert!(t0.elapsed() < Duration::from_secs(60), "{what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// `ranks` must be gone (or zombies) within 15 s; otherwise they are killed and the test fails
+/// with "WHO RANKS PREDICATE".
+fn assert_exit_within_15_s(ranks: &[u32], who: &str, predicate: &str) {
     let t1 = Instant::now();
     while ranks
         .iter()
         .any(|p| Path::new(&format!("/proc/{p}")).exists() && !zombie(*p))
     {
         if t1.elapsed() > Duration::from_secs(15) {
-            for p in &ranks {
+            for p in ranks {
                 // SAFETY: ends the processes this test started.
                 unsafe { libc::kill(*p as i32, libc::SIGKILL) };
             }
-            panic!("ranks {ranks:?} still run 15 s after their launcher died");
+            panic!("{who} {ranks:?} {predicate}");
         }
         std::thread::sleep(Duration::from_millis(100));
     }
@@ -321,34 +324,16 @@ fn a_rank_exits_when_its_launcher_process_dies() {
         .spawn()
         .unwrap();
     let needle = out.to_str().unwrap().to_string();
-    let t0 = Instant::now();
-    while !out.join("journal.jsonl").exists() || pids_with(&needle).is_empty() {
-        assert!(
-            t0.elapsed() < Duration::from_secs(60),
-            "the rank did not start"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    wait_until_started("the rank did not start", || {
+        out.join("journal.jsonl").exists() && !pids_with(&needle).is_empty()
+    });
     let ranks: Vec<u32> = pids_with(&needle)
         .into_iter()
         .filter(|p| *p != shell.id())
         .collect();
     shell.kill().unwrap();
     shell.wait().unwrap();
-    let t1 = Instant::now();
-    while ranks
-        .iter()
-        .any(|p| Path::new(&format!("/proc/{p}")).exists() && !zombie(*p))
-    {
-        if t1.elapsed() > Duration::from_secs(15) {
-            for p in &ranks {
-                // SAFETY: ends the processes this test started.
-                unsafe { libc::kill(*p as i32, libc::SIGKILL) };
-            }
-            panic!("rank {ranks:?} still runs 15 s after its launcher died");
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    assert_exit_within_15_s(&ranks, "rank", "still runs 15 s after its launcher died");
 }
 
 fn zombie(pid: u32) -> bool {
@@ -378,20 +363,16 @@ fn hostile_timeouts_are_bad_input() {
     let dir = tmpdir("hostile-timeout");
     let spec = quick_spec(&dir, "");
     for v in ["-1", "nan", "inf", "1e308", "0"] {
-        let r = bounded(
+        let r = refused(
             30,
             &[
-                bin(),
                 "sweep",
                 spec.to_str().unwrap(),
                 "--dry-run",
                 "--launch-timeout",
                 v,
             ],
-            &[],
         );
-        no_panic(&r);
-        r.assert_code(2);
         assert!(r.stderr.contains("--launch-timeout"), "{v}: {}", r.stderr);
     }
     let spec = quick_spec(&dir, "[launch]\ntimeout_s = 1e308\n");
@@ -406,11 +387,7 @@ fn hostile_timeouts_are_bad_input() {
             "local-slurm",
         ],
     ] {
-        let mut cl = vec![bin()];
-        cl.extend_from_slice(&cmd);
-        let r = bounded(30, &cl, &[]);
-        no_panic(&r);
-        r.assert_code(2);
+        let r = refused(30, &cmd);
         assert!(
             r.stderr.contains("s.toml:") && r.stderr.contains("launch.timeout_s"),
             "{cmd:?}: {}",
@@ -419,9 +396,7 @@ fn hostile_timeouts_are_bad_input() {
         assert!(!r.stdout.contains("--time=1145324618"), "{}", r.stdout);
     }
     for v in ["-1", "nan", "1e308"] {
-        let r = bounded(30, &[bin(), "run", "--op-timeout", v, "-q"], &[]);
-        no_panic(&r);
-        r.assert_code(2);
+        let r = refused(30, &["run", "--op-timeout", v, "-q"]);
         assert!(r.stderr.contains("--op-timeout"), "{}", r.stderr);
     }
 }
@@ -448,9 +423,7 @@ fn limits_are_checked_when_the_input_is_read() {
             std::fs::write(&spec, text.replace("\"64\"", "\"1B:10000B:+1B\"")).unwrap();
         }
         let t0 = Instant::now();
-        let r = bounded(30, &[bin(), "plan", spec.to_str().unwrap()], &[]);
-        no_panic(&r);
-        r.assert_code(2);
+        let r = refused(30, &["plan", spec.to_str().unwrap()]);
         assert!(r.stderr.contains(needle), "{extra}: {}", r.stderr);
         assert!(r.stderr.contains("README.md"), "{}", r.stderr);
         assert!(t0.elapsed() < Duration::from_secs(10));
@@ -461,11 +434,9 @@ fn limits_are_checked_when_the_input_is_read() {
         vec!["--nodes", "70000"],
         vec!["--sizes", "2TiB"],
     ] {
-        let mut cl = vec![bin(), "run"];
+        let mut cl = vec!["run"];
         cl.extend_from_slice(&args);
-        let r = bounded(30, &cl, &[]);
-        no_panic(&r);
-        r.assert_code(2);
+        let r = refused(30, &cl);
         assert!(r.stderr.contains("limit"), "{args:?}: {}", r.stderr);
     }
 }
@@ -476,31 +447,14 @@ fn resume_refuses_a_changed_spec() {
     let dir = tmpdir("hostile-resume");
     let spec = quick_spec(&dir, "[run]\ntime_budget_s = 0.02\n");
     let out = dir.join("out");
-    let o = out.to_str().unwrap();
-    bounded(
-        120,
-        &[bin(), "sweep", spec.to_str().unwrap(), "--out", o, "-q"],
-        &[],
-    )
-    .assert_code(0);
+    sweep(120, &spec, &out, &["-q"]).assert_code(0);
     let before = std::fs::read(out.join("results.json")).unwrap();
     let changed = write(
         &dir,
         "s.toml",
         "name = \"q\"\n[axes]\nsizes = [\"64\", \"128\"]\nin_place = \"no\"\n[run]\ntime_budget_s = 0.02\n",
     );
-    let r = bounded(
-        60,
-        &[
-            bin(),
-            "sweep",
-            changed.to_str().unwrap(),
-            "--out",
-            o,
-            "--resume",
-        ],
-        &[],
-    );
+    let r = sweep(60, &changed, &out, &["--resume"]);
     r.assert_code(2);
     assert!(
         r.stderr.contains("the spec changed") && r.stderr.contains("1 added"),
@@ -509,20 +463,7 @@ fn resume_refuses_a_changed_spec() {
     );
     assert_eq!(std::fs::read(out.join("results.json")).unwrap(), before);
     // The run's own copy resumes (nothing to do).
-    bounded(
-        60,
-        &[
-            bin(),
-            "sweep",
-            out.join("spec.toml").to_str().unwrap(),
-            "--out",
-            o,
-            "--resume",
-            "-q",
-        ],
-        &[],
-    )
-    .assert_code(0);
+    sweep(60, &out.join("spec.toml"), &out, &["--resume", "-q"]).assert_code(0);
 }
 
 /// Item 8: a dry run printed `$(...)` from mpirun_args unquoted; pasted, it ran.
@@ -537,11 +478,7 @@ fn dry_run_commands_are_shell_quoted() {
             pwned.display()
         ),
     );
-    let r = bounded(
-        30,
-        &[bin(), "sweep", spec.to_str().unwrap(), "--dry-run"],
-        &[],
-    );
+    let r = scalebench(30, &["sweep", spec.to_str().unwrap(), "--dry-run"]);
     r.assert_code(0);
     let line = r
         .stdout
@@ -573,7 +510,7 @@ fn dry_run_commands_are_shell_quoted() {
 fn control_characters_in_a_name_are_refused() {
     let dir = tmpdir("hostile-ctrl");
     let spec = write(&dir, "s.toml", "name = \"x\\u001b]0;pwned\\u0007y\"\n");
-    let r = bounded(30, &[bin(), "plan", spec.to_str().unwrap()], &[]);
+    let r = scalebench(30, &["plan", spec.to_str().unwrap()]);
     r.assert_code(2);
     assert!(r.stderr.contains("control characters"), "{}", r.stderr);
     assert!(
@@ -589,7 +526,7 @@ fn control_characters_in_a_name_are_refused() {
 fn cli_and_file_edge_cases() {
     let dir = tmpdir("hostile-cli");
     let empty = write(&dir, "empty.toml", "");
-    let r = bounded(30, &[bin(), "plan", empty.to_str().unwrap()], &[]);
+    let r = scalebench(30, &["plan", empty.to_str().unwrap()]);
     r.assert_code(0);
     assert!(r.stderr.contains("gives no [axes]"), "{}", r.stderr);
     let none = write(
@@ -597,15 +534,15 @@ fn cli_and_file_edge_cases() {
         "none.toml",
         "[axes]\nsizes = \"64\"\n[[exclude]]\nworkload = \"allreduce\"\n",
     );
-    let r = bounded(30, &[bin(), "plan", none.to_str().unwrap()], &[]);
+    let r = scalebench(30, &["plan", none.to_str().unwrap()]);
     r.assert_code(2);
     assert!(r.stderr.contains("nothing to run"), "{}", r.stderr);
 
-    let r = bounded(30, &[bin(), "run", "-o", dir.to_str().unwrap()], &[]);
+    let r = scalebench(30, &["run", "-o", dir.to_str().unwrap()]);
     r.assert_code(2);
     assert!(r.stderr.contains("--op"), "{}", r.stderr);
 
-    let r = bounded(30, &[bin(), "submit", "--help"], &[]);
+    let r = scalebench(30, &["submit", "--help"]);
     r.assert_code(0);
     assert!(
         r.stdout.contains("without writing or submitting anything"),
@@ -630,11 +567,7 @@ fn cli_and_file_edge_cases() {
                 rep.to_str().unwrap(),
             ],
         ] {
-            let mut cl = vec![bin()];
-            cl.extend_from_slice(&cmd);
-            let r = bounded(20, &cl, &[]);
-            no_panic(&r);
-            r.assert_code(2);
+            let r = refused(20, &cmd);
             assert!(
                 r.stderr.contains("not a regular file") || r.stderr.contains("not UTF-8"),
                 "{cmd:?}: {}",
@@ -643,41 +576,20 @@ fn cli_and_file_edge_cases() {
         }
     }
     for v in ["nan", "-1", "inf"] {
-        let r = bounded(
+        let r = refused(
             20,
-            &[
-                bin(),
-                "status",
-                dir.to_str().unwrap(),
-                "--wait",
-                "--timeout",
-                v,
-            ],
-            &[],
+            &["status", dir.to_str().unwrap(), "--wait", "--timeout", v],
         );
-        no_panic(&r);
-        r.assert_code(2);
         assert!(r.stderr.contains("--timeout"), "{v}: {}", r.stderr);
     }
     let file = write(&dir, "afile", "x");
     let spec = quick_spec(&dir, "");
-    let r = bounded(
-        30,
-        &[
-            bin(),
-            "sweep",
-            spec.to_str().unwrap(),
-            "--out",
-            file.to_str().unwrap(),
-        ],
-        &[],
-    );
+    let r = sweep(30, &spec, &file, &[]);
     r.assert_code(2);
     assert!(r.stderr.contains("not a directory"), "{}", r.stderr);
-    let r = bounded(
+    let r = scalebench(
         60,
         &[
-            bin(),
             "run",
             "--out",
             file.to_str().unwrap(),
@@ -685,7 +597,6 @@ fn cli_and_file_edge_cases() {
             "8B",
             "-q",
         ],
-        &[],
     );
     r.assert_code(2);
     assert!(r.stderr.contains("not a directory"), "{}", r.stderr);
@@ -702,13 +613,7 @@ fn a_torn_journal_line_is_run_again_with_a_warning() {
         "[axes]\nsizes = [\"64\", \"128\"]\nin_place = \"no\"\n[run]\ntime_budget_s = 0.02\n",
     );
     let out = dir.join("out");
-    let o = out.to_str().unwrap();
-    bounded(
-        120,
-        &[bin(), "sweep", spec.to_str().unwrap(), "--out", o, "-q"],
-        &[],
-    )
-    .assert_code(0);
+    sweep(120, &spec, &out, &["-q"]).assert_code(0);
     let attempt = std::fs::read_dir(out.join("launches"))
         .unwrap()
         .next()
@@ -744,18 +649,7 @@ fn a_torn_journal_line_is_run_again_with_a_warning() {
     let line_end = at + text[at..].find('\n').unwrap();
     std::fs::write(&journal, &text[..at + (line_end - at) / 2]).unwrap();
     std::fs::remove_file(attempt.join("outcome.json")).unwrap();
-    let r = bounded(
-        120,
-        &[
-            bin(),
-            "sweep",
-            spec.to_str().unwrap(),
-            "--out",
-            o,
-            "--resume",
-        ],
-        &[],
-    );
+    let r = sweep(120, &spec, &out, &["--resume"]);
     r.assert_code(0);
     assert!(
         r.stderr.contains("skipped an unreadable journal line") && r.stderr.contains("run again"),

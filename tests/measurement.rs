@@ -6,7 +6,7 @@
 mod common;
 
 use common::wire::Case;
-use common::{mpirun, mpirun_with, read_results, solo, tmpdir};
+use common::{mpirun, mpirun_with, read_results, run_q, solo, tmpdir};
 
 const COLLECTIVES: &str = "allreduce,reduce,broadcast,allgather,reduce_scatter,alltoall";
 
@@ -39,20 +39,19 @@ fn assert_offsets(c: &Case, send: u64, recv: u64) {
 
 fn run_offsets(np: u32, extra: &[&str], offset: Option<&str>) -> Vec<Case> {
     let out = tmpdir(&format!("offsets-{np}-{}", offset.unwrap_or("none"))).join("out");
-    let mut args = vec![
-        "run",
-        "-q",
-        "--out",
-        out.to_str().unwrap(),
-        "-w",
-        COLLECTIVES,
-        "--sizes",
-        "64,1000,64KiB",
-        "--dtype",
-        "f32,f64",
-        "--time-budget",
-        "0.01",
-    ];
+    let mut args = run_q(
+        &out,
+        &[
+            "-w",
+            COLLECTIVES,
+            "--sizes",
+            "64,1000,64KiB",
+            "--dtype",
+            "f32,f64",
+            "--time-budget",
+            "0.01",
+        ],
+    );
     if let Some(o) = offset {
         args.extend(["--buffer-offset", o]);
     }
@@ -114,29 +113,19 @@ fn offsets_that_cannot_hold_an_element_or_leave_the_page_are_refused() {
     assert!(!out.exists(), "nothing is written on bad input");
 }
 
+/// 2 ranks, 64 B out of place in `timing` mode(s), plus `extra`; must exit 0.
+fn one_64_byte_case(out: &std::path::Path, timing: &str, extra: &[&str]) {
+    let mut a = vec!["--sizes", "64", "--in-place", "no", "--timing", timing];
+    a.extend_from_slice(extra);
+    mpirun(2, &run_q(out, &a)).assert_code(0);
+}
+
 #[test]
 fn a_cold_first_operation_does_not_cut_the_iteration_count() {
     // `--fault cold`: the first operation of each case sleeps 1.5 s on every rank. Counts
     // from that call would be the minimum (5 iterations, pipelined turned isolated).
     let out = tmpdir("cold").join("out");
-    mpirun(
-        2,
-        &[
-            "run",
-            "-q",
-            "--out",
-            out.to_str().unwrap(),
-            "--sizes",
-            "64",
-            "--in-place",
-            "no",
-            "--timing",
-            "pipelined",
-            "--fault",
-            "cold",
-        ],
-    )
-    .assert_code(0);
+    one_64_byte_case(&out, "pipelined", &["--fault", "cold"]);
     let r = read_results(&out);
     assert_eq!(r.cases.len(), 1);
     let t = r.cases[0].timing.as_ref().unwrap();
@@ -154,24 +143,7 @@ fn a_cold_first_operation_does_not_cut_the_iteration_count() {
 #[test]
 fn counts_below_the_minimum_are_warned_about_in_the_record() {
     let out = tmpdir("few-iters").join("out");
-    mpirun(
-        2,
-        &[
-            "run",
-            "-q",
-            "--out",
-            out.to_str().unwrap(),
-            "--sizes",
-            "64",
-            "--in-place",
-            "no",
-            "--timing",
-            "isolated,pipelined",
-            "--iters",
-            "3",
-        ],
-    )
-    .assert_code(0);
+    one_64_byte_case(&out, "isolated,pipelined", &["--iters", "3"]);
     let r = read_results(&out);
     for c in &r.cases {
         let t = c.timing.as_ref().unwrap();
@@ -192,7 +164,7 @@ fn counts_below_the_minimum_are_warned_about_in_the_record() {
 #[test]
 fn provenance_names_copy_flags_and_libc() {
     let out = tmpdir("copy-provenance").join("out");
-    solo(&["run", "-q", "--out", out.to_str().unwrap(), "--sizes", "64"]).assert_code(0);
+    solo(&run_q(&out, &["--sizes", "64"])).assert_code(0);
     let r = read_results(&out);
     let h = &r.launches[0].provenance.as_ref().unwrap().hosts[0];
     let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap();
@@ -217,32 +189,31 @@ fn hybrid_validates_every_collective_dtype_and_op_on_one_and_two_ranks() {
         mpirun_with(
             np,
             &["--bind-to", "none", "--oversubscribe"],
-            &[
-                "run",
-                "-q",
-                "--out",
-                out.to_str().unwrap(),
-                "-w",
-                COLLECTIVES,
-                "--sizes",
-                "96,6000",
-                "--dtype",
-                "f32,f64,i32",
-                "--op",
-                "sum,max,avg",
-                "--root",
-                "1",
-                "--topology",
-                "hybrid",
-                "--nodes",
-                &nodes,
-                "--devices-per-node",
-                &dpn_s,
-                "--iters",
-                "5",
-                "--warmup",
-                "1",
-            ],
+            &run_q(
+                &out,
+                &[
+                    "-w",
+                    COLLECTIVES,
+                    "--sizes",
+                    "96,6000",
+                    "--dtype",
+                    "f32,f64,i32",
+                    "--op",
+                    "sum,max,avg",
+                    "--root",
+                    "1",
+                    "--topology",
+                    "hybrid",
+                    "--nodes",
+                    &nodes,
+                    "--devices-per-node",
+                    &dpn_s,
+                    "--iters",
+                    "5",
+                    "--warmup",
+                    "1",
+                ],
+            ),
         )
         .assert_code(0);
         let r = read_results(&out);

@@ -33,6 +33,11 @@ fn on_one_cpu(args: &[&str]) -> common::Ran {
         .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
         .output()
         .expect("start taskset (util-linux)");
+    ran(o)
+}
+
+/// What a finished command left, its output kept as it came.
+fn ran(o: std::process::Output) -> common::Ran {
     common::Ran {
         code: o.status.code().unwrap_or(-1),
         stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
@@ -46,11 +51,7 @@ fn report(args: &[&str]) -> common::Ran {
         .args(args)
         .output()
         .expect("start scalebench");
-    common::Ran {
-        code: o.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
-    }
+    ran(o)
 }
 
 /// A CSV file of the report as rows of column → value (no quoted commas in these tables'

@@ -38,7 +38,7 @@ pub struct Ran {
 }
 
 impl Ran {
-    fn from(o: Output) -> Self {
+    pub fn from(o: Output) -> Self {
         Ran {
             code: o.status.code().unwrap_or(-1),
             stdout: String::from_utf8_lossy(&o.stdout).replace('\0', ""),
@@ -55,7 +55,8 @@ impl Ran {
     }
 }
 
-fn mpi_env(cmd: &mut Command) {
+/// Root may run mpirun; no launcher identity leaks in from the test's environment.
+pub fn mpi_env(cmd: &mut Command) {
     cmd.env("OMPI_ALLOW_RUN_AS_ROOT", "1")
         .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
     // Never inherit a launcher's identity from the environment the tests run in.
@@ -120,6 +121,13 @@ pub fn mpirun_with(np: u32, mpirun_args: &[&str], args: &[&str]) -> Ran {
         cmd.output()
             .expect("start mpirun (is OpenMPI installed? bash ci/setup.sh)"),
     )
+}
+
+/// `run -q --out OUT EXTRA...`: the shape of most runs in these tests.
+pub fn run_q<'a>(out: &'a Path, extra: &[&'a str]) -> Vec<&'a str> {
+    let mut a = vec!["run", "-q", "--out", out.to_str().unwrap()];
+    a.extend_from_slice(extra);
+    a
 }
 
 /// Reads `DIR/results.json` with the independent wire types.
