@@ -7,9 +7,10 @@ cd "$(dirname "$0")/.."
 bash ci/setup.sh
 source ci/env.sh
 cargo build --release --locked
+bin=${CARGO_TARGET_DIR:-target}/release/scalebench
 stamp=$(date -u +%Y%m%dT%H%M%SZ)
 out="results/quick-local-$stamp"
-target/release/scalebench sweep examples/quick-local.toml --out "$out"
-target/release/scalebench report "$out" --out "reports/quick-local-$stamp" --title "quick local study (emulated nodes, CPU backend)"
+"$bin" sweep examples/quick-local.toml --out "$out"
+"$bin" report "$out" --out "reports/quick-local-$stamp" --title "quick local study (emulated nodes, CPU backend)"
 echo "results: $out/results.json"
 echo "report:  reports/quick-local-$stamp/report.html (and report.md, results.csv, charts/)"
