@@ -1323,7 +1323,7 @@ fn ratios(doc: &mut Doc, a: &Analysis, figs: &[Figure], kind: RatioKind, found: 
             section: section.clone(),
             workload: None,
         });
-        apart_table(doc, a, &apart, stem);
+        apart_table(doc, &apart, stem);
         return;
     }
     if groups.is_empty() {
@@ -1442,7 +1442,7 @@ fn ratios(doc: &mut Doc, a: &Analysis, figs: &[Figure], kind: RatioKind, found: 
             "{} comparison(s) involve cases that are not representative: shown apart, without a verdict.",
             apart.len()
         ))]);
-        apart_table(doc, a, &apart, stem);
+        apart_table(doc, &apart, stem);
     }
     let mut t = Table::new(&[
         "workload",
@@ -1477,8 +1477,7 @@ fn ratios(doc: &mut Doc, a: &Analysis, figs: &[Figure], kind: RatioKind, found: 
 }
 
 /// Ratio bands of comparisons left out: their figures, no winner, and why.
-fn apart_table(doc: &mut Doc, a: &Analysis, groups: &[&RatioGroup], stem: &str) {
-    let _ = a;
+fn apart_table(doc: &mut Doc, groups: &[&RatioGroup], stem: &str) {
     let mut t = Table::new(&[
         "workload",
         "compared",

@@ -775,17 +775,22 @@ mod tests {
         assert!((bw - gbps).abs() / gbps < rel, "bw {bw}");
     }
 
-    #[test]
-    fn hockney_recovers_alpha_and_beta_from_noisy_data() {
-        // α = 5 µs, 1/β = 12.5 GB/s; sizes 8 B .. 256 MiB; ±3 % multiplicative noise.
-        let (alpha, beta) = (5e-6, 1.0 / 12.5e9);
+    /// α + β·x at 8 B .. 256 MiB with ±3 % multiplicative noise (seeded).
+    fn hockney_points(alpha: f64, beta: f64) -> Vec<(f64, f64)> {
         let mut st = 42;
-        let pts: Vec<(f64, f64)> = (3..=28)
+        (3..=28)
             .map(|e| {
                 let x = (1u64 << e) as f64;
                 (x, (alpha + beta * x) * (1.0 + noise(&mut st, 0.03)))
             })
-            .collect();
+            .collect()
+    }
+
+    #[test]
+    fn hockney_recovers_alpha_and_beta_from_noisy_data() {
+        // α = 5 µs, 1/β = 12.5 GB/s; sizes 8 B .. 256 MiB; ±3 % multiplicative noise.
+        let (alpha, beta) = (5e-6, 1.0 / 12.5e9);
+        let pts = hockney_points(alpha, beta);
         let h = fit_hockney(&pts).unwrap();
         assert_recovers(&h, alpha, 12.5, 0.03);
         assert!(h.fit.r2 > 0.99, "r2 {}", h.fit.r2);
@@ -956,13 +961,7 @@ mod tests {
     fn one_regime_stays_one_segment() {
         // α = 5 µs, 1/β = 12.5 GB/s, 8 B – 256 MiB, ±3 % noise (as the single-fit test).
         let (alpha, beta) = (5e-6, 1.0 / 12.5e9);
-        let mut st = 42;
-        let pts: Vec<(f64, f64)> = (3..=28)
-            .map(|e| {
-                let x = (1u64 << e) as f64;
-                (x, (alpha + beta * x) * (1.0 + noise(&mut st, 0.03)))
-            })
-            .collect();
+        let pts = hockney_points(alpha, beta);
         let r = fit_regimes(&pts).unwrap();
         assert_eq!(r.segments.len(), 1, "{:?}", r.segments);
         assert_eq!(r.segments[0].hockney, r.single);
