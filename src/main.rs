@@ -37,7 +37,7 @@ fn main() -> ExitCode {
 
 fn dispatch(cli: Cli, argv: &[String]) -> Result<u8, Error> {
     match cli.command {
-        Command::Run(args) => run(&args, argv),
+        Command::Run(args) => run(&args.as_ref().into(), argv),
         Command::Plan(args) => plan(&args),
         Command::Sweep(args) => sweep(&args, argv),
         Command::Topo(args) => topo(&args),
@@ -54,8 +54,8 @@ fn dispatch(cli: Cli, argv: &[String]) -> Result<u8, Error> {
             &a.launcher,
             a.job_id,
         ),
-        Command::Compare(args) => scalebench::compare::run(&args),
-        Command::Report(args) => scalebench::report::run(&args),
+        Command::Compare(args) => scalebench::compare::run(&(&args).into()),
+        Command::Report(args) => scalebench::report::run(&args.request()?),
     }
 }
 
@@ -174,12 +174,12 @@ fn topo(_args: &scalebench::cli::TopoArgs) -> Result<u8, Error> {
 }
 
 #[cfg(feature = "mpi")]
-fn run(args: &scalebench::cli::RunArgs, argv: &[String]) -> Result<u8, Error> {
-    scalebench::run::job::run(args, argv).map(|o| o.exit_code)
+fn run(req: &scalebench::run::Request, argv: &[String]) -> Result<u8, Error> {
+    scalebench::run::job::run(req, argv).map(|o| o.exit_code)
 }
 
 #[cfg(not(feature = "mpi"))]
-fn run(_args: &scalebench::cli::RunArgs, _argv: &[String]) -> Result<u8, Error> {
+fn run(_req: &scalebench::run::Request, _argv: &[String]) -> Result<u8, Error> {
     Err(Error::Environment(
         "this scalebench was built without MPI (no `mpi` feature), so it can plan, report and compare but not run: rebuild with default features".into(),
     ))
