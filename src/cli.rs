@@ -70,7 +70,7 @@ fn parse_sizes(s: &str) -> Result<SizeList, String> {
     parse_size_list(s).map(SizeList).map_err(|e| e.to_string())
 }
 
-fn parse_buffer_offset(s: &str) -> Result<crate::backend::BufferOffset, String> {
+fn parse_buffer_offset(s: &str) -> Result<crate::params::BufferOffset, String> {
     let num = |v: &str| {
         v.trim().parse::<u64>().map_err(|_| {
             format!("`{v}` is not a number of bytes: give BYTES or SEND,RECV, e.g. 0,16")
@@ -80,7 +80,7 @@ fn parse_buffer_offset(s: &str) -> Result<crate::backend::BufferOffset, String> 
         Some((a, b)) => (num(a)?, num(b)?),
         None => (num(s)?, num(s)?),
     };
-    Ok(crate::backend::BufferOffset {
+    Ok(crate::params::BufferOffset {
         send_bytes: send,
         recv_bytes: recv,
     })
@@ -323,7 +323,7 @@ pub struct RunArgs {
     /// `SEND,RECV` gives send and receive buffers different offsets (e.g. `0,16` provokes 4K
     /// aliasing). A multiple of the element size, below the page size; CPU backend.
     #[arg(long, value_name = "BYTES[,BYTES]", value_parser = parse_buffer_offset, default_value = "0")]
-    pub buffer_offset: crate::backend::BufferOffset,
+    pub buffer_offset: crate::params::BufferOffset,
 
     /// Output directory (default: results/<UTC timestamp>). No short form: `-o` is --op.
     #[arg(long)]

@@ -8,16 +8,14 @@
 
 pub mod sweep;
 
-use crate::backend::BufferOffset;
 use crate::error::{Error, Result};
-use crate::measure::IterPolicy;
+use crate::params::counts::{counts, CountError};
 use crate::params::{
-    BackendKind, Binding, CaseParams, Collect, Dtype, GemmChoice, LaunchShape, MatmulShape,
-    Placement, Progress, ReduceOp, Scaling, Timing, Topology, Workload,
+    BackendKind, Binding, BufferOffset, CaseParams, Collect, Dtype, Fault, GemmChoice, IterPolicy,
+    LaunchShape, MatmulShape, Placement, Progress, ReduceOp, RunSettings, Scaling, Timing,
+    Topology, Workload,
 };
 use crate::units::{format_bytes, Bytes};
-use crate::workload::collective::{counts, CountError};
-use crate::workload::{Fault, RunSettings};
 
 /// `scalebench run`'s options as typed values, not yet checked: what the user asked for.
 /// [`RunOptions::from_request`] checks the case options; `run` resolves the launch options.
@@ -242,7 +240,7 @@ impl RunOptions {
             ["--nodes", "--devices-per-node", "--threads-per-device"],
         )
         .map_err(Error::Input)?;
-        let page = crate::backend::page_size_bytes() as u64;
+        let page = crate::host::page_size_bytes() as u64;
         let o = a.buffer_offset;
         if o.send_bytes >= page || o.recv_bytes >= page {
             return Err(Error::input(format!(

@@ -17,7 +17,6 @@ use crate::config::limits;
 use crate::error::{Error, Result, EXIT_CASES_FAILED, EXIT_OK};
 use crate::params::{BackendKind, Binding, CaseParams, LaunchShape, Placement, Topology};
 use crate::plan::{self, LaunchPlan, RunOptions};
-use crate::report::console::{summary_line, TablePrinter};
 use crate::results::io::{
     new_results, write_results, Journal, JournalRecord, JOURNAL_FILE, RESULTS_FILE,
 };
@@ -27,6 +26,7 @@ use crate::results::schema::{
     RankInfo, RunInfo,
 };
 use crate::results::{new_run_id, now_unix_s, representative};
+use crate::run::console::{summary_line, TablePrinter};
 use crate::run::watchdog::Watchdog;
 use crate::topology::binding::{self, BindRequest, Reserved};
 use crate::topology::identity::{self, LauncherEnv, NodeLayout, RankFacts};

@@ -1,6 +1,8 @@
-//! Running a launch: `scalebench run` inside an MPI job ([`job`], with the `mpi` feature) and
-//! the pure step that turns a measurement into a result record ([`record`]).
+//! Running a launch: `scalebench run` inside an MPI job ([`job`], with the `mpi` feature, taking
+//! a typed [`Request`]), the pure step that turns a measurement into a result record
+//! ([`record`]), and the live table rank 0 prints ([`console`]).
 
+pub mod console;
 #[cfg(feature = "mpi")]
 pub mod job;
 #[cfg(feature = "mpi")]
