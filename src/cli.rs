@@ -392,7 +392,7 @@ pub struct RunArgs {
     #[arg(long, hide = true)]
     pub launch_id: Option<String>,
 
-    /// Test-only fault injection: corrupt, fail, hang, crash or cold (see `workload::Fault`).
+    /// Test-only fault injection: corrupt, fail, hang, crash or cold (see `params::Fault`).
     #[arg(long, hide = true)]
     pub fault: Option<String>,
 }

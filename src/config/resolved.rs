@@ -35,7 +35,7 @@ pub enum Axis {
     Scaling,
     Batch,
     Collect,
-    /// Test-only fault injection (see `workload::Fault`); not for studies.
+    /// Test-only fault injection (see `params::Fault`); not for studies.
     Fault,
     /// ddp_step models (presets or layer lists, see `workload::ddp::Model`).
     Models,
