@@ -1,6 +1,7 @@
 //! Command-line definitions (clap): what the user wrote, and its translation into the typed
 //! requests the library's entry points take ([`crate::run::Request`], [`crate::plan::Request`],
-//! [`crate::report::Request`], [`crate::compare::Request`]). Meaning (checks, defaults that need
+//! [`crate::report::Request`], [`crate::compare::Request`], and `launch`'s sweep and submit
+//! requests). Meaning (checks, defaults that need
 //! the library) is given in `plan` (for `run`) and in each subcommand's module; no module below
 //! this one imports it.
 //!
@@ -210,6 +211,44 @@ pub struct FinishLaunchArgs {
     pub launcher: String,
     #[arg(long)]
     pub job_id: Option<String>,
+}
+
+impl From<&SweepArgs> for crate::launch::local::SweepRequest {
+    fn from(a: &SweepArgs) -> Self {
+        crate::launch::local::SweepRequest {
+            spec: a.spec.clone(),
+            out: a.out.clone(),
+            resume: a.resume,
+            dry_run: a.dry_run,
+            quiet: a.quiet,
+            launch_timeout_s: a.launch_timeout,
+            mpirun: a.mpirun.clone(),
+        }
+    }
+}
+
+impl SubmitArgs {
+    /// The typed request (fallible: `--scheduler` names one of the schedulers).
+    pub fn request(&self) -> Result<crate::launch::submit::SubmitRequest, crate::error::Error> {
+        let scheduler = self
+            .scheduler
+            .as_deref()
+            .map(|s| {
+                s.parse()
+                    .map_err(|e: String| crate::error::Error::Input(format!("--scheduler: {e}")))
+            })
+            .transpose()?;
+        Ok(crate::launch::submit::SubmitRequest {
+            spec: self.spec.clone(),
+            scheduler,
+            profile: self.profile.clone(),
+            out: self.out.clone(),
+            dry_run: self.dry_run,
+            account: self.account.clone(),
+            partition: self.partition.clone(),
+            quiet: self.quiet,
+        })
+    }
 }
 
 /// Which buffer placements to measure.
