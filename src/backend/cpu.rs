@@ -335,7 +335,7 @@ impl CpuBackend {
             None => (None, None),
         };
         let epoch = Instant::now();
-        let resolution_s = crate::measure::clock_resolution_s(|| epoch.elapsed().as_secs_f64());
+        let resolution_s = super::clock::clock_resolution_s(|| epoch.elapsed().as_secs_f64());
         let mut b = CpuBackend {
             rank: comm.rank() as u32,
             size: comm.size() as u32,

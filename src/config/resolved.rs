@@ -4,13 +4,12 @@
 use super::limits;
 use super::raw::{RawSpec, SpannedTable};
 use super::{line_col, SpecError};
-use crate::measure::IterPolicy;
 use crate::params::{
     BackendKind, Binding, Collect, Dtype, GemmChoice, MatmulShape, Placement, ReduceOp, Scaling,
     Timing, Topology, Workload,
 };
+use crate::params::{Fault, IterPolicy, RunSettings};
 use crate::units::parse_size_list;
-use crate::workload::{Fault, RunSettings};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use toml::{Spanned, Value};
@@ -36,7 +35,7 @@ pub enum Axis {
     Scaling,
     Batch,
     Collect,
-    /// Test-only fault injection (see `workload::Fault`); not for studies.
+    /// Test-only fault injection (see `params::Fault`); not for studies.
     Fault,
     /// ddp_step models (presets or layer lists, see `workload::ddp::Model`).
     Models,

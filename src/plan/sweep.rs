@@ -11,12 +11,12 @@
 
 use super::LaunchPlan;
 use crate::config::{limits, Axis, AxisValue, SpecError, SweepSpec};
+use crate::params::counts::{counts, CountError};
 use crate::params::{
     BackendKind, Binding, CaseParams, Collect, Dtype, LaunchShape, MatmulShape, Placement,
     Progress, ReduceOp, Scaling, Timing, Topology, Workload,
 };
 use crate::units::parse_size_list;
-use crate::workload::collective::{counts, CountError};
 use std::collections::{HashMap, HashSet};
 
 /// A whole sweep: its launches, each with its cases.

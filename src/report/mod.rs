@@ -1,8 +1,8 @@
-//! What people read: the live console table, and reports built from results files.
+//! What people read: reports built from results files (the live console table is
+//! [`crate::run::console`]).
 
 pub mod analyze;
 pub mod build;
-pub mod console;
 pub mod ddp;
 pub mod derive;
 pub mod doc;
