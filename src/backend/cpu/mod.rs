@@ -14,7 +14,6 @@
 //! barrier, so no thread-pool hand-off sits on the timed path. MPI is only called from the main
 //! thread (MPI_THREAD_FUNNELED). GEMMs run on a rayon pool bound the same way.
 
-#[path = "cpu_overlap.rs"]
 mod overlap;
 
 use super::gemm::{self as providers, CblasScalar, GemmEngine};
@@ -254,7 +253,7 @@ pub struct CpuBackend {
     resolution_s: f64,
     /// Problems met while setting up (e.g. a worker binding that did not take).
     warnings: Vec<String>,
-    /// Non-blocking all-reduces in flight (ddp_step; see `cpu_overlap.rs`).
+    /// Non-blocking all-reduces in flight (ddp_step; see `overlap.rs`).
     overlap: overlap::State,
 }
 
