@@ -13,226 +13,33 @@
 //! and the workers copy the result into their own buffers; phases are separated by a spinning
 //! barrier, so no thread-pool hand-off sits on the timed path. MPI is only called from the main
 //! thread (MPI_THREAD_FUNNELED). GEMMs run on a rayon pool bound the same way.
+//!
+//! One file per job: [`flat`] (pure MPI), [`hier`] (the hybrid path's collectives),
+//! [`kernels`] (what the hybrid workers share), [`gemm`] (CPU GEMM) and [`overlap`]
+//! (non-blocking all-reduces); this file sets the backend up and implements [`Backend`].
 
+mod flat;
+mod gemm;
+mod hier;
+mod kernels;
 mod overlap;
 
+// The hybrid kernels, in scope here for `overlap`, which shares them.
 use super::gemm::{self as providers, CblasScalar, GemmEngine};
 use super::team::{Team, SPIN};
 use super::{
     alignment_policy, Backend, BackendError, BackendResult, BufferOffset, CollectiveCall,
-    DevicePlan, Element, GemmBatch, HostBuf, OverlapSettings,
+    DevicePlan, GemmBatch, HostBuf, OverlapSettings,
 };
-use crate::comm::raw::{self, Src};
-use crate::params::{BackendKind, CaseParams, Dtype, ReduceOp, Workload};
+use crate::params::{BackendKind, CaseParams, Dtype, Workload};
 use crate::results::schema::{BackendInfo, DeviceBinding, GemmProvenance, TimerInfo};
 use crate::topology::affinity;
+use gemm::gemm_typed;
+use kernels::{chunk, copy_range, divide, fold_into, typed, Arith, SyncPtr};
 use mpi::raw::AsRaw;
 use mpi::topology::SimpleCommunicator;
 use mpi::traits::*;
-use std::ops::Range;
 use std::time::Instant;
-
-/// Element arithmetic for local reductions (integers wrap: timing loops repeat in-place sums
-/// until values overflow, which must not panic).
-trait Arith: Element + Default {
-    fn div_devices(self, n: u32) -> Self;
-
-    /// d[i] = op(d[i], s[i]). The operator is chosen once, outside the loop, so each loop is
-    /// a plain element-wise operation the compiler can vectorise (a function pointer called
-    /// per element keeps it scalar).
-    fn fold_slice(op: ReduceOp, d: &mut [Self], s: &[Self]);
-}
-
-/// d[i] = f(d[i], s[i]), inlined for each operator.
-#[inline(always)]
-fn zip_with<T: Copy>(d: &mut [T], s: &[T], f: impl Fn(T, T) -> T) {
-    for (x, y) in d.iter_mut().zip(s) {
-        *x = f(*x, *y);
-    }
-}
-
-macro_rules! float_arith {
-    ($t:ty) => {
-        impl Arith for $t {
-            fn div_devices(self, n: u32) -> $t {
-                self / n as $t
-            }
-            fn fold_slice(op: ReduceOp, d: &mut [$t], s: &[$t]) {
-                match op {
-                    ReduceOp::Sum | ReduceOp::Avg => zip_with(d, s, |a, b| a + b),
-                    ReduceOp::Prod => zip_with(d, s, |a, b| a * b),
-                    ReduceOp::Min => zip_with(d, s, |a: $t, b| a.min(b)),
-                    ReduceOp::Max => zip_with(d, s, |a: $t, b| a.max(b)),
-                }
-            }
-        }
-    };
-}
-float_arith!(f32);
-float_arith!(f64);
-
-impl Arith for i32 {
-    fn div_devices(self, n: u32) -> i32 {
-        self / n as i32
-    }
-    fn fold_slice(op: ReduceOp, d: &mut [i32], s: &[i32]) {
-        match op {
-            ReduceOp::Sum | ReduceOp::Avg => zip_with(d, s, i32::wrapping_add),
-            ReduceOp::Prod => zip_with(d, s, i32::wrapping_mul),
-            ReduceOp::Min => zip_with(d, s, |a: i32, b| a.min(b)),
-            ReduceOp::Max => zip_with(d, s, |a: i32, b| a.max(b)),
-        }
-    }
-}
-
-/// A raw pointer that worker threads may share; every use touches a range no other thread
-/// touches in the same phase (phases are separated by the team's barrier).
-#[derive(Clone, Copy)]
-struct SyncPtr<T>(*mut T);
-// SAFETY: see the type's doc: disjoint ranges per thread and phase.
-unsafe impl<T> Send for SyncPtr<T> {}
-unsafe impl<T> Sync for SyncPtr<T> {}
-
-/// A buffer that only one worker of a team job uses exclusively (worker 0, for MPI), in a
-/// phase where no other worker touches it.
-struct Excl<T>(*mut T);
-// SAFETY: see the type's doc.
-unsafe impl<T> Send for Excl<T> {}
-unsafe impl<T> Sync for Excl<T> {}
-
-impl<T> Excl<T> {
-    fn new(t: &mut T) -> Self {
-        Excl(t)
-    }
-    /// # Safety
-    /// No other reference to the value is used while the returned one lives.
-    #[allow(clippy::mut_from_ref)]
-    unsafe fn get(&self) -> &mut T {
-        &mut *self.0
-    }
-}
-
-/// The rank's communicator inside a team job: used by worker 0 only (MPI_THREAD_FUNNELED).
-struct LeaderComm(mpi::ffi::MPI_Comm);
-// SAFETY: see the type's doc.
-unsafe impl Sync for LeaderComm {}
-
-impl LeaderComm {
-    fn get(&self) -> mpi::ffi::MPI_Comm {
-        self.0
-    }
-}
-
-fn typed<T: Element>(b: &HostBuf) -> SyncPtr<T> {
-    assert_eq!(b.dtype(), T::DTYPE, "buffer of the wrong dtype");
-    SyncPtr(b.as_ptr() as *mut T)
-}
-
-/// The slice of `0..len` worker `w` of `g` handles: boundaries on 64-element multiples, so
-/// workers never write the same cache line (small messages fall to the first workers).
-fn chunk(len: usize, g: usize, w: usize) -> Range<usize> {
-    const LINE: usize = 64;
-    let lines = len.div_ceil(LINE);
-    let at = |i: usize| (lines * i / g * LINE).min(len);
-    at(w)..at(w + 1)
-}
-
-/// dst[r] = fold(op, srcs[..][r]).
-///
-/// # Safety
-/// As [`fold_into`].
-#[cfg(test)]
-unsafe fn reduce_range<T: Arith>(
-    dst: SyncPtr<T>,
-    srcs: &[SyncPtr<T>],
-    r: Range<usize>,
-    op: ReduceOp,
-) {
-    fold_into(dst, r.start, srcs, r.start, r.len(), op)
-}
-
-/// dst[at..at+len] = fold(op, srcs[..][from..from+len]). The destination may be the first
-/// source's range itself (in place), never another source's.
-///
-/// # Safety
-/// Every range valid; the destination range not used by another thread meanwhile.
-unsafe fn fold_into<T: Arith>(
-    dst: SyncPtr<T>,
-    at: usize,
-    srcs: &[SyncPtr<T>],
-    from: usize,
-    len: usize,
-    op: ReduceOp,
-) {
-    let d = dst.0.add(at);
-    let first = srcs[0].0.add(from);
-    if !std::ptr::eq(d, first) {
-        std::ptr::copy_nonoverlapping(first, d, len);
-    }
-    let d = std::slice::from_raw_parts_mut(d, len);
-    for s in &srcs[1..] {
-        T::fold_slice(op, d, std::slice::from_raw_parts(s.0.add(from), len));
-    }
-}
-
-/// dst[r] /= n (the `avg` operator after a sum).
-///
-/// # Safety
-/// The range valid and not used by another thread meanwhile.
-unsafe fn divide_range<T: Arith>(dst: SyncPtr<T>, r: Range<usize>, n: u32) {
-    for x in std::slice::from_raw_parts_mut(dst.0.add(r.start), r.len()) {
-        *x = x.div_devices(n);
-    }
-}
-
-/// dst[at..at+len] = src[from..from+len], divided by `avg` devices if given.
-///
-/// # Safety
-/// Both ranges valid; the destination range not aliased by another thread.
-unsafe fn copy_range<T: Arith>(
-    dst: SyncPtr<T>,
-    at: usize,
-    src: SyncPtr<T>,
-    from: usize,
-    len: usize,
-    avg: Option<u32>,
-) {
-    if std::ptr::eq(dst.0.add(at), src.0.add(from)) {
-        if let Some(n) = avg {
-            divide_range(dst, at..at + len, n);
-        }
-        return;
-    }
-    let d = std::slice::from_raw_parts_mut(dst.0.add(at), len);
-    let s = std::slice::from_raw_parts(src.0.add(from), len);
-    match avg {
-        None => d.copy_from_slice(s),
-        Some(n) => {
-            for (x, y) in d.iter_mut().zip(s) {
-                *x = y.div_devices(n);
-            }
-        }
-    }
-}
-
-fn divide_all<T: Arith>(b: &mut HostBuf, len: usize, n: u32) {
-    let p = typed::<T>(b);
-    // SAFETY: b holds at least len elements (callers pass its count) and is exclusively borrowed.
-    let s = unsafe { std::slice::from_raw_parts_mut(p.0, len) };
-    for x in s {
-        *x = x.div_devices(n);
-    }
-}
-
-/// Divides the first `len` elements by `n` (the `avg` operator after an MPI sum).
-fn divide(b: &mut HostBuf, len: usize, n: u32) {
-    match b.dtype() {
-        Dtype::F32 => divide_all::<f32>(b, len, n),
-        Dtype::F64 => divide_all::<f64>(b, len, n),
-        Dtype::I32 => divide_all::<i32>(b, len, n),
-        d => unreachable!("{d} is rejected by supports()"),
-    }
-}
 
 pub struct CpuBackend {
     comm: SimpleCommunicator,
@@ -257,24 +64,6 @@ pub struct CpuBackend {
     overlap: overlap::State,
 }
 
-/// The scratch buffer in `slot`, grown to `len` elements if needed (each worker first touches
-/// its share of the pages).
-fn ensure<'a>(
-    slot: &'a mut Option<HostBuf>,
-    dtype: Dtype,
-    len: usize,
-    team: &Team,
-) -> BackendResult<&'a mut HostBuf> {
-    let fits = matches!(slot, Some(b) if b.dtype() == dtype && b.len() >= len);
-    if !fits {
-        *slot = None;
-        *slot = Some(HostBuf::zeros_in_parts(dtype, len, team.size(), |zero| {
-            team.run(&|w, _| zero(w))
-        })?);
-    }
-    Ok(slot.as_mut().expect("just filled"))
-}
-
 impl CpuBackend {
     /// Sets up the backend on `world` (duplicated: data-plane traffic never meets control
     /// messages). Starts and binds the worker threads in hybrid mode.
@@ -282,48 +71,8 @@ impl CpuBackend {
         let comm = world.duplicate();
         let g = cfg.devices_per_rank.max(1);
         let mut warnings = Vec::new();
-        let team = if g > 1 {
-            let cpus = cfg.worker_cpus.clone();
-            let team = Team::start(g, SPIN, move |w| {
-                if let Some(Some(set)) = cpus.get(w) {
-                    // A failure shows up in the read-back below.
-                    let _ = affinity::bind_current_thread(set);
-                }
-            })
-            .map_err(|e| {
-                BackendError::Device(format!("could not start {g} worker threads: {e}"))
-            })?;
-            Some(team)
-        } else {
-            None
-        };
-        let workers = if g > 1 {
-            let cpus = cfg.worker_cpus.clone();
-            let pool = rayon::ThreadPoolBuilder::new()
-                .num_threads(g)
-                .thread_name(|i| format!("scalebench-gemm-dev{i}"))
-                .start_handler(move |i| {
-                    if let Some(Some(set)) = cpus.get(i) {
-                        // A failure shows up in the read-back below.
-                        let _ = affinity::bind_current_thread(set);
-                    }
-                })
-                .build()
-                .map_err(|e| {
-                    BackendError::Device(format!("could not start {g} worker threads: {e}"))
-                })?;
-            Some(pool)
-        } else {
-            if let Some(Some(set)) = cfg.worker_cpus.first() {
-                if let Err(e) = affinity::bind_current_thread(set) {
-                    warnings.push(format!(
-                        "could not bind rank to CPUs {}: {e}",
-                        affinity::format_cpulist(set)
-                    ));
-                }
-            }
-            None
-        };
+        let team = start_team(g, &cfg)?;
+        let workers = start_gemm_pool(g, &cfg, &mut warnings)?;
         // After the binding above: a BLAS starts its threads when loaded, and they inherit it.
         let (gemm, gemm_provenance) = match cfg.gemm {
             Some(choice) => {
@@ -351,21 +100,26 @@ impl CpuBackend {
             warnings,
             overlap: overlap::State::default(),
         };
-        for (w, cpus) in b.worker_affinity().into_iter().enumerate() {
-            if let Some(Some(want)) = b.cfg.worker_cpus.get(w) {
+        b.check_binding();
+        Ok(b)
+    }
+
+    /// Warns where a device's thread does not run on the CPUs it asked for.
+    fn check_binding(&mut self) {
+        for (w, cpus) in self.worker_affinity().into_iter().enumerate() {
+            if let Some(Some(want)) = self.cfg.worker_cpus.get(w) {
                 let mut want = want.clone();
                 want.sort_unstable();
                 if cpus != want {
-                    b.warnings.push(format!(
+                    self.warnings.push(format!(
                         "device {w} of rank {}: asked for CPUs {}, running on {}",
-                        b.rank,
+                        self.rank,
                         affinity::format_cpulist(&want),
                         affinity::format_cpulist(&cpus)
                     ));
                 }
             }
         }
-        Ok(b)
     }
 
     /// CPUs in force for each local device's thread, read back from the OS.
@@ -379,355 +133,59 @@ impl CpuBackend {
     fn raw_comm(&self) -> mpi::ffi::MPI_Comm {
         self.comm.as_raw()
     }
-
-    /// Pure MPI: one MPI call per collective.
-    fn flat(
-        &mut self,
-        call: &CollectiveCall,
-        send: &[HostBuf],
-        recv: &mut [HostBuf],
-    ) -> BackendResult<()> {
-        let comm = self.raw_comm();
-        let size = self.size as usize;
-        let n = call.devices;
-        let op = call.op.unwrap_or(ReduceOp::Sum);
-        let avg = call.op == Some(ReduceOp::Avg);
-        let buf = &mut recv[0];
-        let src = if call.in_place {
-            Src::InPlace
-        } else {
-            Src::Buf(&send[0])
-        };
-        match call.workload {
-            Workload::Allreduce => {
-                raw::allreduce(comm, src, buf, call.send_count, op);
-                if avg {
-                    divide(buf, call.recv_count, n);
-                }
-            }
-            Workload::Reduce => {
-                let root = call.root.unwrap_or(0);
-                if self.rank == root {
-                    raw::reduce(
-                        comm,
-                        src,
-                        Some(buf),
-                        call.dtype,
-                        call.send_count,
-                        op,
-                        root as i32,
-                    );
-                    if avg {
-                        divide(buf, call.recv_count, n);
-                    }
-                } else {
-                    let src = if call.in_place { Src::Buf(&*buf) } else { src };
-                    raw::reduce(
-                        comm,
-                        src,
-                        None,
-                        call.dtype,
-                        call.send_count,
-                        op,
-                        root as i32,
-                    );
-                }
-            }
-            Workload::Broadcast => {
-                raw::bcast(comm, buf, call.send_count, call.root.unwrap_or(0) as i32)
-            }
-            Workload::Allgather => raw::allgather(comm, size, src, buf, call.send_count),
-            Workload::ReduceScatter => {
-                raw::reduce_scatter_block(comm, size, src, buf, call.recv_count, op);
-                if avg {
-                    divide(buf, call.recv_count, n);
-                }
-            }
-            Workload::Alltoall => raw::alltoall(comm, size, src, buf, call.recv_count / size),
-            Workload::Matmul | Workload::BatchMatmul | Workload::DdpStep => {
-                unreachable!("not a collective")
-            }
-        }
-        Ok(())
-    }
-
-    /// Hybrid: one team job per collective. Workers combine in shared memory, each on its own
-    /// chunk; worker 0 (this thread) runs the MPI collective among node leaders between two
-    /// barriers; workers copy the result into their own buffers. On one rank there is nothing
-    /// to exchange, so the MPI step and its barriers are left out.
-    fn hierarchical<T: Arith>(
-        &mut self,
-        call: &CollectiveCall,
-        send: &[HostBuf],
-        recv: &mut [HostBuf],
-    ) -> BackendResult<()> {
-        let g = self.g;
-        let size = self.size as usize;
-        let rank = self.rank as usize;
-        let mpi_comm = LeaderComm(self.comm.as_raw());
-        let team = self.team.as_ref().expect("hybrid mode has a team");
-        let [s0, s1] = &mut self.scratch;
-        let n = call.devices as usize;
-        let dtype = call.dtype;
-        let op = call.op.unwrap_or(ReduceOp::Sum);
-        let avg = (call.op == Some(ReduceOp::Avg)).then_some(call.devices);
-        let multi = size > 1;
-        let in_place = call.in_place;
-        let srcs: Vec<SyncPtr<T>> = (0..g)
-            .map(|w| {
-                if in_place {
-                    typed(&recv[w])
-                } else {
-                    typed(&send[w])
-                }
-            })
-            .collect();
-        let dsts: Vec<SyncPtr<T>> = recv.iter().map(typed).collect();
-        let recv_bufs: Vec<Excl<HostBuf>> = recv.iter_mut().map(Excl::new).collect();
-        // SAFETY (every job below): in each phase a worker writes only ranges no other worker
-        // reads or writes in that phase (its chunk, or its own buffer); phases are separated by
-        // the team's barrier; only worker 0 touches a buffer through `Excl` (for MPI), between
-        // barriers.
-        match call.workload {
-            Workload::Allreduce => {
-                let len = call.send_count;
-                // Worker w owns chunk w: folds it into device 0's buffer, and after the leaders'
-                // exchange, copies it to every other device's buffer.
-                team.run(&|w, t| unsafe {
-                    let r = chunk(len, g, w);
-                    fold_into(dsts[0], r.start, &srcs, r.start, r.len(), op);
-                    if multi {
-                        t.barrier();
-                        if w == 0 {
-                            raw::allreduce(
-                                mpi_comm.get(),
-                                Src::InPlace,
-                                recv_bufs[0].get(),
-                                len,
-                                op,
-                            );
-                        }
-                        t.barrier();
-                    }
-                    if let Some(k) = avg {
-                        divide_range(dsts[0], r.clone(), k);
-                    }
-                    for d in &dsts[1..] {
-                        copy_range(*d, r.start, dsts[0], r.start, r.len(), None);
-                    }
-                });
-            }
-            Workload::Reduce => {
-                let len = call.send_count;
-                let root = call.root.unwrap_or(0) as usize;
-                let (root_rank, root_w) = (root / g, root % g);
-                let here = rank == root_rank;
-                let s = ensure(s0, dtype, len, team)?;
-                let sp = typed::<T>(s);
-                let sb = Excl::new(s);
-                team.run(&|w, t| unsafe {
-                    let r = chunk(len, g, w);
-                    fold_into(sp, r.start, &srcs, r.start, r.len(), op);
-                    if multi {
-                        t.barrier();
-                        if w == 0 {
-                            let (out, src) = if here {
-                                (Some(&mut *sb.get()), Src::InPlace)
-                            } else {
-                                (None, Src::Buf(&*sb.get()))
-                            };
-                            raw::reduce(mpi_comm.get(), src, out, dtype, len, op, root_rank as i32);
-                        }
-                        if here {
-                            t.barrier();
-                        }
-                    }
-                    if here {
-                        copy_range(dsts[root_w], r.start, sp, r.start, r.len(), avg);
-                    }
-                });
-            }
-            Workload::Broadcast => {
-                let len = call.send_count;
-                let root = call.root.unwrap_or(0) as usize;
-                let (root_rank, root_w) = (root / g, root % g);
-                let here = rank == root_rank;
-                // Where the data lands on this rank: the root device, or device 0 elsewhere.
-                let at = if here { root_w } else { 0 };
-                team.run(&|w, t| unsafe {
-                    if here && !in_place {
-                        let r = chunk(len, g, w);
-                        copy_range(dsts[root_w], r.start, srcs[root_w], r.start, r.len(), None);
-                        t.barrier();
-                    }
-                    if multi {
-                        if w == 0 {
-                            raw::bcast(mpi_comm.get(), recv_bufs[at].get(), len, root_rank as i32);
-                        }
-                        t.barrier();
-                    }
-                    if w != at {
-                        copy_range(dsts[w], 0, dsts[at], 0, len, None);
-                    }
-                });
-            }
-            Workload::Allgather => {
-                let base = call.send_count;
-                let from = |d: usize| if in_place { d * base } else { 0 };
-                if !multi {
-                    // Each worker copies every device's block into its own buffer (in place,
-                    // its own block is already there and no one writes the blocks it reads).
-                    team.run(&|w, _| unsafe {
-                        for (v, s) in srcs.iter().enumerate() {
-                            if !(in_place && v == w) {
-                                copy_range(dsts[w], v * base, *s, from(v), base, None);
-                            }
-                        }
-                    });
-                } else {
-                    let s = ensure(s0, dtype, n * base, team)?;
-                    let sp = typed::<T>(s);
-                    let sb = Excl::new(s);
-                    team.run(&|w, t| unsafe {
-                        let d = rank * g + w;
-                        copy_range(sp, d * base, srcs[w], from(d), base, None);
-                        t.barrier();
-                        if w == 0 {
-                            raw::allgather(mpi_comm.get(), size, Src::InPlace, sb.get(), g * base);
-                        }
-                        t.barrier();
-                        copy_range(dsts[w], 0, sp, 0, n * base, None);
-                    });
-                }
-            }
-            Workload::ReduceScatter => {
-                let base = call.recv_count;
-                if !multi && !in_place {
-                    // Worker w folds block w of every input straight into its own output.
-                    team.run(&|w, _| unsafe {
-                        fold_into(dsts[w], 0, &srcs, w * base, base, op);
-                        if let Some(k) = avg {
-                            divide_range(dsts[w], 0..base, k);
-                        }
-                    });
-                } else {
-                    let len = n * base;
-                    let s = ensure(s0, dtype, len, team)?;
-                    let sp = typed::<T>(s);
-                    let sb = Excl::new(s);
-                    team.run(&|w, t| unsafe {
-                        let r = chunk(len, g, w);
-                        fold_into(sp, r.start, &srcs, r.start, r.len(), op);
-                        t.barrier();
-                        if multi {
-                            // MPI's in-place convention: this rank's g blocks land at the front.
-                            if w == 0 {
-                                raw::reduce_scatter_block(
-                                    mpi_comm.get(),
-                                    size,
-                                    Src::InPlace,
-                                    sb.get(),
-                                    g * base,
-                                    op,
-                                );
-                            }
-                            t.barrier();
-                        }
-                        copy_range(dsts[w], 0, sp, w * base, base, avg);
-                    });
-                }
-            }
-            Workload::Alltoall => {
-                let base = call.recv_count / n;
-                if !multi && !in_place {
-                    // Device v takes block v of every device's input.
-                    team.run(&|v, _| unsafe {
-                        for (w, s) in srcs.iter().enumerate() {
-                            copy_range(dsts[v], w * base, *s, v * base, base, None);
-                        }
-                    });
-                } else {
-                    let block = g * g * base;
-                    let out = ensure(s1, dtype, size * block, team)?;
-                    let op_out = typed::<T>(out);
-                    let ob = Excl::new(out);
-                    let inp = ensure(s0, dtype, size * block, team)?;
-                    let op_in = typed::<T>(inp);
-                    let ib = Excl::new(inp);
-                    team.run(&|w, t| unsafe {
-                        // Pack: per destination rank q, blocks ordered (source, destination worker).
-                        for q in 0..size {
-                            for v in 0..g {
-                                let at = q * block + (w * g + v) * base;
-                                copy_range(op_in, at, srcs[w], (q * g + v) * base, base, None);
-                            }
-                        }
-                        t.barrier();
-                        if multi {
-                            if w == 0 {
-                                raw::alltoall(
-                                    mpi_comm.get(),
-                                    size,
-                                    Src::Buf(&*ib.get()),
-                                    ob.get(),
-                                    block,
-                                );
-                            }
-                            t.barrier();
-                        }
-                        // On one rank the packed input is already the exchanged output.
-                        let got = if multi { op_out } else { op_in };
-                        // Unpack: device w takes from every (rank q, worker u) the block for it.
-                        for q in 0..size {
-                            for u in 0..g {
-                                let from = q * block + (u * g + w) * base;
-                                copy_range(dsts[w], (q * g + u) * base, got, from, base, None);
-                            }
-                        }
-                    });
-                }
-            }
-            Workload::Matmul | Workload::BatchMatmul | Workload::DdpStep => {
-                unreachable!("not a collective")
-            }
-        }
-        Ok(())
-    }
 }
 
-/// Every local device's batch through `engine`, each on its own thread in hybrid mode.
-fn gemm_typed<T: CblasScalar>(
-    engine: &GemmEngine,
-    workers: Option<&rayon::ThreadPool>,
-    batches: &[GemmBatch],
-    a: &[HostBuf],
-    b: &[HostBuf],
-    c: &mut [HostBuf],
-) -> BackendResult<()> {
-    for (w, g) in batches.iter().enumerate() {
-        engine.prepare(g)?;
-        assert!(a[w].len() >= g.count * g.a_len() && c[w].len() >= g.count * g.c_len());
-        assert!(
-            b[w].len()
-                >= if g.shared_b {
-                    g.b_len()
-                } else {
-                    g.count * g.b_len()
+/// Hybrid: the collective workers, one per device, each bound to its device's CPUs.
+fn start_team(g: usize, cfg: &DevicePlan) -> BackendResult<Option<Team>> {
+    Ok(if g > 1 {
+        let cpus = cfg.worker_cpus.clone();
+        let team = Team::start(g, SPIN, move |w| {
+            if let Some(Some(set)) = cpus.get(w) {
+                // A failure shows up in the read-back (`check_binding`).
+                let _ = affinity::bind_current_thread(set);
+            }
+        })
+        .map_err(|e| BackendError::Device(format!("could not start {g} worker threads: {e}")))?;
+        Some(team)
+    } else {
+        None
+    })
+}
+
+/// Hybrid: the GEMM pool, one thread per device, bound like the team. Pure MPI: binds the rank
+/// itself (a failure is a warning) and has no pool.
+fn start_gemm_pool(
+    g: usize,
+    cfg: &DevicePlan,
+    warnings: &mut Vec<String>,
+) -> BackendResult<Option<rayon::ThreadPool>> {
+    Ok(if g > 1 {
+        let cpus = cfg.worker_cpus.clone();
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(g)
+            .thread_name(|i| format!("scalebench-gemm-dev{i}"))
+            .start_handler(move |i| {
+                if let Some(Some(set)) = cpus.get(i) {
+                    // A failure shows up in the read-back (`check_binding`).
+                    let _ = affinity::bind_current_thread(set);
                 }
-        );
-    }
-    let pa: Vec<SyncPtr<T>> = a.iter().map(typed).collect();
-    let pb: Vec<SyncPtr<T>> = b.iter().map(typed).collect();
-    let pc: Vec<SyncPtr<T>> = c.iter().map(typed).collect();
-    // SAFETY: lengths asserted above; each device writes only its own C buffer.
-    let run = |w: usize| unsafe { engine.run(w, batches[w], pa[w].0, pb[w].0, pc[w].0) };
-    match workers {
-        Some(pool) => {
-            pool.broadcast(|ctx| run(ctx.index()));
+            })
+            .build()
+            .map_err(|e| {
+                BackendError::Device(format!("could not start {g} worker threads: {e}"))
+            })?;
+        Some(pool)
+    } else {
+        if let Some(Some(set)) = cfg.worker_cpus.first() {
+            if let Err(e) = affinity::bind_current_thread(set) {
+                warnings.push(format!(
+                    "could not bind rank to CPUs {}: {e}",
+                    affinity::format_cpulist(set)
+                ));
+            }
         }
-        None => run(0),
-    }
-    Ok(())
+        None
+    })
 }
 
 impl Backend for CpuBackend {
@@ -958,98 +416,5 @@ impl Backend for CpuBackend {
 
     fn elapsed_s(&mut self, from: f64, to: f64) -> BackendResult<f64> {
         Ok(to - from)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn chunks_partition_the_range() {
-        for (len, g) in [(10, 3), (2, 4), (0, 2), (1000, 7), (1 << 20, 3)] {
-            let mut next = 0;
-            for w in 0..g {
-                let r = chunk(len, g, w);
-                assert_eq!(r.start, next);
-                assert!(r.start % 64 == 0 || r.is_empty(), "{len} {g} {r:?}");
-                next = r.end;
-            }
-            assert_eq!(next, len);
-        }
-        // Large messages are shared evenly (within a line of elements).
-        let r = chunk(1 << 20, 3, 1);
-        assert!(r.len().abs_diff((1 << 20) / 3) <= 64, "{r:?}");
-    }
-
-    #[test]
-    fn local_reduction_kernels() {
-        let a = HostBuf::from_fn(Dtype::I32, 4, |i| i as f64).unwrap();
-        let b = HostBuf::from_fn(Dtype::I32, 4, |i| 10.0 - i as f64).unwrap();
-        let mut d = HostBuf::zeros(Dtype::I32, 4).unwrap();
-        let srcs = [typed::<i32>(&a), typed::<i32>(&b)];
-        unsafe { reduce_range(typed::<i32>(&d), &srcs, 0..4, ReduceOp::Max) };
-        assert_eq!(
-            (0..4).map(|i| d.get(i)).collect::<Vec<_>>(),
-            vec![10.0, 9.0, 8.0, 7.0]
-        );
-        unsafe { reduce_range(typed::<i32>(&d), &srcs, 1..3, ReduceOp::Sum) };
-        assert_eq!(
-            (0..4).map(|i| d.get(i)).collect::<Vec<_>>(),
-            vec![10.0, 10.0, 10.0, 7.0]
-        );
-        divide(&mut d, 4, 2);
-        assert_eq!(
-            (d.get(0), d.get(3)),
-            (5.0, 3.0),
-            "integer avg truncates like MPI users expect"
-        );
-        // integer overflow wraps instead of panicking
-        let mut d = [i32::MAX, 7];
-        <i32 as Arith>::fold_slice(ReduceOp::Prod, &mut d, &[2, 3]);
-        assert_eq!(d, [-2, 21]);
-        // every operator, float and integer, against the scalar definition
-        for op in [ReduceOp::Sum, ReduceOp::Prod, ReduceOp::Min, ReduceOp::Max] {
-            let a: Vec<f64> = (0..131).map(|i| (i % 7) as f64 - 3.0).collect();
-            let b: Vec<f64> = (0..131).map(|i| (i % 5) as f64 - 2.0).collect();
-            let mut d = a.clone();
-            <f64 as Arith>::fold_slice(op, &mut d, &b);
-            for i in 0..131 {
-                let want = match op {
-                    ReduceOp::Sum => a[i] + b[i],
-                    ReduceOp::Prod => a[i] * b[i],
-                    ReduceOp::Min => a[i].min(b[i]),
-                    _ => a[i].max(b[i]),
-                };
-                assert_eq!(d[i], want, "{op:?} at {i}");
-            }
-        }
-    }
-
-    #[test]
-    fn gemm_matches_naive_product() {
-        use crate::params::MatmulShape;
-        let shape = MatmulShape { m: 7, n: 5, k: 9 };
-        let g = GemmBatch {
-            shape,
-            count: 2,
-            shared_b: true,
-        };
-        let a = vec![HostBuf::from_fn(Dtype::F64, 2 * 63, |i| (i % 7) as f64 - 3.0).unwrap()];
-        let b = vec![HostBuf::from_fn(Dtype::F64, 45, |i| (i % 5) as f64 - 2.0).unwrap()];
-        let mut c = vec![HostBuf::zeros(Dtype::F64, 2 * 35).unwrap()];
-        let engine =
-            GemmEngine::Crate(providers::CrateGemm::new(&DevicePlan::unbound(1, 1)).unwrap());
-        gemm_typed::<f64>(&engine, None, &[g], &a, &b, &mut c).unwrap();
-        for j in 0..2 {
-            for i in 0..7 {
-                for col in 0..5 {
-                    let want: f64 = (0..9)
-                        .map(|k| a[0].get(j * 63 + i * 9 + k) * b[0].get(k * 5 + col))
-                        .sum();
-                    assert_eq!(c[0].get(j * 35 + i * 5 + col), want);
-                }
-            }
-        }
     }
 }
