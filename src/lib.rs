@@ -18,6 +18,7 @@
 //! - [`results`]: the versioned results format and crash-safe I/O.
 //! - [`report`]: what people read (the live table; reports from results files).
 //! - [`compare`]: regression comparison of results files and the CI gate's verdict.
+//! - [`present`]: the document both of them build, rendered as text, Markdown and HTML.
 //!
 //! Leaves every stage may use: [`params`] (the shared vocabulary and case identity),
 //! [`stats`] (pure statistics), [`units`] (byte sizes), [`error`] (the error type and exit
@@ -36,6 +37,7 @@ pub mod launch;
 pub mod measure;
 pub mod params;
 pub mod plan;
+pub mod present;
 pub mod report;
 pub mod results;
 pub mod run;

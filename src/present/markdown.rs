@@ -1,8 +1,9 @@
-//! Renders the report document as Markdown that reads well on a code-hosting site: GitHub
-//! tables, relative image links to the PNG (or SVG) charts, long tables cut with a link to their
-//! full CSV. Text from results files is escaped so it cannot become markup.
+//! Renders a document as Markdown that reads well on a code-hosting site (a report file, a CI
+//! comment): GitHub tables, relative image links to the PNG (or SVG) charts, long tables cut
+//! with a link to their full CSV, folded parts as `<details>`. Text from results files is
+//! escaped so it cannot become markup.
 
-use super::doc::{Block, Doc, Span};
+use super::doc::{Block, Doc, Span, TableBlock};
 use super::table::Cell;
 
 /// Rows of a table shown in Markdown before the rest is left to its CSV.
@@ -53,15 +54,26 @@ fn spans(v: &[Span], image_ext: Option<&str>) -> String {
                 out.push_str(&href.replace(' ', "%20").replace(')', "%29"));
                 out.push(')');
             }
+            // CommonMark's hard line break.
+            Span::Break => out.push_str("\\\n"),
         }
     }
     out
 }
 
-/// `image_ext`: `png` or `svg`, whichever charts were written (`None`: no chart files).
+/// `image_ext`: `png` or `svg`, whichever charts were written (`None`: no chart files). An
+/// empty title writes no top heading (a comment that starts with its own).
 pub fn render(doc: &Doc, image_ext: Option<&str>) -> String {
-    let mut out = format!("# {}\n\n", escape(&doc.title));
-    for b in &doc.blocks {
+    let mut out = String::new();
+    if !doc.title.is_empty() {
+        out.push_str(&format!("# {}\n\n", escape(&doc.title)));
+    }
+    blocks(&mut out, &doc.blocks, image_ext);
+    out
+}
+
+fn blocks(out: &mut String, v: &[Block], image_ext: Option<&str>) {
+    for b in v {
         match b {
             Block::Heading { level, text, .. } => {
                 out.push_str(&format!(
@@ -92,41 +104,7 @@ pub fn render(doc: &Doc, image_ext: Option<&str>) -> String {
                 }
                 out.push('\n');
             }
-            Block::Table(t) => {
-                let tab = &t.table;
-                let numeric: Vec<bool> = (0..tab.columns.len())
-                    .map(|j| tab.rows.iter().any(|r| r[j].sort_value().is_some()))
-                    .collect();
-                out.push('|');
-                for c in &tab.columns {
-                    out.push_str(&format!(" {} |", escape(c)));
-                }
-                out.push_str("\n|");
-                for n in &numeric {
-                    out.push_str(if *n { " ---: |" } else { " --- |" });
-                }
-                out.push('\n');
-                for r in tab.rows.iter().take(MAX_ROWS) {
-                    out.push('|');
-                    for c in r {
-                        let s = match c {
-                            Cell::Empty => String::new(),
-                            c => escape(&c.display()),
-                        };
-                        out.push_str(&format!(" {s} |"));
-                    }
-                    out.push('\n');
-                }
-                let csv = &t.csv;
-                if tab.rows.len() > MAX_ROWS {
-                    out.push_str(&format!(
-                        "\nFirst {MAX_ROWS} of {} rows; all rows: [{csv}]({csv}).\n\n",
-                        tab.rows.len()
-                    ));
-                } else {
-                    out.push_str(&format!("\nCSV: [{csv}]({csv})\n\n"));
-                }
-            }
+            Block::Table(t) => table(out, t),
             Block::Figure(f) => match image_ext {
                 Some(ext) => out.push_str(&format!(
                     "![{}](charts/{}.{ext})\n\n*{}*\n\n",
@@ -139,9 +117,70 @@ pub fn render(doc: &Doc, image_ext: Option<&str>) -> String {
                     escape(&f.title)
                 )),
             },
+            Block::Warnings(lines) => {
+                for l in lines {
+                    out.push_str(&format!("> warning: {}\n", spans(l, image_ext)));
+                }
+                out.push('\n');
+            }
+            Block::Fold {
+                summary,
+                blocks: inner,
+            } => {
+                // The blank line after <summary> lets GitHub read Markdown inside.
+                out.push_str(&format!(
+                    "<details><summary>{}</summary>\n\n",
+                    escape(summary)
+                ));
+                blocks(out, inner, image_ext);
+                out.push_str("</details>\n\n");
+            }
+            Block::FinePrint(v) => out.push_str(&format!("<sub>{}</sub>\n\n", spans(v, image_ext))),
         }
     }
-    out
+}
+
+fn table(out: &mut String, t: &TableBlock) {
+    let tab = &t.table;
+    let numeric = tab.numeric_columns();
+    out.push('|');
+    for c in &tab.columns {
+        out.push_str(&format!(" {} |", escape(c)));
+    }
+    out.push_str("\n|");
+    for n in &numeric {
+        out.push_str(if *n { " ---: |" } else { " --- |" });
+    }
+    out.push('\n');
+    // Only a table with a CSV of its own is cut: the link holds the rest.
+    let shown = if t.csv.is_empty() {
+        tab.rows.len()
+    } else {
+        MAX_ROWS
+    };
+    for r in tab.rows.iter().take(shown) {
+        out.push('|');
+        for c in r {
+            let s = match c {
+                Cell::Empty => String::new(),
+                Cell::Flag(s, _) => format!("**{}**", escape(s)),
+                c => escape(&c.display()),
+            };
+            out.push_str(&format!(" {s} |"));
+        }
+        out.push('\n');
+    }
+    let csv = &t.csv;
+    if csv.is_empty() {
+        out.push('\n');
+    } else if tab.rows.len() > MAX_ROWS {
+        out.push_str(&format!(
+            "\nFirst {MAX_ROWS} of {} rows; all rows: [{csv}]({csv}).\n\n",
+            tab.rows.len()
+        ));
+    } else {
+        out.push_str(&format!("\nCSV: [{csv}]({csv})\n\n"));
+    }
 }
 
 #[cfg(test)]
