@@ -2,7 +2,7 @@
 //! under real `mpirun`, and an independent reader of the results format.
 #![allow(dead_code)]
 
-pub mod compare_fixtures;
+pub mod fixture;
 pub mod wire;
 
 use std::path::{Path, PathBuf};
