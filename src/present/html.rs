@@ -292,6 +292,33 @@ mod tests {
     }
 
     #[test]
+    fn flags_warnings_and_folds_are_escaped() {
+        use crate::present::table::{Cell, Table, Tone};
+        let mut t = Table::new(&["v"]);
+        t.push(vec![Cell::Flag("<b>regressed</b>".into(), Tone::Bad)]);
+        let mut inner = Doc::default();
+        inner.inline_table(t);
+        let mut d = Doc::default();
+        d.blocks.push(Block::Warnings(vec![vec![text("<img>")]]));
+        d.blocks.push(Block::Fold {
+            summary: "<i>rest</i>".into(),
+            blocks: inner.blocks,
+        });
+        let h = render(&d, &[], "n");
+        assert!(
+            h.contains("<td class=\"bad\">&lt;b&gt;regressed&lt;/b&gt;</td>"),
+            "{h}"
+        );
+        assert!(h.contains("<p>warning: &lt;img&gt;</p>"), "{h}");
+        assert!(
+            h.contains("<details><summary>&lt;i&gt;rest&lt;/i&gt;</summary>"),
+            "{h}"
+        );
+        // A table with no CSV of its own links none.
+        assert!(!h.contains("CSV:"), "{h}");
+    }
+
+    #[test]
     fn nonces_differ() {
         let (a, b) = (nonce(), nonce());
         assert_eq!(a.len(), 32);

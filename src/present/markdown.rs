@@ -196,4 +196,33 @@ mod tests {
             "&lt;script&gt;alert(1)&lt;/script&gt; \\| \\*x\\* \\[a\\](b)"
         );
     }
+
+    #[test]
+    fn folds_flags_and_tables_without_csv() {
+        use crate::present::doc::text;
+        use crate::present::table::{Table, Tone};
+        let mut t = Table::new(&["verdict", "n"]);
+        for i in 0..(MAX_ROWS as u64 + 5) {
+            t.push(vec![Cell::Flag("bad|x".into(), Tone::Bad), Cell::UInt(i)]);
+        }
+        let mut inner = Doc::default();
+        inner.inline_table(t);
+        let d = Doc {
+            title: String::new(),
+            blocks: vec![
+                Block::Warnings(vec![vec![text("<b>")]]),
+                Block::Fold {
+                    summary: "more <i>".into(),
+                    blocks: inner.blocks,
+                },
+                Block::FinePrint(vec![text("a"), Span::Break, text("b")]),
+            ],
+        };
+        let md = render(&d, None);
+        assert!(md.starts_with("> warning: &lt;b&gt;\n\n<details><summary>more &lt;i&gt;</summary>\n\n| verdict | n |\n| --- | ---: |\n| **bad\\|x** | 0 |\n"), "{md}");
+        // No CSV to point at: every row is shown, and no CSV line is written.
+        assert_eq!(md.matches("| **bad").count(), MAX_ROWS + 5);
+        assert!(!md.contains("CSV") && !md.contains("First "), "{md}");
+        assert!(md.ends_with("</details>\n\n<sub>a\\\nb</sub>\n\n"), "{md}");
+    }
 }
