@@ -24,6 +24,7 @@
 //! - [`results`]: the versioned results format and crash-safe I/O.
 //! - [`report`]: what people read: reports from results files.
 //! - [`compare`]: regression comparison of results files and the CI gate's verdict.
+//! - [`present`]: the document both of them build, rendered as text, Markdown and HTML.
 //!
 //! Leaves every stage may use: [`params`] (the shared vocabulary and case identity, with the
 //! launch settings, test faults, collective counts and cpulists that specs, plans and the run
@@ -46,6 +47,7 @@ pub mod launch;
 pub mod measure;
 pub mod params;
 pub mod plan;
+pub mod present;
 pub mod report;
 pub mod results;
 pub mod run;
