@@ -118,8 +118,16 @@ mod layering {
                 "units", "error",
             ],
         ),
-        ("report", &["params", "results", "stats", "units", "error"]),
-        ("compare", &["params", "results", "stats", "units", "error"]),
+        // The presentation layer (a document → text, Markdown, HTML) knows no results.
+        ("present", &["units"]),
+        (
+            "report",
+            &["present", "params", "results", "stats", "units", "error"],
+        ),
+        (
+            "compare",
+            &["present", "params", "results", "stats", "units", "error"],
+        ),
     ];
 
     /// Imports against the flow, each with its reason; anything else against it fails.
