@@ -264,6 +264,11 @@ pub struct RunArgs {
     #[arg(long = "bucket-size", value_parser = parse_sizes, default_value = "25MiB")]
     pub bucket_sizes: SizeList,
 
+    /// ddp_step: the first gradient bucket's capacities (PyTorch DDP's first bucket, 1 MiB);
+    /// 0B = the same as --bucket-size.
+    #[arg(long = "first-bucket", value_parser = parse_sizes, default_value = "1MiB")]
+    pub first_bucket_sizes: SizeList,
+
     /// ddp_step on the CPU backend: who progresses the non-blocking all-reduces: thread (a
     /// progress thread, the default) and/or test (MPI_Test between GEMM tiles).
     #[arg(long = "progress", value_delimiter = ',', default_value = "thread")]

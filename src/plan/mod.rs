@@ -33,6 +33,8 @@ pub struct RunOptions {
     /// ddp_step: models, bucket capacities (bytes) and progress strategies.
     pub models: Vec<String>,
     pub bucket_bytes: Vec<u64>,
+    /// ddp_step: first-bucket capacities (bytes; 0 = as the others).
+    pub first_bucket_bytes: Vec<u64>,
     pub progress: Vec<Progress>,
     pub scaling: Scaling,
     pub timings: Vec<Timing>,
@@ -83,6 +85,7 @@ impl RunOptions {
         }
         nonempty(&a.models, "--model")?;
         nonempty(&a.bucket_sizes.0, "--bucket-size")?;
+        nonempty(&a.first_bucket_sizes.0, "--first-bucket")?;
         nonempty(&a.progress, "--progress")?;
         for m in &a.models {
             crate::workload::ddp::Model::parse(m)
@@ -196,6 +199,13 @@ impl RunOptions {
             collect: a.collect.into(),
             models: dedup(&a.models),
             bucket_bytes: dedup(&a.bucket_sizes.0.iter().map(|b| b.get()).collect::<Vec<_>>()),
+            first_bucket_bytes: dedup(
+                &a.first_bucket_sizes
+                    .0
+                    .iter()
+                    .map(|b| b.get())
+                    .collect::<Vec<_>>(),
+            ),
             progress: dedup(&a.progress),
             scaling: a.scaling.into(),
             timings: dedup(&a.timings),
@@ -369,10 +379,15 @@ fn expand_ddp(o: &RunOptions, c: CaseParams, out: &mut Vec<CaseParams>) {
     };
     for m in &o.models {
         for p in &progress {
-            for &bucket in &o.bucket_bytes {
+            for (&bucket, &first) in o
+                .bucket_bytes
+                .iter()
+                .flat_map(|b| o.first_bucket_bytes.iter().map(move |f| (b, f)))
+            {
                 out.push(CaseParams {
                     model: Some(m.trim().to_string()),
                     bucket_bytes: Some(bucket),
+                    first_bucket_bytes: Some(first),
                     progress: *p,
                     batch: Some(o.batch.unwrap_or(crate::workload::ddp::DEFAULT_BATCH)),
                     scaling: Some(o.scaling),

@@ -105,7 +105,7 @@ pub fn build(a: &Analysis, figs: &[Figure], title: &str) -> Doc {
     unrepresentative(&mut doc, a, &mut found);
     collectives(&mut doc, a, figs, &mut found);
     scaling(&mut doc, a, figs, &mut found);
-    super::ddp::section(&mut doc, a.entries.iter().map(|e| e.case));
+    super::ddp::section(&mut doc, a.entries.iter().map(|e| e.case), figs);
     cost_model(&mut doc, a, figs);
     ratios(&mut doc, a, figs, RatioKind::Topology, &mut found);
     ratios(&mut doc, a, figs, RatioKind::Binding, &mut found);
