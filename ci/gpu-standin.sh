@@ -77,12 +77,17 @@ validated "$work/gemm1" 16
 "${mpi[@]}" -np 2 "$bin" run --backend cuda "${gemm[@]}" --out "$work/gemm2"
 validated "$work/gemm2" 16
 
-step "ddp_step: GEMMs on a compute stream, each bucket's all-reduce on a communication stream after an event (pure np=2, hybrid 1 x 2)"
-ddp=(-w ddp_step --model 64x48x3+200x40 --bucket-size 1B,16KiB,1MiB --batch 8 --dtype f32,f64 -n 2 --warmup 1 -q)
+step "ddp_step: GEMMs on a compute stream, each bucket's all-reduce on a communication stream after an event (pure np=2, hybrid 1 x 2, 2 x 2)"
+ddp=(-w ddp_step --model 64x48x3+200x40 --bucket-size 1B,16KiB,1MiB --first-bucket 0B,1MiB --batch 8
+     --dtype f32,f64 -n 2 --warmup 1 -q)
 "${mpi[@]}" -np 2 "$bin" run --backend cuda "${ddp[@]}" --out "$work/ddp-pure"
-validated "$work/ddp-pure" 6
+validated "$work/ddp-pure" 12
 "$bin" run --backend cuda --topology hybrid --devices-per-node 2 "${ddp[@]}" --out "$work/ddp-hybrid"
-validated "$work/ddp-hybrid" 6
+validated "$work/ddp-hybrid" 12
+SCALEBENCH_STANDIN_DEVICES=4 "${mpi[@]}" -x SCALEBENCH_STANDIN_DEVICES -np 2 standin/gpus-per-rank.sh 2 \
+  "$bin" run --backend cuda --topology hybrid --devices-per-node 2 --nodes 2 --emulate-nodes \
+  "${ddp[@]}" --out "$work/ddp-2x2"
+validated "$work/ddp-2x2" 12
 
 step "a small sweep and its report"
 "$bin" sweep standin/sweep.toml -q --out "$work/sweep"

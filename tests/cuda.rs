@@ -565,6 +565,22 @@ mod standin {
         );
         let v = ddp_exact(&ran, &out, 2, 3);
         assert_eq!(v["cases"][0]["ranks"].as_u64(), Some(1));
+
+        // 3 devices: ncclAvg's pre-multiplied average rounds, so the case records a small
+        // tolerance (far below the smallest wrong gradient, 1/3) and stays right within it
+        let out = dir.join("three");
+        let mut args = ddp_args(&["--dtype", "f32"], &out);
+        let at = args.iter().position(|a| a == "1B,16KiB,1MiB").unwrap();
+        args[at] = "16KiB".into();
+        let ran = mpirun_on(3, None, &["SCALEBENCH_STANDIN_DEVICES=3"], &args);
+        ran.assert_code(0);
+        let c = &ddp_results(&out)["cases"][0];
+        assert_eq!(
+            (c["status"].as_str(), c["wrong"].as_u64()),
+            (Some("ok"), Some(0))
+        );
+        let tol = c["tolerance"].as_f64().unwrap();
+        assert!(tol > 0.0 && tol < 1e-3, "{tol}");
     }
 
     /// A wrong gradient must be counted: a corrupted input (fault `corrupt`) and a planted NCCL
