@@ -381,6 +381,11 @@ fn report_and_compare_handle_the_step_metrics() {
     for fill in ["fill=\"#0072B2\"", "fill=\"#D55E00\""] {
         assert!(bars.matches(fill).count() >= 2, "{fill}: {bars}");
     }
+    // the straggler analysis reads the step times' per-rank means like any case's
+    assert!(
+        md.contains("2 measured case(s) with 2 or more ranks"),
+        "stragglers: {md}"
+    );
     let ov = std::fs::read_to_string(charts.join("ddp_overlap.svg")).unwrap();
     assert!(
         ov.contains("overlap efficiency") && ov.contains("2 devices"),
