@@ -311,6 +311,11 @@ pub struct RunArgs {
     #[arg(long = "bucket-size", value_parser = parse_sizes, default_value = "25MiB")]
     pub bucket_sizes: SizeList,
 
+    /// ddp_step: the first gradient bucket's capacities (PyTorch DDP's first bucket, 1 MiB);
+    /// 0B = the same as --bucket-size.
+    #[arg(long = "first-bucket", value_parser = parse_sizes, default_value = "1MiB")]
+    pub first_bucket_sizes: SizeList,
+
     /// ddp_step on the CPU backend: who progresses the non-blocking all-reduces: thread (a
     /// progress thread, the default) and/or test (MPI_Test between GEMM tiles).
     #[arg(long = "progress", value_delimiter = ',', default_value = "thread")]
@@ -458,6 +463,7 @@ impl From<&RunArgs> for crate::plan::Request {
             batch: a.batch,
             models: a.models.clone(),
             bucket_sizes: a.bucket_sizes.0.clone(),
+            first_bucket_sizes: a.first_bucket_sizes.0.clone(),
             progress: a.progress.clone(),
             collect: a.collect.into(),
             scaling: a.scaling.into(),

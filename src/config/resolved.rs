@@ -41,6 +41,8 @@ pub enum Axis {
     Models,
     /// ddp_step gradient bucket capacities, bytes.
     BucketSizes,
+    /// ddp_step first-bucket capacities, bytes (0 = as the others).
+    FirstBucketSizes,
     /// ddp_step progress strategies of the CPU backend.
     Progress,
 }
@@ -68,6 +70,7 @@ impl Axis {
         Axis::Fault,
         Axis::Models,
         Axis::BucketSizes,
+        Axis::FirstBucketSizes,
         Axis::Progress,
     ];
 
@@ -95,6 +98,7 @@ impl Axis {
             Axis::Fault => "fault",
             Axis::Models => "models",
             Axis::BucketSizes => "bucket_sizes",
+            Axis::FirstBucketSizes => "first_bucket_sizes",
             Axis::Progress => "progress",
         }
     }
@@ -110,6 +114,7 @@ impl Axis {
             "dim" => "dims",
             "model" => "models",
             "bucket_size" => "bucket_sizes",
+            "first_bucket" | "first_bucket_size" => "first_bucket_sizes",
             "devices_per_node" | "gpus_per_node" => "ranks_per_node",
             k => k,
         };
@@ -433,6 +438,16 @@ fn scalar_unchecked(axis: Axis, v: &Value) -> Result<Vec<AxisValue>, String> {
             Value::Integer(i) if *i >= 1 => Ok(vec![AxisValue::Bytes(*i as u64)]),
             other => Err(format!(
                 "expected a size such as \"25MiB\" or a range \"1MiB:64MiB:x4\", found {}",
+                type_name(other)
+            )),
+        },
+        Axis::FirstBucketSizes => match v {
+            Value::String(s) => parse_size_list(s)
+                .map_err(|e| e.to_string())
+                .map(|l| l.into_iter().map(|b| AxisValue::Bytes(b.get())).collect()),
+            Value::Integer(i) if *i >= 0 => Ok(vec![AxisValue::Bytes(*i as u64)]),
+            other => Err(format!(
+                "expected a size such as \"1MiB\" (0 = as the other buckets), found {}",
                 type_name(other)
             )),
         },

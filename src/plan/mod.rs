@@ -32,6 +32,8 @@ pub struct Request {
     pub batch: Option<u32>,
     pub models: Vec<String>,
     pub bucket_sizes: Vec<Bytes>,
+    /// ddp_step's first bucket capacities (`0` = the same as the others).
+    pub first_bucket_sizes: Vec<Bytes>,
     pub progress: Vec<Progress>,
     pub collect: Collect,
     pub scaling: Scaling,
@@ -72,6 +74,7 @@ impl Default for Request {
             batch: None,
             models: vec!["mlp-tiny".into()],
             bucket_sizes: vec![Bytes(25 << 20)],
+            first_bucket_sizes: vec![Bytes(1 << 20)],
             progress: vec![Progress::Thread],
             collect: Collect::Gather,
             scaling: Scaling::Weak,
@@ -113,6 +116,8 @@ pub struct RunOptions {
     /// ddp_step: models, bucket capacities (bytes) and progress strategies.
     pub models: Vec<String>,
     pub bucket_bytes: Vec<u64>,
+    /// ddp_step: first-bucket capacities (bytes; 0 = as the others).
+    pub first_bucket_bytes: Vec<u64>,
     pub progress: Vec<Progress>,
     pub scaling: Scaling,
     pub timings: Vec<Timing>,
@@ -163,6 +168,7 @@ impl RunOptions {
         }
         nonempty(&a.models, "--model")?;
         nonempty(&a.bucket_sizes, "--bucket-size")?;
+        nonempty(&a.first_bucket_sizes, "--first-bucket")?;
         nonempty(&a.progress, "--progress")?;
         for m in &a.models {
             crate::workload::ddp::Model::parse(m)
@@ -276,6 +282,12 @@ impl RunOptions {
             collect: a.collect,
             models: dedup(&a.models),
             bucket_bytes: dedup(&a.bucket_sizes.iter().map(|b| b.get()).collect::<Vec<_>>()),
+            first_bucket_bytes: dedup(
+                &a.first_bucket_sizes
+                    .iter()
+                    .map(|b| b.get())
+                    .collect::<Vec<_>>(),
+            ),
             progress: dedup(&a.progress),
             scaling: a.scaling,
             timings: dedup(&a.timings),
@@ -445,10 +457,15 @@ fn expand_ddp(o: &RunOptions, c: CaseParams, out: &mut Vec<CaseParams>) {
     };
     for m in &o.models {
         for p in &progress {
-            for &bucket in &o.bucket_bytes {
+            for (&bucket, &first) in o
+                .bucket_bytes
+                .iter()
+                .flat_map(|b| o.first_bucket_bytes.iter().map(move |f| (b, f)))
+            {
                 out.push(CaseParams {
                     model: Some(m.trim().to_string()),
                     bucket_bytes: Some(bucket),
+                    first_bucket_bytes: Some(first),
                     progress: *p,
                     batch: Some(o.batch.unwrap_or(crate::workload::ddp::DEFAULT_BATCH)),
                     scaling: Some(o.scaling),

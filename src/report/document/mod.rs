@@ -76,7 +76,7 @@ pub fn build(a: &Analysis, figs: &[Figure], title: &str) -> Doc {
     unrepresentative::unrepresentative(&mut doc, a, &mut found);
     collectives::collectives(&mut doc, a, figs, &mut found);
     scaling::scaling(&mut doc, a, figs, &mut found);
-    super::ddp::section(&mut doc, a.entries.iter().map(|e| e.case));
+    super::ddp::section(&mut doc, a.entries.iter().map(|e| e.case), figs);
     cost_model::cost_model(&mut doc, a, figs);
     ratios::ratios(&mut doc, a, figs, RatioKind::Topology, &mut found);
     ratios::ratios(&mut doc, a, figs, RatioKind::Binding, &mut found);
