@@ -18,6 +18,7 @@
 //! in its warnings and the cases carry no telemetry.
 
 use super::cublas::{self, Blas};
+use super::error::CudaError;
 use super::events::{self, Mark, Ring};
 use super::memory::{byte_len, host_bytes, host_bytes_mut, DeviceMem};
 use super::nccl::{self, Comms, Resolved};
@@ -44,7 +45,7 @@ pub(super) struct Device {
     pub(super) ctx: Arc<CudaContext>,
     /// Carries every operation on this GPU.
     pub(super) stream: Arc<CudaStream>,
-    pub(super) blas: Result<Blas, String>,
+    pub(super) blas: Result<Blas, CudaError>,
     /// One timing event per mark slot.
     pub(super) marks: Vec<CudaEvent>,
     /// batch_matmul's copy stream and staging (created on first use).
@@ -55,7 +56,7 @@ pub(super) struct Device {
 
 /// NCCL, cuBLAS and CUDA events on the GPUs of one rank.
 pub struct CudaBackend {
-    pub(super) comms: Result<Comms, String>,
+    pub(super) comms: Result<Comms, CudaError>,
     pub(super) devices: Vec<Device>,
     pub(super) rank: u32,
     pub(super) size: u32,
@@ -124,13 +125,9 @@ impl CudaBackend {
         resolved: &[(usize, Resolved)],
         streams: &[dsys::CUstream],
     ) -> BackendResult<()> {
-        let comms = self
-            .comms
-            .as_ref()
-            .map_err(|e| BackendError::Device(e.clone()))?;
-        cudarc::nccl::result::group_start().map_err(|e| {
-            BackendError::Device(format!("ncclGroupStart: {}", nccl::error_text(e.0)))
-        })?;
+        let comms = self.comms.as_ref().map_err(|e| e.clone())?;
+        cudarc::nccl::result::group_start()
+            .map_err(|e| CudaError::nccl(Some("ncclGroupStart"), e))?;
         let mut first_err = None;
         for (dev, r) in resolved {
             // SAFETY: `comms.get(dev)` is this device's live communicator and `streams[dev]`
@@ -144,22 +141,20 @@ impl CudaBackend {
         }
         // Close the group even after an error, or NCCL stays in group mode.
         if let Err(e) = cudarc::nccl::result::group_end() {
-            first_err.get_or_insert(format!("ncclGroupEnd: {}", nccl::error_text(e.0)));
+            first_err.get_or_insert(CudaError::nccl(Some("ncclGroupEnd"), e));
         }
         match first_err {
             Some(e) => {
-                let msg = format!(
-                    "{}: NCCL (libnccl.so) returned {e}: rerun with NCCL_DEBUG=WARN to see NCCL's reason",
-                    call.workload
-                );
+                let failed = CudaError::CollectiveFailed {
+                    workload: call.workload,
+                    source: Box::new(e),
+                };
                 // A communicator is unusable after an error (NCCL's recovery is to abort it):
                 // later collectives fail with this sentence instead of hanging on it. Abort
                 // also ends this rank's part of the group already queued (no drain first:
                 // it would wait for peers that may never come).
-                self.comms = Err(format!(
-                    "the NCCL communicators were aborted after an earlier error ({msg})"
-                ));
-                Err(BackendError::Device(msg))
+                self.comms = Err(CudaError::CommsAborted(Box::new(failed.clone())));
+                Err(failed.into())
             }
             None => Ok(()),
         }
@@ -170,7 +165,7 @@ impl Drop for CudaBackend {
     fn drop(&mut self) {
         // Let queued work finish before the communicators go (abort does not wait for it).
         self.drain();
-        self.comms = Err("dropped".into());
+        self.comms = Err(CudaError::Check("dropped".into()));
     }
 }
 
@@ -288,13 +283,14 @@ impl Backend for CudaBackend {
             return Err(nccl::IN_PLACE_ALLTOALL.to_string());
         }
         if !p.workload.is_collective() {
-            cublas::types(p.dtype, false)?;
+            cublas::types(p.dtype, false).map_err(|e| e.to_string())?;
             if let Some(s) = p.shape {
                 cublas::row_major(&GemmBatch {
                     shape: s,
                     count: 1,
                     shared_b: false,
-                })?;
+                })
+                .map_err(|e| e.to_string())?;
             }
         }
         if p.workload == Workload::BatchMatmul
@@ -311,7 +307,7 @@ impl Backend for CudaBackend {
 
     fn alloc(&mut self, dev: usize, dtype: Dtype, count: usize) -> BackendResult<DeviceBuf> {
         let d = self.device(dev)?;
-        let bytes = byte_len(dtype, count).map_err(BackendError::Device)?;
+        let bytes = byte_len(dtype, count)?;
         let mem = DeviceMem::new(&d.ctx, bytes).map_err(|e| {
             BackendError::Device(format!(
                 "cuMemAlloc of {bytes} bytes on GPU {} ({}): {e}",
@@ -395,9 +391,7 @@ impl Backend for CudaBackend {
         send: &[DeviceBuf],
         recv: &mut [DeviceBuf],
     ) -> BackendResult<()> {
-        self.comms
-            .as_ref()
-            .map_err(|e| BackendError::Device(e.clone()))?;
+        self.comms.as_ref().map_err(|e| e.clone())?;
         let g = self.devices.len();
         if recv.len() != g || (!call.in_place && send.len() != g) {
             return Err(BackendError::Device(format!(
@@ -418,8 +412,8 @@ impl Backend for CudaBackend {
                 Some(send[dev].region())
             };
             let recv_r = recv[dev].region();
-            for c in nccl::plan(call, self.device_index(dev)).map_err(BackendError::Device)? {
-                let r = Resolved::new(c, send_r, recv_r, eb).map_err(BackendError::Device)?;
+            for c in nccl::plan(call, self.device_index(dev))? {
+                let r = Resolved::new(c, send_r, recv_r, eb)?;
                 resolved.push((dev, r));
             }
         }
@@ -450,17 +444,13 @@ impl Backend for CudaBackend {
             self.check_buf("GEMM A", &a[dev], dev, dtype, bt.count * bt.a_len())?;
             self.check_buf("GEMM B", &b[dev], dev, dtype, nb * bt.b_len())?;
             self.check_buf("GEMM C", &c[dev], dev, dtype, bt.count * bt.c_len())?;
-            let params = cublas::row_major(&bt).map_err(BackendError::Unsupported)?;
-            let types = cublas::types(dtype, self.tf32).map_err(BackendError::Unsupported)?;
-            let blas = self.devices[dev]
-                .blas
-                .as_ref()
-                .map_err(|e| BackendError::Device(e.clone()))?;
+            let params = cublas::row_major(&bt)?;
+            let types = cublas::types(dtype, self.tf32)?;
+            let blas = self.devices[dev].blas.as_ref().map_err(|e| e.clone())?;
             // SAFETY: A, B and C were checked above to be buffers of this device holding the
             // whole batch; C is exclusively borrowed, so it overlaps neither A nor B; all stay
             // allocated until this device's stream (the handle's stream) has run the GEMM.
-            unsafe { blas.gemm(&params, types, a[dev].ptr(), b[dev].ptr(), c[dev].ptr()) }
-                .map_err(BackendError::Device)?;
+            unsafe { blas.gemm(&params, types, a[dev].ptr(), b[dev].ptr(), c[dev].ptr()) }?;
         }
         Ok(())
     }
@@ -491,7 +481,7 @@ impl Backend for CudaBackend {
     }
 
     fn overlap_support(&self) -> Result<(), String> {
-        self.ddp_support()
+        self.ddp_support().map_err(|e| e.to_string())
     }
 
     fn set_overlap(&mut self, settings: OverlapSettings) -> BackendResult<()> {
@@ -535,14 +525,14 @@ impl Backend for CudaBackend {
         }
         self.ddp_synchronize()?;
         if let Ok(c) = &self.comms {
-            c.check_async().map_err(BackendError::Device)?;
+            c.check_async()?;
         }
         Ok(())
     }
 
     fn mark(&mut self) -> BackendResult<Mark> {
         let m = self.ring.take();
-        let slot = self.ring.check(m).map_err(BackendError::Device)?;
+        let slot = self.ring.check(m)?;
         for d in &self.devices {
             d.marks[slot]
                 .record(&d.stream)
@@ -552,11 +542,11 @@ impl Backend for CudaBackend {
     }
 
     fn elapsed_s(&mut self, from: Mark, to: Mark) -> BackendResult<f64> {
-        let a = self.ring.check(from).map_err(BackendError::Device)?;
-        let b = self.ring.check(to).map_err(BackendError::Device)?;
+        let a = self.ring.check(from)?;
+        let b = self.ring.check(to)?;
         let mut longest = 0.0f64;
         for d in &self.devices {
-            let s = events::elapsed_s(&d.marks[a], &d.marks[b]).map_err(BackendError::Device)?;
+            let s = events::elapsed_s(&d.marks[a], &d.marks[b])?;
             longest = longest.max(s);
         }
         Ok(longest)

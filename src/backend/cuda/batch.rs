@@ -7,7 +7,7 @@ use super::cublas;
 use super::events;
 use super::memory::{byte_len, DeviceBuf};
 use super::pipeline::{self, CopyStep, Lane};
-use super::probe::driver_error;
+use super::{CudaError, CudaResult};
 use crate::backend::{BackendError, BackendResult, GemmBatch, HostBuf, OverlapTiming};
 use crate::params::{Dtype, MatmulShape};
 use cudarc::driver::sys as dsys;
@@ -52,37 +52,33 @@ impl CudaBackend {
             }
             self.check_buf("batch A", &a[dev], dev, dtype, elems)?;
             self.check_buf("batch C", &c[dev], dev, dtype, elems)?;
-            let mb = byte_len(dtype, mat).map_err(BackendError::Device)?;
-            let params = cublas::row_major(&GemmBatch { count: 1, ..bt })
-                .map_err(BackendError::Unsupported)?;
-            let types = cublas::types(dtype, tf32).map_err(BackendError::Unsupported)?;
+            let mb = byte_len(dtype, mat)?;
+            let params = cublas::row_major(&GemmBatch { count: 1, ..bt })?;
+            let types = cublas::types(dtype, tf32)?;
             plans.push((bt.count, mb, params, types, dtype));
             if bt.count > 0 {
                 let d = &mut self.devices[dev];
-                d.blas
-                    .as_ref()
-                    .map_err(|e| BackendError::Device(e.clone()))?;
+                d.blas.as_ref().map_err(|e| e.clone())?;
                 let bytes = bt.count * mb;
                 match &mut d.lane {
                     Some(l) => l.fit(&d.ctx, bytes, bt.count),
                     None => Lane::new(&d.ctx, bytes, bt.count).map(|l| d.lane = Some(l)),
-                }
-                .map_err(BackendError::Device)?;
+                }?;
             }
         }
         let r = self.enqueue_overlapped(&plans, inputs, a, c);
         let r = r.and_then(|()| {
             for d in &self.devices {
                 if let Some(l) = &d.lane {
-                    l.copy.synchronize().map_err(driver_error)?;
+                    l.copy.synchronize().map_err(CudaError::driver)?;
                 }
-                d.stream.synchronize().map_err(driver_error)?;
+                d.stream.synchronize().map_err(CudaError::driver)?;
             }
             Ok(())
         });
         if let Err(e) = r {
             self.drain();
-            return Err(BackendError::Device(e));
+            return Err(e.into());
         }
         // Timing from the events; the device with the longest span speaks for the rank.
         let mut timing: Option<OverlapTiming> = None;
@@ -101,11 +97,11 @@ impl CudaBackend {
             let mut gemms = Vec::with_capacity(count);
             let mut outs = Vec::with_capacity(count);
             for j in 0..count {
-                ins.push(span(0, 1, j, j).map_err(BackendError::Device)?);
-                gemms.push(span(2, 3, j, j).map_err(BackendError::Device)?);
-                outs.push(span(4, 5, j, j).map_err(BackendError::Device)?);
+                ins.push(span(0, 1, j, j)?);
+                gemms.push(span(2, 3, j, j)?);
+                outs.push(span(4, 5, j, j)?);
             }
-            let whole = span(0, 5, 0, count - 1).map_err(BackendError::Device)?;
+            let whole = span(0, 5, 0, count - 1)?;
             let t = pipeline::overlap_timing(&ins, &gemms, &outs, whole);
             if timing.is_none_or(|x| t.span_s > x.span_s) {
                 timing = Some(t);
@@ -130,14 +126,14 @@ impl CudaBackend {
         inputs: &[HostBuf],
         a: &[DeviceBuf],
         c: &[DeviceBuf],
-    ) -> Result<(), String> {
+    ) -> CudaResult<()> {
         let orders: Vec<Vec<CopyStep>> = plans.iter().map(|p| pipeline::copy_order(p.0)).collect();
         // The copy stream must see the buffers' allocation and earlier writes on the main
         // stream before it touches them.
         for (dev, d) in self.devices.iter().enumerate() {
             if let Some(l) = d.lane.as_ref().filter(|_| plans[dev].0 > 0) {
-                d.gate.record(&d.stream).map_err(driver_error)?;
-                l.copy.wait(&d.gate).map_err(driver_error)?;
+                d.gate.record(&d.stream).map_err(CudaError::driver)?;
+                l.copy.wait(&d.gate).map_err(CudaError::driver)?;
             }
         }
         let longest = orders.iter().map(Vec::len).max().unwrap_or(0);
@@ -160,8 +156,8 @@ impl CudaBackend {
                                 mb,
                             );
                         }
-                        ev(j, 0).record(&l.copy).map_err(driver_error)?;
-                        d.ctx.bind_to_thread().map_err(driver_error)?;
+                        ev(j, 0).record(&l.copy).map_err(CudaError::driver)?;
+                        d.ctx.bind_to_thread().map_err(CudaError::driver)?;
                         // SAFETY: destination: matrix j of A (checked to hold it); source:
                         // staging region j of pinned memory that stays allocated until the
                         // step synchronises the copy stream.
@@ -174,10 +170,10 @@ impl CudaBackend {
                             )
                         }
                         .result()
-                        .map_err(|e| format!("cuMemcpyHtoDAsync: {}", driver_error(e)))?;
-                        ev(j, 1).record(&l.copy).map_err(driver_error)?;
-                        d.stream.wait(ev(j, 1)).map_err(driver_error)?;
-                        ev(j, 2).record(&d.stream).map_err(driver_error)?;
+                        .map_err(CudaError::driver_call("cuMemcpyHtoDAsync"))?;
+                        ev(j, 1).record(&l.copy).map_err(CudaError::driver)?;
+                        d.stream.wait(ev(j, 1)).map_err(CudaError::driver)?;
+                        ev(j, 2).record(&d.stream).map_err(CudaError::driver)?;
                         let blas = d.blas.as_ref().map_err(|e| e.clone())?;
                         let at = (j * mb) as u64;
                         // SAFETY: A_j and C_j are matrix j of buffers checked to hold the whole
@@ -192,12 +188,12 @@ impl CudaBackend {
                                 c[dev].ptr() + at,
                             )?
                         };
-                        ev(j, 3).record(&d.stream).map_err(driver_error)?;
+                        ev(j, 3).record(&d.stream).map_err(CudaError::driver)?;
                     }
                     CopyStep::Out(j) => {
-                        l.copy.wait(ev(j, 3)).map_err(driver_error)?;
-                        ev(j, 4).record(&l.copy).map_err(driver_error)?;
-                        d.ctx.bind_to_thread().map_err(driver_error)?;
+                        l.copy.wait(ev(j, 3)).map_err(CudaError::driver)?;
+                        ev(j, 4).record(&l.copy).map_err(CudaError::driver)?;
+                        d.ctx.bind_to_thread().map_err(CudaError::driver)?;
                         // SAFETY: source: product j in C (checked); destination: staging
                         // region j of pinned memory, reached only through raw pointers until
                         // the step has synchronised.
@@ -210,8 +206,8 @@ impl CudaBackend {
                             )
                         }
                         .result()
-                        .map_err(|e| format!("cuMemcpyDtoHAsync: {}", driver_error(e)))?;
-                        ev(j, 5).record(&l.copy).map_err(driver_error)?;
+                        .map_err(CudaError::driver_call("cuMemcpyDtoHAsync"))?;
+                        ev(j, 5).record(&l.copy).map_err(CudaError::driver)?;
                     }
                 }
             }

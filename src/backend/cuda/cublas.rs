@@ -11,7 +11,8 @@
 //! inputs and outputs with f32 accumulation (`CUBLAS_COMPUTE_32F`), all through
 //! `cublasGemmStridedBatchedEx`.
 
-use crate::backend::GemmBatch;
+use super::{CudaError, CudaResult};
+use crate::backend::{BackendError, GemmBatch};
 use crate::params::Dtype;
 use cudarc::cublas::result as bres;
 use cudarc::cublas::sys as bsys;
@@ -51,21 +52,38 @@ pub struct Params {
     pub batch: i32,
 }
 
-fn int(what: &str, v: u64) -> Result<i32, String> {
-    i32::try_from(v).map_err(|_| {
-        format!("{what} = {v} exceeds cuBLAS's 32-bit dimensions: use a smaller --dims or --batch")
-    })
+/// A GEMM cuBLAS cannot take (the case is unsupported, not failed).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum GemmUnsupported {
+    #[error(
+        "{what} = {value} exceeds cuBLAS's 32-bit dimensions: use a smaller --dims or --batch"
+    )]
+    Dimension { what: &'static str, value: u64 },
+    #[error("a {rows}×{cols} matrix is too large to address")]
+    Matrix { rows: u64, cols: u64 },
+    #[error("cuBLAS has no i32 GEMM: use f32, f64, f16 or bf16")]
+    Int32,
+}
+
+impl From<GemmUnsupported> for BackendError {
+    fn from(e: GemmUnsupported) -> BackendError {
+        BackendError::Unsupported(e.to_string())
+    }
+}
+
+fn int(what: &'static str, value: u64) -> Result<i32, GemmUnsupported> {
+    i32::try_from(value).map_err(|_| GemmUnsupported::Dimension { what, value })
 }
 
 /// The cuBLAS call computing the row-major batch `b` (C_j = A_j·B_j, or A_j·B_0 when
 /// `shared_b`).
-pub fn row_major(b: &GemmBatch) -> Result<Params, String> {
+pub fn row_major(b: &GemmBatch) -> Result<Params, GemmUnsupported> {
     let s = b.shape;
     let (m, n, k) = (int("m", s.m)?, int("n", s.n)?, int("k", s.k)?);
-    let len = |a: u64, c: u64| {
-        a.checked_mul(c)
+    let len = |rows: u64, cols: u64| {
+        rows.checked_mul(cols)
             .and_then(|x| i64::try_from(x).ok())
-            .ok_or_else(|| format!("a {a}×{c} matrix is too large to address"))
+            .ok_or(GemmUnsupported::Matrix { rows, cols })
     };
     Ok(Params {
         m: n,
@@ -105,7 +123,7 @@ impl Types {
 }
 
 /// cuBLAS types for `dtype`; `tf32` selects TF32 tensor cores for f32.
-pub fn types(dtype: Dtype, tf32: bool) -> Result<Types, String> {
+pub fn types(dtype: Dtype, tf32: bool) -> Result<Types, GemmUnsupported> {
     use bsys::cublasComputeType_t as C;
     use bsys::cudaDataType as D;
     Ok(match dtype {
@@ -129,7 +147,7 @@ pub fn types(dtype: Dtype, tf32: bool) -> Result<Types, String> {
             data: D::CUDA_R_16BF,
             compute: C::CUBLAS_COMPUTE_32F,
         },
-        Dtype::I32 => return Err("cuBLAS has no i32 GEMM: use f32, f64, f16 or bf16".to_string()),
+        Dtype::I32 => return Err(GemmUnsupported::Int32),
     })
 }
 
@@ -146,11 +164,6 @@ pub fn format_version(v: i32) -> String {
     format!("{}.{}.{}", v / 10000, (v / 100) % 100, v % 100)
 }
 
-/// `CUBLAS_STATUS_…` of an error.
-pub fn error_text(e: bres::CublasError) -> String {
-    format!("{:?}", e.0)
-}
-
 /// A cuBLAS handle on one device, bound to that device's stream.
 pub struct Blas {
     handle: bsys::cublasHandle_t,
@@ -159,26 +172,25 @@ pub struct Blas {
 
 impl Blas {
     /// Creates a handle on `stream`'s device that enqueues on `stream`.
-    pub fn new(stream: &Arc<CudaStream>) -> Result<Blas, String> {
+    pub fn new(stream: &Arc<CudaStream>) -> CudaResult<Blas> {
         let ctx = stream.context().clone();
-        ctx.bind_to_thread().map_err(super::probe::driver_error)?;
-        let handle =
-            bres::create_handle().map_err(|e| format!("cublasCreate: {}", error_text(e)))?;
+        ctx.bind_to_thread().map_err(CudaError::driver)?;
+        let handle = bres::create_handle().map_err(CudaError::cublas_call("cublasCreate"))?;
         let blas = Blas { handle, ctx };
         // SAFETY: the handle was just created; the stream is a live stream of the same device
         // and outlives the handle (both belong to the backend's device record).
         unsafe { bres::set_stream(blas.handle, stream.cu_stream() as _) }
-            .map_err(|e| format!("cublasSetStream: {}", error_text(e)))?;
+            .map_err(CudaError::cublas_call("cublasSetStream"))?;
         Ok(blas)
     }
 
     /// The library's version, e.g. `13.0.0`.
-    pub fn version(&self) -> Result<String, String> {
+    pub fn version(&self) -> CudaResult<String> {
         let mut v = 0;
         // SAFETY: live handle; cuBLAS writes one int.
         unsafe { bsys::cublasGetVersion_v2(self.handle, &mut v) }
             .result()
-            .map_err(error_text)?;
+            .map_err(|code| CudaError::Cublas { call: None, code })?;
         Ok(format_version(v))
     }
 
@@ -197,10 +209,8 @@ impl Blas {
         a: CUdeviceptr,
         b: CUdeviceptr,
         c: CUdeviceptr,
-    ) -> Result<(), String> {
-        self.ctx
-            .bind_to_thread()
-            .map_err(super::probe::driver_error)?;
+    ) -> CudaResult<()> {
+        self.ctx.bind_to_thread().map_err(CudaError::driver)?;
         let (one32, zero32, one64, zero64) = (1.0f32, 0.0f32, 1.0f64, 0.0f64);
         let (alpha, beta): (*const c_void, *const c_void) = match t.scalars() {
             Scalars::F32 => (
@@ -242,7 +252,7 @@ impl Blas {
                 bsys::cublasGemmAlgo_t::CUBLAS_GEMM_DFALT,
             )
         }
-        .map_err(|e| format!("cublasGemmStridedBatchedEx: {}", error_text(e)))
+        .map_err(CudaError::cublas_call("cublasGemmStridedBatchedEx"))
     }
 }
 
@@ -348,7 +358,9 @@ mod tests {
             count: 1,
             shared_b: false,
         };
-        assert!(row_major(&g).unwrap_err().contains("32-bit"));
+        let e = row_major(&g).unwrap_err();
+        assert!(matches!(e, GemmUnsupported::Dimension { .. }));
+        assert!(e.to_string().contains("32-bit"));
     }
 
     #[test]
@@ -377,9 +389,8 @@ mod tests {
         assert_eq!((b.data, b.compute), (D::CUDA_R_16BF, C::CUBLAS_COMPUTE_32F));
         let d = types(Dtype::F64, false).unwrap();
         assert_eq!(d.scalars(), Scalars::F64);
-        assert!(types(Dtype::I32, false)
-            .unwrap_err()
-            .contains("no i32 GEMM"));
+        assert_eq!(types(Dtype::I32, false), Err(GemmUnsupported::Int32));
+        assert!(GemmUnsupported::Int32.to_string().contains("no i32 GEMM"));
         assert_eq!(accumulator(Dtype::F16), Dtype::F32);
         assert_eq!(accumulator(Dtype::Bf16), Dtype::F32);
         assert_eq!(accumulator(Dtype::F64), Dtype::F64);

@@ -17,6 +17,7 @@
 //! started or the previous one completed — a slow, serial link, as on the CPU backend.
 
 use super::backend::CudaBackend;
+use super::error::CudaError;
 use super::memory::DeviceBuf;
 use super::nccl::{self, Resolved};
 use super::probe::driver_error;
@@ -79,7 +80,7 @@ fn driver(what: &str) -> impl Fn(cudarc::driver::DriverError) -> BackendError + 
 
 impl CudaBackend {
     /// Why ddp_step cannot run here, if it cannot (no NCCL).
-    pub(super) fn ddp_support(&self) -> Result<(), String> {
+    pub(super) fn ddp_support(&self) -> Result<(), CudaError> {
         self.comms.as_ref().map(|_| ()).map_err(|e| e.clone())
     }
 
@@ -139,13 +140,13 @@ impl CudaBackend {
         if self.ddp.lanes.len() != g {
             self.ddp_configure(self.ddp.settings)?;
         }
-        self.ddp_support().map_err(BackendError::Device)?;
+        self.ddp_support()?;
         let eb = call.dtype.size_bytes() as usize;
         let mut resolved = Vec::new();
         for (dev, b) in bufs.iter().enumerate() {
             self.check_buf("all-reduce bucket", b, dev, call.dtype, call.send_count)?;
-            for c in nccl::plan(call, self.device_index(dev)).map_err(BackendError::Device)? {
-                let r = Resolved::new(c, None, b.region(), eb).map_err(BackendError::Device)?;
+            for c in nccl::plan(call, self.device_index(dev))? {
+                let r = Resolved::new(c, None, b.region(), eb)?;
                 resolved.push((dev, r));
             }
         }

@@ -6,6 +6,7 @@
 //! is detected instead of read. The timing loop holds at most two marks at a time; the ring
 //! has [`SLOTS`].
 
+use super::{CudaError, CudaResult};
 use cudarc::driver::sys::CUevent_flags;
 use cudarc::driver::{CudaContext, CudaEvent, CudaStream};
 use std::sync::Arc;
@@ -27,6 +28,19 @@ pub struct Ring {
     next_seq: u64,
 }
 
+/// A mark read after its slot was recorded again (or one this ring never handed out).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("a timing mark was overwritten: more than {slots} marks were taken before it was read")]
+pub struct MarkOverwritten {
+    pub slots: usize,
+}
+
+impl From<MarkOverwritten> for crate::backend::BackendError {
+    fn from(e: MarkOverwritten) -> Self {
+        crate::backend::BackendError::Device(e.to_string())
+    }
+}
+
 impl Ring {
     pub fn new(slots: usize) -> Ring {
         Ring {
@@ -46,32 +60,29 @@ impl Ring {
     }
 
     /// `Err` if `m` was never handed out or its slot was recorded again since.
-    pub fn check(&self, m: Mark) -> Result<usize, String> {
+    pub fn check(&self, m: Mark) -> Result<usize, MarkOverwritten> {
         if m.seq >= self.next_seq || self.next_seq - m.seq > self.slots as u64 {
-            return Err(format!(
-                "a timing mark was overwritten: more than {} marks were taken before it was read",
-                self.slots
-            ));
+            return Err(MarkOverwritten { slots: self.slots });
         }
         Ok(m.slot)
     }
 }
 
 /// Creates `n` timing events on `ctx` (timing enabled, no blocking sync).
-pub fn timing_events(ctx: &Arc<CudaContext>, n: usize) -> Result<Vec<CudaEvent>, String> {
+pub fn timing_events(ctx: &Arc<CudaContext>, n: usize) -> CudaResult<Vec<CudaEvent>> {
     (0..n)
         .map(|_| {
             ctx.new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))
-                .map_err(super::probe::driver_error)
+                .map_err(CudaError::driver)
         })
         .collect()
 }
 
 /// Seconds between two recorded events (waits for both).
-pub fn elapsed_s(from: &CudaEvent, to: &CudaEvent) -> Result<f64, String> {
+pub fn elapsed_s(from: &CudaEvent, to: &CudaEvent) -> CudaResult<f64> {
     from.elapsed_ms(to)
         .map(|ms| f64::from(ms) * 1e-3)
-        .map_err(|e| format!("cuEventElapsedTime: {}", super::probe::driver_error(e)))
+        .map_err(CudaError::driver_call("cuEventElapsedTime"))
 }
 
 /// The documented resolution of `cuEventElapsedTime` ("around 0.5 microseconds").
@@ -79,12 +90,12 @@ pub const DOCUMENTED_RESOLUTION_S: f64 = 0.5e-6;
 
 /// Smallest non-zero time between two events recorded back to back on an idle stream, over
 /// `tries` pairs: the finest step this timer shows on this device. `None` if every pair read 0.
-pub fn measure_resolution_s(stream: &Arc<CudaStream>, tries: usize) -> Result<Option<f64>, String> {
+pub fn measure_resolution_s(stream: &Arc<CudaStream>, tries: usize) -> CudaResult<Option<f64>> {
     let ev = timing_events(stream.context(), 2)?;
     let mut best = f64::INFINITY;
     for _ in 0..tries {
-        ev[0].record(stream).map_err(super::probe::driver_error)?;
-        ev[1].record(stream).map_err(super::probe::driver_error)?;
+        ev[0].record(stream).map_err(CudaError::driver)?;
+        ev[1].record(stream).map_err(CudaError::driver)?;
         let s = elapsed_s(&ev[0], &ev[1])?;
         if s > 0.0 {
             best = best.min(s);
@@ -108,7 +119,11 @@ mod tests {
         // the fifth mark reuses slot 0: the first mark is gone, the others still readable
         let fifth = r.take();
         assert_eq!(r.check(fifth).unwrap(), 0);
-        assert!(r.check(m[0]).unwrap_err().contains("overwritten"));
+        assert!(r
+            .check(m[0])
+            .unwrap_err()
+            .to_string()
+            .contains("overwritten"));
         assert_eq!(r.check(m[1]).unwrap(), 1);
         // a mark from another ring's future is refused
         let mut other = Ring::new(4);

@@ -2,7 +2,7 @@
 //! ([`DeviceBuf`]), and host buffers seen as bytes for copies.
 
 use super::nccl::Region;
-use super::probe::driver_error;
+use super::{CudaError, CudaResult};
 use crate::backend::HostBuf;
 use crate::params::Dtype;
 use cudarc::driver::result as dres;
@@ -10,12 +10,26 @@ use cudarc::driver::sys as dsys;
 use cudarc::driver::CudaContext;
 use std::sync::Arc;
 
+/// A buffer whose size in bytes overflows an address.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("{count} {dtype} elements do not fit in memory")]
+pub struct TooLarge {
+    pub count: usize,
+    pub dtype: Dtype,
+}
+
+impl From<TooLarge> for crate::backend::BackendError {
+    fn from(e: TooLarge) -> Self {
+        crate::backend::BackendError::Device(e.to_string())
+    }
+}
+
 /// Bytes of `count` elements of `dtype`, or an error naming the size.
-pub fn byte_len(dtype: Dtype, count: usize) -> Result<usize, String> {
+pub fn byte_len(dtype: Dtype, count: usize) -> Result<usize, TooLarge> {
     count
         .checked_mul(dtype.size_bytes() as usize)
         .filter(|b| *b <= isize::MAX as usize)
-        .ok_or_else(|| format!("{count} {dtype} elements do not fit in memory"))
+        .ok_or(TooLarge { count, dtype })
 }
 
 /// Device memory from `cuMemAlloc`, as nccl-tests' `cudaMalloc`: not from a stream-ordered
@@ -30,12 +44,12 @@ pub(super) struct DeviceMem {
 impl DeviceMem {
     /// `bytes` of device memory (at least 1: CUDA refuses empty allocations), contents
     /// unspecified.
-    pub(super) fn new(ctx: &Arc<CudaContext>, bytes: usize) -> Result<DeviceMem, String> {
-        ctx.bind_to_thread().map_err(driver_error)?;
+    pub(super) fn new(ctx: &Arc<CudaContext>, bytes: usize) -> CudaResult<DeviceMem> {
+        ctx.bind_to_thread().map_err(CudaError::driver)?;
         // SAFETY: cuMemAlloc on the current (this device's) context; the memory is only ever
         // reached through the raw address by CUDA, NCCL and cuBLAS calls that are given its
         // size, never through a Rust reference.
-        let ptr = unsafe { dres::malloc_sync(bytes.max(1)) }.map_err(driver_error)?;
+        let ptr = unsafe { dres::malloc_sync(bytes.max(1)) }.map_err(CudaError::driver)?;
         Ok(DeviceMem {
             ptr,
             bytes,
@@ -117,6 +131,7 @@ mod tests {
         assert_eq!(byte_len(Dtype::I32, 0).unwrap(), 0);
         assert!(byte_len(Dtype::F64, usize::MAX / 4)
             .unwrap_err()
+            .to_string()
             .contains("do not fit"));
     }
 }

@@ -1,6 +1,7 @@
 //! The CUDA backend (feature `cuda`): device buffers, NCCL collectives, cuBLAS GEMMs and
 //! CUDA-event timing, through cudarc with every library loaded at run time.
 //!
+//! - [`error`]: [`CudaError`], the typed failures of the libraries below.
 //! - [`probe`]: libraries, devices, `CUDA_VISIBLE_DEVICES`, GPU descriptions ([`list_gpus`]);
 //!   never panics, so a machine without a driver gets one sentence (exit 2).
 //! - [`nccl`]: type/operator mapping, the calls each collective makes, communicators.
@@ -17,6 +18,7 @@ pub mod backend;
 mod batch;
 pub mod cublas;
 mod ddp;
+pub mod error;
 pub mod events;
 mod memory;
 pub mod nccl;
@@ -26,6 +28,7 @@ pub mod probe;
 mod setup;
 
 pub use backend::CudaBackend;
+pub use error::{CudaError, CudaResult};
 pub use memory::DeviceBuf;
 pub use probe::{list_gpus, GpuInfo};
 pub use setup::{duplicate_gpus, TELEMETRY_ENV};

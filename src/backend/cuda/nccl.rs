@@ -11,6 +11,7 @@
 //! element offset. [`Resolved`] checks every range against the buffer it points into before a
 //! device pointer is formed, so a planning mistake is an error, never an out-of-bounds access.
 
+use super::{CudaError, CudaResult};
 use crate::backend::CollectiveCall;
 use crate::params::{Dtype, ReduceOp, Workload};
 use cudarc::driver::sys::CUdeviceptr;
@@ -155,17 +156,15 @@ impl Call {
 /// `reduce_scatter_in_place_offset`), everything else reads and writes from element 0.
 /// All-to-all is grouped send/recv per peer, as nccl-tests does; it has no in-place form
 /// (sending from and receiving into one buffer in one group races).
-pub fn plan(call: &CollectiveCall, device: u32) -> Result<Vec<Call>, String> {
+pub fn plan(call: &CollectiveCall, device: u32) -> Result<Vec<Call>, PlanError> {
     let n = call.devices;
     if device >= n {
-        return Err(format!(
-            "device {device} outside a collective of {n} devices"
-        ));
+        return Err(PlanError::Device { device, n });
     }
     let op = call.op.unwrap_or(ReduceOp::Sum);
     let root = call.root.unwrap_or(0);
     if call.workload.has_root() && root >= n {
-        return Err(format!("root {root} is not one of the {n} devices"));
+        return Err(PlanError::Root { root, n });
     }
     let (sc, rc) = (call.send_count, call.recv_count);
     let src_side = if call.in_place {
@@ -194,9 +193,13 @@ pub fn plan(call: &CollectiveCall, device: u32) -> Result<Vec<Call>, String> {
         }],
         Workload::Allgather => {
             if rc != sc * n as usize {
-                return Err(format!(
-                    "allgather of {sc} into {rc} elements over {n} devices"
-                ));
+                return Err(PlanError::Counts {
+                    what: "allgather",
+                    into: "into",
+                    sc,
+                    rc,
+                    n,
+                });
             }
             let at = if call.in_place { d * sc } else { 0 };
             vec![Call::AllGather {
@@ -206,9 +209,13 @@ pub fn plan(call: &CollectiveCall, device: u32) -> Result<Vec<Call>, String> {
         }
         Workload::ReduceScatter => {
             if sc != rc * n as usize {
-                return Err(format!(
-                    "reduce_scatter of {sc} into {rc} elements over {n} devices"
-                ));
+                return Err(PlanError::Counts {
+                    what: "reduce_scatter",
+                    into: "into",
+                    sc,
+                    rc,
+                    n,
+                });
             }
             let at = if call.in_place { d * rc } else { 0 };
             vec![Call::ReduceScatter {
@@ -219,10 +226,16 @@ pub fn plan(call: &CollectiveCall, device: u32) -> Result<Vec<Call>, String> {
         }
         Workload::Alltoall => {
             if call.in_place {
-                return Err(IN_PLACE_ALLTOALL.to_string());
+                return Err(PlanError::InPlaceAlltoall);
             }
             if sc != rc || sc % n as usize != 0 {
-                return Err(format!("alltoall of {sc} → {rc} elements over {n} devices"));
+                return Err(PlanError::Counts {
+                    what: "alltoall",
+                    into: "→",
+                    sc,
+                    rc,
+                    n,
+                });
             }
             let chunk = sc / n as usize;
             (0..n)
@@ -242,9 +255,48 @@ pub fn plan(call: &CollectiveCall, device: u32) -> Result<Vec<Call>, String> {
                 .collect()
         }
         Workload::Matmul | Workload::BatchMatmul | Workload::DdpStep => {
-            return Err(format!("{} is not a collective", call.workload))
+            return Err(PlanError::NotCollective(call.workload))
         }
     })
+}
+
+/// A collective the NCCL calls cannot express, or a call outside its buffers: a bug in the
+/// caller or an unsupported case, found before NCCL sees anything.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum PlanError {
+    #[error("device {device} outside a collective of {n} devices")]
+    Device { device: u32, n: u32 },
+    #[error("root {root} is not one of the {n} devices")]
+    Root { root: u32, n: u32 },
+    #[error("{what} of {sc} {into} {rc} elements over {n} devices")]
+    Counts {
+        what: &'static str,
+        into: &'static str,
+        sc: usize,
+        rc: usize,
+        n: u32,
+    },
+    #[error("{}", IN_PLACE_ALLTOALL)]
+    InPlaceAlltoall,
+    #[error("{0} is not a collective")]
+    NotCollective(Workload),
+    #[error("an in-place call refers to a send buffer")]
+    NoSendBuffer,
+    #[error("element range overflows")]
+    Overflow,
+    #[error("{call:?} reaches element {end} of a {len}-element {side:?} buffer")]
+    OutOfRange {
+        call: Call,
+        end: usize,
+        len: usize,
+        side: Side,
+    },
+}
+
+impl From<PlanError> for crate::backend::BackendError {
+    fn from(e: PlanError) -> Self {
+        crate::backend::BackendError::Device(e.to_string())
+    }
 }
 
 /// Why in-place all-to-all is not measured on NCCL.
@@ -273,18 +325,20 @@ impl Resolved {
         send: Option<Region>,
         recv: Region,
         elem_bytes: usize,
-    ) -> Result<Resolved, String> {
+    ) -> Result<Resolved, PlanError> {
         for s in call.spans() {
             let region = match s.side {
-                Side::Send => send.ok_or("an in-place call refers to a send buffer")?,
+                Side::Send => send.ok_or(PlanError::NoSendBuffer)?,
                 Side::Recv => recv,
             };
-            let end = s.at.checked_add(s.len).ok_or("element range overflows")?;
+            let end = s.at.checked_add(s.len).ok_or(PlanError::Overflow)?;
             if end > region.len {
-                return Err(format!(
-                    "{call:?} reaches element {end} of a {}-element {:?} buffer",
-                    region.len, s.side
-                ));
+                return Err(PlanError::OutOfRange {
+                    call,
+                    end,
+                    len: region.len,
+                    side: s.side,
+                });
             }
         }
         Ok(Resolved {
@@ -314,7 +368,7 @@ impl Resolved {
         dtype: Dtype,
         comm: nsys::ncclComm_t,
         stream: nsys::cudaStream_t,
-    ) -> Result<(), String> {
+    ) -> CudaResult<()> {
         let t = nccl_type(dtype);
         // SAFETY: every range was checked against its buffer in `Resolved::new`; the caller
         // guarantees that the buffers, the communicator and the stream are live and belong to
@@ -374,7 +428,7 @@ impl Resolved {
                 }
             }
         };
-        r.map(|_| ()).map_err(|e| error_text(e.0))
+        r.map(|_| ()).map_err(|e| CudaError::nccl(None, e))
     }
 }
 
@@ -390,12 +444,12 @@ pub fn error_text(code: nsys::ncclResult_t) -> String {
     }
     let what = super::probe::guarded("ncclGetErrorString", || {
         // SAFETY: takes any result code and returns a static string.
-        Ok(owned(unsafe { nsys::ncclGetErrorString(code) }))
+        Ok::<_, super::error::Panicked>(owned(unsafe { nsys::ncclGetErrorString(code) }))
     })
     .unwrap_or_default();
     let last = super::probe::guarded("ncclGetLastError", || {
         // SAFETY: a null communicator is allowed (documented); returns a string NCCL owns.
-        Ok(owned(unsafe {
+        Ok::<_, super::error::Panicked>(owned(unsafe {
             nsys::ncclGetLastError(std::ptr::null_mut())
         }))
     })
@@ -408,10 +462,10 @@ pub fn error_text(code: nsys::ncclResult_t) -> String {
 }
 
 /// The loaded NCCL's version, e.g. `2.28.3`.
-pub fn version() -> Result<String, String> {
+pub fn version() -> CudaResult<String> {
     nres::get_nccl_version()
         .map(format_version)
-        .map_err(|e| error_text(e.0))
+        .map_err(|e| CudaError::nccl(None, e))
 }
 
 /// The oldest NCCL this build uses: native `ncclAvg` and `ncclBfloat16` came with 2.10.
@@ -430,25 +484,25 @@ pub fn old_nccl_message(code: i32) -> Option<String> {
 }
 
 /// Checks that the loaded NCCL has every entry point the backend calls and is new enough.
-pub fn check_library() -> Result<(), String> {
+pub fn check_library() -> CudaResult<()> {
     let missing = super::probe::missing_nccl_symbols()?;
     if !missing.is_empty() {
-        return Err(super::probe::missing_symbols_message(
+        return Err(CudaError::Library(super::probe::missing_symbols_message(
             "NCCL (libnccl.so)",
             &missing,
             "install NCCL 2.10 or newer, or put its directory first in LD_LIBRARY_PATH",
-        ));
+        )));
     }
-    let code = nres::get_nccl_version().map_err(|e| error_text(e.0))?;
+    let code = nres::get_nccl_version().map_err(|e| CudaError::nccl(None, e))?;
     match old_nccl_message(code) {
-        Some(m) => Err(m),
+        Some(m) => Err(CudaError::Library(m)),
         None => Ok(()),
     }
 }
 
 /// The 128 bytes that name a communicator, made on one rank and sent to the others.
-pub fn unique_id() -> Result<Vec<u8>, String> {
-    let id = nres::get_uniqueid().map_err(|e| error_text(e.0))?;
+pub fn unique_id() -> CudaResult<Vec<u8>> {
+    let id = nres::get_uniqueid().map_err(|e| CudaError::nccl(None, e))?;
     Ok(id.internal.iter().map(|&c| c as u8).collect())
 }
 
@@ -470,17 +524,19 @@ impl Comms {
         nranks: u32,
         first_rank: u32,
         local: usize,
-        mut bind: impl FnMut(usize) -> Result<(), String>,
-    ) -> Result<Comms, String> {
+        mut bind: impl FnMut(usize) -> CudaResult<()>,
+    ) -> CudaResult<Comms> {
         let internal: [std::ffi::c_char; 128] = id
             .try_into()
             .map(|b: [u8; 128]| b.map(|x| x as std::ffi::c_char))
-            .map_err(|_| format!("an NCCL unique id has 128 bytes, not {}", id.len()))?;
+            .map_err(|_| {
+                CudaError::Check(format!("an NCCL unique id has 128 bytes, not {}", id.len()))
+            })?;
         let uid = nsys::ncclUniqueId { internal };
         let mut comms = Comms {
             comms: vec![std::ptr::null_mut(); local],
         };
-        nres::group_start().map_err(|e| error_text(e.0))?;
+        nres::group_start().map_err(|e| CudaError::nccl(None, e))?;
         let mut first_err = None;
         for i in 0..local {
             if let Err(e) = bind(i) {
@@ -498,13 +554,13 @@ impl Comms {
                 )
             };
             if let Err(e) = r {
-                first_err.get_or_insert(format!("ncclCommInitRank: {}", error_text(e.0)));
+                first_err.get_or_insert(CudaError::nccl(Some("ncclCommInitRank"), e));
                 break;
             }
         }
         // The group must be closed even after an error, or NCCL stays in group mode.
         if let Err(e) = nres::group_end() {
-            first_err.get_or_insert(format!("ncclCommInitRank: {}", error_text(e.0)));
+            first_err.get_or_insert(CudaError::nccl(Some("ncclCommInitRank"), e));
         }
         match first_err {
             // `comms` drops here and aborts whatever was created.
@@ -519,22 +575,26 @@ impl Comms {
 
     /// The first asynchronous error any communicator reports (a failed peer, a network
     /// error), as a sentence.
-    pub fn check_async(&self) -> Result<(), String> {
+    pub fn check_async(&self) -> CudaResult<()> {
         for (i, &c) in self.comms.iter().enumerate() {
             let mut state = nsys::ncclResult_t::ncclSuccess;
             // SAFETY: `c` is a live communicator; NCCL writes one result code.
             let r = unsafe { nsys::ncclCommGetAsyncError(c, &mut state) };
             if r != nsys::ncclResult_t::ncclSuccess {
-                return Err(format!("ncclCommGetAsyncError: {}", error_text(r)));
+                return Err(CudaError::nccl(
+                    Some("ncclCommGetAsyncError"),
+                    nres::NcclError(r),
+                ));
             }
             if !matches!(
                 state,
                 nsys::ncclResult_t::ncclSuccess | nsys::ncclResult_t::ncclInProgress
             ) {
-                return Err(format!(
-                    "NCCL reported an asynchronous error on local device {i}: {}",
-                    error_text(state)
-                ));
+                return Err(
+                    CudaError::nccl(None, nres::NcclError(state)).context(format!(
+                        "NCCL reported an asynchronous error on local device {i}"
+                    )),
+                );
             }
         }
         Ok(())
@@ -705,7 +765,7 @@ mod tests {
         }
         let mut c = call(Workload::Broadcast, 1024, 8, false);
         c.root = Some(8);
-        assert!(plan(&c, 0).unwrap_err().contains("root 8"));
+        assert!(plan(&c, 0).unwrap_err().to_string().contains("root 8"));
     }
 
     #[test]
@@ -739,7 +799,8 @@ mod tests {
             );
         }
         let c = call(Workload::Alltoall, 4096, 4, true);
-        assert_eq!(plan(&c, 0).unwrap_err(), IN_PLACE_ALLTOALL);
+        assert_eq!(plan(&c, 0).unwrap_err(), PlanError::InPlaceAlltoall);
+        assert_eq!(PlanError::InPlaceAlltoall.to_string(), IN_PLACE_ALLTOALL);
     }
 
     #[test]
@@ -786,11 +847,15 @@ mod tests {
         let short = Region { ptr: 2, len: 255 };
         assert!(Resolved::new(p, send, short, 4)
             .unwrap_err()
+            .to_string()
             .contains("element 256"));
         // in place with no send buffer, a send-side span is refused
         let rs = call(Workload::Alltoall, 1024, 2, false);
         let s = plan(&rs, 0).unwrap()[0];
-        assert!(Resolved::new(s, None, Region { ptr: 2, len: 256 }, 4).is_err());
+        assert_eq!(
+            Resolved::new(s, None, Region { ptr: 2, len: 256 }, 4).unwrap_err(),
+            PlanError::NoSendBuffer
+        );
     }
 
     /// NCCL's float average (pre-multiplied sum) emulated in the element type, in several

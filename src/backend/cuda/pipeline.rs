@@ -11,7 +11,7 @@
 //! synchronous for the host and could not overlap anything. The host copies matrix j+1 into
 //! the staging buffer while the device works on j, as in the source document.
 
-use super::probe::driver_error;
+use super::{CudaError, CudaResult};
 use crate::backend::OverlapTiming;
 use cudarc::driver::result as dres;
 use cudarc::driver::{CudaContext, CudaEvent, CudaStream};
@@ -75,12 +75,13 @@ pub struct Pinned {
 
 impl Pinned {
     /// `len` bytes (at least 1) of pinned memory, contents unspecified.
-    pub fn new(ctx: &Arc<CudaContext>, len: usize) -> Result<Pinned, String> {
-        ctx.bind_to_thread().map_err(driver_error)?;
+    pub fn new(ctx: &Arc<CudaContext>, len: usize) -> CudaResult<Pinned> {
+        ctx.bind_to_thread().map_err(CudaError::driver)?;
         // SAFETY: cuMemHostAlloc with flags 0 (cached, not write-combined: the host reads the
         // products back); the memory is only reached through raw pointers (see `ptr`).
-        let ptr = unsafe { dres::malloc_host(len.max(1), 0) }
-            .map_err(|e| format!("cuMemHostAlloc of {len} bytes: {}", driver_error(e)))?;
+        let ptr = unsafe { dres::malloc_host(len.max(1), 0) }.map_err(CudaError::driver_call(
+            format!("cuMemHostAlloc of {len} bytes"),
+        ))?;
         Ok(Pinned {
             ptr: ptr as *mut u8,
             len,
@@ -122,9 +123,9 @@ pub struct Lane {
 
 impl Lane {
     /// A lane with room for `bytes` in each direction and `matrices` matrices' events.
-    pub fn new(ctx: &Arc<CudaContext>, bytes: usize, matrices: usize) -> Result<Lane, String> {
+    pub fn new(ctx: &Arc<CudaContext>, bytes: usize, matrices: usize) -> CudaResult<Lane> {
         Ok(Lane {
-            copy: ctx.new_stream().map_err(driver_error)?,
+            copy: ctx.new_stream().map_err(CudaError::driver)?,
             pin_in: Pinned::new(ctx, bytes)?,
             pin_out: Pinned::new(ctx, bytes)?,
             events: super::events::timing_events(ctx, matrices * EVENTS_PER_MATRIX)?,
@@ -132,12 +133,7 @@ impl Lane {
     }
 
     /// Grows the staging buffers and the event pool to fit a step.
-    pub fn fit(
-        &mut self,
-        ctx: &Arc<CudaContext>,
-        bytes: usize,
-        matrices: usize,
-    ) -> Result<(), String> {
+    pub fn fit(&mut self, ctx: &Arc<CudaContext>, bytes: usize, matrices: usize) -> CudaResult<()> {
         if self.pin_in.len() < bytes {
             self.pin_in = Pinned::new(ctx, bytes)?;
             self.pin_out = Pinned::new(ctx, bytes)?;

@@ -7,6 +7,7 @@
 //! (a missing symbol in an old library) into an error sentence. Device listing uses the driver
 //! API's `cuDevice*` queries only: it never creates a context.
 
+use super::error::Panicked;
 use cudarc::driver::result::{self as dres, DriverError};
 use cudarc::driver::sys as dsys;
 use std::cell::Cell;
@@ -21,12 +22,12 @@ thread_local! {
     static GUARD_DEPTH: Cell<u32> = const { Cell::new(0) };
 }
 
-/// Runs `f` and turns a panic inside it into `Err("{what}: {panic message}")`.
+/// Runs `f` and turns a panic inside it into `Err` of a [`Panicked`] (`{what}: {panic message}`).
 ///
 /// The default panic hook is silenced while `f` runs, so nothing is printed for a panic that
 /// becomes an error sentence. The hook is process-wide, so swaps are serialised; this is
 /// only used around first touches of a CUDA library (set-up and device listing).
-pub fn guarded<T>(what: &str, f: impl FnOnce() -> Result<T, String>) -> Result<T, String> {
+pub fn guarded<T, E: From<Panicked>>(what: &str, f: impl FnOnce() -> Result<T, E>) -> Result<T, E> {
     let outer = GUARD_DEPTH.with(|d| d.get()) == 0;
     let lock = outer.then(|| HOOK_LOCK.lock().unwrap_or_else(|e| e.into_inner()));
     let previous = outer.then(|| {
@@ -49,7 +50,11 @@ pub fn guarded<T>(what: &str, f: impl FnOnce() -> Result<T, String>) -> Result<T
                 .map(String::as_str)
                 .or_else(|| payload.downcast_ref::<&str>().copied())
                 .unwrap_or("unknown panic");
-            Err(format!("{what}: {msg}"))
+            Err(Panicked {
+                what: what.to_string(),
+                message: msg.to_string(),
+            }
+            .into())
         }
     }
 }
@@ -114,16 +119,9 @@ pub fn no_cublas_message() -> String {
     )
 }
 
-/// `NAME: description` of a driver error.
+/// `NAME (description)` of a driver error.
 pub fn driver_error(e: DriverError) -> String {
-    let name = e
-        .error_name()
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_else(|_| format!("{:?}", e.0));
-    match e.error_string() {
-        Ok(s) => format!("{name} ({})", s.to_string_lossy()),
-        Err(_) => name,
-    }
+    super::CudaError::driver(e).to_string()
 }
 
 /// `CUDA_VISIBLE_DEVICES` as this process sees it, for messages.
@@ -376,7 +374,7 @@ fn missing_in(has: impl Fn(&str) -> bool, names: &[&str]) -> Vec<String> {
 // present) and `get` only looks a symbol up; nothing is called through it.
 
 /// The driver entry points the loaded libcuda lacks (empty when it has them all).
-fn missing_driver_symbols() -> Result<Vec<String>, String> {
+fn missing_driver_symbols() -> Result<Vec<String>, Panicked> {
     guarded("loading the CUDA driver", || {
         let has =
             |n: &str| unsafe { dsys::culib().get::<unsafe extern "C" fn()>(n.as_bytes()) }.is_ok();
@@ -385,7 +383,7 @@ fn missing_driver_symbols() -> Result<Vec<String>, String> {
 }
 
 /// The cuBLAS entry points the loaded libcublas lacks.
-pub fn missing_cublas_symbols() -> Result<Vec<String>, String> {
+pub fn missing_cublas_symbols() -> Result<Vec<String>, Panicked> {
     guarded("loading cuBLAS", || {
         let has = |n: &str| {
             unsafe { cudarc::cublas::sys::culib().get::<unsafe extern "C" fn()>(n.as_bytes()) }
@@ -396,7 +394,7 @@ pub fn missing_cublas_symbols() -> Result<Vec<String>, String> {
 }
 
 /// The NCCL entry points the loaded libnccl lacks.
-pub fn missing_nccl_symbols() -> Result<Vec<String>, String> {
+pub fn missing_nccl_symbols() -> Result<Vec<String>, Panicked> {
     guarded("loading NCCL", || {
         let has = |n: &str| {
             unsafe { cudarc::nccl::sys::culib().get::<unsafe extern "C" fn()>(n.as_bytes()) }
@@ -433,7 +431,7 @@ pub fn old_driver_message(version: i32) -> Option<String> {
 /// The driver's version code, checked against [`DRIVER_FLOOR`], and every entry point the
 /// backend calls checked present. Never panics.
 fn check_driver() -> Result<(), String> {
-    let version = guarded("cuDriverGetVersion", || {
+    let version = guarded::<_, String>("cuDriverGetVersion", || {
         let mut v = 0;
         // SAFETY: writes one int; callable before cuInit.
         unsafe { dsys::cuDriverGetVersion(&mut v) }

@@ -14,7 +14,8 @@ use super::events::{self, Ring};
 use super::memory::DeviceMem;
 use super::nccl::{self, Comms};
 use super::nvml::NvmlProbe;
-use super::probe::{self, driver_error, guarded};
+use super::probe::{self, guarded};
+use super::{CudaError, CudaResult};
 use crate::backend::telemetry::{Sampler, DEFAULT_INTERVAL};
 use crate::backend::{BackendError, BackendResult, DevicePlan};
 use crate::comm::HostComm;
@@ -86,16 +87,18 @@ pub fn duplicate_gpus(ranks: &[(String, Vec<String>)]) -> Option<String> {
 
 /// `local` where every rank succeeded; otherwise, on every rank, `{what}: rank r: reason; …`
 /// with each failing rank's reason (collective).
-fn agree_failures<C: HostComm, T>(
+fn agree_failures<C: HostComm, T, E: std::fmt::Display>(
     comm: &C,
-    local: Result<T, String>,
-    what: &str,
-) -> Result<T, String> {
-    if comm.all_ok(local.is_ok()) {
-        return local;
-    }
-    let msg = local.as_ref().err().cloned().unwrap_or_default();
-    drop(local);
+    local: Result<T, E>,
+    what: &'static str,
+) -> CudaResult<T> {
+    let all_ok = comm.all_ok(local.is_ok());
+    // A success on this rank drops here (its communicators abort) when another rank failed.
+    let msg = match local {
+        Ok(v) if all_ok => return Ok(v),
+        Ok(_) => String::new(),
+        Err(e) => e.to_string(),
+    };
     let all = comm.gather_bytes(msg.as_bytes());
     let mut text = Vec::new();
     if comm.is_root() {
@@ -109,7 +112,10 @@ fn agree_failures<C: HostComm, T>(
             .into_bytes();
     }
     comm.broadcast_bytes(&mut text);
-    Err(format!("{what}: {}", String::from_utf8_lossy(&text)))
+    Err(CudaError::Ranks {
+        what,
+        reasons: String::from_utf8_lossy(&text).into_owned(),
+    })
 }
 
 /// Opens this rank's GPUs: driver, ordinals, contexts, streams, events, cuBLAS.
@@ -126,41 +132,41 @@ fn open_local(plan: &DevicePlan) -> BackendResult<Local> {
         probe::choose_ordinals(&plan.local_indices, visible).map_err(BackendError::Unavailable)?;
     let driver = probe::driver_version().map_err(BackendError::Device)?;
     let libs = probe::libraries();
-    let cublas_check = if libs.cublas {
-        probe::missing_cublas_symbols().and_then(|m| {
-            if m.is_empty() {
-                Ok(())
-            } else {
-                Err(probe::missing_symbols_message(
-                    "cuBLAS (libcublas.so)",
-                    &m,
-                    "install the cuBLAS of CUDA 11.4 or newer, or put its directory first in LD_LIBRARY_PATH",
-                ))
-            }
-        })
+    let cublas_check: CudaResult<()> = if libs.cublas {
+        probe::missing_cublas_symbols()
+            .map_err(CudaError::from)
+            .and_then(|m| {
+                if m.is_empty() {
+                    Ok(())
+                } else {
+                    Err(CudaError::Library(probe::missing_symbols_message(
+                        "cuBLAS (libcublas.so)",
+                        &m,
+                        "install the cuBLAS of CUDA 11.4 or newer, or put its directory first in LD_LIBRARY_PATH",
+                    )))
+                }
+            })
     } else {
-        Err(probe::no_cublas_message())
+        Err(CudaError::Library(probe::no_cublas_message()))
     };
     let mut warnings = Vec::new();
     let mut devices = Vec::new();
     for &ordinal in &choice.ordinals {
         let info = probe::gpu_info(ordinal).map_err(BackendError::Device)?;
-        let open = || -> Result<Device, String> {
-            let ctx = CudaContext::new(ordinal as usize).map_err(driver_error)?;
+        let open = || -> CudaResult<Device> {
+            let ctx = CudaContext::new(ordinal as usize).map_err(CudaError::driver)?;
             // SAFETY: called before anything is allocated through cudarc on this context (the
             // backend's buffers are its own cuMemAlloc memory anyway). Without tracking, the
             // backend orders work itself: everything on a device runs on its one stream,
             // except overlapped batch steps, whose second stream is ordered by explicit
             // events and synchronised before the step returns.
             unsafe { ctx.disable_event_tracking() };
-            let stream = ctx.new_stream().map_err(driver_error)?;
+            let stream = ctx.new_stream().map_err(CudaError::driver)?;
             let marks = events::timing_events(&ctx, events::SLOTS)?;
-            let gate = ctx.new_event(None).map_err(driver_error)?;
+            let gate = ctx.new_event(None).map_err(CudaError::driver)?;
             // One small allocation proves the device can hold buffers (it fails here, with
             // the fix, rather than in the first case when the GPU is full or unusable).
-            DeviceMem::new(&ctx, 1).map_err(|e| {
-                format!("the CUDA driver (libcuda.so.1) could not allocate device memory: {e}: free the GPU (`nvidia-smi` lists the processes using it) or choose another with CUDA_VISIBLE_DEVICES")
-            })?;
+            DeviceMem::new(&ctx, 1).map_err(|e| CudaError::NoDeviceMemory(Box::new(e)))?;
             let blas = match &cublas_check {
                 Ok(()) => guarded("cuBLAS", || Blas::new(&stream)),
                 Err(e) => Err(e.clone()),
@@ -207,8 +213,7 @@ fn open_local(plan: &DevicePlan) -> BackendResult<Local> {
     }
     let measured = guarded("timing events", || {
         events::measure_resolution_s(&devices[0].stream, 50)
-    })
-    .map_err(BackendError::Device)?;
+    })?;
     let timer = TimerInfo {
         source: match measured {
             Some(_) => "cuEventElapsedTime: CUDA events on each GPU's stream, longest over the rank's GPUs (resolution: smallest non-zero gap between back-to-back events, measured)".into(),
@@ -309,7 +314,7 @@ impl CudaBackend {
             // this machine's collectives would fail or hang.
             match Self::init_nccl(comm, &devices, rank, size, g) {
                 Ok(c) => Ok(c),
-                Err(e) if comm.is_root() => return Err(BackendError::Device(e)),
+                Err(e) if comm.is_root() => return Err(e.into()),
                 Err(_) => return Err(silent(1)),
             }
         } else {
@@ -319,7 +324,7 @@ impl CudaBackend {
                 probe::no_nccl_message()
             };
             warnings.push(format!("collectives will fail: {e}"));
-            Err(e)
+            Err(CudaError::Library(e))
         };
         let nccl_version = if local.nccl_here {
             guarded("ncclGetVersion", nccl::version).ok()
@@ -367,28 +372,28 @@ impl CudaBackend {
         rank: u32,
         size: u32,
         g: usize,
-    ) -> Result<Comms, String> {
+    ) -> CudaResult<Comms> {
         let ready = guarded("NCCL", nccl::check_library);
         agree_failures(comm, ready, "NCCL cannot be used")?;
         let mut payload = Vec::new();
         if comm.is_root() {
             payload = match guarded("ncclGetUniqueId", nccl::unique_id) {
                 Ok(id) => [vec![0u8], id].concat(),
-                Err(e) => [vec![1u8], e.into_bytes()].concat(),
+                Err(e) => [vec![1u8], e.to_string().into_bytes()].concat(),
             };
         }
         comm.broadcast_bytes(&mut payload);
         let local = match payload.split_first() {
             Some((0, id)) => guarded("ncclCommInitRank", || {
                 Comms::init(id, size * g as u32, rank * g as u32, g, |i| {
-                    devices[i].ctx.bind_to_thread().map_err(driver_error)
+                    devices[i].ctx.bind_to_thread().map_err(CudaError::driver)
                 })
             }),
-            Some((_, msg)) => Err(format!(
-                "ncclGetUniqueId failed on rank 0: {}",
-                String::from_utf8_lossy(msg)
-            )),
-            None => Err("rank 0 sent no NCCL unique id".to_string()),
+            Some((_, msg)) => Err(CudaError::Ranks {
+                what: "ncclGetUniqueId failed on rank 0",
+                reasons: String::from_utf8_lossy(msg).into_owned(),
+            }),
+            None => Err(CudaError::Check("rank 0 sent no NCCL unique id".into())),
         };
         // On failure `local` drops inside, aborting any communicator this rank created.
         agree_failures(

@@ -1,0 +1,185 @@
+//! Typed errors of the CUDA backend: one enum, a variant per library it drives (the driver,
+//! cuBLAS, NCCL) plus the panics [`super::probe::guarded`] catches, each keeping the library's
+//! own code as its source.
+//!
+//! Every variant displays as the sentence the backend printed when these were strings, so the
+//! messages users and tests see are unchanged; the trait boundary turns a [`CudaError`] into a
+//! [`BackendError`] (a failed case, exit 4 or 3), and set-up picks `Unavailable` (exit 2) where
+//! a library is missing or too old.
+
+use crate::backend::BackendError;
+use crate::params::Workload;
+use cudarc::cublas::result::CublasError;
+use cudarc::driver::result::DriverError;
+use cudarc::nccl::result::NcclError;
+
+/// A failed CUDA library call, or a panic inside cudarc caught on the way in.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum CudaError {
+    /// A driver call failed: `NAME (description)`, after the call's name where one is given.
+    #[error("{}{}", prefix(.call), driver_text(*.code))]
+    Driver {
+        call: Option<String>,
+        #[source]
+        code: DriverError,
+    },
+    /// A cuBLAS call failed: `CUBLAS_STATUS_…`, after the call's name where one is given.
+    #[error("{}{:?}", prefix(.call), .code.0)]
+    Cublas {
+        call: Option<String>,
+        #[source]
+        code: CublasError,
+    },
+    /// An NCCL call failed: `ncclXxx (description; last error)`, read when the call failed
+    /// (NCCL's last error is overwritten by the next call).
+    #[error("{}{text}", prefix(.call))]
+    Nccl {
+        call: Option<String>,
+        // cudarc's NcclError is no std::error::Error, so it cannot be the source.
+        code: NcclError,
+        text: String,
+    },
+    /// cudarc panicked (a missing symbol in an old library).
+    #[error(transparent)]
+    Panicked(#[from] Panicked),
+    /// A collective whose NCCL calls failed; its communicators are then aborted.
+    #[error("{workload}: NCCL (libnccl.so) returned {source}: rerun with NCCL_DEBUG=WARN to see NCCL's reason")]
+    CollectiveFailed {
+        workload: Workload,
+        #[source]
+        source: Box<CudaError>,
+    },
+    /// Any collective after [`CudaError::CollectiveFailed`] (an aborted communicator is gone).
+    #[error("the NCCL communicators were aborted after an earlier error ({0})")]
+    CommsAborted(#[source] Box<CudaError>),
+    /// A set-up step failed on some ranks: every failing rank's reason, as each rank sent it
+    /// (`rank r: reason; …`), so only the text crosses ranks.
+    #[error("{what}: {reasons}")]
+    Ranks { what: &'static str, reasons: String },
+    /// A GPU that cannot hold even one small buffer (full, or unusable), with the fix.
+    #[error("the CUDA driver (libcuda.so.1) could not allocate device memory: {0}: free the GPU (`nvidia-smi` lists the processes using it) or choose another with CUDA_VISIBLE_DEVICES")]
+    NoDeviceMemory(#[source] Box<CudaError>),
+    /// A lower error, with what the backend was doing when it happened.
+    #[error("{what}: {source}")]
+    Context {
+        what: String,
+        #[source]
+        source: Box<CudaError>,
+    },
+    /// A library that is missing, incomplete or too old: the sentence with its fix.
+    #[error("{0}")]
+    Library(String),
+    /// A check of the backend's own failed (a bad id, a shape NCCL cannot take): one sentence.
+    #[error("{0}")]
+    Check(String),
+}
+
+pub type CudaResult<T> = Result<T, CudaError>;
+
+/// A panic inside a CUDA library's first touch, caught by [`super::probe::guarded`]:
+/// `{what}: {panic message}`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{what}: {message}")]
+pub struct Panicked {
+    pub what: String,
+    pub message: String,
+}
+
+/// The sentence, for the callers of `guarded` that still pass sentences around (NVML's
+/// telemetry thread and the probe's set-up checks).
+impl From<Panicked> for String {
+    fn from(p: Panicked) -> String {
+        p.to_string()
+    }
+}
+
+fn prefix(call: &Option<String>) -> String {
+    call.as_ref().map(|c| format!("{c}: ")).unwrap_or_default()
+}
+
+/// `NAME (description)` of a driver error, or the bare code where the driver cannot say.
+fn driver_text(e: DriverError) -> String {
+    let name = e
+        .error_name()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|_| format!("{:?}", e.0));
+    match e.error_string() {
+        Ok(s) => format!("{name} ({})", s.to_string_lossy()),
+        Err(_) => name,
+    }
+}
+
+impl CudaError {
+    /// A driver error without the call's name (the sentence names the operation elsewhere).
+    pub fn driver(code: DriverError) -> CudaError {
+        CudaError::Driver { call: None, code }
+    }
+
+    /// A mapper for `map_err` naming the driver call that failed.
+    pub fn driver_call(call: impl Into<String>) -> impl FnOnce(DriverError) -> CudaError {
+        let call = call.into();
+        move |code| CudaError::Driver {
+            call: Some(call),
+            code,
+        }
+    }
+
+    /// A mapper for `map_err` naming the cuBLAS call that failed.
+    pub fn cublas_call(call: &'static str) -> impl FnOnce(CublasError) -> CudaError {
+        move |code| CudaError::Cublas {
+            call: Some(call.to_string()),
+            code,
+        }
+    }
+
+    /// An NCCL error, its text read now (before another NCCL call overwrites the last error).
+    pub fn nccl(call: Option<&str>, code: NcclError) -> CudaError {
+        CudaError::Nccl {
+            call: call.map(str::to_string),
+            text: super::nccl::error_text(code.0),
+            code,
+        }
+    }
+
+    /// This error, after what the backend was doing.
+    pub fn context(self, what: impl Into<String>) -> CudaError {
+        CudaError::Context {
+            what: what.into(),
+            source: Box::new(self),
+        }
+    }
+}
+
+/// A failed case (the common case at the trait boundary); set-up chooses `Unavailable` itself.
+impl From<CudaError> for BackendError {
+    fn from(e: CudaError) -> BackendError {
+        BackendError::Device(e.to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cudarc::cublas::sys::cublasStatus_t;
+
+    #[test]
+    fn sentences_name_the_call_and_keep_the_code_as_source() {
+        let e = CudaError::cublas_call("cublasCreate")(CublasError(
+            cublasStatus_t::CUBLAS_STATUS_NOT_INITIALIZED,
+        ));
+        assert_eq!(e.to_string(), "cublasCreate: CUBLAS_STATUS_NOT_INITIALIZED");
+        assert!(std::error::Error::source(&e).is_some());
+        let wrapped = e.context("GPU 3");
+        assert_eq!(
+            wrapped.to_string(),
+            "GPU 3: cublasCreate: CUBLAS_STATUS_NOT_INITIALIZED"
+        );
+        let b: BackendError = wrapped.into();
+        assert!(matches!(b, BackendError::Device(m) if m.starts_with("GPU 3: cublasCreate")));
+        let p = CudaError::from(Panicked {
+            what: "loading".into(),
+            message: "Missing symbol".into(),
+        });
+        assert_eq!(p.to_string(), "loading: Missing symbol");
+    }
+}
