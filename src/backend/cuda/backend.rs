@@ -23,7 +23,7 @@ use super::events::{self, Mark, Ring};
 use super::memory::{byte_len, host_bytes, host_bytes_mut, DeviceMem};
 use super::nccl::{self, Comms, Resolved};
 use super::pipeline::Lane;
-use super::probe::{self, driver_error, GpuInfo};
+use super::probe::{self, GpuInfo};
 use crate::backend::telemetry::{summarize, Sampler};
 use crate::backend::{
     Backend, BackendError, BackendResult, CollectiveCall, DevicePlan, GemmBatch, HostBuf,
@@ -339,9 +339,7 @@ impl Backend for CudaBackend {
         let d = self.device(dev)?;
         let src = host_bytes(host);
         debug_assert!(src.len() == buf.bytes() && buf.bytes() <= buf.mem.bytes);
-        d.ctx
-            .bind_to_thread()
-            .map_err(|e| BackendError::Device(driver_error(e)))?;
+        d.ctx.bind_to_thread().map_err(CudaError::driver)?;
         // SAFETY: `src` is exactly the buffer's byte length (checked above), which the device
         // allocation holds. The source is pageable memory, so the call returns once CUDA has
         // staged it: `host` may change afterwards. The copy is ordered with everything else on
@@ -355,7 +353,7 @@ impl Backend for CudaBackend {
             )
         }
         .result()
-        .map_err(|e| BackendError::Device(format!("cuMemcpyHtoDAsync: {}", driver_error(e))))
+        .map_err(|e| CudaError::driver_call("cuMemcpyHtoDAsync")(e).into())
     }
 
     fn download(&mut self, dev: usize, buf: &DeviceBuf) -> BackendResult<HostBuf> {
@@ -366,9 +364,7 @@ impl Backend for CudaBackend {
         let d = self.device(dev)?;
         let dst = host_bytes_mut(&mut h);
         debug_assert!(dst.len() == buf.bytes() && buf.bytes() <= buf.mem.bytes);
-        d.ctx
-            .bind_to_thread()
-            .map_err(|e| BackendError::Device(driver_error(e)))?;
+        d.ctx.bind_to_thread().map_err(CudaError::driver)?;
         // SAFETY: `dst` is exactly the buffer's byte length, which the device allocation holds;
         // it is exclusively borrowed and the stream is synchronised before it is used again.
         unsafe {
@@ -381,7 +377,7 @@ impl Backend for CudaBackend {
         }
         .result()
         .and_then(|()| d.stream.synchronize())
-        .map_err(|e| BackendError::Device(format!("cuMemcpyDtoHAsync: {}", driver_error(e))))?;
+        .map_err(CudaError::driver_call("cuMemcpyDtoHAsync"))?;
         Ok(h)
     }
 
@@ -514,13 +510,11 @@ impl Backend for CudaBackend {
 
     fn synchronize(&mut self) -> BackendResult<()> {
         for d in &self.devices {
-            d.stream.synchronize().map_err(|e| {
-                BackendError::Device(format!("GPU {}: {}", d.info.ordinal, driver_error(e)))
-            })?;
+            d.stream
+                .synchronize()
+                .map_err(|e| CudaError::driver(e).context(format!("GPU {}", d.info.ordinal)))?;
             if let Some(l) = &d.lane {
-                l.copy
-                    .synchronize()
-                    .map_err(|e| BackendError::Device(driver_error(e)))?;
+                l.copy.synchronize().map_err(CudaError::driver)?;
             }
         }
         self.ddp_synchronize()?;
@@ -536,7 +530,7 @@ impl Backend for CudaBackend {
         for d in &self.devices {
             d.marks[slot]
                 .record(&d.stream)
-                .map_err(|e| BackendError::Device(format!("cuEventRecord: {}", driver_error(e))))?;
+                .map_err(CudaError::driver_call("cuEventRecord"))?;
         }
         Ok(m)
     }

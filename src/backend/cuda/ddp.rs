@@ -20,7 +20,6 @@ use super::backend::CudaBackend;
 use super::error::CudaError;
 use super::memory::DeviceBuf;
 use super::nccl::{self, Resolved};
-use super::probe::driver_error;
 use crate::backend::{Backend, BackendError, BackendResult, CollectiveCall, OverlapSettings};
 use crate::params::{Progress, Workload};
 use cudarc::driver::sys as dsys;
@@ -74,8 +73,8 @@ extern "C" fn sleep_ns(arg: *mut c_void) {
     std::thread::sleep(std::time::Duration::from_nanos(arg as usize as u64));
 }
 
-fn driver(what: &str) -> impl Fn(cudarc::driver::DriverError) -> BackendError + '_ {
-    move |e| BackendError::Device(format!("{what}: {}", driver_error(e)))
+fn driver(what: &'static str) -> impl Fn(cudarc::driver::DriverError) -> BackendError {
+    move |e| CudaError::driver_call(what)(e).into()
 }
 
 impl CudaBackend {
@@ -187,9 +186,7 @@ impl CudaBackend {
                     )
                 }
                 .result()
-                .map_err(|e| {
-                    BackendError::Device(format!("cuLaunchHostFunc: {}", driver_error(e)))
-                })?;
+                .map_err(CudaError::driver_call("cuLaunchHostFunc"))?;
             }
             done[dev].record(comm).map_err(driver("cuEventRecord"))?;
         }
@@ -271,7 +268,7 @@ impl CudaBackend {
             )
         }
         .result()
-        .map_err(|e| BackendError::Device(format!("cuMemcpyDtoDAsync: {}", driver_error(e))))
+        .map_err(|e| CudaError::driver_call("cuMemcpyDtoDAsync")(e).into())
     }
 
     /// Waits for every communication stream, ignoring errors (see `drain`).

@@ -69,6 +69,19 @@ pub enum CudaError {
     /// A library that is missing, incomplete or too old: the sentence with its fix.
     #[error("{0}")]
     Library(String),
+    /// The driver started and sees no device.
+    #[error("no CUDA device: the driver reports 0 devices ({visible}; `nvidia-smi` lists what the node has)")]
+    NoDevices {
+        /// `CUDA_VISIBLE_DEVICES` as this process saw it.
+        visible: String,
+    },
+    /// `cuInit` or `cuDeviceGetCount` failed.
+    #[error("no CUDA device: the driver failed to start with {} ({visible}; `nvidia-smi` shows whether the node has GPUs and a working driver)", driver_text(*.code))]
+    DriverStart {
+        #[source]
+        code: DriverError,
+        visible: String,
+    },
     /// A check of the backend's own failed (a bad id, a shape NCCL cannot take): one sentence.
     #[error("{0}")]
     Check(String),

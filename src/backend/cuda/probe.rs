@@ -8,7 +8,8 @@
 //! API's `cuDevice*` queries only: it never creates a context.
 
 use super::error::Panicked;
-use cudarc::driver::result::{self as dres, DriverError};
+use super::{CudaError, CudaResult};
+use cudarc::driver::result as dres;
 use cudarc::driver::sys as dsys;
 use std::cell::Cell;
 use std::panic::{self, AssertUnwindSafe};
@@ -119,11 +120,6 @@ pub fn no_cublas_message() -> String {
     )
 }
 
-/// `NAME (description)` of a driver error.
-pub fn driver_error(e: DriverError) -> String {
-    super::CudaError::driver(e).to_string()
-}
-
 /// `CUDA_VISIBLE_DEVICES` as this process sees it, for messages.
 pub fn visible_devices_env() -> String {
     match std::env::var("CUDA_VISIBLE_DEVICES") {
@@ -168,9 +164,9 @@ pub struct OrdinalChoice {
 /// that drives one GPU and sees exactly one device was given its own GPU by the launcher
 /// (Slurm `--gpus-per-task=1`, `--gpu-bind=single:1`), so it uses ordinal 0 whatever its
 /// node-local number. Anything else that does not fit is an error sentence with the fix.
-pub fn choose_ordinals(local_indices: &[u32], visible: u32) -> Result<OrdinalChoice, String> {
+pub fn choose_ordinals(local_indices: &[u32], visible: u32) -> Result<OrdinalChoice, OrdinalError> {
     if local_indices.is_empty() {
-        return Err("no CUDA device: this rank was given no device to drive".into());
+        return Err(OrdinalError::NoneGiven);
     }
     if let Some(&want) = local_indices.iter().find(|&&i| i >= visible) {
         if local_indices.len() == 1 && visible == 1 {
@@ -181,23 +177,44 @@ pub fn choose_ordinals(local_indices: &[u32], visible: u32) -> Result<OrdinalCho
                 )),
             });
         }
-        return Err(format!(
-            "no CUDA device for node-local GPU {want}: this process sees {visible} device(s) ({}); give each node at least --devices-per-node GPUs (or lower --devices-per-node), or let the launcher bind one GPU per rank",
-            visible_devices_env()
-        ));
+        return Err(OrdinalError::NotVisible {
+            want,
+            visible,
+            env: visible_devices_env(),
+        });
     }
     let mut seen = local_indices.to_vec();
     seen.sort_unstable();
     seen.dedup();
     if seen.len() != local_indices.len() {
-        return Err(format!(
-            "node-local GPUs {local_indices:?} repeat a device: NCCL needs a distinct GPU per device"
-        ));
+        return Err(OrdinalError::Repeated(local_indices.to_vec()));
     }
     Ok(OrdinalChoice {
         ordinals: local_indices.to_vec(),
         note: None,
     })
+}
+
+/// Why a rank's node-local GPU numbers do not name devices it can open: the launch is
+/// unusable here (exit 2), with the fix.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum OrdinalError {
+    #[error("no CUDA device: this rank was given no device to drive")]
+    NoneGiven,
+    #[error("no CUDA device for node-local GPU {want}: this process sees {visible} device(s) ({env}); give each node at least --devices-per-node GPUs (or lower --devices-per-node), or let the launcher bind one GPU per rank")]
+    NotVisible {
+        want: u32,
+        visible: u32,
+        env: String,
+    },
+    #[error("node-local GPUs {0:?} repeat a device: NCCL needs a distinct GPU per device")]
+    Repeated(Vec<u32>),
+}
+
+impl From<OrdinalError> for crate::backend::BackendError {
+    fn from(e: OrdinalError) -> Self {
+        crate::backend::BackendError::Unavailable(e.to_string())
+    }
 }
 
 /// One GPU as the driver describes it.
@@ -430,29 +447,31 @@ pub fn old_driver_message(version: i32) -> Option<String> {
 
 /// The driver's version code, checked against [`DRIVER_FLOOR`], and every entry point the
 /// backend calls checked present. Never panics.
-fn check_driver() -> Result<(), String> {
-    let version = guarded::<_, String>("cuDriverGetVersion", || {
+fn check_driver() -> CudaResult<()> {
+    let version = guarded("cuDriverGetVersion", || {
         let mut v = 0;
         // SAFETY: writes one int; callable before cuInit.
         unsafe { dsys::cuDriverGetVersion(&mut v) }
             .result()
-            .map_err(driver_error)?;
+            .map_err(CudaError::driver)?;
         Ok(v)
     })
-    .map_err(|e| format!("no CUDA driver found: the driver library could not be used: {e}"))?;
+    .map_err(|e: CudaError| {
+        e.context("no CUDA driver found: the driver library could not be used")
+    })?;
     if let Some(m) = old_driver_message(version) {
-        return Err(m);
+        return Err(CudaError::Library(m));
     }
     let missing = missing_driver_symbols()?;
     if !missing.is_empty() {
-        return Err(missing_symbols_message(
+        return Err(CudaError::Library(missing_symbols_message(
             &format!(
                 "the NVIDIA driver (libcuda.so.1, CUDA {})",
                 format_cuda_version(version)
             ),
             &missing,
             "update the NVIDIA driver, or put the directory of a complete libcuda.so.1 first in LD_LIBRARY_PATH",
-        ));
+        )));
     }
     Ok(())
 }
@@ -460,50 +479,43 @@ fn check_driver() -> Result<(), String> {
 /// Initialises the driver and counts the visible devices, with the sentences the backend
 /// fails with (`no CUDA driver found: …`, `no CUDA device: …`, a driver too old or
 /// incomplete). Never panics.
-pub fn device_count() -> Result<u32, String> {
+pub fn device_count() -> CudaResult<u32> {
     if !libraries().driver {
-        return Err(no_driver_message());
+        return Err(CudaError::Library(no_driver_message()));
     }
     check_driver()?;
     guarded(
         "no CUDA driver found: the driver library could not be used",
-        || {
-            match dres::init().and_then(|()| dres::device::get_count()) {
-            Ok(0) => Err(format!(
-                "no CUDA device: the driver reports 0 devices ({}; `nvidia-smi` lists what the node has)",
-                visible_devices_env()
-            )),
+        || match dres::init().and_then(|()| dres::device::get_count()) {
+            Ok(0) => Err(CudaError::NoDevices {
+                visible: visible_devices_env(),
+            }),
             Ok(n) => Ok(n as u32),
-            Err(e) => Err(format!(
-                "no CUDA device: the driver failed to start with {} ({}; `nvidia-smi` shows whether the node has GPUs and a working driver)",
-                driver_error(e),
-                visible_devices_env()
-            )),
-        }
+            Err(code) => Err(CudaError::DriverStart {
+                code,
+                visible: visible_devices_env(),
+            }),
         },
     )
 }
 
 /// The driver's CUDA version (e.g. `13.0`): the newest CUDA the installed driver supports.
-pub fn driver_version() -> Result<String, String> {
+pub fn driver_version() -> CudaResult<String> {
     guarded("cuDriverGetVersion", || {
         let mut v = 0;
         // SAFETY: the driver is loaded and initialised (callers ran `device_count` first);
         // cuDriverGetVersion writes one int through a valid pointer.
         unsafe { dsys::cuDriverGetVersion(&mut v) }
             .result()
-            .map_err(driver_error)?;
+            .map_err(CudaError::driver)?;
         Ok(format_cuda_version(v))
     })
 }
 
 /// Describes the device at `ordinal` with `cuDevice*` queries (no context is created).
-pub fn gpu_info(ordinal: u32) -> Result<GpuInfo, String> {
+pub fn gpu_info(ordinal: u32) -> CudaResult<GpuInfo> {
     guarded("querying a CUDA device", || {
-        let e = |what: &str| {
-            let what = what.to_string();
-            move |err: DriverError| format!("{what} of device {ordinal}: {}", driver_error(err))
-        };
+        let e = |what: &str| CudaError::driver_call(format!("{what} of device {ordinal}"));
         let dev = dres::device::get(ordinal as i32).map_err(e("cuDeviceGet"))?;
         let attr = |a: dsys::CUdevice_attribute| {
             // SAFETY: `dev` was returned by cuDeviceGet just above.
@@ -544,7 +556,7 @@ pub fn gpu_info(ordinal: u32) -> Result<GpuInfo, String> {
 
 /// Every GPU this process can see (for `scalebench topo`). Without a driver or a device this
 /// is an `Err` sentence; it never panics and creates no CUDA context.
-pub fn list_gpus() -> Result<Vec<GpuInfo>, String> {
+pub fn list_gpus() -> CudaResult<Vec<GpuInfo>> {
     let n = device_count()?;
     (0..n).map(gpu_info).collect()
 }
@@ -588,14 +600,20 @@ mod tests {
 
     #[test]
     fn too_few_devices_is_one_sentence_with_the_fix() {
-        let e = choose_ordinals(&[2], 2).unwrap_err();
+        let e = choose_ordinals(&[2], 2).unwrap_err().to_string();
         assert!(e.starts_with("no CUDA device for node-local GPU 2"), "{e}");
         assert!(e.contains("--devices-per-node"), "{e}");
         // hybrid asking for more GPUs than exist
-        let e = choose_ordinals(&[0, 1, 2], 2).unwrap_err();
+        let e = choose_ordinals(&[0, 1, 2], 2).unwrap_err().to_string();
         assert!(e.contains("node-local GPU 2"), "{e}");
-        assert!(choose_ordinals(&[], 4).is_err());
-        assert!(choose_ordinals(&[1, 1], 4).unwrap_err().contains("repeat"));
+        assert_eq!(
+            choose_ordinals(&[], 4).unwrap_err(),
+            OrdinalError::NoneGiven
+        );
+        assert!(choose_ordinals(&[1, 1], 4)
+            .unwrap_err()
+            .to_string()
+            .contains("repeat"));
     }
 
     #[test]
@@ -710,7 +728,8 @@ mod tests {
                 }
             }
             Err(e) => assert!(
-                e.starts_with("no CUDA driver found: ") || e.starts_with("no CUDA device: "),
+                e.to_string().starts_with("no CUDA driver found: ")
+                    || e.to_string().starts_with("no CUDA device: "),
                 "{e}"
             ),
         }

@@ -127,10 +127,10 @@ fn open_local(plan: &DevicePlan) -> BackendResult<Local> {
             plan.devices_per_rank
         )));
     }
-    let visible = probe::device_count().map_err(BackendError::Unavailable)?;
-    let choice =
-        probe::choose_ordinals(&plan.local_indices, visible).map_err(BackendError::Unavailable)?;
-    let driver = probe::driver_version().map_err(BackendError::Device)?;
+    // No driver, no device, a driver too old: the backend cannot start here (exit 2).
+    let visible = probe::device_count().map_err(|e| BackendError::Unavailable(e.to_string()))?;
+    let choice = probe::choose_ordinals(&plan.local_indices, visible)?;
+    let driver = probe::driver_version()?;
     let libs = probe::libraries();
     let cublas_check: CudaResult<()> = if libs.cublas {
         probe::missing_cublas_symbols()
@@ -152,7 +152,7 @@ fn open_local(plan: &DevicePlan) -> BackendResult<Local> {
     let mut warnings = Vec::new();
     let mut devices = Vec::new();
     for &ordinal in &choice.ordinals {
-        let info = probe::gpu_info(ordinal).map_err(BackendError::Device)?;
+        let info = probe::gpu_info(ordinal)?;
         let open = || -> CudaResult<Device> {
             let ctx = CudaContext::new(ordinal as usize).map_err(CudaError::driver)?;
             // SAFETY: called before anything is allocated through cudarc on this context (the
