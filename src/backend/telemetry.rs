@@ -23,10 +23,24 @@ pub struct Sample {
 
 /// Reads the devices a sampler watches.
 pub trait Probe {
+    /// Why the probe could not open or read (it crosses from the sampling thread).
+    type Error: std::error::Error + Send + 'static;
     /// Devices watched (local order).
     fn devices(&self) -> usize;
     /// One reading of local device `dev`.
-    fn sample(&mut self, dev: usize) -> Result<Sample, String>;
+    fn sample(&mut self, dev: usize) -> Result<Sample, Self::Error>;
+}
+
+/// Why a sampler did not start.
+#[derive(Debug, thiserror::Error)]
+pub enum TelemetryError<E: std::error::Error + 'static> {
+    #[error("cannot start the telemetry thread: {0}")]
+    Thread(#[source] std::io::Error),
+    #[error("the telemetry thread stopped while opening its probe")]
+    Stopped,
+    /// The probe's own error (e.g. no NVML library), as it reads.
+    #[error(transparent)]
+    Probe(E),
 }
 
 /// Default sampling period: NVML refreshes utilisation every 1/6 s to 1 s, so faster
@@ -34,32 +48,32 @@ pub trait Probe {
 pub const DEFAULT_INTERVAL: Duration = Duration::from_millis(100);
 
 /// Samples of one device over one case, or the first error met.
-pub type DeviceSamples = Result<Vec<Sample>, String>;
+pub type DeviceSamples<E> = Result<Vec<Sample>, E>;
 
-enum Command {
+enum Command<E> {
     Begin,
-    End(Sender<Vec<DeviceSamples>>),
+    End(Sender<Vec<DeviceSamples<E>>>),
 }
 
-/// A sampling thread for the devices of one process.
-pub struct Sampler {
-    tx: Option<Sender<Command>>,
+/// A sampling thread for the devices of one process; `E` is its probe's error.
+pub struct Sampler<E> {
+    tx: Option<Sender<Command<E>>>,
     thread: Option<JoinHandle<()>>,
     interval: Duration,
     devices: usize,
     active: bool,
 }
 
-impl Sampler {
+impl<E: std::error::Error + Send + 'static> Sampler<E> {
     /// Starts the thread; `open` builds the probe on it. Returns `open`'s error (e.g. no NVML
     /// library) without leaving a thread behind.
-    pub fn spawn<P, F>(open: F, interval: Duration) -> Result<Sampler, String>
+    pub fn spawn<P, F>(open: F, interval: Duration) -> Result<Sampler<E>, TelemetryError<E>>
     where
-        P: Probe,
-        F: FnOnce() -> Result<P, String> + Send + 'static,
+        P: Probe<Error = E>,
+        F: FnOnce() -> Result<P, E> + Send + 'static,
     {
-        let (tx, rx) = mpsc::channel::<Command>();
-        let (ready_tx, ready_rx) = mpsc::channel::<Result<usize, String>>();
+        let (tx, rx) = mpsc::channel::<Command<E>>();
+        let (ready_tx, ready_rx) = mpsc::channel::<Result<usize, E>>();
         let thread = std::thread::Builder::new()
             .name("scalebench-telemetry".into())
             .spawn(move || {
@@ -75,7 +89,7 @@ impl Sampler {
                 };
                 serve(probe, rx, interval);
             })
-            .map_err(|e| format!("cannot start the telemetry thread: {e}"))?;
+            .map_err(TelemetryError::Thread)?;
         match ready_rx.recv() {
             Ok(Ok(devices)) => Ok(Sampler {
                 tx: Some(tx),
@@ -86,11 +100,11 @@ impl Sampler {
             }),
             Ok(Err(e)) => {
                 let _ = thread.join();
-                Err(e)
+                Err(TelemetryError::Probe(e))
             }
             Err(_) => {
                 let _ = thread.join();
-                Err("the telemetry thread stopped while opening its probe".into())
+                Err(TelemetryError::Stopped)
             }
         }
     }
@@ -112,7 +126,7 @@ impl Sampler {
 
     /// Ends the case: one more reading of each device, then every device's samples since
     /// [`Sampler::begin`]. Without a `begin`, or when the thread is gone, empty.
-    pub fn end(&mut self) -> Vec<DeviceSamples> {
+    pub fn end(&mut self) -> Vec<DeviceSamples<E>> {
         if !std::mem::take(&mut self.active) {
             return Vec::new();
         }
@@ -127,7 +141,7 @@ impl Sampler {
     }
 }
 
-impl Drop for Sampler {
+impl<E> Drop for Sampler<E> {
     fn drop(&mut self) {
         // Closing the channel stops the thread.
         self.tx = None;
@@ -137,9 +151,9 @@ impl Drop for Sampler {
     }
 }
 
-fn serve<P: Probe>(mut probe: P, rx: Receiver<Command>, interval: Duration) {
+fn serve<P: Probe>(mut probe: P, rx: Receiver<Command<P::Error>>, interval: Duration) {
     let n = probe.devices();
-    let fresh = || -> Vec<DeviceSamples> { vec![Ok(Vec::new()); n] };
+    let fresh = || -> Vec<DeviceSamples<P::Error>> { (0..n).map(|_| Ok(Vec::new())).collect() };
     let mut taken = fresh();
     let mut active = false;
     loop {
@@ -175,7 +189,7 @@ fn serve<P: Probe>(mut probe: P, rx: Receiver<Command>, interval: Duration) {
 }
 
 /// One reading of every device; a device keeps its first error and is not read again.
-fn read_all<P: Probe>(probe: &mut P, taken: &mut [DeviceSamples]) {
+fn read_all<P: Probe>(probe: &mut P, taken: &mut [DeviceSamples<P::Error>]) {
     for (dev, slot) in taken.iter_mut().enumerate() {
         if let Ok(v) = slot {
             match probe.sample(dev) {
@@ -187,7 +201,11 @@ fn read_all<P: Probe>(probe: &mut P, taken: &mut [DeviceSamples]) {
 }
 
 /// One device's record: means, extremes and the sample count.
-pub fn summarize(device: u32, samples: &DeviceSamples, interval_s: f64) -> DeviceTelemetry {
+pub fn summarize<E: std::fmt::Display>(
+    device: u32,
+    samples: &DeviceSamples<E>,
+    interval_s: f64,
+) -> DeviceTelemetry {
     let mut t = DeviceTelemetry {
         device,
         samples: 0,
@@ -204,7 +222,7 @@ pub fn summarize(device: u32, samples: &DeviceSamples, interval_s: f64) -> Devic
     let v = match samples {
         Ok(v) => v,
         Err(e) => {
-            t.error = Some(e.clone());
+            t.error = Some(e.to_string());
             return t;
         }
     };
@@ -241,14 +259,19 @@ mod tests {
         total: Arc<AtomicUsize>,
     }
 
+    #[derive(Debug, PartialEq, thiserror::Error)]
+    #[error("{0}")]
+    struct FakeError(String);
+
     impl Probe for Fake {
+        type Error = FakeError;
         fn devices(&self) -> usize {
             self.n
         }
-        fn sample(&mut self, dev: usize) -> Result<Sample, String> {
+        fn sample(&mut self, dev: usize) -> Result<Sample, FakeError> {
             self.total.fetch_add(1, Ordering::SeqCst);
             if self.fail == Some(dev) {
-                return Err(format!("device {dev} is gone"));
+                return Err(FakeError(format!("device {dev} is gone")));
             }
             let k = self.reads[dev];
             self.reads[dev] += 1;
@@ -260,7 +283,7 @@ mod tests {
         }
     }
 
-    fn fake(n: usize, fail: Option<usize>) -> (Sampler, Arc<AtomicUsize>) {
+    fn fake(n: usize, fail: Option<usize>) -> (Sampler<FakeError>, Arc<AtomicUsize>) {
         let total = Arc::new(AtomicUsize::new(0));
         let t = total.clone();
         let s = Sampler::spawn(
@@ -293,12 +316,13 @@ mod tests {
     #[test]
     fn open_error_is_returned_and_no_thread_is_left() {
         let e = Sampler::spawn(
-            || -> Result<Fake, String> { Err("NVML library not found".into()) },
+            || -> Result<Fake, FakeError> { Err(FakeError("NVML library not found".into())) },
             DEFAULT_INTERVAL,
         )
         .err()
         .expect("open fails");
-        assert_eq!(e, "NVML library not found");
+        assert!(matches!(e, TelemetryError::Probe(_)));
+        assert_eq!(e.to_string(), "NVML library not found");
     }
 
     #[test]
@@ -345,7 +369,7 @@ mod tests {
         wait_for(&total, 3);
         let got = s.end();
         assert!(got[0].as_ref().is_ok_and(|v| !v.is_empty()));
-        assert_eq!(got[1], Err("device 1 is gone".to_string()));
+        assert_eq!(got[1], Err(FakeError("device 1 is gone".into())));
         assert!(got[2].as_ref().is_ok_and(|v| !v.is_empty()));
     }
 
@@ -358,7 +382,7 @@ mod tests {
             power_w: p,
             temperature_c: Some(60.0 + u / 10.0),
         };
-        let v = Ok(vec![
+        let v: DeviceSamples<FakeError> = Ok(vec![
             s(100.0, 1980.0, Some(400.0)),
             s(40.0, 1410.0, None),
             s(100.0, 1980.0, Some(650.0)),
@@ -378,11 +402,11 @@ mod tests {
 
     #[test]
     fn summary_of_nothing_and_of_an_error() {
-        let t = summarize(0, &Ok(vec![Sample::default()]), 0.1);
+        let t = summarize(0, &Ok::<_, FakeError>(vec![Sample::default()]), 0.1);
         assert_eq!(t.samples, 1);
         assert_eq!(t.gpu_util_percent_mean, None);
         assert_eq!(t.power_w_max, None);
-        let t = summarize(1, &Err("gone".into()), 0.1);
+        let t = summarize(1, &Err(FakeError("gone".into())), 0.1);
         assert_eq!((t.samples, t.error.as_deref()), (0, Some("gone")));
     }
 }

@@ -22,6 +22,7 @@ use super::error::CudaError;
 use super::events::{self, Mark, Ring};
 use super::memory::{byte_len, host_bytes, host_bytes_mut, DeviceMem};
 use super::nccl::{self, Comms, Resolved};
+use super::nvml::NvmlProbeError;
 use super::pipeline::Lane;
 use super::probe::{self, GpuInfo};
 use crate::backend::telemetry::{summarize, Sampler};
@@ -70,7 +71,7 @@ pub struct CudaBackend {
     pub(super) ordinal_note: Option<String>,
     pub(super) warnings: Vec<String>,
     /// NVML sampling during cases (`None`: NVML missing or switched off).
-    pub(super) telemetry: Option<Sampler>,
+    pub(super) telemetry: Option<Sampler<NvmlProbeError>>,
     /// The devices are scalebench's stand-ins, not GPUs (labelled in every result).
     pub(super) standin: bool,
     /// ddp_step's communication streams and all-reduces in flight.

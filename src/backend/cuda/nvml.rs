@@ -4,6 +4,7 @@
 //! Devices are found by UUID, which CUDA and NVML share; NVML ignores
 //! `CUDA_VISIBLE_DEVICES`, so CUDA ordinals would name the wrong GPU.
 
+use super::error::Panicked;
 use crate::backend::telemetry::{Probe, Sample};
 use nvml_wrapper::enum_wrappers::device::{Clock, TemperatureSensor};
 use nvml_wrapper::error::NvmlError;
@@ -16,23 +17,41 @@ pub struct NvmlProbe {
     uuids: Vec<String>,
 }
 
-/// Why NVML cannot be used, as a sentence for the launch's warnings.
-pub fn open_error(e: &NvmlError) -> String {
+/// Why NVML cannot be used (a sentence for the launch's warnings) or stopped reading a GPU
+/// (recorded in that device's telemetry).
+#[derive(Debug, thiserror::Error)]
+pub enum NvmlProbeError {
+    #[error("no GPU telemetry: NVML (libnvidia-ml.so.1, part of the NVIDIA driver) could not be loaded: {0}")]
+    NotLoaded(#[source] NvmlError),
+    #[error("no GPU telemetry: NVML did not start: {0}")]
+    DidNotStart(#[source] NvmlError),
+    #[error("no GPU telemetry: NVML does not know GPU {uuid}: {source}")]
+    UnknownGpu { uuid: String, source: NvmlError },
+    #[error("NVML lost GPU {uuid}: {source}")]
+    LostGpu { uuid: String, source: NvmlError },
+    /// nvml-wrapper panicked while loading (caught by `guarded`).
+    #[error(transparent)]
+    Panicked(#[from] Panicked),
+}
+
+/// Why NVML did not start: not loadable at all, or failing once loaded.
+fn open_error(e: NvmlError) -> NvmlProbeError {
     match e {
-        NvmlError::LibloadingError(_) => format!(
-            "no GPU telemetry: NVML (libnvidia-ml.so.1, part of the NVIDIA driver) could not be loaded: {e}"
-        ),
-        _ => format!("no GPU telemetry: NVML did not start: {e}"),
+        NvmlError::LibloadingError(_) => NvmlProbeError::NotLoaded(e),
+        _ => NvmlProbeError::DidNotStart(e),
     }
 }
 
 impl NvmlProbe {
     /// Loads NVML and checks that every GPU can be found.
-    pub fn open(uuids: Vec<String>) -> Result<NvmlProbe, String> {
-        let nvml = super::probe::guarded("NVML", || Nvml::init().map_err(|e| open_error(&e)))?;
+    pub fn open(uuids: Vec<String>) -> Result<NvmlProbe, NvmlProbeError> {
+        let nvml = super::probe::guarded("NVML", || Nvml::init().map_err(open_error))?;
         for u in &uuids {
             nvml.device_by_uuid(u.as_str())
-                .map_err(|e| format!("no GPU telemetry: NVML does not know GPU {u}: {e}"))?;
+                .map_err(|source| NvmlProbeError::UnknownGpu {
+                    uuid: u.clone(),
+                    source,
+                })?;
         }
         Ok(NvmlProbe { nvml, uuids })
     }
@@ -44,16 +63,21 @@ fn figure(r: Result<u32, NvmlError>, scale: f64) -> Option<f64> {
 }
 
 impl Probe for NvmlProbe {
+    type Error = NvmlProbeError;
+
     fn devices(&self) -> usize {
         self.uuids.len()
     }
 
-    fn sample(&mut self, dev: usize) -> Result<Sample, String> {
+    fn sample(&mut self, dev: usize) -> Result<Sample, NvmlProbeError> {
         let uuid = &self.uuids[dev];
-        let d = self
-            .nvml
-            .device_by_uuid(uuid.as_str())
-            .map_err(|e| format!("NVML lost GPU {uuid}: {e}"))?;
+        let d =
+            self.nvml
+                .device_by_uuid(uuid.as_str())
+                .map_err(|source| NvmlProbeError::LostGpu {
+                    uuid: uuid.clone(),
+                    source,
+                })?;
         let util = d.utilization_rates().ok();
         Ok(Sample {
             gpu_util_percent: util.as_ref().map(|u| f64::from(u.gpu)),
@@ -75,6 +99,7 @@ mod tests {
         match NvmlProbe::open(vec!["GPU-00000000-0000-0000-0000-000000000000".into()]) {
             // This machine has no NVIDIA driver (CI): loading fails with a sentence.
             Err(e) => {
+                let e = e.to_string();
                 assert!(e.starts_with("no GPU telemetry: "), "{e}");
                 assert!(!e.contains('\n'), "{e}");
             }

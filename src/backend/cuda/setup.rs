@@ -13,7 +13,7 @@ use super::cublas::{self, Blas};
 use super::events::{self, Ring};
 use super::memory::DeviceMem;
 use super::nccl::{self, Comms};
-use super::nvml::NvmlProbe;
+use super::nvml::{NvmlProbe, NvmlProbeError};
 use super::probe::{self, guarded};
 use super::{CudaError, CudaResult};
 use crate::backend::telemetry::{Sampler, DEFAULT_INTERVAL};
@@ -27,13 +27,13 @@ use cudarc::driver::CudaContext;
 pub const TELEMETRY_ENV: &str = "SCALEBENCH_TELEMETRY";
 
 /// NVML sampling of `uuids`, or why there is none (a warning), or neither when switched off.
-fn start_telemetry(uuids: Vec<String>) -> (Option<Sampler>, Option<String>) {
+fn start_telemetry(uuids: Vec<String>) -> (Option<Sampler<NvmlProbeError>>, Option<String>) {
     if std::env::var(TELEMETRY_ENV).is_ok_and(|v| v.trim() == "0") {
         return (None, None);
     }
     match Sampler::spawn(move || NvmlProbe::open(uuids), DEFAULT_INTERVAL) {
         Ok(s) => (Some(s), None),
-        Err(e) => (None, Some(e)),
+        Err(e) => (None, Some(e.to_string())),
     }
 }
 
