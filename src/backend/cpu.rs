@@ -10,9 +10,9 @@
 //! near it; the node-level scratch is touched page-part by page-part by all workers).
 //! Collectives are hierarchical, one team job each: the workers combine their buffers in shared
 //! memory (in parallel, each on its chunk), worker 0 runs one MPI collective among node leaders,
-//! and the workers copy the result into their own buffers; phases are separated by a spinning
-//! barrier, so no thread-pool hand-off sits on the timed path. MPI is only called from the main
-//! thread (MPI_THREAD_FUNNELED). GEMMs run on a rayon pool bound the same way.
+//! and the workers copy the result into their own buffers; phases are separated by spinning
+//! one-way flags (see [`super::team`]), so no thread-pool hand-off sits on the timed path. MPI
+//! is only called from the main thread (MPI_THREAD_FUNNELED). GEMMs run on a rayon pool bound the same way.
 
 #[path = "cpu_overlap.rs"]
 mod overlap;
@@ -453,9 +453,10 @@ impl CpuBackend {
     }
 
     /// Hybrid: one team job per collective. Workers combine in shared memory, each on its own
-    /// chunk; worker 0 (this thread) runs the MPI collective among node leaders between two
-    /// barriers; workers copy the result into their own buffers. On one rank there is nothing
-    /// to exchange, so the MPI step and its barriers are left out.
+    /// chunk; worker 0 (this thread) waits for their parts (gather), runs the MPI collective
+    /// among node leaders and hands the result back (release); workers copy it into their own
+    /// buffers. On one rank there is nothing to exchange, so the MPI step and its
+    /// synchronisation are left out.
     fn hierarchical<T: Arith>(
         &mut self,
         call: &CollectiveCall,
@@ -498,7 +499,7 @@ impl CpuBackend {
                     let r = chunk(len, g, w);
                     fold_into(dsts[0], r.start, &srcs, r.start, r.len(), op);
                     if multi {
-                        t.barrier();
+                        t.gather();
                         if w == 0 {
                             raw::allreduce(
                                 mpi_comm.get(),
@@ -508,7 +509,7 @@ impl CpuBackend {
                                 op,
                             );
                         }
-                        t.barrier();
+                        t.release();
                     }
                     if let Some(k) = avg {
                         divide_range(dsts[0], r.clone(), k);
@@ -530,7 +531,7 @@ impl CpuBackend {
                     let r = chunk(len, g, w);
                     fold_into(sp, r.start, &srcs, r.start, r.len(), op);
                     if multi {
-                        t.barrier();
+                        t.gather();
                         if w == 0 {
                             let (out, src) = if here {
                                 (Some(&mut *sb.get()), Src::InPlace)
@@ -540,7 +541,7 @@ impl CpuBackend {
                             raw::reduce(mpi_comm.get(), src, out, dtype, len, op, root_rank as i32);
                         }
                         if here {
-                            t.barrier();
+                            t.release();
                         }
                     }
                     if here {
@@ -555,17 +556,20 @@ impl CpuBackend {
                 let here = rank == root_rank;
                 // Where the data lands on this rank: the root device, or device 0 elsewhere.
                 let at = if here { root_w } else { 0 };
+                // The root's own copy (out of place) is gathered for the leader's MPI call and
+                // for the other workers; MPI's result needs only the release.
+                let local_copy = here && !in_place;
                 team.run(&|w, t| unsafe {
-                    if here && !in_place {
+                    if local_copy {
                         let r = chunk(len, g, w);
                         copy_range(dsts[root_w], r.start, srcs[root_w], r.start, r.len(), None);
-                        t.barrier();
+                        t.gather();
                     }
-                    if multi {
-                        if w == 0 {
-                            raw::bcast(mpi_comm.get(), recv_bufs[at].get(), len, root_rank as i32);
-                        }
-                        t.barrier();
+                    if multi && w == 0 {
+                        raw::bcast(mpi_comm.get(), recv_bufs[at].get(), len, root_rank as i32);
+                    }
+                    if local_copy || multi {
+                        t.release();
                     }
                     if w != at {
                         copy_range(dsts[w], 0, dsts[at], 0, len, None);
@@ -592,11 +596,11 @@ impl CpuBackend {
                     team.run(&|w, t| unsafe {
                         let d = rank * g + w;
                         copy_range(sp, d * base, srcs[w], from(d), base, None);
-                        t.barrier();
+                        t.gather();
                         if w == 0 {
                             raw::allgather(mpi_comm.get(), size, Src::InPlace, sb.get(), g * base);
                         }
-                        t.barrier();
+                        t.release();
                         copy_range(dsts[w], 0, sp, 0, n * base, None);
                     });
                 }
@@ -619,7 +623,7 @@ impl CpuBackend {
                     team.run(&|w, t| unsafe {
                         let r = chunk(len, g, w);
                         fold_into(sp, r.start, &srcs, r.start, r.len(), op);
-                        t.barrier();
+                        t.gather();
                         if multi {
                             // MPI's in-place convention: this rank's g blocks land at the front.
                             if w == 0 {
@@ -632,8 +636,8 @@ impl CpuBackend {
                                     op,
                                 );
                             }
-                            t.barrier();
                         }
+                        t.release();
                         copy_range(dsts[w], 0, sp, w * base, base, avg);
                     });
                 }
@@ -663,19 +667,17 @@ impl CpuBackend {
                                 copy_range(op_in, at, srcs[w], (q * g + v) * base, base, None);
                             }
                         }
-                        t.barrier();
-                        if multi {
-                            if w == 0 {
-                                raw::alltoall(
-                                    mpi_comm.get(),
-                                    size,
-                                    Src::Buf(&*ib.get()),
-                                    ob.get(),
-                                    block,
-                                );
-                            }
-                            t.barrier();
+                        t.gather();
+                        if multi && w == 0 {
+                            raw::alltoall(
+                                mpi_comm.get(),
+                                size,
+                                Src::Buf(&*ib.get()),
+                                ob.get(),
+                                block,
+                            );
                         }
+                        t.release();
                         // On one rank the packed input is already the exchanged output.
                         let got = if multi { op_out } else { op_in };
                         // Unpack: device w takes from every (rank q, worker u) the block for it.
