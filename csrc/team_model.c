@@ -8,8 +8,8 @@
  *             per thread on one shared line, then a sense flip): the team before this change.
  *   flags:    the leader releases the job with a sequence number on its own line; the worker
  *             answers with its own sequence number on its own line; no read-modify-write.
- * Per size it prints the median over ROUNDS alternating rounds of ns per operation and the
- * ratio barrier2 / flags measured in the same run.
+ * Per size it prints the median over ROUNDS alternating rounds (each the median of 101
+ * batches) of ns per operation and the ratio barrier2 / flags measured in the same run.
  * Usage: team_model [ROUNDS] [CPU_A CPU_B]     (default: 5, the first two allowed CPUs)
  * Build: cc -O2 -pthread -o team_model csrc/team_model.c */
 #define _GNU_SOURCE
@@ -106,25 +106,36 @@ static double now_s(void) {
     return t.tv_sec + t.tv_nsec * 1e-9;
 }
 
-/* One round: a fresh worker thread, `iters` operations of n floats; ns per operation. */
-static double round_ns(int protocol, size_t n, long iters) {
+static int cmp(const void *a, const void *b);
+static double median(double *v, int n);
+
+/* One round: a fresh worker thread, BATCHES batches of `per` operations of n floats; the
+ * median batch's ns per operation (a batch in which a thread was preempted, as happens on a
+ * loaded machine, is an outlier the median leaves out). */
+#define BATCHES 101
+static double round_ns(int protocol, size_t n, long per) {
     memset(&S, 0, sizeof S);
     S.protocol = protocol;
     S.n = n;
     pthread_t t;
     pthread_create(&t, NULL, worker, NULL);
     uint32_t sense = 0, seq = 0;
-    double t0 = 0;
-    for (long i = -iters / 10; i <= iters; i++) {
-        if (i == 0) t0 = now_s();
-        if (i == iters) S.exit = 1;
+    double batch[BATCHES], t0 = 0;
+    long total = per * BATCHES;
+    for (long i = -per; i <= total; i++) {
+        if (i >= 0 && i % per == 0) {
+            double t1 = now_s();
+            if (i > 0) batch[i / per - 1] = (t1 - t0) / per * 1e9;
+            t0 = t1;
+        }
+        if (i == total) S.exit = 1;
         if (protocol == 0) {
             barrier2(&sense);
         } else {
             seq++;
             atomic_store_explicit(&S.go.v, seq, memory_order_seq_cst);
         }
-        if (i == iters) break;
+        if (i == total) break;
         work(0, n);
         if (protocol == 0) {
             barrier2(&sense);
@@ -132,9 +143,8 @@ static double round_ns(int protocol, size_t n, long iters) {
             while (atomic_load_explicit(&S.done.v, memory_order_acquire) != seq) relax();
         }
     }
-    double t1 = now_s();
     pthread_join(t, NULL);
-    return (t1 - t0) / iters * 1e9;
+    return median(batch, BATCHES);
 }
 
 static int cmp(const void *a, const void *b) {
@@ -179,11 +189,11 @@ int main(int argc, char **argv) {
     printf("%9s %14s %12s %8s\n", "size (B)", "barrier2 (ns)", "flags (ns)", "ratio");
     for (size_t s = 0; s < sizeof sizes_bytes / sizeof *sizes_bytes; s++) {
         size_t n = sizes_bytes[s] / sizeof(float);
-        long iters = sizes_bytes[s] <= 4096 ? 200000 : (sizes_bytes[s] <= 65536 ? 20000 : 2000);
+        long per = sizes_bytes[s] <= 4096 ? 500 : (sizes_bytes[s] <= 65536 ? 50 : 5);
         double a[1000], b[1000], r[1000];
         for (int k = 0; k < rounds; k++) {
-            a[k] = round_ns(0, n, iters);
-            b[k] = round_ns(1, n, iters);
+            a[k] = round_ns(0, n, per);
+            b[k] = round_ns(1, n, per);
             r[k] = a[k] / b[k];
         }
         double ra = median(a, rounds), rb = median(b, rounds), rr = median(r, rounds);

@@ -88,7 +88,8 @@ impl Arith for i32 {
 
 /// A raw pointer that worker threads may share; every use touches a range no other thread
 /// touches in the same phase (phases are separated by the team's barrier).
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, PartialEq)]
+#[repr(transparent)]
 struct SyncPtr<T>(*mut T);
 // SAFETY: see the type's doc: disjoint ranges per thread and phase.
 unsafe impl<T> Send for SyncPtr<T> {}
@@ -97,6 +98,12 @@ unsafe impl<T> Sync for SyncPtr<T> {}
 /// A buffer that only one worker of a team job uses exclusively (worker 0, for MPI), in a
 /// phase where no other worker touches it.
 struct Excl<T>(*mut T);
+impl<T> Clone for Excl<T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<T> Copy for Excl<T> {}
 // SAFETY: see the type's doc.
 unsafe impl<T> Send for Excl<T> {}
 unsafe impl<T> Sync for Excl<T> {}
@@ -111,9 +118,56 @@ impl<T> Excl<T> {
     unsafe fn get(&self) -> &mut T {
         &mut *self.0
     }
+    /// Element `i` of the slice that starts here.
+    ///
+    /// # Safety
+    /// As [`Excl::get`], and `i` within the slice.
+    #[allow(clippy::mut_from_ref)]
+    unsafe fn at(&self, i: usize) -> &mut T {
+        &mut *self.0.add(i)
+    }
+}
+
+/// The devices' source and destination pointers of the current hybrid collective, kept across
+/// calls and rewritten only where they changed: the workers read them on every call, and a
+/// store dirties a cache line in every other core even when it writes the same value.
+#[derive(Default)]
+struct PtrTables {
+    srcs: Vec<SyncPtr<()>>,
+    dsts: Vec<SyncPtr<()>>,
+}
+
+impl PtrTables {
+    fn update<T>(
+        &mut self,
+        srcs: impl Iterator<Item = SyncPtr<T>>,
+        dsts: impl Iterator<Item = SyncPtr<T>>,
+    ) -> (&[SyncPtr<T>], &[SyncPtr<T>]) {
+        fn set<T>(table: &mut Vec<SyncPtr<()>>, new: impl Iterator<Item = SyncPtr<T>>) {
+            let mut n = 0;
+            for (i, p) in new.enumerate() {
+                let p = SyncPtr(p.0 as *mut ());
+                match table.get_mut(i) {
+                    Some(old) if *old == p => {}
+                    Some(old) => *old = p,
+                    None => table.push(p),
+                }
+                n = i + 1;
+            }
+            table.truncate(n);
+        }
+        set(&mut self.srcs, srcs);
+        set(&mut self.dsts, dsts);
+        let view = |t: &[SyncPtr<()>]| {
+            // SAFETY: SyncPtr is a transparent raw pointer: the same layout for every T.
+            unsafe { std::slice::from_raw_parts(t.as_ptr() as *const SyncPtr<T>, t.len()) }
+        };
+        (view(&self.srcs), view(&self.dsts))
+    }
 }
 
 /// The rank's communicator inside a team job: used by worker 0 only (MPI_THREAD_FUNNELED).
+#[derive(Clone, Copy)]
 struct LeaderComm(mpi::ffi::MPI_Comm);
 // SAFETY: see the type's doc.
 unsafe impl Sync for LeaderComm {}
@@ -250,6 +304,8 @@ pub struct CpuBackend {
     team: Option<Team>,
     /// Node-level buffers for hierarchical collectives, reused across calls.
     scratch: [Option<HostBuf>; 2],
+    /// The devices' buffers of the current hierarchical collective, for the workers.
+    tables: PtrTables,
     epoch: Instant,
     resolution_s: f64,
     /// Problems met while setting up (e.g. a worker binding that did not take).
@@ -270,7 +326,7 @@ fn ensure<'a>(
     if !fits {
         *slot = None;
         *slot = Some(HostBuf::zeros_in_parts(dtype, len, team.size(), |zero| {
-            team.run(&|w, _| zero(w))
+            team.run(move |w, _| zero(w))
         })?);
     }
     Ok(slot.as_mut().expect("just filled"))
@@ -347,6 +403,7 @@ impl CpuBackend {
             gemm_provenance,
             team,
             scratch: [None, None],
+            tables: PtrTables::default(),
             epoch,
             resolution_s,
             warnings,
@@ -475,39 +532,28 @@ impl CpuBackend {
         let avg = (call.op == Some(ReduceOp::Avg)).then_some(call.devices);
         let multi = size > 1;
         let in_place = call.in_place;
-        let srcs: Vec<SyncPtr<T>> = (0..g)
-            .map(|w| {
-                if in_place {
-                    typed(&recv[w])
-                } else {
-                    typed(&send[w])
-                }
-            })
-            .collect();
-        let dsts: Vec<SyncPtr<T>> = recv.iter().map(typed).collect();
-        let recv_bufs: Vec<Excl<HostBuf>> = recv.iter_mut().map(Excl::new).collect();
+        let (srcs, dsts) = self.tables.update(
+            (0..g).map(|w| typed::<T>(if in_place { &recv[w] } else { &send[w] })),
+            recv.iter().map(typed::<T>),
+        );
+        let recv_bufs = Excl(recv.as_mut_ptr());
         // SAFETY (every job below): in each phase a worker writes only ranges no other worker
         // reads or writes in that phase (its chunk, or its own buffer); phases are separated by
-        // the team's barrier; only worker 0 touches a buffer through `Excl` (for MPI), between
-        // barriers.
+        // the team's gather/release; only worker 0 touches a buffer through `Excl` (for MPI),
+        // between them. Jobs capture by value (`move`), so a worker reads nothing the leader
+        // wrote for this call beyond the release's lines (see `Team::run`).
         match call.workload {
             Workload::Allreduce => {
                 let len = call.send_count;
                 // Worker w owns chunk w: folds it into device 0's buffer, and after the leaders'
                 // exchange, copies it to every other device's buffer.
-                team.run(&|w, t| unsafe {
+                team.run(move |w, t| unsafe {
                     let r = chunk(len, g, w);
                     fold_into(dsts[0], r.start, &srcs, r.start, r.len(), op);
                     if multi {
                         t.gather();
                         if w == 0 {
-                            raw::allreduce(
-                                mpi_comm.get(),
-                                Src::InPlace,
-                                recv_bufs[0].get(),
-                                len,
-                                op,
-                            );
+                            raw::allreduce(mpi_comm.get(), Src::InPlace, recv_bufs.at(0), len, op);
                         }
                         t.release();
                     }
@@ -527,7 +573,7 @@ impl CpuBackend {
                 let s = ensure(s0, dtype, len, team)?;
                 let sp = typed::<T>(s);
                 let sb = Excl::new(s);
-                team.run(&|w, t| unsafe {
+                team.run(move |w, t| unsafe {
                     let r = chunk(len, g, w);
                     fold_into(sp, r.start, &srcs, r.start, r.len(), op);
                     if multi {
@@ -559,14 +605,14 @@ impl CpuBackend {
                 // The root's own copy (out of place) is gathered for the leader's MPI call and
                 // for the other workers; MPI's result needs only the release.
                 let local_copy = here && !in_place;
-                team.run(&|w, t| unsafe {
+                team.run(move |w, t| unsafe {
                     if local_copy {
                         let r = chunk(len, g, w);
                         copy_range(dsts[root_w], r.start, srcs[root_w], r.start, r.len(), None);
                         t.gather();
                     }
                     if multi && w == 0 {
-                        raw::bcast(mpi_comm.get(), recv_bufs[at].get(), len, root_rank as i32);
+                        raw::bcast(mpi_comm.get(), recv_bufs.at(at), len, root_rank as i32);
                     }
                     if local_copy || multi {
                         t.release();
@@ -578,11 +624,11 @@ impl CpuBackend {
             }
             Workload::Allgather => {
                 let base = call.send_count;
-                let from = |d: usize| if in_place { d * base } else { 0 };
+                let from = move |d: usize| if in_place { d * base } else { 0 };
                 if !multi {
                     // Each worker copies every device's block into its own buffer (in place,
                     // its own block is already there and no one writes the blocks it reads).
-                    team.run(&|w, _| unsafe {
+                    team.run(move |w, _| unsafe {
                         for (v, s) in srcs.iter().enumerate() {
                             if !(in_place && v == w) {
                                 copy_range(dsts[w], v * base, *s, from(v), base, None);
@@ -593,7 +639,7 @@ impl CpuBackend {
                     let s = ensure(s0, dtype, n * base, team)?;
                     let sp = typed::<T>(s);
                     let sb = Excl::new(s);
-                    team.run(&|w, t| unsafe {
+                    team.run(move |w, t| unsafe {
                         let d = rank * g + w;
                         copy_range(sp, d * base, srcs[w], from(d), base, None);
                         t.gather();
@@ -609,7 +655,7 @@ impl CpuBackend {
                 let base = call.recv_count;
                 if !multi && !in_place {
                     // Worker w folds block w of every input straight into its own output.
-                    team.run(&|w, _| unsafe {
+                    team.run(move |w, _| unsafe {
                         fold_into(dsts[w], 0, &srcs, w * base, base, op);
                         if let Some(k) = avg {
                             divide_range(dsts[w], 0..base, k);
@@ -620,7 +666,7 @@ impl CpuBackend {
                     let s = ensure(s0, dtype, len, team)?;
                     let sp = typed::<T>(s);
                     let sb = Excl::new(s);
-                    team.run(&|w, t| unsafe {
+                    team.run(move |w, t| unsafe {
                         let r = chunk(len, g, w);
                         fold_into(sp, r.start, &srcs, r.start, r.len(), op);
                         t.gather();
@@ -646,7 +692,7 @@ impl CpuBackend {
                 let base = call.recv_count / n;
                 if !multi && !in_place {
                     // Device v takes block v of every device's input.
-                    team.run(&|v, _| unsafe {
+                    team.run(move |v, _| unsafe {
                         for (w, s) in srcs.iter().enumerate() {
                             copy_range(dsts[v], w * base, *s, v * base, base, None);
                         }
@@ -659,7 +705,7 @@ impl CpuBackend {
                     let inp = ensure(s0, dtype, size * block, team)?;
                     let op_in = typed::<T>(inp);
                     let ib = Excl::new(inp);
-                    team.run(&|w, t| unsafe {
+                    team.run(move |w, t| unsafe {
                         // Pack: per destination rank q, blocks ordered (source, destination worker).
                         for q in 0..size {
                             for v in 0..g {

@@ -22,6 +22,7 @@
 //! store they wait for.
 
 use std::cell::{Cell, UnsafeCell};
+use std::mem::MaybeUninit;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -32,8 +33,12 @@ use std::time::{Duration, Instant};
 /// give their cores back (to GEMM threads, or other ranks on an oversubscribed node).
 pub const SPIN: Duration = Duration::from_micros(200);
 
-/// What only the leader writes, on its own cache line: workers read it in one transfer.
-#[repr(align(128))]
+/// Bytes of a job's captures that travel with the release (see [`Team::run`]).
+const INLINE_BYTES: usize = 232;
+
+/// What only the leader writes, on its own cache lines: the release number, the job and its
+/// captures come to a worker together.
+#[repr(C, align(128))]
 struct Lead {
     /// Releases so far (wrapping).
     go: AtomicU32,
@@ -42,7 +47,10 @@ struct Lead {
     exit: AtomicBool,
     /// The job of the current round: written by the leader before the release that starts the
     /// job, read by the workers after it, never touched again before the job's final gather.
+    /// It points into `inline` when the job fits there.
     job: UnsafeCell<Option<*const Job<'static>>>,
+    /// A copy of the current job when it fits (same rules as `job`).
+    inline: UnsafeCell<MaybeUninit<[u64; INLINE_BYTES / 8]>>,
 }
 
 /// What only worker w writes, on its own cache line.
@@ -79,6 +87,7 @@ impl Shared {
                 parked: AtomicBool::new(false),
                 exit: AtomicBool::new(false),
                 job: UnsafeCell::new(None),
+                inline: UnsafeCell::new(MaybeUninit::uninit()),
             },
             slots: (0..g)
                 .map(|_| Slot {
@@ -320,7 +329,13 @@ impl Team {
     /// Runs `job(w, ctx)` on every worker w (0 on the calling thread) and returns when all
     /// finished. A panic in a job aborts the process: the other workers and the MPI peers
     /// would otherwise wait for it forever.
-    pub fn run(&self, job: &(dyn Fn(usize, &Ctx) + Sync)) {
+    ///
+    /// A job whose captures fit in [`INLINE_BYTES`] is copied next to the release number, so a
+    /// worker gets it in the same transfer. Whatever it reaches through its captures costs a
+    /// transfer per cache line the leader wrote since the worker last read it: on the timed
+    /// path, capture values (`move`) and references to state that is written only when it
+    /// changes, not references to the caller's fresh locals.
+    pub fn run<F: Fn(usize, &Ctx) + Sync + Copy>(&self, job: F) {
         let ctx = Ctx {
             shared: &self.shared,
             w: 0,
@@ -330,15 +345,25 @@ impl Team {
             guarded(|| job(0, &ctx));
             return;
         }
+        let lead = &self.shared.lead;
+        let p: *const Job<'_> =
+            if size_of::<F>() <= INLINE_BYTES && align_of::<F>() <= align_of::<u64>() {
+                let slot = lead.inline.get() as *mut F;
+                // SAFETY: the slot is big and aligned enough for F (checked above), only the
+                // leader writes it, and no worker reads it before the release below (the last
+                // job's readers all passed its final gather). F is Copy: no drop is skipped.
+                unsafe { slot.write(job) };
+                slot
+            } else {
+                &job
+            };
         // SAFETY: the pointer is published before the release that starts the job and only
         // used by the workers until the final gather, and `run` does not return before it, so
-        // `job` outlives every use; the lifetime is erased only to store it.
+        // the job outlives every use; the lifetime is erased only to store it.
         unsafe {
-            let p: *const Job<'_> = job;
-            *self.shared.lead.job.get() = Some(std::mem::transmute::<
-                *const Job<'_>,
-                *const Job<'static>,
-            >(p));
+            *lead.job.get() = Some(std::mem::transmute::<*const Job<'_>, *const Job<'static>>(
+                p,
+            ));
         }
         ctx.release();
         guarded(|| job(0, &ctx));
@@ -348,8 +373,9 @@ impl Team {
     /// Runs `f(w)` on every worker and returns the results in worker order.
     pub fn map<R: Send>(&self, f: impl Fn(usize) -> R + Sync) -> Vec<R> {
         let slots: Vec<Mutex<Option<R>>> = (0..self.g).map(|_| Mutex::new(None)).collect();
-        self.run(&|w, _| {
-            *slots[w].lock().expect("one writer per slot") = Some(f(w));
+        let (slots_ref, f) = (&slots, &f);
+        self.run(move |w, _| {
+            *slots_ref[w].lock().expect("one writer per slot") = Some(f(w));
         });
         slots
             .into_iter()
@@ -417,7 +443,7 @@ mod tests {
             let from_leader = AtomicUsize::new(0);
             let bad = AtomicUsize::new(0);
             for round in 1..=500 {
-                team.run(&|w, t| {
+                team.run(|w, t| {
                     slots[w].store(round, Ordering::Relaxed);
                     t.barrier();
                     if slots.iter().any(|s| s.load(Ordering::Relaxed) != round) {
@@ -453,7 +479,7 @@ mod tests {
         for _ in 0..5 {
             // Longer than the spin: worker 1 parks, then must be woken for the next job.
             std::thread::sleep(Duration::from_millis(5));
-            team.run(&|w, _| {
+            team.run(|w, _| {
                 // Worker 1 finishing late makes the leader park in the final gather.
                 if w == 1 {
                     std::thread::sleep(Duration::from_millis(2));
@@ -472,6 +498,29 @@ mod tests {
         assert_eq!(got, vec![(0, true), (1, false), (2, false)]);
         let one = Team::start(1, SPIN, |_| {}).unwrap();
         assert_eq!(one.map(|w| w + 7), vec![7]);
+    }
+
+    #[test]
+    fn jobs_run_from_the_inline_copy_and_from_the_callers_frame() {
+        // A small job travels with the release; a big one stays where the caller put it.
+        // Both must see this call's captures, not the last call's.
+        let team = Team::start(3, SPIN, |_| {}).unwrap();
+        let sums: Vec<AtomicUsize> = (0..3).map(|_| AtomicUsize::new(0)).collect();
+        let sums = &sums;
+        for k in 1..=50usize {
+            let small = k;
+            team.run(move |w, _| {
+                sums[w].fetch_add(small, Ordering::Relaxed);
+            });
+            let big = [k; INLINE_BYTES / 8 + 1];
+            assert!(size_of_val(&big) > INLINE_BYTES);
+            team.run(move |w, _| {
+                sums[w].fetch_add(big[big.len() - 1], Ordering::Relaxed);
+            });
+        }
+        for s in sums {
+            assert_eq!(s.load(Ordering::Relaxed), 2 * (50 * 51 / 2));
+        }
     }
 
     #[test]
