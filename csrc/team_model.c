@@ -3,13 +3,18 @@
  *
  * Two threads, each pinned to its own CPU, run a 1-rank x 2-device all-reduce of N floats the
  * way scalebench's team does (the work split on 64-element chunks, so small messages fall to
- * worker 1: dst0 = src0 + src1, dst1 = dst0), back to back, with one of two protocols:
- *   barrier2: the job starts and ends with a sense-reversing counter barrier (an atomic add
- *             per thread on one shared line, then a sense flip): the team before this change.
- *   flags:    the leader releases the job with a sequence number on its own line; the worker
- *             answers with its own sequence number on its own line; no read-modify-write.
+ * worker 1: dst0 = src0 + src1, dst1 = dst0), back to back, in three variants:
+ *   old:     the job starts and ends with a sense-reversing counter barrier (an atomic add per
+ *            thread on one shared line, then a sense flip), and the worker finds its arguments
+ *            through what the leader wrote for this call (a closure on the leader's stack
+ *            pointing to freshly built pointer tables): the team before this change.
+ *   flags:   the leader releases the job with a sequence number on its own line; the worker
+ *            answers with its own sequence number on its own line; no read-modify-write; the
+ *            arguments are still chased as in `old`.
+ *   new:     flags, and the arguments travel on the release's line, pointing to tables that
+ *            are not rewritten when unchanged: the team after this change.
  * Per size it prints the median over ROUNDS alternating rounds (each the median of 101
- * batches) of ns per operation and the ratio barrier2 / flags measured in the same run.
+ * batches) of ns per operation, and the ratios measured in the same run.
  * Usage: team_model [ROUNDS] [CPU_A CPU_B]     (default: 5, the first two allowed CPUs)
  * Build: cc -O2 -pthread -o team_model csrc/team_model.c */
 #define _GNU_SOURCE
@@ -27,15 +32,24 @@
 
 struct line_u32 { _Alignas(LINE) _Atomic uint32_t v; };
 
+/* A job's arguments. */
+struct tables { float *src0, *src1, *dst0, *dst1; };
+struct args { size_t n; const struct tables *t; };
+
 static struct {
     /* barrier2 */
     struct line_u32 arrived, sense;
-    /* flags */
-    struct line_u32 go, done;
-    /* the job: size and exit, written by the leader before a start */
-    _Alignas(LINE) size_t n;
+    /* flags: the leader's line carries the release number and, in `new`, the arguments */
+    _Alignas(LINE) _Atomic uint32_t go;
+    struct args inline_args;
+    struct args *_Atomic chased; /* `old`, `flags`: where this call's arguments are */
+    struct line_u32 done;
     int protocol, exit;
 } S;
+
+/* `new`: the tables, written once; `old`/`flags`: rewritten for every call. */
+static struct tables fixed_tables;
+static _Alignas(LINE) struct tables fresh_tables;
 
 static float *src0, *src1, *dst0, *dst1;
 static int cpu_a, cpu_b;
@@ -72,11 +86,16 @@ static void chunk(size_t n, int w, size_t *a, size_t *b) {
     *b = y < n ? y : n;
 }
 
-static void work(int w, size_t n) {
+static void work(int w, const struct args *x) {
     size_t a, b;
-    chunk(n, w, &a, &b);
-    for (size_t i = a; i < b; i++) dst0[i] = src0[i] + src1[i];
-    memcpy(dst1 + a, dst0 + a, (b - a) * sizeof(float));
+    const struct tables *t = x->t;
+    chunk(x->n, w, &a, &b);
+    for (size_t i = a; i < b; i++) t->dst0[i] = t->src0[i] + t->src1[i];
+    memcpy(t->dst1 + a, t->dst0 + a, (b - a) * sizeof(float));
+}
+
+static const struct args *job_args(void) {
+    return S.protocol == 2 ? &S.inline_args : atomic_load_explicit(&S.chased, memory_order_relaxed);
 }
 
 static void *worker(void *arg) {
@@ -88,10 +107,10 @@ static void *worker(void *arg) {
             barrier2(&sense);
         } else {
             seq++;
-            while (atomic_load_explicit(&S.go.v, memory_order_acquire) != seq) relax();
+            while (atomic_load_explicit(&S.go, memory_order_acquire) != seq) relax();
         }
         if (S.exit) return NULL;
-        work(1, S.n);
+        work(1, job_args());
         if (S.protocol == 0) {
             barrier2(&sense);
         } else {
@@ -116,7 +135,7 @@ static double median(double *v, int n);
 static double round_ns(int protocol, size_t n, long per) {
     memset(&S, 0, sizeof S);
     S.protocol = protocol;
-    S.n = n;
+    fixed_tables = (struct tables){src0, src1, dst0, dst1};
     pthread_t t;
     pthread_create(&t, NULL, worker, NULL);
     uint32_t sense = 0, seq = 0;
@@ -129,14 +148,24 @@ static double round_ns(int protocol, size_t n, long per) {
             t0 = t1;
         }
         if (i == total) S.exit = 1;
+        /* This call's arguments, as each variant hands them over. */
+        volatile struct args frame; /* the leader's stack, like a closure's captures */
+        if (protocol == 2) {
+            S.inline_args = (struct args){n, &fixed_tables};
+        } else {
+            fresh_tables = (struct tables){src0, src1, dst0, dst1};
+            frame.n = n;
+            frame.t = &fresh_tables;
+            atomic_store_explicit(&S.chased, (struct args *)&frame, memory_order_relaxed);
+        }
         if (protocol == 0) {
             barrier2(&sense);
         } else {
             seq++;
-            atomic_store_explicit(&S.go.v, seq, memory_order_seq_cst);
+            atomic_store_explicit(&S.go, seq, memory_order_seq_cst);
         }
         if (i == total) break;
-        work(0, n);
+        work(0, protocol == 2 ? &S.inline_args : (const struct args *)&frame);
         if (protocol == 0) {
             barrier2(&sense);
         } else {
@@ -186,18 +215,22 @@ int main(int argc, char **argv) {
     const size_t sizes_bytes[] = {8, 256, 4096, 65536, 1 << 20};
     printf("# team_model: CPUs %d,%d; %d alternating rounds; ns per 1x2 all-reduce\n", cpu_a, cpu_b,
            rounds);
-    printf("%9s %14s %12s %8s\n", "size (B)", "barrier2 (ns)", "flags (ns)", "ratio");
+    printf("%9s %9s %11s %9s %11s %11s\n", "size (B)", "old (ns)", "flags (ns)", "new (ns)",
+           "old / new", "flags / new");
     for (size_t s = 0; s < sizeof sizes_bytes / sizeof *sizes_bytes; s++) {
         size_t n = sizes_bytes[s] / sizeof(float);
         long per = sizes_bytes[s] <= 4096 ? 500 : (sizes_bytes[s] <= 65536 ? 50 : 5);
-        double a[1000], b[1000], r[1000];
+        double a[1000], b[1000], c[1000], r[1000], q[1000];
         for (int k = 0; k < rounds; k++) {
             a[k] = round_ns(0, n, per);
             b[k] = round_ns(1, n, per);
-            r[k] = a[k] / b[k];
+            c[k] = round_ns(2, n, per);
+            r[k] = a[k] / c[k];
+            q[k] = b[k] / c[k];
         }
-        double ra = median(a, rounds), rb = median(b, rounds), rr = median(r, rounds);
-        printf("%9zu %14.1f %12.1f %8.2f\n", sizes_bytes[s], ra, rb, rr);
+        double ra = median(a, rounds), rb = median(b, rounds), rc = median(c, rounds);
+        printf("%9zu %9.1f %11.1f %9.1f %11.2f %11.2f\n", sizes_bytes[s], ra, rb, rc,
+               median(r, rounds), median(q, rounds));
     }
     return 0;
 }
