@@ -549,7 +549,7 @@ impl CpuBackend {
                 // exchange, copies it to every other device's buffer.
                 team.run(move |w, t| unsafe {
                     let r = chunk(len, g, w);
-                    fold_into(dsts[0], r.start, &srcs, r.start, r.len(), op);
+                    fold_into(dsts[0], r.start, srcs, r.start, r.len(), op);
                     if multi {
                         t.gather();
                         if w == 0 {
@@ -575,7 +575,7 @@ impl CpuBackend {
                 let sb = Excl::new(s);
                 team.run(move |w, t| unsafe {
                     let r = chunk(len, g, w);
-                    fold_into(sp, r.start, &srcs, r.start, r.len(), op);
+                    fold_into(sp, r.start, srcs, r.start, r.len(), op);
                     if multi {
                         t.gather();
                         if w == 0 {
@@ -656,7 +656,7 @@ impl CpuBackend {
                 if !multi && !in_place {
                     // Worker w folds block w of every input straight into its own output.
                     team.run(move |w, _| unsafe {
-                        fold_into(dsts[w], 0, &srcs, w * base, base, op);
+                        fold_into(dsts[w], 0, srcs, w * base, base, op);
                         if let Some(k) = avg {
                             divide_range(dsts[w], 0..base, k);
                         }
@@ -668,7 +668,7 @@ impl CpuBackend {
                     let sb = Excl::new(s);
                     team.run(move |w, t| unsafe {
                         let r = chunk(len, g, w);
-                        fold_into(sp, r.start, &srcs, r.start, r.len(), op);
+                        fold_into(sp, r.start, srcs, r.start, r.len(), op);
                         t.gather();
                         if multi {
                             // MPI's in-place convention: this rank's g blocks land at the front.
