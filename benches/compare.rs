@@ -12,64 +12,30 @@
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use scalebench::compare::{self, Format, Options};
-use scalebench::results::io::{parse_results, read_results, write_results};
+use scalebench::results::io::read_results;
 use scalebench::results::schema::ResultsFile;
-use scalebench::stats::summarize;
 use std::hint::black_box;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 const CASES: usize = 10_000;
 const SAMPLES: usize = 100;
-const GOLDEN: &str = include_str!("../tests/golden/results-v1.json");
 
-use scalebench::stats::SplitMix64 as Rng;
+#[path = "../tests/common/fixture.rs"]
+mod fixture;
 
-/// A results file of `CASES` cases built from the golden file's records: each case gets
-/// unique parameters (so a unique id), `SAMPLES` samples and consistent headline numbers.
-/// `slow(k)` scales case k's true time.
+/// A results file of `CASES` cases in the shape a real run writes (the shared fixture: golden
+/// records given unique parameters, `SAMPLES` samples of 3 % lognormal noise, consistent
+/// headline numbers). `slow(k)` scales case k's true time.
 fn synthetic(seed: u64, slow: impl Fn(usize) -> f64) -> ResultsFile {
-    let golden = parse_results(Path::new("golden"), GOLDEN).expect("golden file");
-    let templates = golden.cases.clone();
-    let mut rng = Rng(seed);
-    let mut f = golden;
-    f.cases = (0..CASES)
-        .map(|k| {
-            let mut c = templates[k % templates.len()].clone();
-            // unique parameters: collectives by size, GEMMs by shape
-            if c.params.workload.is_collective() {
-                c.params.requested_bytes = Some(64 * (k as u64 + 1));
-                c.bytes = c.params.requested_bytes;
-            } else if let Some(s) = c.params.shape.as_mut() {
-                s.k = k as u64 + 1;
-            }
-            c.id = c.params.id();
-            let t = c.timing.as_mut().expect("golden cases are measured");
-            let true_s = 1e-6 * (1.0 + (k % 97) as f64) * slow(k);
-            t.samples_s = (0..SAMPLES)
-                .map(|_| true_s * (0.03 * rng.normal()).exp())
-                .collect();
-            t.batches = SAMPLES as u32;
-            t.stats_s = summarize(&t.samples_s).expect("samples");
-            let old = t.time_s;
-            t.time_s = t.stats_s.mean;
-            let new = t.time_s;
-            t.per_rank_mean_s = vec![new; t.per_rank_mean_s.len()];
-            for rate in [
-                &mut c.algbw_gbps,
-                &mut c.busbw_gbps,
-                &mut c.gflops,
-                &mut c.gflops_total,
-            ]
-            .into_iter()
-            .flatten()
-            {
-                *rate *= old / new;
-            }
-            c
-        })
-        .collect();
-    f
+    let mut rng = fixture::Rng(seed);
+    fixture::synthetic(
+        CASES,
+        SAMPLES,
+        &mut rng,
+        &mut |r| fixture::timing_noise(r, 0.03, 0.0),
+        &slow,
+    )
 }
 
 /// Writes the two files once per process.
@@ -78,7 +44,7 @@ fn files() -> (PathBuf, PathBuf) {
     let base = dir.join("baseline.json");
     let cand = dir.join("candidate.json");
     if !base.exists() || !cand.exists() {
-        write_results(&base, &synthetic(1, |_| 1.0)).expect("write baseline");
+        fixture::write(&dir, "baseline.json", &synthetic(1, |_| 1.0));
         // 1 case in 500 is 20 % slower, 1 in 700 is 15 % faster
         let slow = |k: usize| {
             if k % 500 == 7 {
@@ -89,7 +55,7 @@ fn files() -> (PathBuf, PathBuf) {
                 1.0
             }
         };
-        write_results(&cand, &synthetic(2, slow)).expect("write candidate");
+        fixture::write(&dir, "candidate.json", &synthetic(2, slow));
     }
     (base, cand)
 }

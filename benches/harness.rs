@@ -13,18 +13,17 @@ use criterion::{
     criterion_group, criterion_main, BenchmarkId, Criterion, SamplingMode, Throughput,
 };
 use scalebench::config;
-use scalebench::measure::{timing_result, IterCounts};
 use scalebench::params::{CaseParams, MatmulShape, ReduceOp, Scaling, Workload};
 use scalebench::plan::sweep;
-use scalebench::results::io::{parse_results, read_results, write_results};
-use scalebench::results::schema::{CaseResult, ResultsFile};
-use scalebench::run::record;
+use scalebench::results::io::{read_results, write_results};
+use scalebench::results::schema::ResultsFile;
 use scalebench::stats::summarize;
-use scalebench::workload::collective::counts;
-use scalebench::workload::Measured;
 use std::hint::black_box;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
+
+#[path = "../tests/common/fixture.rs"]
+mod fixture;
 
 /// The planner's target: at least this many cases, planned in under 1 s.
 const PLAN_CASES_MIN: usize = 100_000;
@@ -35,7 +34,6 @@ const RESULT_CASES: usize = 10_000;
 const RESULT_SAMPLES: usize = 100;
 /// Ranks per launch in the results file (each case keeps one mean per rank).
 const RESULT_RANKS: u32 = 2;
-const GOLDEN: &str = include_str!("../tests/golden/results-v1.json");
 
 /// A sweep over every launch-level and case-level axis a collective study varies:
 /// 5 node counts × 4 ranks per node × 2 topologies × 6 collectives × 3 types × (5 operators
@@ -84,7 +82,7 @@ fn plan(c: &mut Criterion) {
     g.finish();
 }
 
-use scalebench::stats::SplitMix64 as Rng;
+use fixture::Rng;
 
 /// Timing-like samples: lognormal around `median_s` with 5 % spread.
 fn times_s(rng: &mut Rng, median_s: f64, n: usize) -> Vec<f64> {
@@ -150,47 +148,20 @@ fn case_params(k: usize) -> CaseParams {
     p
 }
 
-/// A results file of `RESULT_CASES` cases, each recorded by [`record`] from a measurement with
-/// `RESULT_SAMPLES` samples, in the golden file's run and launch records.
+/// A results file of `RESULT_CASES` cases, each recorded (by the shared fixture, through the
+/// library's `record`) from a measurement with `RESULT_SAMPLES` samples, in the golden file's
+/// run and launch records.
 fn results_file() -> ResultsFile {
-    let mut f = parse_results(Path::new("golden"), GOLDEN).expect("golden file");
+    let mut f = fixture::golden();
     let launch_id = f.launches[0].launch_id.clone();
     let mut rng = Rng(11);
     f.cases = (0..RESULT_CASES)
-        .map(|k| -> CaseResult {
+        .map(|k| {
             let p = case_params(k);
             let time_s = 1e-6 * (1 + k % 97) as f64;
             let samples = times_s(&mut rng, time_s, RESULT_SAMPLES);
             let per_rank = times_s(&mut rng, time_s, RESULT_RANKS as usize);
-            let counts_used = IterCounts {
-                iters: 10 * RESULT_SAMPLES as u32,
-                warmup: 10,
-                batches: RESULT_SAMPLES as u32,
-            };
-            let mut m = Measured {
-                timing: Some(timing_result(p.timing, counts_used, per_rank, samples)),
-                check_iters: 1,
-                ..Measured::default()
-            };
-            if let Some(shape) = p.shape {
-                m.flops_total = Some(shape.flops() * f64::from(RESULT_RANKS));
-            } else {
-                let bytes = p.requested_bytes.expect("collective");
-                let cnt = counts(p.workload, bytes, p.dtype, RESULT_RANKS).expect("valid size");
-                m.bytes = Some(cnt.bytes);
-                m.send_count = Some(cnt.send_count);
-                m.recv_count = Some(cnt.recv_count);
-            }
-            let t0 = 1.7e9 + k as f64;
-            record(
-                &p,
-                &launch_id,
-                t0,
-                t0 + 0.5,
-                RESULT_RANKS,
-                RESULT_RANKS,
-                Ok(m),
-            )
+            fixture::case(&p, &launch_id, per_rank, samples)
         })
         .collect();
     f

@@ -4,7 +4,8 @@
 # --backend cuda` on them under real mpirun — pure (np=2, one device each), hybrid (np=1,
 # 2 devices) and 2 processes x 2 devices; all six collectives x f32 f64 f16 bf16 i32 x
 # sum prod min max avg x in/out-of-place x pipelined/isolated; matmul and batch_matmul (with
-# the overlap pipeline); a small sweep and its report; the NCCL collectives bench once — every
+# the overlap pipeline); ddp_step (compute and communication streams ordered by events),
+# pure and hybrid; a small sweep and its report; the NCCL collectives bench once — every
 # case validated, every result labelled as a stand-in's. Then a planted NCCL defect must be
 # caught (exit 3).
 #
@@ -76,6 +77,18 @@ validated "$work/gemm1" 16
 "${mpi[@]}" -np 2 "$bin" run --backend cuda "${gemm[@]}" --out "$work/gemm2"
 validated "$work/gemm2" 16
 
+step "ddp_step: GEMMs on a compute stream, each bucket's all-reduce on a communication stream after an event (pure np=2, hybrid 1 x 2, 2 x 2)"
+ddp=(-w ddp_step --model 64x48x3+200x40 --bucket-size 1B,16KiB,1MiB --first-bucket 0B,1MiB --batch 8
+     --dtype f32,f64 -n 2 --warmup 1 -q)
+"${mpi[@]}" -np 2 "$bin" run --backend cuda "${ddp[@]}" --out "$work/ddp-pure"
+validated "$work/ddp-pure" 12
+"$bin" run --backend cuda --topology hybrid --devices-per-node 2 "${ddp[@]}" --out "$work/ddp-hybrid"
+validated "$work/ddp-hybrid" 12
+SCALEBENCH_STANDIN_DEVICES=4 "${mpi[@]}" -x SCALEBENCH_STANDIN_DEVICES -np 2 standin/gpus-per-rank.sh 2 \
+  "$bin" run --backend cuda --topology hybrid --devices-per-node 2 --nodes 2 --emulate-nodes \
+  "${ddp[@]}" --out "$work/ddp-2x2"
+validated "$work/ddp-2x2" 12
+
 step "a small sweep and its report"
 "$bin" sweep standin/sweep.toml -q --out "$work/sweep"
 validated "$work/sweep" 20
@@ -94,9 +107,15 @@ SCALEBENCH_STANDIN_DEFECT=corrupt "${mpi[@]}" -x SCALEBENCH_STANDIN_DEFECT -np 2
 code=$?
 set -e
 [ "$code" = 3 ] || { echo "the planted defect exited $code, not 3"; exit 1; }
-python3 - "$work/defect/results.json" <<'EOF'
+set +e
+SCALEBENCH_STANDIN_DEFECT=corrupt "${mpi[@]}" -x SCALEBENCH_STANDIN_DEFECT -np 2 "$bin" run --backend cuda \
+  -w ddp_step --model 64x48x3+200x40 --bucket-size 16KiB --batch 8 -n 2 --warmup 1 -q --out "$work/defect-ddp"
+code=$?
+set -e
+[ "$code" = 3 ] || { echo "the planted defect under ddp_step exited $code, not 3"; exit 1; }
+python3 - "$work/defect/results.json" "$work/defect-ddp/results.json" <<'EOF'
 import json, sys
-cases = json.load(open(sys.argv[1]))["cases"]
+cases = [c for f in sys.argv[1:] for c in json.load(open(f))["cases"]]
 assert cases and all(c["wrong"] > 0 for c in cases), "a case missed the planted defect"
 print(f"  caught in all {len(cases)} case(s)")
 EOF

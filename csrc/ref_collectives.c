@@ -15,7 +15,12 @@
  * rounded down to a multiple of 16 bytes. Every buffer is page-aligned (posix_memalign, as OSU
  * allocates) and written once before timing.
  *
- * Usage: ref_collectives [-m MIN_BYTES] [-M MAX_BYTES] [-c COLL,...] [-t osu,nccl]
+ * `-d 1` times the calls on a duplicate of MPI_COMM_WORLD, as a harness or an application that
+ * makes its own communicator does (scalebench does). In Open MPI 4.1 a communicator's creation
+ * runs a non-blocking allreduce, which registers coll/libnbc's progress function for the rest of
+ * the process, so every later wait polls it too (docs/benchmarking.md shows what that costs).
+ *
+ * Usage: ref_collectives [-m MIN_BYTES] [-M MAX_BYTES] [-c COLL,...] [-t osu,nccl] [-d 0|1]
  * Output (rank 0): `collective mode requested_bytes bytes time_us` per line; `#` lines are
  * comments. Exit 2 on bad arguments. */
 #include <mpi.h>
@@ -25,6 +30,9 @@
 #include <unistd.h>
 
 enum coll { ALLREDUCE, ALLGATHER, BROADCAST, REDUCE_SCATTER, ALLTOALL, NCOLL };
+/* The communicator of the timed calls: MPI_COMM_WORLD, or a duplicate of it with `-d 1`. */
+static MPI_Comm comm;
+
 static const char *coll_names[NCOLL] = {"allreduce", "allgather", "broadcast",
                                         "reduce_scatter", "alltoall"};
 
@@ -78,19 +86,19 @@ static int layout(enum coll c, long long size, int n, struct bufs *b) {
 static void call(enum coll c, struct bufs *b) {
     switch (c) {
     case ALLREDUCE:
-        MPI_Allreduce(b->send, b->recv, b->send_count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+        MPI_Allreduce(b->send, b->recv, b->send_count, MPI_FLOAT, MPI_SUM, comm);
         break;
     case BROADCAST:
-        MPI_Bcast(b->recv, b->recv_count, MPI_FLOAT, 0, MPI_COMM_WORLD);
+        MPI_Bcast(b->recv, b->recv_count, MPI_FLOAT, 0, comm);
         break;
     case ALLGATHER:
-        MPI_Allgather(b->send, b->block, MPI_FLOAT, b->recv, b->block, MPI_FLOAT, MPI_COMM_WORLD);
+        MPI_Allgather(b->send, b->block, MPI_FLOAT, b->recv, b->block, MPI_FLOAT, comm);
         break;
     case REDUCE_SCATTER:
-        MPI_Reduce_scatter_block(b->send, b->recv, b->block, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+        MPI_Reduce_scatter_block(b->send, b->recv, b->block, MPI_FLOAT, MPI_SUM, comm);
         break;
     case ALLTOALL:
-        MPI_Alltoall(b->send, b->block, MPI_FLOAT, b->recv, b->block, MPI_FLOAT, MPI_COMM_WORLD);
+        MPI_Alltoall(b->send, b->block, MPI_FLOAT, b->recv, b->block, MPI_FLOAT, comm);
         break;
     default:
         break;
@@ -105,14 +113,14 @@ static double osu_loop(enum coll c, struct bufs *b, int iters, int skip) {
         call(c, b);
         double t1 = MPI_Wtime();
         if (i >= skip) timer += t1 - t0;
-        MPI_Barrier(MPI_COMM_WORLD);
+        MPI_Barrier(comm);
     }
     return timer / iters;
 }
 
 static double nccl_loop(enum coll c, struct bufs *b, int iters, int skip) {
     for (int i = 0; i < skip; i++) call(c, b);
-    MPI_Barrier(MPI_COMM_WORLD);
+    MPI_Barrier(comm);
     double t0 = MPI_Wtime();
     for (int i = 0; i < iters; i++) call(c, b);
     double t1 = MPI_Wtime();
@@ -123,7 +131,7 @@ static int usage(int rank, const char *why) {
     if (rank == 0)
         fprintf(stderr,
                 "ref_collectives: %s\nusage: ref_collectives [-m MIN_BYTES] [-M MAX_BYTES] "
-                "[-c allreduce,allgather,broadcast,reduce_scatter,alltoall] [-t osu,nccl]\n",
+                "[-c allreduce,allgather,broadcast,reduce_scatter,alltoall] [-t osu,nccl] [-d 0|1]\n",
                 why);
     MPI_Finalize();
     return 2;
@@ -137,6 +145,7 @@ int main(int argc, char **argv) {
     long long min_bytes = 8, max_bytes = 4 << 20;
     int want[NCOLL] = {1, 1, 1, 1, 1};
     int modes[2] = {1, 1}; /* osu, nccl */
+    int dup = 0;
     for (int i = 1; i < argc; i++) {
         if (i + 1 >= argc) return usage(rank, "every option takes a value");
         const char *v = argv[++i];
@@ -145,6 +154,9 @@ int main(int argc, char **argv) {
             long long x = strtoll(v, &end, 10);
             if (*end || x < 4) return usage(rank, "sizes are whole numbers of bytes, at least 4");
             if (argv[i - 1][1] == 'm') min_bytes = x; else max_bytes = x;
+        } else if (!strcmp(argv[i - 1], "-d")) {
+            if (strcmp(v, "0") && strcmp(v, "1")) return usage(rank, "-d takes 0 or 1");
+            dup = v[0] == '1';
         } else if (!strcmp(argv[i - 1], "-c") || !strcmp(argv[i - 1], "-t")) {
             int is_coll = argv[i - 1][1] == 'c';
             int *flags = is_coll ? want : modes;
@@ -167,6 +179,8 @@ int main(int argc, char **argv) {
             return usage(rank, "unknown option");
         }
     }
+    comm = MPI_COMM_WORLD;
+    if (dup) MPI_Comm_dup(MPI_COMM_WORLD, &comm);
     long page = sysconf(_SC_PAGESIZE);
     if (rank == 0) {
         char lib[MPI_MAX_LIBRARY_VERSION_STRING];
@@ -174,8 +188,8 @@ int main(int argc, char **argv) {
         MPI_Get_library_version(lib, &len);
         char *nl = strchr(lib, '\n');
         if (nl) *nl = '\0';
-        printf("# ref_collectives: %d ranks, page-aligned buffers (%ld B), MPI_FLOAT sum, %s\n", n,
-               page, lib);
+        printf("# ref_collectives: %d ranks, page-aligned buffers (%ld B), MPI_FLOAT sum, %s, %s\n", n,
+               page, dup ? "on a duplicate of MPI_COMM_WORLD" : "on MPI_COMM_WORLD", lib);
         printf("# collective mode requested_bytes bytes time_us\n");
     }
     for (int c = 0; c < NCOLL; c++) {
@@ -203,6 +217,7 @@ int main(int argc, char **argv) {
             free(b.recv);
         }
     }
+    if (dup) MPI_Comm_free(&comm);
     MPI_Finalize();
     return 0;
 }

@@ -1,5 +1,14 @@
-//! Command-line definitions (clap) and nothing else: what the user wrote. Meaning is given in
-//! `plan` (for `run`) and in each subcommand's module.
+//! Command-line definitions (clap): what the user wrote, and its translation into the typed
+//! requests the library's entry points take ([`crate::run::Request`], [`crate::plan::Request`],
+//! [`crate::report::Request`], [`crate::compare::Request`], and `launch`'s sweep and submit
+//! requests). Meaning (checks, defaults that need
+//! the library) is given in `plan` (for `run`) and in each subcommand's module; no module below
+//! this one imports it.
+//!
+//! Enums that exist only to derive `clap::ValueEnum` (their doc comments are the help text)
+//! stay here, each with a conversion into the library's own type: the library's types differ
+//! in shape (a metric choice wraps a metric, a format list is a set of flags) and stay free of
+//! clap's derive.
 
 use crate::params::{
     BackendKind, Binding, Collect, Dtype, GemmChoice, MatmulShape, Placement, Progress, ReduceOp,
@@ -62,7 +71,7 @@ fn parse_sizes(s: &str) -> Result<SizeList, String> {
     parse_size_list(s).map(SizeList).map_err(|e| e.to_string())
 }
 
-fn parse_buffer_offset(s: &str) -> Result<crate::backend::BufferOffset, String> {
+fn parse_buffer_offset(s: &str) -> Result<crate::params::BufferOffset, String> {
     let num = |v: &str| {
         v.trim().parse::<u64>().map_err(|_| {
             format!("`{v}` is not a number of bytes: give BYTES or SEND,RECV, e.g. 0,16")
@@ -72,7 +81,7 @@ fn parse_buffer_offset(s: &str) -> Result<crate::backend::BufferOffset, String> 
         Some((a, b)) => (num(a)?, num(b)?),
         None => (num(s)?, num(s)?),
     };
-    Ok(crate::backend::BufferOffset {
+    Ok(crate::params::BufferOffset {
         send_bytes: send,
         recv_bytes: recv,
     })
@@ -204,6 +213,44 @@ pub struct FinishLaunchArgs {
     pub job_id: Option<String>,
 }
 
+impl From<&SweepArgs> for crate::launch::local::SweepRequest {
+    fn from(a: &SweepArgs) -> Self {
+        crate::launch::local::SweepRequest {
+            spec: a.spec.clone(),
+            out: a.out.clone(),
+            resume: a.resume,
+            dry_run: a.dry_run,
+            quiet: a.quiet,
+            launch_timeout_s: a.launch_timeout,
+            mpirun: a.mpirun.clone(),
+        }
+    }
+}
+
+impl SubmitArgs {
+    /// The typed request (fallible: `--scheduler` names one of the schedulers).
+    pub fn request(&self) -> Result<crate::launch::submit::SubmitRequest, crate::error::Error> {
+        let scheduler = self
+            .scheduler
+            .as_deref()
+            .map(|s| {
+                s.parse()
+                    .map_err(|e: String| crate::error::Error::Input(format!("--scheduler: {e}")))
+            })
+            .transpose()?;
+        Ok(crate::launch::submit::SubmitRequest {
+            spec: self.spec.clone(),
+            scheduler,
+            profile: self.profile.clone(),
+            out: self.out.clone(),
+            dry_run: self.dry_run,
+            account: self.account.clone(),
+            partition: self.partition.clone(),
+            quiet: self.quiet,
+        })
+    }
+}
+
 /// Which buffer placements to measure.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum InPlaceChoice {
@@ -264,6 +311,11 @@ pub struct RunArgs {
     #[arg(long = "bucket-size", value_parser = parse_sizes, default_value = "25MiB")]
     pub bucket_sizes: SizeList,
 
+    /// ddp_step: the first gradient bucket's capacities (PyTorch DDP's first bucket, 1 MiB);
+    /// 0B = the same as --bucket-size.
+    #[arg(long = "first-bucket", value_parser = parse_sizes, default_value = "1MiB")]
+    pub first_bucket_sizes: SizeList,
+
     /// ddp_step on the CPU backend: who progresses the non-blocking all-reduces: thread (a
     /// progress thread, the default) and/or test (MPI_Test between GEMM tiles).
     #[arg(long = "progress", value_delimiter = ',', default_value = "thread")]
@@ -315,7 +367,7 @@ pub struct RunArgs {
     /// `SEND,RECV` gives send and receive buffers different offsets (e.g. `0,16` provokes 4K
     /// aliasing). A multiple of the element size, below the page size; CPU backend.
     #[arg(long, value_name = "BYTES[,BYTES]", value_parser = parse_buffer_offset, default_value = "0")]
-    pub buffer_offset: crate::backend::BufferOffset,
+    pub buffer_offset: crate::params::BufferOffset,
 
     /// Output directory (default: results/<UTC timestamp>). No short form: `-o` is --op.
     #[arg(long)]
@@ -384,9 +436,73 @@ pub struct RunArgs {
     #[arg(long, hide = true)]
     pub launch_id: Option<String>,
 
-    /// Test-only fault injection: corrupt, fail, hang, crash or cold (see `workload::Fault`).
+    /// Test-only fault injection: corrupt, fail, hang, crash or cold (see `params::Fault`).
     #[arg(long, hide = true)]
     pub fault: Option<String>,
+}
+
+impl From<InPlaceChoice> for Vec<bool> {
+    fn from(c: InPlaceChoice) -> Vec<bool> {
+        match c {
+            InPlaceChoice::Both => vec![false, true],
+            InPlaceChoice::Yes => vec![true],
+            InPlaceChoice::No => vec![false],
+        }
+    }
+}
+
+impl From<&RunArgs> for crate::plan::Request {
+    fn from(a: &RunArgs) -> Self {
+        crate::plan::Request {
+            workloads: a.workloads.clone(),
+            sizes: a.sizes.0.clone(),
+            dtypes: a.dtypes.clone(),
+            ops: a.ops.clone(),
+            roots: a.roots.clone(),
+            dims: a.dims.clone(),
+            batch: a.batch,
+            models: a.models.clone(),
+            bucket_sizes: a.bucket_sizes.0.clone(),
+            first_bucket_sizes: a.first_bucket_sizes.0.clone(),
+            progress: a.progress.clone(),
+            collect: a.collect.into(),
+            scaling: a.scaling.into(),
+            timings: a.timings.clone(),
+            in_place: a.in_place.into(),
+            iters: a.iters,
+            warmup: a.warmup,
+            time_budget_s: a.time_budget,
+            batches: a.batches,
+            check: a.check,
+            buffer_offset: a.buffer_offset,
+            backend: a.backend,
+            topology: a.topology,
+            nodes: a.nodes,
+            devices_per_node: a.devices_per_node,
+            emulate_nodes: a.emulate_nodes,
+            placement: a.placement,
+            binding: a.binding,
+            reserved_cores: a.reserved_cores.clone(),
+            threads_per_device: a.threads_per_device,
+            gemm: a.gemm,
+            fault: a.fault.clone(),
+        }
+    }
+}
+
+impl From<&RunArgs> for crate::run::Request {
+    fn from(a: &RunArgs) -> Self {
+        crate::run::Request {
+            cases: match &a.plan {
+                Some(path) => crate::run::Cases::PlanFile(path.clone()),
+                None => crate::run::Cases::Options(Box::new(a.into())),
+            },
+            out: a.out.clone(),
+            op_timeout_s: a.op_timeout,
+            quiet: a.quiet,
+            launch_id: a.launch_id.clone(),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -465,6 +581,74 @@ pub enum CorrectionArg {
     Bh,
     /// None: each case on its own.
     None,
+}
+
+impl From<CompareMetric> for crate::compare::metric::MetricChoice {
+    fn from(m: CompareMetric) -> Self {
+        use crate::compare::metric::{Metric, MetricChoice};
+        match m {
+            CompareMetric::Auto => MetricChoice::Auto,
+            CompareMetric::Time => MetricChoice::Fixed(Metric::Time),
+            CompareMetric::Busbw => MetricChoice::Fixed(Metric::Busbw),
+            CompareMetric::Algbw => MetricChoice::Fixed(Metric::Algbw),
+            CompareMetric::Gflops => MetricChoice::Fixed(Metric::Gflops),
+        }
+    }
+}
+
+impl From<ReportFormat> for crate::compare::Format {
+    fn from(f: ReportFormat) -> Self {
+        use crate::compare::Format;
+        match f {
+            ReportFormat::Text => Format::Text,
+            ReportFormat::Md => Format::Markdown,
+            ReportFormat::Json => Format::Json,
+        }
+    }
+}
+
+impl From<FailOnArg> for crate::compare::FailOn {
+    fn from(f: FailOnArg) -> Self {
+        use crate::compare::FailOn;
+        match f {
+            FailOnArg::Regression => FailOn::Regression,
+            FailOnArg::AnyChange => FailOn::AnyChange,
+            FailOnArg::Never => FailOn::Never,
+        }
+    }
+}
+
+impl From<CorrectionArg> for crate::compare::stats::Correction {
+    fn from(c: CorrectionArg) -> Self {
+        use crate::compare::stats::Correction;
+        match c {
+            CorrectionArg::Holm => Correction::Holm,
+            CorrectionArg::Bh => Correction::BenjaminiHochberg,
+            CorrectionArg::None => Correction::None,
+        }
+    }
+}
+
+impl From<&CompareArgs> for crate::compare::Request {
+    fn from(a: &CompareArgs) -> Self {
+        crate::compare::Request {
+            paths: a.paths.clone(),
+            candidates: a.candidates.clone(),
+            options: crate::compare::Options {
+                settings: crate::compare::Settings {
+                    metric: a.metric.into(),
+                    noise: a.noise,
+                    confidence: a.confidence,
+                    correction: a.correction.into(),
+                },
+                fail_on: a.fail_on.into(),
+                allow_mismatch: a.allow_mismatch,
+            },
+            format: a.format.into(),
+            out: a.out.clone(),
+            all: a.all,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Args)]
@@ -594,6 +778,44 @@ pub struct ReportArgs {
     pub include_unrepresentative: bool,
 }
 
+impl ReportArgs {
+    /// The typed request. Fallible: `--only` filters are parsed here, after the thresholds
+    /// are checked (the order in which `report` has always reported bad input).
+    pub fn request(&self) -> Result<crate::report::Request, crate::error::Error> {
+        use crate::report::build;
+        let options = crate::report::analyze::Options {
+            noisy_cv: self.noisy_cv,
+            tie_band: self.tie_band,
+            chart_variants: self.chart_variants,
+            include_unrepresentative: self.include_unrepresentative,
+        };
+        build::check_options(&options)?;
+        let mut outputs = build::Outputs::none();
+        for f in &self.formats {
+            match f {
+                ReportOutput::Html => outputs.html = true,
+                ReportOutput::Md => outputs.md = true,
+                ReportOutput::Csv => outputs.csv = true,
+                ReportOutput::Svg => outputs.svg = true,
+                ReportOutput::Png => outputs.png = true,
+            }
+        }
+        let filters = self
+            .only
+            .iter()
+            .map(|s| crate::report::load::parse_filter(s))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(crate::report::Request {
+            inputs: self.results.clone(),
+            out: self.out.clone().unwrap_or_else(build::default_out_dir),
+            title: self.title.clone(),
+            outputs,
+            filters,
+            options,
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -640,6 +862,41 @@ mod tests {
             (a.ops, a.out),
             (vec![ReduceOp::Max], Some(PathBuf::from("d")))
         );
+    }
+
+    /// The library's defaults for `run` (used by callers without a command line) are the
+    /// command line's.
+    #[test]
+    fn run_defaults_are_the_librarys() {
+        let cli = Cli::try_parse_from(["scalebench", "run"]).unwrap();
+        let Command::Run(a) = cli.command else {
+            panic!("parsed as another command")
+        };
+        assert_eq!(
+            crate::plan::Request::from(a.as_ref()),
+            crate::plan::Request::default()
+        );
+        let r = crate::run::Request::from(a.as_ref());
+        assert!(matches!(r.cases, crate::run::Cases::Options(_)));
+        assert_eq!((r.out, r.op_timeout_s, r.quiet), (None, None, false));
+    }
+
+    #[test]
+    fn compare_and_report_defaults_are_the_librarys() {
+        let cli = Cli::try_parse_from(["scalebench", "compare", "a", "b"]).unwrap();
+        let Command::Compare(a) = cli.command else {
+            panic!("parsed as another command")
+        };
+        let r = crate::compare::Request::from(&a);
+        assert_eq!(r.options, crate::compare::Options::default());
+        assert_eq!(r.format, crate::compare::Format::Text);
+        let cli = Cli::try_parse_from(["scalebench", "report", "r", "--out", "o"]).unwrap();
+        let Command::Report(a) = cli.command else {
+            panic!("parsed as another command")
+        };
+        let r = a.request().unwrap();
+        assert_eq!(r.options, crate::report::analyze::Options::default());
+        assert_eq!(r.outputs, crate::report::Outputs::all());
     }
 
     #[test]

@@ -37,11 +37,11 @@ fn main() -> ExitCode {
 
 fn dispatch(cli: Cli, argv: &[String]) -> Result<u8, Error> {
     match cli.command {
-        Command::Run(args) => run(&args, argv),
+        Command::Run(args) => run(&args.as_ref().into(), argv),
         Command::Plan(args) => plan(&args),
-        Command::Sweep(args) => sweep(&args, argv),
+        Command::Sweep(args) => scalebench::launch::local::sweep(&(&args).into(), argv),
         Command::Topo(args) => topo(&args),
-        Command::Submit(args) => submit(&args, argv),
+        Command::Submit(args) => scalebench::launch::submit::submit(&args.request()?, argv),
         Command::Status(a) => {
             scalebench::launch::submit::status(&a.run, a.wait, a.timeout, a.quiet)
         }
@@ -54,8 +54,8 @@ fn dispatch(cli: Cli, argv: &[String]) -> Result<u8, Error> {
             &a.launcher,
             a.job_id,
         ),
-        Command::Compare(args) => scalebench::compare::run(&args),
-        Command::Report(args) => scalebench::report::run(&args),
+        Command::Compare(args) => scalebench::compare::run(&(&args).into()),
+        Command::Report(args) => scalebench::report::run(&args.request()?),
     }
 }
 
@@ -77,41 +77,6 @@ fn plan(args: &scalebench::cli::PlanArgs) -> Result<u8, Error> {
         );
     }
     Ok(0)
-}
-
-fn submit(args: &scalebench::cli::SubmitArgs, argv: &[String]) -> Result<u8, Error> {
-    let scheduler = args
-        .scheduler
-        .as_deref()
-        .map(|s| {
-            s.parse()
-                .map_err(|e: String| Error::Input(format!("--scheduler: {e}")))
-        })
-        .transpose()?;
-    let req = scalebench::launch::submit::SubmitRequest {
-        spec: args.spec.clone(),
-        scheduler,
-        profile: args.profile.clone(),
-        out: args.out.clone(),
-        dry_run: args.dry_run,
-        account: args.account.clone(),
-        partition: args.partition.clone(),
-        quiet: args.quiet,
-    };
-    scalebench::launch::submit::submit(&req, argv)
-}
-
-fn sweep(args: &scalebench::cli::SweepArgs, argv: &[String]) -> Result<u8, Error> {
-    let req = scalebench::launch::local::SweepRequest {
-        spec: args.spec.clone(),
-        out: args.out.clone(),
-        resume: args.resume,
-        dry_run: args.dry_run,
-        quiet: args.quiet,
-        launch_timeout_s: args.launch_timeout,
-        mpirun: args.mpirun.clone(),
-    };
-    scalebench::launch::local::sweep(&req, argv)
 }
 
 #[cfg(feature = "mpi")]
@@ -174,12 +139,12 @@ fn topo(_args: &scalebench::cli::TopoArgs) -> Result<u8, Error> {
 }
 
 #[cfg(feature = "mpi")]
-fn run(args: &scalebench::cli::RunArgs, argv: &[String]) -> Result<u8, Error> {
-    scalebench::run::job::run(args, argv).map(|o| o.exit_code)
+fn run(req: &scalebench::run::Request, argv: &[String]) -> Result<u8, Error> {
+    scalebench::run::job::run(req, argv).map(|o| o.exit_code)
 }
 
 #[cfg(not(feature = "mpi"))]
-fn run(_args: &scalebench::cli::RunArgs, _argv: &[String]) -> Result<u8, Error> {
+fn run(_req: &scalebench::run::Request, _argv: &[String]) -> Result<u8, Error> {
     Err(Error::Environment(
         "this scalebench was built without MPI (no `mpi` feature), so it can plan, report and compare but not run: rebuild with default features".into(),
     ))

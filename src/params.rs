@@ -5,6 +5,12 @@
 //! These types are part of the results format (serde names are the wire names), so renaming a
 //! variant is a format change. They depend on nothing else in the crate.
 
+pub mod counts;
+pub mod cpulist;
+mod settings;
+
+pub use settings::{BufferOffset, Fault, IterPolicy, RunSettings};
+
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
@@ -371,6 +377,11 @@ pub struct CaseParams {
     /// ddp_step: gradient bucket capacity, bytes (PyTorch DDP's `bucket_cap_mb`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bucket_bytes: Option<u64>,
+    /// ddp_step: the first gradient bucket's capacity, bytes (PyTorch DDP's
+    /// `_DEFAULT_FIRST_BUCKET_BYTES`); 0 = the same as `bucket_bytes`. Absent in results
+    /// written before it existed, which gave every bucket the same capacity.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_bucket_bytes: Option<u64>,
     /// ddp_step: how the CPU backend progresses the all-reduces (absent on other backends).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub progress: Option<Progress>,
@@ -404,6 +415,7 @@ impl CaseParams {
             model: None,
             bucket_bytes: None,
             progress: None,
+            first_bucket_bytes: None,
         }
     }
 
@@ -459,10 +471,13 @@ impl CaseParams {
         }
         let opt = |v: Option<String>| v.unwrap_or_else(|| "-".into());
         format!(
-            ";model={};bucket_bytes={};progress={}",
+            ";model={};bucket_bytes={};progress={}{}",
             opt(self.model.clone()),
             opt(self.bucket_bytes.map(|b| b.to_string())),
             opt(self.progress.map(|p| p.to_string())),
+            // appended only when set, so ids from before the field existed stay valid
+            self.first_bucket_bytes
+                .map_or(String::new(), |b| format!(";first_bucket_bytes={b}")),
         )
     }
 
@@ -503,6 +518,9 @@ impl CaseParams {
         }
         if let Some(b) = self.bucket_bytes {
             parts.push(format!("bucket={}", crate::units::format_bytes(b)));
+        }
+        if let Some(b) = self.first_bucket_bytes {
+            parts.push(format!("first_bucket={}", crate::units::format_bytes(b)));
         }
         if let Some(b) = self.batch {
             parts.push(format!("batch={b}"));

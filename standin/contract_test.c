@@ -29,6 +29,8 @@ int cuStreamSynchronize(void *);
 int cuEventCreate(void **, unsigned);
 int cuEventDestroy_v2(void *);
 int cuEventElapsedTime(float *, void *, void *);
+int cuStreamWaitEvent(void *, void *, unsigned);
+int cuMemcpyDtoDAsync_v2(dptr, dptr, size_t, void *);
 typedef struct { char internal[128]; } uid_t_;
 int ncclGetUniqueId(uid_t_ *);
 int ncclCommInitRank(void **, int, uid_t_, int);
@@ -103,6 +105,22 @@ static int case_event_unrecorded(void) {
 
 /* Not an abort: a read of pinned results before synchronising sees the poison, never the
  * data; after synchronising, the data. Exit 0 when both hold. */
+static int case_wait_unrecorded(void) {
+    open_devices();
+    void *ev;
+    cuEventCreate(&ev, 2);
+    cuStreamWaitEvent(st[0], ev, 0);
+    return 0;
+}
+
+static int case_overlapping_copy(void) {
+    open_devices();
+    dptr p;
+    cuMemAlloc_v2(&p, 4096);
+    cuMemcpyDtoDAsync_v2(p + 512, p, 1024, st[0]);
+    return 0;
+}
+
 static int case_unsynchronised_read(void) {
     open_devices();
     dptr p;
@@ -184,6 +202,8 @@ int main(void) {
         {"out of bounds", case_out_of_bounds, "contract violation in cuMemcpyHtoDAsync_v2: destination"},
         {"another device's memory", case_other_device, "is memory of device 0 used on device 1"},
         {"event never recorded", case_event_unrecorded, "contract violation in cuEventElapsedTime: the start event was read before it was ever recorded"},
+        {"wait on an event never recorded", case_wait_unrecorded, "contract violation in cuStreamWaitEvent: event"},
+        {"overlapping device copy", case_overlapping_copy, "contract violation in cuMemcpyDtoDAsync_v2: source"},
         {"unsynchronised read", case_unsynchronised_read, NULL},
         {"in-place rule", case_in_place_rule, "contract violation in ncclAllGather: send buffer"},
         {"several comms outside a group", case_outside_group, "contract violation in ncclAllReduce: issued outside ncclGroupStart/ncclGroupEnd"},

@@ -713,6 +713,63 @@ SBS_EXPORT CUresult cuMemcpyDtoHAsync_v2(void *dst, CUdeviceptr src, size_t n, v
     return copy_async(src, dst, n, stream, 0, "cuMemcpyDtoHAsync_v2");
 }
 
+struct dcopy {
+    CUdeviceptr dst, src;
+    size_t n;
+    int dev;
+};
+
+static void run_dcopy(void *p) {
+    struct dcopy *c = p;
+    /* translate again: memory freed while the copy was queued is caught here */
+    void *d = sbs_translate(c->dst, c->n, c->dev, "cuMemcpyDtoDAsync_v2", "queued copy's destination");
+    const void *s = sbs_translate(c->src, c->n, c->dev, "cuMemcpyDtoDAsync_v2", "queued copy's source");
+    memcpy(d, s, c->n);
+    free(c);
+}
+
+/* Device-to-device copy on one device (ddp_step: a gradient into its bucket). Overlapping
+ * ranges are undefined behaviour in CUDA: refused. */
+SBS_EXPORT CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr dst, CUdeviceptr src, size_t n, void *hstream) {
+    static const char *call = "cuMemcpyDtoDAsync_v2";
+    if (n == 0)
+        return OK;
+    struct ctx *cx = need_ctx();
+    if (!cx)
+        return E_INVALID_CONTEXT;
+    pthread_mutex_lock(&G);
+    struct stream *s = stream_of(hstream, call);
+    int sdev = s->dev;
+    pthread_mutex_unlock(&G);
+    if (sdev != cx->dev)
+        sbs_die(call, "a stream of device %d used while device %d's context is current", sdev, cx->dev);
+    sbs_translate(dst, n, sdev, call, "destination");
+    sbs_translate(src, n, sdev, call, "source");
+    if (dst < src + n && src < dst + n)
+        sbs_die(call, "source [0x%llx, +%zu) and destination [0x%llx, +%zu) overlap",
+                (unsigned long long)src, n, (unsigned long long)dst, n);
+    struct dcopy *c = malloc(sizeof *c);
+    if (!c)
+        return E_OUT_OF_MEMORY;
+    *c = (struct dcopy){dst, src, n, sdev};
+    pthread_mutex_lock(&G);
+    enqueue_locked(s, run_dcopy, c, call);
+    pthread_mutex_unlock(&G);
+    return OK;
+}
+
+/* A host function run in stream order (fault slow_comm: a sleep on the communication
+ * stream). Like CUDA's, it runs on a driver thread (here: the stream's own). */
+SBS_EXPORT CUresult cuLaunchHostFunc(void *hstream, void (*fn)(void *), void *arg) {
+    if (!fn)
+        return E_INVALID_VALUE;
+    pthread_mutex_lock(&G);
+    struct stream *s = stream_of(hstream, "cuLaunchHostFunc");
+    enqueue_locked(s, fn, arg, "cuLaunchHostFunc");
+    pthread_mutex_unlock(&G);
+    return OK;
+}
+
 /* ---------- streams ---------- */
 SBS_EXPORT CUresult cuStreamCreate(void **ps, unsigned int flags) {
     (void)flags;
@@ -862,10 +919,12 @@ SBS_EXPORT CUresult cuStreamWaitEvent(void *hs, void *he, unsigned int flags) {
     pthread_mutex_lock(&G);
     struct stream *s = stream_of(hs, "cuStreamWaitEvent");
     struct event *e = event_of(he, "cuStreamWaitEvent");
-    if (e->rec == 0) { /* waiting for an event never recorded is a no-op in CUDA */
+    if (e->rec == 0) {
+        /* CUDA makes it a no-op, so the ordering the caller meant silently does not happen */
         pthread_mutex_unlock(&G);
-        return OK;
+        sbs_die("cuStreamWaitEvent", "event %p was never recorded: the wait would order nothing (CUDA treats it as a no-op); record it on the producing stream first", he);
     }
+
     struct waitev *w = malloc(sizeof *w);
     if (!w) {
         pthread_mutex_unlock(&G);

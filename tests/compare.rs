@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::compare_fixtures::{golden, simple, synthetic, timing_noise, write, Rng};
+use common::fixture::{golden, simple, synthetic, timing_noise, write, Rng};
 use common::{bin, mpirun, mpirun_with, tmpdir, Ran};
 use scalebench::compare::stats::Correction;
 use scalebench::compare::{compare, FailOn, Settings, Verdict};

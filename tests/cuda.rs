@@ -480,6 +480,159 @@ mod standin {
         }
     }
 
+    /// ddp_step's results as JSON (the wire types do not model the `ddp` record).
+    fn ddp_results(out: &Path) -> serde_json::Value {
+        let text = std::fs::read_to_string(out.join("results.json"))
+            .unwrap_or_else(|e| panic!("{}: {e}", out.display()));
+        serde_json::from_str(&text).unwrap()
+    }
+
+    /// Layers 64×48 ×3 and 200×40 (as tests/ddp.rs): with a 16 KiB cap in f32, three buckets
+    /// (the 200×40 layer alone, two 64×48 together, the last alone); 1 B: one per layer;
+    /// 1 MiB: one for all.
+    const DDP_MODEL: &str = "64x48x3+200x40";
+
+    /// `run -w ddp_step` on the stand-ins, small model, every bucket layout, f32 and f64.
+    fn ddp_args(mid: &[&str], out: &Path) -> Vec<String> {
+        let mut m = vec![
+            "-w",
+            "ddp_step",
+            "--model",
+            DDP_MODEL,
+            "--bucket-size",
+            "1B,16KiB,1MiB",
+            // the layouts below assume one cap for all buckets (DDP's 1 MiB first bucket
+            // would hold this whole model)
+            "--first-bucket",
+            "0B",
+            "--batch",
+            "8",
+            "--check",
+            "1",
+        ];
+        m.extend_from_slice(mid);
+        cuda_run(&m, "2", out)
+    }
+
+    /// Every case ok with exact gradients (no tolerance: 2 devices average exactly with
+    /// ncclAvg), DDP's bucket layout, the step figures present, the run labelled STAND-IN.
+    fn ddp_exact(ran: &Ran, out: &Path, devices: u64, want_cases: usize) -> serde_json::Value {
+        ran.assert_code(0);
+        let v = ddp_results(out);
+        let detail = v["launches"][0]["provenance"]["backend"]["detail"]
+            .as_str()
+            .unwrap();
+        assert!(detail.starts_with("STAND-IN: "), "{detail}");
+        let cases = v["cases"].as_array().unwrap();
+        assert_eq!(cases.len(), want_cases, "{v}");
+        for c in cases {
+            assert_eq!(c["status"], "ok", "{}: {}", c["params"], c["message"]);
+            assert_eq!(c["wrong"], 0);
+            assert_eq!(c["tolerance"].as_f64(), Some(0.0));
+            assert_eq!(c["devices"].as_u64(), Some(devices));
+            let f64_layers = c["params"]["dtype"] == "f64";
+            let want = match c["params"]["bucket_bytes"].as_u64().unwrap() {
+                1 => 4,
+                16384 if f64_layers => 4,
+                16384 => 3,
+                1048576 => 1,
+                other => panic!("unexpected bucket size {other}"),
+            };
+            assert_eq!(c["ddp"]["buckets"].as_u64(), Some(want), "{}", c["params"]);
+            for k in ["step_s", "step_no_overlap_s", "compute_s", "comm_s"] {
+                let t = c["ddp"][k].as_f64().unwrap();
+                assert!(t > 0.0 && t.is_finite(), "{k} = {t}");
+            }
+            let e = c["ddp"]["overlap_efficiency"].as_f64().unwrap();
+            assert!((0.0..=1.0).contains(&e), "{e}");
+        }
+        v
+    }
+
+    /// ddp_step on the CUDA path: GEMMs on each device's compute stream, each bucket's
+    /// ncclAllReduce (avg) on a communication stream after an event — pure MPI (2 processes)
+    /// and hybrid (1 process, 2 devices in one NCCL group); every gradient exact.
+    #[test]
+    fn ddp_step_gradients_are_exact_pure_and_hybrid() {
+        let dir = tmpdir("standin-ddp");
+        let out = dir.join("pure");
+        let ran = mpirun_on(2, None, &[], &ddp_args(&["--dtype", "f32,f64"], &out));
+        ddp_exact(&ran, &out, 2, 6);
+        let out = dir.join("hybrid");
+        let ran = solo_on(
+            &[],
+            &ddp_args(&["--topology", "hybrid", "--devices-per-node", "2"], &out),
+        );
+        let v = ddp_exact(&ran, &out, 2, 3);
+        assert_eq!(v["cases"][0]["ranks"].as_u64(), Some(1));
+
+        // 3 devices: ncclAvg's pre-multiplied average rounds, so the case records a small
+        // tolerance (far below the smallest wrong gradient, 1/3) and stays right within it
+        let out = dir.join("three");
+        let mut args = ddp_args(&["--dtype", "f32"], &out);
+        let at = args.iter().position(|a| a == "1B,16KiB,1MiB").unwrap();
+        args[at] = "16KiB".into();
+        let ran = mpirun_on(3, None, &["SCALEBENCH_STANDIN_DEVICES=3"], &args);
+        ran.assert_code(0);
+        let c = &ddp_results(&out)["cases"][0];
+        assert_eq!(
+            (c["status"].as_str(), c["wrong"].as_u64()),
+            (Some("ok"), Some(0))
+        );
+        let tol = c["tolerance"].as_f64().unwrap();
+        assert!(tol > 0.0 && tol < 1e-3, "{tol}");
+    }
+
+    /// A wrong gradient must be counted: a corrupted input (fault `corrupt`) and a planted NCCL
+    /// defect (one wrong element in every all-reduce) both end in exit 3 with wrong > 0.
+    #[test]
+    fn ddp_step_wrong_gradients_exit_3() {
+        let dir = tmpdir("standin-ddp-bad");
+        for (tag, extra, fault) in [
+            ("corrupt", &[][..], &["--fault", "corrupt"][..]),
+            (
+                "defect",
+                &["SCALEBENCH_STANDIN_DEFECT=corrupt"][..],
+                &[][..],
+            ),
+        ] {
+            let out = dir.join(tag);
+            let mut args = ddp_args(&[], &out);
+            // one bucket size only
+            let at = args.iter().position(|a| a == "1B,16KiB,1MiB").unwrap();
+            args[at] = "16KiB".into();
+            args.splice(3..3, fault.iter().map(|s| s.to_string()));
+            let ran = mpirun_on(2, None, extra, &args);
+            ran.assert_code(3);
+            let v = ddp_results(&out);
+            let c = &v["cases"][0];
+            assert_eq!(c["status"], "wrong", "{tag}: {c}");
+            assert!(c["wrong"].as_u64().unwrap() > 0, "{tag}");
+        }
+    }
+
+    /// With a slow link (fault `slow_comm`: a host function sleeping on the communication
+    /// stream after each all-reduce) the step cannot end before the buckets' delays have
+    /// passed one after another, and the exposed communication shows it.
+    #[test]
+    fn ddp_step_slow_link_shows_as_exposed_communication() {
+        let out = tmpdir("standin-ddp-slow").join("out");
+        let mut args = ddp_args(&["--topology", "hybrid", "--devices-per-node", "2"], &out);
+        let at = args.iter().position(|a| a == "1B,16KiB,1MiB").unwrap();
+        args[at] = "1B".into();
+        args.splice(3..3, ["--fault".to_string(), "slow_comm:40".to_string()]);
+        let ran = solo_on(&[], &args);
+        ran.assert_code(0);
+        let v = ddp_results(&out);
+        let c = &v["cases"][0];
+        assert_eq!(c["wrong"], 0);
+        let d = |k: &str| c["ddp"][k].as_f64().unwrap();
+        // 4 buckets × 40 ms, serial on the link
+        assert!(d("comm_s") >= 0.16, "comm {}", d("comm_s"));
+        assert!(d("step_s") >= 0.16, "step {}", d("step_s"));
+        assert!(d("exposed_comm_s") >= 0.16 - d("compute_s"), "{}", c["ddp"]);
+    }
+
     /// A fault at set-up: the exit code, one sentence naming `library` and `fix`, no panic,
     /// no results directory.
     fn refused_with(ran: &Ran, code: i32, library: &str, fix: &str, out: &Path) {
@@ -610,7 +763,8 @@ mod standin {
     }
 
     /// The stand-ins' contract checks: each misuse (memory outside its allocation or its
-    /// device, an event read before it was recorded, NCCL's in-place rule broken, several
+    /// device, an event read before it was recorded, a wait on an event never recorded,
+    /// overlapping device-to-device copies, NCCL's in-place rule broken, several
     /// communicators of one process used outside a group, ranks disagreeing on a collective,
     /// leaks at exit) aborts naming the call; a read before synchronising sees poison.
     #[test]
@@ -623,7 +777,7 @@ mod standin {
         assert!(out.status.success(), "{text}");
         assert_eq!(
             text.lines().filter(|l| l.starts_with("ok")).count(),
-            8,
+            10,
             "{text}"
         );
     }

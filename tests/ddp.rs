@@ -97,7 +97,20 @@ fn assert_exact(v: &Value, devices: u64, ranks: u64, want_cases: usize) {
     }
 }
 
-const QUICK: &[&str] = &["-n", "2", "--warmup", "1", "--batch", "8", "--check", "1"];
+/// The bucket layouts above assume one cap for all buckets: `--first-bucket 0B` (DDP's 1 MiB
+/// first bucket would hold this whole model; it has a test of its own).
+const QUICK: &[&str] = &[
+    "-n",
+    "2",
+    "--warmup",
+    "1",
+    "--batch",
+    "8",
+    "--check",
+    "1",
+    "--first-bucket",
+    "0B",
+];
 
 /// [`ddp_run`] with `--model MODEL --bucket-size BUCKETS EXTRA QUICK...`.
 fn ddp_quick(tag: &str, np: u32, buckets: &str, extra: &[&str]) -> (common::Ran, Value) {
@@ -142,6 +155,8 @@ fn exact_gradients_on_four_oversubscribed_ranks_with_an_uneven_strong_split() {
         "2",
         "--warmup",
         "1",
+        "--first-bucket",
+        "0B",
     ];
     let (ran, v) = ddp_run("ddp4", 4, &a);
     ran.assert_code(0);
@@ -194,6 +209,57 @@ fn a_corrupted_gradient_is_counted_wrong_with_exit_3() {
     assert!(wrong > 0 && wrong <= 2 * 2 * 48, "{wrong}");
 }
 
+/// DDP's first bucket: 1 MiB by default (recorded with the case), its own cap otherwise, exact
+/// gradients with either layout.
+#[test]
+fn the_first_bucket_has_its_own_cap_and_is_recorded() {
+    let mut a = vec![
+        "--model",
+        MODEL,
+        "--bucket-size",
+        "16KiB",
+        "--first-bucket",
+        "1MiB,40KiB",
+    ];
+    a.extend_from_slice(&QUICK[..QUICK.len() - 2]);
+    let (ran, v) = ddp_run("ddpfirst", 2, &a);
+    ran.assert_code(0);
+    let cs = cases(&v);
+    assert_eq!(cs.len(), 2);
+    for c in &cs {
+        assert_eq!(c["status"], "ok", "{}", c["message"]);
+        assert_eq!(c["wrong"], 0);
+        // 1 MiB holds the whole 67 KiB model; 40 KiB closes after the 200×40 layer and one
+        // 64×48 (43 KiB), then 16 KiB takes the other two 64×48 layers (24 KiB)
+        let want = match c["params"]["first_bucket_bytes"].as_u64() {
+            Some(1048576) => 1,
+            Some(40960) => 2,
+            other => panic!("first_bucket_bytes {other:?}"),
+        };
+        assert_eq!(c["ddp"]["buckets"].as_u64(), Some(want), "{}", c["params"]);
+    }
+    // the default is DDP's, and a spec sets it with `first_bucket_sizes`
+    let dir = tmpdir("ddpfirst-spec");
+    let spec = dir.join("s.toml");
+    std::fs::write(&spec, "name = \"s\"\n[axes]\nworkloads = \"ddp_step\"\n").unwrap();
+    let ran = common::solo(&["plan", "--json", spec.to_str().unwrap()]);
+    ran.assert_code(0);
+    let compact: String = ran.stdout.split_whitespace().collect();
+    assert!(
+        compact.contains("\"first_bucket_bytes\":1048576"),
+        "{}",
+        ran.stdout
+    );
+    std::fs::write(
+        &spec,
+        "name = \"s\"\n[axes]\nworkloads = \"ddp_step\"\nfirst_bucket_sizes = [\"0B\", \"1MiB\", \"4MiB\"]\n",
+    )
+    .unwrap();
+    let ran = common::solo(&["plan", spec.to_str().unwrap()]);
+    ran.assert_code(0);
+    assert!(ran.stdout.contains("3 case(s)"), "{}", ran.stdout);
+}
+
 /// Step figures of one ddp_step case on `np` ranks, with a slow link of `delay_ms` per bucket.
 fn overlap_case(np: u32, delay_ms: Option<u32>) -> Value {
     let fault = delay_ms.map(|ms| format!("slow_comm:{ms}"));
@@ -204,6 +270,8 @@ fn overlap_case(np: u32, delay_ms: Option<u32>) -> Value {
         "256x256x8",
         "--bucket-size",
         "256KiB",
+        "--first-bucket",
+        "0B",
         "--batch",
         "256",
         "-n",
@@ -278,7 +346,7 @@ fn report_and_compare_handle_the_step_metrics() {
     assert_eq!(cases(&v).len(), 2);
     let dir = tmpdir("ddprep-r");
     let out = std::process::Command::new(bin())
-        .args(["report", "--format", "md,csv", "--out"])
+        .args(["report", "--format", "md,csv,svg", "--out"])
         .arg(dir.join("report"))
         .arg(&run_dir)
         .output()
@@ -294,6 +362,36 @@ fn report_and_compare_handle_the_step_metrics() {
     let csv =
         std::fs::read_to_string(dir.join("report").join("tables").join("ddp_step.csv")).unwrap();
     assert_eq!(csv.lines().count(), 3, "{csv}");
+    // charts: the stacked bar of compute and exposed communication (one filled rectangle
+    // per part and device count, plus the legend's), and overlap efficiency against the
+    // bucket capacity (2 capacities measured at 2 devices)
+    let charts = dir.join("report").join("charts");
+    let bars = std::fs::read_to_string(charts.join("ddp_breakdown_1.svg")).unwrap();
+    for series in [
+        "compute (compute_s)",
+        "exposed communication",
+        "step without overlap",
+    ] {
+        assert!(
+            bars.contains(series),
+            "{series} missing from the breakdown chart"
+        );
+    }
+    // a bar and a legend swatch in each part's colour (compute blue, exposed orange)
+    for fill in ["fill=\"#0072B2\"", "fill=\"#D55E00\""] {
+        assert!(bars.matches(fill).count() >= 2, "{fill}: {bars}");
+    }
+    // the straggler analysis reads the step times' per-rank means like any case's
+    assert!(
+        md.contains("2 measured case(s) with 2 or more ranks"),
+        "stragglers: {md}"
+    );
+    let ov = std::fs::read_to_string(charts.join("ddp_overlap.svg")).unwrap();
+    assert!(
+        ov.contains("overlap efficiency") && ov.contains("2 devices"),
+        "{ov}"
+    );
+    assert!(md.contains("charts/ddp_breakdown_1.svg") || md.contains("charts/ddp_breakdown_1.png"));
 
     // compare judges ddp_step by step time (lower is better)
     let out = std::process::Command::new(bin())

@@ -532,8 +532,8 @@ fn thousands_of_random_run_command_lines_never_panic() {
         let Command::Run(a) = cli.command else {
             panic!("{input}: not run")
         };
-        let opts = guarded("RunOptions::from_args", &input, || {
-            scalebench::plan::RunOptions::from_args(&a)
+        let opts = guarded("RunOptions::from_request", &input, || {
+            scalebench::plan::RunOptions::from_request(&a.as_ref().into())
         });
         let Ok(opts) = opts else {
             assert_eq!(opts.err().unwrap().exit_code(), 2, "{input}");

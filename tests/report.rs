@@ -6,16 +6,16 @@
 
 mod common;
 
+use common::fixture::{self, GOLDEN};
 use common::{bin, mpirun, tmpdir, Ran};
-use scalebench::params::{Binding, CaseParams, Scaling, Topology, Workload};
-use scalebench::results::io::{read_results, write_results};
-use scalebench::results::schema::{CaseResult, DeviceTelemetry, ResultsFile};
+use scalebench::params::{Binding, Scaling, Topology, Workload};
+use scalebench::results::io::read_results;
+use scalebench::results::schema::{DeviceTelemetry, ResultsFile};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
-const GOLDEN: &str = "tests/golden/results-v1.json";
 /// The known-answer study's ring allreduce: α per step (s) and β (s per byte, 1/β = 10 GB/s).
 const ALPHA_S: f64 = 5e-6;
 const BETA_S: f64 = 1e-10;
@@ -469,53 +469,22 @@ fn report_from_the_golden_file() {
     assert!(md.contains("No pure/hybrid pairs"));
 }
 
-fn template(file: &ResultsFile, w: Workload) -> CaseResult {
-    file.cases
-        .iter()
-        .find(|c| c.params.workload == w)
-        .expect("template case")
-        .clone()
-}
-
-/// A case with exact times: every rank and every sample take `t` seconds.
-fn exact(mut c: CaseResult, params: CaseParams, t: f64) -> CaseResult {
-    let ranks = params.ranks();
-    c.devices = params.devices();
-    c.ranks = ranks;
-    c.launch_id = params.launch_shape().id();
-    let timing = c.timing.as_mut().unwrap();
-    timing.time_s = t;
-    timing.per_rank_mean_s = vec![t; ranks as usize];
-    timing.samples_s = vec![t; 10];
-    timing.stats_s = scalebench::stats::summarize(&timing.samples_s).unwrap();
-    timing.rank_mean_s.min = t;
-    timing.rank_mean_s.mean = t;
-    timing.rank_mean_s.max = t;
-    if let Some(b) = params.requested_bytes {
-        let f = params.workload.busbw_factor(params.devices()).unwrap();
-        c.bytes = Some(b);
-        c.algbw_gbps = Some(b as f64 / t / 1e9);
-        c.busbw_factor = Some(f);
-        c.busbw_gbps = Some(b as f64 / t / 1e9 * f);
-    }
-    c.id = params.id();
-    c.params = params;
-    c
-}
-
 /// Hand-made results whose derived figures are known exactly.
-fn known_answers(path: &Path) {
-    let mut file = read_results(Path::new(GOLDEN)).unwrap();
-    let mm = template(&file, Workload::Matmul);
-    let ar = template(&file, Workload::Allreduce);
+fn known_answers() -> ResultsFile {
+    let mut file = fixture::golden();
+    let params_of = |w: Workload| {
+        let c = file.cases.iter().find(|c| c.params.workload == w);
+        c.expect("a golden case of each workload").params.clone()
+    };
+    let (mm, ar) = (params_of(Workload::Matmul), params_of(Workload::Allreduce));
     let mut cases = Vec::new();
     // Strong scaling: T = 8, 4.5, 2.5 s on 1, 2, 4 devices.
     for (d, t) in [(1, 8.0), (2, 4.5), (4, 2.5)] {
-        let mut p = mm.params.clone();
+        let mut p = mm.clone();
         p.nodes = 1;
         p.devices_per_node = d;
         p.scaling = Some(Scaling::Strong);
-        cases.push(exact(mm.clone(), p, t));
+        cases.push(fixture::exact(&p, t));
     }
     // Ring allreduce with α = 5 µs per step, 1/β = 10 GB/s, on 2, 4 and 8 devices;
     // hybrid takes twice as long, bind=core half as long (at 2 devices).
@@ -525,23 +494,23 @@ fn known_answers(path: &Path) {
         for e in (4..=20).step_by(2) {
             let bytes = 1u64 << e;
             let t = 2.0 * (pf - 1.0) * alpha + 2.0 * (pf - 1.0) / pf * bytes as f64 * beta;
-            let mut p = ar.params.clone();
+            let mut p = ar.clone();
             p.nodes = 1;
             p.devices_per_node = d;
             p.requested_bytes = Some(bytes);
-            cases.push(exact(ar.clone(), p.clone(), t));
+            cases.push(fixture::exact(&p, t));
             if d == 2 {
                 let mut h = p.clone();
                 h.topology = Topology::Hybrid;
-                cases.push(exact(ar.clone(), h, 2.0 * t));
+                cases.push(fixture::exact(&h, 2.0 * t));
                 let mut b = p.clone();
                 b.binding = Binding::Core;
-                cases.push(exact(ar.clone(), b, 0.5 * t));
+                cases.push(fixture::exact(&b, 0.5 * t));
             }
         }
     }
     file.cases = cases;
-    write_results(path, &file).unwrap();
+    file
 }
 
 fn num(s: &str) -> f64 {
@@ -556,8 +525,7 @@ fn close(a: f64, b: f64, rel: f64) -> bool {
 #[test]
 fn known_answers_through_the_whole_pipeline() {
     let dir = tmpdir("report-known");
-    let input = dir.join("known.json");
-    known_answers(&input);
+    let input = fixture::write(&dir, "known.json", &known_answers());
     let out = dir.join("rep");
     report(&[s(&input), "--out", s(&out)]).assert_code(0);
 
@@ -746,8 +714,7 @@ fn formats_choose_the_files() {
 #[test]
 fn hostile_strings_stay_text() {
     let dir = tmpdir("report-hostile");
-    let input = dir.join("hostile.json");
-    hostile(&input);
+    let input = fixture::write(&dir, "hostile.json", &fixture::hostile());
     let out = dir.join("rep");
     report(&[
         s(&input),
@@ -777,39 +744,11 @@ fn hostile_strings_stay_text() {
     ));
 }
 
-/// The golden file with hostile strings where users control them.
-pub fn hostile(path: &Path) {
-    let mut f = read_results(Path::new(GOLDEN)).unwrap();
-    let bad = "<script>document.title='PWNED'</script>";
-    f.run.labels.insert("<b>cluster</b>".into(), bad.into());
-    f.run.labels.insert(
-        "site".into(),
-        "<img src=x onerror=\"document.title='PWNED'\">".into(),
-    );
-    for l in &mut f.launches {
-        if let Some(p) = l.provenance.as_mut() {
-            for r in &mut p.ranks {
-                r.host = bad.into();
-                r.node_name = format!("{bad}{}", r.rank);
-            }
-            for h in &mut p.hosts {
-                h.host = bad.into();
-            }
-            p.warnings.push(bad.into());
-        }
-    }
-    let c = &mut f.cases[0];
-    c.status = scalebench::results::schema::CaseStatus::Failed;
-    c.message = Some(format!("{bad} | *md* [link](javascript:alert(1))"));
-    write_results(path, &f).unwrap();
-}
-
 /// Telemetry as a GPU node's NVML would give it: a busy GPU, an idle one, one not sampled.
 #[test]
 fn gpu_telemetry_is_reported_least_busy_first() {
     let dir = tmpdir("report-telemetry");
-    let input = dir.join("tele.json");
-    let mut file = read_results(Path::new(GOLDEN)).unwrap();
+    let mut file = fixture::golden();
     let gpu = |device: u32, util: Option<f64>, error: Option<&str>| DeviceTelemetry {
         device,
         samples: if error.is_some() { 0 } else { 12 },
@@ -825,7 +764,7 @@ fn gpu_telemetry_is_reported_least_busy_first() {
     };
     file.cases[0].telemetry = vec![gpu(0, Some(97.0), None), gpu(1, Some(12.5), None)];
     file.cases[1].telemetry = vec![gpu(0, None, Some("NVML lost GPU GPU-1234: GPU is lost"))];
-    write_results(&input, &file).unwrap();
+    let input = fixture::write(&dir, "tele.json", &file);
     // The field survives a write and a read, and independent types read it.
     assert_eq!(
         read_results(&input).unwrap().cases[0].telemetry,

@@ -8,8 +8,7 @@
 
 mod common;
 
-use common::{bin, tmpdir};
-use scalebench::results::io::{read_results, write_results};
+use common::{bin, fixture, tmpdir};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -71,30 +70,6 @@ fn url(p: &Path) -> String {
     format!("file://{}", p.canonicalize().unwrap().display())
 }
 
-/// The golden results with hostile strings wherever users control them.
-fn hostile_input(path: &Path) {
-    let mut f = read_results(Path::new("tests/golden/results-v1.json")).unwrap();
-    let script = format!("<script>document.title='{PWNED}'</script>");
-    let img = format!("<img src=x onerror=\"document.title='{PWNED}'\">");
-    f.run.labels.insert("cluster".into(), script.clone());
-    f.run.labels.insert(img.clone(), "x".into());
-    for l in &mut f.launches {
-        if let Some(p) = l.provenance.as_mut() {
-            for r in &mut p.ranks {
-                r.host = img.clone();
-                r.node_name = script.clone();
-            }
-            for h in &mut p.hosts {
-                h.host = img.clone();
-                h.cpu_model = script.clone();
-            }
-        }
-    }
-    f.cases[0].status = scalebench::results::schema::CaseStatus::Failed;
-    f.cases[0].message = Some(format!("{script}{img}"));
-    write_results(path, &f).unwrap();
-}
-
 #[test]
 fn the_harness_sees_console_output_and_script_effects() {
     let dir = tmpdir("browser-control");
@@ -120,8 +95,7 @@ fn the_harness_sees_console_output_and_script_effects() {
 #[test]
 fn report_renders_cleanly_and_hostile_strings_stay_text() {
     let dir = tmpdir("browser-report");
-    let input = dir.join("hostile.json");
-    hostile_input(&input);
+    let input = fixture::write(&dir, "hostile.json", &fixture::hostile());
     let out: PathBuf = dir.join("rep");
     let o = Command::new(bin())
         .args([

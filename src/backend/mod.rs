@@ -9,7 +9,7 @@
 //! for it; `mark` records a point on the device timeline and `elapsed_s` reads the time between
 //! two marks (on the CPU backend, marks are host clock readings and everything is synchronous).
 
-mod host;
+pub mod clock;
 pub mod team;
 
 #[cfg(feature = "mpi")]
@@ -19,7 +19,9 @@ pub mod cuda;
 pub mod gemm;
 pub mod telemetry;
 
-pub use host::{alignment_policy, page_size_bytes, AllocError, Element, HostBuf};
+// Host buffers live in a leaf module that the control plane (`comm`) uses too.
+pub use crate::host::{alignment_policy, page_size_bytes, AllocError, Element, HostBuf};
+pub use crate::params::BufferOffset;
 
 use crate::params::{
     BackendKind, CaseParams, Dtype, GemmChoice, MatmulShape, Progress, ReduceOp, Workload,
@@ -82,16 +84,6 @@ impl DevicePlan {
 }
 
 pub type BackendResult<T> = Result<T, BackendError>;
-
-/// Where benchmark buffers start after a page boundary (`--buffer-offset`), bytes; to study
-/// misalignment, or 4K aliasing with different send and receive offsets, on purpose.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct BufferOffset {
-    /// Send buffers.
-    pub send_bytes: u64,
-    /// Receive and in-place buffers.
-    pub recv_bytes: u64,
-}
 
 /// One collective operation, as every device sees it.
 #[derive(Debug, Clone, PartialEq)]

@@ -10,8 +10,9 @@
 pub mod mpi;
 #[cfg(feature = "mpi")]
 pub mod raw;
+pub mod steps;
 
-use crate::backend::HostBuf;
+use crate::host::HostBuf;
 
 /// Process-level collective operations. Every method is collective: all ranks call it in the
 /// same order. Methods returning data "at the root" return it on rank 0 and an empty value

@@ -1,7 +1,7 @@
 //! [`HostComm`] over a real MPI communicator (rsmpi).
 
 use super::{raw, HostComm};
-use crate::backend::HostBuf;
+use crate::host::HostBuf;
 use crate::params::ReduceOp;
 use mpi::collective::SystemOperation;
 use mpi::datatype::PartitionMut;
@@ -40,18 +40,18 @@ impl HostComm for MpiComm {
         self.size
     }
     fn barrier(&self) {
-        let _step = crate::run::watchdog::control_step();
+        let _step = super::steps::control_step();
         self.comm.barrier();
     }
     fn max_f64(&self, x: f64) -> f64 {
-        let _step = crate::run::watchdog::control_step();
+        let _step = super::steps::control_step();
         let mut y = 0.0f64;
         self.comm
             .all_reduce_into(&x, &mut y, SystemOperation::max());
         y
     }
     fn max_f64_slice(&self, xs: &mut [f64]) {
-        let _step = crate::run::watchdog::control_step();
+        let _step = super::steps::control_step();
         if xs.is_empty() {
             return;
         }
@@ -60,14 +60,14 @@ impl HostComm for MpiComm {
             .all_reduce_into(&src[..], xs, SystemOperation::max());
     }
     fn sum_u64(&self, x: u64) -> u64 {
-        let _step = crate::run::watchdog::control_step();
+        let _step = super::steps::control_step();
         let mut y = 0u64;
         self.comm
             .all_reduce_into(&x, &mut y, SystemOperation::sum());
         y
     }
     fn gather_f64(&self, x: f64) -> Vec<f64> {
-        let _step = crate::run::watchdog::control_step();
+        let _step = super::steps::control_step();
         let root = self.comm.process_at_rank(0);
         if self.rank == 0 {
             let mut v = vec![0.0f64; self.size as usize];
@@ -79,7 +79,7 @@ impl HostComm for MpiComm {
         }
     }
     fn gather_bytes(&self, bytes: &[u8]) -> Vec<Vec<u8>> {
-        let _step = crate::run::watchdog::control_step();
+        let _step = super::steps::control_step();
         let root = self.comm.process_at_rank(0);
         let len = bytes.len() as i32;
         // An empty slice's pointer is dangling (address 1), which OpenMPI takes for
@@ -114,7 +114,7 @@ impl HostComm for MpiComm {
         }
     }
     fn broadcast_bytes(&self, bytes: &mut Vec<u8>) {
-        let _step = crate::run::watchdog::control_step();
+        let _step = super::steps::control_step();
         let root = self.comm.process_at_rank(0);
         let mut len = bytes.len() as u64;
         root.broadcast_into(&mut len);
@@ -124,15 +124,15 @@ impl HostComm for MpiComm {
         }
     }
     fn scatterv(&self, root_data: Option<&HostBuf>, counts: &[usize], out: &mut HostBuf) {
-        let _step = crate::run::watchdog::control_step();
+        let _step = super::steps::control_step();
         raw::scatterv(self.raw(), self.rank as usize, root_data, counts, out, 0);
     }
     fn gatherv(&self, data: &HostBuf, counts: &[usize], root_out: Option<&mut HostBuf>) {
-        let _step = crate::run::watchdog::control_step();
+        let _step = super::steps::control_step();
         raw::gatherv(self.raw(), self.rank as usize, data, counts, root_out, 0);
     }
     fn reduce_sum(&self, data: &HostBuf, root_out: Option<&mut HostBuf>) {
-        let _step = crate::run::watchdog::control_step();
+        let _step = super::steps::control_step();
         let n = data.len();
         raw::reduce(
             self.raw(),

@@ -5,7 +5,7 @@
 //! wrapper checks buffer lengths against the counts before handing pointers to MPI, so a
 //! wrong count is a panic in our code (a bug), never memory corruption.
 
-use crate::backend::HostBuf;
+use crate::host::HostBuf;
 use crate::params::{Dtype, ReduceOp};
 use mpi::ffi;
 use mpi::raw::AsRaw;

@@ -13,6 +13,7 @@
 //! middle samples of an even-sized set are averaged); the choice sets the unit and the sign
 //! people see, and matters when the two sides' constants differ.
 
+use crate::present::table::NumFmt;
 use crate::results::schema::CaseResult;
 
 /// A number a case can be compared by.
@@ -29,6 +30,14 @@ pub enum Metric {
 }
 
 impl Metric {
+    /// How values of this metric are shown to people: seconds with a unit that keeps 3–4
+    /// significant digits, rates with 3–4 significant digits.
+    pub fn value_fmt(self) -> NumFmt {
+        match self {
+            Metric::Time => NumFmt::Seconds,
+            _ => NumFmt::Rate,
+        }
+    }
     /// The name in the output and in `--metric`.
     pub fn name(self) -> &'static str {
         match self {
@@ -128,30 +137,10 @@ impl MetricChoice {
     }
 }
 
-/// Formats a value of `metric` for people: seconds with a unit that keeps 3–4 significant
-/// digits, rates with 3–4 significant digits.
-pub fn format_value(metric: Metric, v: f64) -> String {
-    match metric {
-        Metric::Time => crate::units::format_seconds(v),
-        _ => {
-            let a = v.abs();
-            let digits = if a >= 100.0 {
-                1
-            } else if a >= 10.0 {
-                2
-            } else if a >= 1.0 {
-                3
-            } else {
-                4
-            };
-            format!("{v:.digits$}")
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::present::table::format_num;
     use crate::results::io::parse_results;
     use std::path::Path;
 
@@ -219,9 +208,9 @@ mod tests {
     fn directions_and_formatting() {
         assert!(!Metric::Time.higher_is_better());
         assert!(Metric::Busbw.higher_is_better() && Metric::Gflops.higher_is_better());
-        assert_eq!(format_value(Metric::Busbw, 12.345), "12.35");
-        assert_eq!(format_value(Metric::Gflops, 123.45), "123.5");
-        assert_eq!(format_value(Metric::Busbw, 0.05819), "0.0582");
-        assert_eq!(format_value(Metric::Time, 1.5e-6), "1.50 µs");
+        assert_eq!(format_num(12.345, Metric::Busbw.value_fmt()), "12.35");
+        assert_eq!(format_num(123.45, Metric::Gflops.value_fmt()), "123.5");
+        assert_eq!(format_num(0.05819, Metric::Busbw.value_fmt()), "0.0582");
+        assert_eq!(format_num(1.5e-6, Metric::Time.value_fmt()), "1.50 µs");
     }
 }

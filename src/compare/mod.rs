@@ -22,13 +22,10 @@ pub use analysis::{compare, compare_runs, Basis, CaseComparison, Comparison, Set
 pub use gate::{FailOn, Report, Side};
 pub use render::{render, Format};
 
-use crate::cli::{CompareArgs, CompareMetric, CorrectionArg, FailOnArg, ReportFormat};
 use crate::error::Error;
 use crate::results::io::{parse_results, write_atomic, ResultsError, RESULTS_FILE};
 use crate::results::representative;
 use crate::results::schema::{ResultsFile, READABLE_VERSIONS};
-use metric::{Metric, MetricChoice};
-use stats::Correction;
 use std::collections::{HashMap, HashSet};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -53,57 +50,48 @@ impl Default for Options {
 }
 
 impl Options {
-    /// Resolves and checks the command line.
-    pub fn from_args(args: &CompareArgs) -> Result<Self, Error> {
-        let noise = args.noise;
+    /// Checks the thresholds (the errors name the command-line option and the fix).
+    pub fn check(&self) -> Result<(), Error> {
+        let noise = self.settings.noise;
         if !(noise.is_finite() && (0.0..1.0).contains(&noise)) {
             return Err(Error::input(format!(
                 "--noise {noise}: give the noise band as a fraction in [0, 1), e.g. 0.02 for ±2 %"
             )));
         }
-        let confidence = args.confidence;
+        let confidence = self.settings.confidence;
         if !(confidence.is_finite() && (0.5..1.0).contains(&confidence)) {
             return Err(Error::input(format!(
                 "--confidence {confidence}: give a probability in [0.5, 1), e.g. 0.95 (not 95)"
             )));
         }
-        let metric = match args.metric {
-            CompareMetric::Auto => MetricChoice::Auto,
-            CompareMetric::Time => MetricChoice::Fixed(Metric::Time),
-            CompareMetric::Busbw => MetricChoice::Fixed(Metric::Busbw),
-            CompareMetric::Algbw => MetricChoice::Fixed(Metric::Algbw),
-            CompareMetric::Gflops => MetricChoice::Fixed(Metric::Gflops),
-        };
-        let correction = match args.correction {
-            CorrectionArg::Holm => Correction::Holm,
-            CorrectionArg::Bh => Correction::BenjaminiHochberg,
-            CorrectionArg::None => Correction::None,
-        };
-        let fail_on = match args.fail_on {
-            FailOnArg::Regression => FailOn::Regression,
-            FailOnArg::AnyChange => FailOn::AnyChange,
-            FailOnArg::Never => FailOn::Never,
-        };
-        Ok(Options {
-            settings: Settings {
-                metric,
-                noise,
-                confidence,
-                correction,
-            },
-            fail_on,
-            allow_mismatch: args.allow_mismatch,
-        })
+        Ok(())
     }
 }
 
+/// What `scalebench compare` is asked to do, as typed values (built by `cli`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Request {
+    /// `BASELINE CANDIDATE`, or the baseline runs when `candidates` is not empty.
+    pub paths: Vec<PathBuf>,
+    /// The candidate runs (after `--` on the command line).
+    pub candidates: Vec<PathBuf>,
+    pub options: Options,
+    /// The format printed on stdout.
+    pub format: Format,
+    /// Also write the report to this file, in the format its extension names, else in `format`.
+    pub out: Option<PathBuf>,
+    /// Text format: list every case, not only changes.
+    pub all: bool,
+}
+
 /// The command: compare, print the report, write it to `--out`, return the exit code.
-pub fn run(args: &CompareArgs) -> Result<u8, Error> {
-    let options = Options::from_args(args)?;
-    let format = format_of(args.format);
-    let (baseline, candidate) = sides(args)?;
+pub fn run(req: &Request) -> Result<u8, Error> {
+    let options = req.options;
+    options.check()?;
+    let format = req.format;
+    let (baseline, candidate) = sides(req)?;
     let report = compare_paths(&baseline, &candidate, &options)?;
-    let text = render(&report, format, args.all);
+    let text = render(&report, format, req.all);
     let mut stdout = std::io::stdout().lock();
     if let Err(e) = stdout
         .write_all(text.as_bytes())
@@ -114,12 +102,12 @@ pub fn run(args: &CompareArgs) -> Result<u8, Error> {
             return Err(Error::Runtime(format!("writing the report to stdout: {e}")));
         }
     }
-    if let Some(out) = &args.out {
+    if let Some(out) = &req.out {
         let f = format_for_path(out).unwrap_or(format);
         let body = if f == format {
             text
         } else {
-            render(&report, f, args.all)
+            render(&report, f, req.all)
         };
         write_atomic(out, body.as_bytes())?;
     }
@@ -127,7 +115,7 @@ pub fn run(args: &CompareArgs) -> Result<u8, Error> {
 }
 
 /// The two sides of the command line: `A B`, or `A1 A2 … -- B1 B2 …`.
-fn sides(args: &CompareArgs) -> Result<(Vec<PathBuf>, Vec<PathBuf>), Error> {
+fn sides(args: &Request) -> Result<(Vec<PathBuf>, Vec<PathBuf>), Error> {
     if !args.candidates.is_empty() {
         return Ok((args.paths.clone(), args.candidates.clone()));
     }
@@ -167,14 +155,6 @@ pub fn expand_runs(path: &Path) -> Result<Vec<PathBuf>, Error> {
         }));
     }
     Ok(runs)
-}
-
-fn format_of(f: ReportFormat) -> Format {
-    match f {
-        ReportFormat::Text => Format::Text,
-        ReportFormat::Md => Format::Markdown,
-        ReportFormat::Json => Format::Json,
-    }
 }
 
 /// The format a file name asks for: `.md`, `.json`, `.txt`.

@@ -1,14 +1,18 @@
 //! A comparison report as text (terminal), Markdown (a CI comment) or JSON (machines).
 //!
-//! Every format states the set-up differences first, then the outcome and the counts per
-//! verdict, then the cases that matter (regressions worst first, failures, missing and new
-//! cases, improvements), and the thresholds and methods used. Renderers return strings; the
-//! caller decides where they go.
+//! Text and Markdown are one [`Doc`] of the presentation layer (the one the report uses),
+//! rendered by its text and Markdown renderers: the set-up differences first, then the outcome
+//! and the counts per verdict, then the cases that matter (regressions worst first, failures,
+//! missing and new cases, improvements), and the thresholds and methods used. JSON is its own
+//! versioned serde layout. Renderers return strings; the caller decides where they go.
 
 use super::analysis::{Basis, CaseComparison, CaseStats, Comparison, Verdict};
 use super::gate::{Report, Side};
-use super::metric::{format_value, MetricChoice};
+use super::metric::MetricChoice;
 use super::stats::Correction;
+use crate::present::doc::{text as plain, Block, Doc, Span};
+use crate::present::table::{Cell, NumFmt, Table, Tone};
+use crate::present::{markdown, text};
 use crate::results::schema::CaseStatus;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -21,14 +25,11 @@ pub enum Format {
     Json,
 }
 
-/// Rows of the folded Markdown table at most (GitHub comments hold 65,536 characters).
-const MD_MAX_FOLDED_ROWS: usize = 300;
-
 /// Renders `report` in `format`. `all` lists every case in the text format.
 pub fn render(report: &Report, format: Format, all: bool) -> String {
     match format {
-        Format::Text => text(report, all),
-        Format::Markdown => markdown(report),
+        Format::Text => text::render(&document(report, Target::Terminal { all })),
+        Format::Markdown => markdown::render(&document(report, Target::Comment), None),
         Format::Json => json(report),
     }
 }
@@ -96,15 +97,6 @@ fn run_level(c: &Comparison) -> bool {
     c.runs_baseline >= 2 && c.runs_candidate >= 2
 }
 
-/// A verdict's name, marked when the comparison crosses set-ups.
-fn verdict_label(c: &Comparison, v: Verdict) -> String {
-    if c.across_setups {
-        format!("{} (across set-ups)", v.label())
-    } else {
-        v.label().to_string()
-    }
-}
-
 /// `0.05` → `5%`, `0.025` → `2.5%`.
 fn pct0(x: f64) -> String {
     format!("{}%", trim_num(x * 100.0))
@@ -118,25 +110,184 @@ fn trim_num(x: f64) -> String {
 
 /// A signed relative change: `+12.3%`, `−0.45%`.
 pub fn pct(x: f64) -> String {
-    let v = x * 100.0;
-    let s = if v.abs() < 10.0 {
-        format!("{:.2}%", v.abs())
-    } else {
-        format!("{:.1}%", v.abs())
+    crate::present::table::signed_percent(x)
+}
+
+/// Who reads the document: the terminal gets every part as its own section (and with `--all`
+/// every case); a CI comment stays short (regressions and improvements in one table, the
+/// rest folded and capped).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Target {
+    Terminal { all: bool },
+    Comment,
+}
+
+/// Rows of the folded Markdown table at most (GitHub comments hold 65,536 characters).
+const COMMENT_MAX_FOLDED_ROWS: usize = 300;
+
+/// The comparison as a document for `target`.
+pub fn document(r: &Report, target: Target) -> Doc {
+    let c = &r.comparison;
+    let mut doc = Doc::default();
+    // Sub-headings sit one level under the comment's own heading.
+    let sub = match target {
+        Target::Terminal { .. } => {
+            doc.title = "scalebench compare".to_string();
+            2
+        }
+        Target::Comment => {
+            doc.heading(3, format!("scalebench compare: {}", r.outcome()));
+            4
+        }
     };
-    if v < 0.0 && s.trim_end_matches('%').parse::<f64>().unwrap_or(0.0) != 0.0 {
-        format!("−{s}")
-    } else {
-        format!("+{s}")
+    doc.blocks.push(Block::Defs(vec![
+        ("baseline".to_string(), side(&r.baseline)),
+        ("candidate".to_string(), side(&r.candidate)),
+    ]));
+    if !r.differences.is_empty() {
+        doc.heading(sub, "The set-ups differ");
+        doc.blocks.push(Block::Bullets(
+            r.differences
+                .iter()
+                .map(|d| {
+                    let mark = if d.blocking { " (not comparable)" } else { "" };
+                    vec![
+                        plain(format!("{}{mark}: ", d.what)),
+                        Span::Code(d.baseline.clone()),
+                        plain(" → "),
+                        Span::Code(d.candidate.clone()),
+                    ]
+                })
+                .collect(),
+        ));
+    }
+    if !r.warnings.is_empty() {
+        doc.blocks.push(Block::Warnings(
+            r.warnings.iter().map(|w| vec![plain(w.clone())]).collect(),
+        ));
+    }
+    let counts = counts_line(c);
+    match target {
+        Target::Terminal { .. } => doc.para(vec![
+            plain(r.outcome()),
+            Span::Break,
+            plain(format!("{} matched, {counts}", c.matched())),
+        ]),
+        Target::Comment => doc.para(vec![plain(format!("{} matched: {counts}", c.matched()))]),
+    }
+    match target {
+        Target::Terminal { all } => terminal_sections(&mut doc, c, all, sub),
+        Target::Comment => comment_tables(&mut doc, c),
+    }
+    doc.blocks
+        .push(Block::FinePrint(vec![plain(thresholds(c))]));
+    doc
+}
+
+/// One section per kind of case, each left out when empty.
+fn terminal_sections(doc: &mut Doc, c: &Comparison, all: bool, level: u8) {
+    let mut section = |title: &str, t: Table| {
+        if !t.is_empty() {
+            doc.heading(level, title);
+            doc.inline_table(t);
+        }
+    };
+    section(
+        "Regressions (worst first)",
+        stat_table(c, &of(c, &[Verdict::Regressed]), false),
+    );
+    section(
+        "Improvements (best first)",
+        stat_table(c, &of(c, &[Verdict::Improved]), false),
+    );
+    section(
+        "Status changes, missing and new cases",
+        status_table(c, &of(c, &STATUS_VERDICTS)),
+    );
+    let noted: Vec<&CaseComparison> = c
+        .cases
+        .iter()
+        .filter(|x| {
+            x.verdict == Verdict::NotCompared
+                || (x.verdict == Verdict::NoChange && x.note.is_some())
+        })
+        .collect();
+    section("Not judged (see the note)", status_table(c, &noted));
+    if all {
+        section(
+            "Within noise and no change",
+            stat_table(c, &of(c, &[Verdict::WithinNoise, Verdict::NoChange]), false),
+        );
     }
 }
 
-fn p_value(p: f64) -> String {
-    if p < 1e-3 {
-        format!("{p:.1e}")
-    } else {
-        format!("{p:.3}")
+/// What matters in view, the rest folded and capped.
+fn comment_tables(doc: &mut Doc, c: &Comparison) {
+    let shown = stat_table(c, &of(c, &[Verdict::Regressed, Verdict::Improved]), false);
+    if !shown.is_empty() {
+        doc.inline_table(shown);
     }
+    let status = status_table(c, &of(c, &STATUS_VERDICTS));
+    if !status.is_empty() {
+        doc.inline_table(status);
+    }
+    let rest = of(
+        c,
+        &[
+            Verdict::WithinNoise,
+            Verdict::NoChange,
+            Verdict::NotCompared,
+        ],
+    );
+    if rest.is_empty() {
+        return;
+    }
+    let mut inner = Doc::default();
+    let cap = rest.len().min(COMMENT_MAX_FOLDED_ROWS);
+    inner.inline_table(stat_table(c, &rest[..cap], true));
+    if rest.len() > cap {
+        inner.prose(&format!(
+            "… and {} more (`--format json` lists every case).",
+            rest.len() - cap
+        ));
+    }
+    doc.blocks.push(Block::Fold {
+        summary: format!(
+            "{} other cases ({} within noise, {} no change, {} not compared)",
+            rest.len(),
+            c.count(Verdict::WithinNoise),
+            c.count(Verdict::NoChange),
+            c.count(Verdict::NotCompared)
+        ),
+        blocks: inner.blocks,
+    });
+}
+
+/// Verdicts of cases whose status changed or that one side lacks.
+const STATUS_VERDICTS: [Verdict; 4] = [
+    Verdict::Failed,
+    Verdict::Missing,
+    Verdict::New,
+    Verdict::Fixed,
+];
+
+/// A verdict's cell: flagged where a reader must see it, marked when the comparison crosses
+/// set-ups.
+fn verdict_cell(c: &Comparison, v: Verdict) -> Cell {
+    let label = if c.across_setups {
+        format!("{} (across set-ups)", v.label())
+    } else {
+        v.label().to_string()
+    };
+    let tone = match v {
+        Verdict::Regressed | Verdict::Failed | Verdict::Missing => Tone::Bad,
+        Verdict::Improved | Verdict::Fixed => Tone::Good,
+        Verdict::New => Tone::Neutral,
+        Verdict::WithinNoise | Verdict::NoChange | Verdict::NotCompared => {
+            return Cell::Text(label)
+        }
+    };
+    Cell::Flag(label, tone)
 }
 
 fn status_name(s: Option<CaseStatus>) -> &'static str {
@@ -145,84 +296,93 @@ fn status_name(s: Option<CaseStatus>) -> &'static str {
 
 /// Cells of a case with statistics: change, interval, corrected p, metric, baseline,
 /// candidate, samples.
-fn stat_cells(s: &CaseStats) -> [String; 7] {
+fn stat_cells(s: &CaseStats) -> [Cell; 7] {
     let m = s.metric;
     [
-        pct(s.change.change),
-        format!("[{}, {}]", pct(s.change.ci_low), pct(s.change.ci_high)),
-        p_value(s.p_adjusted),
-        format!("{} ({})", m.name(), m.unit()),
-        format_value(m, s.change.median_a),
-        format_value(m, s.change.median_b),
-        match s.basis {
+        Cell::num(s.change.change, NumFmt::Change),
+        Cell::Text(format!(
+            "[{}, {}]",
+            pct(s.change.ci_low),
+            pct(s.change.ci_high)
+        )),
+        Cell::num(s.p_adjusted, NumFmt::PValue),
+        Cell::Text(format!("{} ({})", m.name(), m.unit())),
+        Cell::num(s.change.median_a, m.value_fmt()),
+        Cell::num(s.change.median_b, m.value_fmt()),
+        Cell::Text(match s.basis {
             Basis::Runs => format!("{}/{} runs", s.n_baseline, s.n_candidate),
             Basis::Batches => format!("{}/{}", s.n_baseline, s.n_candidate),
-        },
+        }),
     ]
 }
 
-const STAT_HEADER: [&str; 10] = [
-    "verdict",
-    "change",
-    "interval",
-    "p (corr.)",
-    "metric",
-    "baseline",
-    "candidate",
-    "n",
-    "case",
-    "id",
-];
-
-fn stat_row(cmp: &Comparison, c: &CaseComparison) -> Vec<String> {
-    let mut row = vec![verdict_label(cmp, c.verdict)];
-    match &c.stats {
-        Some(s) => row.extend(stat_cells(s)),
-        None => row.extend(std::iter::repeat_n(String::new(), 7)),
+/// Cases with their statistics; `note` adds the note column (cases judged or not).
+fn stat_table(cmp: &Comparison, cases: &[&CaseComparison], note: bool) -> Table {
+    let mut header = vec![
+        "verdict",
+        "change",
+        "interval",
+        "p (corr.)",
+        "metric",
+        "baseline",
+        "candidate",
+        "n",
+        "case",
+        "id",
+    ];
+    if note {
+        header.push("note");
     }
-    row.push(c.label.clone());
-    row.push(c.id.clone());
-    row
+    let mut t = Table::new(&header);
+    for c in cases {
+        let mut row = vec![verdict_cell(cmp, c.verdict)];
+        match &c.stats {
+            Some(s) => row.extend(stat_cells(s)),
+            None => row.extend(std::iter::repeat_n(Cell::Empty, 7)),
+        }
+        row.push(Cell::text(c.label.clone()));
+        row.push(Cell::text(c.id.clone()));
+        if note {
+            row.push(Cell::text(c.note.clone().unwrap_or_default()));
+        }
+        t.push(row);
+    }
+    t
 }
 
-/// Left-aligned columns separated by two spaces (widths in characters).
-fn table(header: &[&str], rows: &[Vec<String>]) -> String {
-    let mut width: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
-    for r in rows {
-        for (i, cell) in r.iter().enumerate() {
-            width[i] = width[i].max(cell.chars().count());
-        }
+/// Cases judged by their status (failed, missing, new, fixed) or not judged, with the note.
+fn status_table(cmp: &Comparison, cases: &[&CaseComparison]) -> Table {
+    let mut t = Table::new(&["verdict", "baseline", "candidate", "case", "id", "note"]);
+    for c in cases {
+        t.push(vec![
+            verdict_cell(cmp, c.verdict),
+            Cell::text(status_name(c.baseline_status)),
+            Cell::text(status_name(c.candidate_status)),
+            Cell::text(c.label.clone()),
+            Cell::text(c.id.clone()),
+            Cell::text(c.note.clone().unwrap_or_default()),
+        ]);
     }
-    let line = |cells: Vec<&str>| {
-        let mut s = String::from("  ");
-        for (i, cell) in cells.iter().enumerate() {
-            s.push_str(cell);
-            if i + 1 < cells.len() {
-                let pad = width[i] - cell.chars().count() + 2;
-                s.extend(std::iter::repeat_n(' ', pad));
-            }
-        }
-        s.trim_end().to_string() + "\n"
-    };
-    let mut out = line(header.to_vec());
-    for r in rows {
-        out.push_str(&line(r.iter().map(String::as_str).collect()));
-    }
-    out
+    t
 }
 
-fn side_line(s: &Side) -> String {
+/// A side: its file, then its run(s), writer and cases.
+fn side(s: &Side) -> Vec<Span> {
+    let mut v = vec![Span::Code(s.path.clone())];
     if s.runs > 1 {
-        format!(
-            "{} ({} runs, {}, {} cases)",
-            s.path, s.runs, s.generator, s.cases
-        )
+        v.push(plain(format!(
+            " ({} runs, {}, {} cases)",
+            s.runs, s.generator, s.cases
+        )));
     } else {
-        format!(
-            "{} (run {}, {}, {} cases; one run)",
-            s.path, s.run_id, s.generator, s.cases
-        )
+        v.push(plain(" (run "));
+        v.push(Span::Code(s.run_id.clone()));
+        v.push(plain(format!(
+            ", {}, {} cases; one run)",
+            s.generator, s.cases
+        )));
     }
+    v
 }
 
 fn counts_line(c: &Comparison) -> String {
@@ -238,238 +398,6 @@ fn of<'a>(c: &'a Comparison, verdicts: &[Verdict]) -> Vec<&'a CaseComparison> {
         .iter()
         .filter(|x| verdicts.contains(&x.verdict))
         .collect()
-}
-
-fn status_row(cmp: &Comparison, c: &CaseComparison) -> Vec<String> {
-    vec![
-        verdict_label(cmp, c.verdict),
-        status_name(c.baseline_status).to_string(),
-        status_name(c.candidate_status).to_string(),
-        c.label.clone(),
-        c.id.clone(),
-        c.note.clone().unwrap_or_default(),
-    ]
-}
-
-const STATUS_HEADER: [&str; 6] = ["verdict", "baseline", "candidate", "case", "id", "note"];
-
-fn text(r: &Report, all: bool) -> String {
-    let c = &r.comparison;
-    let mut out = String::new();
-    out.push_str("scalebench compare\n");
-    out.push_str(&format!("  baseline:  {}\n", side_line(&r.baseline)));
-    out.push_str(&format!("  candidate: {}\n", side_line(&r.candidate)));
-    if !r.differences.is_empty() {
-        out.push_str("\nThe set-ups differ:\n");
-        for d in &r.differences {
-            let mark = if d.blocking { "!" } else { "-" };
-            out.push_str(&format!(
-                "  {mark} {}: {} → {}\n",
-                d.what, d.baseline, d.candidate
-            ));
-        }
-    }
-    for w in &r.warnings {
-        out.push_str(&format!("warning: {w}\n"));
-    }
-    out.push_str(&format!(
-        "\n{}\n{} matched, {}\n",
-        r.outcome(),
-        c.matched(),
-        counts_line(c)
-    ));
-    let sections: [(&str, &[Verdict]); 2] = [
-        ("Regressions (worst first)", &[Verdict::Regressed]),
-        ("Improvements (best first)", &[Verdict::Improved]),
-    ];
-    for (title, verdicts) in sections {
-        let rows: Vec<Vec<String>> = of(c, verdicts)
-            .into_iter()
-            .map(|x| stat_row(c, x))
-            .collect();
-        if !rows.is_empty() {
-            out.push_str(&format!("\n{title}:\n{}", table(&STAT_HEADER, &rows)));
-        }
-    }
-    let status: Vec<Vec<String>> = of(
-        c,
-        &[
-            Verdict::Failed,
-            Verdict::Missing,
-            Verdict::New,
-            Verdict::Fixed,
-        ],
-    )
-    .into_iter()
-    .map(|x| status_row(c, x))
-    .collect();
-    if !status.is_empty() {
-        out.push_str(&format!(
-            "\nStatus changes, missing and new cases:\n{}",
-            table(&STATUS_HEADER, &status)
-        ));
-    }
-    let noted: Vec<Vec<String>> = c
-        .cases
-        .iter()
-        .filter(|x| {
-            x.verdict == Verdict::NotCompared
-                || (x.verdict == Verdict::NoChange && x.note.is_some())
-        })
-        .map(|x| status_row(c, x))
-        .collect();
-    if !noted.is_empty() {
-        out.push_str(&format!(
-            "\nNot judged (see the note):\n{}",
-            table(&STATUS_HEADER, &noted)
-        ));
-    }
-    if all {
-        let rest: Vec<Vec<String>> = of(c, &[Verdict::WithinNoise, Verdict::NoChange])
-            .into_iter()
-            .map(|x| stat_row(c, x))
-            .collect();
-        if !rest.is_empty() {
-            out.push_str(&format!(
-                "\nWithin noise and no change:\n{}",
-                table(&STAT_HEADER, &rest)
-            ));
-        }
-    }
-    out.push_str(&format!("\n{}\n", thresholds(c)));
-    out
-}
-
-/// Escapes text for a Markdown table cell.
-fn md_cell(s: &str) -> String {
-    s.replace('|', "\\|").replace('\n', " ")
-}
-
-fn md_table(header: &[&str], rows: &[Vec<String>]) -> String {
-    let mut out = format!("| {} |\n", header.join(" | "));
-    out.push_str(&format!("|{}\n", "---|".repeat(header.len())));
-    for r in rows {
-        let cells: Vec<String> = r.iter().map(|x| md_cell(x)).collect();
-        out.push_str(&format!("| {} |\n", cells.join(" | ")));
-    }
-    out
-}
-
-fn md_stat_row(cmp: &Comparison, c: &CaseComparison) -> Vec<String> {
-    let mut row = stat_row(cmp, c);
-    row[0] = format!("**{}**", row[0]);
-    let id = row.pop().unwrap_or_default();
-    let case = row.pop().unwrap_or_default();
-    row.push(format!("{case} `{id}`"));
-    row
-}
-
-fn markdown(r: &Report) -> String {
-    let c = &r.comparison;
-    let header: Vec<&str> = STAT_HEADER[..9].to_vec();
-    let mut out = format!("### scalebench compare: {}\n\n", r.outcome());
-    let md_side = |s: &Side| {
-        if s.runs > 1 {
-            format!("`{}` ({} runs, {})", md_cell(&s.path), s.runs, s.generator)
-        } else {
-            format!(
-                "`{}` (run `{}`, {}; one run)",
-                s.path, s.run_id, s.generator
-            )
-        }
-    };
-    out.push_str(&format!(
-        "**Baseline** {} · **candidate** {}\n\n",
-        md_side(&r.baseline),
-        md_side(&r.candidate)
-    ));
-    if !r.differences.is_empty() {
-        out.push_str("> **The set-ups differ**\n");
-        for d in &r.differences {
-            let mark = if d.blocking { " (not comparable)" } else { "" };
-            out.push_str(&format!(
-                "> - {}{mark}: `{}` → `{}`\n",
-                d.what,
-                md_cell(&d.baseline),
-                md_cell(&d.candidate)
-            ));
-        }
-        out.push('\n');
-    }
-    for w in &r.warnings {
-        out.push_str(&format!("> warning: {}\n", md_cell(w)));
-    }
-    if !r.warnings.is_empty() {
-        out.push('\n');
-    }
-    out.push_str(&format!("{} matched: {}\n\n", c.matched(), counts_line(c)));
-    let shown: Vec<Vec<String>> = of(c, &[Verdict::Regressed, Verdict::Improved])
-        .into_iter()
-        .map(|x| md_stat_row(c, x))
-        .collect();
-    if !shown.is_empty() {
-        out.push_str(&md_table(&header, &shown));
-        out.push('\n');
-    }
-    let status: Vec<Vec<String>> = of(
-        c,
-        &[
-            Verdict::Failed,
-            Verdict::Missing,
-            Verdict::New,
-            Verdict::Fixed,
-        ],
-    )
-    .into_iter()
-    .map(|x| {
-        let mut row = status_row(c, x);
-        row[0] = format!("**{}**", row[0]);
-        row
-    })
-    .collect();
-    if !status.is_empty() {
-        out.push_str(&md_table(&STATUS_HEADER, &status));
-        out.push('\n');
-    }
-    let rest: Vec<&CaseComparison> = of(
-        c,
-        &[
-            Verdict::WithinNoise,
-            Verdict::NoChange,
-            Verdict::NotCompared,
-        ],
-    );
-    if !rest.is_empty() {
-        out.push_str(&format!(
-            "<details><summary>{} other cases ({} within noise, {} no change, {} not compared)</summary>\n\n",
-            rest.len(),
-            c.count(Verdict::WithinNoise),
-            c.count(Verdict::NoChange),
-            c.count(Verdict::NotCompared)
-        ));
-        let mut header = header.clone();
-        header.push("note");
-        let rows: Vec<Vec<String>> = rest
-            .iter()
-            .take(MD_MAX_FOLDED_ROWS)
-            .map(|x| {
-                let mut row = md_stat_row(c, x);
-                row[0] = verdict_label(c, x.verdict);
-                row.push(x.note.clone().unwrap_or_default());
-                row
-            })
-            .collect();
-        out.push_str(&md_table(&header, &rows));
-        if rest.len() > MD_MAX_FOLDED_ROWS {
-            out.push_str(&format!(
-                "\n… and {} more (`--format json` lists every case).\n",
-                rest.len() - MD_MAX_FOLDED_ROWS
-            ));
-        }
-        out.push_str("\n</details>\n\n");
-    }
-    out.push_str(&format!("<sub>{}</sub>\n", thresholds(c)));
-    out
 }
 
 /// Version of the JSON layout below.
@@ -682,29 +610,8 @@ mod tests {
     fn percentages_and_numbers() {
         assert_eq!(pct(0.2), "+20.0%");
         assert_eq!(pct(-0.005), "−0.50%");
-        assert_eq!(pct(-0.00001), "+0.00%");
-        assert_eq!(pct(0.0), "+0.00%");
         assert_eq!(pct0(0.05), "5%");
         assert_eq!(pct0(0.025), "2.5%");
         assert_eq!(trim_num(0.05), "0.05");
-        assert_eq!(p_value(0.5), "0.500");
-        assert_eq!(p_value(1.5e-8), "1.5e-8");
-    }
-
-    #[test]
-    fn tables_align_by_characters() {
-        let t = table(
-            &["a", "bb"],
-            &[
-                vec!["µµµ".into(), "x".into()],
-                vec!["y".into(), "zz".into()],
-            ],
-        );
-        let lines: Vec<&str> = t.lines().collect();
-        assert_eq!(lines[0], "  a    bb");
-        assert_eq!(lines[1], "  µµµ  x");
-        assert_eq!(lines[2], "  y    zz");
-        let md = md_table(&["a", "b"], &[vec!["x|y".into(), "z".into()]]);
-        assert_eq!(md, "| a | b |\n|---|---|\n| x\\|y | z |\n");
     }
 }

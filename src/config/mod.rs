@@ -44,16 +44,8 @@ pub struct SpecError {
     pub message: String,
 }
 
-/// 1-based line and column of a byte offset.
-pub fn line_col(text: &str, offset: usize) -> (usize, usize) {
-    let before = &text[..offset.min(text.len())];
-    let line = before.matches('\n').count() + 1;
-    let col = before
-        .rfind('\n')
-        .map_or(before.chars().count(), |i| before[i + 1..].chars().count())
-        + 1;
-    (line, col)
-}
+// Where text input is read (results::io) is where offsets become line:column.
+pub use crate::results::io::line_col;
 
 /// Reads and resolves a spec file.
 pub fn load(path: &Path) -> Result<SweepSpec, SpecError> {

@@ -4,13 +4,12 @@
 use super::limits;
 use super::raw::{RawSpec, SpannedTable};
 use super::{line_col, SpecError};
-use crate::measure::IterPolicy;
 use crate::params::{
     BackendKind, Binding, Collect, Dtype, GemmChoice, MatmulShape, Placement, ReduceOp, Scaling,
     Timing, Topology, Workload,
 };
+use crate::params::{Fault, IterPolicy, RunSettings};
 use crate::units::parse_size_list;
-use crate::workload::{Fault, RunSettings};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use toml::{Spanned, Value};
@@ -36,12 +35,14 @@ pub enum Axis {
     Scaling,
     Batch,
     Collect,
-    /// Test-only fault injection (see `workload::Fault`); not for studies.
+    /// Test-only fault injection (see `params::Fault`); not for studies.
     Fault,
     /// ddp_step models (presets or layer lists, see `workload::ddp::Model`).
     Models,
     /// ddp_step gradient bucket capacities, bytes.
     BucketSizes,
+    /// ddp_step first-bucket capacities, bytes (0 = as the others).
+    FirstBucketSizes,
     /// ddp_step progress strategies of the CPU backend.
     Progress,
 }
@@ -69,6 +70,7 @@ impl Axis {
         Axis::Fault,
         Axis::Models,
         Axis::BucketSizes,
+        Axis::FirstBucketSizes,
         Axis::Progress,
     ];
 
@@ -96,6 +98,7 @@ impl Axis {
             Axis::Fault => "fault",
             Axis::Models => "models",
             Axis::BucketSizes => "bucket_sizes",
+            Axis::FirstBucketSizes => "first_bucket_sizes",
             Axis::Progress => "progress",
         }
     }
@@ -111,6 +114,7 @@ impl Axis {
             "dim" => "dims",
             "model" => "models",
             "bucket_size" => "bucket_sizes",
+            "first_bucket" | "first_bucket_size" => "first_bucket_sizes",
             "devices_per_node" | "gpus_per_node" => "ranks_per_node",
             k => k,
         };
@@ -434,6 +438,16 @@ fn scalar_unchecked(axis: Axis, v: &Value) -> Result<Vec<AxisValue>, String> {
             Value::Integer(i) if *i >= 1 => Ok(vec![AxisValue::Bytes(*i as u64)]),
             other => Err(format!(
                 "expected a size such as \"25MiB\" or a range \"1MiB:64MiB:x4\", found {}",
+                type_name(other)
+            )),
+        },
+        Axis::FirstBucketSizes => match v {
+            Value::String(s) => parse_size_list(s)
+                .map_err(|e| e.to_string())
+                .map(|l| l.into_iter().map(|b| AxisValue::Bytes(b.get())).collect()),
+            Value::Integer(i) if *i >= 0 => Ok(vec![AxisValue::Bytes(*i as u64)]),
+            other => Err(format!(
+                "expected a size such as \"1MiB\" (0 = as the other buckets), found {}",
                 type_name(other)
             )),
         },

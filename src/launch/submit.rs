@@ -12,7 +12,8 @@ use super::rundir::{self, LaunchOutcome, SweepRecord, OUTCOME_FILE, PLAN_FILE};
 use super::scripts::{self, Context, JobPlan};
 use crate::config;
 use crate::error::{Error, Result, EXIT_CASES_FAILED, EXIT_OK, EXIT_RUNTIME};
-use crate::plan::sweep;
+use crate::params::CaseParams;
+use crate::plan::{sweep, LaunchPlan};
 use crate::results::io::{write_results, JOURNAL_FILE, RESULTS_FILE};
 use crate::results::now_unix_s;
 use crate::results::schema::{CaseStatus, LaunchStatus};
@@ -237,20 +238,7 @@ pub fn submit(req: &SubmitRequest, argv: &[String]) -> Result<u8> {
         scripts::check_fit(&profile, &l.shape)
             .map_err(|e| Error::Input(format!("{}: {e}", req.spec.display())))?;
     }
-    let out = req.out.clone().unwrap_or_else(|| {
-        PathBuf::from("results").join(format!(
-            "{}-{}",
-            super::shell::job_name(&spec.name),
-            crate::results::utc_stamp(now_unix_s())
-        ))
-    });
-    let out = if out.is_absolute() {
-        out
-    } else {
-        std::env::current_dir()
-            .map_err(|e| Error::Runtime(e.to_string()))?
-            .join(out)
-    };
+    let out = run_dir(req, &spec)?;
     let resubmit = out.join(PLAN_FILE).exists();
     let mut jobs = if resubmit {
         rundir::read_json::<JobsFile>(&out.join(JOBS_FILE)).unwrap_or_default()
@@ -258,16 +246,7 @@ pub fn submit(req: &SubmitRequest, argv: &[String]) -> Result<u8> {
         JobsFile::default()
     };
     if resubmit && !req.dry_run && profile.scheduler == Scheduler::Slurm {
-        let active = active_jobs(&all_job_ids(&jobs))
-            .map_err(|e| Error::Environment(format!("cannot check this run's jobs: {e}")))?;
-        if !active.is_empty() {
-            let list: Vec<String> = active.iter().map(|(i, s)| format!("{i} {s}")).collect();
-            return Err(Error::Input(format!(
-                "{}: jobs of this run are still queued or running ({}): wait for them (scalebench status --wait) or scancel them, then submit again",
-                out.display(),
-                list.join(", ")
-            )));
-        }
+        refuse_active(&out, &jobs)?;
     }
     if resubmit {
         rundir::check_same_plan(&out, &plan.launches, "--out")?;
@@ -289,150 +268,14 @@ pub fn submit(req: &SubmitRequest, argv: &[String]) -> Result<u8> {
         }
         return Ok(EXIT_OK);
     }
-
-    // One attempt directory per launch with work; attempts of one allocation (resources and
-    // placement) share a job, as an array.
-    let launch_timeout_s = spec.launch.timeout_s.ceil() as u64;
-    let first_attempt = rundir::attempt_dirs(&out).len() + 1;
-    let mut attempts = Vec::new();
-    let mut groups: Vec<JobPlan> = Vec::new();
-    for (i, l) in plan
-        .launches
-        .iter()
-        .filter(|l| todo.contains_key(&l.launch_id))
-        .enumerate()
-    {
-        let mut attempt = l.clone();
-        attempt.cases = todo[&l.launch_id].clone();
-        attempt.emulate_nodes = false;
-        attempt.reserved_cores = profile.reserved_cores.clone().unwrap_or_default();
-        let dir = rundir::attempt_path(&out, first_attempt + i, &l.launch_id);
-        let res = scripts::resources(&profile, &l.shape);
-        match groups.iter_mut().find(|g| {
-            scripts::resources(&profile, &g.shape) == res && g.shape.placement == l.shape.placement
-        }) {
-            Some(g) => g.attempts.push(dir.clone()),
-            None => groups.push(JobPlan {
-                name: String::new(),
-                shape: l.shape,
-                attempts: vec![dir.clone()],
-                launch_timeout_s,
-            }),
-        }
-        attempts.push((dir, attempt));
-    }
-    let scalebench = profile.scalebench.clone().unwrap_or_else(|| {
-        std::env::current_exe().map_or("scalebench".into(), |p| p.display().to_string())
-    });
-    let ctx = Context {
-        profile: &profile,
-        run_dir: &out,
-        scalebench: &scalebench,
-        sweep_name: &spec.name,
-    };
-    let jobs_dir = out.join("jobs");
-    let n0 = jobs.submissions.iter().map(|s| s.jobs.len()).sum::<usize>();
-    let mut scripts_text = Vec::new();
-    for (i, g) in groups.iter_mut().enumerate() {
-        g.name = format!("{}-{:03}", spec.name, n0 + i + 1);
-        let text = scripts::script(&ctx, g).map_err(Error::Input)?;
-        scripts_text.push((
-            jobs_dir.join(format!("job-{:03}.sh", n0 + i + 1)),
-            text,
-            g.attempts.clone(),
-        ));
-    }
-    let collect = match profile.scheduler {
-        Scheduler::Slurm => Some((
-            jobs_dir.join(format!("collect-{}.sh", jobs.submissions.len() + 1)),
-            scripts::slurm_collect(&ctx).map_err(Error::Input)?,
-        )),
-        _ => None,
-    };
+    let (attempts, mut groups) = plan_attempts(&plan.launches, &todo, &profile, &spec, &out);
+    let scripts = job_scripts(&profile, &spec, &out, &jobs, &mut groups)?;
     if req.dry_run {
-        for (path, text) in scripts_text
-            .iter()
-            .map(|(p, t, _)| (p, t))
-            .chain(collect.iter().map(|(p, t)| (p, t)))
-        {
-            println!("### {}", path.display());
-            print!("{text}");
-        }
-        println!(
-            "# dry run: {} job script(s) for {} launch(es); nothing written, nothing submitted",
-            scripts_text.len(),
-            attempts.len()
-        );
+        print_dry_run(&scripts, attempts.len());
         return Ok(EXIT_OK);
     }
-    std::fs::create_dir_all(&out).map_err(|e| Error::Runtime(format!("{}: {e}", out.display())))?;
-    crate::results::io::write_atomic(&out.join("spec.toml"), spec.text.as_bytes())?;
-    rundir::write_json(&out.join(PLAN_FILE), &record)?;
-    for (dir, attempt) in &attempts {
-        std::fs::create_dir_all(dir)
-            .map_err(|e| Error::Runtime(format!("{}: {e}", dir.display())))?;
-        rundir::write_json(&dir.join(PLAN_FILE), attempt)?;
-    }
-    let mut scripts_written = Vec::new();
-    for (path, text, dirs) in &scripts_text {
-        crate::results::io::write_atomic(path, text.as_bytes())?;
-        scripts_written.push((path.clone(), dirs.clone()));
-    }
-    if let Some((path, text)) = &collect {
-        crate::results::io::write_atomic(path, text.as_bytes())?;
-    }
-    let collect = collect.map(|(p, _)| p);
-    let rel = |d: &Path| d.strip_prefix(&out).unwrap_or(d).display().to_string();
-    let mut records = Vec::new();
-    for (script, attempts) in &scripts_written {
-        let id = match profile.scheduler {
-            Scheduler::Slurm => run_tool(
-                "sbatch",
-                &["--parsable".into(), script.display().to_string()],
-                60,
-            ),
-            Scheduler::Uge | Scheduler::Pbs => {
-                run_tool("qsub", &[script.display().to_string()], 60)
-            }
-        }
-        .map_err(|e| Error::Environment(format!("submitting {}: {e}", script.display())))?;
-        let id = id.trim().split(';').next().unwrap_or("").to_string();
-        for a in attempts {
-            std::fs::write(a.join("job_id"), &id)
-                .map_err(|e| Error::Runtime(format!("{}: {e}", a.display())))?;
-        }
-        records.push(JobRecord {
-            job_id: id,
-            script: script.clone(),
-            attempts: attempts.iter().map(|a| rel(a)).collect(),
-        });
-    }
-    let collect_job = match &collect {
-        Some(c) => {
-            let dep = format!(
-                "--dependency=afterany:{}",
-                records
-                    .iter()
-                    .map(|r| r.job_id.as_str())
-                    .collect::<Vec<_>>()
-                    .join(":")
-            );
-            Some(
-                run_tool(
-                    "sbatch",
-                    &["--parsable".into(), dep, c.display().to_string()],
-                    60,
-                )
-                .map_err(|e| Error::Environment(format!("submitting {}: {e}", c.display())))?
-                .trim()
-                .split(';')
-                .next()
-                .unwrap_or("")
-                .to_string(),
-            )
-        }
-        None => None,
-    };
+    write_run(&out, &spec, &record, &attempts, &scripts)?;
+    let (records, collect_job) = submit_scripts(&profile, &out, &scripts)?;
     let overhead_s = t0.elapsed().as_secs_f64();
     if !req.quiet {
         let cases: usize = todo.values().map(Vec::len).sum();
@@ -465,6 +308,235 @@ pub fn submit(req: &SubmitRequest, argv: &[String]) -> Result<u8> {
     });
     rundir::write_json(&out.join(JOBS_FILE), &jobs)?;
     Ok(EXIT_OK)
+}
+
+/// The run directory, absolute: `--out`, or `results/NAME-STAMP` here.
+fn run_dir(req: &SubmitRequest, spec: &config::SweepSpec) -> Result<PathBuf> {
+    let out = req.out.clone().unwrap_or_else(|| {
+        PathBuf::from("results").join(format!(
+            "{}-{}",
+            super::shell::job_name(&spec.name),
+            crate::results::utc_stamp(now_unix_s())
+        ))
+    });
+    Ok(if out.is_absolute() {
+        out
+    } else {
+        std::env::current_dir()
+            .map_err(|e| Error::Runtime(e.to_string()))?
+            .join(out)
+    })
+}
+
+/// Refuses to submit into a run whose jobs are still queued or running (Slurm).
+fn refuse_active(out: &Path, jobs: &JobsFile) -> Result<()> {
+    let active = active_jobs(&all_job_ids(jobs))
+        .map_err(|e| Error::Environment(format!("cannot check this run's jobs: {e}")))?;
+    if !active.is_empty() {
+        let list: Vec<String> = active.iter().map(|(i, s)| format!("{i} {s}")).collect();
+        return Err(Error::Input(format!(
+                "{}: jobs of this run are still queued or running ({}): wait for them (scalebench status --wait) or scancel them, then submit again",
+                out.display(),
+                list.join(", ")
+            )));
+    }
+    Ok(())
+}
+
+/// A launch's attempt: its directory and the plan it runs there.
+type Attempt = (PathBuf, LaunchPlan);
+
+/// One attempt directory per launch with work; attempts of one allocation (resources and
+/// placement) share a job, as an array (the jobs' names are set when their scripts are made).
+fn plan_attempts(
+    launches: &[LaunchPlan],
+    todo: &BTreeMap<String, Vec<CaseParams>>,
+    profile: &Profile,
+    spec: &config::SweepSpec,
+    out: &Path,
+) -> (Vec<Attempt>, Vec<JobPlan>) {
+    let launch_timeout_s = spec.launch.timeout_s.ceil() as u64;
+    let first_attempt = rundir::attempt_dirs(out).len() + 1;
+    let mut attempts = Vec::new();
+    let mut groups: Vec<JobPlan> = Vec::new();
+    for (i, l) in launches
+        .iter()
+        .filter(|l| todo.contains_key(&l.launch_id))
+        .enumerate()
+    {
+        let mut attempt = l.clone();
+        attempt.cases = todo[&l.launch_id].clone();
+        attempt.emulate_nodes = false;
+        attempt.reserved_cores = profile.reserved_cores.clone().unwrap_or_default();
+        let dir = rundir::attempt_path(out, first_attempt + i, &l.launch_id);
+        let res = scripts::resources(profile, &l.shape);
+        match groups.iter_mut().find(|g| {
+            scripts::resources(profile, &g.shape) == res && g.shape.placement == l.shape.placement
+        }) {
+            Some(g) => g.attempts.push(dir.clone()),
+            None => groups.push(JobPlan {
+                name: String::new(),
+                shape: l.shape,
+                attempts: vec![dir.clone()],
+                launch_timeout_s,
+            }),
+        }
+        attempts.push((dir, attempt));
+    }
+    (attempts, groups)
+}
+
+/// The scripts of one submission: per job its path, text and attempt directories; and the
+/// collect job's path and text (Slurm).
+struct Scripts {
+    jobs: Vec<(PathBuf, String, Vec<PathBuf>)>,
+    collect: Option<(PathBuf, String)>,
+}
+
+/// Names the jobs and writes their scripts' text (nothing on disk yet).
+fn job_scripts(
+    profile: &Profile,
+    spec: &config::SweepSpec,
+    out: &Path,
+    jobs: &JobsFile,
+    groups: &mut [JobPlan],
+) -> Result<Scripts> {
+    let scalebench = profile.scalebench.clone().unwrap_or_else(|| {
+        std::env::current_exe().map_or("scalebench".into(), |p| p.display().to_string())
+    });
+    let ctx = Context {
+        profile,
+        run_dir: out,
+        scalebench: &scalebench,
+        sweep_name: &spec.name,
+    };
+    let jobs_dir = out.join("jobs");
+    let n0 = jobs.submissions.iter().map(|s| s.jobs.len()).sum::<usize>();
+    let mut scripts_text = Vec::new();
+    for (i, g) in groups.iter_mut().enumerate() {
+        g.name = format!("{}-{:03}", spec.name, n0 + i + 1);
+        let text = scripts::script(&ctx, g).map_err(Error::Input)?;
+        scripts_text.push((
+            jobs_dir.join(format!("job-{:03}.sh", n0 + i + 1)),
+            text,
+            g.attempts.clone(),
+        ));
+    }
+    let collect = match profile.scheduler {
+        Scheduler::Slurm => Some((
+            jobs_dir.join(format!("collect-{}.sh", jobs.submissions.len() + 1)),
+            scripts::slurm_collect(&ctx).map_err(Error::Input)?,
+        )),
+        _ => None,
+    };
+    Ok(Scripts {
+        jobs: scripts_text,
+        collect,
+    })
+}
+
+fn print_dry_run(scripts: &Scripts, attempts: usize) {
+    for (path, text) in scripts
+        .jobs
+        .iter()
+        .map(|(p, t, _)| (p, t))
+        .chain(scripts.collect.iter().map(|(p, t)| (p, t)))
+    {
+        println!("### {}", path.display());
+        print!("{text}");
+    }
+    println!(
+        "# dry run: {} job script(s) for {} launch(es); nothing written, nothing submitted",
+        scripts.jobs.len(),
+        attempts
+    );
+}
+
+/// Writes the run directory: the spec, the sweep's plan, each attempt's plan and the scripts.
+fn write_run(
+    out: &Path,
+    spec: &config::SweepSpec,
+    record: &SweepRecord,
+    attempts: &[Attempt],
+    scripts: &Scripts,
+) -> Result<()> {
+    std::fs::create_dir_all(out).map_err(|e| Error::Runtime(format!("{}: {e}", out.display())))?;
+    crate::results::io::write_atomic(&out.join("spec.toml"), spec.text.as_bytes())?;
+    rundir::write_json(&out.join(PLAN_FILE), record)?;
+    for (dir, attempt) in attempts {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| Error::Runtime(format!("{}: {e}", dir.display())))?;
+        rundir::write_json(&dir.join(PLAN_FILE), attempt)?;
+    }
+    for (path, text, _) in &scripts.jobs {
+        crate::results::io::write_atomic(path, text.as_bytes())?;
+    }
+    if let Some((path, text)) = &scripts.collect {
+        crate::results::io::write_atomic(path, text.as_bytes())?;
+    }
+    Ok(())
+}
+
+/// Submits every job script, then the collect job after them all; returns the jobs' records
+/// and the collect job's id.
+fn submit_scripts(
+    profile: &Profile,
+    out: &Path,
+    scripts: &Scripts,
+) -> Result<(Vec<JobRecord>, Option<String>)> {
+    let collect = scripts.collect.as_ref().map(|(p, _)| p);
+    let rel = |d: &Path| d.strip_prefix(out).unwrap_or(d).display().to_string();
+    let mut records = Vec::new();
+    for (script, _, attempts) in &scripts.jobs {
+        let id = match profile.scheduler {
+            Scheduler::Slurm => run_tool(
+                "sbatch",
+                &["--parsable".into(), script.display().to_string()],
+                60,
+            ),
+            Scheduler::Uge | Scheduler::Pbs => {
+                run_tool("qsub", &[script.display().to_string()], 60)
+            }
+        }
+        .map_err(|e| Error::Environment(format!("submitting {}: {e}", script.display())))?;
+        let id = id.trim().split(';').next().unwrap_or("").to_string();
+        for a in attempts {
+            std::fs::write(a.join("job_id"), &id)
+                .map_err(|e| Error::Runtime(format!("{}: {e}", a.display())))?;
+        }
+        records.push(JobRecord {
+            job_id: id,
+            script: script.clone(),
+            attempts: attempts.iter().map(|a| rel(a)).collect(),
+        });
+    }
+    let collect_job = match collect {
+        Some(c) => {
+            let dep = format!(
+                "--dependency=afterany:{}",
+                records
+                    .iter()
+                    .map(|r| r.job_id.as_str())
+                    .collect::<Vec<_>>()
+                    .join(":")
+            );
+            Some(
+                run_tool(
+                    "sbatch",
+                    &["--parsable".into(), dep, c.display().to_string()],
+                    60,
+                )
+                .map_err(|e| Error::Environment(format!("submitting {}: {e}", c.display())))?
+                .trim()
+                .split(';')
+                .next()
+                .unwrap_or("")
+                .to_string(),
+            )
+        }
+        None => None,
+    };
+    Ok((records, collect_job))
 }
 
 /// `scalebench finish-launch`: run inside a job after the launch, records how it ended.

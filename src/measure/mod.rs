@@ -18,29 +18,8 @@ use crate::params::Timing;
 use crate::results::schema::{Calibration, RankSpread, TimingResult};
 use crate::stats;
 
-/// How many iterations to run.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct IterPolicy {
-    /// Timed iterations; `None` = automatic (see [`IterPolicy::resolve`]).
-    pub iters: Option<u32>,
-    /// Warm-up iterations; `None` = automatic.
-    pub warmup: Option<u32>,
-    /// Automatic mode: the measured phase of one case should take about this long, seconds.
-    pub time_budget_s: f64,
-    /// Pipelined mode: batches (samples); `None` = min(iters, 20).
-    pub batches: Option<u32>,
-}
-
-impl Default for IterPolicy {
-    fn default() -> Self {
-        IterPolicy {
-            iters: None,
-            warmup: None,
-            time_budget_s: 0.5,
-            batches: None,
-        }
-    }
-}
+// The policy is shared vocabulary (specs and plans carry it); how it resolves is measuring.
+pub use crate::params::IterPolicy;
 
 /// Fewest timed iterations the automatic policy runs, however slow the operation.
 pub const MIN_AUTO_ITERS: u32 = 5;
@@ -308,28 +287,6 @@ pub fn timing_result(
     }
 }
 
-/// Measures the smallest non-zero step of a clock that returns seconds.
-pub fn clock_resolution_s(mut now: impl FnMut() -> f64) -> f64 {
-    let mut best = f64::INFINITY;
-    for _ in 0..200 {
-        let a = now();
-        let mut b = now();
-        let mut spins = 0;
-        while b == a && spins < 1_000_000 {
-            b = now();
-            spins += 1;
-        }
-        if b > a {
-            best = best.min(b - a);
-        }
-    }
-    if best.is_finite() {
-        best
-    } else {
-        0.0
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -462,15 +419,5 @@ mod tests {
         let w = timing_warnings(Timing::Pipelined, c(20, 20));
         assert!(w[0].contains("that is isolated timing"), "{w:?}");
         assert!(timing_warnings(Timing::Pipelined, c(40, 20)).is_empty());
-    }
-
-    #[test]
-    fn clock_resolution_of_a_coarse_clock() {
-        let mut t = 0u64;
-        let r = clock_resolution_s(|| {
-            t += 1;
-            (t / 10) as f64 * 1e-3
-        });
-        assert!((r - 1e-3).abs() < 1e-12, "{r}");
     }
 }

@@ -1,22 +1,105 @@
 //! Planning: what cases to measure, in what order, in which launches.
 //!
-//! [`RunOptions`] is the resolved form of `scalebench run`'s options; [`expand`] turns it and a
-//! launch's shape into the ordered list of cases. Order follows nccl-tests: per workload, type,
+//! [`Request`] is `scalebench run`'s options as typed values (built by `cli`, or by any
+//! caller of the library); [`RunOptions`] is their checked, resolved form; [`expand`] turns it
+//! and a launch's shape into the ordered list of cases. Order follows nccl-tests: per workload, type,
 //! operator, root and timing mode, sizes ascend, and each size is measured out of place, then
 //! in place (so the table can show both side by side).
 
 pub mod sweep;
 
-use crate::cli::{InPlaceChoice, RunArgs};
 use crate::error::{Error, Result};
-use crate::measure::IterPolicy;
+use crate::params::counts::{counts, CountError};
 use crate::params::{
-    BackendKind, CaseParams, Collect, Dtype, LaunchShape, MatmulShape, Progress, ReduceOp, Scaling,
-    Timing, Workload,
+    BackendKind, Binding, BufferOffset, CaseParams, Collect, Dtype, Fault, GemmChoice, IterPolicy,
+    LaunchShape, MatmulShape, Placement, Progress, ReduceOp, RunSettings, Scaling, Timing,
+    Topology, Workload,
 };
-use crate::units::format_bytes;
-use crate::workload::collective::{counts, CountError};
-use crate::workload::{Fault, RunSettings};
+use crate::units::{format_bytes, Bytes};
+
+/// `scalebench run`'s options as typed values, not yet checked: what the user asked for.
+/// [`RunOptions::from_request`] checks the case options; `run` resolves the launch options.
+/// [`Request::default`] is what `scalebench run` with no options asks for.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Request {
+    pub workloads: Vec<Workload>,
+    pub sizes: Vec<Bytes>,
+    pub dtypes: Vec<Dtype>,
+    pub ops: Vec<ReduceOp>,
+    pub roots: Vec<u32>,
+    pub dims: Vec<MatmulShape>,
+    /// `--batch` as given (each workload has its own default).
+    pub batch: Option<u32>,
+    pub models: Vec<String>,
+    pub bucket_sizes: Vec<Bytes>,
+    /// ddp_step's first bucket capacities (`0` = the same as the others).
+    pub first_bucket_sizes: Vec<Bytes>,
+    pub progress: Vec<Progress>,
+    pub collect: Collect,
+    pub scaling: Scaling,
+    pub timings: Vec<Timing>,
+    /// Buffer placements to measure: `false` out of place, `true` in place.
+    pub in_place: Vec<bool>,
+    pub iters: Option<u32>,
+    pub warmup: Option<u32>,
+    pub time_budget_s: f64,
+    pub batches: Option<u32>,
+    pub check: u32,
+    pub buffer_offset: BufferOffset,
+    pub backend: BackendKind,
+    pub topology: Topology,
+    pub nodes: Option<u32>,
+    pub devices_per_node: Option<u32>,
+    pub emulate_nodes: bool,
+    pub placement: Placement,
+    pub binding: Binding,
+    /// Cores never bound to: `""`, `first_per_numa` or a cpulist.
+    pub reserved_cores: String,
+    pub threads_per_device: u32,
+    pub gemm: GemmChoice,
+    /// Test-only fault injection (see [`Fault`]).
+    pub fault: Option<String>,
+}
+
+impl Default for Request {
+    fn default() -> Self {
+        Request {
+            workloads: vec![Workload::Allreduce],
+            sizes: crate::units::parse_size_list("8B:4MiB:x4")
+                .expect("the default size list parses"),
+            dtypes: vec![Dtype::F32],
+            ops: vec![ReduceOp::Sum],
+            roots: vec![0],
+            dims: vec![MatmulShape::square(1024)],
+            batch: None,
+            models: vec!["mlp-tiny".into()],
+            bucket_sizes: vec![Bytes(25 << 20)],
+            first_bucket_sizes: vec![Bytes(1 << 20)],
+            progress: vec![Progress::Thread],
+            collect: Collect::Gather,
+            scaling: Scaling::Weak,
+            timings: vec![Timing::Pipelined],
+            in_place: vec![false, true],
+            iters: None,
+            warmup: None,
+            time_budget_s: IterPolicy::default().time_budget_s,
+            batches: None,
+            check: 1,
+            buffer_offset: BufferOffset::default(),
+            backend: BackendKind::Cpu,
+            topology: Topology::Pure,
+            nodes: None,
+            devices_per_node: None,
+            emulate_nodes: false,
+            placement: Placement::Fill,
+            binding: Binding::None,
+            reserved_cores: String::new(),
+            threads_per_device: 1,
+            gemm: GemmChoice::Auto,
+            fault: None,
+        }
+    }
+}
 
 /// What to measure in one launch, independent of its shape.
 #[derive(Debug, Clone)]
@@ -33,6 +116,8 @@ pub struct RunOptions {
     /// ddp_step: models, bucket capacities (bytes) and progress strategies.
     pub models: Vec<String>,
     pub bucket_bytes: Vec<u64>,
+    /// ddp_step: first-bucket capacities (bytes; 0 = as the others).
+    pub first_bucket_bytes: Vec<u64>,
     pub progress: Vec<Progress>,
     pub scaling: Scaling,
     pub timings: Vec<Timing>,
@@ -53,9 +138,9 @@ fn nonempty<T>(v: &[T], option: &str) -> Result<()> {
 
 impl RunOptions {
     /// Checks and resolves `run`'s options (no MPI needed).
-    pub fn from_args(a: &RunArgs) -> Result<Self> {
+    pub fn from_request(a: &Request) -> Result<Self> {
         nonempty(&a.workloads, "--workload")?;
-        nonempty(&a.sizes.0, "--sizes")?;
+        nonempty(&a.sizes, "--sizes")?;
         nonempty(&a.dtypes, "--dtype")?;
         nonempty(&a.ops, "--op")?;
         nonempty(&a.roots, "--root")?;
@@ -67,10 +152,10 @@ impl RunOptions {
         if a.batches == Some(0) {
             return Err(Error::input("--batches 0: give at least 1 batch"));
         }
-        if !(a.time_budget.is_finite() && a.time_budget > 0.0) {
+        if !(a.time_budget_s.is_finite() && a.time_budget_s > 0.0) {
             return Err(Error::input(format!(
                 "--time-budget {}: give a positive number of seconds, e.g. 0.5",
-                a.time_budget
+                a.time_budget_s
             )));
         }
         if a.threads_per_device == 0 {
@@ -82,13 +167,14 @@ impl RunOptions {
             ));
         }
         nonempty(&a.models, "--model")?;
-        nonempty(&a.bucket_sizes.0, "--bucket-size")?;
+        nonempty(&a.bucket_sizes, "--bucket-size")?;
+        nonempty(&a.first_bucket_sizes, "--first-bucket")?;
         nonempty(&a.progress, "--progress")?;
         for m in &a.models {
             crate::workload::ddp::Model::parse(m)
                 .map_err(|e| Error::input(format!("--model: {e}")))?;
         }
-        if a.bucket_sizes.0.iter().any(|b| b.get() == 0) {
+        if a.bucket_sizes.iter().any(|b| b.get() == 0) {
             return Err(Error::input(
                 "--bucket-size 0B: give a capacity of at least 1 byte, e.g. 25MiB",
             ));
@@ -97,7 +183,7 @@ impl RunOptions {
         let lim = |what: &str, v: u64, max: u64, fix: &str| {
             limits::count(what, v, max, fix).map_err(Error::Input)
         };
-        for s in &a.sizes.0 {
+        for s in &a.sizes {
             lim(
                 "--sizes",
                 s.get(),
@@ -133,9 +219,9 @@ impl RunOptions {
                 )?;
             }
         }
-        limits::seconds("--time-budget", a.time_budget, "0.5").map_err(Error::Input)?;
+        limits::seconds("--time-budget", a.time_budget_s, "0.5").map_err(Error::Input)?;
         // An upper bound of the cases (before options that do not apply are dropped).
-        let per_variant = (a.sizes.0.len() as u128) * 2 + a.dims.len() as u128;
+        let per_variant = (a.sizes.len() as u128) * 2 + a.dims.len() as u128;
         let bound = [
             a.workloads.len(),
             a.dtypes.len(),
@@ -160,7 +246,7 @@ impl RunOptions {
             ["--nodes", "--devices-per-node", "--threads-per-device"],
         )
         .map_err(Error::Input)?;
-        let page = crate::backend::page_size_bytes() as u64;
+        let page = crate::host::page_size_bytes() as u64;
         let o = a.buffer_offset;
         if o.send_bytes >= page || o.recv_bytes >= page {
             return Err(Error::input(format!(
@@ -187,30 +273,32 @@ impl RunOptions {
         }
         Ok(RunOptions {
             workloads: dedup(&a.workloads),
-            sizes_bytes: a.sizes.0.iter().map(|b| b.get()).collect(),
+            sizes_bytes: a.sizes.iter().map(|b| b.get()).collect(),
             dtypes: dedup(&a.dtypes),
             ops: dedup(&a.ops),
             roots: dedup(&a.roots),
             shapes: dedup(&a.dims),
             batch: a.batch,
-            collect: a.collect.into(),
+            collect: a.collect,
             models: dedup(&a.models),
-            bucket_bytes: dedup(&a.bucket_sizes.0.iter().map(|b| b.get()).collect::<Vec<_>>()),
+            bucket_bytes: dedup(&a.bucket_sizes.iter().map(|b| b.get()).collect::<Vec<_>>()),
+            first_bucket_bytes: dedup(
+                &a.first_bucket_sizes
+                    .iter()
+                    .map(|b| b.get())
+                    .collect::<Vec<_>>(),
+            ),
             progress: dedup(&a.progress),
-            scaling: a.scaling.into(),
+            scaling: a.scaling,
             timings: dedup(&a.timings),
-            in_place: match a.in_place {
-                InPlaceChoice::Both => vec![false, true],
-                InPlaceChoice::Yes => vec![true],
-                InPlaceChoice::No => vec![false],
-            },
+            in_place: a.in_place.clone(),
             threads_per_device: a.threads_per_device,
             fault: a.fault.clone(),
             settings: RunSettings {
                 policy: IterPolicy {
                     iters: a.iters,
                     warmup: a.warmup,
-                    time_budget_s: a.time_budget,
+                    time_budget_s: a.time_budget_s,
                     batches: a.batches,
                 },
                 check_iters: a.check,
@@ -369,10 +457,15 @@ fn expand_ddp(o: &RunOptions, c: CaseParams, out: &mut Vec<CaseParams>) {
     };
     for m in &o.models {
         for p in &progress {
-            for &bucket in &o.bucket_bytes {
+            for (&bucket, &first) in o
+                .bucket_bytes
+                .iter()
+                .flat_map(|b| o.first_bucket_bytes.iter().map(move |f| (b, f)))
+            {
                 out.push(CaseParams {
                     model: Some(m.trim().to_string()),
                     bucket_bytes: Some(bucket),
+                    first_bucket_bytes: Some(first),
                     progress: *p,
                     batch: Some(o.batch.unwrap_or(crate::workload::ddp::DEFAULT_BATCH)),
                     scaling: Some(o.scaling),
@@ -422,17 +515,13 @@ fn expand_collective(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cli::{Cli, Command};
-    use crate::params::{Binding, Placement, Topology};
-    use clap::Parser;
 
-    fn opts(args: &[&str]) -> Result<RunOptions> {
-        let mut full = vec!["scalebench", "run"];
-        full.extend(args);
-        let Command::Run(a) = Cli::try_parse_from(full).unwrap().command else {
-            panic!("not a run command")
-        };
-        RunOptions::from_args(&a)
+    fn opts(r: Request) -> Result<RunOptions> {
+        RunOptions::from_request(&r)
+    }
+
+    fn sizes(list: &str) -> Vec<Bytes> {
+        crate::units::parse_size_list(list).unwrap()
     }
 
     fn shape(devices: u32) -> LaunchShape {
@@ -448,16 +537,13 @@ mod tests {
 
     #[test]
     fn product_is_complete_and_ordered() {
-        let o = opts(&[
-            "-w",
-            "allreduce,reduce,broadcast",
-            "--sizes",
-            "8,16",
-            "--op",
-            "sum,max",
-            "--root",
-            "0,1",
-        ])
+        let o = opts(Request {
+            workloads: vec![Workload::Allreduce, Workload::Reduce, Workload::Broadcast],
+            sizes: sizes("8,16"),
+            ops: vec![ReduceOp::Sum, ReduceOp::Max],
+            roots: vec![0, 1],
+            ..Request::default()
+        })
         .unwrap();
         let cases = expand(&o, shape(2)).unwrap();
         // allreduce: 2 ops × 2 sizes × 2 places; reduce: 2 ops × 2 roots × 2 × 2; broadcast: 2 roots × 2 sizes × in-place only
@@ -475,14 +561,12 @@ mod tests {
 
     #[test]
     fn matmul_cases_carry_their_shape() {
-        let o = opts(&[
-            "-w",
-            "matmul,batch_matmul",
-            "--dims",
-            "64,32x16x8",
-            "--scaling",
-            "strong",
-        ])
+        let o = opts(Request {
+            workloads: vec![Workload::Matmul, Workload::BatchMatmul],
+            dims: vec![MatmulShape::square(64), "32x16x8".parse().unwrap()],
+            scaling: Scaling::Strong,
+            ..Request::default()
+        })
         .unwrap();
         let cases = expand(&o, shape(2)).unwrap();
         assert_eq!(cases.len(), 4);
@@ -494,20 +578,51 @@ mod tests {
 
     #[test]
     fn input_errors_name_the_option() {
-        let e = expand(&opts(&["--sizes", "6"]).unwrap(), shape(2)).unwrap_err();
+        let e = expand(
+            &opts(Request {
+                sizes: sizes("6"),
+                ..Request::default()
+            })
+            .unwrap(),
+            shape(2),
+        )
+        .unwrap_err();
         assert!(
             e.to_string().starts_with("--sizes 6B:") && e.to_string().contains("multiple of 4"),
             "{e}"
         );
-        let e = expand(&opts(&["-w", "reduce", "--root", "2"]).unwrap(), shape(2)).unwrap_err();
+        let reduce = Request {
+            workloads: vec![Workload::Reduce],
+            roots: vec![2],
+            ..Request::default()
+        };
+        let e = expand(&opts(reduce).unwrap(), shape(2)).unwrap_err();
         assert!(e.to_string().contains("--root 2"), "{e}");
-        assert!(opts(&["--iters", "0"]).is_err());
-        assert!(opts(&["--time-budget", "-1"]).is_err());
-        assert!(opts(&["--fault", "boom"]).is_err());
+        for bad in [
+            Request {
+                iters: Some(0),
+                ..Request::default()
+            },
+            Request {
+                time_budget_s: -1.0,
+                ..Request::default()
+            },
+            Request {
+                fault: Some("boom".into()),
+                ..Request::default()
+            },
+        ] {
+            assert!(opts(bad.clone()).is_err(), "{bad:?}");
+        }
         // too small for the device count is not an input error (the case is skipped)
         assert_eq!(
             expand(
-                &opts(&["-w", "allgather", "--sizes", "8"]).unwrap(),
+                &opts(Request {
+                    workloads: vec![Workload::Allgather],
+                    sizes: sizes("8"),
+                    ..Request::default()
+                })
+                .unwrap(),
                 shape(4)
             )
             .unwrap()

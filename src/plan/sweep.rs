@@ -11,12 +11,12 @@
 
 use super::LaunchPlan;
 use crate::config::{limits, Axis, AxisValue, SpecError, SweepSpec};
+use crate::params::counts::{counts, CountError};
 use crate::params::{
     BackendKind, Binding, CaseParams, Collect, Dtype, LaunchShape, MatmulShape, Placement,
     Progress, ReduceOp, Scaling, Timing, Topology, Workload,
 };
 use crate::units::parse_size_list;
-use crate::workload::collective::{counts, CountError};
 use std::collections::{HashMap, HashSet};
 
 /// A whole sweep: its launches, each with its cases.
@@ -55,6 +55,7 @@ struct Point {
     fault: Option<String>,
     model: String,
     bucket: u64,
+    first_bucket: u64,
     progress: Progress,
     /// Whether the spec gave `batch` (ddp_step's default differs from batch_matmul's).
     batch_given: bool,
@@ -84,6 +85,7 @@ impl Default for Point {
             fault: None,
             model: crate::workload::ddp::DEFAULT_MODEL.to_string(),
             bucket: crate::workload::ddp::DEFAULT_BUCKET_BYTES,
+            first_bucket: crate::workload::ddp::DEFAULT_FIRST_BUCKET_BYTES,
             progress: Progress::Thread,
             batch_given: false,
         }
@@ -115,6 +117,7 @@ impl Point {
             }
             (Axis::Models, AxisValue::Model(x)) => self.model = x.clone(),
             (Axis::BucketSizes, AxisValue::Bytes(x)) => self.bucket = *x,
+            (Axis::FirstBucketSizes, AxisValue::Bytes(x)) => self.first_bucket = *x,
             (Axis::Progress, AxisValue::Progress(x)) => self.progress = *x,
             (Axis::Collect, AxisValue::Collect(x)) => self.collect = *x,
             (Axis::Fault, AxisValue::Fault(x)) => self.fault = x.clone(),
@@ -145,6 +148,7 @@ impl Point {
             Axis::Fault => AxisValue::Fault(self.fault.clone()),
             Axis::Models => AxisValue::Model(self.model.clone()),
             Axis::BucketSizes => AxisValue::Bytes(self.bucket),
+            Axis::FirstBucketSizes => AxisValue::Bytes(self.first_bucket),
             Axis::Progress => AxisValue::Progress(self.progress),
         }
     }
@@ -198,6 +202,7 @@ impl Point {
             fault: self.fault.clone(),
             model: ddp.then(|| self.model.clone()),
             bucket_bytes: ddp.then_some(self.bucket),
+            first_bucket_bytes: ddp.then_some(self.first_bucket),
             progress: (ddp && cpu).then_some(self.progress),
         }
     }
@@ -226,6 +231,7 @@ fn order(a: Axis) -> usize {
         Axis::Models,
         Axis::Progress,
         Axis::BucketSizes,
+        Axis::FirstBucketSizes,
         Axis::Sizes,
         Axis::InPlace,
     ];

@@ -10,7 +10,6 @@ use super::doc::Block;
 use super::load::{self, Filter};
 use super::table::case_table;
 use super::{document, html, markdown, plot};
-use crate::cli::{ReportArgs, ReportOutput};
 use crate::error::{Error, EXIT_OK};
 use rayon::prelude::*;
 use std::fs;
@@ -41,7 +40,7 @@ impl Outputs {
     }
 }
 
-/// Everything `report` needs, resolved from the command line.
+/// Everything `report` needs, as typed values (built by `cli`; checked by [`run`]).
 #[derive(Debug, Clone)]
 pub struct Request {
     pub inputs: Vec<PathBuf>,
@@ -62,63 +61,45 @@ pub struct Written {
     pub files: Vec<PathBuf>,
 }
 
-/// Resolves the command line: defaults, and checks that print the option and the fix.
-pub fn request(args: &ReportArgs) -> Result<Request, Error> {
-    if !(args.noisy_cv > 0.0 && args.noisy_cv.is_finite()) {
-        return Err(Error::input(format!(
-            "--noisy-cv {}: give the coefficient of variation above which a case is noisy, a number > 0 (e.g. 0.1 for 10 %)",
-            args.noisy_cv
-        )));
-    }
-    if !(0.0..1.0).contains(&args.tie_band) {
-        return Err(Error::input(format!(
-            "--tie-band {}: give the relative band around 1 in which a ratio is a tie, 0 ≤ band < 1 (e.g. 0.05)",
-            args.tie_band
-        )));
-    }
-    let mut outputs = Outputs {
-        html: false,
-        md: false,
-        csv: false,
-        svg: false,
-        png: false,
-    };
-    for f in &args.formats {
-        match f {
-            ReportOutput::Html => outputs.html = true,
-            ReportOutput::Md => outputs.md = true,
-            ReportOutput::Csv => outputs.csv = true,
-            ReportOutput::Svg => outputs.svg = true,
-            ReportOutput::Png => outputs.png = true,
+impl Outputs {
+    /// No file at all (a start for a list of formats).
+    pub fn none() -> Outputs {
+        Outputs {
+            html: false,
+            md: false,
+            csv: false,
+            svg: false,
+            png: false,
         }
     }
-    let filters = args
-        .only
-        .iter()
-        .map(|s| load::parse_filter(s))
-        .collect::<Result<Vec<_>, _>>()?;
-    let out = args.out.clone().unwrap_or_else(|| {
-        Path::new("reports").join(crate::results::utc_stamp(crate::results::now_unix_s()))
-    });
-    Ok(Request {
-        inputs: args.results.clone(),
-        out,
-        title: args.title.clone(),
-        outputs,
-        filters,
-        options: Options {
-            noisy_cv: args.noisy_cv,
-            tie_band: args.tie_band,
-            chart_variants: args.chart_variants,
-            include_unrepresentative: args.include_unrepresentative,
-        },
-    })
 }
 
-/// `scalebench report`: the exit code on success.
-pub fn run(args: &ReportArgs) -> Result<u8, Error> {
-    let req = request(args)?;
-    let w = generate(&req)?;
+/// The output directory when none is given: reports/<UTC timestamp>.
+pub fn default_out_dir() -> PathBuf {
+    Path::new("reports").join(crate::results::utc_stamp(crate::results::now_unix_s()))
+}
+
+/// Checks the analysis options (the errors name the command-line option and the fix).
+pub fn check_options(o: &Options) -> Result<(), Error> {
+    if !(o.noisy_cv > 0.0 && o.noisy_cv.is_finite()) {
+        return Err(Error::input(format!(
+            "--noisy-cv {}: give the coefficient of variation above which a case is noisy, a number > 0 (e.g. 0.1 for 10 %)",
+            o.noisy_cv
+        )));
+    }
+    if !(0.0..1.0).contains(&o.tie_band) {
+        return Err(Error::input(format!(
+            "--tie-band {}: give the relative band around 1 in which a ratio is a tie, 0 ≤ band < 1 (e.g. 0.05)",
+            o.tie_band
+        )));
+    }
+    Ok(())
+}
+
+/// `scalebench report`: checks the request, writes the report, returns the exit code.
+pub fn run(req: &Request) -> Result<u8, Error> {
+    check_options(&req.options)?;
+    let w = generate(req)?;
     let main = if req.outputs.html {
         "report.html"
     } else if req.outputs.md {

@@ -6,7 +6,8 @@
 //! E(p) = T(p₀) / T(p); strong scaling (fixed global batch) E(p) = p₀·T(p₀) / (p·T(p)), where
 //! p₀ is the smallest device count measured for the set-up (1 when measured).
 
-use super::doc::{text, Doc};
+use super::doc::{text, Block, Doc, FigureBlock};
+use super::plot::Figure;
 use super::table::{Cell, NumFmt, Table};
 use crate::params::{CaseParams, Scaling, Workload};
 use crate::results::schema::{CaseResult, CaseStatus};
@@ -95,8 +96,27 @@ struct BucketRow {
     step_s: f64,
 }
 
-/// Adds the ddp_step section (nothing when no case is a measured ddp_step).
-pub fn section<'a>(doc: &mut Doc, cases: impl IntoIterator<Item = &'a CaseResult>) {
+/// Adds `figs`' ddp_step charts of kind `kind` (their index in `figs` is the figure number).
+fn add_figures(doc: &mut Doc, figs: &[Figure], kind: &str) {
+    for (i, f) in figs.iter().enumerate() {
+        if f.kind == kind && f.workload == Workload::DdpStep {
+            doc.blocks.push(Block::Figure(FigureBlock {
+                figure: i,
+                stem: f.stem.clone(),
+                title: f.title.clone(),
+                caption: f.caption.clone(),
+            }));
+        }
+    }
+}
+
+/// Adds the ddp_step section (nothing when no case is a measured ddp_step), with the charts
+/// of [`super::plot::ddp`] among `figs`.
+pub fn section<'a>(
+    doc: &mut Doc,
+    cases: impl IntoIterator<Item = &'a CaseResult>,
+    figs: &[Figure],
+) {
     let pts = points(cases);
     if pts.is_empty() {
         return;
@@ -148,6 +168,7 @@ pub fn section<'a>(doc: &mut Doc, cases: impl IntoIterator<Item = &'a CaseResult
         ]);
     }
     doc.table(t, "ddp_step", None);
+    add_figures(doc, figs, "ddp_breakdown");
 
     // Overlap efficiency against bucket size, per set-up without the bucket and device count.
     let mut by_bucket: BTreeMap<(String, u32, u32), Vec<BucketRow>> = BTreeMap::new();
@@ -196,6 +217,7 @@ pub fn section<'a>(doc: &mut Doc, cases: impl IntoIterator<Item = &'a CaseResult
             }
         }
         doc.table(t, "ddp_step_buckets", None);
+        add_figures(doc, figs, "ddp_overlap");
     }
 }
 

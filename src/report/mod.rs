@@ -1,15 +1,15 @@
-//! What people read: the live console table, and reports built from results files.
+//! What people read: reports built from results files (the live console table is
+//! [`crate::run::console`]).
 
 pub mod analyze;
 pub mod build;
-pub mod console;
 pub mod ddp;
 pub mod derive;
-pub mod doc;
+pub use crate::present::doc;
 pub mod document;
-pub mod html;
+pub use crate::present::html;
 pub mod load;
-pub mod markdown;
+pub use crate::present::markdown;
 pub mod model;
 pub mod plot;
 pub mod table;

@@ -700,20 +700,7 @@ pub fn fit_scales(w: Workload, points: &[ScalePoint]) -> Result<ScaleModel, FitE
                 continue;
             }
         };
-        let holdout = fit_nonneg(&obs_for(form, &small)).map(|f| {
-            let mut errs: Vec<f64> = obs_for(form, &large)
-                .iter()
-                .map(|o| ((f.predict(o.u, o.v) - o.t) / o.t).abs())
-                .collect();
-            errs.sort_by(f64::total_cmp);
-            Holdout {
-                fit_devices: devices[..devices.len() - 1].to_vec(),
-                test_devices: pmax,
-                n: errs.len(),
-                median_abs_rel_err: crate::stats::quantile_sorted(&errs, 0.5),
-                max_abs_rel_err: *errs.last().expect("points at the largest scale"),
-            }
-        });
+        let holdout = holdout(form, &small, &large, &devices);
         fits.push(FormFit {
             form: *form,
             fit,
@@ -723,12 +710,51 @@ pub fn fit_scales(w: Workload, points: &[ScalePoint]) -> Result<ScaleModel, FitE
     if fits.is_empty() {
         return Err(last_err.unwrap_or(FitError::Degenerate));
     }
+    let (best, best_by_holdout) = best_form(&fits);
+    Ok(ScaleModel {
+        fits,
+        best,
+        best_by_holdout,
+        devices,
+        predict_devices: [pmax * 2, pmax * 4],
+    })
+}
+
+/// `form` fitted on the `small` scales, and its relative errors predicting the `large` one
+/// (the largest of `devices`).
+fn holdout(
+    form: &Form,
+    small: &[ScalePoint],
+    large: &[ScalePoint],
+    devices: &[u32],
+) -> Result<Holdout, FitError> {
+    let pmax = *devices.last().expect("two device counts");
+    fit_nonneg(&obs_for(form, small)).map(|f| {
+        let mut errs: Vec<f64> = obs_for(form, large)
+            .iter()
+            .map(|o| ((f.predict(o.u, o.v) - o.t) / o.t).abs())
+            .collect();
+        errs.sort_by(f64::total_cmp);
+        Holdout {
+            fit_devices: devices[..devices.len() - 1].to_vec(),
+            test_devices: pmax,
+            n: errs.len(),
+            median_abs_rel_err: crate::stats::quantile_sorted(&errs, 0.5),
+            max_abs_rel_err: *errs.last().expect("points at the largest scale"),
+        }
+    })
+}
+
+/// The form used for predictions, and whether it was chosen on held-out data: the smallest
+/// held-out median error, or (when no form could be held out) the smallest in-sample RMS
+/// relative residual. `fits` is not empty.
+fn best_form(fits: &[FormFit]) -> (usize, bool) {
     let held: Vec<(usize, f64)> = fits
         .iter()
         .enumerate()
         .filter_map(|(i, f)| f.holdout.as_ref().ok().map(|h| (i, h.median_abs_rel_err)))
         .collect();
-    let (best, best_by_holdout) = match held.iter().min_by(|a, b| a.1.total_cmp(&b.1)) {
+    match held.iter().min_by(|a, b| a.1.total_cmp(&b.1)) {
         Some((i, _)) => (*i, true),
         None => (
             fits.iter()
@@ -742,14 +768,7 @@ pub fn fit_scales(w: Workload, points: &[ScalePoint]) -> Result<ScaleModel, FitE
                 .expect("at least one fit"),
             false,
         ),
-    };
-    Ok(ScaleModel {
-        fits,
-        best,
-        best_by_holdout,
-        devices,
-        predict_devices: [pmax * 2, pmax * 4],
-    })
+    }
 }
 
 #[cfg(test)]

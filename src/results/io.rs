@@ -235,6 +235,17 @@ pub fn upsert<T>(v: &mut Vec<T>, item: T, key: impl Fn(&T) -> &String) {
     }
 }
 
+/// 1-based line and column of a byte offset.
+pub fn line_col(text: &str, offset: usize) -> (usize, usize) {
+    let before = &text[..offset.min(text.len())];
+    let line = before.matches('\n').count() + 1;
+    let col = before
+        .rfind('\n')
+        .map_or(before.chars().count(), |i| before[i + 1..].chars().count())
+        + 1;
+    (line, col)
+}
+
 /// Reads an input file as text: only a regular file (opening a FIFO would block forever), and
 /// invalid UTF-8 is bad input located by line and column, not an I/O failure.
 pub fn read_input_text(file: &Path) -> Result<String, ResultsError> {
@@ -248,7 +259,7 @@ pub fn read_input_text(file: &Path) -> Result<String, ResultsError> {
     String::from_utf8(bytes).map_err(|e| {
         let at = e.utf8_error().valid_up_to();
         let good = String::from_utf8_lossy(&e.as_bytes()[..at]).into_owned();
-        let (line, column) = crate::config::line_col(&good, at);
+        let (line, column) = line_col(&good, at);
         ResultsError::NotUtf8 {
             path: file.to_path_buf(),
             line,

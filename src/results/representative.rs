@@ -10,8 +10,8 @@
 //! `compare` can say the same about either side ([`assess`] is the one entry point).
 
 use super::schema::{CaseResult, LaunchRecord, Provenance, ResultsFile, Unrepresentative};
+use crate::params::cpulist::{format_cpulist, parse_cpulist};
 use crate::params::{BackendKind, Binding, CaseParams};
-use crate::topology::affinity::{format_cpulist, parse_cpulist};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// More busy threads on a host than CPUs it offered the job.

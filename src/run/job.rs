@@ -11,14 +11,12 @@
 
 use crate::backend::cpu::CpuBackend;
 use crate::backend::{Backend, BackendError, DevicePlan};
-use crate::cli::RunArgs;
 use crate::comm::mpi::MpiComm;
 use crate::comm::HostComm;
 use crate::config::limits;
 use crate::error::{Error, Result, EXIT_CASES_FAILED, EXIT_OK};
 use crate::params::{BackendKind, Binding, CaseParams, LaunchShape, Placement, Topology};
 use crate::plan::{self, LaunchPlan, RunOptions};
-use crate::report::console::{summary_line, TablePrinter};
 use crate::results::io::{
     new_results, write_results, Journal, JournalRecord, JOURNAL_FILE, RESULTS_FILE,
 };
@@ -28,6 +26,7 @@ use crate::results::schema::{
     RankInfo, RunInfo,
 };
 use crate::results::{new_run_id, now_unix_s, representative};
+use crate::run::console::{summary_line, TablePrinter};
 use crate::run::watchdog::Watchdog;
 use crate::topology::binding::{self, BindRequest, Reserved};
 use crate::topology::identity::{self, LauncherEnv, NodeLayout, RankFacts};
@@ -46,7 +45,7 @@ pub struct RunOutcome {
     pub results: Option<PathBuf>,
 }
 
-/// Where the cases come from.
+/// Where the cases come from, once read.
 enum Cases {
     /// Expanded from `run`'s options once the launch shape is known.
     Options(Box<RunOptions>),
@@ -54,8 +53,8 @@ enum Cases {
     Plan(Vec<CaseParams>),
 }
 
-/// One launch, resolved from the command line or a plan file.
-struct Request {
+/// One launch, resolved from the options or a plan file.
+struct Launch {
     backend: BackendKind,
     topology: Topology,
     nodes: Option<u32>,
@@ -70,32 +69,35 @@ struct Request {
     launch_id: Option<String>,
 }
 
-fn request(args: &RunArgs) -> Result<Request> {
+fn resolve(req: &super::Request) -> Result<Launch> {
     let reserved = |text: &str, option: &str| {
         Reserved::parse(text).map_err(|e| Error::Input(format!("{option}: {e}")))
     };
-    if let Some(path) = &args.plan {
-        let p = LaunchPlan::read(path)?;
-        return Ok(Request {
-            backend: p.shape.backend,
-            topology: p.shape.topology,
-            nodes: Some(p.shape.nodes),
-            devices_per_node: Some(p.shape.devices_per_node),
-            placement: p.shape.placement,
-            binding: p.shape.binding,
-            reserved: reserved(
-                &p.reserved_cores,
-                &format!("{} reserved_cores", path.display()),
-            )?,
-            emulate_nodes: p.emulate_nodes,
-            threads_per_device: p.threads_per_device,
-            settings: p.settings,
-            cases: Cases::Plan(p.cases),
-            launch_id: Some(p.launch_id),
-        });
-    }
-    let opts = RunOptions::from_args(args)?;
-    Ok(Request {
+    let args = match &req.cases {
+        super::Cases::Options(a) => a,
+        super::Cases::PlanFile(path) => {
+            let p = LaunchPlan::read(path)?;
+            return Ok(Launch {
+                backend: p.shape.backend,
+                topology: p.shape.topology,
+                nodes: Some(p.shape.nodes),
+                devices_per_node: Some(p.shape.devices_per_node),
+                placement: p.shape.placement,
+                binding: p.shape.binding,
+                reserved: reserved(
+                    &p.reserved_cores,
+                    &format!("{} reserved_cores", path.display()),
+                )?,
+                emulate_nodes: p.emulate_nodes,
+                threads_per_device: p.threads_per_device,
+                settings: p.settings,
+                cases: Cases::Plan(p.cases),
+                launch_id: Some(p.launch_id),
+            });
+        }
+    };
+    let opts = RunOptions::from_request(args)?;
+    Ok(Launch {
         backend: args.backend,
         topology: args.topology,
         nodes: args.nodes,
@@ -107,7 +109,7 @@ fn request(args: &RunArgs) -> Result<Request> {
         threads_per_device: args.threads_per_device,
         settings: opts.settings.clone(),
         cases: Cases::Options(Box::new(opts)),
-        launch_id: args.launch_id.clone(),
+        launch_id: req.launch_id.clone(),
     })
 }
 
@@ -119,13 +121,14 @@ pub fn default_op_timeout_s(settings: &RunSettings) -> f64 {
 }
 
 /// Runs `scalebench run` in this process (one MPI rank).
-pub fn run(args: &RunArgs, argv: &[String]) -> Result<RunOutcome> {
-    let req = request(args)?;
-    if let Some(t) = args.op_timeout {
+pub fn run(request: &super::Request, argv: &[String]) -> Result<RunOutcome> {
+    let req = resolve(request)?;
+    if let Some(t) = request.op_timeout_s {
         limits::seconds("--op-timeout", t, "600").map_err(Error::Input)?;
     }
     let op_timeout = Duration::from_secs_f64(
-        args.op_timeout
+        request
+            .op_timeout_s
             .unwrap_or_else(|| default_op_timeout_s(&req.settings)),
     );
     if req.backend == BackendKind::Cuda && !cfg!(feature = "cuda") {
@@ -165,7 +168,7 @@ pub fn run(args: &RunArgs, argv: &[String]) -> Result<RunOutcome> {
     let comm = MpiComm::new(&world);
     let rank = comm.rank();
     identity::set_mpi_rank(rank);
-    let result = run_in_world(args, req, op_timeout, &world, &comm, argv);
+    let result = run_in_world(request, req, op_timeout, &world, &comm, argv);
     if let Err(e) = &result {
         // Said now, before MPI_Finalize: every rank passes its fence before exiting, so a rank
         // that exits first (and so makes mpirun end the job) cannot cut rank 0 off before it
@@ -179,8 +182,8 @@ pub fn run(args: &RunArgs, argv: &[String]) -> Result<RunOutcome> {
 
 /// The job once MPI is up: everything after `MPI_Init` and before `MPI_Finalize`.
 fn run_in_world(
-    args: &RunArgs,
-    req: Request,
+    request: &super::Request,
+    req: Launch,
     op_timeout: Duration,
     world: &SimpleCommunicator,
     comm: &MpiComm,
@@ -209,7 +212,7 @@ fn run_in_world(
     use std::os::unix::ffi::OsStrExt;
     let run_id = new_run_id(now_unix_s());
     let mut out_bytes = if comm.is_root() {
-        let dir = args
+        let dir = request
             .out
             .clone()
             .unwrap_or_else(|| PathBuf::from("results").join(&run_id));
@@ -245,7 +248,7 @@ fn run_in_world(
 
     let job = Job {
         argv,
-        quiet: args.quiet,
+        quiet: request.quiet,
         run_id,
         out_dir,
         watchdog: &watchdog,
@@ -362,7 +365,7 @@ fn agree_input<T>(comm: &MpiComm, local: std::result::Result<T, String>) -> Resu
 
 /// Which devices this rank drives and where each one's thread is bound.
 fn device_plan(
-    req: &Request,
+    req: &Launch,
     shape: &LaunchShape,
     layout: &NodeLayout,
     rank: u32,
@@ -698,7 +701,7 @@ fn gather_telemetry(comm: &MpiComm, mine: &[DeviceTelemetry]) -> Vec<DeviceTelem
 }
 
 /// Every rank's facts go to rank 0, which assigns nodes and tells everyone.
-fn agree_layout(comm: &MpiComm, req: &Request, env: &LauncherEnv) -> Result<NodeLayout> {
+fn agree_layout(comm: &MpiComm, req: &Launch, env: &LauncherEnv) -> Result<NodeLayout> {
     let facts = RankFacts {
         host: topology::hostname(),
         slurm_node_id: env.node_id,
@@ -744,7 +747,7 @@ fn agree_layout(comm: &MpiComm, req: &Request, env: &LauncherEnv) -> Result<Node
 
 /// The launch shape from the request and the world we got; a mismatch is an input error that
 /// names both numbers.
-fn launch_shape(req: &Request, layout: &NodeLayout, size: u32) -> Result<LaunchShape> {
+fn launch_shape(req: &Launch, layout: &NodeLayout, size: u32) -> Result<LaunchShape> {
     let nodes = req.nodes.unwrap_or(layout.nodes);
     if nodes != layout.nodes {
         return Err(Error::Input(format!(

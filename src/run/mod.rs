@@ -1,6 +1,8 @@
-//! Running a launch: `scalebench run` inside an MPI job ([`job`], with the `mpi` feature) and
-//! the pure step that turns a measurement into a result record ([`record`]).
+//! Running a launch: `scalebench run` inside an MPI job ([`job`], with the `mpi` feature, taking
+//! a typed [`Request`]), the pure step that turns a measurement into a result record
+//! ([`record`]), and the live table rank 0 prints ([`console`]).
 
+pub mod console;
 #[cfg(feature = "mpi")]
 pub mod job;
 #[cfg(feature = "mpi")]
@@ -9,6 +11,31 @@ pub mod watchdog;
 use crate::params::CaseParams;
 use crate::results::schema::{CaseResult, CaseStatus};
 use crate::workload::{CaseError, Measured};
+use std::path::PathBuf;
+
+/// What `scalebench run` is asked to do, as typed values (built by `cli`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Request {
+    pub cases: Cases,
+    /// Output directory (default: results/<UTC timestamp>).
+    pub out: Option<PathBuf>,
+    /// Watchdog limit per case and for the start-up, seconds (default: see
+    /// `job::default_op_timeout_s`).
+    pub op_timeout_s: Option<f64>,
+    /// No results table.
+    pub quiet: bool,
+    /// Launch id recorded with the results (set by `sweep`; a plan file carries its own).
+    pub launch_id: Option<String>,
+}
+
+/// Where a run's cases come from.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Cases {
+    /// The options, expanded once the launch shape is known.
+    Options(Box<crate::plan::Request>),
+    /// A launch plan file written by `sweep`/`submit` (the options are then ignored).
+    PlanFile(PathBuf),
+}
 
 /// Builds the record of one case from what the workload returned (at rank 0).
 ///

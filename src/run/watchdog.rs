@@ -3,7 +3,7 @@
 //!
 //! The main thread arms a deadline before each step that could block forever (start-up, each
 //! case) and disarms it after; the timing loop is not touched. Every control-plane collective
-//! ([`crate::comm::mpi::MpiComm`]) counts itself in [`control_step`], so when a deadline
+//! ([`crate::comm::mpi::MpiComm`]) counts itself ([`crate::comm::steps`]), so when a deadline
 //! passes each rank knows whether it is waiting at a control step (it arrived) or is still in
 //! its own work (it did not arrive). Ranks write that state to `<out>/.watchdog/rank-N.json`
 //! (a file, because the main threads are blocked in MPI and the thread level forbids a second
@@ -14,7 +14,6 @@
 
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -27,25 +26,6 @@ const GATHER_GRACE: Duration = Duration::from_secs(5);
 
 /// How often the thread looks at the deadline and the parent process.
 const TICK: Duration = Duration::from_millis(250);
-
-static CONTROL_STEPS: AtomicU64 = AtomicU64::new(0);
-static IN_CONTROL: AtomicBool = AtomicBool::new(false);
-
-/// Marks this rank as inside a control-plane collective until the guard drops.
-pub struct ControlStep(());
-
-/// Called at the start of every control-plane collective (two relaxed atomic stores).
-pub fn control_step() -> ControlStep {
-    CONTROL_STEPS.fetch_add(1, Ordering::Relaxed);
-    IN_CONTROL.store(true, Ordering::Relaxed);
-    ControlStep(())
-}
-
-impl Drop for ControlStep {
-    fn drop(&mut self) {
-        IN_CONTROL.store(false, Ordering::Relaxed);
-    }
-}
 
 /// One rank's state when its deadline passed.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -282,8 +262,8 @@ fn expire(
         rank,
         host: crate::topology::hostname(),
         pid: std::process::id(),
-        control_steps: CONTROL_STEPS.load(Ordering::Relaxed),
-        in_control: IN_CONTROL.load(Ordering::Relaxed),
+        control_steps: crate::comm::steps::entered(),
+        in_control: crate::comm::steps::inside(),
     };
     if let Some(d) = &dir {
         let _ = std::fs::create_dir_all(d);
@@ -378,16 +358,5 @@ mod tests {
             d.starts_with("every rank is waiting at control step 7"),
             "{d}"
         );
-    }
-
-    #[test]
-    fn control_steps_count_and_clear() {
-        let before = CONTROL_STEPS.load(Ordering::Relaxed);
-        {
-            let _g = control_step();
-            assert!(IN_CONTROL.load(Ordering::Relaxed));
-        }
-        assert!(!IN_CONTROL.load(Ordering::Relaxed));
-        assert!(CONTROL_STEPS.load(Ordering::Relaxed) > before);
     }
 }

@@ -14,24 +14,11 @@ pub mod pattern;
 
 use crate::backend::{Backend, BackendError};
 use crate::comm::HostComm;
-use crate::measure::IterPolicy;
-use crate::params::{CaseParams, GemmChoice, Workload};
-use crate::results::schema::{BufferPlacement, PhaseResult, TimingResult};
+use crate::params::{CaseParams, Workload};
 
-/// Settings shared by all cases of a launch.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct RunSettings {
-    pub policy: IterPolicy,
-    /// Validated iterations after timing (`--check`); 0 disables validation.
-    pub check_iters: u32,
-    /// CPU GEMM provider (`--gemm`, spec `run.gemm`); plans written before it existed read
-    /// as `auto`.
-    #[serde(default)]
-    pub gemm: GemmChoice,
-    /// Where benchmark buffers start after a page boundary (`--buffer-offset`).
-    #[serde(default)]
-    pub buffer_offset: crate::backend::BufferOffset,
-}
+// Shared vocabulary (specs and plans carry them), defined with the other parameters.
+pub use crate::params::{Fault, RunSettings};
+use crate::results::schema::{BufferPlacement, PhaseResult, TimingResult};
 
 /// What a case produced. `timing` and `phases` are filled at rank 0 only; everything else is
 /// the same on every rank.
@@ -104,62 +91,6 @@ pub fn group_by_message(msgs: &[String]) -> String {
         .join("; ")
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn failures_are_grouped_by_message() {
-        let m = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
-        assert_eq!(group_by_message(&m(&["", "boom"])), "rank 1: boom");
-        assert_eq!(
-            group_by_message(&m(&["x", "y", "x", "x"])),
-            "ranks 0,2-3: x; rank 1: y"
-        );
-        assert_eq!(group_by_message(&m(&["", ""])), "");
-    }
-}
-
-/// Test-only faults (the hidden `--fault` option), used to prove that failure handling works
-/// with the real binary: they make real things go wrong, nothing is faked in the results.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Fault {
-    /// Device 0 feeds one wrong input element, so validation must report a wrong result.
-    Corrupt,
-    /// The last rank fails to set the case up (the case fails, the launch goes on).
-    Fail,
-    /// Rank 0 blocks forever before the case (the launch must be timed out).
-    Hang,
-    /// The last rank aborts the process (the launch crashes).
-    Crash,
-    /// `slow_comm:MS` (ddp_step): every all-reduce completes no earlier than MS milliseconds
-    /// after it started or the previous one completed (a slow, serial link), to prove that the
-    /// overlap measurement sees communication the compute cannot hide.
-    SlowComm(u32),
-    /// The first operation of a collective case sleeps on every rank (a cold first call, like
-    /// NCCL's lazy connection set-up): calibration must not shrink the counts for it.
-    Cold,
-}
-
-impl Fault {
-    pub fn parse(s: &str) -> Option<Fault> {
-        match s {
-            "corrupt" => Some(Fault::Corrupt),
-            "fail" => Some(Fault::Fail),
-            "hang" => Some(Fault::Hang),
-            "crash" => Some(Fault::Crash),
-            "cold" => Some(Fault::Cold),
-            _ => s
-                .strip_prefix("slow_comm:")
-                .and_then(|ms| ms.parse::<u32>().ok())
-                .filter(|ms| (1..=60_000).contains(ms))
-                .map(Fault::SlowComm),
-        }
-    }
-    pub const NAMES: &'static [&'static str] =
-        &["corrupt", "fail", "hang", "crash", "cold", "slow_comm:MS"];
-}
-
 /// Runs one case on every rank.
 pub fn run_case<B: Backend, C: HostComm>(
     backend: &mut B,
@@ -195,5 +126,21 @@ pub fn run_case<B: Backend, C: HostComm>(
         Workload::BatchMatmul => batch::run(backend, comm, params, settings),
         Workload::DdpStep => ddp::run(backend, comm, params, settings, fault),
         _ => collective::run(backend, comm, params, settings, fault),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn failures_are_grouped_by_message() {
+        let m = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(group_by_message(&m(&["", "boom"])), "rank 1: boom");
+        assert_eq!(
+            group_by_message(&m(&["x", "y", "x", "x"])),
+            "ranks 0,2-3: x; rank 1: y"
+        );
+        assert_eq!(group_by_message(&m(&["", ""])), "");
     }
 }

@@ -1,8 +1,9 @@
 //! Helpers shared by the integration tests: a temp directory, the real binary started alone or
-//! under real `mpirun`, and an independent reader of the results format.
+//! under real `mpirun`, an independent reader of the results format ([`wire`]), and the one
+//! builder of results files that tests and benches share ([`fixture`]).
 #![allow(dead_code)]
 
-pub mod compare_fixtures;
+pub mod fixture;
 pub mod wire;
 
 use std::path::{Path, PathBuf};

@@ -8,15 +8,24 @@
 //! - [`events`]: device-timeline marks.
 //! - [`pipeline`]: batch_matmul's copies overlapped with compute on a second stream.
 //! - [`nvml`]: GPU utilisation, clocks and power sampled during each case.
-//! - [`backend`]: [`CudaBackend`], which puts them together behind [`crate::backend::Backend`].
+//! - [`backend`]: [`CudaBackend`], which puts them together behind [`crate::backend::Backend`],
+//!   with its jobs in [`memory`] (device buffers), [`setup`] (opening GPUs, agreement, NCCL
+//!   communicators), [`batch`] (batch_matmul's overlapped step) and [`ddp`] (ddp_step's
+//!   non-blocking all-reduces on a communication stream).
 
 pub mod backend;
+mod batch;
 pub mod cublas;
+mod ddp;
 pub mod events;
+mod memory;
 pub mod nccl;
 pub mod nvml;
 pub mod pipeline;
 pub mod probe;
+mod setup;
 
-pub use backend::{CudaBackend, DeviceBuf};
+pub use backend::CudaBackend;
+pub use memory::DeviceBuf;
 pub use probe::{list_gpus, GpuInfo};
+pub use setup::{duplicate_gpus, TELEMETRY_ENV};

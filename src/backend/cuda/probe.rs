@@ -319,6 +319,8 @@ pub const DRIVER_SYMBOLS: &[&str] = &[
     "cuMemFreeHost",
     "cuMemcpyHtoDAsync_v2",
     "cuMemcpyDtoHAsync_v2",
+    "cuMemcpyDtoDAsync_v2",
+    "cuLaunchHostFunc",
     "cuStreamCreate",
     "cuStreamDestroy_v2",
     "cuStreamSynchronize",

@@ -199,12 +199,16 @@ fn draw_panel<DB: DrawingBackend>(
     let n_series = panel
         .series
         .iter()
-        .filter(|s| s.points.iter().any(|p| p.lo.is_some()))
+        .filter(|s| s.mark.line != Line::Bar && s.points.iter().any(|p| p.lo.is_some()))
         .count();
     let mut k_bar: i32 = 0;
     for s in &panel.series {
         let c = rgb(s.mark.color);
         // Dodged bars: series k of n sits (k − (n−1)/2)·4 px from the point.
+        if s.mark.line == Line::Bar {
+            draw_bars(root, s, &px)?;
+            continue;
+        }
         let dx = if panel.dodge && s.points.iter().any(|p| p.lo.is_some()) {
             let d = (2 * k_bar - (n_series as i32 - 1)) * 2;
             k_bar += 1;
@@ -249,6 +253,30 @@ fn draw_panel<DB: DrawingBackend>(
         for &p in &pts {
             draw_marker(root, p, s.mark)?;
         }
+    }
+    Ok(())
+}
+
+/// Half the width of a bar, pixels.
+const BAR_HALF_W: i32 = 14;
+
+/// A bar series: a filled rectangle per point from `lo` (or 0) to `y`, outlined in white so
+/// stacked parts stay apart.
+fn draw_bars<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    s: &super::Series,
+    px: &dyn Fn(f64, f64) -> Option<(i32, i32)>,
+) -> Res<()> {
+    let c = rgb(s.mark.color);
+    for p in &s.points {
+        let (Some(top), Some(bottom)) = (px(p.x, p.y), px(p.x, p.lo.unwrap_or(0.0))) else {
+            continue;
+        };
+        let (a, b) = ((top.0 - BAR_HALF_W, top.1), (top.0 + BAR_HALF_W, bottom.1));
+        root.draw(&Rectangle::new([a, b], c.filled()))
+            .map_err(err)?;
+        root.draw(&Rectangle::new([a, b], WHITE.stroke_width(1)))
+            .map_err(err)?;
     }
     Ok(())
 }
@@ -444,6 +472,12 @@ fn draw_legend<DB: DrawingBackend>(
                 }
             }
             Line::None => {}
+            Line::Bar => root
+                .draw(&Rectangle::new(
+                    [(ox + 9, cy - 8), (ox + 25, cy + 8)],
+                    c.filled(),
+                ))
+                .map_err(err)?,
         }
         draw_marker(root, (ox + 17, cy), e.mark)?;
         for (i, l) in lines.iter().enumerate() {

@@ -9,6 +9,7 @@
 pub mod axis;
 pub mod binding;
 pub mod busbw;
+pub mod ddp;
 mod draw;
 pub mod fit;
 pub mod latency;
@@ -101,6 +102,9 @@ pub enum Line {
     Solid,
     Dashed,
     None,
+    /// A filled bar per point from `lo` (0 when absent) up to `y`, so bars of two series
+    /// can stack; a bar series draws no interval.
+    Bar,
 }
 
 /// The look of a series (and its legend entry).
@@ -230,6 +234,7 @@ pub fn figures(a: &Analysis) -> Vec<Figure> {
     v.extend(scaling::figures(a));
     v.extend(topology::figures(a));
     v.extend(binding::figures(a));
+    v.extend(ddp::figures(a));
     v.retain(|f| f.panels.iter().any(Panel::has_data));
     v
 }

@@ -1,7 +1,8 @@
-//! The report as a neutral document (headings, paragraphs, definition lists, tables, figures),
-//! built once and rendered by [`super::markdown`] and [`super::html`], so both say the same
-//! thing. Text from results files (host names, labels, messages) is only ever held as plain
-//! [`Span::Text`]; each renderer escapes it for its format.
+//! A neutral document (headings, paragraphs, lists, tables, figures, warnings, folded parts),
+//! built once by `report` or `compare` and rendered by [`super::text`], [`super::markdown`] and
+//! [`super::html`], so every format says the same thing. Text from results files (host names,
+//! labels, messages) is only ever held as plain [`Span::Text`] or table cells; each renderer
+//! escapes it for its format.
 
 use super::table::Table;
 
@@ -24,6 +25,8 @@ pub enum Span {
         text: String,
         stem: String,
     },
+    /// A line break inside a paragraph.
+    Break,
 }
 
 /// Parses the report's own prose: `backticks` become code, everything else is text. Never used
@@ -61,6 +64,16 @@ pub enum Block {
     Defs(Vec<(String, Vec<Span>)>),
     Table(TableBlock),
     Figure(FigureBlock),
+    /// Warnings, one per line, each shown after `warning: `.
+    Warnings(Vec<Vec<Span>>),
+    /// Blocks a reader opens on demand (HTML and Markdown `<details>`; text shows them under
+    /// the summary as a heading).
+    Fold {
+        summary: String,
+        blocks: Vec<Block>,
+    },
+    /// Small print at the end of a part (methods, thresholds).
+    FinePrint(Vec<Span>),
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -138,6 +151,15 @@ impl Doc {
         }));
         Some(name)
     }
+    /// Adds a table with no CSV file of its own (a view, or a document without files).
+    pub fn inline_table(&mut self, table: Table) {
+        self.blocks.push(Block::Table(TableBlock {
+            table,
+            csv: String::new(),
+            export: false,
+            folded: None,
+        }));
+    }
     /// The id of the last heading added.
     pub fn last_heading_id(&self) -> Option<&str> {
         self.blocks.iter().rev().find_map(|b| match b {
@@ -145,11 +167,20 @@ impl Doc {
             _ => None,
         })
     }
+    /// Every table, folded ones included, in document order.
     pub fn tables(&self) -> impl Iterator<Item = &TableBlock> {
-        self.blocks.iter().filter_map(|b| match b {
-            Block::Table(t) => Some(t),
-            _ => None,
-        })
+        fn walk<'a>(blocks: &'a [Block], out: &mut Vec<&'a TableBlock>) {
+            for b in blocks {
+                match b {
+                    Block::Table(t) => out.push(t),
+                    Block::Fold { blocks, .. } => walk(blocks, out),
+                    _ => {}
+                }
+            }
+        }
+        let mut out = Vec::new();
+        walk(&self.blocks, &mut out);
+        out.into_iter()
     }
 }
 

@@ -1,4 +1,5 @@
-//! Typed host buffers: what workloads fill and validate, and what the CPU backend computes on.
+//! Typed host buffers: what workloads fill and validate, what the control plane (`comm`) moves
+//! and what the CPU backend computes on. A leaf: it knows only the element types (`params`).
 //!
 //! Every buffer is page-aligned (plus an optional offset, `--buffer-offset`) and zeroed, so
 //! first touched, by the thread that allocates it, as OSU allocates its buffers. Why: `Vec`s

@@ -1,5 +1,6 @@
 //! The live results table rank 0 prints while a run goes on, laid out like nccl-tests': for
-//! collectives one row per size with out-of-place and in-place side by side.
+//! collectives one row per size with out-of-place and in-place side by side. Used by `run` (each
+//! case as it finishes) and by `launch` (a local sweep's cases, as each launch ends).
 
 use crate::params::{LaunchShape, Timing, Workload};
 use crate::results::schema::{CaseResult, CaseStatus};
@@ -140,7 +141,7 @@ fn header(c: &CaseResult) -> Vec<String> {
                 "", "", "(us)", "", "(total)", ""
             ));
         }
-        Workload::DdpStep => v.extend(super::ddp::console_header()),
+        Workload::DdpStep => v.extend(crate::report::ddp::console_header()),
         Workload::BatchMatmul => {
             v.push(format!(
                 "# {:>6} {:>6} {:>6} {:>11} {:>11} {:>11} {:>11} {:>10} {:>6}",
@@ -195,7 +196,7 @@ fn gemm_row(c: &CaseResult) -> String {
         .map_or("-".into(), |s| format!("{}x{}x{}", s.m, s.n, s.k));
     let time = c.timing.as_ref().map_or("-".into(), |t| us(t.time_s));
     match p.workload {
-        Workload::DdpStep => super::ddp::console_row(c, &status_cell(c)),
+        Workload::DdpStep => crate::report::ddp::console_row(c, &status_cell(c)),
         Workload::BatchMatmul => {
             let phase = |name: &str| {
                 c.phases

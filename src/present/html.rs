@@ -1,11 +1,11 @@
-//! Renders the report document as one self-contained HTML file: inline CSS, inline SVG charts,
+//! Renders a document as one self-contained HTML file: inline CSS, inline SVG charts,
 //! a small inline script that makes tables sortable, nothing loaded from the network.
 //!
 //! Every string from results files is HTML-escaped. As a second line of defence a Content
 //! Security Policy allows only the page's own script (by a per-report nonce) and no network.
 
 use super::doc::{Block, Doc, Span};
-use super::table::Cell;
+use super::table::{Cell, Tone};
 
 /// Escapes text for HTML element content and quoted attribute values.
 pub fn escape(s: &str) -> String {
@@ -40,6 +40,7 @@ fn spans(v: &[Span]) -> String {
                 escape(stem),
                 escape(text)
             )),
+            Span::Break => out.push_str("<br>"),
         }
     }
     out
@@ -61,6 +62,9 @@ tbody tr:nth-child(even){background:#fafafa}
 figure{margin:18px 0}figure svg{max-width:100%;height:auto;border:1px solid #eee}
 figcaption{font-size:13px;color:#444;max-width:1100px}
 details>summary{cursor:pointer;margin:8px 0}
+td.bad{color:#b00020;font-weight:600}td.good{color:#1a7f37;font-weight:600}td.neutral{font-weight:600}
+.warn{border-left:4px solid #d4a017;background:#fffbea;padding:4px 10px;margin:8px 0}.warn p{margin:4px 0}
+.fine{font-size:12px;color:#555}
 dl dt{font-weight:600;margin-top:8px}dl dd{margin-left:18px}
 "#;
 
@@ -115,7 +119,15 @@ pub fn render(doc: &Doc, svgs: &[String], nonce: &str) -> String {
         }
     }
     out.push_str("</ul></nav>\n");
-    for b in &doc.blocks {
+    blocks(&mut out, &doc.blocks, svgs);
+    out.push_str(&format!(
+        "<script nonce=\"{nonce}\">{SCRIPT}</script>\n</body>\n</html>\n"
+    ));
+    out
+}
+
+fn blocks(out: &mut String, v: &[Block], svgs: &[String]) {
+    for b in v {
         match b {
             Block::Heading { level, text, id } => {
                 let l = (*level).clamp(1, 6);
@@ -171,6 +183,15 @@ pub fn render(doc: &Doc, svgs: &[String], nonce: &str) -> String {
                             }
                             None => match c {
                                 Cell::Empty => out.push_str("<td></td>"),
+                                Cell::Flag(s, tone) => out.push_str(&format!(
+                                    "<td class=\"{}\">{}</td>",
+                                    match tone {
+                                        Tone::Bad => "bad",
+                                        Tone::Good => "good",
+                                        Tone::Neutral => "neutral",
+                                    },
+                                    escape(s)
+                                )),
                                 c => out.push_str(&format!("<td>{}</td>", escape(&c.display()))),
                             },
                         }
@@ -198,12 +219,27 @@ pub fn render(doc: &Doc, svgs: &[String], nonce: &str) -> String {
                     escape(&f.caption)
                 ));
             }
+            Block::Warnings(lines) => {
+                out.push_str("<div class=\"warn\">\n");
+                for l in lines {
+                    out.push_str(&format!("<p>warning: {}</p>\n", spans(l)));
+                }
+                out.push_str("</div>\n");
+            }
+            Block::Fold {
+                summary,
+                blocks: inner,
+            } => {
+                out.push_str(&format!(
+                    "<details><summary>{}</summary>\n",
+                    escape(summary)
+                ));
+                blocks(out, inner, svgs);
+                out.push_str("</details>\n");
+            }
+            Block::FinePrint(v) => out.push_str(&format!("<p class=\"fine\">{}</p>\n", spans(v))),
         }
     }
-    out.push_str(&format!(
-        "<script nonce=\"{nonce}\">{SCRIPT}</script>\n</body>\n</html>\n"
-    ));
-    out
 }
 
 /// The `<svg>` element of an SVG document (an XML declaration is not valid inside HTML).
@@ -237,7 +273,7 @@ pub fn nonce() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::doc::{text, Doc};
+    use crate::present::doc::{text, Doc};
 
     #[test]
     fn hostile_text_is_escaped() {
@@ -253,6 +289,33 @@ mod tests {
         assert!(h.contains("&lt;script&gt;alert(1)&lt;/script&gt;"));
         assert!(h.contains("script-src 'nonce-abc'"));
         assert_eq!(h.matches("<script").count(), 1);
+    }
+
+    #[test]
+    fn flags_warnings_and_folds_are_escaped() {
+        use crate::present::table::{Cell, Table, Tone};
+        let mut t = Table::new(&["v"]);
+        t.push(vec![Cell::Flag("<b>regressed</b>".into(), Tone::Bad)]);
+        let mut inner = Doc::default();
+        inner.inline_table(t);
+        let mut d = Doc::default();
+        d.blocks.push(Block::Warnings(vec![vec![text("<img>")]]));
+        d.blocks.push(Block::Fold {
+            summary: "<i>rest</i>".into(),
+            blocks: inner.blocks,
+        });
+        let h = render(&d, &[], "n");
+        assert!(
+            h.contains("<td class=\"bad\">&lt;b&gt;regressed&lt;/b&gt;</td>"),
+            "{h}"
+        );
+        assert!(h.contains("<p>warning: &lt;img&gt;</p>"), "{h}");
+        assert!(
+            h.contains("<details><summary>&lt;i&gt;rest&lt;/i&gt;</summary>"),
+            "{h}"
+        );
+        // A table with no CSV of its own links none.
+        assert!(!h.contains("CSV:"), "{h}");
     }
 
     #[test]

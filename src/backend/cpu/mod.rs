@@ -1,0 +1,424 @@
+//! The CPU backend: host buffers, MPI collectives, CPU GEMM (the system BLAS or the `gemm`
+//! crate, see [`super::gemm`]).
+//!
+//! Pure MPI (one device per rank): every collective is one MPI call on the rank's buffers, in
+//! place through `MPI_IN_PLACE` or out of place.
+//!
+//! Hybrid (one rank per node driving G devices): each device is a worker of a [`Team`]: the
+//! rank's own thread is worker 0, the others are persistent threads, each bound to its device's
+//! CPUs and owning its buffers (allocated and zeroed by the worker, so first touch places them
+//! near it; the node-level scratch is touched page-part by page-part by all workers).
+//! Collectives are hierarchical, one team job each: the workers combine their buffers in shared
+//! memory (in parallel, each on its chunk), worker 0 runs one MPI collective among node leaders,
+//! and the workers copy the result into their own buffers; phases are separated by spinning
+//! one-way flags (see [`super::team`]), so no thread-pool hand-off sits on the timed path. MPI
+//! is only called from the main thread (MPI_THREAD_FUNNELED). GEMMs run on a rayon pool bound the same way.
+//!
+//! One file per job: [`flat`] (pure MPI), [`hier`] (the hybrid path's collectives),
+//! [`kernels`] (what the hybrid workers share), [`gemm`] (CPU GEMM) and [`overlap`]
+//! (non-blocking all-reduces); this file sets the backend up and implements [`Backend`].
+
+mod flat;
+mod gemm;
+mod hier;
+mod kernels;
+mod overlap;
+
+// The hybrid kernels, in scope here for `overlap`, which shares them.
+use super::gemm::{self as providers, CblasScalar, GemmEngine};
+use super::team::{Team, SPIN};
+use super::{
+    alignment_policy, Backend, BackendError, BackendResult, BufferOffset, CollectiveCall,
+    DevicePlan, GemmBatch, HostBuf, OverlapSettings,
+};
+use crate::params::{BackendKind, CaseParams, Dtype, Workload};
+use crate::results::schema::{BackendInfo, DeviceBinding, GemmProvenance, TimerInfo};
+use crate::topology::affinity;
+use gemm::gemm_typed;
+use kernels::{chunk, copy_range, divide, fold_into, typed, Arith, SyncPtr};
+use mpi::raw::AsRaw;
+use mpi::topology::SimpleCommunicator;
+use mpi::traits::*;
+use std::time::Instant;
+
+pub struct CpuBackend {
+    comm: SimpleCommunicator,
+    rank: u32,
+    size: u32,
+    g: usize,
+    cfg: DevicePlan,
+    /// Hybrid: one GEMM thread per device.
+    workers: Option<rayon::ThreadPool>,
+    /// The GEMM provider (`None`: this launch runs no GEMM).
+    gemm: Option<GemmEngine>,
+    gemm_provenance: Option<GemmProvenance>,
+    /// Hybrid: one collective worker per device (worker 0 is the rank's thread).
+    team: Option<Team>,
+    /// Node-level buffers for hierarchical collectives, reused across calls.
+    scratch: [Option<HostBuf>; 2],
+    /// The devices' buffers of the current hierarchical collective, for the workers.
+    tables: kernels::PtrTables,
+    epoch: Instant,
+    resolution_s: f64,
+    /// Problems met while setting up (e.g. a worker binding that did not take).
+    warnings: Vec<String>,
+    /// Non-blocking all-reduces in flight (ddp_step; see `overlap.rs`).
+    overlap: overlap::State,
+}
+
+impl CpuBackend {
+    /// Sets up the backend on `world` (duplicated: data-plane traffic never meets control
+    /// messages). Starts and binds the worker threads in hybrid mode.
+    pub fn new(world: &SimpleCommunicator, cfg: DevicePlan) -> BackendResult<Self> {
+        let comm = world.duplicate();
+        let g = cfg.devices_per_rank.max(1);
+        let mut warnings = Vec::new();
+        let team = start_team(g, &cfg)?;
+        let workers = start_gemm_pool(g, &cfg, &mut warnings)?;
+        // After the binding above: a BLAS starts its threads when loaded, and they inherit it.
+        let (gemm, gemm_provenance) = match cfg.gemm {
+            Some(choice) => {
+                let s = providers::set_up(choice, &cfg)?;
+                warnings.extend(s.warnings);
+                (Some(s.engine), Some(s.provenance))
+            }
+            None => (None, None),
+        };
+        let epoch = Instant::now();
+        let resolution_s =
+            crate::backend::clock::clock_resolution_s(|| epoch.elapsed().as_secs_f64());
+        let mut b = CpuBackend {
+            rank: comm.rank() as u32,
+            size: comm.size() as u32,
+            comm,
+            g,
+            cfg,
+            workers,
+            gemm,
+            gemm_provenance,
+            team,
+            scratch: [None, None],
+            tables: kernels::PtrTables::default(),
+            epoch,
+            resolution_s,
+            warnings,
+            overlap: overlap::State::default(),
+        };
+        b.check_binding();
+        Ok(b)
+    }
+
+    /// Warns where a device's thread does not run on the CPUs it asked for.
+    fn check_binding(&mut self) {
+        for (w, cpus) in self.worker_affinity().into_iter().enumerate() {
+            if let Some(Some(want)) = self.cfg.worker_cpus.get(w) {
+                let mut want = want.clone();
+                want.sort_unstable();
+                if cpus != want {
+                    self.warnings.push(format!(
+                        "device {w} of rank {}: asked for CPUs {}, running on {}",
+                        self.rank,
+                        affinity::format_cpulist(&want),
+                        affinity::format_cpulist(&cpus)
+                    ));
+                }
+            }
+        }
+    }
+
+    /// CPUs in force for each local device's thread, read back from the OS.
+    pub fn worker_affinity(&self) -> Vec<Vec<u32>> {
+        match &self.team {
+            Some(team) => team.map(|_| affinity::current_thread_cpus().unwrap_or_default()),
+            None => vec![affinity::current_thread_cpus().unwrap_or_default()],
+        }
+    }
+
+    fn raw_comm(&self) -> mpi::ffi::MPI_Comm {
+        self.comm.as_raw()
+    }
+}
+
+/// Hybrid: the collective workers, one per device, each bound to its device's CPUs.
+fn start_team(g: usize, cfg: &DevicePlan) -> BackendResult<Option<Team>> {
+    Ok(if g > 1 {
+        let cpus = cfg.worker_cpus.clone();
+        let team = Team::start(g, SPIN, move |w| {
+            if let Some(Some(set)) = cpus.get(w) {
+                // A failure shows up in the read-back (`check_binding`).
+                let _ = affinity::bind_current_thread(set);
+            }
+        })
+        .map_err(|e| BackendError::Device(format!("could not start {g} worker threads: {e}")))?;
+        Some(team)
+    } else {
+        None
+    })
+}
+
+/// Hybrid: the GEMM pool, one thread per device, bound like the team. Pure MPI: binds the rank
+/// itself (a failure is a warning) and has no pool.
+fn start_gemm_pool(
+    g: usize,
+    cfg: &DevicePlan,
+    warnings: &mut Vec<String>,
+) -> BackendResult<Option<rayon::ThreadPool>> {
+    Ok(if g > 1 {
+        let cpus = cfg.worker_cpus.clone();
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(g)
+            .thread_name(|i| format!("scalebench-gemm-dev{i}"))
+            .start_handler(move |i| {
+                if let Some(Some(set)) = cpus.get(i) {
+                    // A failure shows up in the read-back (`check_binding`).
+                    let _ = affinity::bind_current_thread(set);
+                }
+            })
+            .build()
+            .map_err(|e| {
+                BackendError::Device(format!("could not start {g} worker threads: {e}"))
+            })?;
+        Some(pool)
+    } else {
+        if let Some(Some(set)) = cfg.worker_cpus.first() {
+            if let Err(e) = affinity::bind_current_thread(set) {
+                warnings.push(format!(
+                    "could not bind rank to CPUs {}: {e}",
+                    affinity::format_cpulist(set)
+                ));
+            }
+        }
+        None
+    })
+}
+
+impl Backend for CpuBackend {
+    type Buf = HostBuf;
+    type Mark = f64;
+
+    fn kind(&self) -> BackendKind {
+        BackendKind::Cpu
+    }
+
+    fn info(&self) -> BackendInfo {
+        let gemm = match &self.gemm_provenance {
+            Some(p) => match &p.library {
+                Some(lib) => format!("{} ({lib})", p.version),
+                None => p.version.clone(),
+            },
+            None => "none set up".into(),
+        };
+        BackendInfo {
+            kind: BackendKind::Cpu,
+            detail: format!(
+                "MPI collectives on host buffers ({}); GEMM: {gemm}, {} thread(s) per device; {} device(s) per rank{}",
+                if self.g > 1 { "hierarchical: shared-memory combine among persistent bound worker threads with a spin-then-park barrier, MPI among node leaders" } else { "one MPI call per collective" },
+                self.cfg.threads_per_device.max(1),
+                self.g,
+                if self.g > 1 { " as worker threads" } else { "" }
+            ),
+        }
+    }
+
+    fn timer_info(&self) -> TimerInfo {
+        TimerInfo {
+            source: "clock_gettime(CLOCK_MONOTONIC) via std::time::Instant".into(),
+            resolution_s: self.resolution_s,
+        }
+    }
+
+    fn local_devices(&self) -> usize {
+        self.g
+    }
+
+    fn device_index(&self, dev: usize) -> u32 {
+        self.rank * self.g as u32 + dev as u32
+    }
+
+    fn total_devices(&self) -> u32 {
+        self.size * self.g as u32
+    }
+
+    fn device_bindings(&self) -> Vec<DeviceBinding> {
+        self.worker_affinity()
+            .into_iter()
+            .enumerate()
+            .map(|(w, cpus)| DeviceBinding {
+                index: self.device_index(w),
+                local_index: self.cfg.local_indices.get(w).copied().unwrap_or(w as u32),
+                cpus: affinity::format_cpulist(&cpus),
+                name: if self.g > 1 {
+                    format!("cpu worker thread {w}")
+                } else {
+                    "cpu (the rank itself)".into()
+                },
+            })
+            .collect()
+    }
+
+    fn warnings(&self) -> Vec<String> {
+        self.warnings.clone()
+    }
+
+    fn gemm_provenance(&self) -> Option<GemmProvenance> {
+        self.gemm_provenance.clone()
+    }
+
+    fn supports(&self, p: &CaseParams) -> Result<(), String> {
+        if matches!(p.dtype, Dtype::F16 | Dtype::Bf16) {
+            return Err(format!(
+                "the CPU backend has no {} arithmetic: use f32, f64 or i32, or --backend cuda",
+                p.dtype
+            ));
+        }
+        if !p.workload.is_collective() && p.dtype == Dtype::I32 {
+            return Err("CPU GEMM supports f32 and f64, not i32".into());
+        }
+        if p.workload == Workload::Broadcast && p.in_place == Some(false) {
+            return Err("MPI_Bcast has only an in-place form: out-of-place broadcast is measured on the CUDA backend".into());
+        }
+        Ok(())
+    }
+
+    fn alloc(&mut self, dev: usize, dtype: Dtype, count: usize) -> BackendResult<HostBuf> {
+        self.alloc_at(dev, dtype, count, 0)
+    }
+
+    fn alloc_at(
+        &mut self,
+        dev: usize,
+        dtype: Dtype,
+        count: usize,
+        offset_bytes: u64,
+    ) -> BackendResult<HostBuf> {
+        let offset = offset_bytes as usize;
+        match &self.team {
+            // Allocate and zero on the device's own thread (first touch → its NUMA node).
+            Some(team) => team
+                .map(|w| (w == dev).then(|| HostBuf::zeros_at(dtype, count, offset)))
+                .into_iter()
+                .flatten()
+                .next()
+                .expect("device index within the team")
+                .map_err(Into::into),
+            None => Ok(HostBuf::zeros_at(dtype, count, offset)?),
+        }
+    }
+
+    fn page_offset_bytes(&self, buf: &HostBuf) -> Option<u64> {
+        Some(buf.page_offset_bytes() as u64)
+    }
+
+    fn buffer_policy(&self, offset: BufferOffset) -> Option<String> {
+        let mut p = alignment_policy(offset.send_bytes as usize, offset.recv_bytes as usize);
+        if self.g > 1 {
+            p.push_str("; hybrid node scratch: page-aligned, each worker touching its share");
+        }
+        Some(p)
+    }
+
+    fn upload(&mut self, _dev: usize, buf: &mut HostBuf, host: &HostBuf) -> BackendResult<()> {
+        if buf.len() != host.len() || buf.dtype() != host.dtype() {
+            return Err(BackendError::Device(format!(
+                "upload of {} {} elements into a buffer of {} {}",
+                host.len(),
+                host.dtype(),
+                buf.len(),
+                buf.dtype()
+            )));
+        }
+        buf.copy_from(0, host, 0, host.len());
+        Ok(())
+    }
+
+    fn download(&mut self, _dev: usize, buf: &HostBuf) -> BackendResult<HostBuf> {
+        Ok(buf.clone())
+    }
+
+    fn collective(
+        &mut self,
+        call: &CollectiveCall,
+        send: &[HostBuf],
+        recv: &mut [HostBuf],
+    ) -> BackendResult<()> {
+        if self.g == 1 {
+            return self.flat(call, send, recv);
+        }
+        match call.dtype {
+            Dtype::F32 => self.hierarchical::<f32>(call, send, recv),
+            Dtype::F64 => self.hierarchical::<f64>(call, send, recv),
+            Dtype::I32 => self.hierarchical::<i32>(call, send, recv),
+            d => Err(BackendError::Unsupported(format!(
+                "no {d} on the CPU backend"
+            ))),
+        }
+    }
+
+    fn reduce_scatter_in_place_offset(&self, _device: u32, _recv_count: usize) -> usize {
+        0
+    }
+
+    fn gemm(
+        &mut self,
+        batches: &[GemmBatch],
+        a: &[HostBuf],
+        b: &[HostBuf],
+        c: &mut [HostBuf],
+    ) -> BackendResult<()> {
+        if self.overlap.polls() {
+            return overlap::gemm_polling(self, batches, a, b, c);
+        }
+        let workers = self.workers.as_ref();
+        let engine = self.gemm.as_ref().ok_or_else(|| {
+            BackendError::Unsupported(
+                "no GEMM provider was set up for this launch (DevicePlan::gemm is None)".into(),
+            )
+        })?;
+        match a.first().map(HostBuf::dtype) {
+            Some(Dtype::F32) => gemm_typed::<f32>(engine, workers, batches, a, b, c),
+            Some(Dtype::F64) => gemm_typed::<f64>(engine, workers, batches, a, b, c),
+            Some(d) => Err(BackendError::Unsupported(format!("CPU GEMM has no {d}"))),
+            None => Ok(()),
+        }
+    }
+
+    fn overlap_support(&self) -> Result<(), String> {
+        Ok(())
+    }
+
+    fn set_overlap(&mut self, settings: OverlapSettings) -> BackendResult<()> {
+        overlap::configure(self, settings)
+    }
+
+    fn allreduce_start(&mut self, call: &CollectiveCall, bufs: Vec<HostBuf>) -> BackendResult<u64> {
+        overlap::start(self, call, bufs)
+    }
+
+    fn allreduce_wait(&mut self, ticket: u64) -> BackendResult<Vec<HostBuf>> {
+        overlap::wait(self, ticket)
+    }
+
+    fn copy_within(
+        &mut self,
+        _dev: usize,
+        dst: &mut HostBuf,
+        dst_at: usize,
+        src: &HostBuf,
+        src_at: usize,
+        len: usize,
+    ) -> BackendResult<()> {
+        overlap::copy_within(self, dst, dst_at, src, src_at, len)
+    }
+
+    fn synchronize(&mut self) -> BackendResult<()> {
+        Ok(())
+    }
+
+    fn mark(&mut self) -> BackendResult<f64> {
+        Ok(self.epoch.elapsed().as_secs_f64())
+    }
+
+    fn elapsed_s(&mut self, from: f64, to: f64) -> BackendResult<f64> {
+        Ok(to - from)
+    }
+}

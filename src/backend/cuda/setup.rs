@@ -1,0 +1,450 @@
+//! Setting the backend up: every rank opens its GPUs, the ranks agree that all could, no GPU
+//! is driven twice, the NCCL communicators are created, telemetry starts.
+//!
+//! Set-up order (every rank runs it together; see [`CudaBackend::setup`]): probe the driver
+//! and open this rank's GPUs → agree that every rank could (a rank that could not speaks for
+//! itself, the others stay silent) → refuse two ranks driving one GPU → create the NCCL
+//! communicators (unique id from rank 0, broadcast over MPI) → agree on the outcome. Nothing
+//! on this path panics: cudarc's loaders are only reached after a presence check and inside
+//! [`probe::guarded`].
+
+use super::backend::{CudaBackend, Device};
+use super::cublas::{self, Blas};
+use super::events::{self, Ring};
+use super::memory::DeviceMem;
+use super::nccl::{self, Comms};
+use super::nvml::NvmlProbe;
+use super::probe::{self, driver_error, guarded};
+use crate::backend::telemetry::{Sampler, DEFAULT_INTERVAL};
+use crate::backend::{BackendError, BackendResult, DevicePlan};
+use crate::comm::HostComm;
+use crate::results::schema::TimerInfo;
+use crate::topology::affinity;
+use cudarc::driver::CudaContext;
+
+/// Set to `0` to switch NVML sampling off.
+pub const TELEMETRY_ENV: &str = "SCALEBENCH_TELEMETRY";
+
+/// NVML sampling of `uuids`, or why there is none (a warning), or neither when switched off.
+fn start_telemetry(uuids: Vec<String>) -> (Option<Sampler>, Option<String>) {
+    if std::env::var(TELEMETRY_ENV).is_ok_and(|v| v.trim() == "0") {
+        return (None, None);
+    }
+    match Sampler::spawn(move || NvmlProbe::open(uuids), DEFAULT_INTERVAL) {
+        Ok(s) => (Some(s), None),
+        Err(e) => (None, Some(e)),
+    }
+}
+
+/// What one rank found and opened on its own, before any agreement.
+pub(super) struct Local {
+    devices: Vec<Device>,
+    driver: String,
+    ordinal_note: Option<String>,
+    nccl_here: bool,
+    timer: TimerInfo,
+    warnings: Vec<String>,
+}
+
+/// An error a healthy rank returns when another rank failed: the failing rank's own message
+/// is the one reported (empty messages are left out when ranks agree on a failure).
+fn silent(class: u8) -> BackendError {
+    if class >= 2 {
+        BackendError::Unavailable(String::new())
+    } else {
+        BackendError::Device(String::new())
+    }
+}
+
+fn class_of(e: &BackendError) -> u8 {
+    match e {
+        BackendError::Unavailable(_) => 2,
+        _ => 1,
+    }
+}
+
+/// Two ranks (or two devices of one rank) on one GPU, as a sentence with the fix, or `None`.
+/// `ranks[r]` is rank r's host and the UUIDs of its GPUs.
+pub fn duplicate_gpus(ranks: &[(String, Vec<String>)]) -> Option<String> {
+    let mut seen: std::collections::BTreeMap<&str, (usize, &str)> = Default::default();
+    for (r, (host, uuids)) in ranks.iter().enumerate() {
+        for u in uuids {
+            if let Some((first, first_host)) = seen.insert(u, (r, host)) {
+                let who = if first == r {
+                    format!("rank {r} drives GPU {u} twice")
+                } else {
+                    format!("ranks {first} and {r} both drive GPU {u}")
+                };
+                return Some(format!(
+                    "{who} (host {first_host}): NCCL needs a GPU of its own for each device; start at most one rank per GPU (check --devices-per-node, CUDA_VISIBLE_DEVICES and the launcher's GPU binding)"
+                ));
+            }
+        }
+    }
+    None
+}
+
+/// `local` where every rank succeeded; otherwise, on every rank, `{what}: rank r: reason; …`
+/// with each failing rank's reason (collective).
+fn agree_failures<C: HostComm, T>(
+    comm: &C,
+    local: Result<T, String>,
+    what: &str,
+) -> Result<T, String> {
+    if comm.all_ok(local.is_ok()) {
+        return local;
+    }
+    let msg = local.as_ref().err().cloned().unwrap_or_default();
+    drop(local);
+    let all = comm.gather_bytes(msg.as_bytes());
+    let mut text = Vec::new();
+    if comm.is_root() {
+        text = all
+            .iter()
+            .enumerate()
+            .filter(|(_, m)| !m.is_empty())
+            .map(|(r, m)| format!("rank {r}: {}", String::from_utf8_lossy(m)))
+            .collect::<Vec<_>>()
+            .join("; ")
+            .into_bytes();
+    }
+    comm.broadcast_bytes(&mut text);
+    Err(format!("{what}: {}", String::from_utf8_lossy(&text)))
+}
+
+/// Opens this rank's GPUs: driver, ordinals, contexts, streams, events, cuBLAS.
+fn open_local(plan: &DevicePlan) -> BackendResult<Local> {
+    if plan.local_indices.len() != plan.devices_per_rank.max(1) {
+        return Err(BackendError::Device(format!(
+            "the device plan lists {} GPU(s) for {} device(s) per rank",
+            plan.local_indices.len(),
+            plan.devices_per_rank
+        )));
+    }
+    let visible = probe::device_count().map_err(BackendError::Unavailable)?;
+    let choice =
+        probe::choose_ordinals(&plan.local_indices, visible).map_err(BackendError::Unavailable)?;
+    let driver = probe::driver_version().map_err(BackendError::Device)?;
+    let libs = probe::libraries();
+    let cublas_check = if libs.cublas {
+        probe::missing_cublas_symbols().and_then(|m| {
+            if m.is_empty() {
+                Ok(())
+            } else {
+                Err(probe::missing_symbols_message(
+                    "cuBLAS (libcublas.so)",
+                    &m,
+                    "install the cuBLAS of CUDA 11.4 or newer, or put its directory first in LD_LIBRARY_PATH",
+                ))
+            }
+        })
+    } else {
+        Err(probe::no_cublas_message())
+    };
+    let mut warnings = Vec::new();
+    let mut devices = Vec::new();
+    for &ordinal in &choice.ordinals {
+        let info = probe::gpu_info(ordinal).map_err(BackendError::Device)?;
+        let open = || -> Result<Device, String> {
+            let ctx = CudaContext::new(ordinal as usize).map_err(driver_error)?;
+            // SAFETY: called before anything is allocated through cudarc on this context (the
+            // backend's buffers are its own cuMemAlloc memory anyway). Without tracking, the
+            // backend orders work itself: everything on a device runs on its one stream,
+            // except overlapped batch steps, whose second stream is ordered by explicit
+            // events and synchronised before the step returns.
+            unsafe { ctx.disable_event_tracking() };
+            let stream = ctx.new_stream().map_err(driver_error)?;
+            let marks = events::timing_events(&ctx, events::SLOTS)?;
+            let gate = ctx.new_event(None).map_err(driver_error)?;
+            // One small allocation proves the device can hold buffers (it fails here, with
+            // the fix, rather than in the first case when the GPU is full or unusable).
+            DeviceMem::new(&ctx, 1).map_err(|e| {
+                format!("the CUDA driver (libcuda.so.1) could not allocate device memory: {e}: free the GPU (`nvidia-smi` lists the processes using it) or choose another with CUDA_VISIBLE_DEVICES")
+            })?;
+            let blas = match &cublas_check {
+                Ok(()) => guarded("cuBLAS", || Blas::new(&stream)),
+                Err(e) => Err(e.clone()),
+            };
+            Ok(Device {
+                info: info.clone(),
+                ctx,
+                stream,
+                blas,
+                marks,
+                lane: None,
+                gate,
+            })
+        };
+        let d = guarded("opening the GPU", open).map_err(|e| {
+            BackendError::Device(format!(
+                "could not open GPU {} ({}): {e}",
+                ordinal,
+                info.describe()
+            ))
+        })?;
+        if let Err(e) = &d.blas {
+            warnings.push(format!("GPU {ordinal}: GEMM cases will fail: {e}"));
+        }
+        devices.push(d);
+    }
+    // One thread drives every GPU of the rank: bind it to the devices' CPUs (their union).
+    let mut want: Vec<u32> = plan
+        .worker_cpus
+        .iter()
+        .flatten()
+        .flatten()
+        .copied()
+        .collect();
+    want.sort_unstable();
+    want.dedup();
+    if !want.is_empty() {
+        if let Err(e) = affinity::bind_current_thread(&want) {
+            warnings.push(format!(
+                "could not bind the rank to CPUs {}: {e}",
+                affinity::format_cpulist(&want)
+            ));
+        }
+    }
+    let measured = guarded("timing events", || {
+        events::measure_resolution_s(&devices[0].stream, 50)
+    })
+    .map_err(BackendError::Device)?;
+    let timer = TimerInfo {
+        source: match measured {
+            Some(_) => "cuEventElapsedTime: CUDA events on each GPU's stream, longest over the rank's GPUs (resolution: smallest non-zero gap between back-to-back events, measured)".into(),
+            None => "cuEventElapsedTime: CUDA events on each GPU's stream, longest over the rank's GPUs (resolution: CUDA's documented ~0.5 µs; no non-zero gap was observed)".into(),
+        },
+        resolution_s: measured.unwrap_or(events::DOCUMENTED_RESOLUTION_S),
+    };
+    Ok(Local {
+        devices,
+        driver,
+        ordinal_note: choice.note,
+        nccl_here: libs.nccl,
+        timer,
+        warnings,
+    })
+}
+
+impl CudaBackend {
+    /// Sets up the backend on `world` (see the module doc). Collective: every rank calls it.
+    pub fn new(
+        world: &mpi::topology::SimpleCommunicator,
+        plan: DevicePlan,
+    ) -> BackendResult<CudaBackend> {
+        let comm = crate::comm::mpi::MpiComm::new(world);
+        Self::setup(&comm, plan)
+    }
+
+    /// [`CudaBackend::new`] over any control plane (a one-process [`crate::comm::SoloComm`]
+    /// in tests).
+    pub fn setup<C: HostComm>(comm: &C, plan: DevicePlan) -> BackendResult<CudaBackend> {
+        let (rank, size) = (comm.rank(), comm.size());
+        let g = plan.devices_per_rank.max(1);
+        let local = open_local(&plan);
+        let mine = local.as_ref().err().map_or(0, class_of);
+        let worst = comm.max_f64(f64::from(mine)) as u8;
+        let local = match local {
+            Err(e) => return Err(e),
+            Ok(_) if worst > 0 => return Err(silent(worst)),
+            Ok(l) => l,
+        };
+
+        // No GPU may be driven twice.
+        let me = format!(
+            "{}\t{}",
+            crate::topology::hostname(),
+            local
+                .devices
+                .iter()
+                .map(|d| d.info.uuid.clone())
+                .collect::<Vec<_>>()
+                .join(",")
+        );
+        let all = comm.gather_bytes(me.as_bytes());
+        let mut verdict = Vec::new();
+        if comm.is_root() {
+            let ranks: Vec<(String, Vec<String>)> = all
+                .iter()
+                .map(|b| {
+                    let s = String::from_utf8_lossy(b);
+                    let (host, uuids) = s.split_once('\t').unwrap_or((&s, ""));
+                    (
+                        host.to_string(),
+                        uuids
+                            .split(',')
+                            .filter(|u| !u.is_empty())
+                            .map(str::to_string)
+                            .collect(),
+                    )
+                })
+                .collect();
+            verdict = duplicate_gpus(&ranks).unwrap_or_default().into_bytes();
+        }
+        comm.broadcast_bytes(&mut verdict);
+        if !verdict.is_empty() {
+            let msg = if comm.is_root() {
+                String::from_utf8_lossy(&verdict).into_owned()
+            } else {
+                String::new()
+            };
+            return Err(BackendError::Unavailable(msg));
+        }
+
+        let tf32_here = cublas::tf32_requested(std::env::var(cublas::TF32_ENV).ok().as_deref());
+        let tf32 = comm.all_ok(tf32_here);
+        let mut warnings = local.warnings;
+        if tf32_here && !tf32 {
+            warnings.push(format!(
+                "{} is set on some ranks only: f32 GEMMs use FP32 everywhere",
+                cublas::TF32_ENV
+            ));
+        }
+
+        let nccl_all = comm.all_ok(local.nccl_here);
+        let devices = local.devices;
+        let comms = if nccl_all {
+            // NCCL is there but cannot start (too old, incomplete, or its communicators fail
+            // to form): the launch fails with every failing rank's reason (exit 4), since
+            // this machine's collectives would fail or hang.
+            match Self::init_nccl(comm, &devices, rank, size, g) {
+                Ok(c) => Ok(c),
+                Err(e) if comm.is_root() => return Err(BackendError::Device(e)),
+                Err(_) => return Err(silent(1)),
+            }
+        } else {
+            let e = if local.nccl_here {
+                format!("on another rank: {}", probe::no_nccl_message())
+            } else {
+                probe::no_nccl_message()
+            };
+            warnings.push(format!("collectives will fail: {e}"));
+            Err(e)
+        };
+        let nccl_version = if local.nccl_here {
+            guarded("ncclGetVersion", nccl::version).ok()
+        } else {
+            None
+        };
+        let cublas_version = devices[0]
+            .blas
+            .as_ref()
+            .ok()
+            .and_then(|b| guarded("cublasGetVersion", || b.version()).ok());
+        let (telemetry, why_not) =
+            start_telemetry(devices.iter().map(|d| d.info.uuid.clone()).collect());
+        warnings.extend(why_not);
+        let standin = devices
+            .iter()
+            .any(|d| d.info.name == probe::STANDIN_DEVICE_NAME);
+        if standin {
+            warnings.insert(0, probe::STANDIN_LABEL.to_string());
+        }
+        Ok(CudaBackend {
+            comms,
+            devices,
+            rank,
+            size,
+            plan,
+            driver: local.driver,
+            nccl_version,
+            cublas_version,
+            tf32,
+            ring: Ring::new(events::SLOTS),
+            timer: local.timer,
+            ordinal_note: local.ordinal_note,
+            warnings,
+            telemetry,
+            standin,
+            ddp: Default::default(),
+        })
+    }
+
+    /// One communicator per local GPU; every rank learns every failing rank's reason.
+    fn init_nccl<C: HostComm>(
+        comm: &C,
+        devices: &[Device],
+        rank: u32,
+        size: u32,
+        g: usize,
+    ) -> Result<Comms, String> {
+        let ready = guarded("NCCL", nccl::check_library);
+        agree_failures(comm, ready, "NCCL cannot be used")?;
+        let mut payload = Vec::new();
+        if comm.is_root() {
+            payload = match guarded("ncclGetUniqueId", nccl::unique_id) {
+                Ok(id) => [vec![0u8], id].concat(),
+                Err(e) => [vec![1u8], e.into_bytes()].concat(),
+            };
+        }
+        comm.broadcast_bytes(&mut payload);
+        let local = match payload.split_first() {
+            Some((0, id)) => guarded("ncclCommInitRank", || {
+                Comms::init(id, size * g as u32, rank * g as u32, g, |i| {
+                    devices[i].ctx.bind_to_thread().map_err(driver_error)
+                })
+            }),
+            Some((_, msg)) => Err(format!(
+                "ncclGetUniqueId failed on rank 0: {}",
+                String::from_utf8_lossy(msg)
+            )),
+            None => Err("rank 0 sent no NCCL unique id".to_string()),
+        };
+        // On failure `local` drops inside, aborting any communicator this rank created.
+        agree_failures(
+            comm,
+            local,
+            "NCCL (libnccl.so) could not create its communicators (rerun with NCCL_DEBUG=INFO to see why; NCCL_SOCKET_IFNAME picks its network)",
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backend::Backend;
+    use crate::comm::SoloComm;
+    use crate::params::BackendKind;
+
+    #[test]
+    fn the_same_gpu_twice_is_refused() {
+        let r = |h: &str, u: &[&str]| (h.to_string(), u.iter().map(|x| x.to_string()).collect());
+        assert_eq!(
+            duplicate_gpus(&[r("a", &["GPU-1"]), r("a", &["GPU-2"]), r("b", &["GPU-3"])]),
+            None
+        );
+        let m = duplicate_gpus(&[r("a", &["GPU-1"]), r("a", &["GPU-1"])]).unwrap();
+        assert!(
+            m.starts_with("ranks 0 and 1 both drive GPU GPU-1 (host a)"),
+            "{m}"
+        );
+        let m = duplicate_gpus(&[r("a", &["GPU-1", "GPU-1"])]).unwrap();
+        assert!(m.starts_with("rank 0 drives GPU GPU-1 twice"), "{m}");
+    }
+
+    #[test]
+    fn healthy_ranks_stay_silent_when_another_fails() {
+        assert!(matches!(silent(2), BackendError::Unavailable(m) if m.is_empty()));
+        assert!(matches!(silent(1), BackendError::Device(m) if m.is_empty()));
+        assert_eq!(class_of(&BackendError::Unavailable("x".into())), 2);
+        assert_eq!(class_of(&BackendError::Device("x".into())), 1);
+    }
+
+    /// Without a driver (CI, this machine) set-up is one sentence, never a panic; with one,
+    /// it opens the GPU and agrees on itself.
+    #[test]
+    fn setup_without_a_driver_is_one_sentence() {
+        let plan = DevicePlan::unbound(1, 1);
+        match CudaBackend::setup(&SoloComm, plan) {
+            Err(BackendError::Unavailable(m)) => assert!(
+                m.starts_with("no CUDA driver found: ") || m.starts_with("no CUDA device: "),
+                "{m}"
+            ),
+            Err(e) => panic!("unexpected error: {e}"),
+            Ok(b) => {
+                assert_eq!(b.total_devices(), 1);
+                assert_eq!(b.kind(), BackendKind::Cuda);
+            }
+        }
+    }
+}

@@ -1,0 +1,11 @@
+//! The presentation layer that `report` and `compare` share: a neutral document ([`doc::Doc`]:
+//! headings, paragraphs, lists, tables, figures, warnings, folded parts) built once, and its
+//! renderers to plain text for a terminal ([`text`]), Markdown ([`markdown`]) and one
+//! self-contained HTML page ([`html`]). It knows nothing of results files, so both stages
+//! depend on it and neither on the other.
+
+pub mod doc;
+pub mod html;
+pub mod markdown;
+pub mod table;
+pub mod text;

@@ -1,0 +1,251 @@
+//! Comparisons of two set-ups equal in everything else: hybrid / pure, and each binding policy
+//! against a reference, per size with bands and intervals.
+
+use super::entry::Entry;
+use super::group::{variant_key, CaseParams2};
+use super::label::{describe, variant_label};
+use super::palette::{style_key, Layout, StyleKey};
+use super::Analysis;
+use crate::params::{Binding, CaseParams, Topology, Workload};
+use crate::report::derive::{self, Band, BandSummary};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+/// Which comparison a ratio group makes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RatioKind {
+    /// hybrid / pure.
+    Topology,
+    /// policy / reference binding.
+    Binding,
+}
+
+/// One size (or GEMM case) of a comparison.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RatioRow {
+    /// Entry of the numerator (hybrid, or the policy).
+    pub num: usize,
+    /// Entry of the denominator (pure, or the reference).
+    pub den: usize,
+    pub bytes: Option<u64>,
+    pub ratio: f64,
+    /// p5–p95 of the pairwise sample ratios ([`derive::ratio_interval`]); computed for
+    /// charted variants.
+    pub interval: Option<(f64, f64)>,
+    pub band: Band,
+}
+
+/// A comparison of two set-ups equal in everything else.
+#[derive(Debug, Clone)]
+pub struct RatioGroup {
+    pub kind: RatioKind,
+    pub workload: Workload,
+    /// What is held fixed (variant, set-up, layout).
+    pub label: String,
+    /// The variant (dtype, op, in-place, timing, ...) in words.
+    pub variant: String,
+    pub num_label: String,
+    pub den_label: String,
+    pub layout: Layout,
+    /// Style of the numerator's set-up (for chart markers).
+    pub style: StyleKey,
+    pub rows: Vec<RatioRow>,
+    pub bands: Vec<BandSummary>,
+    pub charted: bool,
+    /// Concern kinds of either side's cases: no winner is named from such a group unless
+    /// unrepresentative cases are included.
+    pub concerns: BTreeSet<String>,
+}
+
+struct RatioGroupSeed {
+    kind: RatioKind,
+    key: CaseParams,
+    num_label: String,
+    den_label: String,
+    style: StyleKey,
+}
+
+/// Comparisons being gathered, keyed by (group key without size, comparison): rows per size.
+type Pending = BTreeMap<(String, String), (RatioGroupSeed, Vec<RatioRow>)>;
+
+impl<'a> Analysis<'a> {
+    pub(super) fn ratio_groups(
+        &self,
+        charted: &BTreeSet<CaseParams2>,
+        wl_varying: &BTreeMap<Workload, BTreeSet<String>>,
+    ) -> Vec<RatioGroup> {
+        let mut groups = Pending::new();
+        self.topology_pairs(&mut groups);
+        self.binding_pairs(&mut groups);
+        groups
+            .into_values()
+            .map(|(seed, rows)| self.ratio_group(seed, rows, charted, wl_varying))
+            .collect()
+    }
+
+    /// Pure vs hybrid: measured entries equal except in topology.
+    fn topology_pairs(&self, groups: &mut Pending) {
+        let mut by_topo: HashMap<CaseParams, BTreeMap<Topology, usize>> = HashMap::new();
+        for (i, e) in self.measured() {
+            let mut k = e.params().clone();
+            k.topology = Topology::Pure;
+            by_topo.entry(k).or_default().insert(e.params().topology, i);
+        }
+        for (key, m) in &by_topo {
+            let (Some(&pure), Some(&hyb)) = (m.get(&Topology::Pure), m.get(&Topology::Hybrid))
+            else {
+                continue;
+            };
+            let mut gk = key.clone();
+            gk.requested_bytes = None;
+            let mut labelled = gk.clone();
+            labelled.topology = Topology::Hybrid;
+            let seed = RatioGroupSeed {
+                kind: RatioKind::Topology,
+                key: gk.clone(),
+                num_label: "hybrid".into(),
+                den_label: "pure".into(),
+                style: style_key(&labelled.launch_shape()),
+            };
+            let row = self.ratio_row(hyb, pure);
+            groups
+                .entry((gk.canonical(), "topology".into()))
+                .or_insert_with(|| (seed, Vec::new()))
+                .1
+                .push(row);
+        }
+    }
+
+    /// Binding: measured entries equal except in binding, each policy against a reference
+    /// (`none` when measured, else the first).
+    fn binding_pairs(&self, groups: &mut Pending) {
+        let mut by_bind: HashMap<CaseParams, BTreeMap<Binding, usize>> = HashMap::new();
+        for (i, e) in self.measured() {
+            let mut k = e.params().clone();
+            k.binding = Binding::None;
+            by_bind.entry(k).or_default().insert(e.params().binding, i);
+        }
+        for (key, m) in &by_bind {
+            if m.len() < 2 {
+                continue;
+            }
+            let reference = if m.contains_key(&Binding::None) {
+                Binding::None
+            } else {
+                *m.keys().next().expect("two bindings")
+            };
+            let den = m[&reference];
+            for (&b, &num) in m {
+                if b == reference {
+                    continue;
+                }
+                let mut gk = key.clone();
+                gk.requested_bytes = None;
+                gk.binding = b;
+                let seed = RatioGroupSeed {
+                    kind: RatioKind::Binding,
+                    key: gk.clone(),
+                    num_label: format!("bind={b}"),
+                    den_label: format!("bind={reference}"),
+                    style: style_key(&gk.launch_shape()),
+                };
+                let row = self.ratio_row(num, den);
+                groups
+                    .entry((gk.canonical(), format!("binding {reference}")))
+                    .or_insert_with(|| (seed, Vec::new()))
+                    .1
+                    .push(row);
+            }
+        }
+    }
+
+    /// One comparison: rows by size, their bands and intervals, and what is held fixed in words.
+    fn ratio_group(
+        &self,
+        seed: RatioGroupSeed,
+        mut rows: Vec<RatioRow>,
+        charted: &BTreeSet<CaseParams2>,
+        wl_varying: &BTreeMap<Workload, BTreeSet<String>>,
+    ) -> RatioGroup {
+        rows.sort_by_key(|r| r.bytes);
+        let charted = charted.contains(&CaseParams2(variant_key(&seed.key).canonical()));
+        if charted {
+            // Intervals are drawn, so computed, for charted variants only.
+            for r in &mut rows {
+                let (a, b) = (&self.entries[r.num], &self.entries[r.den]);
+                r.interval = samples(a)
+                    .zip(samples(b))
+                    .and_then(|(x, y)| derive::ratio_interval(x, y));
+            }
+        }
+        let bands =
+            derive::band_summaries(&rows.iter().map(|r| (r.band, r.ratio)).collect::<Vec<_>>());
+        let varying = wl_varying
+            .get(&seed.key.workload)
+            .cloned()
+            .unwrap_or_default();
+        let mut keys: BTreeSet<String> = varying
+            .iter()
+            .filter(|k| {
+                !matches!(
+                    k.as_str(),
+                    "requested_bytes"
+                        | "workload"
+                        | "nodes"
+                        | "devices_per_node"
+                        | "topology"
+                        | "binding"
+                )
+            })
+            .cloned()
+            .collect();
+        if seed.kind == RatioKind::Topology && varying.contains("binding") {
+            keys.insert("binding".to_string());
+        }
+        let concerns: BTreeSet<String> = rows
+            .iter()
+            .flat_map(|r| {
+                let (n, d) = (&self.entries[r.num], &self.entries[r.den]);
+                n.concern_kinds().into_iter().chain(d.concern_kinds())
+            })
+            .collect();
+        let layout = Layout::of(&seed.key.launch_shape());
+        let rest = describe(&seed.key, &keys);
+        let label = if rest.is_empty() {
+            layout.label()
+        } else {
+            format!("{} {rest}", layout.label())
+        };
+        RatioGroup {
+            kind: seed.kind,
+            workload: seed.key.workload,
+            charted,
+            label,
+            variant: variant_label(&seed.key),
+            num_label: seed.num_label,
+            den_label: seed.den_label,
+            layout,
+            style: seed.style,
+            rows,
+            bands,
+            concerns,
+        }
+    }
+
+    fn ratio_row(&self, num: usize, den: usize) -> RatioRow {
+        let (a, b) = (&self.entries[num], &self.entries[den]);
+        let bytes = b.params().requested_bytes;
+        RatioRow {
+            num,
+            den,
+            bytes,
+            ratio: a.time_s().unwrap_or(f64::NAN) / b.time_s().unwrap_or(f64::NAN),
+            interval: None,
+            band: bytes.map_or(Band::All, Band::of_bytes),
+        }
+    }
+}
+
+/// The timed samples of an entry, when it has any.
+fn samples<'e>(e: &Entry<'e>) -> Option<&'e [f64]> {
+    e.case.timing.as_ref().map(|t| t.samples_s.as_slice())
+}

@@ -1,0 +1,237 @@
+//! Collectives: per variant, a table of every set-up's size curve (peak bandwidths, α–β
+//! regimes), with the charted variant's findings.
+
+use super::findings::{chart_of, Finding, Findings, Sentence};
+use super::{add_figures, bytes_cell, setup_text};
+use crate::params::Workload;
+use crate::report::analyze::{kinds_text, Analysis, CollectiveView, Curve, Entry};
+use crate::report::doc::{text, Doc, Span};
+use crate::report::model;
+use crate::report::plot::Figure;
+use crate::report::table::{Cell, NumFmt, Table};
+
+pub(super) fn collectives(doc: &mut Doc, a: &Analysis, figs: &[Figure], found: &mut Findings) {
+    if a.collectives.is_empty() {
+        return;
+    }
+    doc.heading(2, "Collectives: time and bandwidth vs size");
+    let section = doc.last_heading_id().unwrap_or_default().to_string();
+    let mut wl: Option<Workload> = None;
+    for v in &a.collectives {
+        if wl != Some(v.workload) {
+            wl = Some(v.workload);
+            doc.heading(3, v.workload.to_string());
+            add_figures(doc, figs, "busbw", v.workload);
+            add_figures(doc, figs, "latency", v.workload);
+        }
+        doc.para(vec![
+            Span::Strong(format!("{} {}", v.workload, v.label)),
+            text(format!(
+                ": {} case(s){}.",
+                v.cases,
+                if v.charted { ", charted above" } else { "" }
+            )),
+        ]);
+        let t = curve_table(a, v);
+        let mut list = Vec::new();
+        if v.charted {
+            list.extend(collective_findings(a, figs, v, &t, &section));
+        }
+        found.cite(
+            doc.table(t, &format!("collective_{}", v.workload), None),
+            list,
+        );
+    }
+}
+
+/// One row per set-up of a variant: its size curve summarised, and its α–β regimes.
+fn curve_table(a: &Analysis, v: &CollectiveView) -> Table {
+    let mut t = Table::new(&[
+        "set-up",
+        "devices",
+        "sizes",
+        "smallest S",
+        "time at smallest S",
+        "peak busbw (GB/s)",
+        "at S",
+        "peak algbw (GB/s)",
+        "α (µs)",
+        "1/β (GB/s)",
+        "R²",
+        "regimes",
+        "switch at",
+        "latency-bound below",
+        "noisy",
+        "fit",
+        "representative",
+    ]);
+    for c in &v.curves {
+        t.push(curve_row(a, c));
+    }
+    t
+}
+
+fn curve_row(a: &Analysis, c: &Curve) -> Vec<Cell> {
+    let pts: Vec<&Entry> = c.points.iter().map(|&i| &a.entries[i]).collect();
+    let first = pts.first();
+    let peak = pts
+        .iter()
+        .filter_map(|e| Some((e.case.busbw_gbps?, e.bytes()?)))
+        .max_by(|x, y| x.0.total_cmp(&y.0));
+    let f = c.factor.filter(|f| *f > 0.0).unwrap_or(1.0);
+    let (alpha, bw, r2, regimes, switch, half, note) = match &c.regimes {
+        Ok(r) => (
+            Cell::num(r.alpha_s() * 1e6, NumFmt::Sig),
+            Cell::opt(r.bandwidth_gbps(), NumFmt::Sig),
+            Cell::num(r.r2, NumFmt::Fixed(3)),
+            Cell::UInt(r.segments.len() as u64),
+            Cell::text(switch_text(r, f)),
+            Cell::opt(
+                r.latency_bound_below_x().map(|x| (x / f).round()),
+                NumFmt::ApproxBytes,
+            ),
+            Cell::text(regimes_note(r)),
+        ),
+        Err(e) => (
+            Cell::Empty,
+            Cell::Empty,
+            Cell::Empty,
+            Cell::Empty,
+            Cell::Empty,
+            Cell::Empty,
+            Cell::text(e.to_string()),
+        ),
+    };
+    vec![
+        Cell::text(setup_text(a, &c.shape)),
+        Cell::UInt(u64::from(c.shape.devices())),
+        Cell::UInt(pts.len() as u64),
+        first
+            .and_then(|e| e.bytes())
+            .map_or(Cell::Empty, bytes_cell),
+        Cell::opt(first.and_then(|e| e.time_s()), NumFmt::Seconds),
+        Cell::opt(peak.map(|p| p.0).filter(|b| *b > 0.0), NumFmt::Sig),
+        peak.filter(|p| p.0 > 0.0)
+            .map_or(Cell::Empty, |p| bytes_cell(p.1)),
+        Cell::opt(
+            pts.iter()
+                .filter_map(|e| e.case.algbw_gbps)
+                .max_by(f64::total_cmp),
+            NumFmt::Sig,
+        ),
+        alpha,
+        bw,
+        r2,
+        regimes,
+        switch,
+        half,
+        Cell::UInt(pts.iter().filter(|e| e.noisy).count() as u64),
+        note,
+        Cell::text(representative_text(&c.concerns)),
+    ]
+}
+
+/// `yes`, or `no: oversubscribed, emulated nodes`.
+fn representative_text(kinds: &std::collections::BTreeSet<String>) -> String {
+    if kinds.is_empty() {
+        "yes".to_string()
+    } else {
+        format!("no: {}", kinds_text(kinds))
+    }
+}
+
+/// Where a segmented fit changes regime, as sizes S: `8KiB–16KiB; 256KiB–512KiB`.
+fn switch_text(r: &model::Regimes, factor: f64) -> String {
+    r.segments
+        .windows(2)
+        .map(|w| {
+            let s = |x: f64| crate::units::format_bytes((x / factor).round() as u64);
+            format!("{}–{}", s(w[0].to_x), s(w[1].from_x))
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// `ok` or `constrained`, and how many points the robust fits down-weighted.
+fn regimes_note(r: &model::Regimes) -> String {
+    let base = if r.constrained() { "constrained" } else { "ok" };
+    match r.downweighted() {
+        0 => base.to_string(),
+        n => format!("{base}; {n} down-weighted"),
+    }
+}
+
+/// Peak busbw of the charted variant, and where latency dominates on its largest set-up.
+fn collective_findings(
+    a: &Analysis,
+    figs: &[Figure],
+    v: &CollectiveView,
+    t: &Table,
+    section: &str,
+) -> Vec<Finding> {
+    let mut out = Vec::new();
+    let topic = format!("{} {}", v.workload, v.label);
+    let usable: Vec<usize> = (0..v.curves.len())
+        .filter(|&k| a.options.include_unrepresentative || v.curves[k].concerns.is_empty())
+        .collect();
+    let col = |name: &str| t.columns.iter().position(|c| c == name).expect("column");
+    let caveat = |k: usize| {
+        let c = &v.curves[k].concerns;
+        if c.is_empty() {
+            String::new()
+        } else {
+            format!(" (caveat: not representative: {})", kinds_text(c))
+        }
+    };
+    let peak = usable
+        .iter()
+        .copied()
+        .filter_map(|k| {
+            t.rows[k][col("peak busbw (GB/s)")]
+                .sort_value()
+                .map(|b| (k, b))
+        })
+        .max_by(|x, y| x.1.total_cmp(&y.1));
+    if let Some((k, _)) = peak {
+        out.push(
+            Sentence::new(t, k)
+                .text("peak busbw ")
+                .fig("peak busbw (GB/s)")
+                .text(" GB/s, reached at S = ")
+                .fig("at S")
+                .text(" on ")
+                .fig("set-up")
+                .text(caveat(k))
+                .text(".")
+                .done(topic.clone(), chart_of(figs, "busbw", v.workload), section)
+                .about(v.workload),
+        );
+    }
+    let lat = usable
+        .iter()
+        .copied()
+        .filter(|&k| t.rows[k][col("latency-bound below")].sort_value().is_some())
+        .max_by_key(|&k| v.curves[k].shape.devices());
+    if let Some(k) = lat {
+        let mut s = Sentence::new(t, k)
+            .text("on ")
+            .fig("set-up")
+            .text(", latency dominates below S ≈ ")
+            .fig("latency-bound below")
+            .text(" (α = ")
+            .fig("α (µs)")
+            .text(" µs for the smallest sizes)");
+        if matches!(&v.curves[k].regimes, Ok(r) if r.segments.len() > 1) {
+            s = s
+                .text("; the α–β model changes regime between ")
+                .fig("switch at");
+        }
+        out.push(
+            s.text(caveat(k))
+                .text(".")
+                .done(topic, chart_of(figs, "fit", v.workload), section)
+                .about(v.workload),
+        );
+    }
+    out
+}

@@ -1,0 +1,101 @@
+//! What the report says, in order: inputs and set-up, definitions, collectives (size curves and
+//! α–β fits), scaling across devices, cost models and predictions, pure vs hybrid, binding,
+//! stragglers, GPU utilisation (where NVML sampled it), spread, problems, and every case.
+//! Builds the neutral [`Doc`] that the Markdown and HTML renderers print; every table here is
+//! also exported as CSV.
+//!
+//! One file per section, in report order: [`findings`] (and the sentence builder the sections
+//! use), [`overview`], [`unrepresentative`], [`collectives`], [`scaling`], [`cost_model`],
+//! [`ratios`] (pure vs hybrid, binding), [`stragglers`], [`gpu_use`], [`spread`],
+//! [`problems`], [`inputs`] (Appendix A), [`definitions`] (Appendix B) and [`cases`] (all
+//! cases). This file orders them and holds the helpers they share.
+
+mod cases;
+mod collectives;
+mod cost_model;
+mod definitions;
+mod findings;
+mod gpu_use;
+mod inputs;
+mod overview;
+mod problems;
+mod ratios;
+mod scaling;
+mod spread;
+mod stragglers;
+mod unrepresentative;
+
+pub use cases::case_block;
+pub use gpu_use::{under_used, BUSY_UTIL_PERCENT};
+
+use super::analyze::{style_key, Analysis, Entry, Layout, RatioKind};
+use super::doc::{Block, Doc, FigureBlock};
+use super::plot::{setup_label, Figure};
+use super::table::{Cell, NumFmt};
+use crate::params::{LaunchShape, Workload};
+use findings::Findings;
+
+/// Rows kept in the longer lists (straggler, noisy, problem tables).
+const TOP: usize = 25;
+
+fn setup_text(a: &Analysis, s: &LaunchShape) -> String {
+    setup_label(a, Layout::of(s), style_key(s))
+}
+
+/// A size: `1MiB` for people, the number of bytes in CSV.
+fn bytes_cell(b: u64) -> Cell {
+    Cell::num(b as f64, NumFmt::Bytes)
+}
+
+fn case_text(e: &Entry) -> String {
+    e.params().label()
+}
+
+fn add_figures(doc: &mut Doc, figs: &[Figure], kind: &str, w: Workload) {
+    for (i, f) in figs.iter().enumerate() {
+        if f.kind == kind && f.workload == w {
+            doc.blocks.push(Block::Figure(FigureBlock {
+                figure: i,
+                stem: f.stem.clone(),
+                title: f.title.clone(),
+                caption: f.caption.clone(),
+            }));
+        }
+    }
+}
+
+/// Builds the report. `figs` are the charts drawn (their order is the figure index).
+pub fn build(a: &Analysis, figs: &[Figure], title: &str) -> Doc {
+    let mut doc = Doc {
+        title: title.to_string(),
+        blocks: Vec::new(),
+    };
+    overview::overview(&mut doc, a);
+    let head = doc.blocks.len();
+    let mut found = Findings::default();
+    unrepresentative::unrepresentative(&mut doc, a, &mut found);
+    collectives::collectives(&mut doc, a, figs, &mut found);
+    scaling::scaling(&mut doc, a, figs, &mut found);
+    super::ddp::section(&mut doc, a.entries.iter().map(|e| e.case), figs);
+    cost_model::cost_model(&mut doc, a, figs);
+    ratios::ratios(&mut doc, a, figs, RatioKind::Topology, &mut found);
+    ratios::ratios(&mut doc, a, figs, RatioKind::Binding, &mut found);
+    stragglers::stragglers(&mut doc, a, &mut found);
+    gpu_use::gpu_use(&mut doc, a);
+    spread::spread(&mut doc, a);
+    problems::problems(&mut doc, a);
+    inputs::inputs(&mut doc, a);
+    definitions::definitions(&mut doc, a);
+    // Findings lead: built last (they cite the tables above by name), moved to the top.
+    let tail = doc.blocks.len();
+    let sources = findings::findings(&mut doc, a, found);
+    let moved: Vec<Block> = doc.blocks.drain(tail..).collect();
+    doc.blocks.splice(head..head, moved);
+    if !sources.is_empty() {
+        doc.heading(2, "Appendix C: where the findings' figures come from");
+        doc.prose("Every figure of a finding is a cell of a table of this report: its CSV, the row (0-based, data rows) and the column.");
+        doc.table(sources, "findings", None);
+    }
+    cases::all_cases(&mut doc);
+    doc
+}

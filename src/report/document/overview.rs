@@ -1,0 +1,66 @@
+//! The opening paragraph: what was read and measured, and warnings about emulated nodes,
+//! stand-in devices and duplicates.
+
+use crate::report::analyze::{Analysis, Layout};
+use crate::report::doc::{text, Doc, Span};
+use std::collections::BTreeMap;
+
+pub(super) fn overview(doc: &mut Doc, a: &Analysis) {
+    let n = a.entries.len();
+    let measured = a.entries.iter().filter(|e| e.time_s().is_some()).count();
+    let mut by_status: BTreeMap<&str, usize> = BTreeMap::new();
+    for e in &a.entries {
+        *by_status.entry(e.case.status.name()).or_default() += 1;
+    }
+    let mut wls: Vec<String> = a
+        .entries
+        .iter()
+        .map(|e| e.params().workload.to_string())
+        .collect();
+    wls.sort();
+    wls.dedup();
+    let version = env!("CARGO_PKG_VERSION");
+    doc.para(vec![text(format!(
+        "scalebench {version} report from {} input file(s): {n} case(s) ({}), {measured} measured and validated; workloads: {}; layouts (nodes × devices per node): {}.",
+        a.sources.len(),
+        by_status
+            .iter()
+            .map(|(k, v)| format!("{v} {k}"))
+            .collect::<Vec<_>>()
+            .join(", "),
+        wls.join(", "),
+        a.palette
+            .layouts
+            .iter()
+            .map(Layout::label)
+            .collect::<Vec<_>>()
+            .join(", ")
+    ))]);
+    if a.sources.iter().any(|s| s.file.run.emulated_nodes) {
+        doc.para(vec![
+            Span::Strong("Emulated nodes.".into()),
+            text(" Some inputs ran with nodes emulated on one host: their node counts group ranks on one machine, they are not separate machines, so inter-node effects are absent."),
+        ]);
+    }
+    // Runs on scalebench's stand-in CUDA libraries (standin/) say so in their backend detail.
+    let standin = a.sources.iter().any(|s| {
+        s.file
+            .launches
+            .iter()
+            .filter_map(|l| l.provenance.as_ref())
+            .any(|p| p.backend.detail.starts_with("STAND-IN: "))
+    });
+    if standin {
+        doc.para(vec![
+            Span::Strong("Stand-in devices, not GPUs.".into()),
+            text(" Some inputs ran the CUDA backend on scalebench's stand-in libraries (CPU test doubles of the driver, cuBLAS and NCCL): they show that the device path runs and validates; none of their times, bandwidths or GFLOP/s is a GPU's."),
+        ]);
+    }
+    let sel = a.selection;
+    if sel.duplicates > 0 || sel.filtered_out > 0 {
+        doc.para(vec![text(format!(
+            "{} case(s) were measured in more than one input (the newest measurement of each is used); {} case(s) were left out by --only.",
+            sel.duplicates, sel.filtered_out
+        ))]);
+    }
+}

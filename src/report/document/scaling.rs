@@ -1,0 +1,227 @@
+//! Scaling across devices and nodes: GEMM speedup and efficiency series, and collectives'
+//! busbw retention across device counts.
+
+use super::add_figures;
+use super::bytes_cell;
+use super::findings::{chart_of, Finding, Findings, Sentence};
+use crate::params::Workload;
+use crate::report::analyze::{kinds_text, Analysis, CollScale, ScaleSeries};
+use crate::report::derive::ScalingKind;
+use crate::report::doc::{text, Doc, Span};
+use crate::report::plot::Figure;
+use crate::report::table::{Cell, NumFmt, Table};
+
+pub(super) fn scaling(doc: &mut Doc, a: &Analysis, figs: &[Figure], found: &mut Findings) {
+    if a.scaling.is_empty() && a.coll_scaling.is_empty() {
+        return;
+    }
+    doc.heading(2, "Scaling across devices and nodes");
+    let section = doc.last_heading_id().unwrap_or_default().to_string();
+    doc.prose("Each series holds everything fixed except the layout (nodes × devices per node). When two layouts share a device count (1×4 and 2×2), scaling within one node and scaling over nodes are separate series. The baseline of every series is its smallest device count, named in the table.");
+    let mut wls: Vec<Workload> = a.scaling.iter().map(|s| s.workload).collect();
+    wls.dedup();
+    for w in wls {
+        doc.heading(3, format!("{w}: speedup and efficiency"));
+        add_figures(doc, figs, "scaling", w);
+        for s in a.scaling.iter().filter(|s| s.workload == w) {
+            gemm_series_table(doc, a, s, figs, found, &section);
+        }
+    }
+    for cs in &a.coll_scaling {
+        if !cs.charted {
+            continue;
+        }
+        coll_scale_table(doc, a, cs, found, &section);
+    }
+    let hidden = a.coll_scaling.iter().filter(|c| !c.charted).count();
+    if hidden > 0 {
+        doc.para(vec![text(format!(
+            "{hidden} more collective series across devices (variants not charted) are summarised in the cost-model table below; every point is in results.csv."
+        ))]);
+    }
+}
+
+fn gemm_series_table(
+    doc: &mut Doc,
+    a: &Analysis,
+    s: &ScaleSeries,
+    figs: &[Figure],
+    found: &mut Findings,
+    section: &str,
+) {
+    let base = &a.entries[s.points[0]];
+    let kind = match s.kind {
+        ScalingKind::Strong => "strong",
+        ScalingKind::Weak => "weak",
+    };
+    doc.para(vec![
+        Span::Strong(format!("{} {}", s.workload, s.label)),
+        text(format!(
+            ", {kind} scaling, {}; baseline: {} ({} device(s)), time {}.",
+            s.family.label(),
+            base.layout().label(),
+            base.layout().devices(),
+            base.time_s()
+                .map_or_else(|| "-".into(), crate::units::format_seconds)
+        )),
+    ]);
+    let mut t = Table::new(&[
+        "layout",
+        "nodes",
+        "devices",
+        "time",
+        "speedup",
+        "ideal speedup",
+        "efficiency",
+        "GFLOP/s per device",
+        "GFLOP/s aggregate",
+        "cv",
+    ]);
+    for (&i, sc) in s.points.iter().zip(&s.scaled) {
+        let e = &a.entries[i];
+        t.push(vec![
+            Cell::text(e.layout().label()),
+            Cell::UInt(u64::from(e.layout().nodes)),
+            Cell::UInt(u64::from(e.layout().devices())),
+            Cell::opt(e.time_s(), NumFmt::Seconds),
+            Cell::num(sc.speedup, NumFmt::Fixed(3)),
+            Cell::num(sc.ideal_speedup, NumFmt::Fixed(3)),
+            Cell::num(sc.efficiency, NumFmt::Fixed(3)),
+            Cell::opt(e.case.gflops, NumFmt::Sig),
+            Cell::opt(e.case.gflops_total, NumFmt::Sig),
+            Cell::opt(e.spread.map(|x| x.cv), NumFmt::Percent),
+        ]);
+    }
+    let mut list = Vec::new();
+    if s.charted && t.rows.len() >= 2 {
+        let last = t.rows.len() - 1;
+        let caveat = series_caveat(a, &s.points);
+        list.push(
+            Sentence::new(&t, last)
+                .text(format!("{kind} scaling efficiency "))
+                .fig("efficiency")
+                .text(" at ")
+                .fig("devices")
+                .text(format!(
+                    " devices (layout {}, {}), against {} device(s){caveat}.",
+                    a.entries[s.points[last]].layout().label(),
+                    s.family.label(),
+                    base.layout().devices()
+                ))
+                .done(
+                    format!("{} {}", s.workload, s.label),
+                    chart_of(figs, "scaling", s.workload),
+                    section,
+                )
+                .about(s.workload),
+        );
+    }
+    found.cite(doc.table(t, &format!("scaling_{}", s.workload), None), list);
+}
+
+/// ` (caveat: ...)` when included entries are not representative.
+fn series_caveat(a: &Analysis, points: &[usize]) -> String {
+    let kinds: std::collections::BTreeSet<String> = points
+        .iter()
+        .flat_map(|&i| a.entries[i].concern_kinds())
+        .collect();
+    if kinds.is_empty() {
+        String::new()
+    } else {
+        format!(" (caveat: not representative: {})", kinds_text(&kinds))
+    }
+}
+
+fn coll_scale_table(
+    doc: &mut Doc,
+    a: &Analysis,
+    cs: &CollScale,
+    found: &mut Findings,
+    section: &str,
+) {
+    doc.para(vec![
+        Span::Strong(format!("{} {}", cs.workload, cs.label)),
+        text(format!(
+            ", {}: busbw (GB/s) per size and device count, with the retention R against {} in parentheses.",
+            cs.family.label(),
+            cs.retention_base()
+                .map_or("-".to_string(), |b| format!("{} devices", cs.layouts[b].devices()))
+        )),
+    ]);
+    let t = retention_table(a, cs);
+    let list = retention_finding(a, cs, &t, section);
+    found.cite(
+        doc.table(t, &format!("busbw_vs_devices_{}", cs.workload), None),
+        list,
+    );
+}
+
+/// busbw per size and device count, and its retention R against the smallest count ≥ 2.
+fn retention_table(a: &Analysis, cs: &CollScale) -> Table {
+    let mut cols: Vec<String> = vec!["S".into()];
+    for l in &cs.layouts {
+        cols.push(format!("{} ({} dev) busbw", l.label(), l.devices()));
+    }
+    for l in &cs.layouts {
+        cols.push(format!("{} R", l.label()));
+    }
+    let mut t = Table {
+        columns: cols,
+        rows: Vec::new(),
+    };
+    let base = cs.retention_base();
+    for (req, row) in &cs.sizes {
+        let bw: Vec<Option<f64>> = row
+            .iter()
+            .map(|e| {
+                e.and_then(|i| a.entries[i].case.busbw_gbps)
+                    .filter(|b| *b > 0.0)
+            })
+            .collect();
+        let b0 = base.and_then(|b| bw[b]);
+        let mut cells = vec![bytes_cell(*req)];
+        cells.extend(bw.iter().map(|b| Cell::opt(*b, NumFmt::Sig)));
+        cells.extend(bw.iter().enumerate().map(|(j, b)| match (b, b0, base) {
+            (Some(b), Some(b0), Some(k)) if j >= k => Cell::num(b / b0, NumFmt::Fixed(3)),
+            _ => Cell::Empty,
+        }));
+        t.push(cells);
+    }
+    t
+}
+
+/// Retention at the largest scale, for the largest size measured there.
+fn retention_finding(a: &Analysis, cs: &CollScale, t: &Table, section: &str) -> Vec<Finding> {
+    let last = cs.layouts.len() - 1;
+    let col = format!("{} R", cs.layouts[last].label());
+    let j = t.columns.iter().position(|c| *c == col);
+    let row = j.and_then(|j| {
+        (0..t.rows.len())
+            .rev()
+            .find(|&r| t.rows[r][j].sort_value().is_some())
+    });
+    let mut list = Vec::new();
+    if let (Some(r), Some(b)) = (row, cs.retention_base().filter(|&b| b < last)) {
+        let pts: Vec<usize> = cs
+            .sizes
+            .iter()
+            .flat_map(|(_, v)| v.iter().flatten().copied())
+            .collect();
+        list.push(
+            Sentence::new(t, r)
+                .text(format!(
+                    "busbw retention at {} devices ({}) against {} devices: R = ",
+                    cs.layouts[last].devices(),
+                    cs.layouts[last].label(),
+                    cs.layouts[b].devices()
+                ))
+                .fig(&col)
+                .text(" at S = ")
+                .fig("S")
+                .text(format!("{}.", series_caveat(a, &pts)))
+                .done(format!("{} {}", cs.workload, cs.label), None, section)
+                .about(cs.workload),
+        );
+    }
+    list
+}

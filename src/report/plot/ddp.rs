@@ -1,0 +1,275 @@
+//! Chart kinds of ddp_step: where a training step's time goes (`ddp_breakdown`: per set-up, a
+//! stacked bar of compute and exposed communication per device count, with the step without
+//! overlap beside it) and how much of the communication the step hides against the bucket
+//! capacity (`ddp_overlap`). The weak/strong scaling efficiency of step time is the `scaling`
+//! chart kind, which covers ddp_step as it covers the GEMM workloads.
+
+use super::{
+    chunk, color, marker, Axis, Figure, LegendEntry, Line, Mark, Marker, Panel, Pt, RefLine, Scale,
+    Series, Unit,
+};
+use crate::params::Workload;
+use crate::report::analyze::Analysis;
+use crate::report::ddp::{points, Point};
+use std::collections::BTreeMap;
+
+/// Most breakdown charts in one report (one per set-up); the table lists every set-up.
+pub const MAX_BREAKDOWNS: usize = 24;
+
+/// A set-up's key without its bucket capacity (the overlap chart's series).
+fn without_bucket(setup: &str) -> String {
+    setup
+        .split_whitespace()
+        .filter(|w| !w.starts_with("bucket="))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+pub fn figures(a: &Analysis) -> Vec<Figure> {
+    let pts = points(a.entries.iter().map(|e| e.case));
+    let mut out = breakdowns(&pts);
+    out.extend(overlap_vs_bucket(&pts));
+    out
+}
+
+/// Devices per node of a point (the breakdown's x axis grows with nodes at this width).
+fn per_node(p: &Point) -> u32 {
+    p.devices / p.nodes.max(1)
+}
+
+fn breakdowns(pts: &[Point]) -> Vec<Figure> {
+    let mut by_setup: BTreeMap<(&str, u32), Vec<&Point>> = BTreeMap::new();
+    for p in pts {
+        by_setup
+            .entry((p.setup.as_str(), per_node(p)))
+            .or_default()
+            .push(p);
+    }
+    let compute = Mark {
+        color: color(0),
+        marker: Marker::None,
+        line: Line::Bar,
+        hollow: false,
+    };
+    let exposed = Mark {
+        color: color(1),
+        ..compute
+    };
+    let no_overlap = Mark {
+        line: Line::Dashed,
+        ..Mark::solid(color(6), Marker::Diamond)
+    };
+    let mut out = Vec::new();
+    for (k, ((setup, dpn), mut v)) in by_setup.into_iter().enumerate() {
+        if k == MAX_BREAKDOWNS {
+            break;
+        }
+        v.sort_by_key(|p| p.devices);
+        let x = |p: &Point| f64::from(p.devices);
+        let series = vec![
+            Series {
+                mark: compute,
+                points: v.iter().map(|p| Pt::new(x(p), p.compute_s)).collect(),
+            },
+            Series {
+                mark: exposed,
+                points: v
+                    .iter()
+                    .map(|p| Pt {
+                        lo: Some(p.compute_s),
+                        ..Pt::new(x(p), p.compute_s + p.exposed_comm_s)
+                    })
+                    .collect(),
+            },
+            Series {
+                mark: no_overlap,
+                points: v
+                    .iter()
+                    .map(|p| Pt::new(x(p), p.step_no_overlap_s))
+                    .collect(),
+            },
+        ];
+        out.push(Figure {
+            kind: "ddp_breakdown",
+            workload: Workload::DdpStep,
+            stem: format!("ddp_breakdown_{}", k + 1),
+            title: format!("ddp_step: step time, compute vs exposed communication — {setup}, {dpn} device(s) per node"),
+            caption: "Where one training step's time goes, per device count: the lower bar is the step without communication (`compute_s`), the upper bar the communication it did not hide (`exposed_comm_s = step_s − compute_s`); together they are the step (`step_s`). The dashed line is the same step with every all-reduce after backward (no overlap).".to_string(),
+            panels: vec![Panel {
+                title: String::new(),
+                x: Axis::new("devices p (log2 scale)", Scale::Log2Count),
+                y: Axis::new("time per step", Scale::Linear(Unit::Seconds)),
+                series,
+                refs: Vec::new(),
+                dodge: false,
+            }],
+            legend_title: "part of the step".to_string(),
+            legend: vec![
+                LegendEntry {
+                    mark: compute,
+                    label: "compute (compute_s)".to_string(),
+                },
+                LegendEntry {
+                    mark: exposed,
+                    label: "exposed communication (exposed_comm_s)".to_string(),
+                },
+                LegendEntry {
+                    mark: no_overlap,
+                    label: "step without overlap (step_no_overlap_s)".to_string(),
+                },
+            ],
+            notes: vec![
+                "bars stack to step_s".to_string(),
+                "1 device: no communication".to_string(),
+            ],
+        });
+    }
+    out
+}
+
+/// One overlap-efficiency curve: a set-up at one layout, measured with several buckets.
+struct Curve {
+    label: String,
+    points: Vec<Pt>,
+}
+
+fn overlap_vs_bucket(pts: &[Point]) -> Vec<Figure> {
+    let mut groups: BTreeMap<(String, u32, u32), Vec<Pt>> = BTreeMap::new();
+    for p in pts {
+        let (Some(b), Some(e)) = (p.bucket_bytes, p.overlap_efficiency) else {
+            continue;
+        };
+        groups
+            .entry((without_bucket(&p.setup), p.nodes, p.devices))
+            .or_default()
+            .push(Pt::new(b as f64, e));
+    }
+    let curves: Vec<Curve> = groups
+        .into_iter()
+        .filter(|(_, v)| v.len() > 1)
+        .map(|((setup, nodes, devices), mut v)| {
+            v.sort_by(|a, b| a.x.total_cmp(&b.x));
+            Curve {
+                label: format!("{nodes} node(s), {devices} devices: {setup}"),
+                points: v,
+            }
+        })
+        .collect();
+    let parts = chunk(curves, |c: &Curve| c.label.clone());
+    let many = parts.len() > 1;
+    let mut out = Vec::new();
+    for (k, part) in parts.into_iter().enumerate() {
+        let mut series = Vec::new();
+        let mut legend = Vec::new();
+        let (mut x0, mut x1) = (f64::INFINITY, 0.0_f64);
+        for (j, c) in part.into_iter().enumerate() {
+            let mark = Mark::solid(color(j), marker(j));
+            for p in &c.points {
+                x0 = x0.min(p.x);
+                x1 = x1.max(p.x);
+            }
+            legend.push(LegendEntry {
+                mark,
+                label: c.label,
+            });
+            series.push(Series {
+                mark,
+                points: c.points,
+            });
+        }
+        out.push(Figure {
+            kind: "ddp_overlap",
+            workload: Workload::DdpStep,
+            stem: if many {
+                format!("ddp_overlap_{}", k + 1)
+            } else {
+                "ddp_overlap".to_string()
+            },
+            title: "ddp_step: overlap efficiency vs gradient bucket capacity".to_string(),
+            caption: "How much of the all-reduce time the step hides behind backward compute, against the bucket capacity: overlap_efficiency = 1 − exposed_comm_s / comm_s (1: all hidden; 0: none). Small buckets start communication early but pay a per-call cost; one huge bucket cannot start before backward ends.".to_string(),
+            panels: vec![Panel {
+                title: String::new(),
+                x: Axis::new("bucket capacity (log2 scale)", Scale::Log2Bytes),
+                y: Axis::new("overlap efficiency", Scale::Linear(Unit::Plain)),
+                series,
+                refs: vec![RefLine {
+                    points: vec![(x0, 1.0), (x1, 1.0)],
+                    label: "all hidden".to_string(),
+                }],
+                dodge: false,
+            }],
+            legend_title: "set-up".to_string(),
+            legend,
+            notes: vec!["one point per measured bucket capacity".to_string()],
+        });
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::params::Scaling;
+
+    fn pt(setup: &str, nodes: u32, devices: u32, bucket: u64, compute: f64, step: f64) -> Point {
+        Point {
+            setup: setup.to_string(),
+            devices,
+            nodes,
+            scaling: Scaling::Weak,
+            step_s: step,
+            compute_s: compute,
+            exposed_comm_s: (step - compute).max(0.0),
+            comm_s: 1.0,
+            step_no_overlap_s: step * 1.5,
+            overlap_efficiency: (devices > 1).then(|| 1.0 - (step - compute).max(0.0)),
+            samples_per_s: 1.0,
+            bucket_bytes: Some(bucket),
+        }
+    }
+
+    #[test]
+    fn bars_stack_to_the_step_time_per_set_up_and_width() {
+        let pts = vec![
+            pt("m f32 cpu bucket=1 MiB", 1, 1, 1 << 20, 2.0, 2.0),
+            pt("m f32 cpu bucket=1 MiB", 1, 2, 1 << 20, 2.0, 2.5),
+            pt("m f32 cpu bucket=1 MiB", 2, 4, 1 << 20, 2.0, 2.75),
+            pt("m f32 cpu bucket=4 MiB", 1, 2, 4 << 20, 2.0, 2.25),
+        ];
+        let figs = breakdowns(&pts);
+        // set-up × devices per node: (1 MiB, 1), (1 MiB, 2), (4 MiB, 2)
+        assert_eq!(figs.len(), 3);
+        // (1 MiB, 2 per node): 2 devices on 1 node and 4 on 2 nodes
+        let f = &figs[1];
+        assert_eq!(f.kind, "ddp_breakdown");
+        assert_eq!(f.panels[0].series[0].points.len(), 2);
+        let s = &f.panels[0].series;
+        assert_eq!(s[0].mark.line, Line::Bar);
+        // the exposed bar starts where compute ends and ends at the step time
+        for (c, e) in s[0].points.iter().zip(&s[1].points) {
+            assert_eq!(e.lo, Some(c.y));
+        }
+        let p = pts.iter().find(|p| p.devices == 2 && p.nodes == 1).unwrap();
+        let top = s[1].points.iter().find(|q| q.x == 2.0).unwrap();
+        assert_eq!(top.y, p.step_s);
+    }
+
+    #[test]
+    fn overlap_curves_need_several_buckets() {
+        let pts = vec![
+            pt("m f32 cpu bucket=1 MiB", 1, 2, 1 << 20, 2.0, 2.5),
+            pt("m f32 cpu bucket=4 MiB", 1, 2, 4 << 20, 2.0, 2.25),
+            pt("m f32 cpu bucket=1 MiB", 1, 1, 1 << 20, 2.0, 2.0),
+            pt("n f32 cpu bucket=1 MiB", 1, 2, 1 << 20, 2.0, 2.5),
+        ];
+        let figs = overlap_vs_bucket(&pts);
+        assert_eq!(figs.len(), 1);
+        let s = &figs[0].panels[0].series;
+        // only "m" at 2 devices has two bucket sizes; 1 device has no efficiency
+        assert_eq!(s.len(), 1);
+        let xs: Vec<f64> = s[0].points.iter().map(|p| p.x).collect();
+        assert_eq!(xs, vec![(1u64 << 20) as f64, (4u64 << 20) as f64]);
+        assert_eq!(s[0].points[1].y, 0.75);
+        assert!(figs[0].legend[0].label.contains("2 devices"));
+    }
+}
