@@ -541,7 +541,7 @@ fn buffer_offset(
     ctx: &Ctx,
     v: &Option<Spanned<toml::Value>>,
     dims: &[Dim],
-) -> Result<crate::backend::BufferOffset, SpecError> {
+) -> Result<crate::params::BufferOffset, SpecError> {
     let Some(v) = v else {
         return Ok(Default::default());
     };
@@ -566,7 +566,12 @@ fn buffer_offset(
             (b, b)
         }
     };
-    let page = crate::backend::page_size_bytes() as u64;
+    // The page size as `host::page_size_bytes` reads it (config sits before host in the flow).
+    // SAFETY: sysconf has no memory effects.
+    let page = match unsafe { libc::sysconf(libc::_SC_PAGESIZE) } {
+        p if p > 0 => p as u64,
+        _ => 4096,
+    };
     if send >= page || recv >= page {
         return Err(err(format!(
             "[{send}, {recv}]: offsets are within a page: give values below {page}"
@@ -591,7 +596,7 @@ fn buffer_offset(
             )));
         }
     }
-    Ok(crate::backend::BufferOffset {
+    Ok(crate::params::BufferOffset {
         send_bytes: send,
         recv_bytes: recv,
     })
