@@ -8,6 +8,8 @@
 #     pairs of the ratio scalebench / reference. Goal: 1.00 +- 0.05.
 #  2. hybrid / pure: allreduce latency (isolated), one rank driving 2 worker threads against
 #     2 ranks, both bound to a core per device. Goal <= 1.5 at 8 B - 4 KiB, <= 1.1 from 64 KiB.
+#     Then csrc/team_model.c: the hybrid team's synchronisation alone (no MPI, no harness),
+#     before and after its one-way flags and inline arguments, measured side by side.
 #  3. GEMM GFLOP/s of `scalebench run -w matmul`, f32/f64, n = 1024 and 2048, 1 and 2 threads,
 #     divided by numpy/OpenBLAS (numpy from PyPI in a throw-away venv). Goal >= 0.9.
 # Usage: bash ci/bench.sh [ROUNDS] [all|collectives|hybrid|gemm]   (default: 5 all)
@@ -23,6 +25,7 @@ sb=${CARGO_TARGET_DIR:-target}/release/scalebench
 work=$(mktemp -d /tmp/scalebench-bench.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 mpicc -O2 -o "$work/ref_collectives" csrc/ref_collectives.c
+cc -O2 -pthread -o "$work/team_model" csrc/team_model.c
 
 echo "== machine"
 echo "cpu:   $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')"
@@ -96,6 +99,9 @@ if [ "$what" = all ] || [ "$what" = hybrid ]; then
       --timing isolated --sizes 8B:4MiB:x2 --binding core > /dev/null
   done
   median_table hybrid
+  echo
+  echo "== the hybrid team's synchronisation alone (csrc/team_model.c): old = two counter barriers + arguments chased through the leader's fresh writes; new = one-way flags + arguments on the release's line"
+  "$work/team_model" "$rounds"
 fi
 [ "$what" = all ] || [ "$what" = gemm ] || exit 0
 

@@ -89,6 +89,53 @@ fn buffer_offsets_asked_for_are_where_the_buffers_sit() {
 }
 
 #[test]
+fn a_sweep_spec_places_buffers_at_its_run_buffer_offset() {
+    // `[run] buffer_offset` reaches every launch of a sweep, pure and hybrid alike; a bad one
+    // is refused with the spec's file and line before anything runs.
+    let dir = tmpdir("offsets-sweep");
+    let spec = dir.join("spec.toml");
+    std::fs::write(
+        &spec,
+        "name = \"offsets\"\n[axes]\nranks_per_node = 2\ntopology = [\"pure\", \"hybrid\"]\nworkloads = [\"allreduce\", \"allgather\"]\nsizes = [\"64\", \"64KiB\"]\nin_place = \"both\"\n[run]\ntime_budget_s = 0.01\nbuffer_offset = [0, 16]\n[launch]\noversubscribe = true\ntimeout_s = 120\n",
+    )
+    .unwrap();
+    let out = dir.join("run");
+    solo(&[
+        "sweep",
+        "-q",
+        spec.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ])
+    .assert_code(0);
+    let r = read_results(&out);
+    assert_eq!(r.launches.len(), 2);
+    assert_eq!(r.cases.len(), 2 * 2 * 2 * 2);
+    for c in &r.cases {
+        assert_eq!((c.status.as_str(), c.wrong), ("ok", 0), "{:?}", c.message);
+        assert_offsets(c, 0, 16);
+    }
+    let bad = dir.join("bad.toml");
+    std::fs::write(&bad, "[axes]\ndtypes = \"f64\"\n[run]\nbuffer_offset = 4\n").unwrap();
+    let r = solo(&[
+        "sweep",
+        "-q",
+        bad.to_str().unwrap(),
+        "--out",
+        dir.join("bad").to_str().unwrap(),
+    ]);
+    r.assert_code(2);
+    assert!(
+        r.stderr.contains("bad.toml:4:")
+            && r.stderr.contains("run.buffer_offset")
+            && r.stderr.contains("multiples of 8"),
+        "{}",
+        r.stderr
+    );
+    assert!(!dir.join("bad").exists(), "nothing is written on bad input");
+}
+
+#[test]
 fn offsets_that_cannot_hold_an_element_or_leave_the_page_are_refused() {
     let out = tmpdir("offsets-bad").join("out");
     let o = out.to_str().unwrap();

@@ -139,4 +139,38 @@ mod tests {
             assert!(e.to_string().contains(needle), "{text}: {e}");
         }
     }
+
+    #[test]
+    fn buffer_offsets_as_the_command_line_takes_them() {
+        let offset = |text: &str| {
+            let s = parse(Path::new("s.toml"), text).unwrap();
+            let o = s.settings.buffer_offset;
+            (o.send_bytes, o.recv_bytes)
+        };
+        assert_eq!(offset("name = \"x\"\n"), (0, 0));
+        assert_eq!(offset("[run]\nbuffer_offset = 16\n"), (16, 16));
+        assert_eq!(offset("[run]\nbuffer_offset = [0, 16]\n"), (0, 16));
+        // f32 by default: 4-byte steps; f64 named on an axis asks for 8.
+        assert_eq!(offset("[run]\nbuffer_offset = 4\n"), (4, 4));
+        let page = crate::backend::page_size_bytes();
+        for (text, needle) in [
+            ("[run]\nbuffer_offset = -16\n", "not a number of bytes"),
+            ("[run]\nbuffer_offset = \"16\"\n", "not a number of bytes"),
+            ("[run]\nbuffer_offset = [0, 16, 32]\n", "3 value(s)"),
+            (
+                &format!("[run]\nbuffer_offset = {page}\n"),
+                "offsets are within a page",
+            ),
+            ("[run]\nbuffer_offset = 2\n", "multiple of 4"),
+            (
+                "[axes]\ndtypes = [\"f32\", \"f64\"]\n[run]\nbuffer_offset = [0, 4]\n",
+                "multiple of 8",
+            ),
+        ] {
+            let e = parse(Path::new("s.toml"), text).unwrap_err();
+            assert_eq!(e.key.as_deref(), Some("run.buffer_offset"), "{text}: {e}");
+            assert!(e.to_string().starts_with("s.toml:"), "{e}");
+            assert!(e.to_string().contains(needle), "{text}: {e}");
+        }
+    }
 }

@@ -44,6 +44,9 @@ pub struct RawRun {
     pub check: Option<Spanned<i64>>,
     /// CPU GEMM provider: `auto`, `blas` or `gemm-crate`.
     pub gemm: Option<Spanned<String>>,
+    /// Where benchmark buffers start after a page boundary, bytes (`--buffer-offset`): one
+    /// integer for send and receive buffers, or `[SEND, RECV]`.
+    pub buffer_offset: Option<Spanned<toml::Value>>,
 }
 
 /// `[launch]`: how local sweeps start their launches.

@@ -534,6 +534,74 @@ fn positive_int(
     }
 }
 
+/// `run.buffer_offset`: `BYTES` or `[SEND, RECV]`, each within a page and a multiple of the
+/// element size of every dtype the spec's axes name (f32 when they name none), as
+/// `--buffer-offset` requires.
+fn buffer_offset(
+    ctx: &Ctx,
+    v: &Option<Spanned<toml::Value>>,
+    dims: &[Dim],
+) -> Result<crate::params::BufferOffset, SpecError> {
+    let Some(v) = v else {
+        return Ok(Default::default());
+    };
+    const KEY: &str = "run.buffer_offset";
+    let err = |m: String| ctx.err(v.span(), KEY, m);
+    let bytes = |x: &toml::Value| match x {
+        toml::Value::Integer(n) if *n >= 0 => Ok(*n as u64),
+        other => Err(err(format!(
+            "{other} is not a number of bytes: give BYTES or [SEND, RECV], e.g. 16 or [0, 16]"
+        ))),
+    };
+    let (send, recv) = match v.get_ref() {
+        toml::Value::Array(a) if a.len() == 2 => (bytes(&a[0])?, bytes(&a[1])?),
+        toml::Value::Array(a) => {
+            return Err(err(format!(
+                "{} value(s): give BYTES for both buffers or [SEND, RECV], e.g. 16 or [0, 16]",
+                a.len()
+            )))
+        }
+        x => {
+            let b = bytes(x)?;
+            (b, b)
+        }
+    };
+    // The page size as `host::page_size_bytes` reads it (config sits before host in the flow).
+    // SAFETY: sysconf has no memory effects.
+    let page = match unsafe { libc::sysconf(libc::_SC_PAGESIZE) } {
+        p if p > 0 => p as u64,
+        _ => 4096,
+    };
+    if send >= page || recv >= page {
+        return Err(err(format!(
+            "[{send}, {recv}]: offsets are within a page: give values below {page}"
+        )));
+    }
+    let mut dtypes: Vec<Dtype> = dims
+        .iter()
+        .flat_map(|d| d.tuples.iter().flatten())
+        .filter_map(|v| match v {
+            AxisValue::Dtype(d) => Some(*d),
+            _ => None,
+        })
+        .collect();
+    if dtypes.is_empty() {
+        dtypes.push(Dtype::F32);
+    }
+    for d in dtypes {
+        let elem = d.size_bytes();
+        if send % elem != 0 || recv % elem != 0 {
+            return Err(err(format!(
+                "[{send}, {recv}]: {d} elements are {elem} bytes, so a {d} buffer must start on a multiple of {elem}: give multiples of {elem}"
+            )));
+        }
+    }
+    Ok(crate::params::BufferOffset {
+        send_bytes: send,
+        recv_bytes: recv,
+    })
+}
+
 fn env_name_ok(k: &str) -> bool {
     let mut c = k.chars();
     matches!(c.next(), Some(ch) if ch == '_' || ch.is_ascii_alphabetic())
@@ -638,6 +706,7 @@ pub(super) fn resolve(path: &Path, text: &str, raw: RawSpec) -> Result<SweepSpec
             .map_err(|e| ctx.err(g.span(), "run.gemm", e))?,
         None => GemmChoice::default(),
     };
+    let buffer_offset = buffer_offset(&ctx, &r.buffer_offset, &dims)?;
     let time_budget_s = match &r.time_budget_s {
         Some(t) => {
             limits::seconds("", *t.get_ref(), "0.5")
@@ -728,7 +797,7 @@ pub(super) fn resolve(path: &Path, text: &str, raw: RawSpec) -> Result<SweepSpec
             },
             check_iters: check,
             gemm,
-            buffer_offset: Default::default(),
+            buffer_offset,
         },
         launch: LocalLaunch {
             oversubscribe: l.oversubscribe.unwrap_or(false),

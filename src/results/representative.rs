@@ -212,14 +212,20 @@ struct HostLoad {
 }
 
 /// Busy threads per host against the CPUs its ranks were allowed on (the union of their
-/// affinity masks: what the launcher or the batch system offered), falling back to the host's
-/// logical CPU count when no mask was recorded.
+/// affinity masks: what the launcher or the batch system offered, and the masks of the
+/// threads driving their devices: a hybrid rank binds its own thread to its first device's
+/// core and its workers to the others, and files written before ranks recorded all their
+/// threads' CPUs show only the first), falling back to the host's logical CPU count when no
+/// mask was recorded.
 fn per_host(p: &Provenance, groups: &[Busy]) -> BTreeMap<String, HostLoad> {
     let mut out: BTreeMap<String, HostLoad> = BTreeMap::new();
     let mut cpus: BTreeMap<&str, BTreeSet<u32>> = BTreeMap::new();
     for r in &p.ranks {
         let set = cpus.entry(r.host.as_str()).or_default();
         set.extend(parse_cpulist(&r.cpus).unwrap_or_default());
+        for d in &r.devices {
+            set.extend(parse_cpulist(&d.cpus).unwrap_or_default());
+        }
     }
     let mut ranks: BTreeMap<&str, u32> = BTreeMap::new();
     for r in &p.ranks {
@@ -436,6 +442,28 @@ mod tests {
     }
 
     #[test]
+    fn a_hybrid_rank_is_offered_its_workers_cores() {
+        // Bound to a core per device, as older files record it: the rank's own thread on
+        // device 0's core, its second worker on the other. 2 busy threads on 2 CPUs.
+        let one = launch(1, 2, "0", Binding::Core, |d| d.to_string());
+        assert!(
+            assess_launch(&one, 1).is_empty(),
+            "{:?}",
+            assess_launch(&one, 1)
+        );
+        // Two such ranks (2 emulated nodes) on the same 2 cores: 4 busy threads.
+        let two = launch(2, 2, "0", Binding::Core, |d| (d / 2).to_string());
+        let w = assess_launch(&two, 1);
+        assert!(kinds(&w).contains(&OVERSUBSCRIBED), "{w:?}");
+        let over = w.iter().find(|x| x.kind == OVERSUBSCRIBED).unwrap();
+        assert!(
+            over.detail.contains("4 busy thread(s)") && over.detail.contains("2 CPU(s) offered"),
+            "{}",
+            over.detail
+        );
+    }
+
+    #[test]
     fn progress_threads_count() {
         let mut l = launch(2, 1, "0-3", Binding::None, |_| "0-3".into());
         assert!(assess_launch(&l, 1).is_empty());
@@ -448,6 +476,9 @@ mod tests {
         assert!(assess_launch(&l, 1).is_empty());
         for r in &mut l.provenance.as_mut().unwrap().ranks {
             r.cpus = "0-2".into();
+            for d in &mut r.devices {
+                d.cpus = "0-2".into();
+            }
         }
         let w = assess_launch(&l, 1);
         assert_eq!(kinds(&w), [OVERSUBSCRIBED]);

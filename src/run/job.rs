@@ -791,6 +791,14 @@ fn gather_provenance<B: Backend>(
 ) -> Option<Provenance> {
     let rank = comm.rank();
     let slot = &layout.slots[rank as usize];
+    let devices = backend.device_bindings();
+    // The process runs where its threads may: this one and, in hybrid mode, its workers.
+    let mut cpus = affinity::current_thread_cpus().unwrap_or_default();
+    cpus.extend(
+        devices
+            .iter()
+            .flat_map(|d| affinity::parse_cpulist(&d.cpus).unwrap_or_default()),
+    );
     let me = RankInfo {
         rank,
         host: topology::hostname(),
@@ -798,8 +806,8 @@ fn gather_provenance<B: Backend>(
         node_name: slot.node_name.clone(),
         local_rank: slot.local_rank,
         pid: std::process::id(),
-        cpus: affinity::format_cpulist(&affinity::current_thread_cpus().unwrap_or_default()),
-        devices: backend.device_bindings(),
+        cpus: affinity::format_cpulist(&cpus),
+        devices,
     };
     let mut warnings = notes.to_vec();
     warnings.extend(backend.warnings());

@@ -62,7 +62,8 @@ impl Arith for i32 {
 
 /// A raw pointer that worker threads may share; every use touches a range no other thread
 /// touches in the same phase (phases are separated by the team's barrier).
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, PartialEq)]
+#[repr(transparent)]
 pub(super) struct SyncPtr<T>(pub(super) *mut T);
 // SAFETY: see the type's doc: disjoint ranges per thread and phase.
 unsafe impl<T> Send for SyncPtr<T> {}
@@ -70,7 +71,13 @@ unsafe impl<T> Sync for SyncPtr<T> {}
 
 /// A buffer that only one worker of a team job uses exclusively (worker 0, for MPI), in a
 /// phase where no other worker touches it.
-pub(super) struct Excl<T>(*mut T);
+pub(super) struct Excl<T>(pub(super) *mut T);
+impl<T> Clone for Excl<T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<T> Copy for Excl<T> {}
 // SAFETY: see the type's doc.
 unsafe impl<T> Send for Excl<T> {}
 unsafe impl<T> Sync for Excl<T> {}
@@ -85,9 +92,56 @@ impl<T> Excl<T> {
     pub(super) unsafe fn get(&self) -> &mut T {
         &mut *self.0
     }
+    /// Element `i` of the slice that starts here.
+    ///
+    /// # Safety
+    /// As [`Excl::get`], and `i` within the slice.
+    #[allow(clippy::mut_from_ref)]
+    pub(super) unsafe fn at(&self, i: usize) -> &mut T {
+        &mut *self.0.add(i)
+    }
+}
+
+/// The devices' source and destination pointers of the current hybrid collective, kept across
+/// calls and rewritten only where they changed: the workers read them on every call, and a
+/// store dirties a cache line in every other core even when it writes the same value.
+#[derive(Default)]
+pub(super) struct PtrTables {
+    srcs: Vec<SyncPtr<()>>,
+    dsts: Vec<SyncPtr<()>>,
+}
+
+impl PtrTables {
+    pub(super) fn update<T>(
+        &mut self,
+        srcs: impl Iterator<Item = SyncPtr<T>>,
+        dsts: impl Iterator<Item = SyncPtr<T>>,
+    ) -> (&[SyncPtr<T>], &[SyncPtr<T>]) {
+        fn set<T>(table: &mut Vec<SyncPtr<()>>, new: impl Iterator<Item = SyncPtr<T>>) {
+            let mut n = 0;
+            for (i, p) in new.enumerate() {
+                let p = SyncPtr(p.0 as *mut ());
+                match table.get_mut(i) {
+                    Some(old) if *old == p => {}
+                    Some(old) => *old = p,
+                    None => table.push(p),
+                }
+                n = i + 1;
+            }
+            table.truncate(n);
+        }
+        set(&mut self.srcs, srcs);
+        set(&mut self.dsts, dsts);
+        let view = |t: &[SyncPtr<()>]| {
+            // SAFETY: SyncPtr is a transparent raw pointer: the same layout for every T.
+            unsafe { std::slice::from_raw_parts(t.as_ptr() as *const SyncPtr<T>, t.len()) }
+        };
+        (view(&self.srcs), view(&self.dsts))
+    }
 }
 
 /// The rank's communicator inside a team job: used by worker 0 only (MPI_THREAD_FUNNELED).
+#[derive(Clone, Copy)]
 pub(super) struct LeaderComm(pub(super) mpi::ffi::MPI_Comm);
 // SAFETY: see the type's doc.
 unsafe impl Sync for LeaderComm {}
@@ -221,7 +275,7 @@ pub(super) fn ensure<'a>(
     if !fits {
         *slot = None;
         *slot = Some(HostBuf::zeros_in_parts(dtype, len, team.size(), |zero| {
-            team.run(&|w, _| zero(w))
+            team.run(move |w, _| zero(w))
         })?);
     }
     Ok(slot.as_mut().expect("just filled"))

@@ -10,9 +10,9 @@
 //! near it; the node-level scratch is touched page-part by page-part by all workers).
 //! Collectives are hierarchical, one team job each: the workers combine their buffers in shared
 //! memory (in parallel, each on its chunk), worker 0 runs one MPI collective among node leaders,
-//! and the workers copy the result into their own buffers; phases are separated by a spinning
-//! barrier, so no thread-pool hand-off sits on the timed path. MPI is only called from the main
-//! thread (MPI_THREAD_FUNNELED). GEMMs run on a rayon pool bound the same way.
+//! and the workers copy the result into their own buffers; phases are separated by spinning
+//! one-way flags (see [`super::team`]), so no thread-pool hand-off sits on the timed path. MPI
+//! is only called from the main thread (MPI_THREAD_FUNNELED). GEMMs run on a rayon pool bound the same way.
 //!
 //! One file per job: [`flat`] (pure MPI), [`hier`] (the hybrid path's collectives),
 //! [`kernels`] (what the hybrid workers share), [`gemm`] (CPU GEMM) and [`overlap`]
@@ -56,6 +56,8 @@ pub struct CpuBackend {
     team: Option<Team>,
     /// Node-level buffers for hierarchical collectives, reused across calls.
     scratch: [Option<HostBuf>; 2],
+    /// The devices' buffers of the current hierarchical collective, for the workers.
+    tables: kernels::PtrTables,
     epoch: Instant,
     resolution_s: f64,
     /// Problems met while setting up (e.g. a worker binding that did not take).
@@ -96,6 +98,7 @@ impl CpuBackend {
             gemm_provenance,
             team,
             scratch: [None, None],
+            tables: kernels::PtrTables::default(),
             epoch,
             resolution_s,
             warnings,
