@@ -664,7 +664,7 @@ fn attempt_states(dir: &Path, active: &BTreeMap<String, String>) -> Vec<AttemptS
 /// `scalebench status`: the state of every job of a run, polled within bounds.
 pub fn status(dir: &Path, wait: bool, timeout_s: f64, quiet: bool) -> Result<u8> {
     // NaN would never compare greater: `--wait` would poll forever.
-    crate::config::limits::seconds("--timeout", timeout_s, "3600")
+    crate::config::limits::check_seconds("--timeout", timeout_s, "3600")
         .map_err(|e| Error::Input(e.to_string()))?;
     let jobs: JobsFile = rundir::read_json(&dir.join(JOBS_FILE))
         .map_err(|e| Error::Input(format!("{e} (is {} a submitted run?)", dir.display())))?;

@@ -124,7 +124,7 @@ pub fn default_op_timeout_s(settings: &RunSettings) -> f64 {
 pub fn run(request: &super::Request, argv: &[String]) -> Result<RunOutcome> {
     let req = resolve(request)?;
     if let Some(t) = request.op_timeout_s {
-        limits::seconds("--op-timeout", t, "600").map_err(Error::Input)?;
+        limits::check_seconds("--op-timeout", t, "600")?;
     }
     let op_timeout = Duration::from_secs_f64(
         request
