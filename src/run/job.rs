@@ -395,7 +395,7 @@ fn device_plan(
     let worker_cpus = if req.binding == Binding::None {
         vec![None; per_rank as usize]
     } else {
-        let machine = topology::hwloc::discover()?;
+        let machine = topology::hwloc::discover().map_err(|e| e.to_string())?;
         let mut cpus = Vec::new();
         for &device in &local_indices {
             let d = binding::decide(
