@@ -84,7 +84,7 @@ fn topo(args: &scalebench::cli::TopoArgs) -> Result<u8, Error> {
     use scalebench::topology::{binding::Reserved, hwloc, report};
     let reserved = Reserved::parse(&args.reserved_cores)
         .map_err(|e| Error::Input(format!("--reserved-cores: {e}")))?;
-    let machine = hwloc::discover().map_err(Error::Environment)?;
+    let machine = hwloc::discover()?;
     let devices = args.devices_per_node.unwrap_or(if machine.gpus.is_empty() {
         2
     } else {

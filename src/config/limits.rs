@@ -30,29 +30,84 @@ pub const MAX_ITERS: u32 = 100_000_000;
 /// Any time given in seconds (time budget, launch timeout, op timeout): 30 days.
 pub const MAX_SECONDS: f64 = 30.0 * 24.0 * 3600.0;
 
+/// A value above a documented limit (or a time that is not a usable number of seconds).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum LimitError {
+    /// `what` (an option or key) is above `max`; `fix` says what to do.
+    #[error("{what} {value} is above the limit of {max}: {fix} (limits are listed in README.md, \"Limits\")")]
+    Count {
+        what: String,
+        value: u64,
+        max: u64,
+        fix: String,
+    },
+    /// A time that is not finite and positive.
+    #[error("{what} {value_s}: give a positive number of seconds, e.g. {example}")]
+    NotPositive {
+        what: String,
+        value_s: f64,
+        example: String,
+    },
+    /// A time above [`MAX_SECONDS`].
+    #[error("{what} {value_s}: above the limit of {} s (30 days): give a smaller number of seconds, e.g. {example}", MAX_SECONDS)]
+    TooLong {
+        what: String,
+        value_s: f64,
+        example: String,
+    },
+    /// Nodes × devices per node above [`MAX_DEVICES`].
+    #[error("{nodes} node(s) × {devices_per_node} device(s) = {devices} devices, above the limit of {}: use fewer nodes or devices per node (limits are listed in README.md, \"Limits\")", MAX_DEVICES)]
+    Devices {
+        nodes: u32,
+        devices_per_node: u32,
+        devices: u64,
+    },
+}
+
+/// Limits are bad input wherever they are checked (exit code 2).
+impl From<LimitError> for crate::error::Error {
+    fn from(e: LimitError) -> Self {
+        crate::error::Error::Input(e.to_string())
+    }
+}
+
 /// Checks a count against `1..=max` (`what` names the option or key, `fix` what to do).
-pub fn count(what: &str, value: u64, max: u64, fix: &str) -> Result<(), String> {
+pub fn count(what: &str, value: u64, max: u64, fix: &str) -> Result<(), LimitError> {
     if value > max {
-        return Err(format!(
-            "{what} {value} is above the limit of {max}: {fix} (limits are listed in README.md, \"Limits\")"
-        ));
+        return Err(LimitError::Count {
+            what: what.to_string(),
+            value,
+            max,
+            fix: fix.to_string(),
+        });
     }
     Ok(())
 }
 
 /// Checks a number of seconds: finite, positive and at most [`MAX_SECONDS`].
-pub fn seconds(what: &str, value: f64, example: &str) -> Result<(), String> {
-    if !(value.is_finite() && value > 0.0) {
-        return Err(format!(
-            "{what} {value}: give a positive number of seconds, e.g. {example}"
-        ));
+pub fn check_seconds(what: &str, value_s: f64, example: &str) -> Result<(), LimitError> {
+    let (what, example) = (what.to_string(), example.to_string());
+    if !(value_s.is_finite() && value_s > 0.0) {
+        return Err(LimitError::NotPositive {
+            what,
+            value_s,
+            example,
+        });
     }
-    if value > MAX_SECONDS {
-        return Err(format!(
-            "{what} {value}: above the limit of {MAX_SECONDS} s (30 days): give a smaller number of seconds, e.g. {example}"
-        ));
+    if value_s > MAX_SECONDS {
+        return Err(LimitError::TooLong {
+            what,
+            value_s,
+            example,
+        });
     }
     Ok(())
+}
+
+/// [`check_seconds`] with the message as a String, for callers that still wrap it in
+/// `Error::Input` themselves (src/launch/local.rs, until it moves to `?`).
+pub fn seconds(what: &str, value_s: f64, example: &str) -> Result<(), String> {
+    check_seconds(what, value_s, example).map_err(|e| e.to_string())
 }
 
 /// Checks a launch shape: nodes, devices per node, their product and GEMM threads.
@@ -61,7 +116,7 @@ pub fn shape(
     devices_per_node: u32,
     threads_per_device: u32,
     names: [&str; 3],
-) -> Result<(), String> {
+) -> Result<(), LimitError> {
     count(
         names[0],
         u64::from(nodes),
@@ -82,9 +137,11 @@ pub fn shape(
     )?;
     let devices = u64::from(nodes) * u64::from(devices_per_node);
     if devices > u64::from(MAX_DEVICES) {
-        return Err(format!(
-            "{nodes} node(s) × {devices_per_node} device(s) = {devices} devices, above the limit of {MAX_DEVICES}: use fewer nodes or devices per node (limits are listed in README.md, \"Limits\")"
-        ));
+        return Err(LimitError::Devices {
+            nodes,
+            devices_per_node,
+            devices,
+        });
     }
     Ok(())
 }
@@ -96,18 +153,28 @@ mod tests {
     #[test]
     fn limits_name_the_value_the_limit_and_a_fix() {
         let e = shape(65_536, 65_536, 1, ["nodes", "ranks_per_node", "threads"]).unwrap_err();
+        assert!(matches!(&e, LimitError::Count { max: 1024, .. }));
+        let e = e.to_string();
         assert!(
             e.contains("ranks_per_node 65536") && e.contains("1024"),
             "{e}"
         );
-        let e = shape(65_536, 1_024, 1, ["nodes", "ranks_per_node", "threads"]).unwrap_err();
+        let e = shape(65_536, 1_024, 1, ["nodes", "ranks_per_node", "threads"])
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("67108864 devices") && e.contains("fewer"), "{e}");
         assert!(shape(4, 8, 2, ["a", "b", "c"]).is_ok());
-        let e = shape(1, 1, 100_000, ["a", "b", "threads_per_device"]).unwrap_err();
+        let e = shape(1, 1, 100_000, ["a", "b", "threads_per_device"])
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("threads_per_device 100000"), "{e}");
         for bad in [-1.0, 0.0, f64::NAN, f64::INFINITY, 1e308] {
             assert!(seconds("--t", bad, "60").is_err(), "{bad}");
         }
         assert!(seconds("--t", 0.001, "60").is_ok());
+        assert_eq!(
+            check_seconds("--t", 3e6, "60").unwrap_err().to_string(),
+            "--t 3000000: above the limit of 2592000 s (30 days): give a smaller number of seconds, e.g. 60"
+        );
     }
 }

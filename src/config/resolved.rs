@@ -300,13 +300,13 @@ fn closest(word: &str, options: &[&str]) -> Option<String> {
 fn scalar(axis: Axis, v: &Value) -> Result<Vec<AxisValue>, String> {
     let vals = scalar_unchecked(axis, v)?;
     for x in &vals {
-        within_limits(axis, x)?;
+        within_limits(axis, x).map_err(|e| e.to_string())?;
     }
     Ok(vals)
 }
 
 /// Checks one axis value against [`limits`].
-fn within_limits(axis: Axis, v: &AxisValue) -> Result<(), String> {
+fn within_limits(axis: Axis, v: &AxisValue) -> Result<(), limits::LimitError> {
     use limits::*;
     let name = axis.name();
     match (axis, v) {
@@ -709,8 +709,8 @@ pub(super) fn resolve(path: &Path, text: &str, raw: RawSpec) -> Result<SweepSpec
     let buffer_offset = buffer_offset(&ctx, &r.buffer_offset, &dims)?;
     let time_budget_s = match &r.time_budget_s {
         Some(t) => {
-            limits::seconds("", *t.get_ref(), "0.5")
-                .map_err(|m| ctx.err(t.span(), "run.time_budget_s", m.trim_start()))?;
+            limits::check_seconds("", *t.get_ref(), "0.5")
+                .map_err(|m| ctx.err(t.span(), "run.time_budget_s", m.to_string().trim_start()))?;
             *t.get_ref()
         }
         None => IterPolicy::default().time_budget_s,
@@ -718,16 +718,17 @@ pub(super) fn resolve(path: &Path, text: &str, raw: RawSpec) -> Result<SweepSpec
     let l = &raw.launch;
     let timeout_s = match &l.timeout_s {
         Some(t) => {
-            limits::seconds("", *t.get_ref(), "600")
-                .map_err(|m| ctx.err(t.span(), "launch.timeout_s", m.trim_start()))?;
+            limits::check_seconds("", *t.get_ref(), "600")
+                .map_err(|m| ctx.err(t.span(), "launch.timeout_s", m.to_string().trim_start()))?;
             *t.get_ref()
         }
         None => 3600.0,
     };
     let op_timeout_s = match &l.op_timeout_s {
         Some(t) => {
-            limits::seconds("", *t.get_ref(), "600")
-                .map_err(|m| ctx.err(t.span(), "launch.op_timeout_s", m.trim_start()))?;
+            limits::check_seconds("", *t.get_ref(), "600").map_err(|m| {
+                ctx.err(t.span(), "launch.op_timeout_s", m.to_string().trim_start())
+            })?;
             Some(*t.get_ref())
         }
         None => None,

@@ -9,7 +9,7 @@ use super::shell;
 use crate::config::line_col;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// Which scheduler a profile targets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -137,36 +137,97 @@ pub const BUILT_IN: &[(&str, &str)] = &[
     ),
 ];
 
+/// Why a profile cannot be used; every message names the origin, line or field and the fix.
+#[derive(Debug, thiserror::Error)]
+pub enum ProfileError {
+    /// The profile's TOML does not parse or has an unknown, missing or mistyped field.
+    #[error("{origin}:{line}:{column}: {}", source.message().trim())]
+    Syntax {
+        origin: String,
+        line: usize,
+        column: usize,
+        #[source]
+        source: Box<toml::de::Error>,
+    },
+    /// A profile that parsed but failed [`Profile::check`].
+    #[error("{origin}: {source}")]
+    Invalid {
+        origin: String,
+        #[source]
+        source: Box<ProfileError>,
+    },
+    /// A profile file that exists but cannot be read.
+    #[error("{}: {source}", path.display())]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// Neither a built-in profile's name nor an existing file.
+    #[error("--profile {name}: no such built-in profile or file: built-in profiles are {}", built_in.join(", "))]
+    Unknown { name: String, built_in: Vec<String> },
+    /// A value that would reach a scheduler directive or the environment unsafely.
+    #[error(transparent)]
+    Unsafe(#[from] shell::ShellError),
+    /// An extra directive holding a control character, which would start a new script line.
+    #[error("directive '{}' has a control character (e.g. a newline): give one directive per list entry", directive.escape_debug())]
+    ControlCharacter { directive: String },
+    #[error("cores_per_node must be at least 1")]
+    NoCores,
+    /// `reserved_cores` that binding cannot parse (binding's own message).
+    #[error("{0}")]
+    ReservedCores(String),
+    /// The profile could not be turned back into a table to apply overrides.
+    #[error(transparent)]
+    Encode(#[from] toml::ser::Error),
+    /// An override table whose values do not fit the profile's fields.
+    #[error("{}", source.message().trim())]
+    Override {
+        #[source]
+        source: Box<toml::de::Error>,
+    },
+}
+
 /// Parses and checks a profile; errors name `origin`, the line and the fix.
-pub fn parse(origin: &str, text: &str) -> Result<Profile, String> {
-    let p: Profile = toml::from_str(text).map_err(|e| {
-        let (l, c) = e.span().map_or((1, 1), |s| line_col(text, s.start));
-        format!("{origin}:{l}:{c}: {}", e.message().trim())
+pub fn parse(origin: &str, text: &str) -> Result<Profile, ProfileError> {
+    let p: Profile = toml::from_str(text).map_err(|source| {
+        let (line, column) = source.span().map_or((1, 1), |s| line_col(text, s.start));
+        ProfileError::Syntax {
+            origin: origin.to_string(),
+            line,
+            column,
+            source: Box::new(source),
+        }
     })?;
-    p.check().map_err(|e| format!("{origin}: {e}"))?;
+    p.check().map_err(|e| ProfileError::Invalid {
+        origin: origin.to_string(),
+        source: Box::new(e),
+    })?;
     Ok(p)
 }
 
 /// A built-in profile by name, or a profile file by path.
-pub fn load(name_or_path: &str) -> Result<Profile, String> {
+pub fn load(name_or_path: &str) -> Result<Profile, ProfileError> {
     if let Some((_, text)) = BUILT_IN.iter().find(|(n, _)| *n == name_or_path) {
         return parse(&format!("built-in profile {name_or_path}"), text);
     }
     let path = Path::new(name_or_path);
     if path.exists() {
-        let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let text = std::fs::read_to_string(path).map_err(|source| ProfileError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
         return parse(&path.display().to_string(), &text);
     }
-    let names: Vec<&str> = BUILT_IN.iter().map(|(n, _)| *n).collect();
-    Err(format!(
-        "--profile {name_or_path}: no such built-in profile or file: built-in profiles are {}",
-        names.join(", ")
-    ))
+    Err(ProfileError::Unknown {
+        name: name_or_path.to_string(),
+        built_in: BUILT_IN.iter().map(|(n, _)| n.to_string()).collect(),
+    })
 }
 
 impl Profile {
     /// Checks every value that reaches a scheduler directive, and the environment names.
-    pub fn check(&self) -> Result<(), String> {
+    pub fn check(&self) -> Result<(), ProfileError> {
         let fields = [
             ("partition", &self.partition),
             ("account", &self.account),
@@ -189,30 +250,35 @@ impl Profile {
         }
         for d in &self.directives {
             if d.chars().any(|c| c.is_control()) {
-                return Err(format!("directive '{}' has a control character (e.g. a newline): give one directive per list entry", d.escape_debug()));
+                return Err(ProfileError::ControlCharacter {
+                    directive: d.clone(),
+                });
             }
         }
         if self.cores_per_node == 0 {
-            return Err("cores_per_node must be at least 1".into());
+            return Err(ProfileError::NoCores);
         }
         if let Some(r) = &self.reserved_cores {
-            crate::topology::binding::Reserved::parse(r)?;
+            crate::topology::binding::Reserved::parse(r).map_err(ProfileError::ReservedCores)?;
         }
         Ok(())
     }
 
     /// Applies an override table (a spec's `[submit]`): its keys replace this profile's.
-    pub fn apply(&self, overrides: &toml::Table) -> Result<Profile, String> {
-        let mut base = toml::Table::try_from(self).map_err(|e| e.to_string())?;
+    pub fn apply(&self, overrides: &toml::Table) -> Result<Profile, ProfileError> {
+        let mut base = toml::Table::try_from(self)?;
         for (k, v) in overrides {
             if k == "profile" || k == "scheduler_profile" {
                 continue;
             }
             base.insert(k.clone(), v.clone());
         }
-        let p: Profile = toml::Value::Table(base)
-            .try_into()
-            .map_err(|e: toml::de::Error| e.message().trim().to_string())?;
+        let p: Profile =
+            toml::Value::Table(base)
+                .try_into()
+                .map_err(|e| ProfileError::Override {
+                    source: Box::new(e),
+                })?;
         p.check()?;
         Ok(p)
     }
@@ -238,9 +304,9 @@ mod tests {
         assert_eq!(load("lumi").unwrap().gpu_request, GpuRequest::GpusPerNode);
         assert_eq!(load("puhti").unwrap().gpu_type.as_deref(), Some("v100"));
         assert_eq!(load("apocrita").unwrap().scheduler, Scheduler::Uge);
-        assert!(load("nowhere")
-            .unwrap_err()
-            .contains("built-in profiles are"));
+        let e = load("nowhere").unwrap_err();
+        assert!(matches!(e, ProfileError::Unknown { .. }));
+        assert!(e.to_string().contains("built-in profiles are"));
     }
 
     #[test]
@@ -253,10 +319,21 @@ mod tests {
             ("[env]\n\"A;B\" = \"x\"\n", "environment variable name"),
             ("directives = [\"--x\\nrm -rf /\"]\n", "control character"),
         ] {
-            let e = parse("p.toml", &format!("{base}{extra}")).unwrap_err();
+            let e = parse("p.toml", &format!("{base}{extra}"))
+                .unwrap_err()
+                .to_string();
             assert!(e.contains(needle), "{extra}: {e}");
         }
         let e = parse("p.toml", &format!("{base}partiton = \"x\"\n")).unwrap_err();
+        assert!(matches!(
+            e,
+            ProfileError::Syntax {
+                line: 4,
+                column: 1,
+                ..
+            }
+        ));
+        let e = e.to_string();
         assert!(
             e.starts_with("p.toml:4:1:") && e.contains("unknown field"),
             "{e}"

@@ -6,7 +6,7 @@
 //! Every value from a spec or profile is quoted or checked (see [`super::shell`]).
 
 use super::profile::{GpuRequest, Profile, Scheduler};
-use super::shell::{directive_value, job_name, quote, quote_all};
+use super::shell::{directive_value, job_name, quote, quote_all, ShellError};
 use crate::params::{BackendKind, LaunchShape, Placement, Topology};
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
@@ -76,36 +76,60 @@ fn hhmmss(min: u32) -> String {
     format!("{:02}:{:02}:00", min / 60, min % 60)
 }
 
+/// Why a job script cannot be written for a profile.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ScriptError {
+    /// The run directory must appear in a directive but has unsafe characters.
+    #[error("{source} (choose an --out path without spaces or special characters)")]
+    RunDirectory {
+        #[source]
+        source: ShellError,
+    },
+    /// The shape asks for more GPUs per node than the profile's nodes have.
+    #[error("{shape} needs {needed} GPU(s) per node but profile {profile} has {available} per node: use ranks_per_node ≤ {available}")]
+    Gpus {
+        shape: String,
+        needed: u32,
+        profile: String,
+        available: u32,
+    },
+    /// The shape's tasks × CPUs per task exceed the profile's cores per node.
+    #[error("{shape} needs {tasks_per_node} × {cpus_per_task} cores per node but profile {profile} has {available}: lower cpus_per_gpu or ranks_per_node")]
+    Cores {
+        shape: String,
+        tasks_per_node: u32,
+        cpus_per_task: u32,
+        profile: String,
+        available: u32,
+    },
+}
+
 /// A path that must appear in a directive: no spaces or shell/scheduler metacharacters.
-fn directive_path(p: &Path) -> Result<String, String> {
+fn directive_path(p: &Path) -> Result<String, ScriptError> {
     let s = p.display().to_string();
-    directive_value("run directory", &s)
-        .map_err(|e| format!("{e} (choose an --out path without spaces or special characters)"))?;
+    directive_value("run directory", &s).map_err(|source| ScriptError::RunDirectory { source })?;
     Ok(s)
 }
 
 /// Checks the shape fits the profile's nodes.
-pub fn check_fit(profile: &Profile, shape: &LaunchShape) -> Result<(), String> {
+pub fn check_fit(profile: &Profile, shape: &LaunchShape) -> Result<(), ScriptError> {
     if shape.backend == BackendKind::Cuda && shape.devices_per_node > profile.gpus_per_node {
-        return Err(format!(
-            "{} needs {} GPU(s) per node but profile {} has {} per node: use ranks_per_node ≤ {}",
-            shape.label(),
-            shape.devices_per_node,
-            profile.name,
-            profile.gpus_per_node,
-            profile.gpus_per_node
-        ));
+        return Err(ScriptError::Gpus {
+            shape: shape.label(),
+            needed: shape.devices_per_node,
+            profile: profile.name.clone(),
+            available: profile.gpus_per_node,
+        });
     }
     let r = resources(profile, shape);
     if r.tasks_per_node * r.cpus_per_task > profile.cores_per_node {
-        return Err(format!(
-            "{} needs {} × {} cores per node but profile {} has {}: lower cpus_per_gpu or ranks_per_node",
-            shape.label(),
-            r.tasks_per_node,
-            r.cpus_per_task,
-            profile.name,
-            profile.cores_per_node
-        ));
+        return Err(ScriptError::Cores {
+            shape: shape.label(),
+            tasks_per_node: r.tasks_per_node,
+            cpus_per_task: r.cpus_per_task,
+            profile: profile.name.clone(),
+            available: profile.cores_per_node,
+        });
     }
     Ok(())
 }
@@ -190,7 +214,7 @@ fn header(ctx: &Context, job: &JobPlan) -> String {
 }
 
 /// A Slurm batch script.
-pub fn slurm(ctx: &Context, job: &JobPlan) -> Result<String, String> {
+pub fn slurm(ctx: &Context, job: &JobPlan) -> Result<String, ScriptError> {
     let p = ctx.profile;
     let r = resources(p, &job.shape);
     let mut s = header(ctx, job);
@@ -271,7 +295,7 @@ pub fn slurm(ctx: &Context, job: &JobPlan) -> Result<String, String> {
 }
 
 /// The Slurm job that merges a run's results once every job has ended (`afterany`).
-pub fn slurm_collect(ctx: &Context) -> Result<String, String> {
+pub fn slurm_collect(ctx: &Context) -> Result<String, ScriptError> {
     let p = ctx.profile;
     let mut s = String::from("#!/bin/bash\n# scalebench: merge the run's results after all its jobs (submitted with --dependency=afterany)\n");
     let _ = writeln!(s, "#SBATCH --job-name={}-collect", job_name(ctx.sweep_name));
@@ -302,7 +326,7 @@ pub fn slurm_collect(ctx: &Context) -> Result<String, String> {
 
 /// A UGE/SGE script (Apocrita style): whole nodes through a parallel environment, GPUs per
 /// node with `-l gpu=`, ranks round-robin with `mpirun -rr` when asked.
-pub fn uge(ctx: &Context, job: &JobPlan) -> Result<String, String> {
+pub fn uge(ctx: &Context, job: &JobPlan) -> Result<String, ScriptError> {
     let p = ctx.profile;
     let r = resources(p, &job.shape);
     let mut s = header(ctx, job);
@@ -369,7 +393,7 @@ pub fn uge(ctx: &Context, job: &JobPlan) -> Result<String, String> {
 }
 
 /// A PBS Pro script: `select=N:ncpus=C:ngpus=G:mpiprocs=R` chunks, ranks with mpiexec.
-pub fn pbs(ctx: &Context, job: &JobPlan) -> Result<String, String> {
+pub fn pbs(ctx: &Context, job: &JobPlan) -> Result<String, ScriptError> {
     let p = ctx.profile;
     let r = resources(p, &job.shape);
     let mut s = header(ctx, job);
@@ -431,7 +455,7 @@ pub fn pbs(ctx: &Context, job: &JobPlan) -> Result<String, String> {
 }
 
 /// The script for `job` in the profile's scheduler's dialect.
-pub fn script(ctx: &Context, job: &JobPlan) -> Result<String, String> {
+pub fn script(ctx: &Context, job: &JobPlan) -> Result<String, ScriptError> {
     check_fit(ctx.profile, &job.shape)?;
     match ctx.profile.scheduler {
         Scheduler::Slurm => slurm(ctx, job),

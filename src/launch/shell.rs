@@ -26,29 +26,42 @@ pub fn quote_all<S: AsRef<str>>(words: &[S]) -> String {
         .join(" ")
 }
 
+/// A value that cannot go into a job script safely.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ShellError {
+    /// `what` (e.g. `account`) has characters a scheduler directive cannot carry.
+    #[error("{what} '{}' has characters a job script directive cannot carry safely: use letters, digits and _ . : + / @ % = , - only", value.escape_debug())]
+    Directive { what: String, value: String },
+    /// Not a POSIX environment variable name.
+    #[error("'{}' is not an environment variable name: use letters, digits and _ (not first a digit)", name.escape_debug())]
+    EnvName { name: String },
+}
+
 /// Checks a value for a scheduler directive: letters, digits and `_ . : + / @ % = , -` only.
-pub fn directive_value(what: &str, s: &str) -> Result<(), String> {
+pub fn directive_value(what: &str, s: &str) -> Result<(), ShellError> {
     if s.chars()
         .all(|c| c.is_ascii_alphanumeric() || "_.:+/@%=,-".contains(c))
     {
         Ok(())
     } else {
-        Err(format!(
-            "{what} '{}' has characters a job script directive cannot carry safely: use letters, digits and _ . : + / @ % = , - only",
-            s.escape_debug()
-        ))
+        Err(ShellError::Directive {
+            what: what.to_string(),
+            value: s.to_string(),
+        })
     }
 }
 
 /// Checks an environment variable name.
-pub fn env_name(s: &str) -> Result<(), String> {
+pub fn env_name(s: &str) -> Result<(), ShellError> {
     let mut c = s.chars();
     let ok = matches!(c.next(), Some(ch) if ch == '_' || ch.is_ascii_alphabetic())
         && c.all(|ch| ch == '_' || ch.is_ascii_alphanumeric());
     if ok {
         Ok(())
     } else {
-        Err(format!("'{}' is not an environment variable name: use letters, digits and _ (not first a digit)", s.escape_debug()))
+        Err(ShellError::EnvName {
+            name: s.to_string(),
+        })
     }
 }
 

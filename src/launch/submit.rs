@@ -118,7 +118,7 @@ fn resolve_profile(req: &SubmitRequest, spec: &config::SweepSpec) -> Result<Prof
             .map(str::to_string)
     });
     let mut p = match (&named, req.scheduler) {
-        (Some(n), _) => profile::load(n).map_err(Error::Input)?,
+        (Some(n), _) => profile::load(n).map_err(|e| Error::Input(e.to_string()))?,
         (None, Some(s)) => generic(s),
         (None, None) => {
             let names: Vec<&str> = profile::BUILT_IN.iter().map(|(n, _)| *n).collect();
@@ -141,7 +141,7 @@ fn resolve_profile(req: &SubmitRequest, spec: &config::SweepSpec) -> Result<Prof
     }
     p = p
         .apply(&table)
-        .map_err(|e| Error::Input(at(e).to_string()))?;
+        .map_err(|e| Error::Input(at(e.to_string()).to_string()))?;
     let mut cli = toml::Table::new();
     if let Some(a) = &req.account {
         cli.insert("account".into(), toml::Value::String(a.clone()));
@@ -161,33 +161,66 @@ fn resolve_profile(req: &SubmitRequest, spec: &config::SweepSpec) -> Result<Prof
     Ok(p)
 }
 
-fn run_tool(program: &str, args: &[String], timeout_s: u64) -> std::result::Result<String, String> {
+/// A scheduler tool (`sbatch`, `qsub`, `squeue`) that could not be run or failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ToolError {
+    #[error("cannot run {program}: {source}")]
+    Spawn {
+        program: String,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The tool did not answer within its time limit (`timeout` exits with 124).
+    #[error("{program} did not answer within {timeout_s} s: {stderr}")]
+    TimedOut {
+        program: String,
+        timeout_s: u64,
+        stderr: String,
+    },
+    /// The tool exited with `code` (or "a signal").
+    #[error("{program} exited with {code}: {stderr}")]
+    Failed {
+        program: String,
+        code: String,
+        stderr: String,
+    },
+}
+
+fn run_tool(
+    program: &str,
+    args: &[String],
+    timeout_s: u64,
+) -> std::result::Result<String, ToolError> {
     let out = Command::new("timeout")
         .arg(timeout_s.to_string())
         .arg(program)
         .args(args)
         .output()
-        .map_err(|e| format!("cannot run {program}: {e}"))?;
+        .map_err(|source| ToolError::Spawn {
+            program: program.to_string(),
+            source,
+        })?;
     if !out.status.success() {
-        let code = out
-            .status
-            .code()
-            .map_or("a signal".into(), |c| c.to_string());
-        let why = if out.status.code() == Some(124) {
-            format!("did not answer within {timeout_s} s")
-        } else {
-            format!("exited with {code}")
-        };
-        return Err(format!(
-            "{program} {why}: {}",
-            String::from_utf8_lossy(&out.stderr).trim()
-        ));
+        let stderr = String::from_utf8_lossy(&out.stderr).trim().to_string();
+        let program = program.to_string();
+        return Err(match out.status.code() {
+            Some(124) => ToolError::TimedOut {
+                program,
+                timeout_s,
+                stderr,
+            },
+            code => ToolError::Failed {
+                program,
+                code: code.map_or("a signal".into(), |c| c.to_string()),
+                stderr,
+            },
+        });
     }
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
 /// Scheduler states of `ids` that are still queued or running (bounded; Slurm only).
-fn active_jobs(ids: &[String]) -> std::result::Result<BTreeMap<String, String>, String> {
+fn active_jobs(ids: &[String]) -> std::result::Result<BTreeMap<String, String>, ToolError> {
     if ids.is_empty() {
         return Ok(BTreeMap::new());
     }
@@ -415,7 +448,7 @@ fn job_scripts(
     let mut scripts_text = Vec::new();
     for (i, g) in groups.iter_mut().enumerate() {
         g.name = format!("{}-{:03}", spec.name, n0 + i + 1);
-        let text = scripts::script(&ctx, g).map_err(Error::Input)?;
+        let text = scripts::script(&ctx, g).map_err(|e| Error::Input(e.to_string()))?;
         scripts_text.push((
             jobs_dir.join(format!("job-{:03}.sh", n0 + i + 1)),
             text,
@@ -425,7 +458,7 @@ fn job_scripts(
     let collect = match profile.scheduler {
         Scheduler::Slurm => Some((
             jobs_dir.join(format!("collect-{}.sh", jobs.submissions.len() + 1)),
-            scripts::slurm_collect(&ctx).map_err(Error::Input)?,
+            scripts::slurm_collect(&ctx).map_err(|e| Error::Input(e.to_string()))?,
         )),
         _ => None,
     };
@@ -631,12 +664,13 @@ fn attempt_states(dir: &Path, active: &BTreeMap<String, String>) -> Vec<AttemptS
 /// `scalebench status`: the state of every job of a run, polled within bounds.
 pub fn status(dir: &Path, wait: bool, timeout_s: f64, quiet: bool) -> Result<u8> {
     // NaN would never compare greater: `--wait` would poll forever.
-    crate::config::limits::seconds("--timeout", timeout_s, "3600").map_err(Error::Input)?;
+    crate::config::limits::check_seconds("--timeout", timeout_s, "3600")
+        .map_err(|e| Error::Input(e.to_string()))?;
     let jobs: JobsFile = rundir::read_json(&dir.join(JOBS_FILE))
         .map_err(|e| Error::Input(format!("{e} (is {} a submitted run?)", dir.display())))?;
     let ids = all_job_ids(&jobs);
     let t0 = Instant::now();
-    let mut active = active_jobs(&ids).map_err(Error::Environment)?;
+    let mut active = active_jobs(&ids).map_err(|e| Error::Environment(e.to_string()))?;
     while wait && !active.is_empty() {
         if t0.elapsed().as_secs_f64() > timeout_s {
             if !quiet {
@@ -649,7 +683,7 @@ pub fn status(dir: &Path, wait: bool, timeout_s: f64, quiet: bool) -> Result<u8>
             return Ok(EXIT_RUNTIME);
         }
         std::thread::sleep(Duration::from_millis(500));
-        active = active_jobs(&ids).map_err(Error::Environment)?;
+        active = active_jobs(&ids).map_err(|e| Error::Environment(e.to_string()))?;
     }
     let states = attempt_states(dir, &active);
     if !quiet {

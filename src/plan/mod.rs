@@ -181,7 +181,7 @@ impl RunOptions {
         }
         use crate::config::limits;
         let lim = |what: &str, v: u64, max: u64, fix: &str| {
-            limits::count(what, v, max, fix).map_err(Error::Input)
+            limits::count(what, v, max, fix).map_err(Error::from)
         };
         for s in &a.sizes {
             lim(
@@ -219,7 +219,7 @@ impl RunOptions {
                 )?;
             }
         }
-        limits::seconds("--time-budget", a.time_budget_s, "0.5").map_err(Error::Input)?;
+        limits::check_seconds("--time-budget", a.time_budget_s, "0.5")?;
         // An upper bound of the cases (before options that do not apply are dropped).
         let per_variant = (a.sizes.len() as u128) * 2 + a.dims.len() as u128;
         let bound = [
@@ -244,8 +244,7 @@ impl RunOptions {
             a.devices_per_node.unwrap_or(1),
             a.threads_per_device,
             ["--nodes", "--devices-per-node", "--threads-per-device"],
-        )
-        .map_err(Error::Input)?;
+        )?;
         let page = crate::host::page_size_bytes() as u64;
         let o = a.buffer_offset;
         if o.send_bytes >= page || o.recv_bytes >= page {
@@ -350,7 +349,9 @@ impl LaunchPlan {
                 e.column()
             ))
         })?;
-        let limit = |m: String| Error::Input(format!("--plan {}: {m}", path.display()));
+        let limit = |m: crate::config::limits::LimitError| {
+            Error::Input(format!("--plan {}: {m}", path.display()))
+        };
         crate::config::limits::shape(
             plan.shape.nodes,
             plan.shape.devices_per_node,

@@ -329,7 +329,7 @@ pub fn expand(spec: &SweepSpec) -> Result<SweepPlan, SpecError> {
             p.threads,
             ["nodes", "ranks_per_node", "threads_per_device"],
         )
-        .map_err(|m| spec.error_at(Axis::RanksPerNode, m))?;
+        .map_err(|m| spec.error_at(Axis::RanksPerNode, m.to_string()))?;
         cases_so_far += 1;
         if cases_so_far > limits::MAX_CASES {
             return Err(spec.error_at(

@@ -124,7 +124,7 @@ pub fn default_op_timeout_s(settings: &RunSettings) -> f64 {
 pub fn run(request: &super::Request, argv: &[String]) -> Result<RunOutcome> {
     let req = resolve(request)?;
     if let Some(t) = request.op_timeout_s {
-        limits::seconds("--op-timeout", t, "600").map_err(Error::Input)?;
+        limits::check_seconds("--op-timeout", t, "600")?;
     }
     let op_timeout = Duration::from_secs_f64(
         request
@@ -281,8 +281,15 @@ fn run_in_world(
 
 /// Makes every rank agree on a per-rank environment check (exit 2 everywhere, the failing
 /// ranks' messages printed by rank 0).
-fn agree_env(comm: &MpiComm, local: std::result::Result<(), String>) -> Result<()> {
-    workload::agree(comm, local.map_err(BackendError::Unsupported)).map_err(|e| match e {
+fn agree_env<E: std::fmt::Display>(
+    comm: &MpiComm,
+    local: std::result::Result<(), E>,
+) -> Result<()> {
+    workload::agree(
+        comm,
+        local.map_err(|e| BackendError::Unsupported(e.to_string())),
+    )
+    .map_err(|e| match e {
         workload::CaseError::Failed(m) | workload::CaseError::Skipped(m) => Error::Environment(m),
     })
 }
@@ -388,7 +395,7 @@ fn device_plan(
     let worker_cpus = if req.binding == Binding::None {
         vec![None; per_rank as usize]
     } else {
-        let machine = topology::hwloc::discover()?;
+        let machine = topology::hwloc::discover().map_err(|e| e.to_string())?;
         let mut cpus = Vec::new();
         for &device in &local_indices {
             let d = binding::decide(
@@ -733,7 +740,7 @@ fn agree_layout(comm: &MpiComm, req: &Launch, env: &LauncherEnv) -> Result<NodeL
         reply = serde_json::to_vec(&layout).expect("layout serialises");
     }
     comm.broadcast_bytes(&mut reply);
-    let mut layout: std::result::Result<NodeLayout, String> =
+    let mut layout: std::result::Result<NodeLayout, identity::IdentityError> =
         serde_json::from_slice(&reply).expect("layout from rank 0");
     // A cluster whose nodes stand in for real ones (ci/slurm/start.sh) says so through its
     // profile's environment; nothing in Slurm's own variables can tell.

@@ -34,13 +34,35 @@ fn bus_id(obj: &TopologyObject) -> Option<(String, u16, u16, u16)> {
     }
 }
 
+/// hwloc could not read the machine; the source is hwloc's own error.
+#[derive(Debug, thiserror::Error)]
+pub enum HwlocError {
+    #[error("hwloc: cannot ask for I/O devices: {source}")]
+    IoFilter {
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    #[error("hwloc could not read this machine's topology: {source}")]
+    Build {
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+}
+
+/// An unusable machine is an environment error (exit code 2).
+impl From<HwlocError> for crate::error::Error {
+    fn from(e: HwlocError) -> Self {
+        crate::error::Error::Environment(e.to_string())
+    }
+}
+
 /// Discovers this host. Errors are one sentence (hwloc could not read the machine).
-pub fn discover() -> Result<Machine, String> {
+pub fn discover() -> Result<Machine, HwlocError> {
     let topo = Topology::builder()
         .with_io_type_filter(TypeFilter::KeepImportant)
-        .map_err(|e| format!("hwloc: cannot ask for I/O devices: {e}"))?
+        .map_err(|e| HwlocError::IoFilter { source: e.into() })?
         .build()
-        .map_err(|e| format!("hwloc could not read this machine's topology: {e}"))?;
+        .map_err(|e| HwlocError::Build { source: e.into() })?;
     let packages: Vec<Vec<u32>> = topo
         .objects_with_type(ObjectType::Package)
         .map(pus)

@@ -92,24 +92,50 @@ pub fn env_rank() -> Option<u32> {
         .or_else(|| launcher_env(|k| std::env::var(k).ok()).rank)
 }
 
+/// A world or node layout this launch cannot run with. Serialisable: rank 0 sends the
+/// layout's outcome, this included, to every rank.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
+pub enum IdentityError {
+    /// The launcher started a different number of processes than MPI's world holds.
+    #[error("the launcher ({launcher}) started {launched} processes but MPI reports a world of {mpi_size}: \
+             the MPI library does not match the launcher, so every process runs on its own. \
+             Under Slurm use `srun --mpi=pmix` with OpenMPI, or start the job with this MPI's own mpirun")]
+    WorldSize {
+        launcher: String,
+        launched: u32,
+        mpi_size: u32,
+    },
+    /// The launcher and MPI number this process differently.
+    #[error("the launcher ({launcher}) calls this process rank {launcher_rank} but MPI calls it rank {mpi_rank}: the launcher and the MPI library disagree")]
+    Rank {
+        launcher: String,
+        launcher_rank: u32,
+        mpi_rank: u32,
+    },
+    /// Emulated nodes that do not divide the ranks.
+    #[error("{ranks} ranks cannot be split evenly into {nodes} emulated nodes: use a node count that divides the rank count")]
+    Uneven { ranks: u32, nodes: u32 },
+}
+
 /// Checks the world MPI reports against what the launcher started.
-pub fn check_world(env: &LauncherEnv, mpi_rank: u32, mpi_size: u32) -> Result<(), String> {
+pub fn check_world(env: &LauncherEnv, mpi_rank: u32, mpi_size: u32) -> Result<(), IdentityError> {
+    let launcher = || env.source.unwrap_or("?").to_string();
     if let Some(size) = env.size {
         if size != mpi_size {
-            return Err(format!(
-                "the launcher ({}) started {size} processes but MPI reports a world of {mpi_size}: \
-                 the MPI library does not match the launcher, so every process runs on its own. \
-                 Under Slurm use `srun --mpi=pmix` with OpenMPI, or start the job with this MPI's own mpirun",
-                env.source.unwrap_or("?")
-            ));
+            return Err(IdentityError::WorldSize {
+                launcher: launcher(),
+                launched: size,
+                mpi_size,
+            });
         }
     }
     if let Some(rank) = env.rank {
         if rank != mpi_rank && env.source != Some("torchrun") {
-            return Err(format!(
-                "the launcher ({}) calls this process rank {rank} but MPI calls it rank {mpi_rank}: the launcher and the MPI library disagree",
-                env.source.unwrap_or("?")
-            ));
+            return Err(IdentityError::Rank {
+                launcher: launcher(),
+                launcher_rank: rank,
+                mpi_rank,
+            });
         }
     }
     Ok(())
@@ -152,7 +178,7 @@ pub struct NodeLayout {
 pub fn assign_nodes(
     facts: &[RankFacts],
     emulate: Option<(u32, Placement)>,
-) -> Result<NodeLayout, String> {
+) -> Result<NodeLayout, IdentityError> {
     let mut layout = assign(facts, emulate)?;
     // Which nodes share each host, in node order.
     for r in 0..layout.slots.len() {
@@ -172,11 +198,14 @@ pub fn assign_nodes(
     Ok(layout)
 }
 
-fn assign(facts: &[RankFacts], emulate: Option<(u32, Placement)>) -> Result<NodeLayout, String> {
+fn assign(
+    facts: &[RankFacts],
+    emulate: Option<(u32, Placement)>,
+) -> Result<NodeLayout, IdentityError> {
     let size = facts.len() as u32;
     if let Some((nodes, placement)) = emulate {
         if nodes == 0 || size % nodes != 0 {
-            return Err(format!("{size} ranks cannot be split evenly into {nodes} emulated nodes: use a node count that divides the rank count"));
+            return Err(IdentityError::Uneven { ranks: size, nodes });
         }
         let per = size / nodes;
         let slots = (0..size)
@@ -361,6 +390,15 @@ mod tests {
     fn world_size_mismatch_names_both_numbers() {
         let e = env(&[("SLURM_PROCID", "0"), ("SLURM_NTASKS", "4")]);
         let msg = check_world(&e, 0, 1).unwrap_err();
+        assert!(matches!(
+            msg,
+            IdentityError::WorldSize {
+                launched: 4,
+                mpi_size: 1,
+                ..
+            }
+        ));
+        let msg = msg.to_string();
         assert!(
             msg.contains("started 4") && msg.contains("world of 1"),
             "{msg}"
@@ -403,7 +441,10 @@ mod tests {
                 .collect::<Vec<_>>(),
             vec![(0, 0), (1, 0), (0, 1), (1, 1)]
         );
-        assert!(assign_nodes(&f, Some((3, Placement::Fill))).is_err());
+        assert_eq!(
+            assign_nodes(&f, Some((3, Placement::Fill))).unwrap_err(),
+            IdentityError::Uneven { ranks: 4, nodes: 3 }
+        );
     }
 
     #[test]
