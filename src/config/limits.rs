@@ -104,12 +104,6 @@ pub fn check_seconds(what: &str, value_s: f64, example: &str) -> Result<(), Limi
     Ok(())
 }
 
-/// [`check_seconds`] with the message as a String, for callers that still wrap it in
-/// `Error::Input` themselves (src/launch/local.rs, until it moves to `?`).
-pub fn seconds(what: &str, value_s: f64, example: &str) -> Result<(), String> {
-    check_seconds(what, value_s, example).map_err(|e| e.to_string())
-}
-
 /// Checks a launch shape: nodes, devices per node, their product and GEMM threads.
 pub fn shape(
     nodes: u32,
@@ -169,9 +163,9 @@ mod tests {
             .to_string();
         assert!(e.contains("threads_per_device 100000"), "{e}");
         for bad in [-1.0, 0.0, f64::NAN, f64::INFINITY, 1e308] {
-            assert!(seconds("--t", bad, "60").is_err(), "{bad}");
+            assert!(check_seconds("--t", bad, "60").is_err(), "{bad}");
         }
-        assert!(seconds("--t", 0.001, "60").is_ok());
+        assert!(check_seconds("--t", 0.001, "60").is_ok());
         assert_eq!(
             check_seconds("--t", 3e6, "60").unwrap_err().to_string(),
             "--t 3000000: above the limit of 2592000 s (30 days): give a smaller number of seconds, e.g. 60"

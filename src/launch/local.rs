@@ -210,7 +210,7 @@ pub fn sweep(req: &SweepRequest, argv: &[String]) -> Result<u8> {
     let (spec, plan) = plan_local(&req.spec)?;
     let out = req.out.clone().unwrap_or_else(|| default_out(&spec));
     if let Some(t) = req.launch_timeout_s {
-        crate::config::limits::seconds("--launch-timeout", t, "600").map_err(Error::Input)?;
+        crate::config::limits::check_seconds("--launch-timeout", t, "600")?;
     }
     // Checked above (the option) and when the spec was read (`[launch] timeout_s`).
     let timeout = Duration::from_secs_f64(req.launch_timeout_s.unwrap_or(spec.launch.timeout_s));
