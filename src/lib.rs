@@ -36,6 +36,8 @@
 //! `report` and `compare` read only results files, so they build and run without MPI.
 //! The same map, with the files outside `src/`, is in `docs/architecture.md`.
 
+#![warn(unreachable_pub)]
+
 pub mod backend;
 pub mod cli;
 pub mod comm;

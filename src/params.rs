@@ -5,8 +5,8 @@
 //! These types are part of the results format (serde names are the wire names), so renaming a
 //! variant is a format change. They depend on nothing else in the crate.
 
-pub mod counts;
-pub mod cpulist;
+pub(crate) mod counts;
+pub(crate) mod cpulist;
 mod settings;
 
 pub use settings::{BufferOffset, Fault, IterPolicy, RunSettings};

@@ -8,6 +8,8 @@
 
 mod common;
 
+// mpirun and solo_env serve the tests that need the cuda feature.
+#[cfg_attr(not(feature = "cuda"), allow(unused_imports))]
 use common::{mpirun, solo, solo_env, tmpdir, Ran};
 
 /// The run failed cleanly: exit 2, the sentence, no panic, nothing written.

@@ -2,6 +2,7 @@
 //! `mpirun` (`scalebench sweep`): one rank driving a worker per CPU of this machine, bound a
 //! core each, fits the machine and is not called oversubscribed; two such ranks (two emulated
 //! nodes) on the same CPUs are.
+#![cfg(feature = "mpi")]
 
 mod common;
 

@@ -2,7 +2,7 @@
 //! CUDA backend measures its events the same way, in `cuda/events.rs`).
 
 /// Measures the smallest non-zero step of a clock that returns seconds.
-pub fn clock_resolution_s(mut now: impl FnMut() -> f64) -> f64 {
+pub(crate) fn clock_resolution_s(mut now: impl FnMut() -> f64) -> f64 {
     let mut best = f64::INFINITY;
     for _ in 0..200 {
         let a = now();

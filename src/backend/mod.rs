@@ -9,15 +9,20 @@
 //! for it; `mark` records a point on the device timeline and `elapsed_s` reads the time between
 //! two marks (on the CPU backend, marks are host clock readings and everything is synchronous).
 
-pub mod clock;
-pub mod team;
+// Used only inside an MPI job (the CPU backend, the run stage).
+#[cfg(feature = "mpi")]
+pub(crate) mod clock;
+#[cfg(feature = "mpi")]
+pub(crate) mod team;
 
 #[cfg(feature = "mpi")]
 pub mod cpu;
 #[cfg(feature = "cuda")]
 pub mod cuda;
 pub mod gemm;
-pub mod telemetry;
+// GPU telemetry (NVML) sampling serves only the CUDA backend.
+#[cfg(feature = "cuda")]
+pub(crate) mod telemetry;
 
 // Host buffers live in a leaf module that the control plane (`comm`) uses too.
 pub use crate::host::{alignment_policy, page_size_bytes, AllocError, Element, HostBuf};

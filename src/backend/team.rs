@@ -31,7 +31,7 @@ use std::time::{Duration, Instant};
 /// How long a waiting thread spins before it parks: long enough to cover the gaps between
 /// operations of a timing loop and a small message's MPI call, short enough that idle workers
 /// give their cores back (to GEMM threads, or other ranks on an oversubscribed node).
-pub const SPIN: Duration = Duration::from_micros(200);
+pub(crate) const SPIN: Duration = Duration::from_micros(200);
 
 /// Bytes of a job's captures that travel with the release (see [`Team::run`]).
 const INLINE_BYTES: usize = 232;
@@ -239,7 +239,7 @@ impl Seq {
 
 /// What a job sees on one thread: the team's synchronisation. Every worker of a job must make
 /// the same sequence of calls (the same `gather`/`release`/`barrier`, in the same order).
-pub struct Ctx<'a> {
+pub(crate) struct Ctx<'a> {
     shared: &'a Shared,
     w: usize,
     seq: &'a Seq,
@@ -248,7 +248,7 @@ pub struct Ctx<'a> {
 impl Ctx<'_> {
     /// The workers' writes so far become visible to the leader (worker 0), which waits for
     /// them; the other workers go on without waiting.
-    pub fn gather(&self) {
+    pub(crate) fn gather(&self) {
         let n = self.seq.next_gather();
         if self.w == 0 {
             self.shared.await_gather(n);
@@ -258,7 +258,7 @@ impl Ctx<'_> {
     }
 
     /// The leader's writes so far become visible to the workers, which wait for them.
-    pub fn release(&self) {
+    pub(crate) fn release(&self) {
         let n = self.seq.next_release();
         if self.w == 0 {
             self.shared.release(n);
@@ -269,7 +269,8 @@ impl Ctx<'_> {
 
     /// Waits until every worker reached this point: what any of them wrote before is visible
     /// to all of them after.
-    pub fn barrier(&self) {
+    #[cfg(test)]
+    pub(crate) fn barrier(&self) {
         self.gather();
         self.release();
     }
@@ -279,7 +280,7 @@ type Job<'a> = dyn Fn(usize, &Ctx) + Sync + 'a;
 
 /// `g` workers: the thread that calls [`Team::run`] is worker 0; workers 1.. are threads
 /// that live until the team is dropped. Not `Sync`: only one thread leads.
-pub struct Team {
+pub(crate) struct Team {
     g: usize,
     shared: Arc<Shared>,
     seq: Seq,
@@ -289,7 +290,7 @@ pub struct Team {
 impl Team {
     /// Starts workers 1..g; `setup(w)` runs first on worker w's thread (to bind it), and on
     /// the calling thread for worker 0.
-    pub fn start(
+    pub(crate) fn start(
         g: usize,
         spin: Duration,
         setup: impl Fn(usize) + Send + Sync + 'static,
@@ -322,7 +323,7 @@ impl Team {
         Ok(team)
     }
 
-    pub fn size(&self) -> usize {
+    pub(crate) fn size(&self) -> usize {
         self.g
     }
 
@@ -335,7 +336,7 @@ impl Team {
     /// transfer per cache line the leader wrote since the worker last read it: on the timed
     /// path, capture values (`move`) and references to state that is written only when it
     /// changes, not references to the caller's fresh locals.
-    pub fn run<F: Fn(usize, &Ctx) + Sync + Copy>(&self, job: F) {
+    pub(crate) fn run<F: Fn(usize, &Ctx) + Sync + Copy>(&self, job: F) {
         let ctx = Ctx {
             shared: &self.shared,
             w: 0,
@@ -371,7 +372,7 @@ impl Team {
     }
 
     /// Runs `f(w)` on every worker and returns the results in worker order.
-    pub fn map<R: Send>(&self, f: impl Fn(usize) -> R + Sync) -> Vec<R> {
+    pub(crate) fn map<R: Send>(&self, f: impl Fn(usize) -> R + Sync) -> Vec<R> {
         let slots: Vec<Mutex<Option<R>>> = (0..self.g).map(|_| Mutex::new(None)).collect();
         let (slots_ref, f) = (&slots, &f);
         self.run(move |w, _| {

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 /// One reading of one device; a figure the device does not report is `None`.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct Sample {
+pub(crate) struct Sample {
     pub gpu_util_percent: Option<f64>,
     pub mem_util_percent: Option<f64>,
     pub sm_clock_mhz: Option<f64>,
@@ -22,7 +22,7 @@ pub struct Sample {
 }
 
 /// Reads the devices a sampler watches.
-pub trait Probe {
+pub(crate) trait Probe {
     /// Why the probe could not open or read (it crosses from the sampling thread).
     type Error: std::error::Error + Send + 'static;
     /// Devices watched (local order).
@@ -33,7 +33,7 @@ pub trait Probe {
 
 /// Why a sampler did not start.
 #[derive(Debug, thiserror::Error)]
-pub enum TelemetryError<E: std::error::Error + 'static> {
+pub(crate) enum TelemetryError<E: std::error::Error + 'static> {
     #[error("cannot start the telemetry thread: {0}")]
     Thread(#[source] std::io::Error),
     #[error("the telemetry thread stopped while opening its probe")]
@@ -45,10 +45,10 @@ pub enum TelemetryError<E: std::error::Error + 'static> {
 
 /// Default sampling period: NVML refreshes utilisation every 1/6 s to 1 s, so faster
 /// sampling repeats readings.
-pub const DEFAULT_INTERVAL: Duration = Duration::from_millis(100);
+pub(crate) const DEFAULT_INTERVAL: Duration = Duration::from_millis(100);
 
 /// Samples of one device over one case, or the first error met.
-pub type DeviceSamples<E> = Result<Vec<Sample>, E>;
+pub(crate) type DeviceSamples<E> = Result<Vec<Sample>, E>;
 
 enum Command<E> {
     Begin,
@@ -56,10 +56,12 @@ enum Command<E> {
 }
 
 /// A sampling thread for the devices of one process; `E` is its probe's error.
-pub struct Sampler<E> {
+pub(crate) struct Sampler<E> {
     tx: Option<Sender<Command<E>>>,
     thread: Option<JoinHandle<()>>,
     interval: Duration,
+    // Read only by the tests (the probe's device count as the thread saw it).
+    #[cfg_attr(not(test), allow(dead_code))]
     devices: usize,
     active: bool,
 }
@@ -67,7 +69,7 @@ pub struct Sampler<E> {
 impl<E: std::error::Error + Send + 'static> Sampler<E> {
     /// Starts the thread; `open` builds the probe on it. Returns `open`'s error (e.g. no NVML
     /// library) without leaving a thread behind.
-    pub fn spawn<P, F>(open: F, interval: Duration) -> Result<Sampler<E>, TelemetryError<E>>
+    pub(crate) fn spawn<P, F>(open: F, interval: Duration) -> Result<Sampler<E>, TelemetryError<E>>
     where
         P: Probe<Error = E>,
         F: FnOnce() -> Result<P, E> + Send + 'static,
@@ -109,16 +111,17 @@ impl<E: std::error::Error + Send + 'static> Sampler<E> {
         }
     }
 
-    pub fn devices(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn devices(&self) -> usize {
         self.devices
     }
 
-    pub fn interval(&self) -> Duration {
+    pub(crate) fn interval(&self) -> Duration {
         self.interval
     }
 
     /// Starts a case: samples collected so far are dropped.
-    pub fn begin(&mut self) {
+    pub(crate) fn begin(&mut self) {
         if let Some(tx) = &self.tx {
             self.active = tx.send(Command::Begin).is_ok();
         }
@@ -126,7 +129,7 @@ impl<E: std::error::Error + Send + 'static> Sampler<E> {
 
     /// Ends the case: one more reading of each device, then every device's samples since
     /// [`Sampler::begin`]. Without a `begin`, or when the thread is gone, empty.
-    pub fn end(&mut self) -> Vec<DeviceSamples<E>> {
+    pub(crate) fn end(&mut self) -> Vec<DeviceSamples<E>> {
         if !std::mem::take(&mut self.active) {
             return Vec::new();
         }
@@ -201,7 +204,7 @@ fn read_all<P: Probe>(probe: &mut P, taken: &mut [DeviceSamples<P::Error>]) {
 }
 
 /// One device's record: means, extremes and the sample count.
-pub fn summarize<E: std::fmt::Display>(
+pub(crate) fn summarize<E: std::fmt::Display>(
     device: u32,
     samples: &DeviceSamples<E>,
     interval_s: f64,

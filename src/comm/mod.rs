@@ -9,8 +9,9 @@
 #[cfg(feature = "mpi")]
 pub mod mpi;
 #[cfg(feature = "mpi")]
-pub mod raw;
-pub mod steps;
+pub(crate) mod raw;
+#[cfg(feature = "mpi")]
+pub(crate) mod steps;
 
 use crate::host::HostBuf;
 

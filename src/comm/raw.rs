@@ -24,7 +24,7 @@ fn in_place() -> *mut c_void {
 
 /// The MPI datatype for an element type. Half-precision types travel as 16-bit words (they
 /// can be moved, not reduced, by MPI).
-pub fn datatype(d: Dtype) -> ffi::MPI_Datatype {
+pub(crate) fn datatype(d: Dtype) -> ffi::MPI_Datatype {
     match d {
         Dtype::F32 => f32::equivalent_datatype().as_raw(),
         Dtype::F64 => f64::equivalent_datatype().as_raw(),
@@ -34,7 +34,7 @@ pub fn datatype(d: Dtype) -> ffi::MPI_Datatype {
 }
 
 /// The MPI operator for a reduction; `avg` reduces with SUM (the caller divides).
-pub fn operation(op: ReduceOp) -> ffi::MPI_Op {
+pub(crate) fn operation(op: ReduceOp) -> ffi::MPI_Op {
     use mpi::collective::SystemOperation;
     match op {
         ReduceOp::Sum | ReduceOp::Avg => SystemOperation::sum().as_raw(),
@@ -54,11 +54,8 @@ fn check(rc: c_int, what: &str) {
     assert_eq!(rc, 0, "{what} returned MPI error code {rc}");
 }
 
-/// The largest element count one MPI call can take.
-pub const MAX_COUNT: usize = c_int::MAX as usize;
-
 /// Source of an MPI call: a buffer, or the receive buffer itself (in place).
-pub enum Src<'a> {
+pub(crate) enum Src<'a> {
     Buf(&'a HostBuf),
     InPlace,
 }
@@ -80,12 +77,7 @@ impl Src<'_> {
     }
 }
 
-pub fn barrier(comm: ffi::MPI_Comm) {
-    // SAFETY: a valid communicator handle; no buffers.
-    check(unsafe { ffi::MPI_Barrier(comm) }, "MPI_Barrier");
-}
-
-pub fn allreduce(comm: ffi::MPI_Comm, src: Src, dst: &mut HostBuf, n: usize, op: ReduceOp) {
+pub(crate) fn allreduce(comm: ffi::MPI_Comm, src: Src, dst: &mut HostBuf, n: usize, op: ReduceOp) {
     let dt = dst.dtype();
     src.assert_len(n, dt);
     assert!(dst.len() >= n);
@@ -105,7 +97,7 @@ pub fn allreduce(comm: ffi::MPI_Comm, src: Src, dst: &mut HostBuf, n: usize, op:
 
 /// Reduce to `root`. `dst` is only written at the root; elsewhere pass `None`.
 /// In place is only meaningful at the root (other ranks pass their send buffer).
-pub fn reduce(
+pub(crate) fn reduce(
     comm: ffi::MPI_Comm,
     src: Src,
     dst: Option<&mut HostBuf>,
@@ -137,7 +129,7 @@ pub fn reduce(
     check(rc, "MPI_Reduce");
 }
 
-pub fn bcast(comm: ffi::MPI_Comm, buf: &mut HostBuf, n: usize, root: i32) {
+pub(crate) fn bcast(comm: ffi::MPI_Comm, buf: &mut HostBuf, n: usize, root: i32) {
     assert!(buf.len() >= n);
     // SAFETY: buf holds n elements.
     let rc = unsafe {
@@ -154,7 +146,7 @@ pub fn bcast(comm: ffi::MPI_Comm, buf: &mut HostBuf, n: usize, root: i32) {
 
 /// All-gather of `n` elements per rank into `dst` (size × n). In place: each rank's input
 /// is its own block of `dst`.
-pub fn allgather(comm: ffi::MPI_Comm, size: usize, src: Src, dst: &mut HostBuf, n: usize) {
+pub(crate) fn allgather(comm: ffi::MPI_Comm, size: usize, src: Src, dst: &mut HostBuf, n: usize) {
     let dt = dst.dtype();
     src.assert_len(n, dt);
     assert!(dst.len() >= n * size);
@@ -179,7 +171,7 @@ pub fn allgather(comm: ffi::MPI_Comm, size: usize, src: Src, dst: &mut HostBuf, 
 
 /// Reduce-scatter with `n` result elements per rank. In place: the input is `dst`
 /// (size × n) and the result lands in its first n elements (MPI's convention).
-pub fn reduce_scatter_block(
+pub(crate) fn reduce_scatter_block(
     comm: ffi::MPI_Comm,
     size: usize,
     src: Src,
@@ -208,7 +200,7 @@ pub fn reduce_scatter_block(
 }
 
 /// All-to-all with `n` elements per peer (buffers of size × n).
-pub fn alltoall(comm: ffi::MPI_Comm, size: usize, src: Src, dst: &mut HostBuf, n: usize) {
+pub(crate) fn alltoall(comm: ffi::MPI_Comm, size: usize, src: Src, dst: &mut HostBuf, n: usize) {
     let dt = dst.dtype();
     src.assert_len(n * size, dt);
     assert!(dst.len() >= n * size);
@@ -243,7 +235,7 @@ fn displacements(counts: &[usize]) -> (Vec<c_int>, Vec<c_int>) {
 }
 
 /// Scatter with per-rank counts from `root`.
-pub fn scatterv(
+pub(crate) fn scatterv(
     comm: ffi::MPI_Comm,
     rank: usize,
     root_data: Option<&HostBuf>,
@@ -279,7 +271,7 @@ pub fn scatterv(
 }
 
 /// Gather with per-rank counts to `root`.
-pub fn gatherv(
+pub(crate) fn gatherv(
     comm: ffi::MPI_Comm,
     rank: usize,
     data: &HostBuf,
@@ -317,7 +309,7 @@ pub fn gatherv(
 /// An `MPI_Iallreduce` in flight. It must be completed ([`Pending::test`] returned true, or
 /// [`Pending::wait`]) before its buffer is touched, moved out of or freed: the owner keeps
 /// both together. Not `Send`: it is tested and waited on by the thread that started it.
-pub struct Pending {
+pub(crate) struct Pending {
     req: ffi::MPI_Request,
     done: bool,
 }
@@ -327,7 +319,7 @@ pub struct Pending {
 /// # Safety
 /// `buf` must hold `n` elements of `dtype`, stay allocated and untouched by anyone else until
 /// the returned request completed.
-pub unsafe fn iallreduce_in_place(
+pub(crate) unsafe fn iallreduce_in_place(
     comm: ffi::MPI_Comm,
     buf: *mut u8,
     dtype: Dtype,
@@ -353,7 +345,7 @@ pub unsafe fn iallreduce_in_place(
 
 impl Pending {
     /// One `MPI_Test`: drives the library's progress engine; true once the operation is done.
-    pub fn test(&mut self) -> bool {
+    pub(crate) fn test(&mut self) -> bool {
         if !self.done {
             let mut flag: c_int = 0;
             // SAFETY: an active request from MPI_Iallreduce (MPI sets it to null when done).
@@ -364,23 +356,14 @@ impl Pending {
         self.done
     }
     /// Whether a previous test or wait saw the operation done (no MPI call).
-    pub fn is_done(&self) -> bool {
+    pub(crate) fn is_done(&self) -> bool {
         self.done
-    }
-    /// Blocks until the operation is done.
-    pub fn wait(&mut self) {
-        if !self.done {
-            // SAFETY: as in `test`.
-            let rc = unsafe { ffi::MPI_Wait(&mut self.req, ffi::RSMPI_STATUS_IGNORE) };
-            check(rc, "MPI_Wait");
-            self.done = true;
-        }
     }
 }
 
 /// The thread support MPI was initialised with (`MPI_Query_thread`): 0 single, 1 funneled,
 /// 2 serialized, 3 multiple (the standard's order).
-pub fn thread_level() -> c_int {
+pub(crate) fn thread_level() -> c_int {
     let mut provided: c_int = 0;
     // SAFETY: an output integer; valid after MPI_Init.
     check(

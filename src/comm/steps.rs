@@ -9,10 +9,10 @@ static CONTROL_STEPS: AtomicU64 = AtomicU64::new(0);
 static IN_CONTROL: AtomicBool = AtomicBool::new(false);
 
 /// Marks this rank as inside a control-plane collective until the guard drops.
-pub struct ControlStep(());
+pub(crate) struct ControlStep(());
 
 /// Called at the start of every control-plane collective (two relaxed atomic stores).
-pub fn control_step() -> ControlStep {
+pub(crate) fn control_step() -> ControlStep {
     CONTROL_STEPS.fetch_add(1, Ordering::Relaxed);
     IN_CONTROL.store(true, Ordering::Relaxed);
     ControlStep(())
@@ -25,12 +25,12 @@ impl Drop for ControlStep {
 }
 
 /// Control steps this rank has entered so far.
-pub fn entered() -> u64 {
+pub(crate) fn entered() -> u64 {
     CONTROL_STEPS.load(Ordering::Relaxed)
 }
 
 /// Whether this rank is inside a control step now.
-pub fn inside() -> bool {
+pub(crate) fn inside() -> bool {
     IN_CONTROL.load(Ordering::Relaxed)
 }
 

@@ -591,7 +591,7 @@ pub fn compare_runs(
 
 /// Cases measured (status ok) on both sides whose samples could not be analysed: a results
 /// file that says "ok" without usable numbers. A gate must not pass on them.
-pub fn unusable(c: &Comparison) -> Vec<&CaseComparison> {
+pub(crate) fn unusable(c: &Comparison) -> Vec<&CaseComparison> {
     c.cases
         .iter()
         .filter(|x| {

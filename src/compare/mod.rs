@@ -11,11 +11,11 @@
 //! (unreadable, truncated or mismatched files; set-ups that differ; no case in common; cases
 //! that say "ok" without usable samples), 4 an I/O failure.
 
-pub mod analysis;
-pub mod gate;
-pub mod metric;
-pub mod provenance;
-pub mod render;
+pub(crate) mod analysis;
+pub(crate) mod gate;
+pub(crate) mod metric;
+pub(crate) mod provenance;
+pub(crate) mod render;
 pub mod stats;
 
 pub use analysis::{compare, compare_runs, Basis, CaseComparison, Comparison, Settings, Verdict};

@@ -71,7 +71,10 @@ fn join(set: &BTreeSet<String>) -> String {
 }
 
 /// How the `baseline` runs and the `candidate` runs differ, blocking differences first.
-pub fn differences(baseline: &[&ResultsFile], candidate: &[&ResultsFile]) -> Vec<Difference> {
+pub(crate) fn differences(
+    baseline: &[&ResultsFile],
+    candidate: &[&ResultsFile],
+) -> Vec<Difference> {
     let mut out = Vec::new();
     let mut check = |what: &str, blocking: bool, get: &dyn Fn(&ResultsFile) -> Vec<String>| {
         let (b, c) = (values(baseline, get), values(candidate, get));
@@ -235,7 +238,7 @@ fn environment_difference(
 }
 
 /// Launches of `file` that did not finish cleanly (their missing cases are explained by it).
-pub fn launch_warnings(file: &ResultsFile, side: &str) -> Vec<String> {
+pub(crate) fn launch_warnings(file: &ResultsFile, side: &str) -> Vec<String> {
     file.launches
         .iter()
         .filter(|l| l.status != LaunchStatus::Ok)

@@ -35,7 +35,7 @@ pub fn render(report: &Report, format: Format, all: bool) -> String {
 }
 
 /// The thresholds and methods, in one paragraph.
-pub fn thresholds(c: &Comparison) -> String {
+pub(crate) fn thresholds(c: &Comparison) -> String {
     let s = &c.settings;
     let metric = match s.metric {
         MetricChoice::Auto => {
@@ -109,7 +109,7 @@ fn trim_num(x: f64) -> String {
 }
 
 /// A signed relative change: `+12.3%`, `−0.45%`.
-pub fn pct(x: f64) -> String {
+pub(crate) fn pct(x: f64) -> String {
     crate::present::table::signed_percent(x)
 }
 
@@ -117,7 +117,7 @@ pub fn pct(x: f64) -> String {
 /// every case); a CI comment stays short (regressions and improvements in one table, the
 /// rest folded and capped).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Target {
+pub(crate) enum Target {
     Terminal { all: bool },
     Comment,
 }
@@ -126,7 +126,7 @@ pub enum Target {
 const COMMENT_MAX_FOLDED_ROWS: usize = 300;
 
 /// The comparison as a document for `target`.
-pub fn document(r: &Report, target: Target) -> Doc {
+pub(crate) fn document(r: &Report, target: Target) -> Doc {
     let c = &r.comparison;
     let mut doc = Doc::default();
     // Sub-headings sit one level under the comment's own heading.
@@ -401,7 +401,7 @@ fn of<'a>(c: &'a Comparison, verdicts: &[Verdict]) -> Vec<&'a CaseComparison> {
 }
 
 /// Version of the JSON layout below.
-pub const JSON_VERSION: u32 = 1;
+pub(crate) const JSON_VERSION: u32 = 1;
 
 #[derive(Serialize)]
 struct JsonReport<'a> {

@@ -24,7 +24,7 @@
 //! Every error names the file, line and column, the key, and how to fix it.
 
 pub mod limits;
-pub mod raw;
+pub(crate) mod raw;
 mod resolved;
 
 pub use resolved::{Axis, AxisValue, Dim, Exclude, LocalLaunch, SweepSpec};

@@ -5,12 +5,12 @@ use std::collections::BTreeMap;
 use toml::Spanned;
 
 /// A map whose keys and values keep their position in the file.
-pub type SpannedTable = BTreeMap<Spanned<String>, Spanned<toml::Value>>;
+pub(crate) type SpannedTable = BTreeMap<Spanned<String>, Spanned<toml::Value>>;
 
 /// The top level of a spec file.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct RawSpec {
+pub(crate) struct RawSpec {
     pub name: Option<Spanned<String>>,
     pub description: Option<String>,
     #[serde(default)]
@@ -36,7 +36,7 @@ pub struct RawSpec {
 /// `[run]`: measurement settings, as for `scalebench run`.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct RawRun {
+pub(crate) struct RawRun {
     pub iters: Option<Spanned<i64>>,
     pub warmup: Option<Spanned<i64>>,
     pub time_budget_s: Option<Spanned<f64>>,
@@ -52,7 +52,7 @@ pub struct RawRun {
 /// `[launch]`: how local sweeps start their launches.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct RawLaunch {
+pub(crate) struct RawLaunch {
     pub oversubscribe: Option<bool>,
     pub timeout_s: Option<Spanned<f64>>,
     /// `scalebench run --op-timeout` for every launch (the watchdog's limit per case).

@@ -7,11 +7,11 @@
 //! - [`process`]: child processes that can always be stopped.
 
 pub mod local;
-pub mod process;
-pub mod profile;
-pub mod rundir;
-pub mod scripts;
-pub mod shell;
+pub(crate) mod process;
+pub(crate) mod profile;
+pub(crate) mod rundir;
+pub(crate) mod scripts;
+pub(crate) mod shell;
 pub mod submit;
 
 use crate::plan::sweep::SweepPlan;

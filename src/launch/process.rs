@@ -10,14 +10,14 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 /// A running launch.
-pub struct Spawned {
+pub(crate) struct Spawned {
     child: Child,
     pgid: i32,
     marker: String,
 }
 
 /// Starts `cmd` in a new process group that receives SIGTERM if the driver dies.
-pub fn spawn(mut cmd: Command, marker: &str) -> io::Result<Spawned> {
+pub(crate) fn spawn(mut cmd: Command, marker: &str) -> io::Result<Spawned> {
     // SAFETY: only async-signal-safe calls (setpgid, prctl, getppid) between fork and exec.
     unsafe {
         cmd.pre_exec(|| {
@@ -42,17 +42,13 @@ pub fn spawn(mut cmd: Command, marker: &str) -> io::Result<Spawned> {
 }
 
 impl Spawned {
-    pub fn try_wait(&mut self) -> io::Result<Option<ExitStatus>> {
+    pub(crate) fn try_wait(&mut self) -> io::Result<Option<ExitStatus>> {
         self.child.try_wait()
-    }
-
-    pub fn pid(&self) -> u32 {
-        self.child.id()
     }
 
     /// Stops the whole launch: SIGTERM to the group, up to `grace` to exit, then SIGKILL to
     /// the group and to any process still carrying the launch's marker. Returns its status.
-    pub fn terminate(&mut self, grace: Duration) -> Option<ExitStatus> {
+    pub(crate) fn terminate(&mut self, grace: Duration) -> Option<ExitStatus> {
         signal_group(self.pgid, libc::SIGTERM);
         let until = Instant::now() + grace;
         while Instant::now() < until {
@@ -88,7 +84,7 @@ fn signal_group(pgid: i32, sig: i32) {
 }
 
 /// Processes whose command line contains `marker` (other than this one).
-pub fn pids_with_marker(marker: &str) -> Vec<i32> {
+pub(crate) fn pids_with_marker(marker: &str) -> Vec<i32> {
     let me = std::process::id() as i32;
     let Ok(rd) = std::fs::read_dir("/proc") else {
         return Vec::new();
@@ -116,7 +112,7 @@ extern "C" fn on_signal(_: libc::c_int) {
 
 /// Makes SIGINT and SIGTERM set a flag instead of killing the driver, so it can stop its
 /// launch and keep everything finished.
-pub fn catch_interrupts() {
+pub(crate) fn catch_interrupts() {
     // SAFETY: the handler only stores to an atomic (async-signal-safe).
     unsafe {
         let mut sa: libc::sigaction = std::mem::zeroed();
@@ -128,7 +124,7 @@ pub fn catch_interrupts() {
 }
 
 /// Whether SIGINT/SIGTERM arrived since [`catch_interrupts`].
-pub fn interrupted() -> bool {
+pub(crate) fn interrupted() -> bool {
     INTERRUPTED.load(Ordering::SeqCst)
 }
 

@@ -37,7 +37,7 @@ impl std::str::FromStr for Scheduler {
 /// How a Slurm site wants GPUs requested.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum GpuRequest {
+pub(crate) enum GpuRequest {
     /// `--gres=gpu[:TYPE]:N` per node (Puhti, Mahti, Sulis).
     Gres,
     /// `--gpus-per-node=N` (LUMI).
@@ -51,7 +51,7 @@ pub enum GpuRequest {
 /// A site profile. Every field is optional in override tables.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Profile {
+pub(crate) struct Profile {
     pub name: String,
     #[serde(default)]
     pub description: Option<String>,
@@ -121,7 +121,7 @@ fn yes() -> bool {
 }
 
 /// The profiles built into the binary.
-pub const BUILT_IN: &[(&str, &str)] = &[
+pub(crate) const BUILT_IN: &[(&str, &str)] = &[
     ("puhti", include_str!("../../profiles/puhti.toml")),
     ("mahti", include_str!("../../profiles/mahti.toml")),
     ("lumi", include_str!("../../profiles/lumi.toml")),
@@ -139,7 +139,7 @@ pub const BUILT_IN: &[(&str, &str)] = &[
 
 /// Why a profile cannot be used; every message names the origin, line or field and the fix.
 #[derive(Debug, thiserror::Error)]
-pub enum ProfileError {
+pub(crate) enum ProfileError {
     /// The profile's TOML does not parse or has an unknown, missing or mistyped field.
     #[error("{origin}:{line}:{column}: {}", source.message().trim())]
     Syntax {
@@ -189,7 +189,7 @@ pub enum ProfileError {
 }
 
 /// Parses and checks a profile; errors name `origin`, the line and the fix.
-pub fn parse(origin: &str, text: &str) -> Result<Profile, ProfileError> {
+pub(crate) fn parse(origin: &str, text: &str) -> Result<Profile, ProfileError> {
     let p: Profile = toml::from_str(text).map_err(|source| {
         let (line, column) = source.span().map_or((1, 1), |s| line_col(text, s.start));
         ProfileError::Syntax {
@@ -207,7 +207,7 @@ pub fn parse(origin: &str, text: &str) -> Result<Profile, ProfileError> {
 }
 
 /// A built-in profile by name, or a profile file by path.
-pub fn load(name_or_path: &str) -> Result<Profile, ProfileError> {
+pub(crate) fn load(name_or_path: &str) -> Result<Profile, ProfileError> {
     if let Some((_, text)) = BUILT_IN.iter().find(|(n, _)| *n == name_or_path) {
         return parse(&format!("built-in profile {name_or_path}"), text);
     }
@@ -227,7 +227,7 @@ pub fn load(name_or_path: &str) -> Result<Profile, ProfileError> {
 
 impl Profile {
     /// Checks every value that reaches a scheduler directive, and the environment names.
-    pub fn check(&self) -> Result<(), ProfileError> {
+    pub(crate) fn check(&self) -> Result<(), ProfileError> {
         let fields = [
             ("partition", &self.partition),
             ("account", &self.account),
@@ -265,7 +265,7 @@ impl Profile {
     }
 
     /// Applies an override table (a spec's `[submit]`): its keys replace this profile's.
-    pub fn apply(&self, overrides: &toml::Table) -> Result<Profile, ProfileError> {
+    pub(crate) fn apply(&self, overrides: &toml::Table) -> Result<Profile, ProfileError> {
         let mut base = toml::Table::try_from(self)?;
         for (k, v) in overrides {
             if k == "profile" || k == "scheduler_profile" {
@@ -284,7 +284,7 @@ impl Profile {
     }
 
     /// CPU cores each device gets.
-    pub fn cpus_per_device(&self, devices_per_node: u32) -> u32 {
+    pub(crate) fn cpus_per_device(&self, devices_per_node: u32) -> u32 {
         self.cpus_per_gpu
             .unwrap_or(self.cores_per_node / devices_per_node.max(1))
             .max(1)

@@ -29,13 +29,13 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-pub const PLAN_FILE: &str = "plan.json";
-pub const OUTCOME_FILE: &str = "outcome.json";
-pub const LAUNCHES_DIR: &str = "launches";
+pub(crate) const PLAN_FILE: &str = "plan.json";
+pub(crate) const OUTCOME_FILE: &str = "outcome.json";
+pub(crate) const LAUNCHES_DIR: &str = "launches";
 
 /// The whole plan of a sweep, as stored in `DIR/plan.json`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct SweepRecord {
+pub(crate) struct SweepRecord {
     pub name: String,
     #[serde(default)]
     pub labels: BTreeMap<String, String>,
@@ -49,7 +49,7 @@ pub struct SweepRecord {
 impl SweepRecord {
     /// The record of the sweep in `out`. A continued sweep (`--resume`, a resubmission) keeps
     /// the start time it first recorded, so its wall time spans every attempt.
-    pub fn new(
+    pub(crate) fn new(
         out: &Path,
         continuing: bool,
         spec: &crate::config::SweepSpec,
@@ -78,7 +78,7 @@ impl SweepRecord {
 
 /// How one attempt of a launch ended, as the launcher (local driver or scheduler) saw it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct LaunchOutcome {
+pub(crate) struct LaunchOutcome {
     pub launch_id: String,
     pub status: LaunchStatus,
     /// The launcher's exit code, if it exited.
@@ -101,7 +101,7 @@ pub struct LaunchOutcome {
 }
 
 /// Reads a JSON file, naming it in errors.
-pub fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T> {
+pub(crate) fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| Error::Input(format!("{}: {e}", path.display())))?;
     serde_json::from_str(&text).map_err(|e| {
@@ -115,14 +115,14 @@ pub fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T> {
 }
 
 /// Writes a JSON file atomically.
-pub fn write_json<T: Serialize>(path: &Path, value: &T) -> Result<()> {
+pub(crate) fn write_json<T: Serialize>(path: &Path, value: &T) -> Result<()> {
     let mut bytes = serde_json::to_vec_pretty(value).map_err(|e| Error::Runtime(e.to_string()))?;
     bytes.push(b'\n');
     write_atomic(path, &bytes).map_err(Error::from)
 }
 
 /// The attempt directories of a run, oldest first.
-pub fn attempt_dirs(dir: &Path) -> Vec<PathBuf> {
+pub(crate) fn attempt_dirs(dir: &Path) -> Vec<PathBuf> {
     let mut v: Vec<PathBuf> = std::fs::read_dir(dir.join(LAUNCHES_DIR))
         .map(|rd| {
             rd.filter_map(|e| e.ok())
@@ -136,12 +136,12 @@ pub fn attempt_dirs(dir: &Path) -> Vec<PathBuf> {
 }
 
 /// The path of the `n`th attempt directory (1-based) for `launch_id`.
-pub fn attempt_path(dir: &Path, n: usize, launch_id: &str) -> PathBuf {
+pub(crate) fn attempt_path(dir: &Path, n: usize, launch_id: &str) -> PathBuf {
     dir.join(LAUNCHES_DIR).join(format!("{n:03}-{launch_id}"))
 }
 
 /// A fresh attempt directory for `launch_id`: `DIR/launches/NNN-<launch id>`.
-pub fn new_attempt_dir(dir: &Path, launch_id: &str) -> Result<PathBuf> {
+pub(crate) fn new_attempt_dir(dir: &Path, launch_id: &str) -> Result<PathBuf> {
     let d = attempt_path(dir, attempt_dirs(dir).len() + 1, launch_id);
     std::fs::create_dir_all(&d).map_err(|e| Error::Runtime(format!("{}: {e}", d.display())))?;
     Ok(d)
@@ -149,7 +149,7 @@ pub fn new_attempt_dir(dir: &Path, launch_id: &str) -> Result<PathBuf> {
 
 /// What a failed launch's stderr says: scalebench's own messages (which name the cause; an
 /// MPI library's backtrace can push them far up) and then the last `lines` lines.
-pub fn stderr_digest(path: &Path, lines: usize) -> String {
+pub(crate) fn stderr_digest(path: &Path, lines: usize) -> String {
     let text = String::from_utf8_lossy(&std::fs::read(path).unwrap_or_default()).replace('\0', "");
     let all: Vec<&str> = text.lines().collect();
     let last = all.len().saturating_sub(lines);
@@ -167,7 +167,7 @@ pub fn stderr_digest(path: &Path, lines: usize) -> String {
 }
 
 /// A record for a case that has no result of its own (its launch timed out or failed).
-pub fn missing_case(
+pub(crate) fn missing_case(
     params: &CaseParams,
     launch_id: &str,
     status: CaseStatus,
@@ -189,7 +189,7 @@ pub fn missing_case(
 }
 
 /// What one attempt directory contributes.
-pub struct Attempt {
+pub(crate) struct Attempt {
     pub dir: PathBuf,
     pub plan: Option<LaunchPlan>,
     pub journal: JournalContents,
@@ -197,7 +197,7 @@ pub struct Attempt {
 }
 
 impl Attempt {
-    pub fn read(dir: &Path) -> Attempt {
+    pub(crate) fn read(dir: &Path) -> Attempt {
         let plan = read_json::<LaunchPlan>(&dir.join(PLAN_FILE)).ok();
         let journal = read_journal(&dir.join(JOURNAL_FILE)).unwrap_or_default();
         let outcome = read_json::<LaunchOutcome>(&dir.join(OUTCOME_FILE)).ok();
@@ -211,7 +211,7 @@ impl Attempt {
 
     /// Its cases: the journal's, plus records for planned cases its launch never finished
     /// when the launcher knows why (timeout, crash).
-    pub fn cases(&self) -> Vec<CaseResult> {
+    pub(crate) fn cases(&self) -> Vec<CaseResult> {
         let mut out = self.journal.cases.clone();
         if let (Some(plan), Some(o)) = (&self.plan, &self.outcome) {
             let why = match o.status {
@@ -251,7 +251,7 @@ impl Attempt {
     }
 
     /// Its launch record: the launch's own (with provenance) updated with the launcher's view.
-    pub fn launch(&self) -> Option<LaunchRecord> {
+    pub(crate) fn launch(&self) -> Option<LaunchRecord> {
         let own = self.journal.launches.last().cloned();
         match (own, &self.outcome, &self.plan) {
             (Some(mut l), Some(o), _) => {
@@ -302,13 +302,13 @@ fn apply_outcome(l: &mut LaunchRecord, o: &LaunchOutcome, cases: &[CaseResult]) 
 }
 
 /// Merges every attempt of a run directory into one results file (later attempts win).
-pub fn merge(dir: &Path, sweep: &SweepRecord) -> ResultsFile {
+pub(crate) fn merge(dir: &Path, sweep: &SweepRecord) -> ResultsFile {
     merge_with_warnings(dir, sweep).0
 }
 
 /// [`merge`], with what was skipped on the way (unreadable journal lines: their cases are
 /// missing, so `--resume` runs them again), for the caller to say once.
-pub fn merge_with_warnings(dir: &Path, sweep: &SweepRecord) -> (ResultsFile, Vec<String>) {
+pub(crate) fn merge_with_warnings(dir: &Path, sweep: &SweepRecord) -> (ResultsFile, Vec<String>) {
     let mut cases: Vec<CaseResult> = Vec::new();
     let mut launches: Vec<LaunchRecord> = Vec::new();
     let mut warnings = Vec::new();
@@ -377,7 +377,7 @@ pub fn merge_with_warnings(dir: &Path, sweep: &SweepRecord) -> (ResultsFile, Vec
 
 /// Refuses to continue a run whose spec changed: its plan and the stored one must hold the
 /// same cases with the same settings, or results of two studies would mix.
-pub fn check_same_plan(dir: &Path, launches: &[LaunchPlan], what: &str) -> Result<()> {
+pub(crate) fn check_same_plan(dir: &Path, launches: &[LaunchPlan], what: &str) -> Result<()> {
     let path = dir.join(PLAN_FILE);
     let old: SweepRecord = read_json(&path)?;
     let ids = |ls: &[LaunchPlan]| -> std::collections::BTreeSet<String> {
@@ -420,7 +420,7 @@ pub fn check_same_plan(dir: &Path, launches: &[LaunchPlan], what: &str) -> Resul
 }
 
 /// Planned cases that have no result, or one that must be redone (failed, wrong, timed out).
-pub fn cases_to_run(
+pub(crate) fn cases_to_run(
     sweep: &SweepRecord,
     merged: &ResultsFile,
 ) -> BTreeMap<String, Vec<CaseParams>> {

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 
 /// One job: the attempts (launch directories) it runs, all of one allocation shape.
 #[derive(Debug, Clone)]
-pub struct JobPlan {
+pub(crate) struct JobPlan {
     pub name: String,
     pub shape: LaunchShape,
     /// Attempt directories (each holds `plan.json`); several make a job array.
@@ -23,7 +23,7 @@ pub struct JobPlan {
 }
 
 /// What every script of a run shares.
-pub struct Context<'a> {
+pub(crate) struct Context<'a> {
     pub profile: &'a Profile,
     pub run_dir: &'a Path,
     /// scalebench on the cluster.
@@ -33,7 +33,7 @@ pub struct Context<'a> {
 
 /// Per-node resources of a job.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Resources {
+pub(crate) struct Resources {
     pub nodes: u32,
     pub tasks_per_node: u32,
     pub cpus_per_task: u32,
@@ -41,7 +41,7 @@ pub struct Resources {
 }
 
 /// Pure: one task per device; hybrid: one task per node with the node's share of cores.
-pub fn resources(profile: &Profile, shape: &LaunchShape) -> Resources {
+pub(crate) fn resources(profile: &Profile, shape: &LaunchShape) -> Resources {
     let d = shape.devices_per_node;
     let per_device = profile.cpus_per_device(d);
     let gpus = if shape.backend == BackendKind::Cuda {
@@ -66,7 +66,7 @@ pub fn resources(profile: &Profile, shape: &LaunchShape) -> Resources {
 }
 
 /// Minutes for the scheduler's limit: the profile's, or the launch timeout plus a margin.
-pub fn time_limit_min(profile: &Profile, launch_timeout_s: u64) -> u32 {
+pub(crate) fn time_limit_min(profile: &Profile, launch_timeout_s: u64) -> u32 {
     profile.time_limit_min.unwrap_or(
         u32::try_from(launch_timeout_s.div_ceil(60).saturating_add(5)).unwrap_or(u32::MAX),
     )
@@ -78,7 +78,7 @@ fn hhmmss(min: u32) -> String {
 
 /// Why a job script cannot be written for a profile.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum ScriptError {
+pub(crate) enum ScriptError {
     /// The run directory must appear in a directive but has unsafe characters.
     #[error("{source} (choose an --out path without spaces or special characters)")]
     RunDirectory {
@@ -112,7 +112,7 @@ fn directive_path(p: &Path) -> Result<String, ScriptError> {
 }
 
 /// Checks the shape fits the profile's nodes.
-pub fn check_fit(profile: &Profile, shape: &LaunchShape) -> Result<(), ScriptError> {
+pub(crate) fn check_fit(profile: &Profile, shape: &LaunchShape) -> Result<(), ScriptError> {
     if shape.backend == BackendKind::Cuda && shape.devices_per_node > profile.gpus_per_node {
         return Err(ScriptError::Gpus {
             shape: shape.label(),
@@ -214,7 +214,7 @@ fn header(ctx: &Context, job: &JobPlan) -> String {
 }
 
 /// A Slurm batch script.
-pub fn slurm(ctx: &Context, job: &JobPlan) -> Result<String, ScriptError> {
+pub(crate) fn slurm(ctx: &Context, job: &JobPlan) -> Result<String, ScriptError> {
     let p = ctx.profile;
     let r = resources(p, &job.shape);
     let mut s = header(ctx, job);
@@ -295,7 +295,7 @@ pub fn slurm(ctx: &Context, job: &JobPlan) -> Result<String, ScriptError> {
 }
 
 /// The Slurm job that merges a run's results once every job has ended (`afterany`).
-pub fn slurm_collect(ctx: &Context) -> Result<String, ScriptError> {
+pub(crate) fn slurm_collect(ctx: &Context) -> Result<String, ScriptError> {
     let p = ctx.profile;
     let mut s = String::from("#!/bin/bash\n# scalebench: merge the run's results after all its jobs (submitted with --dependency=afterany)\n");
     let _ = writeln!(s, "#SBATCH --job-name={}-collect", job_name(ctx.sweep_name));
@@ -326,7 +326,7 @@ pub fn slurm_collect(ctx: &Context) -> Result<String, ScriptError> {
 
 /// A UGE/SGE script (Apocrita style): whole nodes through a parallel environment, GPUs per
 /// node with `-l gpu=`, ranks round-robin with `mpirun -rr` when asked.
-pub fn uge(ctx: &Context, job: &JobPlan) -> Result<String, ScriptError> {
+pub(crate) fn uge(ctx: &Context, job: &JobPlan) -> Result<String, ScriptError> {
     let p = ctx.profile;
     let r = resources(p, &job.shape);
     let mut s = header(ctx, job);
@@ -393,7 +393,7 @@ pub fn uge(ctx: &Context, job: &JobPlan) -> Result<String, ScriptError> {
 }
 
 /// A PBS Pro script: `select=N:ncpus=C:ngpus=G:mpiprocs=R` chunks, ranks with mpiexec.
-pub fn pbs(ctx: &Context, job: &JobPlan) -> Result<String, ScriptError> {
+pub(crate) fn pbs(ctx: &Context, job: &JobPlan) -> Result<String, ScriptError> {
     let p = ctx.profile;
     let r = resources(p, &job.shape);
     let mut s = header(ctx, job);
@@ -455,7 +455,7 @@ pub fn pbs(ctx: &Context, job: &JobPlan) -> Result<String, ScriptError> {
 }
 
 /// The script for `job` in the profile's scheduler's dialect.
-pub fn script(ctx: &Context, job: &JobPlan) -> Result<String, ScriptError> {
+pub(crate) fn script(ctx: &Context, job: &JobPlan) -> Result<String, ScriptError> {
     check_fit(ctx.profile, &job.shape)?;
     match ctx.profile.scheduler {
         Scheduler::Slurm => slurm(ctx, job),

@@ -7,7 +7,7 @@
 
 /// Quotes `s` for POSIX shells: `'...'`, with each `'` written as `'\''`. Nothing inside is
 /// expanded (no `$`, backticks, globs, or word splitting).
-pub fn quote(s: &str) -> String {
+pub(crate) fn quote(s: &str) -> String {
     if !s.is_empty()
         && s.chars()
             .all(|c| c.is_ascii_alphanumeric() || "_-./=:@%+,".contains(c))
@@ -18,7 +18,7 @@ pub fn quote(s: &str) -> String {
 }
 
 /// Quotes each word and joins them with spaces.
-pub fn quote_all<S: AsRef<str>>(words: &[S]) -> String {
+pub(crate) fn quote_all<S: AsRef<str>>(words: &[S]) -> String {
     words
         .iter()
         .map(|w| quote(w.as_ref()))
@@ -28,7 +28,7 @@ pub fn quote_all<S: AsRef<str>>(words: &[S]) -> String {
 
 /// A value that cannot go into a job script safely.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum ShellError {
+pub(crate) enum ShellError {
     /// `what` (e.g. `account`) has characters a scheduler directive cannot carry.
     #[error("{what} '{}' has characters a job script directive cannot carry safely: use letters, digits and _ . : + / @ % = , - only", value.escape_debug())]
     Directive { what: String, value: String },
@@ -38,7 +38,7 @@ pub enum ShellError {
 }
 
 /// Checks a value for a scheduler directive: letters, digits and `_ . : + / @ % = , -` only.
-pub fn directive_value(what: &str, s: &str) -> Result<(), ShellError> {
+pub(crate) fn directive_value(what: &str, s: &str) -> Result<(), ShellError> {
     if s.chars()
         .all(|c| c.is_ascii_alphanumeric() || "_.:+/@%=,-".contains(c))
     {
@@ -52,7 +52,7 @@ pub fn directive_value(what: &str, s: &str) -> Result<(), ShellError> {
 }
 
 /// Checks an environment variable name.
-pub fn env_name(s: &str) -> Result<(), ShellError> {
+pub(crate) fn env_name(s: &str) -> Result<(), ShellError> {
     let mut c = s.chars();
     let ok = matches!(c.next(), Some(ch) if ch == '_' || ch.is_ascii_alphabetic())
         && c.all(|ch| ch == '_' || ch.is_ascii_alphanumeric());
@@ -66,7 +66,7 @@ pub fn env_name(s: &str) -> Result<(), ShellError> {
 }
 
 /// A job name from free text: unsafe characters become `_`, at most 64 characters.
-pub fn job_name(s: &str) -> String {
+pub(crate) fn job_name(s: &str) -> String {
     let n: String = s
         .chars()
         .map(|c| {

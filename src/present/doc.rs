@@ -8,7 +8,7 @@ use super::table::Table;
 
 /// Inline text.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Span {
+pub(crate) enum Span {
     /// Plain text, escaped by every renderer.
     Text(String),
     /// Code (field names, commands).
@@ -31,7 +31,7 @@ pub enum Span {
 
 /// Parses the report's own prose: `backticks` become code, everything else is text. Never used
 /// on strings from results files.
-pub fn prose(text: &str) -> Vec<Span> {
+pub(crate) fn prose(text: &str) -> Vec<Span> {
     let mut out = Vec::new();
     for (i, part) in text.split('`').enumerate() {
         if part.is_empty() {
@@ -46,13 +46,13 @@ pub fn prose(text: &str) -> Vec<Span> {
     out
 }
 
-pub fn text(s: impl Into<String>) -> Span {
+pub(crate) fn text(s: impl Into<String>) -> Span {
     Span::Text(s.into())
 }
 
 /// A block of the document.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Block {
+pub(crate) enum Block {
     Heading {
         level: u8,
         text: String,
@@ -77,7 +77,7 @@ pub enum Block {
 }
 
 #[derive(Debug, Clone, PartialEq)]
-pub struct TableBlock {
+pub(crate) struct TableBlock {
     pub table: Table,
     /// Relative path of the CSV holding this table (`tables/<name>.csv`).
     pub csv: String,
@@ -89,7 +89,7 @@ pub struct TableBlock {
 }
 
 #[derive(Debug, Clone, PartialEq)]
-pub struct FigureBlock {
+pub(crate) struct FigureBlock {
     /// Index into the report's figures.
     pub figure: usize,
     pub stem: String,
@@ -99,13 +99,13 @@ pub struct FigureBlock {
 
 /// The whole report.
 #[derive(Debug, Clone, PartialEq, Default)]
-pub struct Doc {
+pub(crate) struct Doc {
     pub title: String,
     pub blocks: Vec<Block>,
 }
 
 impl Doc {
-    pub fn heading(&mut self, level: u8, text: impl Into<String>) {
+    pub(crate) fn heading(&mut self, level: u8, text: impl Into<String>) {
         let text = text.into();
         let base = anchor(&text);
         // Anchors must be unique in the page.
@@ -121,15 +121,20 @@ impl Doc {
         }
         self.blocks.push(Block::Heading { level, text, id });
     }
-    pub fn para(&mut self, spans: Vec<Span>) {
+    pub(crate) fn para(&mut self, spans: Vec<Span>) {
         self.blocks.push(Block::Para(spans));
     }
-    pub fn prose(&mut self, s: &str) {
+    pub(crate) fn prose(&mut self, s: &str) {
         self.para(prose(s));
     }
     /// Adds a table (unless empty) exported as `tables/<csv>.csv`; the name is made unique and
     /// returned (`None` for an empty table, which is not added).
-    pub fn table(&mut self, table: Table, csv: &str, folded: Option<String>) -> Option<String> {
+    pub(crate) fn table(
+        &mut self,
+        table: Table,
+        csv: &str,
+        folded: Option<String>,
+    ) -> Option<String> {
         if table.is_empty() {
             return None;
         }
@@ -152,7 +157,7 @@ impl Doc {
         Some(name)
     }
     /// Adds a table with no CSV file of its own (a view, or a document without files).
-    pub fn inline_table(&mut self, table: Table) {
+    pub(crate) fn inline_table(&mut self, table: Table) {
         self.blocks.push(Block::Table(TableBlock {
             table,
             csv: String::new(),
@@ -161,14 +166,14 @@ impl Doc {
         }));
     }
     /// The id of the last heading added.
-    pub fn last_heading_id(&self) -> Option<&str> {
+    pub(crate) fn last_heading_id(&self) -> Option<&str> {
         self.blocks.iter().rev().find_map(|b| match b {
             Block::Heading { id, .. } => Some(id.as_str()),
             _ => None,
         })
     }
     /// Every table, folded ones included, in document order.
-    pub fn tables(&self) -> impl Iterator<Item = &TableBlock> {
+    pub(crate) fn tables(&self) -> impl Iterator<Item = &TableBlock> {
         fn walk<'a>(blocks: &'a [Block], out: &mut Vec<&'a TableBlock>) {
             for b in blocks {
                 match b {
@@ -185,7 +190,7 @@ impl Doc {
 }
 
 /// An HTML id / markdown anchor from heading text (ASCII letters, digits, dashes).
-pub fn anchor(s: &str) -> String {
+pub(crate) fn anchor(s: &str) -> String {
     let mut out = String::new();
     for c in s.chars() {
         if c.is_ascii_alphanumeric() {

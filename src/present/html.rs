@@ -8,7 +8,7 @@ use super::doc::{Block, Doc, Span};
 use super::table::{Cell, Tone};
 
 /// Escapes text for HTML element content and quoted attribute values.
-pub fn escape(s: &str) -> String {
+pub(crate) fn escape(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 8);
     for c in s.chars() {
         match c {
@@ -97,7 +97,7 @@ const SCRIPT: &str = r#"
 "#;
 
 /// `svgs[i]` is figure i's SVG text; `nonce` a fresh random token for the CSP.
-pub fn render(doc: &Doc, svgs: &[String], nonce: &str) -> String {
+pub(crate) fn render(doc: &Doc, svgs: &[String], nonce: &str) -> String {
     let mut out = String::with_capacity(1 << 20);
     out.push_str("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n");
     out.push_str("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n");
@@ -248,7 +248,7 @@ fn svg_body(svg: &str) -> &str {
 }
 
 /// A fresh token for the Content Security Policy: not guessable by whoever wrote the inputs.
-pub fn nonce() -> String {
+pub(crate) fn nonce() -> String {
     use std::hash::{BuildHasher, Hasher};
     let mut bytes = [0u8; 16];
     let ok = std::fs::File::open("/dev/urandom")

@@ -7,10 +7,10 @@ use super::doc::{Block, Doc, Span, TableBlock};
 use super::table::Cell;
 
 /// Rows of a table shown in Markdown before the rest is left to its CSV.
-pub const MAX_ROWS: usize = 60;
+pub(crate) const MAX_ROWS: usize = 60;
 
 /// Escapes text so Markdown shows it literally (inline HTML included).
-pub fn escape(s: &str) -> String {
+pub(crate) fn escape(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
         match c {
@@ -63,7 +63,7 @@ fn spans(v: &[Span], image_ext: Option<&str>) -> String {
 
 /// `image_ext`: `png` or `svg`, whichever charts were written (`None`: no chart files). An
 /// empty title writes no top heading (a comment that starts with its own).
-pub fn render(doc: &Doc, image_ext: Option<&str>) -> String {
+pub(crate) fn render(doc: &Doc, image_ext: Option<&str>) -> String {
     let mut out = String::new();
     if !doc.title.is_empty() {
         out.push_str(&format!("# {}\n\n", escape(&doc.title)));

@@ -4,8 +4,8 @@
 //! self-contained HTML page ([`html`]). It knows nothing of results files, so both stages
 //! depend on it and neither on the other.
 
-pub mod doc;
-pub mod html;
-pub mod markdown;
-pub mod table;
-pub mod text;
+pub(crate) mod doc;
+pub(crate) mod html;
+pub(crate) mod markdown;
+pub(crate) mod table;
+pub(crate) mod text;

@@ -29,7 +29,7 @@ pub enum NumFmt {
 
 /// How strongly a flagged cell asks for attention (HTML colours it by this).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Tone {
+pub(crate) enum Tone {
     Bad,
     Good,
     Neutral,
@@ -37,7 +37,7 @@ pub enum Tone {
 
 /// One table cell.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Cell {
+pub(crate) enum Cell {
     Empty,
     Bool(bool),
     Int(i64),
@@ -50,22 +50,22 @@ pub enum Cell {
 }
 
 impl Cell {
-    pub fn text(s: impl Into<String>) -> Cell {
+    pub(crate) fn text(s: impl Into<String>) -> Cell {
         Cell::Text(s.into())
     }
-    pub fn num(v: f64, f: NumFmt) -> Cell {
+    pub(crate) fn num(v: f64, f: NumFmt) -> Cell {
         if v.is_finite() {
             Cell::Num(v, f)
         } else {
             Cell::Empty
         }
     }
-    pub fn opt(v: Option<f64>, f: NumFmt) -> Cell {
+    pub(crate) fn opt(v: Option<f64>, f: NumFmt) -> Cell {
         v.map_or(Cell::Empty, |v| Cell::num(v, f))
     }
 
     /// Exact text for CSV (numbers round-trip).
-    pub fn raw(&self) -> String {
+    pub(crate) fn raw(&self) -> String {
         match self {
             Cell::Empty => String::new(),
             Cell::Bool(b) => b.to_string(),
@@ -77,7 +77,7 @@ impl Cell {
     }
 
     /// Text for people.
-    pub fn display(&self) -> String {
+    pub(crate) fn display(&self) -> String {
         match self {
             Cell::Num(v, f) => format_num(*v, *f),
             other => other.raw(),
@@ -85,7 +85,7 @@ impl Cell {
     }
 
     /// The number behind a cell, for sorting.
-    pub fn sort_value(&self) -> Option<f64> {
+    pub(crate) fn sort_value(&self) -> Option<f64> {
         match self {
             Cell::Int(v) => Some(*v as f64),
             Cell::UInt(v) => Some(*v as f64),
@@ -96,7 +96,7 @@ impl Cell {
 }
 
 /// `v` with 4 significant digits, without an exponent for everyday magnitudes.
-pub fn sig(v: f64, digits: i32) -> String {
+pub(crate) fn sig(v: f64, digits: i32) -> String {
     if v == 0.0 || !v.is_finite() {
         return format!("{v}");
     }
@@ -108,7 +108,7 @@ pub fn sig(v: f64, digits: i32) -> String {
     format!("{v:.decimals$}")
 }
 
-pub fn format_num(v: f64, f: NumFmt) -> String {
+pub(crate) fn format_num(v: f64, f: NumFmt) -> String {
     match f {
         NumFmt::Sig => sig(v, 4),
         NumFmt::Seconds => crate::units::format_seconds(v),
@@ -146,7 +146,7 @@ pub fn format_num(v: f64, f: NumFmt) -> String {
 }
 
 /// A signed relative change: `+12.3%`, `−0.45%` (a true minus sign; no `−0.00%`).
-pub fn signed_percent(x: f64) -> String {
+pub(crate) fn signed_percent(x: f64) -> String {
     let v = x * 100.0;
     let s = if v.abs() < 10.0 {
         format!("{:.2}%", v.abs())
@@ -162,34 +162,34 @@ pub fn signed_percent(x: f64) -> String {
 
 /// A table: named columns and rows of cells.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Table {
+pub(crate) struct Table {
     pub columns: Vec<String>,
     pub rows: Vec<Vec<Cell>>,
 }
 
 impl Table {
-    pub fn new(columns: &[&str]) -> Table {
+    pub(crate) fn new(columns: &[&str]) -> Table {
         Table {
             columns: columns.iter().map(|s| s.to_string()).collect(),
             rows: Vec::new(),
         }
     }
-    pub fn push(&mut self, row: Vec<Cell>) {
+    pub(crate) fn push(&mut self, row: Vec<Cell>) {
         debug_assert_eq!(row.len(), self.columns.len());
         self.rows.push(row);
     }
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.rows.is_empty()
     }
     /// Per column: whether it holds numbers (shown right-aligned).
-    pub fn numeric_columns(&self) -> Vec<bool> {
+    pub(crate) fn numeric_columns(&self) -> Vec<bool> {
         (0..self.columns.len())
             .map(|j| self.rows.iter().any(|r| r[j].sort_value().is_some()))
             .collect()
     }
 
     /// RFC 4180 CSV: a header line, then one line per row; fields quoted when needed.
-    pub fn to_csv(&self) -> String {
+    pub(crate) fn to_csv(&self) -> String {
         let mut out = String::with_capacity(64 * self.rows.len() * self.columns.len().max(1));
         let line = |out: &mut String, cells: &mut dyn Iterator<Item = String>| {
             let mut first = true;
@@ -210,7 +210,7 @@ impl Table {
     }
 
     /// The named columns only, in the order given (missing names are skipped).
-    pub fn project(&self, names: &[&str]) -> Table {
+    pub(crate) fn project(&self, names: &[&str]) -> Table {
         let idx: Vec<usize> = names
             .iter()
             .filter_map(|n| self.columns.iter().position(|c| c == n))
@@ -247,7 +247,8 @@ fn csv_field(out: &mut String, s: &str) {
 
 /// Parses CSV written by [`Table::to_csv`] (quoted fields, CRLF or LF line ends); used by tests
 /// and by anyone checking an export round-trips.
-pub fn parse_csv(text: &str) -> Vec<Vec<String>> {
+#[cfg(test)]
+pub(crate) fn parse_csv(text: &str) -> Vec<Vec<String>> {
     let mut rows = Vec::new();
     let mut row = Vec::new();
     let mut field = String::new();

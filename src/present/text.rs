@@ -7,7 +7,7 @@ use super::doc::{Block, Doc, Span};
 use super::table::{Cell, Table};
 
 /// The whole document as text, ending in a newline.
-pub fn render(doc: &Doc) -> String {
+pub(crate) fn render(doc: &Doc) -> String {
     let mut out = String::new();
     // Whether the next part follows a title or heading directly (no blank line).
     let mut under_heading = false;
@@ -97,7 +97,7 @@ fn spans(v: &[Span]) -> String {
 
 /// Columns two spaces apart, indented by two; widths in characters (not bytes), numeric
 /// columns right-aligned, no trailing spaces.
-pub fn table(t: &Table) -> String {
+pub(crate) fn table(t: &Table) -> String {
     let cells: Vec<Vec<String>> = t
         .rows
         .iter()

@@ -16,7 +16,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 /// Marks a directory as a scalebench report (so a rerun may replace it).
-pub const MARKER: &str = ".scalebench-report";
+pub(crate) const MARKER: &str = ".scalebench-report";
 
 /// Which files to write.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -75,12 +75,12 @@ impl Outputs {
 }
 
 /// The output directory when none is given: reports/<UTC timestamp>.
-pub fn default_out_dir() -> PathBuf {
+pub(crate) fn default_out_dir() -> PathBuf {
     Path::new("reports").join(crate::results::utc_stamp(crate::results::now_unix_s()))
 }
 
 /// Checks the analysis options (the errors name the command-line option and the fix).
-pub fn check_options(o: &Options) -> Result<(), Error> {
+pub(crate) fn check_options(o: &Options) -> Result<(), Error> {
     if !(o.noisy_cv > 0.0 && o.noisy_cv.is_finite()) {
         return Err(Error::input(format!(
             "--noisy-cv {}: give the coefficient of variation above which a case is noisy, a number > 0 (e.g. 0.1 for 10 %)",

@@ -33,7 +33,7 @@ fn setup_key(p: &CaseParams) -> String {
 
 /// One measured ddp_step case as the report uses it.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Point {
+pub(crate) struct Point {
     pub setup: String,
     pub devices: u32,
     pub nodes: u32,
@@ -49,7 +49,7 @@ pub struct Point {
 }
 
 /// The measured (ok) ddp_step cases, in set-up then device-count order.
-pub fn points<'a>(cases: impl IntoIterator<Item = &'a CaseResult>) -> Vec<Point> {
+pub(crate) fn points<'a>(cases: impl IntoIterator<Item = &'a CaseResult>) -> Vec<Point> {
     let mut v: Vec<Point> = cases
         .into_iter()
         .filter(|c| c.params.workload == Workload::DdpStep && c.status == CaseStatus::Ok)
@@ -79,7 +79,13 @@ pub fn points<'a>(cases: impl IntoIterator<Item = &'a CaseResult>) -> Vec<Point>
 
 /// Scaling efficiency of step time against the set-up's smallest device count (pure; see
 /// the module docs). `None` for a non-positive time.
-pub fn scaling_efficiency(scaling: Scaling, p0: u32, t0_s: f64, p: u32, t_s: f64) -> Option<f64> {
+pub(crate) fn scaling_efficiency(
+    scaling: Scaling,
+    p0: u32,
+    t0_s: f64,
+    p: u32,
+    t_s: f64,
+) -> Option<f64> {
     if t0_s <= 0.0 || t_s <= 0.0 || p == 0 {
         return None;
     }
@@ -112,7 +118,7 @@ fn add_figures(doc: &mut Doc, figs: &[Figure], kind: &str) {
 
 /// Adds the ddp_step section (nothing when no case is a measured ddp_step), with the charts
 /// of [`super::plot::ddp`] among `figs`.
-pub fn section<'a>(
+pub(crate) fn section<'a>(
     doc: &mut Doc,
     cases: impl IntoIterator<Item = &'a CaseResult>,
     figs: &[Figure],
@@ -222,7 +228,7 @@ pub fn section<'a>(
 }
 
 /// The live table's header lines for ddp_step.
-pub fn console_header() -> Vec<String> {
+pub(crate) fn console_header() -> Vec<String> {
     vec![
         format!(
             "# {:>14} {:>8} {:>6} {:>8} {:>10} {:>10} {:>10} {:>10} {:>7} {:>10} {:>6}",
@@ -246,7 +252,7 @@ pub fn console_header() -> Vec<String> {
 }
 
 /// The live table's row for one ddp_step case (`status` is the wrong-count or status cell).
-pub fn console_row(c: &CaseResult, status: &str) -> String {
+pub(crate) fn console_row(c: &CaseResult, status: &str) -> String {
     let p = &c.params;
     let us = |t: f64| format!("{:.2}", t * 1e6);
     let m = c.ddp.as_ref();

@@ -8,7 +8,7 @@
 use crate::stats;
 
 /// The definitions of every derived figure, as (term, definition) pairs, for the report.
-pub const DEFINITIONS: &[(&str, &str)] = &[
+pub(crate) const DEFINITIONS: &[(&str, &str)] = &[
     (
         "time",
         "`time_s` of the results file: the mean over ranks of each rank's mean time per operation (nccl-tests `-a 1`, OSU's average latency).",
@@ -78,7 +78,7 @@ pub struct Spread {
 }
 
 /// Median, p5–p95 and cv of `samples_s`; `None` if there are no finite samples.
-pub fn spread(samples_s: &[f64]) -> Option<Spread> {
+pub(crate) fn spread(samples_s: &[f64]) -> Option<Spread> {
     let mut sorted: Vec<f64> = samples_s
         .iter()
         .copied()
@@ -100,7 +100,7 @@ pub fn spread(samples_s: &[f64]) -> Option<Spread> {
 }
 
 /// Whether a coefficient of variation marks a case as noisy (strictly above the threshold).
-pub fn is_noisy(cv: f64, threshold: f64) -> bool {
+pub(crate) fn is_noisy(cv: f64, threshold: f64) -> bool {
     cv > threshold
 }
 
@@ -116,7 +116,7 @@ pub struct Imbalance {
 }
 
 /// `None` with fewer than 2 ranks or a non-positive minimum (no ratio can be formed).
-pub fn imbalance(per_rank_mean_s: &[f64]) -> Option<Imbalance> {
+pub(crate) fn imbalance(per_rank_mean_s: &[f64]) -> Option<Imbalance> {
     if per_rank_mean_s.len() < 2 || per_rank_mean_s.iter().any(|x| !x.is_finite()) {
         return None;
     }
@@ -134,7 +134,7 @@ pub fn imbalance(per_rank_mean_s: &[f64]) -> Option<Imbalance> {
 
 /// Each rank's slowness: its mean / the median of all ranks' means. `None` with fewer than 2
 /// ranks or a non-positive median.
-pub fn slowness(per_rank_mean_s: &[f64]) -> Option<Vec<f64>> {
+pub(crate) fn slowness(per_rank_mean_s: &[f64]) -> Option<Vec<f64>> {
     if per_rank_mean_s.len() < 2 {
         return None;
     }
@@ -148,7 +148,7 @@ pub fn slowness(per_rank_mean_s: &[f64]) -> Option<Vec<f64>> {
 /// The p5–p95 interval of the ratio of one sample of `num` to one sample of `den` (every
 /// pairing; each set strided down to about 50 samples, so at most ~2,500 pairs). `None`
 /// without samples or with a non-positive denominator sample.
-pub fn ratio_interval(num_s: &[f64], den_s: &[f64]) -> Option<(f64, f64)> {
+pub(crate) fn ratio_interval(num_s: &[f64], den_s: &[f64]) -> Option<(f64, f64)> {
     if num_s.is_empty() || den_s.is_empty() || den_s.iter().any(|d| d.is_nan() || *d <= 0.0) {
         return None;
     }
@@ -194,7 +194,7 @@ pub struct Scaled {
 
 /// Speedup and efficiency of (`p`, `t_s`) against the baseline (`p0`, `t0_s`).
 /// `None` for non-positive times or device counts.
-pub fn scaling(kind: ScalingKind, p0: u32, t0_s: f64, p: u32, t_s: f64) -> Option<Scaled> {
+pub(crate) fn scaling(kind: ScalingKind, p0: u32, t0_s: f64, p: u32, t_s: f64) -> Option<Scaled> {
     if p0 == 0 || p == 0 || t0_s <= 0.0 || t_s <= 0.0 || !t0_s.is_finite() || !t_s.is_finite() {
         return None;
     }
@@ -218,7 +218,7 @@ pub fn scaling(kind: ScalingKind, p0: u32, t0_s: f64, p: u32, t_s: f64) -> Optio
 }
 
 /// Geometric mean of positive finite values; `None` if empty or any value is not positive.
-pub fn geomean(xs: &[f64]) -> Option<f64> {
+pub(crate) fn geomean(xs: &[f64]) -> Option<f64> {
     if xs.is_empty() || xs.iter().any(|x| !(*x > 0.0 && x.is_finite())) {
         return None;
     }
@@ -269,7 +269,7 @@ pub enum Winner {
 }
 
 /// `First` when the time ratio is below 1 − `tie_band`, `Second` when above 1 + `tie_band`.
-pub fn winner(time_ratio: f64, tie_band: f64) -> Winner {
+pub(crate) fn winner(time_ratio: f64, tie_band: f64) -> Winner {
     if time_ratio < 1.0 - tie_band {
         Winner::First
     } else if time_ratio > 1.0 + tie_band {
@@ -308,7 +308,7 @@ impl BandSummary {
 }
 
 /// Groups (band, ratio) pairs and summarises each band; bands in order, empty ones left out.
-pub fn band_summaries(ratios: &[(Band, f64)]) -> Vec<BandSummary> {
+pub(crate) fn band_summaries(ratios: &[(Band, f64)]) -> Vec<BandSummary> {
     let mut out = Vec::new();
     for band in [Band::Small, Band::Medium, Band::Large, Band::All] {
         let xs: Vec<f64> = ratios

@@ -31,7 +31,7 @@ impl Source {
 
 /// Reads every input; all must share one metrics version (numbers defined differently cannot be
 /// set side by side).
-pub fn load(paths: &[PathBuf]) -> Result<Vec<Source>, Error> {
+pub(crate) fn load(paths: &[PathBuf]) -> Result<Vec<Source>, Error> {
     if paths.is_empty() {
         return Err(Error::input(
             "no results given: name one or more results.json files or run directories",
@@ -77,7 +77,7 @@ pub struct Filter {
 }
 
 /// The parameter names a filter may use (those of [`CaseParams::canonical`]).
-pub fn filter_keys() -> Vec<String> {
+pub(crate) fn filter_keys() -> Vec<String> {
     canonical_pairs(&sample_params())
         .into_iter()
         .map(|(k, _)| k)
@@ -90,7 +90,7 @@ fn sample_params() -> CaseParams {
 }
 
 /// The (key, value) pairs of a case's canonical text, in its fixed order.
-pub fn canonical_pairs(p: &CaseParams) -> Vec<(String, String)> {
+pub(crate) fn canonical_pairs(p: &CaseParams) -> Vec<(String, String)> {
     p.canonical()
         .split(';')
         .filter_map(|kv| {
@@ -101,7 +101,7 @@ pub fn canonical_pairs(p: &CaseParams) -> Vec<(String, String)> {
 }
 
 /// Parses `KEY=VALUE`; sizes may use binary units (`requested_bytes=1MiB`).
-pub fn parse_filter(text: &str) -> Result<Filter, Error> {
+pub(crate) fn parse_filter(text: &str) -> Result<Filter, Error> {
     let keys = filter_keys();
     let Some((k, v)) = text.split_once('=') else {
         return Err(Error::input(format!(
@@ -162,7 +162,7 @@ pub struct Selection {
 
 /// Chooses the cases: the newest measurement of each case id (by finish time; on a tie, the
 /// later input wins), then the filters. An empty result is an error naming the values present.
-pub fn select(sources: &[Source], filters: &[Filter]) -> Result<Selection, Error> {
+pub(crate) fn select(sources: &[Source], filters: &[Filter]) -> Result<Selection, Error> {
     let mut newest: HashMap<&str, Pick> = HashMap::new();
     let mut order: Vec<&str> = Vec::new();
     let mut duplicates = 0;

@@ -2,16 +2,16 @@
 //! [`crate::run::console`]).
 
 pub mod analyze;
-pub mod build;
-pub mod ddp;
-pub mod derive;
-pub use crate::present::doc;
-pub mod document;
-pub use crate::present::html;
-pub mod load;
-pub use crate::present::markdown;
-pub mod model;
-pub mod plot;
-pub mod table;
+pub(crate) mod build;
+pub(crate) mod ddp;
+pub(crate) mod derive;
+pub(crate) use crate::present::doc;
+pub(crate) mod document;
+pub(crate) use crate::present::html;
+pub(crate) mod load;
+pub(crate) use crate::present::markdown;
+pub(crate) mod model;
+pub(crate) mod plot;
+pub(crate) mod table;
 
 pub use build::{generate, run, Outputs, Request, Written};

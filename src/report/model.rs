@@ -11,7 +11,7 @@
 use crate::params::Workload;
 
 /// The definitions of the model figures, as (term, definition) pairs, for the report.
-pub const DEFINITIONS: &[(&str, &str)] = &[
+pub(crate) const DEFINITIONS: &[(&str, &str)] = &[
     (
         "α–β fit (per set-up)",
         "Hockney's model time = α + β·F·S fitted to the headline times of every size of one collective, variant and set-up (F = the busbw factor, so β is seconds per bus byte). Weighted least squares with weights 1/t² (it minimises the relative residuals, so small and large sizes count alike), made robust by Huber reweighting (a point whose relative residual lies beyond 1.345 robust standard deviations, 1.4826 × MAD, counts less; `N down-weighted` names how many did, e.g. preempted measurements), with α, β ≥ 0 (`constrained` marks fits where the free optimum was negative). α (µs) is the latency of a zero-byte operation; 1/β (GB/s) the asymptotic bus bandwidth. R² = 1 − Σ r² / Σ ((t − t̄_w)/t)² with relative residuals r = (t − t̂)/t and t̄_w the weighted mean; residuals are reported as their RMS and largest |r|. At least 3 sizes are needed; 1-device set-ups move no data and are not fitted.",
@@ -35,14 +35,14 @@ pub const DEFINITIONS: &[(&str, &str)] = &[
 ];
 
 /// A held-out median error above this marks a form's predictions as unreliable.
-pub const UNRELIABLE_HOLDOUT: f64 = 0.25;
+pub(crate) const UNRELIABLE_HOLDOUT: f64 = 0.25;
 
 /// Fewest points a two-coefficient fit accepts (two coefficients plus one degree of freedom).
-pub const MIN_POINTS: usize = 3;
+pub(crate) const MIN_POINTS: usize = 3;
 
 /// One observation of time = a·u + b·v.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Obs {
+pub(crate) struct Obs {
     pub u: f64,
     pub v: f64,
     pub t: f64,
@@ -103,7 +103,7 @@ const MAX_IRLS_ROUNDS: usize = 50;
 /// Gaussian noise the fit keeps 95 % of least squares' efficiency (and some points beyond
 /// 1.345 σ count slightly less). Observations with a non-positive or non-finite time are left
 /// out.
-pub fn fit_nonneg(obs: &[Obs]) -> Result<Fit, FitError> {
+pub(crate) fn fit_nonneg(obs: &[Obs]) -> Result<Fit, FitError> {
     let obs: Vec<Obs> = obs
         .iter()
         .copied()
@@ -158,7 +158,7 @@ pub fn fit_nonneg(obs: &[Obs]) -> Result<Fit, FitError> {
 
 /// Huber weights of relative residuals: 1 inside k robust standard deviations, k·s/|r|
 /// beyond. All 1 when the residuals have no spread (exact data).
-pub fn huber_weights(residuals: &[f64]) -> Vec<f64> {
+pub(crate) fn huber_weights(residuals: &[f64]) -> Vec<f64> {
     let ones = vec![1.0; residuals.len()];
     let Some(mid) = crate::stats::median(residuals) else {
         return ones;
@@ -236,7 +236,7 @@ impl Hockney {
 }
 
 /// Fits Hockney's model to (bus bytes F·S, time) points of one set-up.
-pub fn fit_hockney(points: &[(f64, f64)]) -> Result<Hockney, FitError> {
+pub(crate) fn fit_hockney(points: &[(f64, f64)]) -> Result<Hockney, FitError> {
     let obs: Vec<Obs> = points
         .iter()
         .map(|&(x, t)| Obs { u: 1.0, v: x, t })
@@ -250,7 +250,7 @@ pub fn fit_hockney(points: &[(f64, f64)]) -> Result<Hockney, FitError> {
 }
 
 /// Most regimes (protocol or algorithm ranges) one size curve is split into.
-pub const MAX_REGIMES: usize = 3;
+pub(crate) const MAX_REGIMES: usize = 3;
 
 /// The penalty per segment, in units of ln n on the n·ln(RSS/n) scale. Plain BIC (3 per
 /// segment: 2 coefficients and a breakpoint) splits one-regime data too often, because the
@@ -390,7 +390,7 @@ impl RangeSums {
 /// per segment is doubled, see [`PENALTY_PER_SEGMENT`]), so each extra segment must pay
 /// 6·ln n. Residuals below 0.01 % count as 0.01 % (no split chases rounding). Each
 /// segment is then fitted like [`fit_hockney`] (robust, α, β ≥ 0).
-pub fn fit_regimes(points: &[(f64, f64)]) -> Result<Regimes, FitError> {
+pub(crate) fn fit_regimes(points: &[(f64, f64)]) -> Result<Regimes, FitError> {
     let single = fit_hockney(points)?;
     let mut pts: Vec<(f64, f64)> = points
         .iter()
@@ -583,7 +583,7 @@ const ROOTED: &[Form] = &[
 
 /// The forms fitted for a collective (none for GEMMs). Costs of the reduction arithmetic (γ)
 /// are not separated: they fold into β.
-pub fn forms(w: Workload) -> &'static [Form] {
+pub(crate) fn forms(w: Workload) -> &'static [Form] {
     match w {
         Workload::Allreduce => ALLREDUCE,
         Workload::Allgather | Workload::ReduceScatter => GATHER_SCATTER,
@@ -595,7 +595,7 @@ pub fn forms(w: Workload) -> &'static [Form] {
 
 /// One measured point across scales.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct ScalePoint {
+pub(crate) struct ScalePoint {
     pub devices: u32,
     /// S, bytes.
     pub bytes: f64,
@@ -666,7 +666,7 @@ fn obs_for(form: &Form, pts: &[ScalePoint]) -> Vec<Obs> {
 /// Fits every form of `w` to points across device counts. Points on 1 device are left out (no
 /// data moves between devices). Needs at least 2 device counts ≥ 2; the held-out check needs
 /// enough points below the largest device count.
-pub fn fit_scales(w: Workload, points: &[ScalePoint]) -> Result<ScaleModel, FitError> {
+pub(crate) fn fit_scales(w: Workload, points: &[ScalePoint]) -> Result<ScaleModel, FitError> {
     let forms = forms(w);
     if forms.is_empty() {
         return Err(FitError::NotApplicable(format!(

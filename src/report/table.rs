@@ -14,12 +14,12 @@ use serde::ser::{self, Serialize};
 use std::collections::HashMap;
 use std::fmt;
 
-pub use crate::present::table::{format_num, parse_csv, sig, Cell, NumFmt, Table};
+pub(crate) use crate::present::table::{sig, Cell, NumFmt, Table};
 
 /// Flattens any serialisable value into (path, cell) pairs, in the value's field order.
 /// Objects nest with `.`; arrays of objects are indexed (`phases.0.name`); arrays of scalars
 /// are left out. A serde `Serializer` that never produces text, so it is cheap per case.
-pub fn flatten<T: Serialize>(prefix: &str, value: &T, out: &mut Vec<(String, Cell)>) {
+pub(crate) fn flatten<T: Serialize>(prefix: &str, value: &T, out: &mut Vec<(String, Cell)>) {
     // Every type of the results schema serialises; a custom error cannot occur.
     let _ = value.serialize(Flat {
         prefix: prefix.to_string(),
@@ -326,7 +326,7 @@ fn num_fmt_for(path: &str) -> NumFmt {
 
 /// The flattened case: every schema field, then where it came from, then what the report
 /// derives from it alone. THE one definition of a case row.
-pub fn case_row(entry: &Entry, sources: &[Source]) -> Vec<(String, Cell)> {
+pub(crate) fn case_row(entry: &Entry, sources: &[Source]) -> Vec<(String, Cell)> {
     let mut row = Vec::with_capacity(80);
     flatten("", entry.case, &mut row);
     let src = &sources[entry.source];
@@ -408,7 +408,7 @@ fn merge_columns(rows: &[Vec<(String, Cell)>]) -> Vec<String> {
 
 /// One row per case, every column any case has (THE flattening, used by results.csv and the
 /// HTML case table).
-pub fn case_table(entries: &[Entry], sources: &[Source]) -> Table {
+pub(crate) fn case_table(entries: &[Entry], sources: &[Source]) -> Table {
     let rows: Vec<Vec<(String, Cell)>> = entries.iter().map(|e| case_row(e, sources)).collect();
     let columns = merge_columns(&rows);
     let index: HashMap<&str, usize> = columns

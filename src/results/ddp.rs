@@ -53,7 +53,12 @@ pub struct DdpMetrics {
 
 /// exposed = max(0, step − compute); efficiency = clamp(1 − exposed / comm, 0, 1), `None`
 /// with one device or a zero `comm_s` (pure; see the module docs).
-pub fn overlap(step_s: f64, compute_s: f64, comm_s: f64, devices: u32) -> (f64, Option<f64>) {
+pub(crate) fn overlap(
+    step_s: f64,
+    compute_s: f64,
+    comm_s: f64,
+    devices: u32,
+) -> (f64, Option<f64>) {
     let exposed = (step_s - compute_s).max(0.0);
     let eff = (devices > 1 && comm_s > 0.0).then(|| (1.0 - exposed / comm_s).clamp(0.0, 1.0));
     (exposed, eff)

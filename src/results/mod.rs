@@ -1,8 +1,8 @@
 //! Results: the versioned file format ([`schema`]) and crash-safe reading and writing ([`io`]).
 
-pub mod ddp;
+pub(crate) mod ddp;
 pub mod io;
-pub mod representative;
+pub(crate) mod representative;
 pub mod schema;
 
 use std::time::{SystemTime, UNIX_EPOCH};

@@ -15,17 +15,19 @@ use crate::params::{BackendKind, Binding, CaseParams};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// More busy threads on a host than CPUs it offered the job.
-pub const OVERSUBSCRIBED: &str = "oversubscribed";
+pub(crate) const OVERSUBSCRIBED: &str = "oversubscribed";
 /// Several nodes emulated on one host.
-pub const EMULATED_NODES: &str = "emulated_nodes";
+pub(crate) const EMULATED_NODES: &str = "emulated_nodes";
 /// A binding put more busy threads on a set of cores than it has.
-pub const SHARED_CORES: &str = "shared_cores";
+pub(crate) const SHARED_CORES: &str = "shared_cores";
 /// The CPU clock changed by more than [`FREQUENCY_CHANGE`] while the case ran.
-pub const CPU_FREQUENCY_CHANGED: &str = "cpu_frequency_changed";
+#[cfg_attr(not(feature = "mpi"), allow(dead_code))] // used by the run stage
+pub(crate) const CPU_FREQUENCY_CHANGED: &str = "cpu_frequency_changed";
 
 /// A relative change of the CPU clock between the start and the end of a case above this
 /// makes the case unrepresentative (turbo and power states move clocks by 10–40 %).
-pub const FREQUENCY_CHANGE: f64 = 0.10;
+#[cfg_attr(not(feature = "mpi"), allow(dead_code))] // used by the run stage
+pub(crate) const FREQUENCY_CHANGE: f64 = 0.10;
 
 /// Environment variables that start an asynchronous MPI progress thread per rank (a busy
 /// thread the launch did not ask for), with the values that switch it on.
@@ -47,7 +49,7 @@ fn warning(kind: &str, detail: String) -> Unrepresentative {
 /// recorded reasons, those its launch's provenance gives for the case's own thread count
 /// (so files written before these were recorded are judged too), and the launch's recorded
 /// ones; one per kind, the case's own first. Empty means representative.
-pub fn assess(case: &CaseResult, launch: Option<&LaunchRecord>) -> Vec<Unrepresentative> {
+pub(crate) fn assess(case: &CaseResult, launch: Option<&LaunchRecord>) -> Vec<Unrepresentative> {
     let threads = case.params.threads_per_device.unwrap_or(1);
     let mut out: Vec<Unrepresentative> = Vec::new();
     let derived = launch.map_or_else(Vec::new, |l| assess_launch(l, threads));
@@ -62,7 +64,7 @@ pub fn assess(case: &CaseResult, launch: Option<&LaunchRecord>) -> Vec<Unreprese
 
 /// [`assess`] for a case of `file`, with the launch it ran in looked up by id (the last
 /// record of that launch, as `report` does).
-pub fn assess_in(file: &ResultsFile, case: &CaseResult) -> Vec<Unrepresentative> {
+pub(crate) fn assess_in(file: &ResultsFile, case: &CaseResult) -> Vec<Unrepresentative> {
     let launch = file
         .launches
         .iter()
@@ -72,13 +74,17 @@ pub fn assess_in(file: &ResultsFile, case: &CaseResult) -> Vec<Unrepresentative>
 }
 
 /// Whether nothing makes `case` unrepresentative ([`assess`] is empty).
-pub fn is_representative(case: &CaseResult, launch: Option<&LaunchRecord>) -> bool {
+#[cfg(test)]
+pub(crate) fn is_representative(case: &CaseResult, launch: Option<&LaunchRecord>) -> bool {
     assess(case, launch).is_empty()
 }
 
 /// The reasons a launch's provenance gives when each device runs `threads_per_device` busy
 /// threads (1 for collectives). Nothing without provenance (nothing is known).
-pub fn assess_launch(launch: &LaunchRecord, threads_per_device: u32) -> Vec<Unrepresentative> {
+pub(crate) fn assess_launch(
+    launch: &LaunchRecord,
+    threads_per_device: u32,
+) -> Vec<Unrepresentative> {
     let Some(p) = &launch.provenance else {
         return Vec::new();
     };
@@ -129,7 +135,8 @@ pub fn assess_launch(launch: &LaunchRecord, threads_per_device: u32) -> Vec<Unre
 
 /// The reasons `params`' own thread count adds to its launch's recorded ones (a GEMM with
 /// several threads per device can oversubscribe a launch whose collectives fit).
-pub fn case_specific(launch: &LaunchRecord, params: &CaseParams) -> Vec<Unrepresentative> {
+#[cfg_attr(not(feature = "mpi"), allow(dead_code))] // used by the run stage
+pub(crate) fn case_specific(launch: &LaunchRecord, params: &CaseParams) -> Vec<Unrepresentative> {
     let threads = params.threads_per_device.unwrap_or(1);
     if threads <= 1 {
         return Vec::new();
@@ -301,7 +308,8 @@ fn shared_cores(groups: &[Busy]) -> Vec<String> {
 /// The CPU clock's change over a case, from per-CPU readings (MHz, same CPUs in the same
 /// order) at its start and end: a warning when the median clock moved by more than
 /// [`FREQUENCY_CHANGE`] of the lower one. `None` when unreadable (no readings) or steady.
-pub fn frequency_change(
+#[cfg_attr(not(feature = "mpi"), allow(dead_code))] // used by the run stage
+pub(crate) fn frequency_change(
     host: &str,
     start_mhz: &[f64],
     end_mhz: &[f64],

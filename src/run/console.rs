@@ -8,7 +8,7 @@ use std::fmt::Write;
 
 /// Formats finished cases into table lines as they arrive.
 #[derive(Default)]
-pub struct TablePrinter {
+pub(crate) struct TablePrinter {
     block: Option<(Workload, Timing, LaunchShape)>,
     /// An out-of-place row waiting for its in-place partner.
     pending: Option<CaseResult>,
@@ -43,12 +43,12 @@ fn coll_cells(c: Option<&CaseResult>) -> String {
 }
 
 impl TablePrinter {
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self::default()
     }
 
     /// Lines to print for a finished case (possibly none until its partner arrives).
-    pub fn push(&mut self, c: &CaseResult) -> Vec<String> {
+    pub(crate) fn push(&mut self, c: &CaseResult) -> Vec<String> {
         let mut out = Vec::new();
         let key = (c.params.workload, c.params.timing, c.params.launch_shape());
         if self.block != Some(key) {
@@ -101,7 +101,7 @@ impl TablePrinter {
     }
 
     /// Lines still held back (call at the end of the run).
-    pub fn flush(&mut self) -> Vec<String> {
+    pub(crate) fn flush(&mut self) -> Vec<String> {
         self.flush_pending()
     }
 }
@@ -242,7 +242,7 @@ fn gemm_row(c: &CaseResult) -> String {
 }
 
 /// One closing line: counts per status.
-pub fn summary_line(cases: &[CaseResult]) -> String {
+pub(crate) fn summary_line(cases: &[CaseResult]) -> String {
     let count = |s: CaseStatus| cases.iter().filter(|c| c.status == s).count();
     format!(
         "# {} case(s): {} ok, {} wrong, {} failed, {} skipped, {} timed out; wrong elements in total: {}",

@@ -2,11 +2,11 @@
 //! a typed [`Request`]), the pure step that turns a measurement into a result record
 //! ([`record`]), and the live table rank 0 prints ([`console`]).
 
-pub mod console;
+pub(crate) mod console;
 #[cfg(feature = "mpi")]
 pub mod job;
 #[cfg(feature = "mpi")]
-pub mod watchdog;
+pub(crate) mod watchdog;
 
 use crate::params::CaseParams;
 use crate::results::schema::{CaseResult, CaseStatus};

@@ -19,7 +19,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 /// Exit code of a job the watchdog ended (a runtime failure, as README documents).
-pub const EXIT_WATCHDOG: i32 = 4;
+pub(crate) const EXIT_WATCHDOG: i32 = 4;
 
 /// How long rank 0 waits for the other ranks' states once its deadline has passed.
 const GATHER_GRACE: Duration = Duration::from_secs(5);
@@ -29,7 +29,7 @@ const TICK: Duration = Duration::from_millis(250);
 
 /// One rank's state when its deadline passed.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct RankState {
+pub(crate) struct RankState {
     pub rank: u32,
     pub host: String,
     pub pid: u32,
@@ -41,7 +41,7 @@ pub struct RankState {
 
 /// Which ranks had arrived at the step the job is stuck in, from every rank's state (`None`:
 /// the rank did not answer). Pure, so the wording is tested without a hang.
-pub fn diagnose(states: &[Option<RankState>]) -> String {
+pub(crate) fn diagnose(states: &[Option<RankState>]) -> String {
     let reached = states
         .iter()
         .flatten()
@@ -135,10 +135,10 @@ struct Shared {
 
 /// What rank 0 does with the diagnosis before the job is aborted: keep finished results.
 /// It returns where they were kept, for the message.
-pub type OnExpiry = Box<dyn FnOnce(&str, &str) -> Option<String> + Send>;
+pub(crate) type OnExpiry = Box<dyn FnOnce(&str, &str) -> Option<String> + Send>;
 
 /// The watchdog thread of one rank; stops when dropped.
-pub struct Watchdog {
+pub(crate) struct Watchdog {
     shared: Arc<Shared>,
     thread: Option<JoinHandle<()>>,
 }
@@ -147,7 +147,7 @@ impl Watchdog {
     /// Starts the thread. `on_expiry(what, diagnosis)` runs on rank 0 only. `watch_parent`:
     /// exit when the parent (the launcher's process on this node) goes away; off for a rank
     /// started alone, whose parent is a shell that may exit without harm (`nohup`).
-    pub fn start(
+    pub(crate) fn start(
         rank: u32,
         size: u32,
         watch_parent: bool,
@@ -168,12 +168,12 @@ impl Watchdog {
     }
 
     /// Where ranks exchange their states (`<out>/.watchdog`), once the run directory is known.
-    pub fn set_report_dir(&self, dir: PathBuf) {
+    pub(crate) fn set_report_dir(&self, dir: PathBuf) {
         self.lock().report_dir = Some(dir);
     }
 
     /// Expects `what` to finish within `limit`.
-    pub fn arm(&self, what: String, limit: Duration) {
+    pub(crate) fn arm(&self, what: String, limit: Duration) {
         self.lock().armed = Some(Armed {
             what,
             since: Instant::now(),
@@ -181,7 +181,7 @@ impl Watchdog {
         });
     }
 
-    pub fn disarm(&self) {
+    pub(crate) fn disarm(&self) {
         self.lock().armed = None;
     }
 
@@ -313,7 +313,7 @@ fn expire(
 }
 
 /// Ends every rank of the job with exit 4.
-pub fn abort_job() -> ! {
+pub(crate) fn abort_job() -> ! {
     // SAFETY: MPI_Abort on the world communicator ends every rank of the job; OpenMPI allows
     // it from any thread (the main thread is blocked and cannot be asked).
     unsafe {

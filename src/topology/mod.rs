@@ -5,7 +5,7 @@ pub mod binding;
 #[cfg(feature = "mpi")]
 pub mod hwloc;
 pub mod identity;
-pub mod machine;
+pub(crate) mod machine;
 pub mod report;
 
 use crate::results::schema::HostInfo;

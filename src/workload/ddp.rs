@@ -43,25 +43,25 @@ use crate::results::ddp::{overlap, DdpMetrics};
 use crate::results::schema::PhaseResult;
 
 /// Gradient bucket capacity when none is given: PyTorch DDP's `bucket_cap_mb` default.
-pub const DEFAULT_BUCKET_BYTES: u64 = 25 << 20;
+pub(crate) const DEFAULT_BUCKET_BYTES: u64 = 25 << 20;
 /// The first bucket's capacity when none is given: PyTorch DDP's
 /// `dist._DEFAULT_FIRST_BUCKET_BYTES` (1 MiB), so the first all-reduce starts early in
 /// backward. 0 gives the first bucket the same capacity as the others.
-pub const DEFAULT_FIRST_BUCKET_BYTES: u64 = 1 << 20;
+pub(crate) const DEFAULT_FIRST_BUCKET_BYTES: u64 = 1 << 20;
 /// Model when none is given.
-pub const DEFAULT_MODEL: &str = "mlp-tiny";
+pub(crate) const DEFAULT_MODEL: &str = "mlp-tiny";
 /// Progress strategy of the CPU backend when none is given: a progress thread. On this
 /// project's loaded 2-core machine (ci/ddp-progress.sh, 5 alternating pairs, 2 ranks) `MPI_Test`
 /// between GEMM tiles gave 1.42× the thread's median step time for a compute-heavy step
 /// (1024²×8, batch 64) and 6.4× for a communication-bound one (256²×8): the computing thread
 /// never spins in MPI, so the scheduler does not demote it, and progress does not depend on
 /// GEMM granularity (as with Horovod's background thread). `test` stays available.
-pub const DEFAULT_PROGRESS: Progress = Progress::Thread;
+pub(crate) const DEFAULT_PROGRESS: Progress = Progress::Thread;
 /// Samples per device (weak scaling) when none is given.
-pub const DEFAULT_BATCH: u32 = 32;
+pub(crate) const DEFAULT_BATCH: u32 = 32;
 
 /// Named models: (name, layers, what it is).
-pub const PRESETS: &[(&str, &str, &str)] = &[
+pub(crate) const PRESETS: &[(&str, &str, &str)] = &[
     (
         "mlp-tiny",
         "256x256x4",
@@ -86,20 +86,20 @@ pub const PRESETS: &[(&str, &str, &str)] = &[
 
 /// One dense layer: `d_in` inputs, `d_out` outputs, `d_in × d_out` weights.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Layer {
+pub(crate) struct Layer {
     pub d_in: u64,
     pub d_out: u64,
 }
 
 impl Layer {
-    pub fn params(&self) -> u64 {
+    pub(crate) fn params(&self) -> u64 {
         self.d_in * self.d_out
     }
 }
 
 /// A model: its layers, input first.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Model {
+pub(crate) struct Model {
     pub layers: Vec<Layer>,
 }
 
@@ -111,7 +111,7 @@ const MAX_LAYERS: u64 = 10_000;
 impl Model {
     /// A preset name ([`PRESETS`]) or layers joined by `+`, each `IxO` (one layer) or `IxOxN`
     /// (N equal layers): `256x256x4+256x10`.
-    pub fn parse(text: &str) -> Result<Model, String> {
+    pub(crate) fn parse(text: &str) -> Result<Model, String> {
         let t = text.trim();
         if let Some((_, layers, _)) = PRESETS.iter().find(|(n, _, _)| n.eq_ignore_ascii_case(t)) {
             return Model::parse(layers);
@@ -147,14 +147,14 @@ impl Model {
         Ok(Model { layers })
     }
 
-    pub fn params(&self) -> u64 {
+    pub(crate) fn params(&self) -> u64 {
         self.layers.iter().map(Layer::params).sum()
     }
 }
 
 /// Where layer gradients go: buckets in backward order (bucket 0 holds the last layers).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct BucketPlan {
+pub(crate) struct BucketPlan {
     /// Elements of each bucket.
     pub lens: Vec<usize>,
     /// For each layer: (bucket, element offset in it).
@@ -169,7 +169,12 @@ impl BucketPlan {
     /// cap is `first_cap_bytes` (DDP's `_DEFAULT_FIRST_BUCKET_BYTES`, 1 MiB: the first
     /// all-reduce starts early), every later bucket's `cap_bytes`; `first_cap_bytes = 0`
     /// gives the first bucket the same cap as the others.
-    pub fn new(model: &Model, elem_bytes: u64, cap_bytes: u64, first_cap_bytes: u64) -> BucketPlan {
+    pub(crate) fn new(
+        model: &Model,
+        elem_bytes: u64,
+        cap_bytes: u64,
+        first_cap_bytes: u64,
+    ) -> BucketPlan {
         let mut plan = BucketPlan {
             lens: Vec::new(),
             slot: vec![(0, 0); model.layers.len()],
@@ -210,17 +215,17 @@ fn g_val(x: u64) -> f64 {
     (x % Q as u64) as f64 - 2.0
 }
 /// X of device `d`, layer `l`: sample `b`, input `i`.
-pub fn x_entry(d: u64, l: u64, b: u64, i: u64) -> f64 {
+pub(crate) fn x_entry(d: u64, l: u64, b: u64, i: u64) -> f64 {
     f_val(b + i + d + l)
 }
 /// dY of layer `l`: sample `b`, output `j` (the same on every device).
-pub fn dy_entry(l: u64, b: u64, j: u64) -> f64 {
+pub(crate) fn dy_entry(l: u64, b: u64, j: u64) -> f64 {
     g_val(b + j + 2 * l)
 }
 
 /// The summed gradient over devices with `batches[d]` samples each, by
 /// `((i + l) mod 7, (j + 2l) mod 5)` (pure).
-pub fn expected_table(batches: &[u64]) -> [[f64; Q]; P] {
+pub(crate) fn expected_table(batches: &[u64]) -> [[f64; Q]; P] {
     let mut t = [[0.0; Q]; P];
     for (a, row) in t.iter_mut().enumerate() {
         for (c, v) in row.iter_mut().enumerate() {
@@ -235,7 +240,7 @@ pub fn expected_table(batches: &[u64]) -> [[f64; Q]; P] {
 }
 
 /// Samples device `d` of `n` computes per step.
-pub fn device_batch(batch: u32, scaling: Scaling, d: u32, n: u32) -> u64 {
+pub(crate) fn device_batch(batch: u32, scaling: Scaling, d: u32, n: u32) -> u64 {
     match scaling {
         Scaling::Weak => u64::from(batch),
         Scaling::Strong => {
@@ -246,7 +251,7 @@ pub fn device_batch(batch: u32, scaling: Scaling, d: u32, n: u32) -> u64 {
 }
 
 /// FLOP of one step on a device with `batch` samples.
-pub fn step_flops(model: &Model, batch: u64) -> f64 {
+pub(crate) fn step_flops(model: &Model, batch: u64) -> f64 {
     model
         .layers
         .iter()
@@ -265,7 +270,7 @@ pub fn step_flops(model: &Model, batch: u64) -> f64 {
 /// pre-multiplies every input by fl(1/n) and sums; the rounding error is at most γ·Σ|x_d|/n
 /// ≤ γ·6·`max_batch` (every gradient element is at most 3 · 2 · its device's batch), and
 /// `collective_tol` ≥ γ, so the bound holds even where the mean is near 0 (pure).
-pub fn avg_tolerance(collective_tol: f64, max_batch: u64) -> f64 {
+pub(crate) fn avg_tolerance(collective_tol: f64, max_batch: u64) -> f64 {
     if collective_tol <= 0.0 {
         return 0.0;
     }
@@ -599,7 +604,7 @@ fn time_modes<B: Backend, C: HostComm>(
         .collect())
 }
 
-pub fn run<B: Backend, C: HostComm>(
+pub(crate) fn run<B: Backend, C: HostComm>(
     backend: &mut B,
     comm: &C,
     params: &CaseParams,

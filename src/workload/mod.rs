@@ -7,7 +7,7 @@
 
 pub mod batch;
 pub mod collective;
-pub mod ddp;
+pub(crate) mod ddp;
 pub mod gemm_check;
 pub mod matmul;
 pub mod pattern;

@@ -90,7 +90,7 @@ impl<T> Excl<T> {
     /// No other reference to the value is used while the returned one lives.
     #[allow(clippy::mut_from_ref)]
     pub(super) unsafe fn get(&self) -> &mut T {
-        &mut *self.0
+        unsafe { &mut *self.0 }
     }
     /// Element `i` of the slice that starts here.
     ///
@@ -98,7 +98,7 @@ impl<T> Excl<T> {
     /// As [`Excl::get`], and `i` within the slice.
     #[allow(clippy::mut_from_ref)]
     pub(super) unsafe fn at(&self, i: usize) -> &mut T {
-        &mut *self.0.add(i)
+        unsafe { &mut *self.0.add(i) }
     }
 }
 
@@ -177,7 +177,7 @@ pub(super) unsafe fn reduce_range<T: Arith>(
     r: Range<usize>,
     op: ReduceOp,
 ) {
-    fold_into(dst, r.start, srcs, r.start, r.len(), op)
+    unsafe { fold_into(dst, r.start, srcs, r.start, r.len(), op) }
 }
 
 /// dst[at..at+len] = fold(op, srcs[..][from..from+len]). The destination may be the first
@@ -193,14 +193,16 @@ pub(super) unsafe fn fold_into<T: Arith>(
     len: usize,
     op: ReduceOp,
 ) {
-    let d = dst.0.add(at);
-    let first = srcs[0].0.add(from);
-    if !std::ptr::eq(d, first) {
-        std::ptr::copy_nonoverlapping(first, d, len);
-    }
-    let d = std::slice::from_raw_parts_mut(d, len);
-    for s in &srcs[1..] {
-        T::fold_slice(op, d, std::slice::from_raw_parts(s.0.add(from), len));
+    unsafe {
+        let d = dst.0.add(at);
+        let first = srcs[0].0.add(from);
+        if !std::ptr::eq(d, first) {
+            std::ptr::copy_nonoverlapping(first, d, len);
+        }
+        let d = std::slice::from_raw_parts_mut(d, len);
+        for s in &srcs[1..] {
+            T::fold_slice(op, d, std::slice::from_raw_parts(s.0.add(from), len));
+        }
     }
 }
 
@@ -209,8 +211,10 @@ pub(super) unsafe fn fold_into<T: Arith>(
 /// # Safety
 /// The range valid and not used by another thread meanwhile.
 pub(super) unsafe fn divide_range<T: Arith>(dst: SyncPtr<T>, r: Range<usize>, n: u32) {
-    for x in std::slice::from_raw_parts_mut(dst.0.add(r.start), r.len()) {
-        *x = x.div_devices(n);
+    unsafe {
+        for x in std::slice::from_raw_parts_mut(dst.0.add(r.start), r.len()) {
+            *x = x.div_devices(n);
+        }
     }
 }
 
@@ -226,19 +230,21 @@ pub(super) unsafe fn copy_range<T: Arith>(
     len: usize,
     avg: Option<u32>,
 ) {
-    if std::ptr::eq(dst.0.add(at), src.0.add(from)) {
-        if let Some(n) = avg {
-            divide_range(dst, at..at + len, n);
+    unsafe {
+        if std::ptr::eq(dst.0.add(at), src.0.add(from)) {
+            if let Some(n) = avg {
+                divide_range(dst, at..at + len, n);
+            }
+            return;
         }
-        return;
-    }
-    let d = std::slice::from_raw_parts_mut(dst.0.add(at), len);
-    let s = std::slice::from_raw_parts(src.0.add(from), len);
-    match avg {
-        None => d.copy_from_slice(s),
-        Some(n) => {
-            for (x, y) in d.iter_mut().zip(s) {
-                *x = y.div_devices(n);
+        let d = std::slice::from_raw_parts_mut(dst.0.add(at), len);
+        let s = std::slice::from_raw_parts(src.0.add(from), len);
+        match avg {
+            None => d.copy_from_slice(s),
+            Some(n) => {
+                for (x, y) in d.iter_mut().zip(s) {
+                    *x = y.div_devices(n);
+                }
             }
         }
     }

@@ -38,7 +38,7 @@ use cudarc::driver::{CudaContext, CudaEvent, CudaStream};
 use std::ffi::c_void;
 use std::sync::Arc;
 
-pub use super::memory::DeviceBuf;
+pub(crate) use super::memory::DeviceBuf;
 
 /// One GPU this rank drives.
 pub(super) struct Device {

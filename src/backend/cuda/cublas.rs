@@ -22,10 +22,10 @@ use std::ffi::c_void;
 use std::sync::Arc;
 
 /// The environment variable that switches f32 GEMMs to TF32 tensor cores.
-pub const TF32_ENV: &str = "SCALEBENCH_CUDA_TF32";
+pub(crate) const TF32_ENV: &str = "SCALEBENCH_CUDA_TF32";
 
 /// Whether `SCALEBENCH_CUDA_TF32` asks for TF32 (`1`, `true`, `yes`, `on`).
-pub fn tf32_requested(value: Option<&str>) -> bool {
+pub(crate) fn tf32_requested(value: Option<&str>) -> bool {
     value.is_some_and(|v| {
         matches!(
             v.trim().to_ascii_lowercase().as_str(),
@@ -36,7 +36,7 @@ pub fn tf32_requested(value: Option<&str>) -> bool {
 
 /// One `cublasGemmStridedBatchedEx` call in cuBLAS's (column-major) terms.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Params {
+pub(crate) struct Params {
     pub m: i32,
     pub n: i32,
     pub k: i32,
@@ -77,7 +77,7 @@ fn int(what: &'static str, value: u64) -> Result<i32, GemmUnsupported> {
 
 /// The cuBLAS call computing the row-major batch `b` (C_j = A_j·B_j, or A_j·B_0 when
 /// `shared_b`).
-pub fn row_major(b: &GemmBatch) -> Result<Params, GemmUnsupported> {
+pub(crate) fn row_major(b: &GemmBatch) -> Result<Params, GemmUnsupported> {
     let s = b.shape;
     let (m, n, k) = (int("m", s.m)?, int("n", s.n)?, int("k", s.k)?);
     let len = |rows: u64, cols: u64| {
@@ -101,14 +101,14 @@ pub fn row_major(b: &GemmBatch) -> Result<Params, GemmUnsupported> {
 
 /// Scalars of the GEMM (alpha = 1, beta = 0) in the compute type's precision.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Scalars {
+pub(crate) enum Scalars {
     F32,
     F64,
 }
 
 /// Element and compute types of one GEMM.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Types {
+pub(crate) struct Types {
     pub data: bsys::cudaDataType,
     pub compute: bsys::cublasComputeType_t,
 }
@@ -123,7 +123,7 @@ impl Types {
 }
 
 /// cuBLAS types for `dtype`; `tf32` selects TF32 tensor cores for f32.
-pub fn types(dtype: Dtype, tf32: bool) -> Result<Types, GemmUnsupported> {
+pub(crate) fn types(dtype: Dtype, tf32: bool) -> Result<Types, GemmUnsupported> {
     use bsys::cublasComputeType_t as C;
     use bsys::cudaDataType as D;
     Ok(match dtype {
@@ -152,7 +152,7 @@ pub fn types(dtype: Dtype, tf32: bool) -> Result<Types, GemmUnsupported> {
 }
 
 /// The type GEMM products accumulate in: f32 for half-precision inputs.
-pub fn accumulator(dtype: Dtype) -> Dtype {
+pub(crate) fn accumulator(dtype: Dtype) -> Dtype {
     match dtype {
         Dtype::F16 | Dtype::Bf16 => Dtype::F32,
         d => d,
@@ -160,19 +160,19 @@ pub fn accumulator(dtype: Dtype) -> Dtype {
 }
 
 /// `major.minor.patch` from cuBLAS's version number (major·10000 + minor·100 + patch).
-pub fn format_version(v: i32) -> String {
+pub(crate) fn format_version(v: i32) -> String {
     format!("{}.{}.{}", v / 10000, (v / 100) % 100, v % 100)
 }
 
 /// A cuBLAS handle on one device, bound to that device's stream.
-pub struct Blas {
+pub(crate) struct Blas {
     handle: bsys::cublasHandle_t,
     ctx: Arc<CudaContext>,
 }
 
 impl Blas {
     /// Creates a handle on `stream`'s device that enqueues on `stream`.
-    pub fn new(stream: &Arc<CudaStream>) -> CudaResult<Blas> {
+    pub(crate) fn new(stream: &Arc<CudaStream>) -> CudaResult<Blas> {
         let ctx = stream.context().clone();
         ctx.bind_to_thread().map_err(CudaError::driver)?;
         let handle = bres::create_handle().map_err(CudaError::cublas_call("cublasCreate"))?;
@@ -185,7 +185,7 @@ impl Blas {
     }
 
     /// The library's version, e.g. `13.0.0`.
-    pub fn version(&self) -> CudaResult<String> {
+    pub(crate) fn version(&self) -> CudaResult<String> {
         let mut v = 0;
         // SAFETY: live handle; cuBLAS writes one int.
         unsafe { bsys::cublasGetVersion_v2(self.handle, &mut v) }
@@ -202,7 +202,7 @@ impl Blas {
     /// what `p` reads and writes (`batch` matrices at the strides, or one for a zero stride),
     /// `c` must not overlap `a` or `b`, and all must stay allocated until the stream ran the
     /// call.
-    pub unsafe fn gemm(
+    pub(crate) unsafe fn gemm(
         &self,
         p: &Params,
         t: Types,

@@ -12,7 +12,7 @@ use cudarc::driver::{CudaContext, CudaEvent, CudaStream};
 use std::sync::Arc;
 
 /// Event slots per device.
-pub const SLOTS: usize = 64;
+pub(crate) const SLOTS: usize = 64;
 
 /// A point on every local device's timeline.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -23,7 +23,7 @@ pub struct Mark {
 
 /// Hands out slots in turn and knows which marks are still readable.
 #[derive(Debug, Clone)]
-pub struct Ring {
+pub(crate) struct Ring {
     slots: usize,
     next_seq: u64,
 }
@@ -42,7 +42,7 @@ impl From<MarkOverwritten> for crate::backend::BackendError {
 }
 
 impl Ring {
-    pub fn new(slots: usize) -> Ring {
+    pub(crate) fn new(slots: usize) -> Ring {
         Ring {
             slots: slots.max(1),
             next_seq: 0,
@@ -50,7 +50,7 @@ impl Ring {
     }
 
     /// A new mark (its slot is the oldest one).
-    pub fn take(&mut self) -> Mark {
+    pub(crate) fn take(&mut self) -> Mark {
         let seq = self.next_seq;
         self.next_seq += 1;
         Mark {
@@ -60,7 +60,7 @@ impl Ring {
     }
 
     /// `Err` if `m` was never handed out or its slot was recorded again since.
-    pub fn check(&self, m: Mark) -> Result<usize, MarkOverwritten> {
+    pub(crate) fn check(&self, m: Mark) -> Result<usize, MarkOverwritten> {
         if m.seq >= self.next_seq || self.next_seq - m.seq > self.slots as u64 {
             return Err(MarkOverwritten { slots: self.slots });
         }
@@ -69,7 +69,7 @@ impl Ring {
 }
 
 /// Creates `n` timing events on `ctx` (timing enabled, no blocking sync).
-pub fn timing_events(ctx: &Arc<CudaContext>, n: usize) -> CudaResult<Vec<CudaEvent>> {
+pub(crate) fn timing_events(ctx: &Arc<CudaContext>, n: usize) -> CudaResult<Vec<CudaEvent>> {
     (0..n)
         .map(|_| {
             ctx.new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))
@@ -79,18 +79,21 @@ pub fn timing_events(ctx: &Arc<CudaContext>, n: usize) -> CudaResult<Vec<CudaEve
 }
 
 /// Seconds between two recorded events (waits for both).
-pub fn elapsed_s(from: &CudaEvent, to: &CudaEvent) -> CudaResult<f64> {
+pub(crate) fn elapsed_s(from: &CudaEvent, to: &CudaEvent) -> CudaResult<f64> {
     from.elapsed_ms(to)
         .map(|ms| f64::from(ms) * 1e-3)
         .map_err(CudaError::driver_call("cuEventElapsedTime"))
 }
 
 /// The documented resolution of `cuEventElapsedTime` ("around 0.5 microseconds").
-pub const DOCUMENTED_RESOLUTION_S: f64 = 0.5e-6;
+pub(crate) const DOCUMENTED_RESOLUTION_S: f64 = 0.5e-6;
 
 /// Smallest non-zero time between two events recorded back to back on an idle stream, over
 /// `tries` pairs: the finest step this timer shows on this device. `None` if every pair read 0.
-pub fn measure_resolution_s(stream: &Arc<CudaStream>, tries: usize) -> CudaResult<Option<f64>> {
+pub(crate) fn measure_resolution_s(
+    stream: &Arc<CudaStream>,
+    tries: usize,
+) -> CudaResult<Option<f64>> {
     let ev = timing_events(stream.context(), 2)?;
     let mut best = f64::INFINITY;
     for _ in 0..tries {

@@ -25,7 +25,7 @@ impl From<TooLarge> for crate::backend::BackendError {
 }
 
 /// Bytes of `count` elements of `dtype`, or an error naming the size.
-pub fn byte_len(dtype: Dtype, count: usize) -> Result<usize, TooLarge> {
+pub(super) fn byte_len(dtype: Dtype, count: usize) -> Result<usize, TooLarge> {
     count
         .checked_mul(dtype.size_bytes() as usize)
         .filter(|b| *b <= isize::MAX as usize)

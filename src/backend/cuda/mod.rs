@@ -14,16 +14,16 @@
 //!   communicators), [`batch`] (batch_matmul's overlapped step) and [`ddp`] (ddp_step's
 //!   non-blocking all-reduces on a communication stream).
 
-pub mod backend;
+pub(crate) mod backend;
 mod batch;
-pub mod cublas;
+pub(crate) mod cublas;
 mod ddp;
-pub mod error;
-pub mod events;
+pub(crate) mod error;
+pub(crate) mod events;
 mod memory;
-pub mod nccl;
-pub mod nvml;
-pub mod pipeline;
+pub(crate) mod nccl;
+pub(crate) mod nvml;
+pub(crate) mod pipeline;
 pub mod probe;
 mod setup;
 

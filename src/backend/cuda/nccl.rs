@@ -20,7 +20,7 @@ use cudarc::nccl::sys as nsys;
 use std::ffi::{c_void, CStr};
 
 /// NCCL's element type for a [`Dtype`].
-pub fn nccl_type(d: Dtype) -> nsys::ncclDataType_t {
+pub(crate) fn nccl_type(d: Dtype) -> nsys::ncclDataType_t {
     use nsys::ncclDataType_t as T;
     match d {
         Dtype::F32 => T::ncclFloat32,
@@ -32,7 +32,7 @@ pub fn nccl_type(d: Dtype) -> nsys::ncclDataType_t {
 }
 
 /// NCCL's operator for a [`ReduceOp`] (`avg` is NCCL's native `ncclAvg`).
-pub fn nccl_op(op: ReduceOp) -> nsys::ncclRedOp_t {
+pub(crate) fn nccl_op(op: ReduceOp) -> nsys::ncclRedOp_t {
     use nsys::ncclRedOp_t as O;
     match op {
         ReduceOp::Sum => O::ncclSum,
@@ -45,7 +45,7 @@ pub fn nccl_op(op: ReduceOp) -> nsys::ncclRedOp_t {
 
 /// `major.minor.patch` from `ncclGetVersion`'s code (X·10000+Y·100+Z since 2.9, X·1000+Y·100+Z
 /// before).
-pub fn format_version(code: i32) -> String {
+pub(crate) fn format_version(code: i32) -> String {
     let (major, rest) = if code >= 10000 {
         (code / 10000, code % 10000)
     } else {
@@ -66,7 +66,7 @@ pub fn format_version(code: i32) -> String {
 /// mean c, so mean|x| ≤ (n + 1)·max(|c|, 1), which gives the bound relative to the checker's
 /// max(|expected|, 1). nccl-tests allows 2 ulps for the same reason (its inputs have only two
 /// non-zero ranks, ours all n).
-pub fn avg_tolerance(dtype: Dtype, n: u32) -> f64 {
+pub(crate) fn avg_tolerance(dtype: Dtype, n: u32) -> f64 {
     if !dtype.is_float() || n.is_power_of_two() {
         return 0.0;
     }
@@ -156,7 +156,7 @@ impl Call {
 /// `reduce_scatter_in_place_offset`), everything else reads and writes from element 0.
 /// All-to-all is grouped send/recv per peer, as nccl-tests does; it has no in-place form
 /// (sending from and receiving into one buffer in one group races).
-pub fn plan(call: &CollectiveCall, device: u32) -> Result<Vec<Call>, PlanError> {
+pub(crate) fn plan(call: &CollectiveCall, device: u32) -> Result<Vec<Call>, PlanError> {
     let n = call.devices;
     if device >= n {
         return Err(PlanError::Device { device, n });
@@ -300,18 +300,18 @@ impl From<PlanError> for crate::backend::BackendError {
 }
 
 /// Why in-place all-to-all is not measured on NCCL.
-pub const IN_PLACE_ALLTOALL: &str = "NCCL has no in-place all-to-all (grouped send/recv from and into one buffer races; nccl-tests times it but does not check it): use --in-place no";
+pub(crate) const IN_PLACE_ALLTOALL: &str = "NCCL has no in-place all-to-all (grouped send/recv from and into one buffer races; nccl-tests times it but does not check it): use --in-place no";
 
 /// A device buffer as NCCL sees it: base address and length in elements.
 #[derive(Debug, Clone, Copy)]
-pub struct Region {
+pub(crate) struct Region {
     pub ptr: CUdeviceptr,
     pub len: usize,
 }
 
 /// A [`Call`] whose ranges were checked against the device's buffers.
 #[derive(Debug, Clone, Copy)]
-pub struct Resolved {
+pub(crate) struct Resolved {
     call: Call,
     send: Option<Region>,
     recv: Region,
@@ -320,7 +320,7 @@ pub struct Resolved {
 
 impl Resolved {
     /// Checks every range of `call` against the buffers (`send` is `None` in place).
-    pub fn new(
+    pub(crate) fn new(
         call: Call,
         send: Option<Region>,
         recv: Region,
@@ -363,7 +363,7 @@ impl Resolved {
     /// `comm` must be a live communicator of this device, `stream` a live stream of the same
     /// device, and the regions given to [`Resolved::new`] live device allocations of this
     /// device that stay allocated until the stream has run the call.
-    pub unsafe fn launch(
+    pub(crate) unsafe fn launch(
         &self,
         dtype: Dtype,
         comm: nsys::ncclComm_t,
@@ -434,7 +434,7 @@ impl Resolved {
 
 /// `ncclXxx (description; last error)` for an NCCL result code. Never panics, even with an
 /// NCCL too old to have `ncclGetLastError` (2.13).
-pub fn error_text(code: nsys::ncclResult_t) -> String {
+pub(crate) fn error_text(code: nsys::ncclResult_t) -> String {
     fn owned(p: *const std::ffi::c_char) -> String {
         if p.is_null() {
             return String::new();
@@ -462,17 +462,17 @@ pub fn error_text(code: nsys::ncclResult_t) -> String {
 }
 
 /// The loaded NCCL's version, e.g. `2.28.3`.
-pub fn version() -> CudaResult<String> {
+pub(crate) fn version() -> CudaResult<String> {
     nres::get_nccl_version()
         .map(format_version)
         .map_err(|e| CudaError::nccl(None, e))
 }
 
 /// The oldest NCCL this build uses: native `ncclAvg` and `ncclBfloat16` came with 2.10.
-pub const NCCL_FLOOR: i32 = 21000;
+pub(crate) const NCCL_FLOOR: i32 = 21000;
 
 /// The sentence for an NCCL older than [`NCCL_FLOOR`], or `None`.
-pub fn old_nccl_message(code: i32) -> Option<String> {
+pub(crate) fn old_nccl_message(code: i32) -> Option<String> {
     (code < NCCL_FLOOR).then(|| {
         format!(
             "NCCL {} (libnccl.so) is older than {}, the oldest scalebench uses (native average and bfloat16): install NCCL {} or newer, or put its directory first in LD_LIBRARY_PATH",
@@ -484,7 +484,7 @@ pub fn old_nccl_message(code: i32) -> Option<String> {
 }
 
 /// Checks that the loaded NCCL has every entry point the backend calls and is new enough.
-pub fn check_library() -> CudaResult<()> {
+pub(crate) fn check_library() -> CudaResult<()> {
     let missing = super::probe::missing_nccl_symbols()?;
     if !missing.is_empty() {
         return Err(CudaError::Library(super::probe::missing_symbols_message(
@@ -501,7 +501,7 @@ pub fn check_library() -> CudaResult<()> {
 }
 
 /// The 128 bytes that name a communicator, made on one rank and sent to the others.
-pub fn unique_id() -> CudaResult<Vec<u8>> {
+pub(crate) fn unique_id() -> CudaResult<Vec<u8>> {
     let id = nres::get_uniqueid().map_err(|e| CudaError::nccl(None, e))?;
     Ok(id.internal.iter().map(|&c| c as u8).collect())
 }
@@ -511,7 +511,7 @@ pub fn unique_id() -> CudaResult<Vec<u8>> {
 /// Dropped with `ncclCommAbort`: it frees local resources without waiting for peers, so a
 /// process that leaves early (an error on one rank) cannot hang in teardown. All work is
 /// synchronised before the backend drops, so nothing is in flight.
-pub struct Comms {
+pub(crate) struct Comms {
     comms: Vec<nsys::ncclComm_t>,
 }
 
@@ -519,7 +519,7 @@ impl Comms {
     /// Creates one communicator per entry of `contexts` with NCCL ranks `first_rank..`, in one
     /// group (required when one thread initialises several ranks). `bind(i)` makes device i's
     /// context current, as `ncclCommInitRank` takes the current device.
-    pub fn init(
+    pub(crate) fn init(
         id: &[u8],
         nranks: u32,
         first_rank: u32,
@@ -569,13 +569,13 @@ impl Comms {
         }
     }
 
-    pub fn get(&self, i: usize) -> nsys::ncclComm_t {
+    pub(crate) fn get(&self, i: usize) -> nsys::ncclComm_t {
         self.comms[i]
     }
 
     /// The first asynchronous error any communicator reports (a failed peer, a network
     /// error), as a sentence.
-    pub fn check_async(&self) -> CudaResult<()> {
+    pub(crate) fn check_async(&self) -> CudaResult<()> {
         for (i, &c) in self.comms.iter().enumerate() {
             let mut state = nsys::ncclResult_t::ncclSuccess;
             // SAFETY: `c` is a live communicator; NCCL writes one result code.

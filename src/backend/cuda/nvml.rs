@@ -12,7 +12,7 @@ use nvml_wrapper::Nvml;
 
 /// NVML and the UUIDs of the GPUs it watches (one handle lookup per reading: a handle
 /// borrows the library, so it cannot sit beside it in one struct).
-pub struct NvmlProbe {
+pub(crate) struct NvmlProbe {
     nvml: Nvml,
     uuids: Vec<String>,
 }
@@ -20,7 +20,7 @@ pub struct NvmlProbe {
 /// Why NVML cannot be used (a sentence for the launch's warnings) or stopped reading a GPU
 /// (recorded in that device's telemetry).
 #[derive(Debug, thiserror::Error)]
-pub enum NvmlProbeError {
+pub(crate) enum NvmlProbeError {
     #[error("no GPU telemetry: NVML (libnvidia-ml.so.1, part of the NVIDIA driver) could not be loaded: {0}")]
     NotLoaded(#[source] NvmlError),
     #[error("no GPU telemetry: NVML did not start: {0}")]
@@ -44,7 +44,7 @@ fn open_error(e: NvmlError) -> NvmlProbeError {
 
 impl NvmlProbe {
     /// Loads NVML and checks that every GPU can be found.
-    pub fn open(uuids: Vec<String>) -> Result<NvmlProbe, NvmlProbeError> {
+    pub(crate) fn open(uuids: Vec<String>) -> Result<NvmlProbe, NvmlProbeError> {
         let nvml = super::probe::guarded("NVML", || Nvml::init().map_err(open_error))?;
         for u in &uuids {
             nvml.device_by_uuid(u.as_str())

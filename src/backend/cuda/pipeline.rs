@@ -19,7 +19,7 @@ use std::sync::Arc;
 
 /// One step of the copy stream.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CopyStep {
+pub(crate) enum CopyStep {
     /// Host → device copy of matrix j.
     In(usize),
     /// Device → host copy of product j (after GEMM j).
@@ -29,7 +29,7 @@ pub enum CopyStep {
 /// The copy stream's order for `n` matrices: In(0), In(1), Out(0), In(2), Out(1), …,
 /// Out(n−1). Each product leaves only after the next matrix went in, so the GEMM of matrix
 /// j+1 never waits behind the copy-out of product j.
-pub fn copy_order(n: usize) -> Vec<CopyStep> {
+pub(crate) fn copy_order(n: usize) -> Vec<CopyStep> {
     let mut v = Vec::with_capacity(2 * n);
     for j in 0..n {
         v.push(CopyStep::In(j));
@@ -44,15 +44,15 @@ pub fn copy_order(n: usize) -> Vec<CopyStep> {
 }
 
 /// Events per matrix: copy-in start/end, GEMM start/end, copy-out start/end.
-pub const EVENTS_PER_MATRIX: usize = 6;
+pub(crate) const EVENTS_PER_MATRIX: usize = 6;
 
 /// Index of event `which` (0..6) of matrix `j`.
-pub fn event_index(j: usize, which: usize) -> usize {
+pub(crate) fn event_index(j: usize, which: usize) -> usize {
     j * EVENTS_PER_MATRIX + which
 }
 
 /// Busy times and span from per-matrix durations (seconds).
-pub fn overlap_timing(
+pub(crate) fn overlap_timing(
     copy_in: &[f64],
     gemm: &[f64],
     copy_out: &[f64],
@@ -67,7 +67,7 @@ pub fn overlap_timing(
 }
 
 /// Page-locked host memory of one device's context.
-pub struct Pinned {
+pub(crate) struct Pinned {
     ptr: *mut u8,
     len: usize,
     ctx: Arc<CudaContext>,
@@ -75,7 +75,7 @@ pub struct Pinned {
 
 impl Pinned {
     /// `len` bytes (at least 1) of pinned memory, contents unspecified.
-    pub fn new(ctx: &Arc<CudaContext>, len: usize) -> CudaResult<Pinned> {
+    pub(crate) fn new(ctx: &Arc<CudaContext>, len: usize) -> CudaResult<Pinned> {
         ctx.bind_to_thread().map_err(CudaError::driver)?;
         // SAFETY: cuMemHostAlloc with flags 0 (cached, not write-combined: the host reads the
         // products back); the memory is only reached through raw pointers (see `ptr`).
@@ -89,17 +89,13 @@ impl Pinned {
         })
     }
 
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.len
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
     }
 
     /// The base address. Only raw pointers ever reach this memory, because the copy engine
     /// writes it asynchronously: no Rust reference to it exists while a copy is in flight.
-    pub fn ptr(&self) -> *mut u8 {
+    pub(crate) fn ptr(&self) -> *mut u8 {
         self.ptr
     }
 }
@@ -114,7 +110,7 @@ impl Drop for Pinned {
 }
 
 /// One device's staging for overlapped steps, grown on demand and reused.
-pub struct Lane {
+pub(crate) struct Lane {
     pub copy: Arc<CudaStream>,
     pub pin_in: Pinned,
     pub pin_out: Pinned,
@@ -123,7 +119,7 @@ pub struct Lane {
 
 impl Lane {
     /// A lane with room for `bytes` in each direction and `matrices` matrices' events.
-    pub fn new(ctx: &Arc<CudaContext>, bytes: usize, matrices: usize) -> CudaResult<Lane> {
+    pub(crate) fn new(ctx: &Arc<CudaContext>, bytes: usize, matrices: usize) -> CudaResult<Lane> {
         Ok(Lane {
             copy: ctx.new_stream().map_err(CudaError::driver)?,
             pin_in: Pinned::new(ctx, bytes)?,
@@ -133,7 +129,12 @@ impl Lane {
     }
 
     /// Grows the staging buffers and the event pool to fit a step.
-    pub fn fit(&mut self, ctx: &Arc<CudaContext>, bytes: usize, matrices: usize) -> CudaResult<()> {
+    pub(crate) fn fit(
+        &mut self,
+        ctx: &Arc<CudaContext>,
+        bytes: usize,
+        matrices: usize,
+    ) -> CudaResult<()> {
         if self.pin_in.len() < bytes {
             self.pin_in = Pinned::new(ctx, bytes)?;
             self.pin_out = Pinned::new(ctx, bytes)?;

@@ -10,12 +10,12 @@ use std::ffi::{c_char, c_int, c_void, CStr, OsStr, OsString};
 use std::path::Path;
 
 /// Environment variable naming the CBLAS library to open (a path or a soname).
-pub const ENV: &str = "SCALEBENCH_BLAS";
+pub(crate) const ENV: &str = "SCALEBENCH_BLAS";
 
 /// Libraries tried, in order, when [`ENV`] is unset. FlexiBLAS first: where a site installs
 /// it, it is the site's chosen BLAS. The generic `libblas.so.3` is left out on purpose: it is
 /// often the reference BLAS, tens of times slower than an optimised one.
-pub const SEARCH: &[&str] = &[
+pub(crate) const SEARCH: &[&str] = &[
     "libflexiblas.so.3",
     "libopenblas.so.0",
     "libopenblas.so",
@@ -32,7 +32,7 @@ const CBLAS_ROW_MAJOR: c_int = 101;
 const CBLAS_NO_TRANS: c_int = 111;
 
 /// `cblas_?gemm(layout, transa, transb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)`.
-pub type CblasGemm<T> = unsafe extern "C" fn(
+pub(crate) type CblasGemm<T> = unsafe extern "C" fn(
     c_int,
     c_int,
     c_int,
@@ -98,7 +98,7 @@ const THREAD_CALLS: &[(&str, &str, bool)] = &[
 ];
 
 /// The setter names, for messages.
-pub fn thread_setter_names() -> String {
+pub(crate) fn thread_setter_names() -> String {
     THREAD_CALLS
         .iter()
         .map(|(s, _, _)| *s)
@@ -145,7 +145,7 @@ impl std::fmt::Debug for Blas {
 /// # Safety
 /// `p` is null or points to a NUL-terminated string that stays valid during the call.
 unsafe fn c_string(p: *const c_char) -> Option<String> {
-    (!p.is_null()).then(|| CStr::from_ptr(p).to_string_lossy().trim().to_string())
+    unsafe { (!p.is_null()).then(|| CStr::from_ptr(p).to_string_lossy().trim().to_string()) }
 }
 
 impl Blas {
@@ -277,34 +277,36 @@ impl Blas {
         b: *const T,
         c: *mut T,
     ) {
-        if m == 0 || n == 0 {
-            return;
+        unsafe {
+            if m == 0 || n == 0 {
+                return;
+            }
+            let (one, zero) = (T::from_f64(1.0), T::from_f64(0.0));
+            let f = T::cblas_gemm(self);
+            // Leading dimensions must be ≥ 1 even for empty operands.
+            let ld = |x: usize| x.max(1) as c_int;
+            f(
+                CBLAS_ROW_MAJOR,
+                CBLAS_NO_TRANS,
+                CBLAS_NO_TRANS,
+                m as c_int,
+                n as c_int,
+                k as c_int,
+                one,
+                a,
+                ld(k),
+                b,
+                ld(n),
+                zero,
+                c,
+                ld(n),
+            );
         }
-        let (one, zero) = (T::from_f64(1.0), T::from_f64(0.0));
-        let f = T::cblas_gemm(self);
-        // Leading dimensions must be ≥ 1 even for empty operands.
-        let ld = |x: usize| x.max(1) as c_int;
-        f(
-            CBLAS_ROW_MAJOR,
-            CBLAS_NO_TRANS,
-            CBLAS_NO_TRANS,
-            m as c_int,
-            n as c_int,
-            k as c_int,
-            one,
-            a,
-            ld(k),
-            b,
-            ld(n),
-            zero,
-            c,
-            ld(n),
-        );
     }
 }
 
 /// Whether an m×n×k product can be passed to a CBLAS with 32-bit integers (LP64 interface).
-pub fn fits_cblas(m: u64, n: u64, k: u64) -> bool {
+pub(crate) fn fits_cblas(m: u64, n: u64, k: u64) -> bool {
     [m, n, k].iter().all(|&x| x <= c_int::MAX as u64)
 }
 

@@ -101,37 +101,39 @@ unsafe fn gemm_batch<T: Element>(
     c: *mut T,
     threads: usize,
 ) {
-    let (zero, one) = (T::from_f64(0.0), T::from_f64(1.0));
-    let (m, n, k) = (g.shape.m as usize, g.shape.n as usize, g.shape.k as usize);
-    let par = if threads > 1 {
-        ::gemm::Parallelism::Rayon(threads)
-    } else {
-        ::gemm::Parallelism::None
-    };
-    for j in 0..g.count {
-        let bj = if g.shared_b { 0 } else { j * g.b_len() };
-        // gemm computes dst = alpha·dst + beta·lhs·rhs; read_dst = false ignores alpha.
-        ::gemm::gemm(
-            m,
-            n,
-            k,
-            c.add(j * g.c_len()),
-            1,
-            n as isize,
-            false,
-            a.add(j * g.a_len()),
-            1,
-            k as isize,
-            b.add(bj),
-            1,
-            n as isize,
-            zero,
-            one,
-            false,
-            false,
-            false,
-            par,
-        );
+    unsafe {
+        let (zero, one) = (T::from_f64(0.0), T::from_f64(1.0));
+        let (m, n, k) = (g.shape.m as usize, g.shape.n as usize, g.shape.k as usize);
+        let par = if threads > 1 {
+            ::gemm::Parallelism::Rayon(threads)
+        } else {
+            ::gemm::Parallelism::None
+        };
+        for j in 0..g.count {
+            let bj = if g.shared_b { 0 } else { j * g.b_len() };
+            // gemm computes dst = alpha·dst + beta·lhs·rhs; read_dst = false ignores alpha.
+            ::gemm::gemm(
+                m,
+                n,
+                k,
+                c.add(j * g.c_len()),
+                1,
+                n as isize,
+                false,
+                a.add(j * g.a_len()),
+                1,
+                k as isize,
+                b.add(bj),
+                1,
+                n as isize,
+                zero,
+                one,
+                false,
+                false,
+                false,
+                par,
+            );
+        }
     }
 }
 

@@ -226,21 +226,23 @@ impl GemmEngine {
         b: *const T,
         c: *mut T,
     ) {
-        match self {
-            GemmEngine::Crate(g) => g.run(w, batch, a, b, c),
-            GemmEngine::Blas { lib, .. } => {
-                let s = batch.shape;
-                let (m, n, k) = (s.m as usize, s.n as usize, s.k as usize);
-                for j in 0..batch.count {
-                    let bj = if batch.shared_b { 0 } else { j * batch.b_len() };
-                    lib.gemm(
-                        m,
-                        n,
-                        k,
-                        a.add(j * batch.a_len()),
-                        b.add(bj),
-                        c.add(j * batch.c_len()),
-                    );
+        unsafe {
+            match self {
+                GemmEngine::Crate(g) => g.run(w, batch, a, b, c),
+                GemmEngine::Blas { lib, .. } => {
+                    let s = batch.shape;
+                    let (m, n, k) = (s.m as usize, s.n as usize, s.k as usize);
+                    for j in 0..batch.count {
+                        let bj = if batch.shared_b { 0 } else { j * batch.b_len() };
+                        lib.gemm(
+                            m,
+                            n,
+                            k,
+                            a.add(j * batch.a_len()),
+                            b.add(bj),
+                            c.add(j * batch.c_len()),
+                        );
+                    }
                 }
             }
         }

@@ -2,8 +2,8 @@
 //! CBLAS opened at run time. `--gemm auto|blas|gemm-crate` picks one per launch
 //! ([`set_up`]); the choice and the library's identity go into the results' provenance.
 
-pub mod blas;
-pub mod crate_provider;
+pub(crate) mod blas;
+pub(crate) mod crate_provider;
 mod engine;
 
 pub use blas::{Blas, CblasScalar, LoadError};

@@ -46,7 +46,7 @@ pub(super) fn all_cases(doc: &mut Doc) {
 }
 
 /// The HTML case table: a projection of the one case flattening that also writes results.csv.
-pub fn case_block(cases: &Table) -> Block {
+pub(crate) fn case_block(cases: &Table) -> Block {
     Block::Table(TableBlock {
         table: cases.project(CASE_COLUMNS),
         csv: "results.csv".to_string(),

@@ -7,11 +7,11 @@ use crate::report::table::{Cell, NumFmt, Table};
 use crate::results::schema::DeviceTelemetry;
 
 /// Mean GPU utilisation below which a GPU counts as under-used during a case.
-pub const BUSY_UTIL_PERCENT: f64 = 50.0;
+pub(crate) const BUSY_UTIL_PERCENT: f64 = 50.0;
 
 /// Whether NVML saw a GPU mostly idle during a case (too few kernels to keep it busy, or a
 /// GPU the launch did not use at all).
-pub fn under_used(t: &DeviceTelemetry) -> bool {
+pub(crate) fn under_used(t: &DeviceTelemetry) -> bool {
     t.gpu_util_percent_mean
         .is_some_and(|u| u < BUSY_UTIL_PERCENT)
 }

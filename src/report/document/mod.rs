@@ -25,8 +25,7 @@ mod spread;
 mod stragglers;
 mod unrepresentative;
 
-pub use cases::case_block;
-pub use gpu_use::{under_used, BUSY_UTIL_PERCENT};
+pub(crate) use cases::case_block;
 
 use super::analyze::{style_key, Analysis, Entry, Layout, RatioKind};
 use super::doc::{Block, Doc, FigureBlock};
@@ -65,7 +64,7 @@ fn add_figures(doc: &mut Doc, figs: &[Figure], kind: &str, w: Workload) {
 }
 
 /// Builds the report. `figs` are the charts drawn (their order is the figure index).
-pub fn build(a: &Analysis, figs: &[Figure], title: &str) -> Doc {
+pub(crate) fn build(a: &Analysis, figs: &[Figure], title: &str) -> Doc {
     let mut doc = Doc {
         title: title.to_string(),
         blocks: Vec::new(),

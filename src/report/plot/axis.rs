@@ -9,7 +9,7 @@ use crate::units::format_bytes;
 
 /// The unit a log10 or linear axis labels its ticks with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Unit {
+pub(crate) enum Unit {
     /// Seconds, labelled with ns/µs/ms/s.
     Seconds,
     /// A plain number.
@@ -18,7 +18,7 @@ pub enum Unit {
 
 /// How values map to the axis.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Scale {
+pub(crate) enum Scale {
     /// Bytes on a log2 axis, ticks at powers of two with binary units.
     Log2Bytes,
     /// Log10 axis with decade ticks.
@@ -33,13 +33,13 @@ pub enum Scale {
 
 /// An axis: its title (with the unit) and its scale.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Axis {
+pub(crate) struct Axis {
     pub title: String,
     pub scale: Scale,
 }
 
 impl Axis {
-    pub fn new(title: impl Into<String>, scale: Scale) -> Axis {
+    pub(crate) fn new(title: impl Into<String>, scale: Scale) -> Axis {
         Axis {
             title: title.into(),
             scale,
@@ -49,7 +49,7 @@ impl Axis {
 
 impl Scale {
     /// The chart coordinate of `v`; `None` when `v` cannot be drawn (≤ 0 on a log axis).
-    pub fn to_coord(self, v: f64) -> Option<f64> {
+    pub(crate) fn to_coord(self, v: f64) -> Option<f64> {
         if !v.is_finite() {
             return None;
         }
@@ -61,13 +61,13 @@ impl Scale {
         }
     }
 
-    pub fn is_log(self) -> bool {
+    pub(crate) fn is_log(self) -> bool {
         !matches!(self, Scale::Linear(_))
     }
 
     /// Bold ticks (labelled, grid lines) and light ticks (grid only) covering [lo, hi] in
     /// chart coordinates.
-    pub fn ticks(self, lo: f64, hi: f64) -> (Vec<f64>, Vec<f64>) {
+    pub(crate) fn ticks(self, lo: f64, hi: f64) -> (Vec<f64>, Vec<f64>) {
         match self {
             Scale::Log2Bytes => {
                 let (a, b) = (lo.ceil() as i64, hi.floor() as i64);
@@ -156,7 +156,7 @@ impl Scale {
     }
 
     /// The label of a tick at chart coordinate `c`.
-    pub fn label(self, c: f64) -> String {
+    pub(crate) fn label(self, c: f64) -> String {
         match self {
             Scale::Log2Bytes => {
                 let e = c.round();
@@ -219,7 +219,7 @@ fn log10_ticks(lo: f64, hi: f64) -> (Vec<f64>, Vec<f64>) {
 }
 
 /// A number without trailing zeros: `0.5`, `2`, `1.25`, `1e-5` for extremes.
-pub fn trim(v: f64) -> String {
+pub(crate) fn trim(v: f64) -> String {
     if v == 0.0 {
         return "0".to_string();
     }

@@ -14,7 +14,7 @@ use crate::report::ddp::{points, Point};
 use std::collections::BTreeMap;
 
 /// Most breakdown charts in one report (one per set-up); the table lists every set-up.
-pub const MAX_BREAKDOWNS: usize = 24;
+pub(crate) const MAX_BREAKDOWNS: usize = 24;
 
 /// A set-up's key without its bucket capacity (the overlap chart's series).
 fn without_bucket(setup: &str) -> String {
@@ -25,7 +25,7 @@ fn without_bucket(setup: &str) -> String {
         .join(" ")
 }
 
-pub fn figures(a: &Analysis) -> Vec<Figure> {
+pub(crate) fn figures(a: &Analysis) -> Vec<Figure> {
     let pts = points(a.entries.iter().map(|e| e.case));
     let mut out = breakdowns(&pts);
     out.extend(overlap_vs_bucket(&pts));

@@ -11,10 +11,10 @@ use plotters::style::text_anchor::{HPos, Pos, VPos};
 use std::path::Path;
 
 /// Width of the legend column, pixels.
-pub const LEGEND_W: u32 = 300;
+pub(super) const LEGEND_W: u32 = 300;
 /// Width of one panel, pixels.
-pub const PANEL_W: u32 = 760;
-pub const HEIGHT: u32 = 600;
+pub(super) const PANEL_W: u32 = 760;
+pub(super) const HEIGHT: u32 = 600;
 const TITLE_H: u32 = 56;
 const FONT: &str = "sans-serif";
 
@@ -28,7 +28,7 @@ fn err<E: std::fmt::Display>(e: E) -> String {
     e.to_string()
 }
 
-pub fn svg(fig: &Figure) -> Res<String> {
+pub(super) fn svg(fig: &Figure) -> Res<String> {
     let mut out = String::new();
     {
         let root = SVGBackend::with_string(&mut out, fig.size()).into_drawing_area();
@@ -38,7 +38,7 @@ pub fn svg(fig: &Figure) -> Res<String> {
     Ok(out)
 }
 
-pub fn png(fig: &Figure, path: &Path) -> Res<()> {
+pub(super) fn png(fig: &Figure, path: &Path) -> Res<()> {
     let root = BitMapBackend::new(path, fig.size()).into_drawing_area();
     draw(fig, &root)?;
     root.present().map_err(err)

@@ -6,22 +6,22 @@
 //! binding, placement, backend) has its own colour, and the marker repeats the topology,
 //! binding, placement and backend; see [`super::analyze::Palette`].
 
-pub mod axis;
-pub mod binding;
-pub mod busbw;
-pub mod ddp;
+pub(crate) mod axis;
+pub(crate) mod binding;
+pub(crate) mod busbw;
+pub(crate) mod ddp;
 mod draw;
-pub mod fit;
-pub mod latency;
-pub mod predict;
-pub mod scaling;
-pub mod topology;
+pub(crate) mod fit;
+pub(crate) mod latency;
+pub(crate) mod predict;
+pub(crate) mod scaling;
+pub(crate) mod topology;
 
 use super::analyze::{
     style_key, Analysis, CollectiveView, Curve, Entry, Layout, RatioGroup, RatioKind, StyleKey,
 };
 use crate::error::Error;
-pub use axis::{Axis, Scale, Unit};
+pub(crate) use axis::{Axis, Scale, Unit};
 use std::path::Path;
 use std::sync::OnceLock;
 
@@ -30,7 +30,7 @@ use std::sync::OnceLock;
 const FONT: &[u8] = include_bytes!("../../../assets/fonts/DejaVuSans.ttf");
 
 /// Registers the embedded font once per process.
-pub fn ensure_font() -> Result<(), Error> {
+pub(crate) fn ensure_font() -> Result<(), Error> {
     static DONE: OnceLock<bool> = OnceLock::new();
     let ok = *DONE.get_or_init(|| {
         plotters::style::register_font("sans-serif", plotters::style::FontStyle::Normal, FONT)
@@ -47,7 +47,7 @@ pub fn ensure_font() -> Result<(), Error> {
 
 /// An RGB colour.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Rgb(pub u8, pub u8, pub u8);
+pub(crate) struct Rgb(pub u8, pub u8, pub u8);
 
 /// Colours distinct on white: Okabe–Ito's colour-blind-safe set first, then darker and
 /// lighter companions (a report with more set-ups than colours repeats them; markers still
@@ -71,13 +71,13 @@ const COLORS: [Rgb; 16] = [
     Rgb(166, 118, 29),
 ];
 
-pub fn color(i: usize) -> Rgb {
+pub(crate) fn color(i: usize) -> Rgb {
     COLORS[i % COLORS.len()]
 }
 
 /// Marker shapes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Marker {
+pub(crate) enum Marker {
     Circle,
     Square,
     Triangle,
@@ -86,7 +86,7 @@ pub enum Marker {
     None,
 }
 
-pub fn marker(i: usize) -> Marker {
+pub(crate) fn marker(i: usize) -> Marker {
     [
         Marker::Circle,
         Marker::Square,
@@ -98,7 +98,7 @@ pub fn marker(i: usize) -> Marker {
 
 /// How points of a series are joined.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Line {
+pub(crate) enum Line {
     Solid,
     Dashed,
     None,
@@ -109,7 +109,7 @@ pub enum Line {
 
 /// The look of a series (and its legend entry).
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Mark {
+pub(crate) struct Mark {
     pub color: Rgb,
     pub marker: Marker,
     pub line: Line,
@@ -118,7 +118,7 @@ pub struct Mark {
 }
 
 impl Mark {
-    pub fn solid(color: Rgb, marker: Marker) -> Mark {
+    pub(crate) fn solid(color: Rgb, marker: Marker) -> Mark {
         Mark {
             color,
             marker,
@@ -130,7 +130,7 @@ impl Mark {
 
 /// One point with an optional interval (in data units).
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Pt {
+pub(crate) struct Pt {
     pub x: f64,
     pub y: f64,
     pub lo: Option<f64>,
@@ -138,7 +138,7 @@ pub struct Pt {
 }
 
 impl Pt {
-    pub fn new(x: f64, y: f64) -> Pt {
+    pub(crate) fn new(x: f64, y: f64) -> Pt {
         Pt {
             x,
             y,
@@ -149,20 +149,20 @@ impl Pt {
 }
 
 #[derive(Debug, Clone, PartialEq)]
-pub struct Series {
+pub(crate) struct Series {
     pub mark: Mark,
     pub points: Vec<Pt>,
 }
 
 /// A grey dashed reference line (ideal scaling, ratio 1), labelled at its right end.
 #[derive(Debug, Clone, PartialEq)]
-pub struct RefLine {
+pub(crate) struct RefLine {
     pub points: Vec<(f64, f64)>,
     pub label: String,
 }
 
 #[derive(Debug, Clone, PartialEq)]
-pub struct Panel {
+pub(crate) struct Panel {
     /// Shown above the panel; empty for single-panel figures.
     pub title: String,
     pub x: Axis,
@@ -175,7 +175,7 @@ pub struct Panel {
 
 impl Panel {
     /// Whether anything can be drawn on the panel's axes.
-    pub fn has_data(&self) -> bool {
+    pub(crate) fn has_data(&self) -> bool {
         self.series
             .iter()
             .flat_map(|s| &s.points)
@@ -184,14 +184,14 @@ impl Panel {
 }
 
 #[derive(Debug, Clone, PartialEq)]
-pub struct LegendEntry {
+pub(crate) struct LegendEntry {
     pub mark: Mark,
     pub label: String,
 }
 
 /// One chart, written as `charts/<stem>.svg` and `charts/<stem>.png`.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Figure {
+pub(crate) struct Figure {
     /// The chart kind (`busbw`, `latency`, `fit`, `predict`, `scaling`, `topology`, `binding`).
     pub kind: &'static str,
     pub workload: crate::params::Workload,
@@ -208,16 +208,16 @@ pub struct Figure {
 }
 
 impl Figure {
-    pub fn size(&self) -> (u32, u32) {
+    pub(crate) fn size(&self) -> (u32, u32) {
         let n = self.panels.len().max(1) as u32;
         (draw::LEGEND_W + n * draw::PANEL_W, draw::HEIGHT)
     }
-    pub fn to_svg(&self) -> Result<String, Error> {
+    pub(crate) fn to_svg(&self) -> Result<String, Error> {
         ensure_font()?;
         draw::svg(self).map_err(|e| Error::Runtime(format!("chart {}: {e}", self.stem)))
     }
     /// Writes the PNG to `path` (the caller makes the whole report appear atomically).
-    pub fn write_png(&self, path: &Path) -> Result<(), Error> {
+    pub(crate) fn write_png(&self, path: &Path) -> Result<(), Error> {
         ensure_font()?;
         draw::png(self, path)
             .map_err(|e| Error::Runtime(format!("{}: chart {}: {e}", path.display(), self.stem)))
@@ -225,7 +225,7 @@ impl Figure {
 }
 
 /// Every chart of a report, in report order.
-pub fn figures(a: &Analysis) -> Vec<Figure> {
+pub(crate) fn figures(a: &Analysis) -> Vec<Figure> {
     let mut v = Vec::new();
     v.extend(busbw::figures(a));
     v.extend(latency::figures(a));
@@ -240,10 +240,10 @@ pub fn figures(a: &Analysis) -> Vec<Figure> {
 }
 
 /// Most series one chart holds before it is split: more lines than this cannot be told apart.
-pub const MAX_SERIES: usize = 8;
+pub(crate) const MAX_SERIES: usize = 8;
 
 /// The mark of a set-up: its own colour, a marker per topology/binding/placement/backend.
-pub fn setup_mark(a: &Analysis, layout: Layout, style: StyleKey) -> Mark {
+pub(crate) fn setup_mark(a: &Analysis, layout: Layout, style: StyleKey) -> Mark {
     let idx = a
         .palette
         .shapes
@@ -253,10 +253,10 @@ pub fn setup_mark(a: &Analysis, layout: Layout, style: StyleKey) -> Mark {
 }
 
 /// The colour of measurements that cannot represent their set-up (greyed, hollow markers).
-pub const GREY: Rgb = Rgb(175, 175, 175);
+pub(crate) const GREY: Rgb = Rgb(175, 175, 175);
 
 /// The mark of a size curve: its set-up's, or grey and hollow when not representative.
-pub fn curve_mark(a: &Analysis, c: &Curve) -> Mark {
+pub(crate) fn curve_mark(a: &Analysis, c: &Curve) -> Mark {
     let m = setup_mark(a, Layout::of(&c.shape), style_key(&c.shape));
     if c.concerns.is_empty() {
         m
@@ -270,7 +270,7 @@ pub fn curve_mark(a: &Analysis, c: &Curve) -> Mark {
 }
 
 /// The legend label of a size curve, saying when it is not representative.
-pub fn curve_label(a: &Analysis, c: &Curve) -> String {
+pub(crate) fn curve_label(a: &Analysis, c: &Curve) -> String {
     let l = setup_label(a, Layout::of(&c.shape), style_key(&c.shape));
     if c.concerns.is_empty() {
         l
@@ -283,7 +283,7 @@ pub fn curve_label(a: &Analysis, c: &Curve) -> String {
 }
 
 /// Legend label of a set-up: the layout, then the set-up fields that vary in the report.
-pub fn setup_label(a: &Analysis, layout: Layout, style: StyleKey) -> String {
+pub(crate) fn setup_label(a: &Analysis, layout: Layout, style: StyleKey) -> String {
     let rest = super::analyze::style_label(style, &a.varying);
     if rest.is_empty() {
         layout.label()
@@ -293,10 +293,10 @@ pub fn setup_label(a: &Analysis, layout: Layout, style: StyleKey) -> String {
 }
 
 /// Title of a set-up legend.
-pub const SETUP_LEGEND: &str = "nodes × devices per node";
+pub(crate) const SETUP_LEGEND: &str = "nodes × devices per node";
 
 /// A size curve's point: S against a quantity, with the interval from the samples.
-pub fn size_point(e: &Entry, quantity: Quantity) -> Option<Pt> {
+pub(crate) fn size_point(e: &Entry, quantity: Quantity) -> Option<Pt> {
     let bytes = e.bytes()? as f64;
     let t = e.time_s()?;
     let sp = e.spread;
@@ -324,7 +324,7 @@ pub fn size_point(e: &Entry, quantity: Quantity) -> Option<Pt> {
 
 /// What a size curve plots.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Quantity {
+pub(crate) enum Quantity {
     Time,
     Busbw,
 }
@@ -332,15 +332,15 @@ pub enum Quantity {
 /// Splits items into charts of at most [`MAX_SERIES`]: items with equal `group` keys stay
 /// together (a group larger than the limit is cut), and whole groups share a chart while they
 /// fit, so related set-ups are compared on one chart.
-pub fn chunk<T, K: Ord + Clone>(items: Vec<T>, group: impl Fn(&T) -> K) -> Vec<Vec<T>> {
+pub(crate) fn chunk<T, K: Ord + Clone>(items: Vec<T>, group: impl Fn(&T) -> K) -> Vec<Vec<T>> {
     chunk_by(items, MAX_SERIES, group)
 }
 
 /// Most series of a ratio chart.
-pub const MAX_RATIO_SERIES: usize = 4;
+pub(crate) const MAX_RATIO_SERIES: usize = 4;
 
 /// [`chunk`] with another limit.
-pub fn chunk_by<T, K: Ord + Clone>(
+pub(crate) fn chunk_by<T, K: Ord + Clone>(
     items: Vec<T>,
     max: usize,
     group: impl Fn(&T) -> K,
@@ -376,7 +376,7 @@ pub fn chunk_by<T, K: Ord + Clone>(
 }
 
 /// The size curves of one chart: a charted collective variant, at most [`MAX_SERIES`] set-ups.
-pub struct CurveSet<'v> {
+pub(crate) struct CurveSet<'v> {
     pub view: &'v CollectiveView,
     /// Stem suffix: variant number within the workload, and part when split.
     pub suffix: String,
@@ -385,7 +385,7 @@ pub struct CurveSet<'v> {
 
 /// Every charted collective variant, split into charts of at most [`MAX_SERIES`] curves
 /// (curves of one topology/binding/placement stay together).
-pub fn curve_sets<'v>(a: &'v Analysis) -> Vec<CurveSet<'v>> {
+pub(crate) fn curve_sets<'v>(a: &'v Analysis) -> Vec<CurveSet<'v>> {
     let mut out = Vec::new();
     let mut n_by_wl: std::collections::BTreeMap<crate::params::Workload, usize> =
         Default::default();
@@ -413,7 +413,7 @@ pub fn curve_sets<'v>(a: &'v Analysis) -> Vec<CurveSet<'v>> {
 
 /// Ratio charts (pure vs hybrid, binding): one per workload and variant, a series per
 /// comparison, y = time ratio against size with the line of equality.
-pub fn ratio_figures(a: &Analysis, kind: RatioKind, text: &RatioText) -> Vec<Figure> {
+pub(crate) fn ratio_figures(a: &Analysis, kind: RatioKind, text: &RatioText) -> Vec<Figure> {
     let mut by_wl: std::collections::BTreeMap<crate::params::Workload, Vec<&RatioGroup>> =
         Default::default();
     // Comparisons that cannot name a winner are not charted (their table says why) unless
@@ -524,25 +524,12 @@ pub fn ratio_figures(a: &Analysis, kind: RatioKind, text: &RatioText) -> Vec<Fig
 }
 
 /// The words of a ratio chart.
-pub struct RatioText {
+pub(crate) struct RatioText {
     pub stem: &'static str,
     pub title: &'static str,
     pub y_title: &'static str,
     pub caption: &'static str,
     pub notes: &'static [&'static str],
-}
-
-/// A file-name-safe slug.
-pub fn slug(s: &str) -> String {
-    let mut out = String::new();
-    for c in s.chars() {
-        if c.is_ascii_alphanumeric() {
-            out.push(c.to_ascii_lowercase());
-        } else if !out.ends_with('-') && !out.is_empty() {
-            out.push('-');
-        }
-    }
-    out.trim_end_matches('-').to_string()
 }
 
 #[cfg(test)]
@@ -562,6 +549,5 @@ mod tests {
         assert_eq!(c[0], (0..8).collect::<Vec<_>>());
         assert_eq!(chunk(vec![1, 2], |x| *x).len(), 1);
         assert!(chunk(Vec::<u8>::new(), |x| *x).is_empty());
-        assert_eq!(slug("Pure bind=none 1×4"), "pure-bind-none-1-4");
     }
 }
