@@ -161,7 +161,7 @@ fn bench_setting<B: Backend>(
     c: &mut Criterion,
     backend: &mut B,
     comm: &MpiComm,
-    setting: &Setting,
+    setting: &Setting<'_>,
 ) {
     let devices = backend.total_devices();
     let mut g = c.benchmark_group(&setting.group);

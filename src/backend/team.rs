@@ -276,7 +276,7 @@ impl Ctx<'_> {
     }
 }
 
-type Job<'a> = dyn Fn(usize, &Ctx) + Sync + 'a;
+type Job<'a> = dyn Fn(usize, &Ctx<'_>) + Sync + 'a;
 
 /// `g` workers: the thread that calls [`Team::run`] is worker 0; workers 1.. are threads
 /// that live until the team is dropped. Not `Sync`: only one thread leads.
@@ -336,7 +336,7 @@ impl Team {
     /// transfer per cache line the leader wrote since the worker last read it: on the timed
     /// path, capture values (`move`) and references to state that is written only when it
     /// changes, not references to the caller's fresh locals.
-    pub(crate) fn run<F: Fn(usize, &Ctx) + Sync + Copy>(&self, job: F) {
+    pub(crate) fn run<F: Fn(usize, &Ctx<'_>) + Sync + Copy>(&self, job: F) {
         let ctx = Ctx {
             shared: &self.shared,
             w: 0,

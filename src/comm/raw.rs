@@ -77,7 +77,13 @@ impl Src<'_> {
     }
 }
 
-pub(crate) fn allreduce(comm: ffi::MPI_Comm, src: Src, dst: &mut HostBuf, n: usize, op: ReduceOp) {
+pub(crate) fn allreduce(
+    comm: ffi::MPI_Comm,
+    src: Src<'_>,
+    dst: &mut HostBuf,
+    n: usize,
+    op: ReduceOp,
+) {
     let dt = dst.dtype();
     src.assert_len(n, dt);
     assert!(dst.len() >= n);
@@ -99,7 +105,7 @@ pub(crate) fn allreduce(comm: ffi::MPI_Comm, src: Src, dst: &mut HostBuf, n: usi
 /// In place is only meaningful at the root (other ranks pass their send buffer).
 pub(crate) fn reduce(
     comm: ffi::MPI_Comm,
-    src: Src,
+    src: Src<'_>,
     dst: Option<&mut HostBuf>,
     dtype: Dtype,
     n: usize,
@@ -146,7 +152,13 @@ pub(crate) fn bcast(comm: ffi::MPI_Comm, buf: &mut HostBuf, n: usize, root: i32)
 
 /// All-gather of `n` elements per rank into `dst` (size × n). In place: each rank's input
 /// is its own block of `dst`.
-pub(crate) fn allgather(comm: ffi::MPI_Comm, size: usize, src: Src, dst: &mut HostBuf, n: usize) {
+pub(crate) fn allgather(
+    comm: ffi::MPI_Comm,
+    size: usize,
+    src: Src<'_>,
+    dst: &mut HostBuf,
+    n: usize,
+) {
     let dt = dst.dtype();
     src.assert_len(n, dt);
     assert!(dst.len() >= n * size);
@@ -174,7 +186,7 @@ pub(crate) fn allgather(comm: ffi::MPI_Comm, size: usize, src: Src, dst: &mut Ho
 pub(crate) fn reduce_scatter_block(
     comm: ffi::MPI_Comm,
     size: usize,
-    src: Src,
+    src: Src<'_>,
     dst: &mut HostBuf,
     n: usize,
     op: ReduceOp,
@@ -200,7 +212,13 @@ pub(crate) fn reduce_scatter_block(
 }
 
 /// All-to-all with `n` elements per peer (buffers of size × n).
-pub(crate) fn alltoall(comm: ffi::MPI_Comm, size: usize, src: Src, dst: &mut HostBuf, n: usize) {
+pub(crate) fn alltoall(
+    comm: ffi::MPI_Comm,
+    size: usize,
+    src: Src<'_>,
+    dst: &mut HostBuf,
+    n: usize,
+) {
     let dt = dst.dtype();
     src.assert_len(n * size, dt);
     assert!(dst.len() >= n * size);

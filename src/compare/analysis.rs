@@ -444,7 +444,7 @@ pub fn compare(baseline: &ResultsFile, candidate: &ResultsFile, settings: &Setti
 /// Cases by id over the runs of one side, ids in order of first appearance.
 fn by_id<'a>(runs: &[&'a ResultsFile]) -> (Vec<&'a str>, HashMap<&'a str, SideCase<'a>>) {
     let mut order = Vec::new();
-    let mut map: HashMap<&str, SideCase> = HashMap::new();
+    let mut map: HashMap<&str, SideCase<'_>> = HashMap::new();
     for f in runs {
         for c in &f.cases {
             map.entry(c.id.as_str())
@@ -472,7 +472,7 @@ pub fn compare_runs(
 ) -> Comparison {
     let (base_order, base) = by_id(baseline);
     let (cand_order, cand) = by_id(candidate);
-    let label_of = |s: &SideCase| s.records[0].params.label();
+    let label_of = |s: &SideCase<'_>| s.records[0].params.label();
     let mut tables = Tables::default();
     let mut out: Vec<CaseComparison> = Vec::with_capacity(base_order.len());
     // Cases measured on both sides: (index in `out`, baseline runs, candidate runs).

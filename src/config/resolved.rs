@@ -457,7 +457,7 @@ fn scalar_unchecked(axis: Axis, v: &Value) -> Result<Vec<AxisValue>, String> {
 /// Values of an axis: a scalar, or a non-empty list of scalars. `exact` forbids a scalar that
 /// expands to several values (inside zip groups, where positions must line up).
 fn values(
-    ctx: &Ctx,
+    ctx: &Ctx<'_>,
     axis: Axis,
     key: &str,
     v: &Spanned<Value>,
@@ -489,7 +489,7 @@ fn values(
     Ok(out)
 }
 
-fn axis_of(ctx: &Ctx, key: &Spanned<String>, table: &str) -> Result<Axis, SpecError> {
+fn axis_of(ctx: &Ctx<'_>, key: &Spanned<String>, table: &str) -> Result<Axis, SpecError> {
     Axis::from_key(key.get_ref()).ok_or_else(|| {
         let names: Vec<&str> = Axis::ALL
             .iter()
@@ -512,7 +512,7 @@ fn axis_of(ctx: &Ctx, key: &Spanned<String>, table: &str) -> Result<Axis, SpecEr
 }
 
 fn positive_int(
-    ctx: &Ctx,
+    ctx: &Ctx<'_>,
     v: &Option<Spanned<i64>>,
     key: &str,
     min: i64,
@@ -538,7 +538,7 @@ fn positive_int(
 /// element size of every dtype the spec's axes name (f32 when they name none), as
 /// `--buffer-offset` requires.
 fn buffer_offset(
-    ctx: &Ctx,
+    ctx: &Ctx<'_>,
     v: &Option<Spanned<toml::Value>>,
     dims: &[Dim],
 ) -> Result<crate::params::BufferOffset, SpecError> {

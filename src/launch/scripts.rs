@@ -136,7 +136,7 @@ pub(crate) fn check_fit(profile: &Profile, shape: &LaunchShape) -> Result<(), Sc
 
 /// The body every scheduler's script shares: pick the attempt, set up, run, record the end.
 fn body(
-    ctx: &Context,
+    ctx: &Context<'_>,
     job: &JobPlan,
     array_index: &str,
     launcher: &[String],
@@ -195,7 +195,7 @@ fn body(
     s
 }
 
-fn header(ctx: &Context, job: &JobPlan) -> String {
+fn header(ctx: &Context<'_>, job: &JobPlan) -> String {
     let ids: Vec<String> = job
         .attempts
         .iter()
@@ -214,7 +214,7 @@ fn header(ctx: &Context, job: &JobPlan) -> String {
 }
 
 /// A Slurm batch script.
-pub(crate) fn slurm(ctx: &Context, job: &JobPlan) -> Result<String, ScriptError> {
+pub(crate) fn slurm(ctx: &Context<'_>, job: &JobPlan) -> Result<String, ScriptError> {
     let p = ctx.profile;
     let r = resources(p, &job.shape);
     let mut s = header(ctx, job);
@@ -295,7 +295,7 @@ pub(crate) fn slurm(ctx: &Context, job: &JobPlan) -> Result<String, ScriptError>
 }
 
 /// The Slurm job that merges a run's results once every job has ended (`afterany`).
-pub(crate) fn slurm_collect(ctx: &Context) -> Result<String, ScriptError> {
+pub(crate) fn slurm_collect(ctx: &Context<'_>) -> Result<String, ScriptError> {
     let p = ctx.profile;
     let mut s = String::from("#!/bin/bash\n# scalebench: merge the run's results after all its jobs (submitted with --dependency=afterany)\n");
     let _ = writeln!(s, "#SBATCH --job-name={}-collect", job_name(ctx.sweep_name));
@@ -326,7 +326,7 @@ pub(crate) fn slurm_collect(ctx: &Context) -> Result<String, ScriptError> {
 
 /// A UGE/SGE script (Apocrita style): whole nodes through a parallel environment, GPUs per
 /// node with `-l gpu=`, ranks round-robin with `mpirun -rr` when asked.
-pub(crate) fn uge(ctx: &Context, job: &JobPlan) -> Result<String, ScriptError> {
+pub(crate) fn uge(ctx: &Context<'_>, job: &JobPlan) -> Result<String, ScriptError> {
     let p = ctx.profile;
     let r = resources(p, &job.shape);
     let mut s = header(ctx, job);
@@ -393,7 +393,7 @@ pub(crate) fn uge(ctx: &Context, job: &JobPlan) -> Result<String, ScriptError> {
 }
 
 /// A PBS Pro script: `select=N:ncpus=C:ngpus=G:mpiprocs=R` chunks, ranks with mpiexec.
-pub(crate) fn pbs(ctx: &Context, job: &JobPlan) -> Result<String, ScriptError> {
+pub(crate) fn pbs(ctx: &Context<'_>, job: &JobPlan) -> Result<String, ScriptError> {
     let p = ctx.profile;
     let r = resources(p, &job.shape);
     let mut s = header(ctx, job);
@@ -455,7 +455,7 @@ pub(crate) fn pbs(ctx: &Context, job: &JobPlan) -> Result<String, ScriptError> {
 }
 
 /// The script for `job` in the profile's scheduler's dialect.
-pub(crate) fn script(ctx: &Context, job: &JobPlan) -> Result<String, ScriptError> {
+pub(crate) fn script(ctx: &Context<'_>, job: &JobPlan) -> Result<String, ScriptError> {
     check_fit(ctx.profile, &job.shape)?;
     match ctx.profile.scheduler {
         Scheduler::Slurm => slurm(ctx, job),

@@ -202,7 +202,7 @@ pub fn generate(req: &Request) -> Result<Written, Error> {
     })
 }
 
-fn default_title(a: &Analysis) -> String {
+fn default_title(a: &Analysis<'_>) -> String {
     let mut ids: Vec<&str> = a
         .sources
         .iter()

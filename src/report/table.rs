@@ -326,7 +326,7 @@ fn num_fmt_for(path: &str) -> NumFmt {
 
 /// The flattened case: every schema field, then where it came from, then what the report
 /// derives from it alone. THE one definition of a case row.
-pub(crate) fn case_row(entry: &Entry, sources: &[Source]) -> Vec<(String, Cell)> {
+pub(crate) fn case_row(entry: &Entry<'_>, sources: &[Source]) -> Vec<(String, Cell)> {
     let mut row = Vec::with_capacity(80);
     flatten("", entry.case, &mut row);
     let src = &sources[entry.source];
@@ -408,7 +408,7 @@ fn merge_columns(rows: &[Vec<(String, Cell)>]) -> Vec<String> {
 
 /// One row per case, every column any case has (THE flattening, used by results.csv and the
 /// HTML case table).
-pub(crate) fn case_table(entries: &[Entry], sources: &[Source]) -> Table {
+pub(crate) fn case_table(entries: &[Entry<'_>], sources: &[Source]) -> Table {
     let rows: Vec<Vec<(String, Cell)>> = entries.iter().map(|e| case_row(e, sources)).collect();
     let columns = merge_columns(&rows);
     let index: HashMap<&str, usize> = columns

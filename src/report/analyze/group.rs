@@ -108,7 +108,7 @@ impl<'a> Analysis<'a> {
     /// blanked, then splits each group into families.
     pub(super) fn layout_groups(
         &self,
-        filter: impl Fn(&Entry) -> bool,
+        filter: impl Fn(&Entry<'_>) -> bool,
         blank_size: bool,
     ) -> Vec<(CaseParams, Family, Vec<Layout>, Vec<usize>)> {
         let mut groups: HashMap<CaseParams, Vec<usize>> = HashMap::new();

@@ -79,7 +79,7 @@ struct Tally {
 
 impl Tally {
     /// Adds entry `i` if it has per-rank times to compare.
-    fn add(&mut self, i: usize, e: &Entry) {
+    fn add(&mut self, i: usize, e: &Entry<'_>) {
         let Some(t) = e.case.timing.as_ref() else {
             return;
         };

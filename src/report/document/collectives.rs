@@ -10,7 +10,7 @@ use crate::report::model;
 use crate::report::plot::Figure;
 use crate::report::table::{Cell, NumFmt, Table};
 
-pub(super) fn collectives(doc: &mut Doc, a: &Analysis, figs: &[Figure], found: &mut Findings) {
+pub(super) fn collectives(doc: &mut Doc, a: &Analysis<'_>, figs: &[Figure], found: &mut Findings) {
     if a.collectives.is_empty() {
         return;
     }
@@ -45,7 +45,7 @@ pub(super) fn collectives(doc: &mut Doc, a: &Analysis, figs: &[Figure], found: &
 }
 
 /// One row per set-up of a variant: its size curve summarised, and its α–β regimes.
-fn curve_table(a: &Analysis, v: &CollectiveView) -> Table {
+fn curve_table(a: &Analysis<'_>, v: &CollectiveView) -> Table {
     let mut t = Table::new(&[
         "set-up",
         "devices",
@@ -71,8 +71,8 @@ fn curve_table(a: &Analysis, v: &CollectiveView) -> Table {
     t
 }
 
-fn curve_row(a: &Analysis, c: &Curve) -> Vec<Cell> {
-    let pts: Vec<&Entry> = c.points.iter().map(|&i| &a.entries[i]).collect();
+fn curve_row(a: &Analysis<'_>, c: &Curve) -> Vec<Cell> {
+    let pts: Vec<&Entry<'_>> = c.points.iter().map(|&i| &a.entries[i]).collect();
     let first = pts.first();
     let peak = pts
         .iter()
@@ -163,7 +163,7 @@ fn regimes_note(r: &model::Regimes) -> String {
 
 /// Peak busbw of the charted variant, and where latency dominates on its largest set-up.
 fn collective_findings(
-    a: &Analysis,
+    a: &Analysis<'_>,
     figs: &[Figure],
     v: &CollectiveView,
     t: &Table,

@@ -9,7 +9,7 @@ use crate::report::model::{self, ScaleModel};
 use crate::report::plot::Figure;
 use crate::report::table::{Cell, NumFmt, Table};
 
-pub(super) fn cost_model(doc: &mut Doc, a: &Analysis, figs: &[Figure]) {
+pub(super) fn cost_model(doc: &mut Doc, a: &Analysis<'_>, figs: &[Figure]) {
     if a.collectives.is_empty() {
         return;
     }
@@ -42,7 +42,7 @@ pub(super) fn cost_model(doc: &mut Doc, a: &Analysis, figs: &[Figure]) {
 }
 
 /// Residuals of the α–β fits per size, for the charted variants.
-fn fit_residuals(doc: &mut Doc, a: &Analysis) {
+fn fit_residuals(doc: &mut Doc, a: &Analysis<'_>) {
     let mut t = Table::new(&[
         "workload", "variant", "set-up", "S", "measured", "fitted", "residual",
     ]);
@@ -81,7 +81,7 @@ fn fit_residuals(doc: &mut Doc, a: &Analysis) {
 }
 
 /// Every set-up's α–β regimes with their size ranges.
-fn fit_regimes(doc: &mut Doc, a: &Analysis) {
+fn fit_regimes(doc: &mut Doc, a: &Analysis<'_>) {
     let mut t = Table::new(&[
         "workload",
         "variant",
@@ -126,7 +126,7 @@ fn fit_regimes(doc: &mut Doc, a: &Analysis) {
 }
 
 /// The best form of every series across device counts, with its held-out error.
-fn scale_models(doc: &mut Doc, a: &Analysis) {
+fn scale_models(doc: &mut Doc, a: &Analysis<'_>) {
     let mut t = Table::new(&[
         "workload",
         "series",
@@ -246,7 +246,7 @@ fn forms_table(doc: &mut Doc, cs: &CollScale, m: &ScaleModel) {
 }
 
 /// The best form at the largest measured scale and its PREDICTIONs beyond, per size.
-fn predictions_table(doc: &mut Doc, a: &Analysis, cs: &CollScale, m: &ScaleModel) {
+fn predictions_table(doc: &mut Doc, a: &Analysis<'_>, cs: &CollScale, m: &ScaleModel) {
     // Predictions at the sizes measured at the largest scale.
     let last = cs.layouts.len() - 1;
     let pmax = cs.layouts[last].devices();

@@ -5,7 +5,7 @@ use crate::report::derive;
 use crate::report::doc::{prose, text, Block, Doc, Span};
 use crate::report::model;
 
-pub(super) fn definitions(doc: &mut Doc, a: &Analysis) {
+pub(super) fn definitions(doc: &mut Doc, a: &Analysis<'_>) {
     doc.heading(2, "Appendix B: definitions");
     let o = a.options;
     doc.para(vec![text(format!(

@@ -111,7 +111,7 @@ pub(super) fn chart_of(figs: &[Figure], kind: &str, w: Workload) -> Option<Strin
 }
 
 /// Writes the findings section; returns the table of where each figure comes from.
-pub(super) fn findings(doc: &mut Doc, a: &Analysis, mut found: Findings) -> Table {
+pub(super) fn findings(doc: &mut Doc, a: &Analysis<'_>, mut found: Findings) -> Table {
     // Set-up first, then per workload (in section order within one), then the rest.
     found
         .items

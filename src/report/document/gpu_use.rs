@@ -17,8 +17,8 @@ pub(crate) fn under_used(t: &DeviceTelemetry) -> bool {
 }
 
 /// NVML telemetry, where the results carry any: were all GPUs busy?
-pub(super) fn gpu_use(doc: &mut Doc, a: &Analysis) {
-    let rows: Vec<(&Entry, &DeviceTelemetry)> = a
+pub(super) fn gpu_use(doc: &mut Doc, a: &Analysis<'_>) {
+    let rows: Vec<(&Entry<'_>, &DeviceTelemetry)> = a
         .entries
         .iter()
         .flat_map(|e| e.case.telemetry.iter().map(move |t| (e, t)))

@@ -32,7 +32,7 @@ struct Stack {
     timer: String,
 }
 
-pub(super) fn inputs(doc: &mut Doc, a: &Analysis) {
+pub(super) fn inputs(doc: &mut Doc, a: &Analysis<'_>) {
     doc.heading(2, "Appendix A: inputs and set-up");
     input_files(doc, a);
     let stacks = launches(doc, a);
@@ -41,7 +41,7 @@ pub(super) fn inputs(doc: &mut Doc, a: &Analysis) {
 }
 
 /// The input files: run id, start, generator, labels.
-fn input_files(doc: &mut Doc, a: &Analysis) {
+fn input_files(doc: &mut Doc, a: &Analysis<'_>) {
     let mut t = Table::new(&[
         "#",
         "file",
@@ -85,7 +85,7 @@ fn input_files(doc: &mut Doc, a: &Analysis) {
 
 /// Every launch of every input; returns the distinct software and hardware stacks seen, with
 /// how many launches ran on each and their timer resolution range.
-fn launches(doc: &mut Doc, a: &Analysis) -> BTreeMap<Stack, (usize, f64, f64)> {
+fn launches(doc: &mut Doc, a: &Analysis<'_>) -> BTreeMap<Stack, (usize, f64, f64)> {
     let mut t = Table::new(&[
         "input", "launch", "set-up", "status", "launcher", "ranks", "devices", "hosts", "warnings",
     ]);
@@ -169,7 +169,7 @@ fn software(doc: &mut Doc, stacks: BTreeMap<Stack, (usize, f64, f64)>) {
 }
 
 /// Every rank: host, node, CPU affinity, devices.
-fn ranks(doc: &mut Doc, a: &Analysis) {
+fn ranks(doc: &mut Doc, a: &Analysis<'_>) {
     let mut t = Table::new(&["input", "launch", "rank", "host", "node", "cpus", "devices"]);
     for (i, s) in a.sources.iter().enumerate() {
         for l in &s.file.launches {

@@ -37,7 +37,7 @@ use findings::Findings;
 /// Rows kept in the longer lists (straggler, noisy, problem tables).
 const TOP: usize = 25;
 
-fn setup_text(a: &Analysis, s: &LaunchShape) -> String {
+fn setup_text(a: &Analysis<'_>, s: &LaunchShape) -> String {
     setup_label(a, Layout::of(s), style_key(s))
 }
 
@@ -46,7 +46,7 @@ fn bytes_cell(b: u64) -> Cell {
     Cell::num(b as f64, NumFmt::Bytes)
 }
 
-fn case_text(e: &Entry) -> String {
+fn case_text(e: &Entry<'_>) -> String {
     e.params().label()
 }
 
@@ -64,7 +64,7 @@ fn add_figures(doc: &mut Doc, figs: &[Figure], kind: &str, w: Workload) {
 }
 
 /// Builds the report. `figs` are the charts drawn (their order is the figure index).
-pub(crate) fn build(a: &Analysis, figs: &[Figure], title: &str) -> Doc {
+pub(crate) fn build(a: &Analysis<'_>, figs: &[Figure], title: &str) -> Doc {
     let mut doc = Doc {
         title: title.to_string(),
         blocks: Vec::new(),

@@ -5,7 +5,7 @@ use crate::report::analyze::{Analysis, Layout};
 use crate::report::doc::{text, Doc, Span};
 use std::collections::BTreeMap;
 
-pub(super) fn overview(doc: &mut Doc, a: &Analysis) {
+pub(super) fn overview(doc: &mut Doc, a: &Analysis<'_>) {
     let n = a.entries.len();
     let measured = a.entries.iter().filter(|e| e.time_s().is_some()).count();
     let mut by_status: BTreeMap<&str, usize> = BTreeMap::new();

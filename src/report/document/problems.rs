@@ -6,9 +6,9 @@ use crate::report::doc::{text, Doc};
 use crate::report::table::{Cell, Table};
 use crate::results::schema::CaseStatus;
 
-pub(super) fn problems(doc: &mut Doc, a: &Analysis) {
+pub(super) fn problems(doc: &mut Doc, a: &Analysis<'_>) {
     doc.heading(2, "Failed, wrong and skipped cases");
-    let bad: Vec<&Entry> = a.problems.iter().map(|&i| &a.entries[i]).collect();
+    let bad: Vec<&Entry<'_>> = a.problems.iter().map(|&i| &a.entries[i]).collect();
     let launches: Vec<(usize, &crate::results::schema::LaunchRecord)> = a
         .sources
         .iter()
@@ -21,7 +21,7 @@ pub(super) fn problems(doc: &mut Doc, a: &Analysis) {
         return;
     }
     let mut t = Table::new(&["case", "set-up", "status", "wrong", "message"]);
-    let mut order: Vec<&Entry> = bad.clone();
+    let mut order: Vec<&Entry<'_>> = bad.clone();
     // wrong results first: they matter most
     order.sort_by_key(|e| match e.case.status {
         CaseStatus::Wrong => 0,

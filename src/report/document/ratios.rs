@@ -22,7 +22,7 @@ fn winner_text(g: &RatioGroup, w: Winner) -> String {
 
 pub(super) fn ratios(
     doc: &mut Doc,
-    a: &Analysis,
+    a: &Analysis<'_>,
     figs: &[Figure],
     kind: RatioKind,
     found: &mut Findings,
@@ -164,7 +164,7 @@ impl Cited {
 
 /// Ratio bands with their verdicts; the bands of the largest layout compared (charted
 /// variants, once per workload) are cited by findings.
-fn bands_table(a: &Analysis, groups: &[&RatioGroup]) -> (Table, Vec<Cited>) {
+fn bands_table(a: &Analysis<'_>, groups: &[&RatioGroup]) -> (Table, Vec<Cited>) {
     let mut t = Table::new(&[
         "workload",
         "compared",
@@ -238,7 +238,7 @@ fn bands_table(a: &Analysis, groups: &[&RatioGroup]) -> (Table, Vec<Cited>) {
 }
 
 /// Every ratio of the charted variants, per case.
-fn per_case_table(doc: &mut Doc, a: &Analysis, groups: &[&RatioGroup], stem: &str) {
+fn per_case_table(doc: &mut Doc, a: &Analysis<'_>, groups: &[&RatioGroup], stem: &str) {
     let mut t = Table::new(&[
         "workload",
         "compared",

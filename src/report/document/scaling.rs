@@ -11,7 +11,7 @@ use crate::report::doc::{text, Doc, Span};
 use crate::report::plot::Figure;
 use crate::report::table::{Cell, NumFmt, Table};
 
-pub(super) fn scaling(doc: &mut Doc, a: &Analysis, figs: &[Figure], found: &mut Findings) {
+pub(super) fn scaling(doc: &mut Doc, a: &Analysis<'_>, figs: &[Figure], found: &mut Findings) {
     if a.scaling.is_empty() && a.coll_scaling.is_empty() {
         return;
     }
@@ -43,7 +43,7 @@ pub(super) fn scaling(doc: &mut Doc, a: &Analysis, figs: &[Figure], found: &mut 
 
 fn gemm_series_table(
     doc: &mut Doc,
-    a: &Analysis,
+    a: &Analysis<'_>,
     s: &ScaleSeries,
     figs: &[Figure],
     found: &mut Findings,
@@ -120,7 +120,7 @@ fn gemm_series_table(
 }
 
 /// ` (caveat: ...)` when included entries are not representative.
-fn series_caveat(a: &Analysis, points: &[usize]) -> String {
+fn series_caveat(a: &Analysis<'_>, points: &[usize]) -> String {
     let kinds: std::collections::BTreeSet<String> = points
         .iter()
         .flat_map(|&i| a.entries[i].concern_kinds())
@@ -134,7 +134,7 @@ fn series_caveat(a: &Analysis, points: &[usize]) -> String {
 
 fn coll_scale_table(
     doc: &mut Doc,
-    a: &Analysis,
+    a: &Analysis<'_>,
     cs: &CollScale,
     found: &mut Findings,
     section: &str,
@@ -157,7 +157,7 @@ fn coll_scale_table(
 }
 
 /// busbw per size and device count, and its retention R against the smallest count ≥ 2.
-fn retention_table(a: &Analysis, cs: &CollScale) -> Table {
+fn retention_table(a: &Analysis<'_>, cs: &CollScale) -> Table {
     let mut cols: Vec<String> = vec!["S".into()];
     for l in &cs.layouts {
         cols.push(format!("{} ({} dev) busbw", l.label(), l.devices()));
@@ -191,7 +191,7 @@ fn retention_table(a: &Analysis, cs: &CollScale) -> Table {
 }
 
 /// Retention at the largest scale, for the largest size measured there.
-fn retention_finding(a: &Analysis, cs: &CollScale, t: &Table, section: &str) -> Vec<Finding> {
+fn retention_finding(a: &Analysis<'_>, cs: &CollScale, t: &Table, section: &str) -> Vec<Finding> {
     let last = cs.layouts.len() - 1;
     let col = format!("{} R", cs.layouts[last].label());
     let j = t.columns.iter().position(|c| *c == col);

@@ -5,7 +5,7 @@ use crate::report::analyze::Analysis;
 use crate::report::doc::{text, Doc};
 use crate::report::table::{Cell, NumFmt, Table};
 
-pub(super) fn spread(doc: &mut Doc, a: &Analysis) {
+pub(super) fn spread(doc: &mut Doc, a: &Analysis<'_>) {
     doc.heading(2, "Spread and noisy cases");
     let with = a.entries.iter().filter(|e| e.spread.is_some()).count();
     doc.para(vec![text(format!(

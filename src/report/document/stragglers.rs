@@ -6,7 +6,7 @@ use crate::report::analyze::{Analysis, Stragglers};
 use crate::report::doc::{text, Doc};
 use crate::report::table::{Cell, NumFmt, Table};
 
-pub(super) fn stragglers(doc: &mut Doc, a: &Analysis, found: &mut Findings) {
+pub(super) fn stragglers(doc: &mut Doc, a: &Analysis<'_>, found: &mut Findings) {
     doc.heading(2, "Load imbalance and stragglers");
     let section = doc.last_heading_id().unwrap_or_default().to_string();
     let s = &a.stragglers;
@@ -87,7 +87,7 @@ fn rank_table(doc: &mut Doc, s: &Stragglers) {
 }
 
 /// The cases whose ranks differed most.
-fn imbalance_table(doc: &mut Doc, a: &Analysis) {
+fn imbalance_table(doc: &mut Doc, a: &Analysis<'_>) {
     let mut t = Table::new(&[
         "case",
         "set-up",

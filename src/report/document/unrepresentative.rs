@@ -8,7 +8,7 @@ use crate::report::table::{Cell, Table};
 use std::collections::BTreeMap;
 
 /// Cases that cannot represent their set-up, grouped by launch and reason.
-pub(super) fn unrepresentative(doc: &mut Doc, a: &Analysis, found: &mut Findings) {
+pub(super) fn unrepresentative(doc: &mut Doc, a: &Analysis<'_>, found: &mut Findings) {
     if a.unrepresentative.is_empty() {
         return;
     }

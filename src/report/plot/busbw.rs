@@ -7,7 +7,7 @@ use super::{
 };
 use crate::report::analyze::Analysis;
 
-pub(crate) fn figures(a: &Analysis) -> Vec<Figure> {
+pub(crate) fn figures(a: &Analysis<'_>) -> Vec<Figure> {
     let mut out = Vec::new();
     for set in curve_sets(a) {
         let mut series = Vec::new();

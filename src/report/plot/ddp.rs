@@ -25,7 +25,7 @@ fn without_bucket(setup: &str) -> String {
         .join(" ")
 }
 
-pub(crate) fn figures(a: &Analysis) -> Vec<Figure> {
+pub(crate) fn figures(a: &Analysis<'_>) -> Vec<Figure> {
     let pts = points(a.entries.iter().map(|e| e.case));
     let mut out = breakdowns(&pts);
     out.extend(overlap_vs_bucket(&pts));

@@ -394,7 +394,7 @@ fn draw_marker<DB: DrawingBackend>(
 fn wrap<DB: DrawingBackend>(
     area: &DrawingArea<DB, Shift>,
     text: &str,
-    font: &TextStyle,
+    font: &TextStyle<'_>,
     width: u32,
 ) -> Vec<String> {
     let fits = |s: &str| {

@@ -10,7 +10,7 @@ use crate::report::analyze::Analysis;
 use crate::report::table::sig;
 use crate::units::format_bytes;
 
-pub(crate) fn figures(a: &Analysis) -> Vec<Figure> {
+pub(crate) fn figures(a: &Analysis<'_>) -> Vec<Figure> {
     let mut out = Vec::new();
     for set in curve_sets(a) {
         let mut series = Vec::new();

@@ -225,7 +225,7 @@ impl Figure {
 }
 
 /// Every chart of a report, in report order.
-pub(crate) fn figures(a: &Analysis) -> Vec<Figure> {
+pub(crate) fn figures(a: &Analysis<'_>) -> Vec<Figure> {
     let mut v = Vec::new();
     v.extend(busbw::figures(a));
     v.extend(latency::figures(a));
@@ -243,7 +243,7 @@ pub(crate) fn figures(a: &Analysis) -> Vec<Figure> {
 pub(crate) const MAX_SERIES: usize = 8;
 
 /// The mark of a set-up: its own colour, a marker per topology/binding/placement/backend.
-pub(crate) fn setup_mark(a: &Analysis, layout: Layout, style: StyleKey) -> Mark {
+pub(crate) fn setup_mark(a: &Analysis<'_>, layout: Layout, style: StyleKey) -> Mark {
     let idx = a
         .palette
         .shapes
@@ -256,7 +256,7 @@ pub(crate) fn setup_mark(a: &Analysis, layout: Layout, style: StyleKey) -> Mark 
 pub(crate) const GREY: Rgb = Rgb(175, 175, 175);
 
 /// The mark of a size curve: its set-up's, or grey and hollow when not representative.
-pub(crate) fn curve_mark(a: &Analysis, c: &Curve) -> Mark {
+pub(crate) fn curve_mark(a: &Analysis<'_>, c: &Curve) -> Mark {
     let m = setup_mark(a, Layout::of(&c.shape), style_key(&c.shape));
     if c.concerns.is_empty() {
         m
@@ -270,7 +270,7 @@ pub(crate) fn curve_mark(a: &Analysis, c: &Curve) -> Mark {
 }
 
 /// The legend label of a size curve, saying when it is not representative.
-pub(crate) fn curve_label(a: &Analysis, c: &Curve) -> String {
+pub(crate) fn curve_label(a: &Analysis<'_>, c: &Curve) -> String {
     let l = setup_label(a, Layout::of(&c.shape), style_key(&c.shape));
     if c.concerns.is_empty() {
         l
@@ -283,7 +283,7 @@ pub(crate) fn curve_label(a: &Analysis, c: &Curve) -> String {
 }
 
 /// Legend label of a set-up: the layout, then the set-up fields that vary in the report.
-pub(crate) fn setup_label(a: &Analysis, layout: Layout, style: StyleKey) -> String {
+pub(crate) fn setup_label(a: &Analysis<'_>, layout: Layout, style: StyleKey) -> String {
     let rest = super::analyze::style_label(style, &a.varying);
     if rest.is_empty() {
         layout.label()
@@ -296,7 +296,7 @@ pub(crate) fn setup_label(a: &Analysis, layout: Layout, style: StyleKey) -> Stri
 pub(crate) const SETUP_LEGEND: &str = "nodes × devices per node";
 
 /// A size curve's point: S against a quantity, with the interval from the samples.
-pub(crate) fn size_point(e: &Entry, quantity: Quantity) -> Option<Pt> {
+pub(crate) fn size_point(e: &Entry<'_>, quantity: Quantity) -> Option<Pt> {
     let bytes = e.bytes()? as f64;
     let t = e.time_s()?;
     let sp = e.spread;
@@ -385,7 +385,7 @@ pub(crate) struct CurveSet<'v> {
 
 /// Every charted collective variant, split into charts of at most [`MAX_SERIES`] curves
 /// (curves of one topology/binding/placement stay together).
-pub(crate) fn curve_sets<'v>(a: &'v Analysis) -> Vec<CurveSet<'v>> {
+pub(crate) fn curve_sets<'v>(a: &'v Analysis<'_>) -> Vec<CurveSet<'v>> {
     let mut out = Vec::new();
     let mut n_by_wl: std::collections::BTreeMap<crate::params::Workload, usize> =
         Default::default();
@@ -413,7 +413,7 @@ pub(crate) fn curve_sets<'v>(a: &'v Analysis) -> Vec<CurveSet<'v>> {
 
 /// Ratio charts (pure vs hybrid, binding): one per workload and variant, a series per
 /// comparison, y = time ratio against size with the line of equality.
-pub(crate) fn ratio_figures(a: &Analysis, kind: RatioKind, text: &RatioText) -> Vec<Figure> {
+pub(crate) fn ratio_figures(a: &Analysis<'_>, kind: RatioKind, text: &RatioText) -> Vec<Figure> {
     let mut by_wl: std::collections::BTreeMap<crate::params::Workload, Vec<&RatioGroup>> =
         Default::default();
     // Comparisons that cannot name a winner are not charted (their table says why) unless

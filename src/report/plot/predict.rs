@@ -29,7 +29,7 @@ fn pick_sizes(cs: &CollScale) -> Vec<usize> {
     pick
 }
 
-pub(crate) fn figures(a: &Analysis) -> Vec<Figure> {
+pub(crate) fn figures(a: &Analysis<'_>) -> Vec<Figure> {
     let mut out = Vec::new();
     let mut n_by_wl: std::collections::BTreeMap<String, usize> = Default::default();
     for cs in a.coll_scaling.iter().filter(|c| c.charted) {

@@ -8,7 +8,7 @@ use crate::params::Workload;
 use crate::report::analyze::{style_key, Analysis, ScaleSeries};
 use crate::report::derive::ScalingKind;
 
-pub(crate) fn figures(a: &Analysis) -> Vec<Figure> {
+pub(crate) fn figures(a: &Analysis<'_>) -> Vec<Figure> {
     let mut groups: std::collections::BTreeMap<(Workload, bool), Vec<&ScaleSeries>> =
         Default::default();
     for s in a.scaling.iter().filter(|s| s.charted) {

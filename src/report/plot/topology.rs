@@ -16,6 +16,6 @@ const TEXT: RatioText = RatioText {
     ],
 };
 
-pub(crate) fn figures(a: &Analysis) -> Vec<Figure> {
+pub(crate) fn figures(a: &Analysis<'_>) -> Vec<Figure> {
     ratio_figures(a, RatioKind::Topology, &TEXT)
 }
