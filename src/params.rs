@@ -7,6 +7,7 @@
 
 pub(crate) mod counts;
 pub(crate) mod cpulist;
+pub(crate) mod ddp;
 mod settings;
 
 pub use settings::{BufferOffset, Fault, IterPolicy, RunSettings};

@@ -37,7 +37,7 @@ pub enum Axis {
     Collect,
     /// Test-only fault injection (see `params::Fault`); not for studies.
     Fault,
-    /// ddp_step models (presets or layer lists, see `workload::ddp::Model`).
+    /// ddp_step models (presets or layer lists, see `params::ddp::Model`).
     Models,
     /// ddp_step gradient bucket capacities, bytes.
     BucketSizes,
@@ -420,7 +420,7 @@ fn scalar_unchecked(axis: Axis, v: &Value) -> Result<Vec<AxisValue>, String> {
         Axis::Collect => named(v, AxisValue::Collect),
         Axis::Progress => named(v, AxisValue::Progress),
         Axis::Models => match v {
-            Value::String(s) => crate::workload::ddp::Model::parse(s)
+            Value::String(s) => crate::params::ddp::Model::parse(s)
                 .map(|_| vec![AxisValue::Model(s.trim().to_string())]),
             other => Err(format!(
                 "expected a model name such as \"mlp-tiny\" or layers \"1024x1024x8\", found {}",

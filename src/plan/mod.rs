@@ -171,7 +171,7 @@ impl RunOptions {
         nonempty(&a.first_bucket_sizes, "--first-bucket")?;
         nonempty(&a.progress, "--progress")?;
         for m in &a.models {
-            crate::workload::ddp::Model::parse(m)
+            crate::params::ddp::Model::parse(m)
                 .map_err(|e| Error::input(format!("--model: {e}")))?;
         }
         if a.bucket_sizes.iter().any(|b| b.get() == 0) {
@@ -468,7 +468,7 @@ fn expand_ddp(o: &RunOptions, c: CaseParams, out: &mut Vec<CaseParams>) {
                     bucket_bytes: Some(bucket),
                     first_bucket_bytes: Some(first),
                     progress: *p,
-                    batch: Some(o.batch.unwrap_or(crate::workload::ddp::DEFAULT_BATCH)),
+                    batch: Some(o.batch.unwrap_or(crate::params::ddp::DEFAULT_BATCH)),
                     scaling: Some(o.scaling),
                     threads_per_device: cpu.then_some(o.threads_per_device),
                     ..c.clone()

@@ -83,9 +83,9 @@ impl Default for Point {
             batch: 4,
             collect: Collect::Gather,
             fault: None,
-            model: crate::workload::ddp::DEFAULT_MODEL.to_string(),
-            bucket: crate::workload::ddp::DEFAULT_BUCKET_BYTES,
-            first_bucket: crate::workload::ddp::DEFAULT_FIRST_BUCKET_BYTES,
+            model: crate::params::ddp::DEFAULT_MODEL.to_string(),
+            bucket: crate::params::ddp::DEFAULT_BUCKET_BYTES,
+            first_bucket: crate::params::ddp::DEFAULT_FIRST_BUCKET_BYTES,
             progress: Progress::Thread,
             batch_given: false,
         }
@@ -193,7 +193,7 @@ impl Point {
             batch: match w {
                 Workload::BatchMatmul => Some(self.batch),
                 Workload::DdpStep if self.batch_given => Some(self.batch),
-                Workload::DdpStep => Some(crate::workload::ddp::DEFAULT_BATCH),
+                Workload::DdpStep => Some(crate::params::ddp::DEFAULT_BATCH),
                 _ => None,
             },
             collect: (w == Workload::BatchMatmul).then_some(self.collect),

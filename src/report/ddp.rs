@@ -227,53 +227,6 @@ pub(crate) fn section<'a>(
     }
 }
 
-/// The live table's header lines for ddp_step.
-pub(crate) fn console_header() -> Vec<String> {
-    vec![
-        format!(
-            "# {:>14} {:>8} {:>6} {:>8} {:>10} {:>10} {:>10} {:>10} {:>7} {:>10} {:>6}",
-            "model",
-            "bucket",
-            "type",
-            "progress",
-            "step",
-            "compute",
-            "exposed",
-            "comm",
-            "overlap",
-            "samples/s",
-            "#wrong"
-        ),
-        format!(
-            "# {:>14} {:>8} {:>6} {:>8} {:>10} {:>10} {:>10} {:>10} {:>7} {:>10} {:>6}",
-            "", "", "", "", "(us)", "(us)", "(us)", "(us)", "(%)", "", ""
-        ),
-    ]
-}
-
-/// The live table's row for one ddp_step case (`status` is the wrong-count or status cell).
-pub(crate) fn console_row(c: &CaseResult, status: &str) -> String {
-    let p = &c.params;
-    let us = |t: f64| format!("{:.2}", t * 1e6);
-    let m = c.ddp.as_ref();
-    format!(
-        "  {:>14} {:>8} {:>6} {:>8} {:>10} {:>10} {:>10} {:>10} {:>7} {:>10} {:>6}",
-        p.model.as_deref().unwrap_or("-"),
-        p.bucket_bytes
-            .map_or("-".into(), crate::units::format_bytes),
-        p.dtype.to_string(),
-        p.progress.map_or("-".into(), |x| x.to_string()),
-        m.map_or("-".into(), |m| us(m.step_s)),
-        m.map_or("-".into(), |m| us(m.compute_s)),
-        m.map_or("-".into(), |m| us(m.exposed_comm_s)),
-        m.map_or("-".into(), |m| us(m.comm_s)),
-        m.and_then(|m| m.overlap_efficiency)
-            .map_or("-".into(), |e| format!("{:.1}", e * 100.0)),
-        m.map_or("-".into(), |m| format!("{:.1}", m.samples_per_s)),
-        status
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

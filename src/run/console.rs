@@ -141,7 +141,7 @@ fn header(c: &CaseResult) -> Vec<String> {
                 "", "", "(us)", "", "(total)", ""
             ));
         }
-        Workload::DdpStep => v.extend(crate::report::ddp::console_header()),
+        Workload::DdpStep => v.extend(ddp_header()),
         Workload::BatchMatmul => {
             v.push(format!(
                 "# {:>6} {:>6} {:>6} {:>11} {:>11} {:>11} {:>11} {:>10} {:>6}",
@@ -196,7 +196,7 @@ fn gemm_row(c: &CaseResult) -> String {
         .map_or("-".into(), |s| format!("{}x{}x{}", s.m, s.n, s.k));
     let time = c.timing.as_ref().map_or("-".into(), |t| us(t.time_s));
     match p.workload {
-        Workload::DdpStep => crate::report::ddp::console_row(c, &status_cell(c)),
+        Workload::DdpStep => ddp_row(c, &status_cell(c)),
         Workload::BatchMatmul => {
             let phase = |name: &str| {
                 c.phases
@@ -253,5 +253,52 @@ pub(crate) fn summary_line(cases: &[CaseResult]) -> String {
         count(CaseStatus::Skipped),
         count(CaseStatus::Timeout),
         cases.iter().map(|c| c.wrong).sum::<u64>()
+    )
+}
+
+/// The live table's header lines for ddp_step.
+fn ddp_header() -> Vec<String> {
+    vec![
+        format!(
+            "# {:>14} {:>8} {:>6} {:>8} {:>10} {:>10} {:>10} {:>10} {:>7} {:>10} {:>6}",
+            "model",
+            "bucket",
+            "type",
+            "progress",
+            "step",
+            "compute",
+            "exposed",
+            "comm",
+            "overlap",
+            "samples/s",
+            "#wrong"
+        ),
+        format!(
+            "# {:>14} {:>8} {:>6} {:>8} {:>10} {:>10} {:>10} {:>10} {:>7} {:>10} {:>6}",
+            "", "", "", "", "(us)", "(us)", "(us)", "(us)", "(%)", "", ""
+        ),
+    ]
+}
+
+/// The live table's row for one ddp_step case (`status` is the wrong-count or status cell).
+fn ddp_row(c: &CaseResult, status: &str) -> String {
+    let p = &c.params;
+    let us = |t: f64| format!("{:.2}", t * 1e6);
+    let m = c.ddp.as_ref();
+    format!(
+        "  {:>14} {:>8} {:>6} {:>8} {:>10} {:>10} {:>10} {:>10} {:>7} {:>10} {:>6}",
+        p.model.as_deref().unwrap_or("-"),
+        p.bucket_bytes
+            .map_or("-".into(), crate::units::format_bytes),
+        p.dtype.to_string(),
+        p.progress.map_or("-".into(), |x| x.to_string()),
+        m.map_or("-".into(), |m| us(m.step_s)),
+        m.map_or("-".into(), |m| us(m.compute_s)),
+        m.map_or("-".into(), |m| us(m.exposed_comm_s)),
+        m.map_or("-".into(), |m| us(m.comm_s)),
+        m.and_then(|m| m.overlap_efficiency)
+            .map_or("-".into(), |e| format!("{:.1}", e * 100.0)),
+        m.map_or("-".into(), |m| format!("{:.1}", m.samples_per_s)),
+        status
     )
 }

@@ -1,8 +1,9 @@
 //! `ddp_step`: one data-parallel training step of a layer model, shaped like PyTorch DDP's.
 //!
 //! The model is a list of dense layers, each `d_in × d_out` (a GEMM shape; presets in
-//! [`PRESETS`]). Every device holds the whole model and its own share of the batch (weak
-//! scaling: `batch` samples per device; strong: a global `batch` split over the devices).
+//! [`PRESETS`](crate::params::ddp::PRESETS)). Every device holds the whole model and its own
+//! share of the batch (weak scaling: `batch` samples per device; strong: a global `batch` split
+//! over the devices).
 //! One step is:
 //!
 //! 1. forward, layer 0 to L−1: `Y = X · W` (`batch × d_in · d_in × d_out`);
@@ -36,121 +37,14 @@ use super::{agree, CaseError, Fault, Measured, RunSettings};
 use crate::backend::{Backend, BackendResult, CollectiveCall, GemmBatch, HostBuf, OverlapSettings};
 use crate::comm::HostComm;
 use crate::measure::{self, RankSamples};
-use crate::params::{
-    CaseParams, Dtype, MatmulShape, Progress, ReduceOp, Scaling, Timing, Workload,
-};
+use crate::params::{CaseParams, Dtype, MatmulShape, ReduceOp, Scaling, Timing, Workload};
 use crate::results::ddp::{overlap, DdpMetrics};
 use crate::results::schema::PhaseResult;
 
-/// Gradient bucket capacity when none is given: PyTorch DDP's `bucket_cap_mb` default.
-pub(crate) const DEFAULT_BUCKET_BYTES: u64 = 25 << 20;
-/// The first bucket's capacity when none is given: PyTorch DDP's
-/// `dist._DEFAULT_FIRST_BUCKET_BYTES` (1 MiB), so the first all-reduce starts early in
-/// backward. 0 gives the first bucket the same capacity as the others.
-pub(crate) const DEFAULT_FIRST_BUCKET_BYTES: u64 = 1 << 20;
-/// Model when none is given.
-pub(crate) const DEFAULT_MODEL: &str = "mlp-tiny";
-/// Progress strategy of the CPU backend when none is given: a progress thread. On this
-/// project's loaded 2-core machine (ci/ddp-progress.sh, 5 alternating pairs, 2 ranks) `MPI_Test`
-/// between GEMM tiles gave 1.42× the thread's median step time for a compute-heavy step
-/// (1024²×8, batch 64) and 6.4× for a communication-bound one (256²×8): the computing thread
-/// never spins in MPI, so the scheduler does not demote it, and progress does not depend on
-/// GEMM granularity (as with Horovod's background thread). `test` stays available.
-pub(crate) const DEFAULT_PROGRESS: Progress = Progress::Thread;
-/// Samples per device (weak scaling) when none is given.
-pub(crate) const DEFAULT_BATCH: u32 = 32;
-
-/// Named models: (name, layers, what it is).
-pub(crate) const PRESETS: &[(&str, &str, &str)] = &[
-    (
-        "mlp-tiny",
-        "256x256x4",
-        "4 layers 256×256, 262 144 parameters (1 MiB in f32): tests and local runs",
-    ),
-    (
-        "mlp-small",
-        "1024x1024x8",
-        "8 layers 1024×1024, 8.4 M parameters (32 MiB in f32)",
-    ),
-    (
-        "mlp-100m",
-        "2048x2048x24",
-        "24 layers 2048×2048, 101 M parameters (384 MiB in f32)",
-    ),
-    (
-        "mlp-1b",
-        "8192x8192x16",
-        "16 layers 8192×8192, 1.07 B parameters (4 GiB in f32): GPU clusters",
-    ),
-];
-
-/// One dense layer: `d_in` inputs, `d_out` outputs, `d_in × d_out` weights.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Layer {
-    pub d_in: u64,
-    pub d_out: u64,
-}
-
-impl Layer {
-    pub(crate) fn params(&self) -> u64 {
-        self.d_in * self.d_out
-    }
-}
-
-/// A model: its layers, input first.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Model {
-    pub layers: Vec<Layer>,
-}
-
-/// Largest layer dimension accepted (as GEMM shapes).
-const MAX_DIM: u64 = 1 << 20;
-/// Most layers accepted.
-const MAX_LAYERS: u64 = 10_000;
-
-impl Model {
-    /// A preset name ([`PRESETS`]) or layers joined by `+`, each `IxO` (one layer) or `IxOxN`
-    /// (N equal layers): `256x256x4+256x10`.
-    pub(crate) fn parse(text: &str) -> Result<Model, String> {
-        let t = text.trim();
-        if let Some((_, layers, _)) = PRESETS.iter().find(|(n, _, _)| n.eq_ignore_ascii_case(t)) {
-            return Model::parse(layers);
-        }
-        let bad = |part: &str| {
-            let names: Vec<&str> = PRESETS.iter().map(|p| p.0).collect();
-            format!(
-                "model '{t}': '{part}' is not a layer: write a preset ({}) or layers joined by '+', each IxO or IxOxCOUNT with I, O in 1..={MAX_DIM} (e.g. 1024x1024x8+1024x10)",
-                names.join(", ")
-            )
-        };
-        let mut layers = Vec::new();
-        for part in t.split('+') {
-            let dims: Vec<u64> = part
-                .trim()
-                .split(['x', 'X'])
-                .map(|d| d.trim().parse::<u64>())
-                .collect::<Result<_, _>>()
-                .map_err(|_| bad(part))?;
-            let (d_in, d_out, count) = match dims.as_slice() {
-                [i, o] => (*i, *o, 1),
-                [i, o, c] => (*i, *o, *c),
-                _ => return Err(bad(part)),
-            };
-            if d_in == 0 || d_out == 0 || d_in > MAX_DIM || d_out > MAX_DIM || count == 0 {
-                return Err(bad(part));
-            }
-            if layers.len() as u64 + count > MAX_LAYERS {
-                return Err(format!("model '{t}': more than {MAX_LAYERS} layers"));
-            }
-            layers.extend((0..count).map(|_| Layer { d_in, d_out }));
-        }
-        Ok(Model { layers })
-    }
-
-    pub(crate) fn params(&self) -> u64 {
-        self.layers.iter().map(Layer::params).sum()
-    }
-}
+// The model grammar and the defaults live in params (config and plan read them too).
+pub(crate) use crate::params::ddp::{
+    Layer, Model, DEFAULT_BATCH, DEFAULT_BUCKET_BYTES, DEFAULT_MODEL, DEFAULT_PROGRESS,
+};
 
 /// Where layer gradients go: buckets in backward order (bucket 0 holds the last layers).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -759,6 +653,7 @@ pub(crate) fn run<B: Backend, C: HostComm>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::params::ddp::DEFAULT_FIRST_BUCKET_BYTES;
 
     #[test]
     fn models_parse() {
