@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{read_results, solo, tmpdir};
+use common::{sweep_ok, tmpdir};
 
 /// The CPUs a `core` binding spreads devices over (hwloc's view of this host).
 fn host_pus() -> usize {
@@ -43,15 +43,7 @@ timeout_s = 120
     )
     .unwrap();
     let out = dir.join("run");
-    solo(&[
-        "sweep",
-        "-q",
-        spec.to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap(),
-    ])
-    .assert_code(0);
-    let r = read_results(&out);
+    let r = sweep_ok(&spec, &out);
     assert_eq!(r.launches.len(), 1);
     assert!(r.cases.iter().all(|c| c.status == "ok"), "{:?}", r.cases);
     r

@@ -6,7 +6,7 @@
 mod common;
 
 use common::wire::Case;
-use common::{mpirun, mpirun_with, read_results, run_q, solo, tmpdir};
+use common::{mpirun, mpirun_with, read_results, run_q, solo, sweep_ok, tmpdir};
 
 const COLLECTIVES: &str = "allreduce,reduce,broadcast,allgather,reduce_scatter,alltoall";
 
@@ -100,15 +100,7 @@ fn a_sweep_spec_places_buffers_at_its_run_buffer_offset() {
     )
     .unwrap();
     let out = dir.join("run");
-    solo(&[
-        "sweep",
-        "-q",
-        spec.to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap(),
-    ])
-    .assert_code(0);
-    let r = read_results(&out);
+    let r = sweep_ok(&spec, &out);
     assert_eq!(r.launches.len(), 2);
     assert_eq!(r.cases.len(), 2 * 2 * 2 * 2);
     for c in &r.cases {

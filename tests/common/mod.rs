@@ -131,6 +131,19 @@ pub fn run_q<'a>(out: &'a Path, extra: &[&'a str]) -> Vec<&'a str> {
     a
 }
 
+/// `sweep -q SPEC --out OUT` that must succeed, and the results it wrote.
+pub fn sweep_ok(spec: &Path, out: &Path) -> wire::ResultsFile {
+    solo(&[
+        "sweep",
+        "-q",
+        spec.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ])
+    .assert_code(0);
+    read_results(out)
+}
+
 /// Reads `DIR/results.json` with the independent wire types.
 pub fn read_results(dir: &Path) -> wire::ResultsFile {
     let text = std::fs::read_to_string(dir.join("results.json"))
