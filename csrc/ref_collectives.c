@@ -20,7 +20,10 @@
  * runs a non-blocking allreduce, which registers coll/libnbc's progress function for the rest of
  * the process, so every later wait polls it too (docs/benchmarking.md shows what that costs).
  *
- * Usage: ref_collectives [-m MIN_BYTES] [-M MAX_BYTES] [-c COLL,...] [-t osu,nccl] [-d 0|1]
+ * `-n N` times N calls per size and mode (warm-up N / 10) instead of OSU's counts, e.g. to see
+ * how a pipelined small-message time depends on the length of the timed batch.
+ *
+ * Usage: ref_collectives [-m MIN_BYTES] [-M MAX_BYTES] [-c COLL,...] [-t osu,nccl] [-d 0|1] [-n N]
  * Output (rank 0): `collective mode requested_bytes bytes time_us` per line; `#` lines are
  * comments. Exit 2 on bad arguments. */
 #include <mpi.h>
@@ -131,7 +134,7 @@ static int usage(int rank, const char *why) {
     if (rank == 0)
         fprintf(stderr,
                 "ref_collectives: %s\nusage: ref_collectives [-m MIN_BYTES] [-M MAX_BYTES] "
-                "[-c allreduce,allgather,broadcast,reduce_scatter,alltoall] [-t osu,nccl] [-d 0|1]\n",
+                "[-c allreduce,allgather,broadcast,reduce_scatter,alltoall] [-t osu,nccl] [-d 0|1] [-n N]\n",
                 why);
     MPI_Finalize();
     return 2;
@@ -145,7 +148,7 @@ int main(int argc, char **argv) {
     long long min_bytes = 8, max_bytes = 4 << 20;
     int want[NCOLL] = {1, 1, 1, 1, 1};
     int modes[2] = {1, 1}; /* osu, nccl */
-    int dup = 0;
+    int dup = 0, fixed_iters = 0;
     for (int i = 1; i < argc; i++) {
         if (i + 1 >= argc) return usage(rank, "every option takes a value");
         const char *v = argv[++i];
@@ -154,6 +157,11 @@ int main(int argc, char **argv) {
             long long x = strtoll(v, &end, 10);
             if (*end || x < 4) return usage(rank, "sizes are whole numbers of bytes, at least 4");
             if (argv[i - 1][1] == 'm') min_bytes = x; else max_bytes = x;
+        } else if (!strcmp(argv[i - 1], "-n")) {
+            char *end;
+            long x = strtol(v, &end, 10);
+            if (*end || x < 10 || x > 100000000) return usage(rank, "-n takes a whole number of calls, 10 to 10^8");
+            fixed_iters = (int)x;
         } else if (!strcmp(argv[i - 1], "-d")) {
             if (strcmp(v, "0") && strcmp(v, "1")) return usage(rank, "-d takes 0 or 1");
             dup = v[0] == '1';
@@ -203,6 +211,7 @@ int main(int argc, char **argv) {
             for (int k = 0; k < b.recv_count; k++) b.recv[k] = (float)rank;
             int small = b.bytes <= 8192;
             int iters = small ? 1000 : 100, skip = small ? 100 : 10;
+            if (fixed_iters) iters = fixed_iters, skip = fixed_iters / 10;
             for (int m = 0; m < 2; m++) {
                 if (!modes[m]) continue;
                 double mine = m == 0 ? osu_loop((enum coll)c, &b, iters, skip)

@@ -29,6 +29,11 @@ pub const MIN_PROBES: u32 = 3;
 pub const MAX_PROBES: u32 = 5;
 /// Largest message that gets OSU's small-message counts.
 pub const SMALL_MESSAGE_BYTES: u64 = 8 << 10;
+/// Shortest pipelined batch the automatic policy times, seconds. Each batch starts at a
+/// barrier that releases the ranks up to ~1 µs apart, and that skew lands in the batch's
+/// time: at 100 µs it is ≤ 1 %. (Batches of 50 broadcasts of 0.1 µs read 10–25 % slower than
+/// one batch of 1000; docs/benchmarking.md.)
+pub const MIN_PIPELINED_BATCH_S: f64 = 100e-6;
 
 /// Resolved counts for one case.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -43,8 +48,9 @@ impl IterPolicy {
     ///
     /// Automatic counts start from OSU's defaults (1000 + 100 warm-up up to 8 KiB, 100 + 10
     /// above) and are capped so the timed phase takes about `time_budget_s` (IMB caps by time
-    /// too), with at least [`MIN_AUTO_ITERS`]. Explicit counts are used as given. Pure: every
-    /// rank gets the same answer from the same (agreed) estimate.
+    /// too), with at least [`MIN_AUTO_ITERS`]. Pipelined batches are then lengthened to last
+    /// [`MIN_PIPELINED_BATCH_S`] where the budget allows. Explicit counts are used as given.
+    /// Pure: every rank gets the same answer from the same (agreed) estimate.
     pub fn resolve(&self, mode: Timing, bytes: Option<u64>, est_op_s: f64) -> IterCounts {
         let small = bytes.is_some_and(|b| b <= SMALL_MESSAGE_BYTES);
         let (base_iters, base_warmup) = if small { (1000, 100) } else { (100, 10) };
@@ -68,7 +74,19 @@ impl IterPolicy {
         // Pipelined batches are equal, so round iterations up to a multiple of batches.
         let iters = match mode {
             Timing::Isolated => iters,
-            Timing::Pipelined => iters.div_ceil(batches) * batches,
+            Timing::Pipelined => {
+                let mut per_batch = iters.div_ceil(batches);
+                // Only from a real estimate: a failed probe must not inflate the counts.
+                if self.iters.is_none() && est_op_s.is_finite() && est_op_s > 0.0 {
+                    // (1 - 1e-9): 100 µs / 0.1 µs is 1000, not 1000.0000001 rounded up.
+                    let floor = (MIN_PIPELINED_BATCH_S / est * (1.0 - 1e-9))
+                        .ceil()
+                        .min(f64::from(u32::MAX)) as u32;
+                    let cap = (fit(self.time_budget_s) / batches).max(1);
+                    per_batch = per_batch.max(floor.min(cap));
+                }
+                per_batch.saturating_mul(batches)
+            }
         };
         IterCounts {
             iters,
@@ -324,6 +342,38 @@ mod tests {
         // bad estimates do not break the policy
         let c = IterPolicy::default().resolve(Timing::Pipelined, Some(8), f64::NAN);
         assert_eq!((c.iters, c.batches), (1000, 20));
+        // explicit counts are not lengthened, however short the batches
+        let p = IterPolicy {
+            iters: Some(1000),
+            ..IterPolicy::default()
+        };
+        let c = p.resolve(Timing::Pipelined, Some(8), 1e-7);
+        assert_eq!((c.iters, c.batches), (1000, 20));
+    }
+
+    #[test]
+    fn pipelined_batches_last_long_enough_to_hide_the_barrier() {
+        let p = IterPolicy::default();
+        // 0.1 µs broadcasts: OSU's 1000 would be 20 batches of 50 (5 µs each); 1000 per batch
+        let c = p.resolve(Timing::Pipelined, Some(8), 1e-7);
+        assert_eq!((c.iters, c.batches), (20_000, 20));
+        assert!(f64::from(c.iters / c.batches) * 1e-7 >= MIN_PIPELINED_BATCH_S * 0.999);
+        // 10 µs operations: 100 / 20 = 5 per batch would be 50 µs; 10 per batch
+        let c = p.resolve(Timing::Pipelined, Some(1 << 20), 1e-5);
+        assert_eq!((c.iters, c.batches), (200, 20));
+        // slow operations keep their counts: 1 ms × 100 is within the budget already
+        let c = p.resolve(Timing::Pipelined, Some(1 << 20), 1e-3);
+        assert_eq!((c.iters, c.batches), (100, 20));
+        // the time budget still caps the total: 20 batches × 1000 × 0.1 µs > 1 ms
+        let tight = IterPolicy {
+            time_budget_s: 1e-3,
+            ..IterPolicy::default()
+        };
+        let c = tight.resolve(Timing::Pipelined, Some(8), 1e-7);
+        assert_eq!((c.iters, c.batches), (10_000, 20));
+        // isolated timing is untouched
+        let c = p.resolve(Timing::Isolated, Some(8), 1e-7);
+        assert_eq!(c.iters, 1000);
     }
 
     #[test]
@@ -355,7 +405,8 @@ mod tests {
         };
         let p = IterPolicy::default();
         let (c, cal) = calibrate(&p, Timing::Pipelined, Some(8), &mut op).unwrap();
-        assert_eq!((c.iters, c.warmup, c.batches), (1000, 100, 20));
+        // 1 µs operations: OSU's 1000 in 20 batches of 50 µs, lengthened to 100 per batch
+        assert_eq!((c.iters, c.warmup, c.batches), (2000, 100, 20));
         assert_eq!(cal.cold_op_s, 2.0);
         assert_eq!(cal.probes_s, vec![1e-6; MIN_PROBES as usize]);
         assert_eq!((cal.estimate_s, cal.iters_source.as_str()), (1e-6, "auto"));
