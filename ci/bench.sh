@@ -9,7 +9,8 @@
 #     sides under csrc/align_heap.c (LD_PRELOAD: malloc >= 4 KiB 64-byte aligned), so Open MPI's
 #     per-call temporaries sit at the same distance from the page-aligned buffers in both
 #     programs, and prints that ratio too ("aligned"): where plain misses and aligned does not,
-#     the miss is the library's heap placement, not the harness (docs/benchmarking.md).
+#     the miss is the library's heap placement, not the harness (docs/benchmarking.md); then
+#     csrc/copy_distance.c: what such a placement costs the copies Open MPI makes.
 #  2. hybrid / pure: allreduce latency (isolated), one rank driving 2 worker threads against
 #     2 ranks, both bound to a core per device. Goal <= 1.5 at 8 B - 4 KiB, <= 1.1 from 64 KiB.
 #     Then csrc/team_model.c: the hybrid team's synchronisation alone (no MPI, no harness),
@@ -30,6 +31,7 @@ work=$(mktemp -d /tmp/scalebench-bench.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 mpicc -O2 -o "$work/ref_collectives" csrc/ref_collectives.c
 cc -O2 -shared -fPIC -o "$work/align_heap.so" csrc/align_heap.c
+cc -O2 -o "$work/copy_distance" csrc/copy_distance.c
 cc -O2 -pthread -o "$work/team_model" csrc/team_model.c
 
 echo "== machine"
@@ -106,6 +108,9 @@ if [ "$what" = all ] || [ "$what" = collectives ]; then
     mpirun -np 2 -x LD_PRELOAD="$work/align_heap.so" "$work/ref_collectives" > "$work/ref-al-$r.txt"
   done
   median_table collectives
+  echo
+  echo "== why placement matters: 32 KiB copies with the destination D bytes past the source (mod 4096), csrc/copy_distance.c"
+  "$work/copy_distance" 32768 "$rounds"
 fi
 
 if [ "$what" = all ] || [ "$what" = hybrid ]; then
