@@ -295,12 +295,51 @@ fn closest(word: &str, options: &[&str]) -> Option<String> {
         .map(|(_, o)| o.to_string())
 }
 
+/// Why one TOML scalar is not a value of its axis (made a [`SpecError`] at the value's place).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+enum ValueError {
+    /// A value of the wrong TOML type; `expected` says what to write.
+    #[error("expected {expected}, found {found}")]
+    Expected {
+        expected: String,
+        found: &'static str,
+    },
+    /// A count outside `min..=u32::MAX`.
+    #[error("{value} is out of range: give a whole number ≥ {min}")]
+    OutOfRange { value: i64, min: i64 },
+    #[error("{0} is negative: sizes are whole numbers of bytes ≥ 0")]
+    NegativeSize(i64),
+    #[error("a bucket of 0 bytes: give sizes ≥ 1B, e.g. \"25MiB\"")]
+    ZeroBucket,
+    #[error("expected one of {} (test-only)", Fault::NAMES.join(", "))]
+    UnknownFault,
+    #[error(transparent)]
+    Name(#[from] crate::params::UnknownName),
+    #[error(transparent)]
+    Shape(#[from] crate::params::ShapeError),
+    #[error(transparent)]
+    Model(#[from] crate::params::ddp::ModelError),
+    #[error(transparent)]
+    Size(#[from] crate::units::SizeError),
+    #[error(transparent)]
+    Limit(#[from] limits::LimitError),
+}
+
+impl ValueError {
+    fn expected(expected: &str, found: &Value) -> ValueError {
+        ValueError::Expected {
+            expected: expected.to_string(),
+            found: type_name(found),
+        }
+    }
+}
+
 /// Parses one TOML scalar as values of `axis` (a size range or `both` may give several),
 /// within the documented limits.
-fn scalar(axis: Axis, v: &Value) -> Result<Vec<AxisValue>, String> {
+fn scalar(axis: Axis, v: &Value) -> Result<Vec<AxisValue>, ValueError> {
     let vals = scalar_unchecked(axis, v)?;
     for x in &vals {
-        within_limits(axis, x).map_err(|e| e.to_string())?;
+        within_limits(axis, x)?;
     }
     Ok(vals)
 }
@@ -338,76 +377,14 @@ fn within_limits(axis: Axis, v: &AxisValue) -> Result<(), limits::LimitError> {
     }
 }
 
-fn scalar_unchecked(axis: Axis, v: &Value) -> Result<Vec<AxisValue>, String> {
-    fn named<T: std::str::FromStr<Err = String>>(
-        v: &Value,
-        wrap: fn(T) -> AxisValue,
-    ) -> Result<Vec<AxisValue>, String> {
-        match v {
-            Value::String(s) => s.parse::<T>().map(|x| vec![wrap(x)]),
-            other => Err(format!("expected a name, found {}", type_name(other))),
-        }
-    }
-    let count = |min: i64| -> Result<Vec<AxisValue>, String> {
-        match v {
-            Value::Integer(i) if *i >= min && *i <= i64::from(u32::MAX) => {
-                Ok(vec![AxisValue::Count(*i as u32)])
-            }
-            Value::Integer(i) => Err(format!("{i} is out of range: give a whole number ≥ {min}")),
-            other => Err(format!(
-                "expected a whole number ≥ {min}, found {}",
-                type_name(other)
-            )),
-        }
-    };
+fn scalar_unchecked(axis: Axis, v: &Value) -> Result<Vec<AxisValue>, ValueError> {
     match axis {
-        Axis::Nodes | Axis::RanksPerNode | Axis::ThreadsPerDevice | Axis::Batch => count(1),
-        Axis::Roots => count(0),
-        Axis::Sizes => match v {
-            Value::String(s) => parse_size_list(s)
-                .map(|l| l.into_iter().map(|b| AxisValue::Bytes(b.get())).collect())
-                .map_err(|e| e.to_string()),
-            Value::Integer(i) if *i >= 0 => Ok(vec![AxisValue::Bytes(*i as u64)]),
-            Value::Integer(i) => Err(format!(
-                "{i} is negative: sizes are whole numbers of bytes ≥ 0"
-            )),
-            other => Err(format!(
-                "expected a size such as \"4KiB\" or a range \"8B:1MiB:x2\", found {}",
-                type_name(other)
-            )),
-        },
-        Axis::Dims => match v {
-            Value::Integer(i) if *i >= 1 => {
-                Ok(vec![AxisValue::Shape(MatmulShape::square(*i as u64))])
-            }
-            Value::String(s) => s.parse::<MatmulShape>().map(|x| vec![AxisValue::Shape(x)]),
-            other => Err(format!(
-                "expected N or \"MxNxK\" (each ≥ 1), found {}",
-                type_name(other)
-            )),
-        },
-        Axis::InPlace => match v {
-            Value::Boolean(b) => Ok(vec![AxisValue::InPlace(*b)]),
-            Value::String(s) if s == "both" => {
-                Ok(vec![AxisValue::InPlace(false), AxisValue::InPlace(true)])
-            }
-            Value::String(s) if s == "yes" => Ok(vec![AxisValue::InPlace(true)]),
-            Value::String(s) if s == "no" => Ok(vec![AxisValue::InPlace(false)]),
-            other => Err(format!(
-                "expected true, false, \"both\", \"yes\" or \"no\", found {}",
-                type_name(other)
-            )),
-        },
-        Axis::Fault => match v {
-            Value::String(s) if s.is_empty() || s == "none" => Ok(vec![AxisValue::Fault(None)]),
-            Value::String(s) if Fault::parse(s).is_some() => {
-                Ok(vec![AxisValue::Fault(Some(s.clone()))])
-            }
-            _ => Err(format!(
-                "expected one of {} (test-only)",
-                Fault::NAMES.join(", ")
-            )),
-        },
+        Axis::Nodes | Axis::RanksPerNode | Axis::ThreadsPerDevice | Axis::Batch => count(v, 1),
+        Axis::Roots => count(v, 0),
+        Axis::Sizes => sizes(v),
+        Axis::Dims => dims(v),
+        Axis::InPlace => in_place(v),
+        Axis::Fault => fault(v),
         Axis::Backend => named(v, AxisValue::Backend),
         Axis::Topology => named(v, AxisValue::Topology),
         Axis::Binding => named(v, AxisValue::Binding),
@@ -419,38 +396,130 @@ fn scalar_unchecked(axis: Axis, v: &Value) -> Result<Vec<AxisValue>, String> {
         Axis::Scaling => named(v, AxisValue::Scaling),
         Axis::Collect => named(v, AxisValue::Collect),
         Axis::Progress => named(v, AxisValue::Progress),
-        Axis::Models => match v {
-            Value::String(s) => crate::params::ddp::Model::parse(s)
-                .map(|_| vec![AxisValue::Model(s.trim().to_string())]),
-            other => Err(format!(
-                "expected a model name such as \"mlp-tiny\" or layers \"1024x1024x8\", found {}",
-                type_name(other)
-            )),
-        },
-        Axis::BucketSizes => match v {
-            Value::String(s) => parse_size_list(s).map_err(|e| e.to_string()).and_then(|l| {
-                if l.iter().any(|b| b.get() == 0) {
-                    Err("a bucket of 0 bytes: give sizes ≥ 1B, e.g. \"25MiB\"".into())
-                } else {
-                    Ok(l.into_iter().map(|b| AxisValue::Bytes(b.get())).collect())
-                }
-            }),
-            Value::Integer(i) if *i >= 1 => Ok(vec![AxisValue::Bytes(*i as u64)]),
-            other => Err(format!(
-                "expected a size such as \"25MiB\" or a range \"1MiB:64MiB:x4\", found {}",
-                type_name(other)
-            )),
-        },
-        Axis::FirstBucketSizes => match v {
-            Value::String(s) => parse_size_list(s)
-                .map_err(|e| e.to_string())
-                .map(|l| l.into_iter().map(|b| AxisValue::Bytes(b.get())).collect()),
-            Value::Integer(i) if *i >= 0 => Ok(vec![AxisValue::Bytes(*i as u64)]),
-            other => Err(format!(
-                "expected a size such as \"1MiB\" (0 = as the other buckets), found {}",
-                type_name(other)
-            )),
-        },
+        Axis::Models => model(v),
+        Axis::BucketSizes => bucket_sizes(v),
+        Axis::FirstBucketSizes => first_bucket_sizes(v),
+    }
+}
+
+/// A wire name of one of the vocabulary enums.
+fn named<T: std::str::FromStr<Err = crate::params::UnknownName>>(
+    v: &Value,
+    wrap: fn(T) -> AxisValue,
+) -> Result<Vec<AxisValue>, ValueError> {
+    match v {
+        Value::String(s) => Ok(vec![wrap(s.parse::<T>()?)]),
+        other => Err(ValueError::expected("a name", other)),
+    }
+}
+
+/// A whole number in `min..=u32::MAX`.
+fn count(v: &Value, min: i64) -> Result<Vec<AxisValue>, ValueError> {
+    match v {
+        Value::Integer(i) if *i >= min && *i <= i64::from(u32::MAX) => {
+            Ok(vec![AxisValue::Count(*i as u32)])
+        }
+        Value::Integer(i) => Err(ValueError::OutOfRange { value: *i, min }),
+        other => Err(ValueError::expected(
+            &format!("a whole number ≥ {min}"),
+            other,
+        )),
+    }
+}
+
+/// Byte sizes: a size list with ranges, or a whole number of bytes.
+fn byte_list(text: &str) -> Result<Vec<AxisValue>, ValueError> {
+    Ok(parse_size_list(text)?
+        .into_iter()
+        .map(|b| AxisValue::Bytes(b.get()))
+        .collect())
+}
+
+fn sizes(v: &Value) -> Result<Vec<AxisValue>, ValueError> {
+    match v {
+        Value::String(s) => byte_list(s),
+        Value::Integer(i) if *i >= 0 => Ok(vec![AxisValue::Bytes(*i as u64)]),
+        Value::Integer(i) => Err(ValueError::NegativeSize(*i)),
+        other => Err(ValueError::expected(
+            "a size such as \"4KiB\" or a range \"8B:1MiB:x2\"",
+            other,
+        )),
+    }
+}
+
+fn dims(v: &Value) -> Result<Vec<AxisValue>, ValueError> {
+    match v {
+        Value::Integer(i) if *i >= 1 => Ok(vec![AxisValue::Shape(MatmulShape::square(*i as u64))]),
+        Value::String(s) => Ok(vec![AxisValue::Shape(s.parse::<MatmulShape>()?)]),
+        other => Err(ValueError::expected("N or \"MxNxK\" (each ≥ 1)", other)),
+    }
+}
+
+fn in_place(v: &Value) -> Result<Vec<AxisValue>, ValueError> {
+    match v {
+        Value::Boolean(b) => Ok(vec![AxisValue::InPlace(*b)]),
+        Value::String(s) if s == "both" => {
+            Ok(vec![AxisValue::InPlace(false), AxisValue::InPlace(true)])
+        }
+        Value::String(s) if s == "yes" => Ok(vec![AxisValue::InPlace(true)]),
+        Value::String(s) if s == "no" => Ok(vec![AxisValue::InPlace(false)]),
+        other => Err(ValueError::expected(
+            "true, false, \"both\", \"yes\" or \"no\"",
+            other,
+        )),
+    }
+}
+
+fn fault(v: &Value) -> Result<Vec<AxisValue>, ValueError> {
+    match v {
+        Value::String(s) if s.is_empty() || s == "none" => Ok(vec![AxisValue::Fault(None)]),
+        Value::String(s) if Fault::parse(s).is_some() => {
+            Ok(vec![AxisValue::Fault(Some(s.clone()))])
+        }
+        _ => Err(ValueError::UnknownFault),
+    }
+}
+
+/// A ddp_step model, kept as written (trimmed) once it parses.
+fn model(v: &Value) -> Result<Vec<AxisValue>, ValueError> {
+    match v {
+        Value::String(s) => {
+            crate::params::ddp::Model::parse(s)?;
+            Ok(vec![AxisValue::Model(s.trim().to_string())])
+        }
+        other => Err(ValueError::expected(
+            "a model name such as \"mlp-tiny\" or layers \"1024x1024x8\"",
+            other,
+        )),
+    }
+}
+
+fn bucket_sizes(v: &Value) -> Result<Vec<AxisValue>, ValueError> {
+    match v {
+        Value::String(s) => {
+            let l = byte_list(s)?;
+            if l.contains(&AxisValue::Bytes(0)) {
+                Err(ValueError::ZeroBucket)
+            } else {
+                Ok(l)
+            }
+        }
+        Value::Integer(i) if *i >= 1 => Ok(vec![AxisValue::Bytes(*i as u64)]),
+        other => Err(ValueError::expected(
+            "a size such as \"25MiB\" or a range \"1MiB:64MiB:x4\"",
+            other,
+        )),
+    }
+}
+
+fn first_bucket_sizes(v: &Value) -> Result<Vec<AxisValue>, ValueError> {
+    match v {
+        Value::String(s) => byte_list(s),
+        Value::Integer(i) if *i >= 0 => Ok(vec![AxisValue::Bytes(*i as u64)]),
+        other => Err(ValueError::expected(
+            "a size such as \"1MiB\" (0 = as the other buckets)",
+            other,
+        )),
     }
 }
 
@@ -476,7 +545,7 @@ fn values(
     }
     let mut out = Vec::new();
     for item in items {
-        let got = scalar(axis, item).map_err(|m| ctx.err(v.span(), key, m))?;
+        let got = scalar(axis, item).map_err(|e| ctx.err(v.span(), key, e.to_string()))?;
         if exact && got.len() != 1 {
             return Err(ctx.err(
                 v.span(),
@@ -703,7 +772,7 @@ pub(super) fn resolve(path: &Path, text: &str, raw: RawSpec) -> Result<SweepSpec
         Some(g) => g
             .get_ref()
             .parse::<GemmChoice>()
-            .map_err(|e| ctx.err(g.span(), "run.gemm", e))?,
+            .map_err(|e| ctx.err(g.span(), "run.gemm", e.to_string()))?,
         None => GemmChoice::default(),
     };
     let buffer_offset = buffer_offset(&ctx, &r.buffer_offset, &dims)?;
@@ -743,7 +812,7 @@ pub(super) fn resolve(path: &Path, text: &str, raw: RawSpec) -> Result<SweepSpec
     let reserved_cores = match &l.reserved_cores {
         Some(s) => {
             crate::topology::binding::Reserved::parse(s.get_ref())
-                .map_err(|e| ctx.err(s.span(), "launch.reserved_cores", e))?;
+                .map_err(|e| ctx.err(s.span(), "launch.reserved_cores", e.to_string()))?;
             s.get_ref().clone()
         }
         None => String::new(),

@@ -230,7 +230,7 @@ fn run_in_world(
             return Err(Error::Input(msg));
         }
     }
-    agree_input(comm, Ok(()))?;
+    agree_input(comm, Ok::<(), std::convert::Infallible>(()))?;
     watchdog.set_report_dir(out_dir.join(".watchdog"));
 
     let layout = agree_layout(comm, &req, &env)?;
@@ -364,10 +364,29 @@ fn fail_alone(e: Error) -> ! {
 
 /// Makes every rank agree on a per-rank input check: an error anywhere is an input error
 /// everywhere, with each failing rank's message (printed by rank 0).
-fn agree_input<T>(comm: &MpiComm, local: std::result::Result<T, String>) -> Result<T> {
-    workload::agree(comm, local.map_err(BackendError::Unsupported)).map_err(|e| match e {
+fn agree_input<T, E: std::fmt::Display>(
+    comm: &MpiComm,
+    local: std::result::Result<T, E>,
+) -> Result<T> {
+    let local = local.map_err(|e| BackendError::Unsupported(e.to_string()));
+    workload::agree(comm, local).map_err(|e| match e {
         workload::CaseError::Failed(m) | workload::CaseError::Skipped(m) => Error::Input(m),
     })
+}
+
+/// Why this rank cannot place its devices (an input error on every rank, see [`agree_input`]).
+#[derive(Debug, thiserror::Error)]
+enum DevicePlanError {
+    /// hwloc could not read the machine.
+    #[error(transparent)]
+    Discover(#[from] topology::hwloc::HwlocError),
+    /// The binding policy has nothing usable on this host.
+    #[error("--binding {policy}: {source}")]
+    Bind {
+        policy: Binding,
+        #[source]
+        source: binding::BindError,
+    },
 }
 
 /// Which devices this rank drives and where each one's thread is bound.
@@ -376,7 +395,7 @@ fn device_plan(
     shape: &LaunchShape,
     layout: &NodeLayout,
     rank: u32,
-) -> std::result::Result<(DevicePlan, Vec<String>), String> {
+) -> std::result::Result<(DevicePlan, Vec<String>), DevicePlanError> {
     let slot = &layout.slots[rank as usize];
     let per_rank = shape.devices_per_rank();
     let local_indices: Vec<u32> = (0..per_rank)
@@ -395,7 +414,7 @@ fn device_plan(
     let worker_cpus = if req.binding == Binding::None {
         vec![None; per_rank as usize]
     } else {
-        let machine = topology::hwloc::discover().map_err(|e| e.to_string())?;
+        let machine = topology::hwloc::discover()?;
         let mut cpus = Vec::new();
         for &device in &local_indices {
             let d = binding::decide(
@@ -408,7 +427,10 @@ fn device_plan(
                     reserved: req.reserved.clone(),
                 },
             )
-            .map_err(|e| format!("--binding {}: {e}", req.binding))?;
+            .map_err(|source| DevicePlanError::Bind {
+                policy: req.binding,
+                source,
+            })?;
             if let Some(n) = d.note {
                 notes.push(format!("rank {rank} device {device}: {n}"));
             }
