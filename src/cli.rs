@@ -10,6 +10,7 @@
 //! in shape (a metric choice wraps a metric, a format list is a set of flags) and stay free of
 //! clap's derive.
 
+use crate::launch::profile::UnknownScheduler;
 use crate::params::{
     BackendKind, Binding, Collect, Dtype, GemmChoice, MatmulShape, Placement, Progress, ReduceOp,
     Scaling, Timing, Topology, Workload,
@@ -234,8 +235,9 @@ impl SubmitArgs {
             .scheduler
             .as_deref()
             .map(|s| {
-                s.parse()
-                    .map_err(|e: String| crate::error::Error::Input(format!("--scheduler: {e}")))
+                s.parse().map_err(|e: UnknownScheduler| {
+                    crate::error::Error::Input(format!("--scheduler: {e}"))
+                })
             })
             .transpose()?;
         Ok(crate::launch::submit::SubmitRequest {

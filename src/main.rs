@@ -93,7 +93,7 @@ fn topo(args: &scalebench::cli::TopoArgs) -> Result<u8, Error> {
     if devices == 0 {
         return Err(Error::Input("--devices-per-node 0: give at least 1".into()));
     }
-    let r = report::topo_report(machine, devices, &reserved).map_err(Error::Input)?;
+    let r = report::topo_report(machine, devices, &reserved)?;
     if args.json {
         println!(
             "{}",

@@ -33,15 +33,38 @@ macro_rules! named_enum {
             }
         }
         impl std::str::FromStr for $ty {
-            type Err = String;
-            fn from_str(s: &str) -> Result<Self, String> {
+            type Err = UnknownName;
+            fn from_str(s: &str) -> Result<Self, UnknownName> {
                 let t = s.trim();
                 $(if t.eq_ignore_ascii_case($name) { return Ok($ty::$var); })+
-                let names: Vec<&str> = $ty::ALL.iter().map(|v| v.name()).collect();
-                Err(format!("unknown {} '{}': expected one of {}", $what, t, names.join(", ")))
+                Err(UnknownName {
+                    what: $what,
+                    given: t.to_string(),
+                    expected: $ty::ALL.iter().map(|v| v.name()).collect(),
+                })
             }
         }
     };
+}
+
+/// A name that is none of a vocabulary enum's wire names.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown {what} '{given}': expected one of {}", expected.join(", "))]
+pub struct UnknownName {
+    /// What was named, e.g. `workload`.
+    pub what: &'static str,
+    /// The name given (trimmed).
+    pub given: String,
+    /// Every valid name.
+    pub expected: Vec<&'static str>,
+}
+
+/// Text that is not a GEMM shape (`N` or `MxNxK`, each dimension in 1..=2^20).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("'{given}' is not a matrix shape: write N for a square GEMM or MxNxK, each ≥ 1 (e.g. 1024 or 4096x1024x512)")]
+pub struct ShapeError {
+    /// The text given (trimmed).
+    pub given: String,
 }
 
 /// What a case measures.
@@ -299,13 +322,13 @@ impl fmt::Display for MatmulShape {
 }
 
 impl std::str::FromStr for MatmulShape {
-    type Err = String;
+    type Err = ShapeError;
     /// `N` (square) or `MxNxK`; each dimension ≥ 1.
-    fn from_str(s: &str) -> Result<Self, String> {
+    fn from_str(s: &str) -> Result<Self, ShapeError> {
         let parts: Vec<&str> = s.trim().split(['x', 'X']).collect();
         let dims: Result<Vec<u64>, _> = parts.iter().map(|p| p.trim().parse::<u64>()).collect();
-        let bad = || {
-            format!("'{}' is not a matrix shape: write N for a square GEMM or MxNxK, each ≥ 1 (e.g. 1024 or 4096x1024x512)", s.trim())
+        let bad = || ShapeError {
+            given: s.trim().to_string(),
         };
         let dims = dims.map_err(|_| bad())?;
         if dims.iter().any(|d| *d == 0 || *d > 1 << 20) {
@@ -632,7 +655,7 @@ mod tests {
         for d in Dtype::ALL {
             assert_eq!(d.name().parse::<Dtype>().unwrap(), *d);
         }
-        let e = "allreduc".parse::<Workload>().unwrap_err();
+        let e = "allreduc".parse::<Workload>().unwrap_err().to_string();
         assert!(e.contains("allreduce") && e.contains("batch_matmul"), "{e}");
     }
 

@@ -327,6 +327,31 @@ fn pooled_samples(records: &[&CaseResult], metric: Metric) -> Option<Vec<f64>> {
     Some(all)
 }
 
+/// Why a case measured on both sides cannot be analysed (its note in the comparison).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+enum StatsError {
+    #[error("no timing samples on one side")]
+    NoSamples,
+    #[error("too few samples to compare ({baseline} and {candidate}; need ≥ 2 each)")]
+    TooFewSamples { baseline: usize, candidate: usize },
+    /// [`Tables::prepare`] was not called for these counts (a bug, not an input problem).
+    #[error("internal: no bootstrap weights for {baseline} and {candidate} samples")]
+    NoWeights { baseline: usize, candidate: usize },
+    #[error("a {metric} sample is 0, negative or not finite")]
+    NotPositive { metric: &'static str },
+    #[error("no samples")]
+    Empty,
+    #[error("{side} run {run}: no {metric} samples")]
+    RunWithoutSamples {
+        side: &'static str,
+        /// 1-based.
+        run: usize,
+        metric: &'static str,
+    },
+    #[error("a run's median {metric} is 0, negative or not finite")]
+    RunMedianNotPositive { metric: &'static str },
+}
+
 /// Statistics of one case measured on both sides, before the correction (`p_adjusted` = p).
 /// Run level when both sides have two or more measured runs, batch level otherwise.
 fn case_stats(
@@ -334,30 +359,34 @@ fn case_stats(
     c: &[&CaseResult],
     settings: &Settings,
     tables: &Tables,
-) -> Result<CaseStats, String> {
+) -> Result<CaseStats, StatsError> {
     let metric = settings.metric.pick(b[0], c[0]);
     if b.len() >= 2 && c.len() >= 2 {
         return run_stats(b, c, metric, settings);
     }
     let (Some(sb), Some(sc)) = (pooled_samples(b, metric), pooled_samples(c, metric)) else {
-        return Err("no timing samples on one side".into());
+        return Err(StatsError::NoSamples);
     };
     let (nb, nc) = (sb.len(), sc.len());
     if nb < 2 || nc < 2 {
-        return Err(format!(
-            "too few samples to compare ({nb} and {nc}; need ≥ 2 each)"
-        ));
+        return Err(StatsError::TooFewSamples {
+            baseline: nb,
+            candidate: nc,
+        });
     }
     let (Some(wb), Some(wc)) = (tables.weights.get(&nb), tables.weights.get(&nc)) else {
-        return Err(format!(
-            "internal: no bootstrap weights for {nb} and {nc} samples"
-        ));
+        return Err(StatsError::NoWeights {
+            baseline: nb,
+            candidate: nc,
+        });
     };
     let quantile = |df: f64| tables.t_quantile(settings.confidence, df);
-    let change = stats::median_change_with(&sb, wb, &sc, wc, quantile)
-        .ok_or_else(|| format!("a {} sample is 0, negative or not finite", metric.name()))?;
+    let change =
+        stats::median_change_with(&sb, wb, &sc, wc, quantile).ok_or(StatsError::NotPositive {
+            metric: metric.name(),
+        })?;
     let cdf = tables.mw.get(&(nb, nc)).map(Vec::as_slice);
-    let mw = stats::mann_whitney(&sb, &sc, cdf).ok_or("no samples")?;
+    let mw = stats::mann_whitney(&sb, &sc, cdf).ok_or(StatsError::Empty)?;
     Ok(CaseStats {
         metric,
         basis: Basis::Batches,
@@ -376,25 +405,28 @@ fn run_stats(
     c: &[&CaseResult],
     metric: Metric,
     settings: &Settings,
-) -> Result<CaseStats, String> {
-    let medians = |side: &str, recs: &[&CaseResult]| -> Result<Vec<f64>, String> {
+) -> Result<CaseStats, StatsError> {
+    let medians = |side: &'static str, recs: &[&CaseResult]| -> Result<Vec<f64>, StatsError> {
         recs.iter()
             .enumerate()
             .map(|(i, r)| {
-                let s = sorted_samples(r, metric)
-                    .filter(|s| !s.is_empty())
-                    .ok_or_else(|| format!("{side} run {}: no {} samples", i + 1, metric.name()))?;
+                let s = sorted_samples(r, metric).filter(|s| !s.is_empty()).ok_or(
+                    StatsError::RunWithoutSamples {
+                        side,
+                        run: i + 1,
+                        metric: metric.name(),
+                    },
+                )?;
                 Ok(quantile_sorted(&s, 0.5))
             })
             .collect()
     };
     let (mb, mc) = (medians("baseline", b)?, medians("candidate", c)?);
-    let r = stats::run_level_change(&mb, &mc, settings.confidence).ok_or_else(|| {
-        format!(
-            "a run's median {} is 0, negative or not finite",
-            metric.name()
-        )
-    })?;
+    let r = stats::run_level_change(&mb, &mc, settings.confidence).ok_or(
+        StatsError::RunMedianNotPositive {
+            metric: metric.name(),
+        },
+    )?;
     Ok(CaseStats {
         metric,
         basis: Basis::Runs,
@@ -462,6 +494,10 @@ fn by_id<'a>(runs: &[&'a ResultsFile]) -> (Vec<&'a str>, HashMap<&'a str, SideCa
     (order, map)
 }
 
+/// Cases measured on both sides, waiting for their statistics: (index in the comparison's
+/// cases, baseline runs, candidate runs).
+type Measured<'a> = Vec<(usize, Vec<&'a CaseResult>, Vec<&'a CaseResult>)>;
+
 /// Compares the runs of `candidate` with the runs of `baseline`, case by case. With two or
 /// more runs on both sides a case is judged on one median per run ([`Basis::Runs`]); with one
 /// run on a side, on the batch samples ([`Basis::Batches`]).
@@ -472,91 +508,129 @@ pub fn compare_runs(
 ) -> Comparison {
     let (base_order, base) = by_id(baseline);
     let (cand_order, cand) = by_id(candidate);
-    let label_of = |s: &SideCase<'_>| s.records[0].params.label();
     let mut tables = Tables::default();
     let mut out: Vec<CaseComparison> = Vec::with_capacity(base_order.len());
-    // Cases measured on both sides: (index in `out`, baseline runs, candidate runs).
-    let mut measured: Vec<(usize, Vec<&CaseResult>, Vec<&CaseResult>)> = Vec::new();
+    let mut measured: Measured<'_> = Vec::new();
     for id in &base_order {
-        let b = &base[id];
-        let (b_status, _) = b.status();
-        let mut cc = CaseComparison {
-            id: id.to_string(),
-            label: label_of(b),
-            verdict: Verdict::Missing,
-            baseline_status: Some(b_status),
-            candidate_status: None,
-            stats: None,
-            note: None,
-        };
-        let Some(c) = cand.get(id) else {
-            out.push(cc);
-            continue;
-        };
-        let (c_status, _) = c.status();
-        cc.candidate_status = Some(c_status);
-        let ok = |s: CaseStatus| s == CaseStatus::Ok;
-        match (ok(b_status), ok(c_status)) {
-            (true, true) => {
-                cc.verdict = Verdict::NotCompared; // until analysed below
-                let (bo, co) = (b.ok(), c.ok());
-                if bo.len() < 2 || co.len() < 2 {
-                    let total = |r: &[&CaseResult]| r.iter().map(|x| sample_count(x)).sum();
-                    tables.prepare(total(&bo), total(&co));
-                }
-                measured.push((out.len(), bo, co));
-            }
-            (true, false) if c_status == CaseStatus::Skipped => {
-                cc.verdict = Verdict::NotCompared;
-                cc.note = Some(c.note("candidate"));
-            }
-            (true, false) => {
-                cc.verdict = Verdict::Failed;
-                cc.note = Some(c.note("candidate"));
-            }
-            (false, true) => {
-                cc.verdict = Verdict::Fixed;
-                cc.note = Some(b.note("baseline"));
-            }
-            (false, false) => {
-                cc.verdict = Verdict::NotCompared;
-                cc.note = Some(format!("{}; {}", b.note("baseline"), c.note("candidate")));
-            }
-        }
+        let cc = match_case(id, &base[id], cand.get(id), &mut tables, |bo, co| {
+            measured.push((out.len(), bo, co));
+        });
         out.push(cc);
     }
     for id in &cand_order {
         if !base.contains_key(id) {
-            let c = &cand[id];
-            out.push(CaseComparison {
-                id: id.to_string(),
-                label: label_of(c),
-                verdict: Verdict::New,
-                baseline_status: None,
-                candidate_status: Some(c.status().0),
-                stats: None,
-                note: None,
-            });
+            out.push(new_case(id, &cand[id]));
         }
     }
+    analyse(&mut out, &measured, settings, &tables);
+    let tested = correct_and_judge(&mut out, settings);
+    sort_for_display(&mut out);
+    Comparison {
+        settings: *settings,
+        cases: out,
+        tested,
+        runs_baseline: baseline.len(),
+        runs_candidate: candidate.len(),
+        across_setups: false,
+    }
+}
 
-    // The statistics of each measured case, on all cores (each case is independent).
-    let analysed: Vec<(usize, Result<CaseStats, String>)> = measured
+/// The comparison of a baseline case with the candidate's case of the same id (if any), by
+/// status; a case ok on both sides goes to `measure` (its statistics come later) and has its
+/// bootstrap tables prepared where it will be judged on batches.
+fn match_case<'a>(
+    id: &str,
+    b: &SideCase<'a>,
+    c: Option<&SideCase<'a>>,
+    tables: &mut Tables,
+    measure: impl FnOnce(Vec<&'a CaseResult>, Vec<&'a CaseResult>),
+) -> CaseComparison {
+    let (b_status, _) = b.status();
+    let mut cc = CaseComparison {
+        id: id.to_string(),
+        label: b.records[0].params.label(),
+        verdict: Verdict::Missing,
+        baseline_status: Some(b_status),
+        candidate_status: None,
+        stats: None,
+        note: None,
+    };
+    let Some(c) = c else {
+        return cc;
+    };
+    let (c_status, _) = c.status();
+    cc.candidate_status = Some(c_status);
+    let ok = |s: CaseStatus| s == CaseStatus::Ok;
+    match (ok(b_status), ok(c_status)) {
+        (true, true) => {
+            cc.verdict = Verdict::NotCompared; // until analysed
+            let (bo, co) = (b.ok(), c.ok());
+            if bo.len() < 2 || co.len() < 2 {
+                let total = |r: &[&CaseResult]| r.iter().map(|x| sample_count(x)).sum();
+                tables.prepare(total(&bo), total(&co));
+            }
+            measure(bo, co);
+        }
+        (true, false) if c_status == CaseStatus::Skipped => {
+            cc.verdict = Verdict::NotCompared;
+            cc.note = Some(c.note("candidate"));
+        }
+        (true, false) => {
+            cc.verdict = Verdict::Failed;
+            cc.note = Some(c.note("candidate"));
+        }
+        (false, true) => {
+            cc.verdict = Verdict::Fixed;
+            cc.note = Some(b.note("baseline"));
+        }
+        (false, false) => {
+            cc.verdict = Verdict::NotCompared;
+            cc.note = Some(format!("{}; {}", b.note("baseline"), c.note("candidate")));
+        }
+    }
+    cc
+}
+
+/// A candidate case the baseline does not have.
+fn new_case(id: &str, c: &SideCase<'_>) -> CaseComparison {
+    CaseComparison {
+        id: id.to_string(),
+        label: c.records[0].params.label(),
+        verdict: Verdict::New,
+        baseline_status: None,
+        candidate_status: Some(c.status().0),
+        stats: None,
+        note: None,
+    }
+}
+
+/// The statistics of each measured case, on all cores (each case is independent); a case
+/// that cannot be analysed is not compared, with the reason as its note.
+fn analyse(
+    out: &mut [CaseComparison],
+    measured: &Measured<'_>,
+    settings: &Settings,
+    tables: &Tables,
+) {
+    let analysed: Vec<(usize, Result<CaseStats, StatsError>)> = measured
         .par_iter()
         .with_min_len(64)
-        .map(|(i, b, c)| (*i, case_stats(b, c, settings, &tables)))
+        .map(|(i, b, c)| (*i, case_stats(b, c, settings, tables)))
         .collect();
     for (i, r) in analysed {
         match r {
             Ok(s) => out[i].stats = Some(s),
             Err(why) => {
                 out[i].verdict = Verdict::NotCompared;
-                out[i].note = Some(why);
+                out[i].note = Some(why.to_string());
             }
         }
     }
+}
 
-    // The correction runs over every case that has a p-value.
+/// Corrects the p-values over every case that has one, then judges those cases; returns how
+/// many were tested.
+fn correct_and_judge(out: &mut [CaseComparison], settings: &Settings) -> usize {
     let tested: Vec<usize> = (0..out.len()).filter(|&i| out[i].stats.is_some()).collect();
     let p: Vec<f64> = tested
         .iter()
@@ -571,22 +645,17 @@ pub fn compare_runs(
             out[i].note = note;
         }
     }
+    tested.len()
+}
 
-    // Display order: by verdict; the worst regressions and best improvements first.
+/// Display order: by verdict; the worst regressions and best improvements first.
+fn sort_for_display(out: &mut [CaseComparison]) {
     let key = |c: &CaseComparison| match (c.verdict, c.stats) {
         (Verdict::Regressed, Some(s)) => -s.worsening(),
         (Verdict::Improved, Some(s)) => s.worsening(),
         _ => 0.0,
     };
     out.sort_by(|x, y| x.verdict.cmp(&y.verdict).then(key(x).total_cmp(&key(y))));
-    Comparison {
-        settings: *settings,
-        cases: out,
-        tested: tested.len(),
-        runs_baseline: baseline.len(),
-        runs_candidate: candidate.len(),
-        across_setups: false,
-    }
 }
 
 /// Cases measured (status ok) on both sides whose samples could not be analysed: a results

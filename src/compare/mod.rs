@@ -312,16 +312,14 @@ pub fn compare_files(
     )
 }
 
+/// Compares loaded sides: refuses set-ups that differ in what changes performance (unless
+/// allowed), sides with no case in common, and "ok" cases without samples (for a gate).
 fn compare_loaded(b: Vec<Loaded>, c: Vec<Loaded>, options: &Options) -> Result<Report, Error> {
     for l in b.iter().chain(&c) {
         check_unique_ids(l)?;
     }
     let bf: Vec<&ResultsFile> = b.iter().map(|l| &l.file).collect();
     let cf: Vec<&ResultsFile> = c.iter().map(|l| &l.file).collect();
-    let name = |side: &[Loaded]| match side {
-        [one] => one.path.display().to_string(),
-        many => format!("the {} runs {}", many.len(), side_paths(many)),
-    };
     let differences = provenance::differences(&bf, &cf);
     let mut warnings: Vec<String> = b
         .iter()
@@ -330,18 +328,7 @@ fn compare_loaded(b: Vec<Loaded>, c: Vec<Loaded>, options: &Options) -> Result<R
         .collect();
     let blocking: Vec<&provenance::Difference> =
         differences.iter().filter(|d| d.blocking).collect();
-    if !blocking.is_empty() && !options.allow_mismatch {
-        let list: Vec<String> = blocking
-            .iter()
-            .map(|d| format!("{}: {} → {}", d.what, d.baseline, d.candidate))
-            .collect();
-        return Err(Error::input(format!(
-            "not comparable: {} and {} were measured on set-ups that differ in what changes performance ({}), so a difference would not mean a regression: measure both sides on the same set-up (for CI: the baseline commit and the candidate built and run alternately on one machine, see ci/regression.sh), or pass --allow-mismatch to compare anyway, every verdict then marked as crossing set-ups",
-            name(&b),
-            name(&c),
-            list.join("; ")
-        )));
-    }
+    check_comparable(&b, &c, &blocking, options)?;
     for d in &blocking {
         warnings.push(format!(
             "compared across set-ups although the {} differ (--allow-mismatch): every verdict crosses set-ups",
@@ -356,15 +343,7 @@ fn compare_loaded(b: Vec<Loaded>, c: Vec<Loaded>, options: &Options) -> Result<R
     }
     let mut comparison = compare_runs(&bf, &cf, &options.settings);
     comparison.across_setups = !blocking.is_empty();
-    if comparison.matched() == 0 {
-        return Err(Error::input(format!(
-            "{} ({} cases) and {} ({} cases) have no case in common, so nothing can be compared: cases match by their parameters (workload, sizes, dtype, shape, backend, topology, binding, …); run the candidate with the baseline's options",
-            name(&b),
-            side(&b).cases,
-            name(&c),
-            side(&c).cases
-        )));
-    }
+    check_matched(&b, &c, &comparison)?;
     let matched: HashSet<&str> = comparison
         .cases
         .iter()
@@ -373,26 +352,7 @@ fn compare_loaded(b: Vec<Loaded>, c: Vec<Loaded>, options: &Options) -> Result<R
         .collect();
     warnings.extend(unrepresentative_warnings("baseline", &b, &matched));
     warnings.extend(unrepresentative_warnings("candidate", &c, &matched));
-    let bad = analysis::unusable(&comparison);
-    if !bad.is_empty() && options.fail_on != FailOn::Never {
-        let shown: Vec<String> = bad
-            .iter()
-            .take(5)
-            .map(|x| {
-                format!(
-                    "{} ({})",
-                    x.label,
-                    x.note.as_deref().unwrap_or("no samples")
-                )
-            })
-            .collect();
-        return Err(Error::input(format!(
-            "unusable: {} case(s) say \"ok\" on both sides but have no usable samples ({}{}), so the gate cannot judge them and will not pass on them: was a results file truncated or edited? Re-run the side that lacks samples",
-            bad.len(),
-            shown.join("; "),
-            if bad.len() > 5 { "; …" } else { "" }
-        )));
-    }
+    check_usable(&comparison, options)?;
     if comparison.runs_baseline.min(comparison.runs_candidate) < 2 {
         warnings.push(format!(
             "{} run(s) against {}: each case is judged on the batch samples of one run, so run-to-run variance is not in the intervals; for a regression gate give several runs a side (`compare A1 A2 A3 -- B1 B2 B3`)",
@@ -411,6 +371,76 @@ fn compare_loaded(b: Vec<Loaded>, c: Vec<Loaded>, options: &Options) -> Result<R
         failing,
         exit_code,
     })
+}
+
+/// A side in messages: its file, or its runs.
+fn side_name(side: &[Loaded]) -> String {
+    match side {
+        [one] => one.path.display().to_string(),
+        many => format!("the {} runs {}", many.len(), side_paths(many)),
+    }
+}
+
+/// Blocking differences between the sides' set-ups refuse the comparison, unless
+/// `--allow-mismatch`.
+fn check_comparable(
+    b: &[Loaded],
+    c: &[Loaded],
+    blocking: &[&provenance::Difference],
+    options: &Options,
+) -> Result<(), Error> {
+    if blocking.is_empty() || options.allow_mismatch {
+        return Ok(());
+    }
+    let list: Vec<String> = blocking
+        .iter()
+        .map(|d| format!("{}: {} → {}", d.what, d.baseline, d.candidate))
+        .collect();
+    Err(Error::input(format!(
+        "not comparable: {} and {} were measured on set-ups that differ in what changes performance ({}), so a difference would not mean a regression: measure both sides on the same set-up (for CI: the baseline commit and the candidate built and run alternately on one machine, see ci/regression.sh), or pass --allow-mismatch to compare anyway, every verdict then marked as crossing set-ups",
+        side_name(b),
+        side_name(c),
+        list.join("; ")
+    )))
+}
+
+/// Sides with no case in common cannot be compared.
+fn check_matched(b: &[Loaded], c: &[Loaded], comparison: &Comparison) -> Result<(), Error> {
+    if comparison.matched() > 0 {
+        return Ok(());
+    }
+    Err(Error::input(format!(
+        "{} ({} cases) and {} ({} cases) have no case in common, so nothing can be compared: cases match by their parameters (workload, sizes, dtype, shape, backend, topology, binding, …); run the candidate with the baseline's options",
+        side_name(b),
+        side(b).cases,
+        side_name(c),
+        side(c).cases
+    )))
+}
+
+/// Cases "ok" on both sides without usable samples: a gate will not pass on them.
+fn check_usable(comparison: &Comparison, options: &Options) -> Result<(), Error> {
+    let bad = analysis::unusable(comparison);
+    if bad.is_empty() || options.fail_on == FailOn::Never {
+        return Ok(());
+    }
+    let shown: Vec<String> = bad
+        .iter()
+        .take(5)
+        .map(|x| {
+            format!(
+                "{} ({})",
+                x.label,
+                x.note.as_deref().unwrap_or("no samples")
+            )
+        })
+        .collect();
+    Err(Error::input(format!(
+        "unusable: {} case(s) say \"ok\" on both sides but have no usable samples ({}{}), so the gate cannot judge them and will not pass on them: was a results file truncated or edited? Re-run the side that lacks samples",
+        bad.len(),
+        shown.join("; "),
+        if bad.len() > 5 { "; …" } else { "" }
+    )))
 }
 
 /// One warning per reason some compared cases of a side do not represent their set-up

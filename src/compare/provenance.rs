@@ -70,57 +70,62 @@ fn join(set: &BTreeSet<String>) -> String {
     }
 }
 
-/// How the `baseline` runs and the `candidate` runs differ, blocking differences first.
-pub(crate) fn differences(
-    baseline: &[&ResultsFile],
-    candidate: &[&ResultsFile],
-) -> Vec<Difference> {
-    let mut out = Vec::new();
-    let mut check = |what: &str, blocking: bool, get: &dyn Fn(&ResultsFile) -> Vec<String>| {
-        let (b, c) = (values(baseline, get), values(candidate, get));
-        if b != c {
-            out.push(Difference {
-                what: what.to_string(),
-                baseline: join(&b),
-                candidate: join(&c),
-                blocking,
-            });
-        }
-    };
-    check("metric definitions (metrics_version)", true, &|f| {
+/// One recorded property compared between the sides: its name, whether a difference blocks
+/// the comparison, and its values in one file.
+struct Property {
+    what: &'static str,
+    blocking: bool,
+    values: fn(&ResultsFile) -> Vec<String>,
+}
+
+const fn property(
+    what: &'static str,
+    blocking: bool,
+    values: fn(&ResultsFile) -> Vec<String>,
+) -> Property {
+    Property {
+        what,
+        blocking,
+        values,
+    }
+}
+
+/// The properties [`differences`] compares, in the order it reports them.
+const PROPERTIES: &[Property] = &[
+    property("metric definitions (metrics_version)", true, |f| {
         vec![f.metrics_version.to_string()]
-    });
-    check("results format version", false, &|f| {
+    }),
+    property("results format version", false, |f| {
         vec![f.format_version.to_string()]
-    });
-    check("scalebench version", false, &|f| {
+    }),
+    property("scalebench version", false, |f| {
         let sha = f.generator.git_sha.as_deref().unwrap_or("unknown commit");
         vec![format!("{} ({sha})", f.generator.version)]
-    });
-    check("CPU model", true, &|f| {
+    }),
+    property("CPU model", true, |f| {
         provenances(f)
             .flat_map(|p| p.hosts.iter().map(|h| h.cpu_model.clone()))
             .collect()
-    });
-    check("GEMM provider", true, &|f| {
+    }),
+    property("GEMM provider", true, |f| {
         provenances(f)
             .filter_map(|p| p.gemm.as_ref())
             .map(|g| format!("{} ({})", g.provider, g.version))
             .collect()
-    });
-    check("GPU model", true, &|f| {
+    }),
+    property("GPU model", true, |f| {
         provenances(f)
             .flat_map(|p| p.ranks.iter().flat_map(|r| &r.devices))
             .filter_map(|d| gpu_model(&d.name))
             .collect()
-    });
-    check("node count", true, &|f| {
+    }),
+    property("node count", true, |f| {
         provenances(f).map(|p| p.nodes.to_string()).collect()
-    });
+    }),
     // What a memory copy's speed depends on besides the CPU model: fast-string and vector
     // flags, the C library's memcpy, where buffers start within their pages. Informational:
     // files from before these were recorded say "(not recorded)".
-    check("CPU copy flags (erms, fsrm, avx2, avx512f)", false, &|f| {
+    property("CPU copy flags (erms, fsrm, avx2, avx512f)", false, |f| {
         provenances(f)
             .flat_map(|p| p.hosts.iter())
             .filter_map(|h| h.copy_flags.as_ref())
@@ -132,46 +137,46 @@ pub(crate) fn differences(
                 }
             })
             .collect()
-    });
-    check("C library", false, &|f| {
+    }),
+    property("C library", false, |f| {
         provenances(f)
             .flat_map(|p| p.hosts.iter())
             .filter_map(|h| h.libc.clone())
             .collect()
-    });
-    check("buffer alignment policy", false, &|f| {
+    }),
+    property("buffer alignment policy", false, |f| {
         provenances(f)
             .filter_map(|p| p.buffer_policy.clone())
             .collect()
-    });
-    check("logical CPUs per host", false, &|f| {
+    }),
+    property("logical CPUs per host", false, |f| {
         provenances(f)
             .flat_map(|p| p.hosts.iter().map(|h| h.logical_cpus.to_string()))
             .collect()
-    });
-    check("MPI library", true, &|f| {
+    }),
+    property("MPI library", true, |f| {
         provenances(f)
             .map(|p| p.mpi_library.clone().unwrap_or_else(|| "unknown".into()))
             .collect()
-    });
+    }),
     // The backend's kind blocks; its description is free text that changes with wording, so
     // it is shown, and what in it changes performance (the GEMM provider) is checked above.
-    check("backend", true, &|f| {
+    property("backend", true, |f| {
         provenances(f).map(|p| p.backend.kind.to_string()).collect()
-    });
-    check("backend description", false, &|f| {
+    }),
+    property("backend description", false, |f| {
         provenances(f).map(|p| p.backend.detail.clone()).collect()
-    });
-    check("binding", true, &|f| {
+    }),
+    property("binding", true, |f| {
         f.launches
             .iter()
             .map(|l| l.shape.binding.to_string())
             .collect()
-    });
-    check("emulated nodes", true, &|f| {
+    }),
+    property("emulated nodes", true, |f| {
         vec![f.run.emulated_nodes.to_string()]
-    });
-    check("rank CPU affinity", false, &|f| {
+    }),
+    property("rank CPU affinity", false, |f| {
         provenances(f)
             .map(|p| {
                 p.ranks
@@ -181,10 +186,29 @@ pub(crate) fn differences(
                     .join(", ")
             })
             .collect()
-    });
-    check("timer", false, &|f| {
+    }),
+    property("timer", false, |f| {
         provenances(f).map(|p| p.timer.source.clone()).collect()
-    });
+    }),
+];
+
+/// How the `baseline` runs and the `candidate` runs differ, blocking differences first.
+pub(crate) fn differences(
+    baseline: &[&ResultsFile],
+    candidate: &[&ResultsFile],
+) -> Vec<Difference> {
+    let mut out: Vec<Difference> = PROPERTIES
+        .iter()
+        .filter_map(|p| {
+            let (b, c) = (values(baseline, p.values), values(candidate, p.values));
+            (b != c).then(|| Difference {
+                what: p.what.to_string(),
+                baseline: join(&b),
+                candidate: join(&c),
+                blocking: p.blocking,
+            })
+        })
+        .collect();
     if let Some(d) = environment_difference(baseline, candidate) {
         out.push(d);
     }

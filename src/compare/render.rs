@@ -503,45 +503,11 @@ struct JsonStats {
 }
 
 fn json(r: &Report) -> String {
-    let c = &r.comparison;
-    let s = &c.settings;
-    let result = if r.exit_code == 0 {
-        "ok"
-    } else if c.count(Verdict::Regressed) + c.count(Verdict::Failed) > 0 {
-        "regression"
-    } else {
-        "changed"
-    };
     let doc = JsonReport {
         compare_format_version: JSON_VERSION,
         baseline: &r.baseline,
         candidate: &r.candidate,
-        settings: JsonSettings {
-            metric: s.metric.name(),
-            noise: s.noise,
-            confidence: s.confidence,
-            alpha: s.alpha(),
-            correction: match s.correction {
-                Correction::Holm => "holm",
-                Correction::BenjaminiHochberg => "bh",
-                Correction::None => "none",
-            },
-            runs_baseline: c.runs_baseline,
-            runs_candidate: c.runs_candidate,
-            across_setups: c.across_setups,
-            test: if run_level(c) {
-                "welch_t_log_run_medians_two_sided"
-            } else {
-                "mann_whitney_u_two_sided"
-            },
-            interval: if run_level(c) {
-                "welch_t_log_run_medians"
-            } else {
-                "exact_bootstrap_median_log_student_t"
-            },
-            fail_on: r.fail_on.name(),
-            description: thresholds(c),
-        },
+        settings: json_settings(r),
         differences: r
             .differences
             .iter()
@@ -553,46 +519,8 @@ fn json(r: &Report) -> String {
             })
             .collect(),
         warnings: &r.warnings,
-        summary: JsonSummary {
-            result,
-            exit_code: r.exit_code,
-            failing: r.failing,
-            matched: c.matched(),
-            tested: c.tested,
-            counts: Verdict::ALL
-                .iter()
-                .map(|v| (v.name(), c.count(*v)))
-                .collect(),
-            outcome: r.outcome(),
-        },
-        cases: c
-            .cases
-            .iter()
-            .map(|x| JsonCase {
-                id: &x.id,
-                label: &x.label,
-                verdict: x.verdict.name(),
-                baseline_status: x.baseline_status.map(CaseStatus::name),
-                candidate_status: x.candidate_status.map(CaseStatus::name),
-                stats: x.stats.map(|s| JsonStats {
-                    metric: s.metric.name(),
-                    basis: s.basis.name(),
-                    unit: s.metric.unit(),
-                    higher_is_better: s.metric.higher_is_better(),
-                    baseline_median: s.change.median_a,
-                    candidate_median: s.change.median_b,
-                    change: s.change.change,
-                    ci_low: s.change.ci_low,
-                    ci_high: s.change.ci_high,
-                    p_value: s.p_value,
-                    p_adjusted: s.p_adjusted,
-                    p_exact: s.p_exact,
-                    n_baseline: s.n_baseline,
-                    n_candidate: s.n_candidate,
-                }),
-                note: x.note.as_deref(),
-            })
-            .collect(),
+        summary: json_summary(r),
+        cases: r.comparison.cases.iter().map(json_case).collect(),
     };
     let mut text = serde_json::to_string_pretty(&doc).unwrap_or_else(|e| {
         // Only non-finite numbers could fail here, and the statistics never produce them.
@@ -600,6 +528,87 @@ fn json(r: &Report) -> String {
     });
     text.push('\n');
     text
+}
+
+fn json_settings(r: &Report) -> JsonSettings {
+    let c = &r.comparison;
+    let s = &c.settings;
+    JsonSettings {
+        metric: s.metric.name(),
+        noise: s.noise,
+        confidence: s.confidence,
+        alpha: s.alpha(),
+        correction: match s.correction {
+            Correction::Holm => "holm",
+            Correction::BenjaminiHochberg => "bh",
+            Correction::None => "none",
+        },
+        runs_baseline: c.runs_baseline,
+        runs_candidate: c.runs_candidate,
+        across_setups: c.across_setups,
+        test: if run_level(c) {
+            "welch_t_log_run_medians_two_sided"
+        } else {
+            "mann_whitney_u_two_sided"
+        },
+        interval: if run_level(c) {
+            "welch_t_log_run_medians"
+        } else {
+            "exact_bootstrap_median_log_student_t"
+        },
+        fail_on: r.fail_on.name(),
+        description: thresholds(c),
+    }
+}
+
+fn json_summary(r: &Report) -> JsonSummary {
+    let c = &r.comparison;
+    let result = if r.exit_code == 0 {
+        "ok"
+    } else if c.count(Verdict::Regressed) + c.count(Verdict::Failed) > 0 {
+        "regression"
+    } else {
+        "changed"
+    };
+    JsonSummary {
+        result,
+        exit_code: r.exit_code,
+        failing: r.failing,
+        matched: c.matched(),
+        tested: c.tested,
+        counts: Verdict::ALL
+            .iter()
+            .map(|v| (v.name(), c.count(*v)))
+            .collect(),
+        outcome: r.outcome(),
+    }
+}
+
+fn json_case(x: &CaseComparison) -> JsonCase<'_> {
+    JsonCase {
+        id: &x.id,
+        label: &x.label,
+        verdict: x.verdict.name(),
+        baseline_status: x.baseline_status.map(CaseStatus::name),
+        candidate_status: x.candidate_status.map(CaseStatus::name),
+        stats: x.stats.map(|s| JsonStats {
+            metric: s.metric.name(),
+            basis: s.basis.name(),
+            unit: s.metric.unit(),
+            higher_is_better: s.metric.higher_is_better(),
+            baseline_median: s.change.median_a,
+            candidate_median: s.change.median_b,
+            change: s.change.change,
+            ci_low: s.change.ci_low,
+            ci_high: s.change.ci_high,
+            p_value: s.p_value,
+            p_adjusted: s.p_adjusted,
+            p_exact: s.p_exact,
+            n_baseline: s.n_baseline,
+            n_candidate: s.n_candidate,
+        }),
+        note: x.note.as_deref(),
+    }
 }
 
 #[cfg(test)]

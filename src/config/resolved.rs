@@ -295,12 +295,51 @@ fn closest(word: &str, options: &[&str]) -> Option<String> {
         .map(|(_, o)| o.to_string())
 }
 
+/// Why one TOML scalar is not a value of its axis (made a [`SpecError`] at the value's place).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+enum ValueError {
+    /// A value of the wrong TOML type; `expected` says what to write.
+    #[error("expected {expected}, found {found}")]
+    Expected {
+        expected: String,
+        found: &'static str,
+    },
+    /// A count outside `min..=u32::MAX`.
+    #[error("{value} is out of range: give a whole number ≥ {min}")]
+    OutOfRange { value: i64, min: i64 },
+    #[error("{0} is negative: sizes are whole numbers of bytes ≥ 0")]
+    NegativeSize(i64),
+    #[error("a bucket of 0 bytes: give sizes ≥ 1B, e.g. \"25MiB\"")]
+    ZeroBucket,
+    #[error("expected one of {} (test-only)", Fault::NAMES.join(", "))]
+    UnknownFault,
+    #[error(transparent)]
+    Name(#[from] crate::params::UnknownName),
+    #[error(transparent)]
+    Shape(#[from] crate::params::ShapeError),
+    #[error(transparent)]
+    Model(#[from] crate::params::ddp::ModelError),
+    #[error(transparent)]
+    Size(#[from] crate::units::SizeError),
+    #[error(transparent)]
+    Limit(#[from] limits::LimitError),
+}
+
+impl ValueError {
+    fn expected(expected: &str, found: &Value) -> ValueError {
+        ValueError::Expected {
+            expected: expected.to_string(),
+            found: type_name(found),
+        }
+    }
+}
+
 /// Parses one TOML scalar as values of `axis` (a size range or `both` may give several),
 /// within the documented limits.
-fn scalar(axis: Axis, v: &Value) -> Result<Vec<AxisValue>, String> {
+fn scalar(axis: Axis, v: &Value) -> Result<Vec<AxisValue>, ValueError> {
     let vals = scalar_unchecked(axis, v)?;
     for x in &vals {
-        within_limits(axis, x).map_err(|e| e.to_string())?;
+        within_limits(axis, x)?;
     }
     Ok(vals)
 }
@@ -338,76 +377,14 @@ fn within_limits(axis: Axis, v: &AxisValue) -> Result<(), limits::LimitError> {
     }
 }
 
-fn scalar_unchecked(axis: Axis, v: &Value) -> Result<Vec<AxisValue>, String> {
-    fn named<T: std::str::FromStr<Err = String>>(
-        v: &Value,
-        wrap: fn(T) -> AxisValue,
-    ) -> Result<Vec<AxisValue>, String> {
-        match v {
-            Value::String(s) => s.parse::<T>().map(|x| vec![wrap(x)]),
-            other => Err(format!("expected a name, found {}", type_name(other))),
-        }
-    }
-    let count = |min: i64| -> Result<Vec<AxisValue>, String> {
-        match v {
-            Value::Integer(i) if *i >= min && *i <= i64::from(u32::MAX) => {
-                Ok(vec![AxisValue::Count(*i as u32)])
-            }
-            Value::Integer(i) => Err(format!("{i} is out of range: give a whole number ≥ {min}")),
-            other => Err(format!(
-                "expected a whole number ≥ {min}, found {}",
-                type_name(other)
-            )),
-        }
-    };
+fn scalar_unchecked(axis: Axis, v: &Value) -> Result<Vec<AxisValue>, ValueError> {
     match axis {
-        Axis::Nodes | Axis::RanksPerNode | Axis::ThreadsPerDevice | Axis::Batch => count(1),
-        Axis::Roots => count(0),
-        Axis::Sizes => match v {
-            Value::String(s) => parse_size_list(s)
-                .map(|l| l.into_iter().map(|b| AxisValue::Bytes(b.get())).collect())
-                .map_err(|e| e.to_string()),
-            Value::Integer(i) if *i >= 0 => Ok(vec![AxisValue::Bytes(*i as u64)]),
-            Value::Integer(i) => Err(format!(
-                "{i} is negative: sizes are whole numbers of bytes ≥ 0"
-            )),
-            other => Err(format!(
-                "expected a size such as \"4KiB\" or a range \"8B:1MiB:x2\", found {}",
-                type_name(other)
-            )),
-        },
-        Axis::Dims => match v {
-            Value::Integer(i) if *i >= 1 => {
-                Ok(vec![AxisValue::Shape(MatmulShape::square(*i as u64))])
-            }
-            Value::String(s) => s.parse::<MatmulShape>().map(|x| vec![AxisValue::Shape(x)]),
-            other => Err(format!(
-                "expected N or \"MxNxK\" (each ≥ 1), found {}",
-                type_name(other)
-            )),
-        },
-        Axis::InPlace => match v {
-            Value::Boolean(b) => Ok(vec![AxisValue::InPlace(*b)]),
-            Value::String(s) if s == "both" => {
-                Ok(vec![AxisValue::InPlace(false), AxisValue::InPlace(true)])
-            }
-            Value::String(s) if s == "yes" => Ok(vec![AxisValue::InPlace(true)]),
-            Value::String(s) if s == "no" => Ok(vec![AxisValue::InPlace(false)]),
-            other => Err(format!(
-                "expected true, false, \"both\", \"yes\" or \"no\", found {}",
-                type_name(other)
-            )),
-        },
-        Axis::Fault => match v {
-            Value::String(s) if s.is_empty() || s == "none" => Ok(vec![AxisValue::Fault(None)]),
-            Value::String(s) if Fault::parse(s).is_some() => {
-                Ok(vec![AxisValue::Fault(Some(s.clone()))])
-            }
-            _ => Err(format!(
-                "expected one of {} (test-only)",
-                Fault::NAMES.join(", ")
-            )),
-        },
+        Axis::Nodes | Axis::RanksPerNode | Axis::ThreadsPerDevice | Axis::Batch => count(v, 1),
+        Axis::Roots => count(v, 0),
+        Axis::Sizes => sizes(v),
+        Axis::Dims => dims(v),
+        Axis::InPlace => in_place(v),
+        Axis::Fault => fault(v),
         Axis::Backend => named(v, AxisValue::Backend),
         Axis::Topology => named(v, AxisValue::Topology),
         Axis::Binding => named(v, AxisValue::Binding),
@@ -419,38 +396,130 @@ fn scalar_unchecked(axis: Axis, v: &Value) -> Result<Vec<AxisValue>, String> {
         Axis::Scaling => named(v, AxisValue::Scaling),
         Axis::Collect => named(v, AxisValue::Collect),
         Axis::Progress => named(v, AxisValue::Progress),
-        Axis::Models => match v {
-            Value::String(s) => crate::params::ddp::Model::parse(s)
-                .map(|_| vec![AxisValue::Model(s.trim().to_string())]),
-            other => Err(format!(
-                "expected a model name such as \"mlp-tiny\" or layers \"1024x1024x8\", found {}",
-                type_name(other)
-            )),
-        },
-        Axis::BucketSizes => match v {
-            Value::String(s) => parse_size_list(s).map_err(|e| e.to_string()).and_then(|l| {
-                if l.iter().any(|b| b.get() == 0) {
-                    Err("a bucket of 0 bytes: give sizes ≥ 1B, e.g. \"25MiB\"".into())
-                } else {
-                    Ok(l.into_iter().map(|b| AxisValue::Bytes(b.get())).collect())
-                }
-            }),
-            Value::Integer(i) if *i >= 1 => Ok(vec![AxisValue::Bytes(*i as u64)]),
-            other => Err(format!(
-                "expected a size such as \"25MiB\" or a range \"1MiB:64MiB:x4\", found {}",
-                type_name(other)
-            )),
-        },
-        Axis::FirstBucketSizes => match v {
-            Value::String(s) => parse_size_list(s)
-                .map_err(|e| e.to_string())
-                .map(|l| l.into_iter().map(|b| AxisValue::Bytes(b.get())).collect()),
-            Value::Integer(i) if *i >= 0 => Ok(vec![AxisValue::Bytes(*i as u64)]),
-            other => Err(format!(
-                "expected a size such as \"1MiB\" (0 = as the other buckets), found {}",
-                type_name(other)
-            )),
-        },
+        Axis::Models => model(v),
+        Axis::BucketSizes => bucket_sizes(v),
+        Axis::FirstBucketSizes => first_bucket_sizes(v),
+    }
+}
+
+/// A wire name of one of the vocabulary enums.
+fn named<T: std::str::FromStr<Err = crate::params::UnknownName>>(
+    v: &Value,
+    wrap: fn(T) -> AxisValue,
+) -> Result<Vec<AxisValue>, ValueError> {
+    match v {
+        Value::String(s) => Ok(vec![wrap(s.parse::<T>()?)]),
+        other => Err(ValueError::expected("a name", other)),
+    }
+}
+
+/// A whole number in `min..=u32::MAX`.
+fn count(v: &Value, min: i64) -> Result<Vec<AxisValue>, ValueError> {
+    match v {
+        Value::Integer(i) if *i >= min && *i <= i64::from(u32::MAX) => {
+            Ok(vec![AxisValue::Count(*i as u32)])
+        }
+        Value::Integer(i) => Err(ValueError::OutOfRange { value: *i, min }),
+        other => Err(ValueError::expected(
+            &format!("a whole number ≥ {min}"),
+            other,
+        )),
+    }
+}
+
+/// Byte sizes: a size list with ranges, or a whole number of bytes.
+fn byte_list(text: &str) -> Result<Vec<AxisValue>, ValueError> {
+    Ok(parse_size_list(text)?
+        .into_iter()
+        .map(|b| AxisValue::Bytes(b.get()))
+        .collect())
+}
+
+fn sizes(v: &Value) -> Result<Vec<AxisValue>, ValueError> {
+    match v {
+        Value::String(s) => byte_list(s),
+        Value::Integer(i) if *i >= 0 => Ok(vec![AxisValue::Bytes(*i as u64)]),
+        Value::Integer(i) => Err(ValueError::NegativeSize(*i)),
+        other => Err(ValueError::expected(
+            "a size such as \"4KiB\" or a range \"8B:1MiB:x2\"",
+            other,
+        )),
+    }
+}
+
+fn dims(v: &Value) -> Result<Vec<AxisValue>, ValueError> {
+    match v {
+        Value::Integer(i) if *i >= 1 => Ok(vec![AxisValue::Shape(MatmulShape::square(*i as u64))]),
+        Value::String(s) => Ok(vec![AxisValue::Shape(s.parse::<MatmulShape>()?)]),
+        other => Err(ValueError::expected("N or \"MxNxK\" (each ≥ 1)", other)),
+    }
+}
+
+fn in_place(v: &Value) -> Result<Vec<AxisValue>, ValueError> {
+    match v {
+        Value::Boolean(b) => Ok(vec![AxisValue::InPlace(*b)]),
+        Value::String(s) if s == "both" => {
+            Ok(vec![AxisValue::InPlace(false), AxisValue::InPlace(true)])
+        }
+        Value::String(s) if s == "yes" => Ok(vec![AxisValue::InPlace(true)]),
+        Value::String(s) if s == "no" => Ok(vec![AxisValue::InPlace(false)]),
+        other => Err(ValueError::expected(
+            "true, false, \"both\", \"yes\" or \"no\"",
+            other,
+        )),
+    }
+}
+
+fn fault(v: &Value) -> Result<Vec<AxisValue>, ValueError> {
+    match v {
+        Value::String(s) if s.is_empty() || s == "none" => Ok(vec![AxisValue::Fault(None)]),
+        Value::String(s) if Fault::parse(s).is_some() => {
+            Ok(vec![AxisValue::Fault(Some(s.clone()))])
+        }
+        _ => Err(ValueError::UnknownFault),
+    }
+}
+
+/// A ddp_step model, kept as written (trimmed) once it parses.
+fn model(v: &Value) -> Result<Vec<AxisValue>, ValueError> {
+    match v {
+        Value::String(s) => {
+            crate::params::ddp::Model::parse(s)?;
+            Ok(vec![AxisValue::Model(s.trim().to_string())])
+        }
+        other => Err(ValueError::expected(
+            "a model name such as \"mlp-tiny\" or layers \"1024x1024x8\"",
+            other,
+        )),
+    }
+}
+
+fn bucket_sizes(v: &Value) -> Result<Vec<AxisValue>, ValueError> {
+    match v {
+        Value::String(s) => {
+            let l = byte_list(s)?;
+            if l.contains(&AxisValue::Bytes(0)) {
+                Err(ValueError::ZeroBucket)
+            } else {
+                Ok(l)
+            }
+        }
+        Value::Integer(i) if *i >= 1 => Ok(vec![AxisValue::Bytes(*i as u64)]),
+        other => Err(ValueError::expected(
+            "a size such as \"25MiB\" or a range \"1MiB:64MiB:x4\"",
+            other,
+        )),
+    }
+}
+
+fn first_bucket_sizes(v: &Value) -> Result<Vec<AxisValue>, ValueError> {
+    match v {
+        Value::String(s) => byte_list(s),
+        Value::Integer(i) if *i >= 0 => Ok(vec![AxisValue::Bytes(*i as u64)]),
+        other => Err(ValueError::expected(
+            "a size such as \"1MiB\" (0 = as the other buckets)",
+            other,
+        )),
     }
 }
 
@@ -476,7 +545,7 @@ fn values(
     }
     let mut out = Vec::new();
     for item in items {
-        let got = scalar(axis, item).map_err(|m| ctx.err(v.span(), key, m))?;
+        let got = scalar(axis, item).map_err(|e| ctx.err(v.span(), key, e.to_string()))?;
         if exact && got.len() != 1 {
             return Err(ctx.err(
                 v.span(),
@@ -610,13 +679,53 @@ fn env_name_ok(k: &str) -> bool {
 
 pub(super) fn resolve(path: &Path, text: &str, raw: RawSpec) -> Result<SweepSpec, SpecError> {
     let ctx = Ctx { path, text };
-    let mut axis_at = BTreeMap::new();
-    let mut dims = Vec::new();
-    let mut seen: BTreeMap<Axis, String> = BTreeMap::new();
+    let mut axes = Axes::default();
     for (k, v) in &raw.axes {
-        let axis = axis_of(&ctx, k, "axes")?;
+        axes.single(&ctx, k, v)?;
+    }
+    for (i, group) in raw.zip.iter().enumerate() {
+        axes.zip_group(&ctx, i, group)?;
+    }
+    let excludes = excludes(&ctx, &raw.exclude)?;
+    let settings = run_settings(&ctx, &raw.run, &axes.dims)?;
+    let launch = local_launch(&ctx, &raw.launch)?;
+    let labels = labels(&ctx, &raw.labels)?;
+    let name = study_name(&ctx, &raw.name)?;
+    Ok(SweepSpec {
+        path: path.to_path_buf(),
+        name,
+        description: raw.description,
+        labels,
+        dims: axes.dims,
+        excludes,
+        settings,
+        launch,
+        submit: raw.submit,
+        axis_at: axes.axis_at,
+        text: text.to_string(),
+    })
+}
+
+/// The spec's axes as they are read: the factors so far, where each axis was given, and
+/// under which key (an axis may be given once, in [axes] or in one [[zip]] group).
+#[derive(Default)]
+struct Axes {
+    dims: Vec<Dim>,
+    axis_at: BTreeMap<Axis, (usize, usize)>,
+    seen: BTreeMap<Axis, String>,
+}
+
+impl Axes {
+    /// One key of [axes]: a factor of its own.
+    fn single(
+        &mut self,
+        ctx: &Ctx<'_>,
+        k: &Spanned<String>,
+        v: &Spanned<Value>,
+    ) -> Result<(), SpecError> {
+        let axis = axis_of(ctx, k, "axes")?;
         let key = format!("axes.{}", k.get_ref());
-        if let Some(prev) = seen.insert(axis, key.clone()) {
+        if let Some(prev) = self.seen.insert(axis, key.clone()) {
             return Err(ctx.err(
                 k.span(),
                 &key,
@@ -626,14 +735,23 @@ pub(super) fn resolve(path: &Path, text: &str, raw: RawSpec) -> Result<SweepSpec
                 ),
             ));
         }
-        axis_at.insert(axis, line_col(text, k.span().start));
-        let vals = values(&ctx, axis, &key, v, false)?;
-        dims.push(Dim {
+        self.axis_at
+            .insert(axis, line_col(ctx.text, k.span().start));
+        let vals = values(ctx, axis, &key, v, false)?;
+        self.dims.push(Dim {
             axes: vec![axis],
             tuples: vals.into_iter().map(|x| vec![x]).collect(),
         });
+        Ok(())
     }
-    for (i, group) in raw.zip.iter().enumerate() {
+
+    /// The `i`th [[zip]] group: one factor whose axes advance together.
+    fn zip_group(
+        &mut self,
+        ctx: &Ctx<'_>,
+        i: usize,
+        group: &Spanned<SpannedTable>,
+    ) -> Result<(), SpecError> {
         let table = format!("zip[{}]", i + 1);
         if group.get_ref().len() < 2 {
             return Err(ctx.err(
@@ -646,13 +764,14 @@ pub(super) fn resolve(path: &Path, text: &str, raw: RawSpec) -> Result<SweepSpec
         let mut columns: Vec<Vec<AxisValue>> = Vec::new();
         let mut first: Option<(String, usize)> = None;
         for (k, v) in group.get_ref() {
-            let axis = axis_of(&ctx, k, &table)?;
+            let axis = axis_of(ctx, k, &table)?;
             let key = format!("{table}.{}", k.get_ref());
-            if let Some(prev) = seen.insert(axis, key.clone()) {
+            if let Some(prev) = self.seen.insert(axis, key.clone()) {
                 return Err(ctx.err(k.span(), &key, format!("axis `{}` is already given as `{prev}`: an axis belongs to [axes] or to one [[zip]] group", axis.name())));
             }
-            axis_at.insert(axis, line_col(text, k.span().start));
-            let vals = values(&ctx, axis, &key, v, true)?;
+            self.axis_at
+                .insert(axis, line_col(ctx.text, k.span().start));
+            let vals = values(ctx, axis, &key, v, true)?;
             match &first {
                 None => first = Some((k.get_ref().clone(), vals.len())),
                 Some((name, n)) if *n != vals.len() => {
@@ -671,10 +790,15 @@ pub(super) fn resolve(path: &Path, text: &str, raw: RawSpec) -> Result<SweepSpec
         let tuples = (0..n)
             .map(|j| columns.iter().map(|c| c[j].clone()).collect())
             .collect();
-        dims.push(Dim { axes, tuples });
+        self.dims.push(Dim { axes, tuples });
+        Ok(())
     }
+}
+
+/// The [[exclude]] tables: combinations to drop.
+fn excludes(ctx: &Ctx<'_>, raw: &[Spanned<SpannedTable>]) -> Result<Vec<Exclude>, SpecError> {
     let mut excludes = Vec::new();
-    for (i, ex) in raw.exclude.iter().enumerate() {
+    for (i, ex) in raw.iter().enumerate() {
         let table = format!("exclude[{}]", i + 1);
         if ex.get_ref().is_empty() {
             return Err(ctx.err(
@@ -685,28 +809,35 @@ pub(super) fn resolve(path: &Path, text: &str, raw: RawSpec) -> Result<SweepSpec
         }
         let mut rules = Vec::new();
         for (k, v) in ex.get_ref() {
-            let axis = axis_of(&ctx, k, &table)?;
+            let axis = axis_of(ctx, k, &table)?;
             rules.push((
                 axis,
-                values(&ctx, axis, &format!("{table}.{}", k.get_ref()), v, false)?,
+                values(ctx, axis, &format!("{table}.{}", k.get_ref()), v, false)?,
             ));
         }
         excludes.push(Exclude { rules });
     }
+    Ok(excludes)
+}
 
-    let r = &raw.run;
-    let iters = positive_int(&ctx, &r.iters, "run.iters", 1)?;
-    let warmup = positive_int(&ctx, &r.warmup, "run.warmup", 0)?;
-    let batches = positive_int(&ctx, &r.batches, "run.batches", 1)?;
-    let check = positive_int(&ctx, &r.check, "run.check", 0)?.unwrap_or(1);
+/// [run]: the measurement settings (`buffer_offset` is checked against the axes' dtypes).
+fn run_settings(
+    ctx: &Ctx<'_>,
+    r: &super::raw::RawRun,
+    dims: &[Dim],
+) -> Result<RunSettings, SpecError> {
+    let iters = positive_int(ctx, &r.iters, "run.iters", 1)?;
+    let warmup = positive_int(ctx, &r.warmup, "run.warmup", 0)?;
+    let batches = positive_int(ctx, &r.batches, "run.batches", 1)?;
+    let check = positive_int(ctx, &r.check, "run.check", 0)?.unwrap_or(1);
     let gemm = match &r.gemm {
         Some(g) => g
             .get_ref()
             .parse::<GemmChoice>()
-            .map_err(|e| ctx.err(g.span(), "run.gemm", e))?,
+            .map_err(|e| ctx.err(g.span(), "run.gemm", e.to_string()))?,
         None => GemmChoice::default(),
     };
-    let buffer_offset = buffer_offset(&ctx, &r.buffer_offset, &dims)?;
+    let buffer_offset = buffer_offset(ctx, &r.buffer_offset, dims)?;
     let time_budget_s = match &r.time_budget_s {
         Some(t) => {
             limits::check_seconds("", *t.get_ref(), "0.5")
@@ -715,7 +846,21 @@ pub(super) fn resolve(path: &Path, text: &str, raw: RawSpec) -> Result<SweepSpec
         }
         None => IterPolicy::default().time_budget_s,
     };
-    let l = &raw.launch;
+    Ok(RunSettings {
+        policy: IterPolicy {
+            iters,
+            warmup,
+            time_budget_s,
+            batches,
+        },
+        check_iters: check,
+        gemm,
+        buffer_offset,
+    })
+}
+
+/// [launch]: the local launcher's settings.
+fn local_launch(ctx: &Ctx<'_>, l: &super::raw::RawLaunch) -> Result<LocalLaunch, SpecError> {
     let timeout_s = match &l.timeout_s {
         Some(t) => {
             limits::check_seconds("", *t.get_ref(), "600")
@@ -743,13 +888,28 @@ pub(super) fn resolve(path: &Path, text: &str, raw: RawSpec) -> Result<SweepSpec
     let reserved_cores = match &l.reserved_cores {
         Some(s) => {
             crate::topology::binding::Reserved::parse(s.get_ref())
-                .map_err(|e| ctx.err(s.span(), "launch.reserved_cores", e))?;
+                .map_err(|e| ctx.err(s.span(), "launch.reserved_cores", e.to_string()))?;
             s.get_ref().clone()
         }
         None => String::new(),
     };
+    Ok(LocalLaunch {
+        oversubscribe: l.oversubscribe.unwrap_or(false),
+        timeout_s,
+        op_timeout_s,
+        mpirun_args: l.mpirun_args.iter().map(|s| s.get_ref().clone()).collect(),
+        env,
+        reserved_cores,
+    })
+}
+
+/// [labels]: printable text only.
+fn labels(
+    ctx: &Ctx<'_>,
+    raw: &BTreeMap<Spanned<String>, Spanned<String>>,
+) -> Result<BTreeMap<String, String>, SpecError> {
     let mut labels = BTreeMap::new();
-    for (k, v) in &raw.labels {
+    for (k, v) in raw {
         if let Some(bad) = [k.get_ref(), v.get_ref()]
             .into_iter()
             .find(|t| t.chars().any(char::is_control))
@@ -765,51 +925,30 @@ pub(super) fn resolve(path: &Path, text: &str, raw: RawSpec) -> Result<SweepSpec
         }
         labels.insert(k.get_ref().clone(), v.get_ref().clone());
     }
-    let name =
-        match &raw.name {
-            Some(n) if n.get_ref().chars().any(char::is_control) => return Err(ctx.err(
-                n.span(),
-                "name",
-                format!("the name {:?} holds control characters (a terminal would run them): use printable text", n.get_ref()),
-            )),
-            Some(n) if !n.get_ref().trim().is_empty() => n.get_ref().clone(),
-            Some(n) => return Err(ctx.err(
-                n.span(),
-                "name",
-                "the name is empty: give the study a name, or remove the key to use the file name",
-            )),
-            None => path
-                .file_stem()
-                .map_or("sweep".to_string(), |s| s.to_string_lossy().into_owned()),
-        };
-    Ok(SweepSpec {
-        path: path.to_path_buf(),
-        name,
-        description: raw.description,
-        labels,
-        dims,
-        excludes,
-        settings: RunSettings {
-            policy: IterPolicy {
-                iters,
-                warmup,
-                time_budget_s,
-                batches,
-            },
-            check_iters: check,
-            gemm,
-            buffer_offset,
-        },
-        launch: LocalLaunch {
-            oversubscribe: l.oversubscribe.unwrap_or(false),
-            timeout_s,
-            op_timeout_s,
-            mpirun_args: l.mpirun_args.iter().map(|s| s.get_ref().clone()).collect(),
-            env,
-            reserved_cores,
-        },
-        submit: raw.submit,
-        axis_at,
-        text: text.to_string(),
-    })
+    Ok(labels)
+}
+
+/// The study's name: as given (printable, not empty), or the file's stem.
+fn study_name(ctx: &Ctx<'_>, raw: &Option<Spanned<String>>) -> Result<String, SpecError> {
+    let Some(n) = raw else {
+        return Ok(ctx
+            .path
+            .file_stem()
+            .map_or("sweep".to_string(), |s| s.to_string_lossy().into_owned()));
+    };
+    if n.get_ref().chars().any(char::is_control) {
+        return Err(ctx.err(
+            n.span(),
+            "name",
+            format!("the name {:?} holds control characters (a terminal would run them): use printable text", n.get_ref()),
+        ));
+    }
+    if n.get_ref().trim().is_empty() {
+        return Err(ctx.err(
+            n.span(),
+            "name",
+            "the name is empty: give the study a name, or remove the key to use the file name",
+        ));
+    }
+    Ok(n.get_ref().clone())
 }

@@ -11,12 +11,14 @@ use super::process::{self, Spawned};
 use super::rundir::{self, LaunchOutcome, SweepRecord, OUTCOME_FILE, PLAN_FILE};
 use crate::config::{self, SweepSpec};
 use crate::error::{Error, Result, EXIT_CASES_FAILED, EXIT_OK};
+use crate::params::CaseParams;
 use crate::plan::sweep::{self, SweepPlan};
 use crate::plan::LaunchPlan;
 use crate::results::io::{write_results, JOURNAL_FILE, RESULTS_FILE};
 use crate::results::schema::{CaseStatus, LaunchStatus, ResultsFile};
 use crate::results::{now_unix_s, utc_stamp};
 use crate::run::console::{summary_line, TablePrinter};
+use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -215,25 +217,79 @@ pub fn sweep(req: &SweepRequest, argv: &[String]) -> Result<u8> {
     // Checked above (the option) and when the spec was read (`[launch] timeout_s`).
     let timeout = Duration::from_secs_f64(req.launch_timeout_s.unwrap_or(spec.launch.timeout_s));
     if req.dry_run {
-        println!(
-            "# dry run: {} case(s) in {} launch(es); results would go to {}",
-            plan.case_count(),
-            plan.launches.len(),
-            out.display()
-        );
-        for (i, l) in plan.launches.iter().enumerate() {
-            let dir = out
-                .join(rundir::LAUNCHES_DIR)
-                .join(format!("{:03}-{}", i + 1, l.launch_id));
-            // Quoted as a shell would need them, so a printed command can be pasted and
-            // never runs what a spec value holds (`$(...)`, `;`).
-            println!(
-                "{}",
-                super::shell::quote_all(&launch_command(req, &spec, l, &dir.join(PLAN_FILE), &dir))
-            );
-        }
+        print_dry_run(req, &spec, &plan, &out);
         return Ok(EXIT_OK);
     }
+    check_out(req, &out)?;
+    std::fs::create_dir_all(&out).map_err(|e| Error::Runtime(format!("{}: {e}", out.display())))?;
+    let _lock = lock(&out)?;
+    if req.resume {
+        rundir::check_same_plan(&out, &plan.launches, "--resume")?;
+    }
+    let record = SweepRecord::new(&out, req.resume, &spec, &req.spec, argv, &plan.launches);
+    let spec_copy = out.join("spec.toml");
+    crate::results::io::write_atomic(&spec_copy, spec.text.as_bytes())?;
+    rundir::write_json(&out.join(PLAN_FILE), &record)?;
+
+    let (merged, warnings) = rundir::merge_with_warnings(&out, &record);
+    for w in &warnings {
+        eprintln!("warning: {w}");
+    }
+    let todo = rundir::cases_to_run(&record, &merged);
+    let total: usize = todo.values().map(Vec::len).sum();
+    if !req.quiet {
+        announce(req, &spec, &plan, total, &out);
+    }
+    process::catch_interrupts();
+    let sweep = Sweep {
+        req,
+        spec: &spec,
+        out: &out,
+        record: &record,
+        timeout,
+    };
+    let interrupted = sweep.run_launches(&plan, &todo, total)?;
+    let merged = rundir::merge(&out, &record);
+    write_results(&out.join(RESULTS_FILE), &merged)?;
+    if !req.quiet {
+        print_summary(&merged);
+    }
+    if interrupted {
+        eprintln!(
+            "scalebench: interrupted: finished cases are kept in {}; continue with --resume",
+            out.join(RESULTS_FILE).display()
+        );
+        return Ok(EXIT_INTERRUPTED);
+    }
+    let failed = merged.cases.iter().any(|c| c.status.needs_rerun())
+        || merged.cases.len() < plan.case_count();
+    Ok(if failed { EXIT_CASES_FAILED } else { EXIT_OK })
+}
+
+/// `--dry-run`: what would run, as the commands that would run it.
+fn print_dry_run(req: &SweepRequest, spec: &SweepSpec, plan: &SweepPlan, out: &Path) {
+    println!(
+        "# dry run: {} case(s) in {} launch(es); results would go to {}",
+        plan.case_count(),
+        plan.launches.len(),
+        out.display()
+    );
+    for (i, l) in plan.launches.iter().enumerate() {
+        let dir = out
+            .join(rundir::LAUNCHES_DIR)
+            .join(format!("{:03}-{}", i + 1, l.launch_id));
+        // Quoted as a shell would need them, so a printed command can be pasted and
+        // never runs what a spec value holds (`$(...)`, `;`).
+        println!(
+            "{}",
+            super::shell::quote_all(&launch_command(req, spec, l, &dir.join(PLAN_FILE), &dir))
+        );
+    }
+}
+
+/// The output directory suits the request: a sweep there exactly when resuming, and a
+/// directory (or nothing yet).
+fn check_out(req: &SweepRequest, out: &Path) -> Result<()> {
     let has_sweep = out.join(PLAN_FILE).exists();
     if req.resume && !has_sweep {
         return Err(Error::Input(format!(
@@ -253,90 +309,33 @@ pub fn sweep(req: &SweepRequest, argv: &[String]) -> Result<u8> {
             out.display()
         )));
     }
-    std::fs::create_dir_all(&out).map_err(|e| Error::Runtime(format!("{}: {e}", out.display())))?;
-    let _lock = lock(&out)?;
-    if req.resume {
-        rundir::check_same_plan(&out, &plan.launches, "--resume")?;
-    }
-    let record = SweepRecord::new(&out, req.resume, &spec, &req.spec, argv, &plan.launches);
-    let spec_copy = out.join("spec.toml");
-    crate::results::io::write_atomic(&spec_copy, spec.text.as_bytes())?;
-    rundir::write_json(&out.join(PLAN_FILE), &record)?;
+    Ok(())
+}
 
-    let (merged, warnings) = rundir::merge_with_warnings(&out, &record);
-    for w in &warnings {
-        eprintln!("warning: {w}");
-    }
-    let todo = rundir::cases_to_run(&record, &merged);
-    let total: usize = todo.values().map(Vec::len).sum();
-    if !req.quiet {
-        let kept = plan.case_count() - total;
-        eprintln!(
-            "# sweep {}: {} case(s) in {} launch(es){}; results: {}",
-            spec.name,
-            plan.case_count(),
-            plan.launches.len(),
-            if req.resume {
-                format!(", {kept} already done, {total} to run")
-            } else {
-                String::new()
-            },
-            out.join(RESULTS_FILE).display()
-        );
-    }
-    process::catch_interrupts();
-    // SAFETY: isatty has no memory effects.
-    let tty = unsafe { libc::isatty(2) } == 1;
-    let mut progress = Progress {
-        quiet: req.quiet,
-        tty,
-        total,
-        done_before: 0,
-        started: Instant::now(),
-        last: std::cell::Cell::new((usize::MAX, 0)),
-    };
-    let mut interrupted = false;
-    let runnable: Vec<&LaunchPlan> = plan
-        .launches
-        .iter()
-        .filter(|l| todo.contains_key(&l.launch_id))
-        .collect();
-    for (i, l) in runnable.iter().enumerate() {
-        let mut attempt = (*l).clone();
-        attempt.cases = todo[&l.launch_id].clone();
-        let done = run_launch(
-            req,
-            &spec,
-            &out,
-            &attempt,
-            timeout,
-            &progress,
-            i + 1,
-            runnable.len(),
-        )?;
-        progress.done_before += done.cases;
-        write_results(&out.join(RESULTS_FILE), &rundir::merge(&out, &record))?;
-        if done.interrupted {
-            interrupted = true;
-            break;
-        }
-    }
-    progress.end_line();
-    let merged = rundir::merge(&out, &record);
-    write_results(&out.join(RESULTS_FILE), &merged)?;
-    if !req.quiet {
-        print_summary(&merged);
-    }
-    if interrupted {
-        eprintln!(
-            "scalebench: interrupted: finished cases are kept in {}; continue with --resume",
-            out.join(RESULTS_FILE).display()
-        );
-        return Ok(EXIT_INTERRUPTED);
-    }
-    let failed = merged.cases.iter().any(|c| c.status.needs_rerun())
-        || merged.cases.len() < plan.case_count();
-    Ok(if failed { EXIT_CASES_FAILED } else { EXIT_OK })
+/// The line that opens a sweep: its size, what is left of it when resuming, where results go.
+fn announce(req: &SweepRequest, spec: &SweepSpec, plan: &SweepPlan, total: usize, out: &Path) {
+    let kept = plan.case_count() - total;
+    eprintln!(
+        "# sweep {}: {} case(s) in {} launch(es){}; results: {}",
+        spec.name,
+        plan.case_count(),
+        plan.launches.len(),
+        if req.resume {
+            format!(", {kept} already done, {total} to run")
+        } else {
+            String::new()
+        },
+        out.join(RESULTS_FILE).display()
+    );
+}
+
+/// What every launch of one sweep shares.
+struct Sweep<'a> {
+    req: &'a SweepRequest,
+    spec: &'a SweepSpec,
+    out: &'a Path,
+    record: &'a SweepRecord,
+    timeout: Duration,
 }
 
 struct LaunchDone {
@@ -345,111 +344,163 @@ struct LaunchDone {
     interrupted: bool,
 }
 
-#[allow(clippy::too_many_arguments)]
-fn run_launch(
-    req: &SweepRequest,
-    spec: &SweepSpec,
-    out: &Path,
-    plan: &LaunchPlan,
-    timeout: Duration,
-    progress: &Progress,
-    index: usize,
-    launches: usize,
-) -> Result<LaunchDone> {
-    let dir = rundir::new_attempt_dir(out, &plan.launch_id)?;
-    let plan_file = dir.join(PLAN_FILE);
-    rundir::write_json(&plan_file, plan)?;
-    let argv = launch_command(req, spec, plan, &plan_file, &dir);
-    let io = |name: &str| {
-        File::create(dir.join(name))
-            .map_err(|e| Error::Runtime(format!("{}: {e}", dir.join(name).display())))
-    };
-    let mut cmd = Command::new(&argv[0]);
-    cmd.args(&argv[1..])
-        .stdout(io("stdout.log")?)
-        .stderr(io("stderr.log")?)
-        .stdin(std::process::Stdio::null());
-    cmd.envs(&spec.launch.env);
-    let label = plan.shape.label();
-    let started = now_unix_s();
-    let t0 = Instant::now();
-    let mut child: Spawned =
+impl Sweep<'_> {
+    /// Runs the launches with cases left in `todo`, in plan order, merging the results after
+    /// each; stops at an interrupt. Returns whether it was interrupted.
+    fn run_launches(
+        &self,
+        plan: &SweepPlan,
+        todo: &BTreeMap<String, Vec<CaseParams>>,
+        total: usize,
+    ) -> Result<bool> {
+        let tty = std::io::IsTerminal::is_terminal(&std::io::stderr());
+        let mut progress = Progress {
+            quiet: self.req.quiet,
+            tty,
+            total,
+            done_before: 0,
+            started: Instant::now(),
+            last: std::cell::Cell::new((usize::MAX, 0)),
+        };
+        let mut interrupted = false;
+        let runnable: Vec<&LaunchPlan> = plan
+            .launches
+            .iter()
+            .filter(|l| todo.contains_key(&l.launch_id))
+            .collect();
+        for (i, l) in runnable.iter().enumerate() {
+            let mut attempt = (*l).clone();
+            attempt.cases = todo[&l.launch_id].clone();
+            let done = self.run_launch(&attempt, &progress, i + 1, runnable.len())?;
+            progress.done_before += done.cases;
+            write_results(
+                &self.out.join(RESULTS_FILE),
+                &rundir::merge(self.out, self.record),
+            )?;
+            if done.interrupted {
+                interrupted = true;
+                break;
+            }
+        }
+        progress.end_line();
+        Ok(interrupted)
+    }
+
+    /// Runs one launch (`index` of `launches`) in a new attempt directory: its plan file,
+    /// `mpirun` under the launch timeout, its outcome file.
+    fn run_launch(
+        &self,
+        plan: &LaunchPlan,
+        progress: &Progress,
+        index: usize,
+        launches: usize,
+    ) -> Result<LaunchDone> {
+        let dir = rundir::new_attempt_dir(self.out, &plan.launch_id)?;
+        let plan_file = dir.join(PLAN_FILE);
+        rundir::write_json(&plan_file, plan)?;
+        let argv = launch_command(self.req, self.spec, plan, &plan_file, &dir);
+        let label = plan.shape.label();
+        let started = now_unix_s();
+        let t0 = Instant::now();
+        let mut child = self.spawn(&argv, &dir, &plan_file)?;
+        let journal = dir.join(JOURNAL_FILE);
+        let (status, exit_code, interrupted) = loop {
+            match child.try_wait() {
+                Ok(Some(s)) => {
+                    let ok = matches!(s.code(), Some(0) | Some(3));
+                    break (
+                        if ok {
+                            LaunchStatus::Ok
+                        } else {
+                            LaunchStatus::Failed
+                        },
+                        s.code(),
+                        false,
+                    );
+                }
+                Ok(None) => {}
+                Err(e) => {
+                    return Err(Error::Runtime(format!(
+                        "waiting for launch {}: {e}",
+                        plan.launch_id
+                    )))
+                }
+            }
+            if process::interrupted() {
+                let s = child.terminate(Duration::from_secs(3));
+                break (LaunchStatus::Incomplete, s.and_then(|s| s.code()), true);
+            }
+            if t0.elapsed() > self.timeout {
+                let s = child.terminate(Duration::from_secs(3));
+                break (LaunchStatus::Timeout, s.and_then(|s| s.code()), false);
+            }
+            progress.show(journal_cases(&journal), &label, index, launches);
+            std::thread::sleep(Duration::from_millis(200));
+        };
+        let finished = now_unix_s();
+        let stderr_tail = rundir::stderr_digest(&dir.join("stderr.log"), 12);
+        let outcome = LaunchOutcome {
+            launch_id: plan.launch_id.clone(),
+            status,
+            exit_code,
+            started_unix_s: started,
+            finished_unix_s: finished,
+            command_line: argv,
+            launcher: "mpirun".into(),
+            stderr_tail: (!stderr_tail.is_empty()).then_some(stderr_tail),
+            job_id: None,
+            timeout_s: Some(self.timeout.as_secs_f64()),
+        };
+        // An interrupted launch leaves no outcome: its unfinished cases stay missing for --resume.
+        if !interrupted {
+            rundir::write_json(&dir.join(OUTCOME_FILE), &outcome)?;
+        }
+        let cases = journal_cases(&journal);
+        progress.show(cases, &label, index, launches);
+        if !self.req.quiet && status != LaunchStatus::Ok {
+            progress.end_line();
+            eprintln!(
+                "# launch {index}/{launches} ({label}) {}: {}",
+                self.ended(status, exit_code),
+                dir.display()
+            );
+        }
+        Ok(LaunchDone { cases, interrupted })
+    }
+
+    /// Starts the launch's command with its output in `dir` and the spec's environment.
+    fn spawn(&self, argv: &[String], dir: &Path, plan_file: &Path) -> Result<Spawned> {
+        let io = |name: &str| {
+            File::create(dir.join(name))
+                .map_err(|e| Error::Runtime(format!("{}: {e}", dir.join(name).display())))
+        };
+        let mut cmd = Command::new(&argv[0]);
+        cmd.args(&argv[1..])
+            .stdout(io("stdout.log")?)
+            .stderr(io("stderr.log")?)
+            .stdin(std::process::Stdio::null());
+        cmd.envs(&self.spec.launch.env);
         process::spawn(cmd, &plan_file.display().to_string()).map_err(|e| {
             Error::Runtime(format!(
                 "cannot start `{}`: {e} (is OpenMPI installed? bash ci/setup.sh)",
                 argv[0]
             ))
-        })?;
-    let journal = dir.join(JOURNAL_FILE);
-    let (status, exit_code, interrupted) = loop {
-        match child.try_wait() {
-            Ok(Some(s)) => {
-                let ok = matches!(s.code(), Some(0) | Some(3));
-                break (
-                    if ok {
-                        LaunchStatus::Ok
-                    } else {
-                        LaunchStatus::Failed
-                    },
-                    s.code(),
-                    false,
-                );
-            }
-            Ok(None) => {}
-            Err(e) => {
-                return Err(Error::Runtime(format!(
-                    "waiting for launch {}: {e}",
-                    plan.launch_id
-                )))
-            }
-        }
-        if process::interrupted() {
-            let s = child.terminate(Duration::from_secs(3));
-            break (LaunchStatus::Incomplete, s.and_then(|s| s.code()), true);
-        }
-        if t0.elapsed() > timeout {
-            let s = child.terminate(Duration::from_secs(3));
-            break (LaunchStatus::Timeout, s.and_then(|s| s.code()), false);
-        }
-        progress.show(journal_cases(&journal), &label, index, launches);
-        std::thread::sleep(Duration::from_millis(200));
-    };
-    let finished = now_unix_s();
-    let stderr_tail = rundir::stderr_digest(&dir.join("stderr.log"), 12);
-    let outcome = LaunchOutcome {
-        launch_id: plan.launch_id.clone(),
-        status,
-        exit_code,
-        started_unix_s: started,
-        finished_unix_s: finished,
-        command_line: argv,
-        launcher: "mpirun".into(),
-        stderr_tail: (!stderr_tail.is_empty()).then_some(stderr_tail),
-        job_id: None,
-        timeout_s: Some(timeout.as_secs_f64()),
-    };
-    // An interrupted launch leaves no outcome: its unfinished cases stay missing for --resume.
-    if !interrupted {
-        rundir::write_json(&dir.join(OUTCOME_FILE), &outcome)?;
+        })
     }
-    let cases = journal_cases(&journal);
-    progress.show(cases, &label, index, launches);
-    if !req.quiet && status != LaunchStatus::Ok {
-        progress.end_line();
-        eprintln!(
-            "# launch {index}/{launches} ({label}) {}: {}",
-            match status {
-                LaunchStatus::Timeout => format!("timed out after {:.0} s", timeout.as_secs_f64()),
-                LaunchStatus::Incomplete => "interrupted".to_string(),
-                _ => format!(
-                    "failed (exit {})",
-                    exit_code.map_or("by signal".to_string(), |c| c.to_string())
-                ),
-            },
-            dir.display()
-        );
+
+    /// How a launch that is not ok ended.
+    fn ended(&self, status: LaunchStatus, exit_code: Option<i32>) -> String {
+        match status {
+            LaunchStatus::Timeout => {
+                format!("timed out after {:.0} s", self.timeout.as_secs_f64())
+            }
+            LaunchStatus::Incomplete => "interrupted".to_string(),
+            _ => format!(
+                "failed (exit {})",
+                exit_code.map_or("by signal".to_string(), |c| c.to_string())
+            ),
+        }
     }
-    Ok(LaunchDone { cases, interrupted })
 }
 
 /// Per-launch summary, then every case in the nccl-tests-like table.

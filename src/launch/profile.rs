@@ -20,16 +20,19 @@ pub enum Scheduler {
     Pbs,
 }
 
+/// A scheduler name that is none of the known ones.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown scheduler '{0}': expected slurm, uge or pbs")]
+pub struct UnknownScheduler(pub String);
+
 impl std::str::FromStr for Scheduler {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = UnknownScheduler;
+    fn from_str(s: &str) -> Result<Self, UnknownScheduler> {
         match s {
             "slurm" => Ok(Scheduler::Slurm),
             "uge" | "sge" => Ok(Scheduler::Uge),
             "pbs" => Ok(Scheduler::Pbs),
-            _ => Err(format!(
-                "unknown scheduler '{s}': expected slurm, uge or pbs"
-            )),
+            _ => Err(UnknownScheduler(s.to_string())),
         }
     }
 }
@@ -175,8 +178,8 @@ pub(crate) enum ProfileError {
     #[error("cores_per_node must be at least 1")]
     NoCores,
     /// `reserved_cores` that binding cannot parse (binding's own message).
-    #[error("{0}")]
-    ReservedCores(String),
+    #[error(transparent)]
+    ReservedCores(crate::topology::binding::BindError),
     /// The profile could not be turned back into a table to apply overrides.
     #[error(transparent)]
     Encode(#[from] toml::ser::Error),

@@ -58,6 +58,19 @@ impl Layer {
     }
 }
 
+/// Text that is not a model: neither a preset's name nor a valid list of layers.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum ModelError {
+    #[error("model '{model}': '{part}' is not a layer: write a preset ({}) or layers joined by '+', each IxO or IxOxCOUNT with I, O in 1..={MAX_DIM} (e.g. 1024x1024x8+1024x10)", preset_names())]
+    NotALayer { model: String, part: String },
+    #[error("model '{model}': more than {MAX_LAYERS} layers")]
+    TooManyLayers { model: String },
+}
+
+fn preset_names() -> String {
+    PRESETS.iter().map(|p| p.0).collect::<Vec<_>>().join(", ")
+}
+
 /// A model: its layers, input first.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Model {
@@ -72,17 +85,14 @@ const MAX_LAYERS: u64 = 10_000;
 impl Model {
     /// A preset name ([`PRESETS`]) or layers joined by `+`, each `IxO` (one layer) or `IxOxN`
     /// (N equal layers): `256x256x4+256x10`.
-    pub(crate) fn parse(text: &str) -> Result<Model, String> {
+    pub(crate) fn parse(text: &str) -> Result<Model, ModelError> {
         let t = text.trim();
         if let Some((_, layers, _)) = PRESETS.iter().find(|(n, _, _)| n.eq_ignore_ascii_case(t)) {
             return Model::parse(layers);
         }
-        let bad = |part: &str| {
-            let names: Vec<&str> = PRESETS.iter().map(|p| p.0).collect();
-            format!(
-                "model '{t}': '{part}' is not a layer: write a preset ({}) or layers joined by '+', each IxO or IxOxCOUNT with I, O in 1..={MAX_DIM} (e.g. 1024x1024x8+1024x10)",
-                names.join(", ")
-            )
+        let bad = |part: &str| ModelError::NotALayer {
+            model: t.to_string(),
+            part: part.to_string(),
         };
         let mut layers = Vec::new();
         for part in t.split('+') {
@@ -101,7 +111,9 @@ impl Model {
                 return Err(bad(part));
             }
             if layers.len() as u64 + count > MAX_LAYERS {
-                return Err(format!("model '{t}': more than {MAX_LAYERS} layers"));
+                return Err(ModelError::TooManyLayers {
+                    model: t.to_string(),
+                });
             }
             layers.extend((0..count).map(|_| Layer { d_in, d_out }));
         }

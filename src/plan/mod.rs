@@ -139,129 +139,9 @@ fn nonempty<T>(v: &[T], option: &str) -> Result<()> {
 impl RunOptions {
     /// Checks and resolves `run`'s options (no MPI needed).
     pub fn from_request(a: &Request) -> Result<Self> {
-        nonempty(&a.workloads, "--workload")?;
-        nonempty(&a.sizes, "--sizes")?;
-        nonempty(&a.dtypes, "--dtype")?;
-        nonempty(&a.ops, "--op")?;
-        nonempty(&a.roots, "--root")?;
-        nonempty(&a.dims, "--dims")?;
-        nonempty(&a.timings, "--timing")?;
-        if a.iters == Some(0) {
-            return Err(Error::input("--iters 0: give at least 1 timed iteration"));
-        }
-        if a.batches == Some(0) {
-            return Err(Error::input("--batches 0: give at least 1 batch"));
-        }
-        if !(a.time_budget_s.is_finite() && a.time_budget_s > 0.0) {
-            return Err(Error::input(format!(
-                "--time-budget {}: give a positive number of seconds, e.g. 0.5",
-                a.time_budget_s
-            )));
-        }
-        if a.threads_per_device == 0 {
-            return Err(Error::input("--threads-per-device 0: give at least 1"));
-        }
-        if a.batch == Some(0) {
-            return Err(Error::input(
-                "--batch 0: batch_matmul needs at least 1 matrix, ddp_step at least 1 sample",
-            ));
-        }
-        nonempty(&a.models, "--model")?;
-        nonempty(&a.bucket_sizes, "--bucket-size")?;
-        nonempty(&a.first_bucket_sizes, "--first-bucket")?;
-        nonempty(&a.progress, "--progress")?;
-        for m in &a.models {
-            crate::params::ddp::Model::parse(m)
-                .map_err(|e| Error::input(format!("--model: {e}")))?;
-        }
-        if a.bucket_sizes.iter().any(|b| b.get() == 0) {
-            return Err(Error::input(
-                "--bucket-size 0B: give a capacity of at least 1 byte, e.g. 25MiB",
-            ));
-        }
-        use crate::config::limits;
-        let lim = |what: &str, v: u64, max: u64, fix: &str| {
-            limits::count(what, v, max, fix).map_err(Error::from)
-        };
-        for s in &a.sizes {
-            lim(
-                "--sizes",
-                s.get(),
-                limits::MAX_SIZE_BYTES,
-                "use sizes up to 1TiB",
-            )?;
-        }
-        for d in &a.dims {
-            for x in [d.m, d.n, d.k] {
-                lim("--dims", x, limits::MAX_GEMM_DIM, "use smaller matrices")?;
-            }
-        }
-        if let Some(b) = a.batch {
-            lim(
-                "--batch",
-                b.into(),
-                limits::MAX_BATCH.into(),
-                "use a smaller batch",
-            )?;
-        }
-        for (what, v) in [
-            ("--iters", a.iters),
-            ("--warmup", a.warmup),
-            ("--batches", a.batches),
-            ("--check", Some(a.check)),
-        ] {
-            if let Some(v) = v {
-                lim(
-                    what,
-                    v.into(),
-                    limits::MAX_ITERS.into(),
-                    "use fewer iterations",
-                )?;
-            }
-        }
-        limits::check_seconds("--time-budget", a.time_budget_s, "0.5")?;
-        // An upper bound of the cases (before options that do not apply are dropped).
-        let per_variant = (a.sizes.len() as u128) * 2 + a.dims.len() as u128;
-        let bound = [
-            a.workloads.len(),
-            a.dtypes.len(),
-            a.ops.len(),
-            a.roots.len(),
-            a.timings.len(),
-        ]
-        .iter()
-        .map(|n| *n as u128)
-        .product::<u128>()
-            * per_variant;
-        if bound > limits::MAX_CASES as u128 {
-            return Err(Error::Input(format!(
-                "these options can give up to {bound} cases, above the limit of {} per run: give fewer sizes, types, operators or roots, or split the study (limits are listed in README.md, \"Limits\")",
-                limits::MAX_CASES
-            )));
-        }
-        limits::shape(
-            a.nodes.unwrap_or(1),
-            a.devices_per_node.unwrap_or(1),
-            a.threads_per_device,
-            ["--nodes", "--devices-per-node", "--threads-per-device"],
-        )?;
-        let page = crate::host::page_size_bytes() as u64;
-        let o = a.buffer_offset;
-        if o.send_bytes >= page || o.recv_bytes >= page {
-            return Err(Error::input(format!(
-                "--buffer-offset {},{}: offsets are within a page: give values below {page}",
-                o.send_bytes, o.recv_bytes
-            )));
-        }
-        for d in &a.dtypes {
-            let elem = d.size_bytes();
-            if o.send_bytes % elem != 0 || o.recv_bytes % elem != 0 {
-                return Err(Error::input(format!(
-                    "--buffer-offset {},{}: {d} elements are {elem} bytes, so a {d} buffer must start on a multiple of {elem}: give multiples of {elem}",
-                    o.send_bytes, o.recv_bytes
-                )));
-            }
-        }
+        check_given(a)?;
+        check_limits(a)?;
+        check_buffer_offset(a)?;
         if let Some(f) = &a.fault {
             if Fault::parse(f).is_none() {
                 return Err(Error::input(format!(
@@ -306,6 +186,150 @@ impl RunOptions {
             },
         })
     }
+}
+
+/// Every list option has a value, counts are at least 1, models parse.
+fn check_given(a: &Request) -> Result<()> {
+    nonempty(&a.workloads, "--workload")?;
+    nonempty(&a.sizes, "--sizes")?;
+    nonempty(&a.dtypes, "--dtype")?;
+    nonempty(&a.ops, "--op")?;
+    nonempty(&a.roots, "--root")?;
+    nonempty(&a.dims, "--dims")?;
+    nonempty(&a.timings, "--timing")?;
+    if a.iters == Some(0) {
+        return Err(Error::input("--iters 0: give at least 1 timed iteration"));
+    }
+    if a.batches == Some(0) {
+        return Err(Error::input("--batches 0: give at least 1 batch"));
+    }
+    if !(a.time_budget_s.is_finite() && a.time_budget_s > 0.0) {
+        return Err(Error::input(format!(
+            "--time-budget {}: give a positive number of seconds, e.g. 0.5",
+            a.time_budget_s
+        )));
+    }
+    if a.threads_per_device == 0 {
+        return Err(Error::input("--threads-per-device 0: give at least 1"));
+    }
+    if a.batch == Some(0) {
+        return Err(Error::input(
+            "--batch 0: batch_matmul needs at least 1 matrix, ddp_step at least 1 sample",
+        ));
+    }
+    nonempty(&a.models, "--model")?;
+    nonempty(&a.bucket_sizes, "--bucket-size")?;
+    nonempty(&a.first_bucket_sizes, "--first-bucket")?;
+    nonempty(&a.progress, "--progress")?;
+    for m in &a.models {
+        crate::params::ddp::Model::parse(m).map_err(|e| Error::input(format!("--model: {e}")))?;
+    }
+    if a.bucket_sizes.iter().any(|b| b.get() == 0) {
+        return Err(Error::input(
+            "--bucket-size 0B: give a capacity of at least 1 byte, e.g. 25MiB",
+        ));
+    }
+    Ok(())
+}
+
+/// The documented limits (README.md, "Limits") on sizes, counts, times and the launch shape.
+fn check_limits(a: &Request) -> Result<()> {
+    use crate::config::limits;
+    let lim = |what: &str, v: u64, max: u64, fix: &str| {
+        limits::count(what, v, max, fix).map_err(Error::from)
+    };
+    for s in &a.sizes {
+        lim(
+            "--sizes",
+            s.get(),
+            limits::MAX_SIZE_BYTES,
+            "use sizes up to 1TiB",
+        )?;
+    }
+    for d in &a.dims {
+        for x in [d.m, d.n, d.k] {
+            lim("--dims", x, limits::MAX_GEMM_DIM, "use smaller matrices")?;
+        }
+    }
+    if let Some(b) = a.batch {
+        lim(
+            "--batch",
+            b.into(),
+            limits::MAX_BATCH.into(),
+            "use a smaller batch",
+        )?;
+    }
+    for (what, v) in [
+        ("--iters", a.iters),
+        ("--warmup", a.warmup),
+        ("--batches", a.batches),
+        ("--check", Some(a.check)),
+    ] {
+        if let Some(v) = v {
+            lim(
+                what,
+                v.into(),
+                limits::MAX_ITERS.into(),
+                "use fewer iterations",
+            )?;
+        }
+    }
+    limits::check_seconds("--time-budget", a.time_budget_s, "0.5")?;
+    check_case_bound(a)?;
+    limits::shape(
+        a.nodes.unwrap_or(1),
+        a.devices_per_node.unwrap_or(1),
+        a.threads_per_device,
+        ["--nodes", "--devices-per-node", "--threads-per-device"],
+    )?;
+    Ok(())
+}
+
+/// An upper bound of the cases (before options that do not apply are dropped) within
+/// [`limits::MAX_CASES`](crate::config::limits::MAX_CASES).
+fn check_case_bound(a: &Request) -> Result<()> {
+    use crate::config::limits;
+    let per_variant = (a.sizes.len() as u128) * 2 + a.dims.len() as u128;
+    let bound = [
+        a.workloads.len(),
+        a.dtypes.len(),
+        a.ops.len(),
+        a.roots.len(),
+        a.timings.len(),
+    ]
+    .iter()
+    .map(|n| *n as u128)
+    .product::<u128>()
+        * per_variant;
+    if bound > limits::MAX_CASES as u128 {
+        return Err(Error::Input(format!(
+            "these options can give up to {bound} cases, above the limit of {} per run: give fewer sizes, types, operators or roots, or split the study (limits are listed in README.md, \"Limits\")",
+            limits::MAX_CASES
+        )));
+    }
+    Ok(())
+}
+
+/// `--buffer-offset`: within a page and a multiple of every dtype's element size.
+fn check_buffer_offset(a: &Request) -> Result<()> {
+    let page = crate::host::page_size_bytes() as u64;
+    let o = a.buffer_offset;
+    if o.send_bytes >= page || o.recv_bytes >= page {
+        return Err(Error::input(format!(
+            "--buffer-offset {},{}: offsets are within a page: give values below {page}",
+            o.send_bytes, o.recv_bytes
+        )));
+    }
+    for d in &a.dtypes {
+        let elem = d.size_bytes();
+        if o.send_bytes % elem != 0 || o.recv_bytes % elem != 0 {
+            return Err(Error::input(format!(
+                "--buffer-offset {},{}: {d} elements are {elem} bytes, so a {d} buffer must start on a multiple of {elem}: give multiples of {elem}",
+                o.send_bytes, o.recv_bytes
+            )));
+        }
+    }
+    Ok(())
 }
 
 fn dedup<T: PartialEq + Clone>(v: &[T]) -> Vec<T> {

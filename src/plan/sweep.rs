@@ -270,47 +270,18 @@ fn implicit_dims(spec: &SweepSpec) -> Vec<crate::config::Dim> {
 
 /// Expands a spec into launches. Errors point at the axis that makes a case impossible.
 pub fn expand(spec: &SweepSpec) -> Result<SweepPlan, SpecError> {
-    let mut dims = spec.dims.clone();
-    dims.extend(implicit_dims(spec));
-    dims.sort_by_key(|d| d.axes.iter().map(|a| order(*a)).min().unwrap_or(usize::MAX));
+    let dims = ordered_dims(spec);
     let radix: Vec<usize> = dims.iter().map(|d| d.tuples.len()).collect();
-    let combinations: u128 = radix.iter().map(|r| *r as u128).product();
-    if combinations > limits::MAX_COMBINATIONS {
-        let biggest = dims
-            .iter()
-            .max_by_key(|d| d.tuples.len())
-            .and_then(|d| d.axes.first().copied())
-            .unwrap_or(Axis::Sizes);
-        return Err(spec.error_at(
-            biggest,
-            format!(
-                "the axes multiply to {combinations} combinations, above the limit of {}: split the study into several specs, use [[zip]] groups, or give fewer values (limits are listed in README.md, \"Limits\")",
-                limits::MAX_COMBINATIONS
-            ),
-        ));
-    }
-    let total = combinations as usize;
+    let combinations = check_combinations(spec, &dims)?;
     let mut cases_so_far = 0usize;
     let mut idx = vec![0usize; dims.len()];
     let mut seen: HashSet<u64> = HashSet::new();
     let mut launches: Vec<LaunchPlan> = Vec::new();
     let mut by_key: HashMap<(LaunchShape, u32), usize> = HashMap::new();
     let mut checked: HashSet<(Workload, u64, Dtype, u32)> = HashSet::new();
-    for _ in 0..total {
-        let mut p = Point::default();
-        for (d, i) in dims.iter().zip(&idx) {
-            for (axis, v) in d.axes.iter().zip(&d.tuples[*i]) {
-                p.set(*axis, v);
-            }
-        }
-        // advance the mixed-radix counter, last factor fastest
-        for k in (0..idx.len()).rev() {
-            idx[k] += 1;
-            if idx[k] < radix[k] {
-                break;
-            }
-            idx[k] = 0;
-        }
+    for _ in 0..combinations {
+        let p = point(&dims, &idx);
+        advance(&mut idx, &radix);
         if spec
             .excludes
             .iter()
@@ -340,40 +311,9 @@ pub fn expand(spec: &SweepSpec) -> Result<SweepPlan, SpecError> {
                 ),
             ));
         }
-        let devices = p.nodes * p.ranks_per_node;
-        if p.workload.has_root() && p.root >= devices {
-            return Err(spec.error_at(
-                Axis::Roots,
-                format!("root {} is not a device of the {}-device launch ({} node(s) × {}): use roots below {devices}, or [[exclude]] the combination", p.root, devices, p.nodes, p.ranks_per_node),
-            ));
-        }
-        if p.workload.is_collective() && checked.insert((p.workload, p.size, p.dtype, devices)) {
-            match counts(p.workload, p.size, p.dtype, devices) {
-                Err(e @ CountError::NotDivisible { .. }) | Err(e @ CountError::TooLarge { .. }) => {
-                    return Err(spec.error_at(
-                        Axis::Sizes,
-                        format!("{} {}: {e}", p.workload, crate::units::format_bytes(p.size)),
-                    ));
-                }
-                _ => {}
-            }
-        }
-        let key = (p.shape(), p.threads);
-        let at = *by_key.entry(key).or_insert_with(|| {
-            let shape = p.shape();
-            launches.push(LaunchPlan {
-                launch_id: if p.threads == 1 {
-                    shape.id()
-                } else {
-                    format!("{}-t{}", shape.id(), p.threads)
-                },
-                shape,
-                threads_per_device: p.threads,
-                reserved_cores: spec.launch.reserved_cores.clone(),
-                emulate_nodes: false,
-                settings: spec.settings.clone(),
-                cases: Vec::new(),
-            });
+        check_point(spec, &p, &mut checked)?;
+        let at = *by_key.entry((p.shape(), p.threads)).or_insert_with(|| {
+            launches.push(new_launch(spec, &p));
             launches.len() - 1
         });
         launches[at].cases.push(case);
@@ -390,6 +330,103 @@ pub fn expand(spec: &SweepSpec) -> Result<SweepPlan, SpecError> {
         });
     }
     Ok(SweepPlan { launches })
+}
+
+/// The spec's factors and the implicit ones, in expansion order.
+fn ordered_dims(spec: &SweepSpec) -> Vec<crate::config::Dim> {
+    let mut dims = spec.dims.clone();
+    dims.extend(implicit_dims(spec));
+    dims.sort_by_key(|d| d.axes.iter().map(|a| order(*a)).min().unwrap_or(usize::MAX));
+    dims
+}
+
+/// The number of combinations of the factors, within [`limits::MAX_COMBINATIONS`] (the
+/// error points at the factor with the most values).
+fn check_combinations(spec: &SweepSpec, dims: &[crate::config::Dim]) -> Result<usize, SpecError> {
+    let combinations: u128 = dims.iter().map(|d| d.tuples.len() as u128).product();
+    if combinations > limits::MAX_COMBINATIONS {
+        let biggest = dims
+            .iter()
+            .max_by_key(|d| d.tuples.len())
+            .and_then(|d| d.axes.first().copied())
+            .unwrap_or(Axis::Sizes);
+        return Err(spec.error_at(
+            biggest,
+            format!(
+                "the axes multiply to {combinations} combinations, above the limit of {}: split the study into several specs, use [[zip]] groups, or give fewer values (limits are listed in README.md, \"Limits\")",
+                limits::MAX_COMBINATIONS
+            ),
+        ));
+    }
+    Ok(combinations as usize)
+}
+
+/// The point of the factors' tuples at `idx`.
+fn point(dims: &[crate::config::Dim], idx: &[usize]) -> Point {
+    let mut p = Point::default();
+    for (d, i) in dims.iter().zip(idx) {
+        for (axis, v) in d.axes.iter().zip(&d.tuples[*i]) {
+            p.set(*axis, v);
+        }
+    }
+    p
+}
+
+/// Advances the mixed-radix counter `idx`, last factor fastest.
+fn advance(idx: &mut [usize], radix: &[usize]) {
+    for k in (0..idx.len()).rev() {
+        idx[k] += 1;
+        if idx[k] < radix[k] {
+            break;
+        }
+        idx[k] = 0;
+    }
+}
+
+/// A case the launch can run: its root is one of the launch's devices, and its size splits
+/// into whole elements over them (checked once per workload, size, dtype and device count).
+fn check_point(
+    spec: &SweepSpec,
+    p: &Point,
+    checked: &mut HashSet<(Workload, u64, Dtype, u32)>,
+) -> Result<(), SpecError> {
+    let devices = p.nodes * p.ranks_per_node;
+    if p.workload.has_root() && p.root >= devices {
+        return Err(spec.error_at(
+            Axis::Roots,
+            format!("root {} is not a device of the {}-device launch ({} node(s) × {}): use roots below {devices}, or [[exclude]] the combination", p.root, devices, p.nodes, p.ranks_per_node),
+        ));
+    }
+    if p.workload.is_collective() && checked.insert((p.workload, p.size, p.dtype, devices)) {
+        match counts(p.workload, p.size, p.dtype, devices) {
+            Err(e @ CountError::NotDivisible { .. }) | Err(e @ CountError::TooLarge { .. }) => {
+                return Err(spec.error_at(
+                    Axis::Sizes,
+                    format!("{} {}: {e}", p.workload, crate::units::format_bytes(p.size)),
+                ));
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// The (empty) launch of a point's shape and threads.
+fn new_launch(spec: &SweepSpec, p: &Point) -> LaunchPlan {
+    let shape = p.shape();
+    LaunchPlan {
+        launch_id: if p.threads == 1 {
+            shape.id()
+        } else {
+            format!("{}-t{}", shape.id(), p.threads)
+        },
+        shape,
+        threads_per_device: p.threads,
+        reserved_cores: spec.launch.reserved_cores.clone(),
+        emulate_nodes: false,
+        settings: spec.settings.clone(),
+        cases: Vec::new(),
+    }
 }
 
 /// Checks a plan against this machine for a local sweep: enough cores for every launch's

@@ -338,6 +338,7 @@ mod tests {
 
     /// A launch of `ranks` ranks on one host with `cpus` CPUs; each rank drives `per_rank`
     /// devices whose masks `device_cpus` gives (device index → cpulist).
+    // Long because it spells out a whole launch record, one field a line: a flat fixture.
     fn launch(
         ranks: u32,
         per_rank: u32,

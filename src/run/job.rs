@@ -207,30 +207,9 @@ fn run_in_world(
     // before anyone acts (a rank that returned alone would leave the others waiting forever).
     agree_env(comm, identity::check_world(&env, rank, size))?;
 
-    // Rank 0 names the output directory (a default one holds its clock's time); the watchdog
-    // of every rank reports there.
-    use std::os::unix::ffi::OsStrExt;
+    // The watchdog of every rank reports in the output directory.
     let run_id = new_run_id(now_unix_s());
-    let mut out_bytes = if comm.is_root() {
-        let dir = request
-            .out
-            .clone()
-            .unwrap_or_else(|| PathBuf::from("results").join(&run_id));
-        dir.as_os_str().as_bytes().to_vec()
-    } else {
-        Vec::new()
-    };
-    comm.broadcast_bytes(&mut out_bytes);
-    let out_dir = PathBuf::from(std::ffi::OsStr::from_bytes(&out_bytes));
-    if comm.is_root() {
-        // A file where the directory should be is the user's mistake (exit 2), not a crash.
-        if out_dir.exists() && !out_dir.is_dir() {
-            let msg = format!("--out {}: exists and is not a directory: give a directory (it is created if missing)", out_dir.display());
-            let _ = agree_input(comm, Err::<(), _>(msg.clone()));
-            return Err(Error::Input(msg));
-        }
-    }
-    agree_input(comm, Ok(()))?;
+    let out_dir = agree_out_dir(comm, request, &run_id)?;
     watchdog.set_report_dir(out_dir.join(".watchdog"));
 
     let layout = agree_layout(comm, &req, &env)?;
@@ -277,6 +256,33 @@ fn run_in_world(
         #[cfg(not(feature = "cuda"))]
         BackendKind::Cuda => unreachable!("--backend cuda is rejected before MPI starts"),
     }
+}
+
+/// Rank 0 names the output directory (a default one holds its clock's time, in `run_id`)
+/// and tells every rank.
+fn agree_out_dir(comm: &MpiComm, request: &super::Request, run_id: &str) -> Result<PathBuf> {
+    use std::os::unix::ffi::OsStrExt;
+    let mut out_bytes = if comm.is_root() {
+        let dir = request
+            .out
+            .clone()
+            .unwrap_or_else(|| PathBuf::from("results").join(run_id));
+        dir.as_os_str().as_bytes().to_vec()
+    } else {
+        Vec::new()
+    };
+    comm.broadcast_bytes(&mut out_bytes);
+    let out_dir = PathBuf::from(std::ffi::OsStr::from_bytes(&out_bytes));
+    if comm.is_root() {
+        // A file where the directory should be is the user's mistake (exit 2), not a crash.
+        if out_dir.exists() && !out_dir.is_dir() {
+            let msg = format!("--out {}: exists and is not a directory: give a directory (it is created if missing)", out_dir.display());
+            let _ = agree_input(comm, Err::<(), _>(msg.clone()));
+            return Err(Error::Input(msg));
+        }
+    }
+    agree_input(comm, Ok::<(), std::convert::Infallible>(()))?;
+    Ok(out_dir)
 }
 
 /// Makes every rank agree on a per-rank environment check (exit 2 everywhere, the failing
@@ -364,10 +370,29 @@ fn fail_alone(e: Error) -> ! {
 
 /// Makes every rank agree on a per-rank input check: an error anywhere is an input error
 /// everywhere, with each failing rank's message (printed by rank 0).
-fn agree_input<T>(comm: &MpiComm, local: std::result::Result<T, String>) -> Result<T> {
-    workload::agree(comm, local.map_err(BackendError::Unsupported)).map_err(|e| match e {
+fn agree_input<T, E: std::fmt::Display>(
+    comm: &MpiComm,
+    local: std::result::Result<T, E>,
+) -> Result<T> {
+    let local = local.map_err(|e| BackendError::Unsupported(e.to_string()));
+    workload::agree(comm, local).map_err(|e| match e {
         workload::CaseError::Failed(m) | workload::CaseError::Skipped(m) => Error::Input(m),
     })
+}
+
+/// Why this rank cannot place its devices (an input error on every rank, see [`agree_input`]).
+#[derive(Debug, thiserror::Error)]
+enum DevicePlanError {
+    /// hwloc could not read the machine.
+    #[error(transparent)]
+    Discover(#[from] topology::hwloc::HwlocError),
+    /// The binding policy has nothing usable on this host.
+    #[error("--binding {policy}: {source}")]
+    Bind {
+        policy: Binding,
+        #[source]
+        source: binding::BindError,
+    },
 }
 
 /// Which devices this rank drives and where each one's thread is bound.
@@ -376,7 +401,7 @@ fn device_plan(
     shape: &LaunchShape,
     layout: &NodeLayout,
     rank: u32,
-) -> std::result::Result<(DevicePlan, Vec<String>), String> {
+) -> std::result::Result<(DevicePlan, Vec<String>), DevicePlanError> {
     let slot = &layout.slots[rank as usize];
     let per_rank = shape.devices_per_rank();
     let local_indices: Vec<u32> = (0..per_rank)
@@ -395,7 +420,7 @@ fn device_plan(
     let worker_cpus = if req.binding == Binding::None {
         vec![None; per_rank as usize]
     } else {
-        let machine = topology::hwloc::discover().map_err(|e| e.to_string())?;
+        let machine = topology::hwloc::discover()?;
         let mut cpus = Vec::new();
         for &device in &local_indices {
             let d = binding::decide(
@@ -408,7 +433,10 @@ fn device_plan(
                     reserved: req.reserved.clone(),
                 },
             )
-            .map_err(|e| format!("--binding {}: {e}", req.binding))?;
+            .map_err(|source| DevicePlanError::Bind {
+                policy: req.binding,
+                source,
+            })?;
             if let Some(n) = d.note {
                 notes.push(format!("rank {rank} device {device}: {n}"));
             }
@@ -469,34 +497,99 @@ struct Job<'a> {
 }
 
 impl Job<'_> {
+    /// Runs every case of the launch: opens the journal, records the launch, measures the
+    /// cases in order (rank 0 journals and prints each as it finishes), writes the results.
     fn execute<B: Backend>(&self, mut backend: B) -> Result<RunOutcome> {
-        let comm = self.comm;
-        let size = comm.size();
-
-        // Output: rank 0 creates it; everyone learns whether that worked.
         let started = now_unix_s();
-        // Rank 0's id, the one a default output directory is named after.
-        let run_id = self.run_id.clone();
-        let out_dir = self.out_dir.clone();
+        let mut journal = self.open_journal()?;
+        let launch = self.launch_record(&backend, started);
+        // The CPUs rank 0's host runs the job on: their clock is read around every case.
+        let clock_cpus = representative_clock_cpus(&launch);
+        let run_info = RunInfo {
+            run_id: self.run_id.clone(),
+            started_unix_s: started,
+            written_unix_s: started,
+            command_line: self.argv.to_vec(),
+            emulated_nodes: self.layout.emulated,
+            labels: Default::default(),
+        };
+        if self.comm.is_root() {
+            let mut k = lock_kept(self.keep);
+            k.results_path = Some(self.out_dir.join(RESULTS_FILE));
+            k.journal_path = Some(self.out_dir.join(JOURNAL_FILE));
+            k.run = Some(run_info.clone());
+            k.launch = Some(launch.clone());
+        }
+        append(&mut journal, JournalRecord::Run(run_info.clone()))?;
+        append(
+            &mut journal,
+            JournalRecord::Launch(Box::new(launch.clone())),
+        )?;
+        if let Some(p) = &launch.provenance {
+            self.print(self.header(p, &launch));
+        }
+
+        let mut table = TablePrinter::new();
+        let mut results: Vec<CaseResult> = Vec::new();
+        let mut any_failed = false;
+        self.watchdog.disarm();
+        for params in self.cases {
+            let (rec, failed) = self.run_case(&mut backend, params, &launch, &clock_cpus);
+            any_failed |= failed;
+            if let Some(rec) = rec {
+                append(&mut journal, JournalRecord::Case(Box::new(rec.clone())))?;
+                self.print(table.push(&rec));
+                let mut k = lock_kept(self.keep);
+                k.cases.push(rec.clone());
+                k.current = None;
+                drop(k);
+                results.push(rec);
+            }
+        }
+        self.print(table.flush());
+
+        let results_path = if self.comm.is_root() {
+            Some(self.finish(&mut journal, launch, run_info, results, started)?)
+        } else {
+            None
+        };
+        Ok(RunOutcome {
+            exit_code: if any_failed {
+                EXIT_CASES_FAILED
+            } else {
+                EXIT_OK
+            },
+            results: results_path,
+        })
+    }
+
+    /// Rank 0 opens the journal in the output directory; every rank learns whether that
+    /// worked, so all fail together.
+    fn open_journal(&self) -> Result<Option<Journal>> {
         let mut journal = None;
         let mut open_err = String::new();
-        if comm.is_root() {
-            match Journal::open(&out_dir.join(JOURNAL_FILE)) {
+        if self.comm.is_root() {
+            match Journal::open(&self.out_dir.join(JOURNAL_FILE)) {
                 Ok(j) => journal = Some(j),
                 Err(e) => open_err = e.to_string(),
             }
         }
         let mut msg = open_err.into_bytes();
-        comm.broadcast_bytes(&mut msg);
+        self.comm.broadcast_bytes(&mut msg);
         if !msg.is_empty() {
             return Err(Error::Runtime(format!(
                 "cannot write results: {}",
                 String::from_utf8_lossy(&msg)
             )));
         }
+        Ok(journal)
+    }
 
+    /// The launch's record as it starts (incomplete): shape, launcher, provenance (gathered
+    /// from every rank) and what makes it unrepresentative.
+    fn launch_record<B: Backend>(&self, backend: &B, started: f64) -> LaunchRecord {
         let provenance =
-            gather_provenance(comm, &backend, self.layout, &self.notes).map(|mut p| {
+            gather_provenance(self.comm, backend, self.layout, &self.notes).map(|mut p| {
                 p.buffer_policy = backend.buffer_policy(self.settings.buffer_offset);
                 p
             });
@@ -518,162 +611,142 @@ impl Job<'_> {
             unrepresentative: Vec::new(),
         };
         launch.unrepresentative = representative::assess_launch(&launch, 1);
-        // The CPUs rank 0's host runs the job on: their clock is read around every case.
-        let clock_cpus = representative_clock_cpus(&launch);
-        let run_info = RunInfo {
-            run_id,
-            started_unix_s: started,
-            written_unix_s: started,
-            command_line: self.argv.to_vec(),
-            emulated_nodes: self.layout.emulated,
-            labels: Default::default(),
-        };
-        let append = |j: &mut Option<Journal>, rec: JournalRecord| -> Result<()> {
-            match j {
-                Some(j) => j
-                    .append(&rec)
-                    .map_err(Error::from)
-                    .map_err(|e| fail_alone(e)),
-                None => Ok(()),
-            }
-        };
-        if comm.is_root() {
-            let mut k = lock_kept(self.keep);
-            k.results_path = Some(out_dir.join(RESULTS_FILE));
-            k.journal_path = Some(out_dir.join(JOURNAL_FILE));
-            k.run = Some(run_info.clone());
-            k.launch = Some(launch.clone());
-        }
-        append(&mut journal, JournalRecord::Run(run_info.clone()))?;
-        append(
-            &mut journal,
-            JournalRecord::Launch(Box::new(launch.clone())),
-        )?;
+        launch
+    }
 
-        let show = comm.is_root() && !self.quiet;
-        let print = |lines: Vec<String>| {
-            if show {
-                let mut so = std::io::stdout().lock();
-                for l in lines {
-                    let _ = writeln!(so, "{l}");
-                }
-                let _ = so.flush();
+    /// Prints on rank 0 unless quiet.
+    fn print(&self, lines: Vec<String>) {
+        if self.comm.is_root() && !self.quiet {
+            let mut so = std::io::stdout().lock();
+            for l in lines {
+                let _ = writeln!(so, "{l}");
             }
-        };
-        if let Some(p) = &launch.provenance {
-            print(vec![format!(
-                "# scalebench {} | {} rank(s), {} device(s) on {} node(s){} | binding {} | {} | results: {}",
-                env!("CARGO_PKG_VERSION"),
-                p.world_size,
-                p.devices,
-                p.nodes,
-                if p.emulated_nodes { " (emulated on one host)" } else { "" },
-                self.shape.binding,
-                p.mpi_library.as_deref().unwrap_or("MPI").lines().next().unwrap_or(""),
-                out_dir.display()
-            )]);
-            print(
-                p.warnings
+            let _ = so.flush();
+        }
+    }
+
+    /// The lines above the live table: what runs where, then every warning.
+    fn header(&self, p: &Provenance, launch: &LaunchRecord) -> Vec<String> {
+        let first = format!(
+            "# scalebench {} | {} rank(s), {} device(s) on {} node(s){} | binding {} | {} | results: {}",
+            env!("CARGO_PKG_VERSION"),
+            p.world_size,
+            p.devices,
+            p.nodes,
+            if p.emulated_nodes { " (emulated on one host)" } else { "" },
+            self.shape.binding,
+            p.mpi_library.as_deref().unwrap_or("MPI").lines().next().unwrap_or(""),
+            self.out_dir.display()
+        );
+        std::iter::once(first)
+            .chain(p.warnings.iter().map(|w| format!("# warning: {w}")))
+            .chain(
+                launch
+                    .unrepresentative
                     .iter()
-                    .map(|w| format!("# warning: {w}"))
-                    .chain(launch.unrepresentative.iter().map(|w| {
-                        format!("# warning: not representative ({}): {}", w.kind, w.detail)
-                    }))
-                    .collect(),
-            );
-        }
+                    .map(|w| format!("# warning: not representative ({}): {}", w.kind, w.detail)),
+            )
+            .collect()
+    }
 
-        let mut table = TablePrinter::new();
-        let mut results: Vec<CaseResult> = Vec::new();
-        let mut any_failed = false;
-        self.watchdog.disarm();
-        for params in self.cases {
-            let mhz0 = topology::cpu_mhz(&clock_cpus);
-            let t0 = now_unix_s();
-            if comm.is_root() {
-                lock_kept(self.keep).current =
-                    Some((params.clone(), t0, backend.total_devices(), size));
-            }
-            self.watchdog.arm(
-                format!("case {} ({})", params.id(), params.label()),
-                self.op_timeout,
-            );
-            backend.telemetry_begin();
-            let outcome = workload::run_case(&mut backend, comm, params, self.settings);
-            self.watchdog.disarm();
-            let t1 = now_unix_s();
-            let mhz1 = topology::cpu_mhz(&clock_cpus);
-            let telemetry = backend.telemetry_end();
-            // Only a GPU backend samples; the kind is the same on every rank.
-            let telemetry = if backend.kind() == BackendKind::Cuda {
-                gather_telemetry(comm, &telemetry)
-            } else {
-                telemetry
-            };
-            any_failed |= match &outcome {
-                Ok(m) => m.wrong > 0,
-                Err(workload::CaseError::Failed(_)) => true,
-                Err(workload::CaseError::Skipped(_)) => false,
-            };
-            if comm.is_root() {
-                let rec = crate::run::record(
-                    params,
-                    &self.launch_id,
-                    t0,
-                    t1,
-                    backend.total_devices(),
-                    size,
-                    outcome,
-                );
-                let mut unrepresentative = representative::case_specific(&launch, params);
-                let host = topology::hostname();
-                unrepresentative.extend(representative::frequency_change(&host, &mhz0, &mhz1));
-                let rec = CaseResult {
-                    telemetry,
-                    unrepresentative,
-                    ..rec
-                };
-                append(&mut journal, JournalRecord::Case(Box::new(rec.clone())))?;
-                print(table.push(&rec));
-                let mut k = lock_kept(self.keep);
-                k.cases.push(rec.clone());
-                k.current = None;
-                drop(k);
-                results.push(rec);
-            }
-        }
-        print(table.flush());
-
-        let mut results_path = None;
+    /// Measures one case under the watchdog, with the clock and telemetry around it; returns
+    /// rank 0's record of it (`None` on the other ranks) and whether it failed.
+    fn run_case<B: Backend>(
+        &self,
+        backend: &mut B,
+        params: &CaseParams,
+        launch: &LaunchRecord,
+        clock_cpus: &[u32],
+    ) -> (Option<CaseResult>, bool) {
+        let (comm, size) = (self.comm, self.comm.size());
+        let mhz0 = topology::cpu_mhz(clock_cpus);
+        let t0 = now_unix_s();
         if comm.is_root() {
-            let finished = now_unix_s();
-            print(vec![summary_line(&results)]);
-            launch.status = LaunchStatus::Ok;
-            launch.finished_unix_s = Some(finished);
-            launch.wall_s = Some(finished - started);
-            let case_time: f64 = results
-                .iter()
-                .map(|c| c.finished_unix_s - c.started_unix_s)
-                .sum();
-            launch.overhead_s = Some((finished - started - case_time).max(0.0));
-            append(
-                &mut journal,
-                JournalRecord::Launch(Box::new(launch.clone())),
-            )?;
-            let mut info = run_info;
-            info.written_unix_s = finished;
-            let path = out_dir.join(RESULTS_FILE);
-            write_results(&path, &new_results(info, vec![launch], results))?;
-            results_path = Some(path);
+            lock_kept(self.keep).current =
+                Some((params.clone(), t0, backend.total_devices(), size));
         }
-        Ok(RunOutcome {
-            exit_code: if any_failed {
-                EXIT_CASES_FAILED
-            } else {
-                EXIT_OK
-            },
-            results: results_path,
-        })
+        self.watchdog.arm(
+            format!("case {} ({})", params.id(), params.label()),
+            self.op_timeout,
+        );
+        backend.telemetry_begin();
+        let outcome = workload::run_case(backend, comm, params, self.settings);
+        self.watchdog.disarm();
+        let t1 = now_unix_s();
+        let mhz1 = topology::cpu_mhz(clock_cpus);
+        let telemetry = backend.telemetry_end();
+        // Only a GPU backend samples; the kind is the same on every rank.
+        let telemetry = if backend.kind() == BackendKind::Cuda {
+            gather_telemetry(comm, &telemetry)
+        } else {
+            telemetry
+        };
+        let failed = match &outcome {
+            Ok(m) => m.wrong > 0,
+            Err(workload::CaseError::Failed(_)) => true,
+            Err(workload::CaseError::Skipped(_)) => false,
+        };
+        if !comm.is_root() {
+            return (None, failed);
+        }
+        let rec = crate::run::record(
+            params,
+            &self.launch_id,
+            t0,
+            t1,
+            backend.total_devices(),
+            size,
+            outcome,
+        );
+        let mut unrepresentative = representative::case_specific(launch, params);
+        let host = topology::hostname();
+        unrepresentative.extend(representative::frequency_change(&host, &mhz0, &mhz1));
+        let rec = CaseResult {
+            telemetry,
+            unrepresentative,
+            ..rec
+        };
+        (Some(rec), failed)
+    }
+
+    /// Rank 0 closes the launch (status, times, overhead), journals it and writes the results
+    /// file; returns its path.
+    fn finish(
+        &self,
+        journal: &mut Option<Journal>,
+        mut launch: LaunchRecord,
+        run_info: RunInfo,
+        results: Vec<CaseResult>,
+        started: f64,
+    ) -> Result<PathBuf> {
+        let finished = now_unix_s();
+        self.print(vec![summary_line(&results)]);
+        launch.status = LaunchStatus::Ok;
+        launch.finished_unix_s = Some(finished);
+        launch.wall_s = Some(finished - started);
+        let case_time: f64 = results
+            .iter()
+            .map(|c| c.finished_unix_s - c.started_unix_s)
+            .sum();
+        launch.overhead_s = Some((finished - started - case_time).max(0.0));
+        append(journal, JournalRecord::Launch(Box::new(launch.clone())))?;
+        let mut info = run_info;
+        info.written_unix_s = finished;
+        let path = self.out_dir.join(RESULTS_FILE);
+        write_results(&path, &new_results(info, vec![launch], results))?;
+        Ok(path)
+    }
+}
+
+/// Appends to rank 0's journal (nothing elsewhere); a failure ends the whole job, see
+/// [`fail_alone`].
+fn append(j: &mut Option<Journal>, rec: JournalRecord) -> Result<()> {
+    match j {
+        Some(j) => j
+            .append(&rec)
+            .map_err(Error::from)
+            .map_err(|e| fail_alone(e)),
+        None => Ok(()),
     }
 }
 
@@ -789,14 +862,8 @@ fn launch_shape(req: &Launch, layout: &NodeLayout, size: u32) -> Result<LaunchSh
     })
 }
 
-/// Every rank describes itself; rank 0 assembles the provenance.
-fn gather_provenance<B: Backend>(
-    comm: &MpiComm,
-    backend: &B,
-    layout: &NodeLayout,
-    notes: &[String],
-) -> Option<Provenance> {
-    let rank = comm.rank();
+/// This rank: where it runs, on which CPUs, with which devices.
+fn describe_rank<B: Backend>(rank: u32, backend: &B, layout: &NodeLayout) -> RankInfo {
     let slot = &layout.slots[rank as usize];
     let devices = backend.device_bindings();
     // The process runs where its threads may: this one and, in hybrid mode, its workers.
@@ -806,7 +873,7 @@ fn gather_provenance<B: Backend>(
             .iter()
             .flat_map(|d| affinity::parse_cpulist(&d.cpus).unwrap_or_default()),
     );
-    let me = RankInfo {
+    RankInfo {
         rank,
         host: topology::hostname(),
         node: slot.node,
@@ -815,7 +882,45 @@ fn gather_provenance<B: Backend>(
         pid: std::process::id(),
         cpus: affinity::format_cpulist(&cpus),
         devices,
+    }
+}
+
+/// Rank 0's GEMM provider, the one recorded; a rank that multiplies differently is a set-up
+/// problem, warned about.
+fn rank0_gemm(
+    gemm_by_rank: &[Option<GemmProvenance>],
+    warnings: &mut Vec<String>,
+) -> Option<GemmProvenance> {
+    let gemm = gemm_by_rank.first().cloned().flatten();
+    let show = |g: &Option<GemmProvenance>| {
+        g.as_ref().map_or("no GEMM provider".to_string(), |g| {
+            format!(
+                "{} ({})",
+                g.provider,
+                g.library.as_deref().unwrap_or(&g.version)
+            )
+        })
     };
+    for (r, g) in gemm_by_rank.iter().enumerate().skip(1) {
+        if *g != gemm {
+            warnings.push(format!(
+                "rank {r} multiplies with {}, rank 0 with {}: their GEMM rates are not comparable",
+                show(g),
+                show(&gemm)
+            ));
+        }
+    }
+    gemm
+}
+
+/// Every rank describes itself; rank 0 assembles the provenance.
+fn gather_provenance<B: Backend>(
+    comm: &MpiComm,
+    backend: &B,
+    layout: &NodeLayout,
+    notes: &[String],
+) -> Option<Provenance> {
+    let me = describe_rank(comm.rank(), backend, layout);
     let mut warnings = notes.to_vec();
     warnings.extend(backend.warnings());
     let gemm = backend.gemm_provenance();
@@ -839,26 +944,7 @@ fn gather_provenance<B: Backend>(
         warnings.extend(w);
         gemm_by_rank.push(g);
     }
-    // Rank 0's provider is recorded; a rank that multiplies differently is a set-up problem.
-    let gemm = gemm_by_rank.first().cloned().flatten();
-    for (r, g) in gemm_by_rank.iter().enumerate().skip(1) {
-        if *g != gemm {
-            let show = |g: &Option<GemmProvenance>| {
-                g.as_ref().map_or("no GEMM provider".to_string(), |g| {
-                    format!(
-                        "{} ({})",
-                        g.provider,
-                        g.library.as_deref().unwrap_or(&g.version)
-                    )
-                })
-            };
-            warnings.push(format!(
-                "rank {r} multiplies with {}, rank 0 with {}: their GEMM rates are not comparable",
-                show(g),
-                show(&gemm)
-            ));
-        }
-    }
+    let gemm = rank0_gemm(&gemm_by_rank, &mut warnings);
     let (major, minor) = mpi::environment::version();
     Some(Provenance {
         world_size: comm.size(),

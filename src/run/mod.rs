@@ -111,22 +111,28 @@ pub fn record(
     }
     if let Some(t) = &m.timing {
         if t.time_s > 0.0 {
-            if let Some(bytes) = m.bytes {
-                let algbw = bytes as f64 / t.time_s / 1e9;
-                let factor = params.workload.busbw_factor(devices);
-                r.algbw_gbps = Some(algbw);
-                r.busbw_factor = factor;
-                r.busbw_gbps = factor.map(|f| algbw * f);
-            }
-            if let Some(flops) = m.flops_total {
-                let total = flops / t.time_s / 1e9;
-                r.gflops_total = Some(total);
-                r.gflops = Some(total / f64::from(devices.max(1)));
-            }
+            derive_rates(&mut r, t.time_s, m.bytes, m.flops_total);
         }
     }
     r.timing = m.timing;
     r
+}
+
+/// The derived metrics of [`record`] from a positive time: bandwidths from the bytes moved,
+/// GEMM rates from the floating-point operations.
+fn derive_rates(r: &mut CaseResult, time_s: f64, bytes: Option<u64>, flops_total: Option<f64>) {
+    if let Some(bytes) = bytes {
+        let algbw = bytes as f64 / time_s / 1e9;
+        let factor = r.params.workload.busbw_factor(r.devices);
+        r.algbw_gbps = Some(algbw);
+        r.busbw_factor = factor;
+        r.busbw_gbps = factor.map(|f| algbw * f);
+    }
+    if let Some(flops) = flops_total {
+        let total = flops / time_s / 1e9;
+        r.gflops_total = Some(total);
+        r.gflops = Some(total / f64::from(r.devices.max(1)));
+    }
 }
 
 #[cfg(test)]

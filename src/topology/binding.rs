@@ -31,7 +31,7 @@ pub enum Reserved {
 
 impl Reserved {
     /// Parses `""` (nothing), `first_per_numa`, or a cpulist such as `0,8` or `0-1`.
-    pub fn parse(text: &str) -> Result<Reserved, String> {
+    pub fn parse(text: &str) -> Result<Reserved, BindError> {
         let t = text.trim();
         if t.is_empty() || t == "none" {
             return Ok(Reserved::Nothing);
@@ -41,7 +41,27 @@ impl Reserved {
         }
         super::affinity::parse_cpulist(t)
             .map(Reserved::Pus)
-            .ok_or_else(|| format!("'{t}' is not a CPU list: write CPU numbers and ranges such as 0,8-9, or first_per_numa, or leave it empty"))
+            .ok_or_else(|| BindError::NotACpuList {
+                text: t.to_string(),
+            })
+    }
+}
+
+/// Why a binding cannot be computed: input errors, each saying how to fix it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BindError {
+    /// `reserved_cores` text that is not a CPU list.
+    #[error("'{text}' is not a CPU list: write CPU numbers and ranges such as 0,8-9, or first_per_numa, or leave it empty")]
+    NotACpuList { text: String },
+    /// The reserved cores cover every core of the host.
+    #[error("reserved_cores leaves no usable core on {host} ({cores} cores): reserve fewer cores")]
+    NoUsableCore { host: String, cores: usize },
+}
+
+/// Nothing usable to bind to is the user's input to fix (exit 2).
+impl From<BindError> for crate::error::Error {
+    fn from(e: BindError) -> Self {
+        crate::error::Error::Input(e.to_string())
     }
 }
 
@@ -118,7 +138,7 @@ fn domains<'a>(cores: &[&'a Core], key: impl Fn(&Core) -> u32) -> Vec<Vec<&'a Co
 }
 
 /// Computes the binding of one device. Errors are input errors (nothing usable).
-pub fn decide(m: &Machine, req: &BindRequest) -> Result<BindDecision, String> {
+pub fn decide(m: &Machine, req: &BindRequest) -> Result<BindDecision, BindError> {
     if req.policy == Binding::None {
         return Ok(BindDecision {
             cpus: None,
@@ -128,11 +148,10 @@ pub fn decide(m: &Machine, req: &BindRequest) -> Result<BindDecision, String> {
     }
     let usable = usable_cores(m, &req.reserved);
     if usable.is_empty() {
-        return Err(format!(
-            "reserved_cores leaves no usable core on {} ({} cores): reserve fewer cores",
-            m.host,
-            m.cores.len()
-        ));
+        return Err(BindError::NoUsableCore {
+            host: m.host.clone(),
+            cores: m.cores.len(),
+        });
     }
     let (share, shares) = req.host_share;
     let mine: Vec<&Core> = block(&usable, shares, share);
@@ -262,7 +281,10 @@ mod tests {
         r.device = 1;
         assert_eq!(cpus(&m, &r), vec![5, 6, 7]);
         r.reserved = Reserved::parse("0-7").unwrap();
-        assert!(decide(&m, &r).unwrap_err().contains("no usable core"));
+        assert!(decide(&m, &r)
+            .unwrap_err()
+            .to_string()
+            .contains("no usable core"));
         assert!(Reserved::parse("x").is_err());
     }
 

@@ -198,6 +198,8 @@ pub fn assign_nodes(
     Ok(layout)
 }
 
+/// Which node each rank is on: emulated nodes when asked, else Slurm's node ids when every
+/// rank has one, else the host names.
 fn assign(
     facts: &[RankFacts],
     emulate: Option<(u32, Placement)>,
@@ -207,61 +209,76 @@ fn assign(
         if nodes == 0 || size % nodes != 0 {
             return Err(IdentityError::Uneven { ranks: size, nodes });
         }
-        let per = size / nodes;
-        let slots = (0..size)
-            .map(|r| {
-                let (node, local) = match placement {
-                    Placement::Fill => (r / per, r % per),
-                    Placement::RoundRobin => (r % nodes, r / nodes),
-                };
-                NodeSlot {
-                    node,
-                    node_name: format!("enode{node}"),
-                    local_rank: local,
-                    host_share: (0, 1),
-                }
-            })
-            .collect();
-        return Ok(NodeLayout {
-            slots,
-            nodes,
-            emulated: true,
-            source: "emulated".into(),
-        });
+        return Ok(emulated_layout(size, nodes, placement));
     }
     if !facts.is_empty() && facts.iter().all(|f| f.slurm_node_id.is_some()) {
-        let mut ids: Vec<u32> = facts.iter().filter_map(|f| f.slurm_node_id).collect();
-        ids.sort_unstable();
-        ids.dedup();
-        let mut hosts: Vec<&str> = facts.iter().map(|f| f.host.as_str()).collect();
-        hosts.sort_unstable();
-        hosts.dedup();
-        let slots = facts
-            .iter()
-            .enumerate()
-            .map(|(r, f)| {
-                let id = f.slurm_node_id.unwrap_or(0);
-                NodeSlot {
-                    node: id,
-                    node_name: f.slurm_node_name.clone().unwrap_or_else(|| f.host.clone()),
-                    local_rank: f.slurm_local_rank.unwrap_or_else(|| {
-                        facts[..r]
-                            .iter()
-                            .filter(|g| g.slurm_node_id == Some(id))
-                            .count() as u32
-                    }),
-                    host_share: (0, 1),
-                }
-            })
-            .collect();
-        return Ok(NodeLayout {
-            slots,
-            nodes: ids.len() as u32,
-            // Several Slurm nodes on one host: slurmd daemons standing in for nodes.
-            emulated: hosts.len() < ids.len(),
-            source: "slurm".into(),
-        });
+        return Ok(slurm_layout(facts));
     }
+    Ok(host_layout(facts))
+}
+
+/// `size` ranks on `nodes` emulated nodes (`nodes` divides `size`), placed by `placement`.
+fn emulated_layout(size: u32, nodes: u32, placement: Placement) -> NodeLayout {
+    let per = size / nodes;
+    let slots = (0..size)
+        .map(|r| {
+            let (node, local) = match placement {
+                Placement::Fill => (r / per, r % per),
+                Placement::RoundRobin => (r % nodes, r / nodes),
+            };
+            NodeSlot {
+                node,
+                node_name: format!("enode{node}"),
+                local_rank: local,
+                host_share: (0, 1),
+            }
+        })
+        .collect();
+    NodeLayout {
+        slots,
+        nodes,
+        emulated: true,
+        source: "emulated".into(),
+    }
+}
+
+/// Nodes as Slurm numbers them (every rank has a node id).
+fn slurm_layout(facts: &[RankFacts]) -> NodeLayout {
+    let mut ids: Vec<u32> = facts.iter().filter_map(|f| f.slurm_node_id).collect();
+    ids.sort_unstable();
+    ids.dedup();
+    let mut hosts: Vec<&str> = facts.iter().map(|f| f.host.as_str()).collect();
+    hosts.sort_unstable();
+    hosts.dedup();
+    let slots = facts
+        .iter()
+        .enumerate()
+        .map(|(r, f)| {
+            let id = f.slurm_node_id.unwrap_or(0);
+            NodeSlot {
+                node: id,
+                node_name: f.slurm_node_name.clone().unwrap_or_else(|| f.host.clone()),
+                local_rank: f.slurm_local_rank.unwrap_or_else(|| {
+                    facts[..r]
+                        .iter()
+                        .filter(|g| g.slurm_node_id == Some(id))
+                        .count() as u32
+                }),
+                host_share: (0, 1),
+            }
+        })
+        .collect();
+    NodeLayout {
+        slots,
+        nodes: ids.len() as u32,
+        // Several Slurm nodes on one host: slurmd daemons standing in for nodes.
+        emulated: hosts.len() < ids.len(),
+        source: "slurm".into(),
+    }
+}
+
+/// One node per distinct host name, in order of first appearance.
+fn host_layout(facts: &[RankFacts]) -> NodeLayout {
     let mut order: Vec<&str> = Vec::new();
     let slots = facts
         .iter()
@@ -282,12 +299,12 @@ fn assign(
             }
         })
         .collect();
-    Ok(NodeLayout {
+    NodeLayout {
         slots,
         nodes: order.len() as u32,
         emulated: false,
         source: "hostname".into(),
-    })
+    }
 }
 
 /// The node-local device number (GPU id) of a pure-MPI rank, as the source documents compute

@@ -2,7 +2,7 @@
 //! give each device of a node (pure function of a [`Machine`]).
 
 use super::affinity::format_cpulist;
-use super::binding::{decide, BindRequest, Reserved};
+use super::binding::{decide, BindError, BindRequest, Reserved};
 use super::machine::Machine;
 use crate::params::Binding;
 use serde::Serialize;
@@ -36,7 +36,7 @@ pub fn topo_report(
     machine: Machine,
     devices_per_node: u32,
     reserved: &Reserved,
-) -> Result<TopoReport, String> {
+) -> Result<TopoReport, BindError> {
     let mut bindings = Vec::new();
     for policy in Binding::ALL {
         let mut devices = Vec::new();

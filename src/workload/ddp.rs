@@ -513,7 +513,7 @@ pub(crate) fn run<B: Backend, C: HostComm>(
         )));
     }
     let model = Model::parse(params.model.as_deref().unwrap_or(DEFAULT_MODEL))
-        .map_err(CaseError::Failed)?;
+        .map_err(|e| CaseError::Failed(e.to_string()))?;
     let devices = backend.total_devices();
     let batch = params.batch.unwrap_or(DEFAULT_BATCH);
     let scaling = params.scaling.unwrap_or(Scaling::Weak);
@@ -671,7 +671,7 @@ mod tests {
         );
         assert_eq!(Model::parse("mlp-1b").unwrap().params(), 16 * 8192 * 8192);
         for bad in ["", "8", "8x0", "8x4x0", "axb", "mlp-huge", "8x4+"] {
-            let e = Model::parse(bad).unwrap_err();
+            let e = Model::parse(bad).unwrap_err().to_string();
             assert!(e.contains("mlp-tiny") && e.contains("IxO"), "{bad}: {e}");
         }
     }
