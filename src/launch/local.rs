@@ -404,39 +404,8 @@ impl Sweep<'_> {
         let t0 = Instant::now();
         let mut child = self.spawn(&argv, &dir, &plan_file)?;
         let journal = dir.join(JOURNAL_FILE);
-        let (status, exit_code, interrupted) = loop {
-            match child.try_wait() {
-                Ok(Some(s)) => {
-                    let ok = matches!(s.code(), Some(0) | Some(3));
-                    break (
-                        if ok {
-                            LaunchStatus::Ok
-                        } else {
-                            LaunchStatus::Failed
-                        },
-                        s.code(),
-                        false,
-                    );
-                }
-                Ok(None) => {}
-                Err(e) => {
-                    return Err(Error::Runtime(format!(
-                        "waiting for launch {}: {e}",
-                        plan.launch_id
-                    )))
-                }
-            }
-            if process::interrupted() {
-                let s = child.terminate(Duration::from_secs(3));
-                break (LaunchStatus::Incomplete, s.and_then(|s| s.code()), true);
-            }
-            if t0.elapsed() > self.timeout {
-                let s = child.terminate(Duration::from_secs(3));
-                break (LaunchStatus::Timeout, s.and_then(|s| s.code()), false);
-            }
-            progress.show(journal_cases(&journal), &label, index, launches);
-            std::thread::sleep(Duration::from_millis(200));
-        };
+        let show = || progress.show(journal_cases(&journal), &label, index, launches);
+        let (status, exit_code, interrupted) = self.wait(&mut child, &plan.launch_id, t0, show)?;
         let finished = now_unix_s();
         let stderr_tail = rundir::stderr_digest(&dir.join("stderr.log"), 12);
         let outcome = LaunchOutcome {
@@ -466,6 +435,47 @@ impl Sweep<'_> {
             );
         }
         Ok(LaunchDone { cases, interrupted })
+    }
+
+    /// Waits for the launch's process to end, to be interrupted (its process group is then
+    /// stopped) or to time out, showing progress meanwhile; returns its status, exit code and
+    /// whether it was interrupted.
+    fn wait(
+        &self,
+        child: &mut Spawned,
+        launch_id: &str,
+        t0: Instant,
+        show: impl Fn(),
+    ) -> Result<(LaunchStatus, Option<i32>, bool)> {
+        loop {
+            match child.try_wait() {
+                Ok(Some(s)) => {
+                    // Exit 3 (wrong results) is a launch that ran: its cases say what went wrong.
+                    let status = if matches!(s.code(), Some(0) | Some(3)) {
+                        LaunchStatus::Ok
+                    } else {
+                        LaunchStatus::Failed
+                    };
+                    return Ok((status, s.code(), false));
+                }
+                Ok(None) => {}
+                Err(e) => {
+                    return Err(Error::Runtime(format!(
+                        "waiting for launch {launch_id}: {e}"
+                    )))
+                }
+            }
+            if process::interrupted() {
+                let s = child.terminate(Duration::from_secs(3));
+                return Ok((LaunchStatus::Incomplete, s.and_then(|s| s.code()), true));
+            }
+            if t0.elapsed() > self.timeout {
+                let s = child.terminate(Duration::from_secs(3));
+                return Ok((LaunchStatus::Timeout, s.and_then(|s| s.code()), false));
+            }
+            show();
+            std::thread::sleep(Duration::from_millis(200));
+        }
     }
 
     /// Starts the launch's command with its output in `dir` and the spec's environment.
