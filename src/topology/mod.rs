@@ -15,7 +15,7 @@ use std::collections::BTreeMap;
 pub fn hostname() -> String {
     let mut buf = [0u8; 256];
     // SAFETY: the pointer and length describe `buf`, a live local of 256 bytes, so gethostname
-    // writes only inside it. A truncated name may lack its NUL: the code below does not rely on one.
+    // writes only inside it. A truncated name may lack its NUL: the code below needs none.
     let rc = unsafe { libc::gethostname(buf.as_mut_ptr() as *mut libc::c_char, buf.len()) };
     if rc == 0 {
         let end = buf.iter().position(|b| *b == 0).unwrap_or(buf.len());
