@@ -44,7 +44,9 @@ where
         .collect();
     let mut c: Vec<T> = vec![T::from_f64(f64::NAN); count * (m * n) as usize];
     setup.engine.prepare(&batch).unwrap();
-    // SAFETY: the vectors hold `count` matrices of the batch's shape each.
+    // SAFETY: run's contract: `a`, `b`, `c` hold count·m·k, count·k·n and count·m·n elements
+    // (the batch's matrices, shared_b off) and are three separate Vecs, so `c` aliases neither;
+    // all live across the call; prepare accepted the batch; device 0 is the plan's only one.
     unsafe {
         setup
             .engine

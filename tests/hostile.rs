@@ -289,7 +289,8 @@ fn assert_exit_within_15_s(ranks: &[u32], who: &str, predicate: &str) {
     {
         if t1.elapsed() > Duration::from_secs(15) {
             for p in ranks {
-                // SAFETY: ends the processes this test started.
+                // SAFETY: kill passes no pointers. Each pid is a positive /proc entry whose
+                // command line holds this test's own output directory: a rank it started.
                 unsafe { libc::kill(*p as i32, libc::SIGKILL) };
             }
             panic!("{who} {ranks:?} {predicate}");
@@ -552,7 +553,8 @@ fn cli_and_file_edge_cases() {
 
     let fifo = dir.join("fifo.json");
     let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
-    // SAFETY: mkfifo with a valid C string.
+    // SAFETY: `c` is a NUL-terminated CString that outlives the call; mkfifo only reads
+    // the path. (std's mkfifo is still unstable.)
     assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
     let bad = dir.join("bad.json");
     std::fs::write(&bad, b"{\"format_version\": \xff}").unwrap();

@@ -11,7 +11,7 @@ use common::{mpirun, mpirun_with, read_results, run_q, solo, sweep_ok, tmpdir};
 const COLLECTIVES: &str = "allreduce,reduce,broadcast,allgather,reduce_scatter,alltoall";
 
 fn page_bytes() -> u64 {
-    // SAFETY: sysconf has no memory effects.
+    // SAFETY: sysconf takes an integer name and no pointers; the page size is always positive.
     unsafe { libc::sysconf(libc::_SC_PAGESIZE) as u64 }
 }
 

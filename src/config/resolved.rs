@@ -636,7 +636,8 @@ fn buffer_offset(
         }
     };
     // The page size as `host::page_size_bytes` reads it (config sits before host in the flow).
-    // SAFETY: sysconf has no memory effects.
+    // SAFETY: sysconf takes an integer name and no pointers, so it cannot touch our memory; its
+    // error value (-1, never seen for the page size) falls back to 4096 below.
     let page = match unsafe { libc::sysconf(libc::_SC_PAGESIZE) } {
         p if p > 0 => p as u64,
         _ => 4096,

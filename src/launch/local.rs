@@ -93,7 +93,8 @@ pub fn launch_command(
     if spec.launch.oversubscribe {
         cmd.push("--oversubscribe".into());
     }
-    // SAFETY: getuid has no memory effects.
+    // SAFETY: getuid takes no arguments, touches no memory and cannot fail (POSIX); std has
+    // no safe wrapper for it.
     if unsafe { libc::getuid() } == 0 && std::env::var_os("OMPI_ALLOW_RUN_AS_ROOT").is_none() {
         cmd.push("--allow-run-as-root".into());
     }
@@ -138,7 +139,9 @@ fn lock(dir: &Path) -> Result<Lock> {
     let path = dir.join(".lock");
     let file =
         File::create(&path).map_err(|e| Error::Runtime(format!("{}: {e}", path.display())))?;
-    // SAFETY: flock on a file descriptor we own.
+    // SAFETY: the fd belongs to `file`, opened just above and alive across the call (and for
+    // the life of the returned Lock, which holds the lock); flock passes no pointers. (std's
+    // File::try_lock needs Rust 1.89, above this crate's rust-version.)
     if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
         return Err(Error::Input(format!("{}: another scalebench sweep is running in this directory: wait for it, or use another --out", dir.display())));
     }

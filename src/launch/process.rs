@@ -18,7 +18,10 @@ pub(crate) struct Spawned {
 
 /// Starts `cmd` in a new process group that receives SIGTERM if the driver dies.
 pub(crate) fn spawn(mut cmd: Command, marker: &str) -> io::Result<Spawned> {
-    // SAFETY: only async-signal-safe calls (setpgid, prctl, getppid) between fork and exec.
+    // SAFETY: the closure runs in the forked child before exec, where another thread of the
+    // parent may have held a lock (the allocator's, stdio's) at the fork. It captures nothing,
+    // allocates nothing (last_os_error only reads errno) and calls only raw system calls that
+    // take no locks (setpgid, prctl, getppid, _exit), so it cannot deadlock or see torn state.
     unsafe {
         cmd.pre_exec(|| {
             if libc::setpgid(0, 0) != 0 {
@@ -66,7 +69,9 @@ impl Spawned {
     fn kill_strays(&self) {
         signal_group(self.pgid, libc::SIGKILL);
         for pid in pids_with_marker(&self.marker) {
-            // SAFETY: kill has no memory effects; the pid carries our launch's marker.
+            // SAFETY: kill passes no pointers, so it cannot affect memory safety. The pid was
+            // read from /proc just now with this launch's unique marker in its command line
+            // (and is never 0 or negative: /proc's directories are positive pids).
             unsafe {
                 libc::kill(pid, libc::SIGKILL);
             }
@@ -76,7 +81,10 @@ impl Spawned {
 
 fn signal_group(pgid: i32, sig: i32) {
     if pgid > 1 {
-        // SAFETY: kill has no memory effects; a negative pid addresses our launch's group.
+        // SAFETY: kill passes no pointers, so it cannot affect memory safety. pgid > 1, so
+        // -pgid is never -1 (every process we may signal) nor 0 (our own group): it is the
+        // group our child created with setpgid(0, 0), an id the kernel does not reuse while
+        // any member lives.
         unsafe {
             libc::kill(-pgid, sig);
         }
@@ -113,7 +121,10 @@ extern "C" fn on_signal(_: libc::c_int) {
 /// Makes SIGINT and SIGTERM set a flag instead of killing the driver, so it can stop its
 /// launch and keep everything finished.
 pub(crate) fn catch_interrupts() {
-    // SAFETY: the handler only stores to an atomic (async-signal-safe).
+    // SAFETY: all-zero is a valid sigaction (empty mask, no flags); `sa` is a live local the
+    // kernel only reads, and a null old-action pointer is allowed. Without SA_SIGINFO the
+    // kernel calls the handler as `extern "C" fn(c_int)`, which `on_signal` is; it only stores
+    // to a lock-free static atomic, which is async-signal-safe from any thread it lands on.
     unsafe {
         let mut sa: libc::sigaction = std::mem::zeroed();
         sa.sa_sigaction = on_signal as *const () as usize;

@@ -386,7 +386,8 @@ mod tests {
         let d = tmpdir("hostile");
         let fifo = d.join("results.json");
         let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
-        // SAFETY: mkfifo with a valid C string.
+        // SAFETY: `c` is a NUL-terminated CString that outlives the call; mkfifo only reads
+        // the path. (std's mkfifo is still unstable.)
         assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
         // Without the check this blocks forever in open().
         let e = read_results(&d).unwrap_err();

@@ -157,8 +157,7 @@ impl Watchdog {
             state: Mutex::new(State::default()),
             wake: Condvar::new(),
         });
-        // SAFETY: getppid has no memory effects.
-        let parent = unsafe { libc::getppid() };
+        let parent = std::os::unix::process::parent_id();
         let s = Arc::clone(&shared);
         let thread = std::thread::Builder::new()
             .name("scalebench-watchdog".into())
@@ -207,7 +206,7 @@ fn watch(
     shared: &Shared,
     rank: u32,
     size: u32,
-    parent: Option<i32>,
+    parent: Option<u32>,
     mut on_expiry: Option<OnExpiry>,
 ) {
     let mut st = shared
@@ -218,13 +217,13 @@ fn watch(
         if st.stop {
             return;
         }
-        // SAFETY: getppid has no memory effects.
-        if let Some(parent) = parent.filter(|p| unsafe { libc::getppid() } != *p) {
+        if let Some(parent) = parent.filter(|p| std::os::unix::process::parent_id() != *p) {
             eprintln!(
                 "scalebench: rank {rank}: its launcher (parent pid {parent}) is gone: exiting instead of running on as an orphan"
             );
-            // SAFETY: ends the process without running destructors (MPI cannot finalize
-            // without its launcher).
+            // SAFETY: _exit ends every thread of the process at once and never returns, so no
+            // Rust code observes the main thread's state half-done. It is chosen over `exit` so
+            // that no library's exit handler runs in a job whose launcher is gone.
             unsafe { libc::_exit(EXIT_WATCHDOG) };
         }
         let expired = st
@@ -314,8 +313,11 @@ fn expire(
 
 /// Ends every rank of the job with exit 4.
 pub(crate) fn abort_job() -> ! {
-    // SAFETY: MPI_Abort on the world communicator ends every rank of the job; OpenMPI allows
-    // it from any thread (the main thread is blocked and cannot be asked).
+    // SAFETY: MPI is up: the only callers run inside `job::run_in_world`, after MPI_Init and
+    // before the Universe's drop calls MPI_Finalize (the watchdog thread is joined first).
+    // RSMPI_COMM_WORLD is a valid handle then. MPI_Abort does not return on success; Open MPI
+    // accepts it from any thread, although below MPI_THREAD_MULTIPLE the standard does not
+    // promise it: the main thread is stuck in the call that timed out and cannot be asked.
     unsafe {
         mpi::ffi::MPI_Abort(mpi::ffi::RSMPI_COMM_WORLD, EXIT_WATCHDOG);
     }

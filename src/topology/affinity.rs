@@ -8,7 +8,9 @@ pub use crate::params::cpulist::{format_cpulist, parse_cpulist};
 
 /// CPUs the calling thread may run on, ascending.
 pub fn current_thread_cpus() -> io::Result<Vec<u32>> {
-    // SAFETY: cpu_set_t is plain data; sched_getaffinity(0, ..) fills it for this thread.
+    // SAFETY: cpu_set_t is a plain bit array, so all-zero is a valid (empty) set. The kernel
+    // writes at most size_of::<cpu_set_t>() bytes into `set`, a local live across the call;
+    // pid 0 is the calling thread. CPU_ISSET reads bit `c` only for c < CPU_SETSIZE, inside `set`.
     unsafe {
         let mut set: libc::cpu_set_t = std::mem::zeroed();
         if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
@@ -26,7 +28,9 @@ pub fn bind_current_thread(cpus: &[u32]) -> io::Result<()> {
     if cpus.is_empty() {
         return Err(io::Error::new(io::ErrorKind::InvalidInput, "empty CPU set"));
     }
-    // SAFETY: as above; CPU_SET only writes inside the set for indices < CPU_SETSIZE.
+    // SAFETY: all-zero is a valid (empty) cpu_set_t. CPU_SET runs only after the check above
+    // that c < CPU_SETSIZE, so it writes inside `set`; sched_setaffinity reads
+    // size_of::<cpu_set_t>() bytes from that live local and binds only the calling thread (pid 0).
     unsafe {
         let mut set: libc::cpu_set_t = std::mem::zeroed();
         for c in cpus {

@@ -14,7 +14,8 @@ use std::collections::BTreeMap;
 /// This host's name as the OS reports it.
 pub fn hostname() -> String {
     let mut buf = [0u8; 256];
-    // SAFETY: gethostname writes at most buf.len() bytes into buf.
+    // SAFETY: the pointer and length describe `buf`, a live local of 256 bytes, so gethostname
+    // writes only inside it. A truncated name may lack its NUL: the code below needs none.
     let rc = unsafe { libc::gethostname(buf.as_mut_ptr() as *mut libc::c_char, buf.len()) };
     if rc == 0 {
         let end = buf.iter().position(|b| *b == 0).unwrap_or(buf.len());
@@ -67,7 +68,8 @@ fn copy_flags(cpuinfo: &str) -> Vec<String> {
 fn libc_version() -> Option<String> {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     {
-        // SAFETY: returns a pointer to a static NUL-terminated string.
+        // SAFETY: glibc returns a pointer to a NUL-terminated string in its read-only data,
+        // valid and unchanged for the life of the process; it is copied out at once.
         let v = unsafe { std::ffi::CStr::from_ptr(libc::gnu_get_libc_version()) };
         Some(format!("glibc {}", v.to_string_lossy()))
     }
@@ -130,7 +132,9 @@ fn cpuinfo_mhz(cpuinfo: &str) -> Vec<(u32, f64)> {
 }
 
 fn online_cpus() -> u32 {
-    // SAFETY: sysconf has no memory effects.
+    // SAFETY: sysconf takes an integer name and no pointers, so it cannot touch our memory; it
+    // only reads system state. Its error value (-1) becomes 0 below. std has no equivalent:
+    // available_parallelism counts the CPUs this process may use, not those online.
     let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
     n.max(0) as u32
 }
