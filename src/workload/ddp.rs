@@ -505,7 +505,9 @@ pub(crate) fn run<B: Backend, C: HostComm>(
     settings: &RunSettings,
     fault: Option<Fault>,
 ) -> Result<Measured, CaseError> {
-    backend.overlap_support().map_err(CaseError::Skipped)?;
+    backend
+        .overlap_support()
+        .map_err(|why| CaseError::Skipped(why.to_string()))?;
     let dtype = params.dtype;
     if !matches!(dtype, Dtype::F32 | Dtype::F64) {
         return Err(CaseError::Skipped(format!(

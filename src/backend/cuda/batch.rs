@@ -24,7 +24,7 @@ impl CudaBackend {
     ) -> BackendResult<(Vec<HostBuf>, Option<OverlapTiming>)> {
         let g = self.devices.len();
         if batches.len() != g || inputs.len() != g || a.len() != g || c.len() != g {
-            return Err(BackendError::Device(format!(
+            return Err(BackendError::check(format!(
                 "a batch step needs one batch, input, A and C per local device ({g})"
             )));
         }
@@ -44,7 +44,7 @@ impl CudaBackend {
             let mat = bt.a_len();
             let elems = bt.count * mat;
             if inputs[dev].len() != elems {
-                return Err(BackendError::Device(format!(
+                return Err(BackendError::check(format!(
                     "batch input of {} elements for {} matrices of {mat}",
                     inputs[dev].len(),
                     bt.count

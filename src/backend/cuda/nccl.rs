@@ -295,7 +295,7 @@ pub enum PlanError {
 
 impl From<PlanError> for crate::backend::BackendError {
     fn from(e: PlanError) -> Self {
-        crate::backend::BackendError::Device(e.to_string())
+        crate::backend::BackendError::Device(crate::backend::DeviceError::Plan(e))
     }
 }
 

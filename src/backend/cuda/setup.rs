@@ -17,7 +17,7 @@ use super::nvml::{NvmlProbe, NvmlProbeError};
 use super::probe::{self, guarded};
 use super::{CudaError, CudaResult};
 use crate::backend::telemetry::{Sampler, DEFAULT_INTERVAL};
-use crate::backend::{BackendError, BackendResult, DevicePlan};
+use crate::backend::{BackendError, BackendResult, DeviceError, DevicePlan};
 use crate::comm::HostComm;
 use crate::results::schema::TimerInfo;
 use crate::topology::affinity;
@@ -53,7 +53,7 @@ fn silent(class: u8) -> BackendError {
     if class >= 2 {
         BackendError::Unavailable(String::new())
     } else {
-        BackendError::Device(String::new())
+        BackendError::Device(DeviceError::OtherRank)
     }
 }
 
@@ -121,7 +121,7 @@ fn agree_failures<C: HostComm, T, E: std::fmt::Display>(
 /// Opens this rank's GPUs: driver, ordinals, contexts, streams, events, cuBLAS.
 fn open_local(plan: &DevicePlan) -> BackendResult<Local> {
     if plan.local_indices.len() != plan.devices_per_rank.max(1) {
-        return Err(BackendError::Device(format!(
+        return Err(BackendError::check(format!(
             "the device plan lists {} GPU(s) for {} device(s) per rank",
             plan.local_indices.len(),
             plan.devices_per_rank
@@ -182,11 +182,11 @@ fn open_local(plan: &DevicePlan) -> BackendResult<Local> {
             })
         };
         let d = guarded("opening the GPU", open).map_err(|e| {
-            BackendError::Device(format!(
-                "could not open GPU {} ({}): {e}",
+            BackendError::from(e.context(format!(
+                "could not open GPU {} ({})",
                 ordinal,
                 info.describe()
-            ))
+            )))
         })?;
         if let Err(e) = &d.blas {
             warnings.push(format!("GPU {ordinal}: GEMM cases will fail: {e}"));
@@ -430,9 +430,13 @@ mod tests {
     #[test]
     fn healthy_ranks_stay_silent_when_another_fails() {
         assert!(matches!(silent(2), BackendError::Unavailable(m) if m.is_empty()));
-        assert!(matches!(silent(1), BackendError::Device(m) if m.is_empty()));
+        assert!(matches!(
+            silent(1),
+            BackendError::Device(DeviceError::OtherRank)
+        ));
+        assert!(silent(1).to_string().is_empty());
         assert_eq!(class_of(&BackendError::Unavailable("x".into())), 2);
-        assert_eq!(class_of(&BackendError::Device("x".into())), 1);
+        assert_eq!(class_of(&BackendError::check("x")), 1);
     }
 
     /// Without a driver (CI, this machine) set-up is one sentence, never a panic; with one,
