@@ -98,14 +98,6 @@ pub struct Panicked {
     pub message: String,
 }
 
-/// The sentence, for the callers of `guarded` that still pass sentences around (NVML's
-/// telemetry thread and the probe's set-up checks).
-impl From<Panicked> for String {
-    fn from(p: Panicked) -> String {
-        p.to_string()
-    }
-}
-
 fn prefix(call: &Option<String>) -> String {
     call.as_ref().map(|c| format!("{c}: ")).unwrap_or_default()
 }

@@ -659,19 +659,24 @@ mod tests {
     }
 
     #[test]
-    fn guarded_turns_a_panic_into_a_sentence() {
-        let r: Result<(), String> = guarded("loading libfoo", || panic!("Missing symbol cuFoo"));
-        assert_eq!(r.unwrap_err(), "loading libfoo: Missing symbol cuFoo");
-        let r: Result<u32, String> = guarded("x", || Ok(7));
+    fn guarded_turns_a_panic_into_a_typed_error() {
+        let r: CudaResult<()> = guarded("loading libfoo", || panic!("Missing symbol cuFoo"));
+        let e = r.unwrap_err();
+        assert!(
+            matches!(&e, CudaError::Panicked(p) if p.what == "loading libfoo"),
+            "{e:?}"
+        );
+        assert_eq!(e.to_string(), "loading libfoo: Missing symbol cuFoo");
+        let r: CudaResult<u32> = guarded("x", || Ok(7));
         assert_eq!(r.unwrap(), 7);
-        let r: Result<u32, String> = guarded("x", || Err("plain".into()));
-        assert_eq!(r.unwrap_err(), "plain");
+        let r: CudaResult<u32> = guarded("x", || Err(CudaError::Check("plain".into())));
+        assert_eq!(r.unwrap_err().to_string(), "plain");
         // nested: the inner panic is caught by the inner guard, the outer one goes on
-        let r: Result<String, String> = guarded("outer", || {
-            let inner: Result<(), String> = guarded("inner", || panic!("boom"));
+        let r: Result<Panicked, Panicked> = guarded("outer", || {
+            let inner: Result<(), Panicked> = guarded("inner", || panic!("boom"));
             Ok(inner.unwrap_err())
         });
-        assert_eq!(r.unwrap(), "inner: boom");
+        assert_eq!(r.unwrap().to_string(), "inner: boom");
     }
 
     #[test]
