@@ -109,7 +109,7 @@ fn prepare<B: Backend>(
         |k, j| gemm_check::b_entry(SEED, k, j),
     );
     if wrong > 0 {
-        return Err(BackendError::Device(format!(
+        return Err(BackendError::check(format!(
             "{dtype} GEMM of {n}: {wrong} of {} checked entries differ from the exact product",
             CHECK_SAMPLES + 4
         )));

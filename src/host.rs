@@ -44,6 +44,7 @@ struct AlignedMem {
 
 // SAFETY: AlignedMem owns its allocation like a Box<[u8]>; no thread-local state.
 unsafe impl Send for AlignedMem {}
+// SAFETY: `&AlignedMem` gives only reads; writes need `&mut` (as for Box<[u8]>).
 unsafe impl Sync for AlignedMem {}
 
 impl AlignedMem {

@@ -42,11 +42,137 @@ pub enum BackendError {
     Alloc(#[from] AllocError),
     #[error("{0}")]
     Unsupported(String),
-    #[error("{0}")]
-    Device(String),
+    #[error(transparent)]
+    Device(#[from] DeviceError),
     /// The backend cannot start on this machine (no driver, no device): one sentence, exit 2.
     #[error("{0}")]
     Unavailable(String),
+}
+
+impl BackendError {
+    /// A failed check of the backend's own (a wrong buffer, a ticket not in flight).
+    pub fn check(sentence: impl Into<String>) -> BackendError {
+        BackendError::Device(DeviceError::Check(sentence.into()))
+    }
+
+    /// A thread the backend needs (`what`, e.g. "4 worker threads") that did not start.
+    pub fn thread(
+        what: impl Into<String>,
+        source: impl std::error::Error + Send + Sync + 'static,
+    ) -> BackendError {
+        BackendError::Device(DeviceError::Thread {
+            what: what.into(),
+            source: Box::new(source),
+        })
+    }
+}
+
+/// What failed on a device, with the library's own error as the source where there is one.
+/// Each displays as one sentence (the one the backend printed when these were strings).
+#[derive(Debug)]
+pub enum DeviceError {
+    /// A CUDA library call (driver, cuBLAS, NCCL) failed; the error names the call and GPU.
+    #[cfg(feature = "cuda")]
+    Cuda(cuda::CudaError),
+    /// A collective's buffers do not match its call (checked before NCCL sees them).
+    #[cfg(feature = "cuda")]
+    Plan(cuda::PlanError),
+    /// A timing mark was read after its slot was reused.
+    #[cfg(feature = "cuda")]
+    Mark(cuda::MarkOverwritten),
+    /// A buffer whose size in bytes overflows an address.
+    #[cfg(feature = "cuda")]
+    TooLarge(cuda::TooLarge),
+    /// A thread the backend needs (workers, GEMM pool, progress thread) could not start.
+    Thread {
+        what: String,
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// A check of the backend's own failed (a buffer of the wrong size or device, a ticket
+    /// not in flight, a stopped helper thread): the sentence says what.
+    Check(String),
+    /// This rank is healthy but another failed: empty, so the failing rank's own message is
+    /// the one reported when ranks agree on the failure.
+    OtherRank,
+    /// The failure a test injects (`fault=fail`).
+    Injected,
+}
+
+impl std::fmt::Display for DeviceError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            #[cfg(feature = "cuda")]
+            DeviceError::Cuda(e) => e.fmt(f),
+            #[cfg(feature = "cuda")]
+            DeviceError::Plan(e) => e.fmt(f),
+            #[cfg(feature = "cuda")]
+            DeviceError::Mark(e) => e.fmt(f),
+            #[cfg(feature = "cuda")]
+            DeviceError::TooLarge(e) => e.fmt(f),
+            DeviceError::Thread { what, source } => write!(f, "could not start {what}: {source}"),
+            DeviceError::Check(sentence) => f.write_str(sentence),
+            DeviceError::OtherRank => Ok(()),
+            DeviceError::Injected => f.write_str("injected failure (fault=fail)"),
+        }
+    }
+}
+
+impl std::error::Error for DeviceError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            // The wrapped errors display themselves: their own sources come next.
+            #[cfg(feature = "cuda")]
+            DeviceError::Cuda(e) => e.source(),
+            #[cfg(feature = "cuda")]
+            DeviceError::Plan(e) => e.source(),
+            #[cfg(feature = "cuda")]
+            DeviceError::Mark(e) => e.source(),
+            #[cfg(feature = "cuda")]
+            DeviceError::TooLarge(e) => e.source(),
+            DeviceError::Thread { source, .. } => Some(source.as_ref()),
+            DeviceError::Check(_) | DeviceError::OtherRank | DeviceError::Injected => None,
+        }
+    }
+}
+
+/// Why a backend cannot run a case at all: the case is skipped with this sentence.
+#[derive(Debug, Clone)]
+pub enum Unsupported {
+    /// The backend has no non-blocking all-reduce, so `ddp_step` cannot run on it.
+    NoOverlap(BackendKind),
+    /// A limit of the CPU backend.
+    #[cfg(feature = "mpi")]
+    Cpu(cpu::CpuUnsupported),
+    /// A limit of the CUDA backend (or of the libraries it drives).
+    #[cfg(feature = "cuda")]
+    Cuda(cuda::CudaUnsupported),
+}
+
+impl std::fmt::Display for Unsupported {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Unsupported::NoOverlap(kind) => write!(
+                f,
+                "the {kind} backend has no non-blocking all-reduce yet (ddp_step)"
+            ),
+            #[cfg(feature = "mpi")]
+            Unsupported::Cpu(e) => e.fmt(f),
+            #[cfg(feature = "cuda")]
+            Unsupported::Cuda(e) => e.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for Unsupported {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Unsupported::NoOverlap(_) => None,
+            #[cfg(feature = "mpi")]
+            Unsupported::Cpu(e) => e.source(),
+            #[cfg(feature = "cuda")]
+            Unsupported::Cuda(e) => e.source(),
+        }
+    }
 }
 
 /// Which devices a process drives and how (the same for every backend).
@@ -201,7 +327,7 @@ pub trait Backend {
     }
 
     /// `Err(reason)` if this backend cannot run the case at all (the case is then skipped).
-    fn supports(&self, params: &CaseParams) -> Result<(), String>;
+    fn supports(&self, params: &CaseParams) -> Result<(), Unsupported>;
 
     /// A buffer of `count` elements on local device `dev` (contents unspecified).
     fn alloc(&mut self, dev: usize, dtype: Dtype, count: usize) -> BackendResult<Self::Buf>;
@@ -312,11 +438,8 @@ pub trait Backend {
 
     /// `Err(reason)` where the backend has no non-blocking all-reduce ([`Backend::allreduce_start`]),
     /// so `ddp_step` cannot run on it.
-    fn overlap_support(&self) -> Result<(), String> {
-        Err(format!(
-            "the {} backend has no non-blocking all-reduce yet (ddp_step)",
-            self.kind()
-        ))
+    fn overlap_support(&self) -> Result<(), Unsupported> {
+        Err(Unsupported::NoOverlap(self.kind()))
     }
 
     /// Sets how later [`Backend::allreduce_start`] calls run (no request may be in flight).
@@ -334,7 +457,9 @@ pub trait Backend {
         _bufs: Vec<Self::Buf>,
     ) -> BackendResult<u64> {
         Err(BackendError::Unsupported(
-            self.overlap_support().err().unwrap_or_default(),
+            self.overlap_support()
+                .err()
+                .map_or_else(String::new, |why| why.to_string()),
         ))
     }
 
@@ -342,7 +467,9 @@ pub trait Backend {
     /// returns its buffers. Tickets may be waited on in any order, each once.
     fn allreduce_wait(&mut self, _ticket: u64) -> BackendResult<Vec<Self::Buf>> {
         Err(BackendError::Unsupported(
-            self.overlap_support().err().unwrap_or_default(),
+            self.overlap_support()
+                .err()
+                .map_or_else(String::new, |why| why.to_string()),
         ))
     }
 

@@ -346,6 +346,8 @@ pub(crate) unsafe fn iallreduce_in_place(
 ) -> Pending {
     // SAFETY: a null request handle is a valid output slot.
     let mut req = unsafe { ffi::RSMPI_REQUEST_NULL };
+    // SAFETY: the caller guarantees `buf` holds `n` elements of `dtype` and stays untouched
+    // until the returned request completes; `req` is a valid output slot.
     let rc = unsafe {
         ffi::MPI_Iallreduce(
             in_place(),
@@ -388,10 +390,15 @@ pub(crate) fn thread_level() -> c_int {
         unsafe { ffi::MPI_Query_thread(&mut provided) },
         "MPI_Query_thread",
     );
+    // The four levels are rsmpi's extern statics: plain integers, read-only after load.
     let levels = [
+        // SAFETY: as above.
         unsafe { ffi::RSMPI_THREAD_SINGLE },
+        // SAFETY: as above.
         unsafe { ffi::RSMPI_THREAD_FUNNELED },
+        // SAFETY: as above.
         unsafe { ffi::RSMPI_THREAD_SERIALIZED },
+        // SAFETY: as above.
         unsafe { ffi::RSMPI_THREAD_MULTIPLE },
     ];
     levels.iter().position(|l| *l == provided).unwrap_or(0) as c_int

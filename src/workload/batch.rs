@@ -14,9 +14,9 @@ use super::gemm_check;
 use super::{agree, CaseError, Measured, RunSettings};
 use crate::backend::{Backend, BackendError, GemmBatch, HostBuf, OverlapTiming};
 use crate::comm::HostComm;
-use crate::measure::{self, RankSamples};
-use crate::params::{CaseParams, Collect, MatmulShape, Scaling, Timing};
-use crate::results::schema::PhaseResult;
+use crate::measure::{self, IterCounts, RankSamples};
+use crate::params::{CaseParams, Collect, Dtype, MatmulShape, Scaling, Timing};
+use crate::results::schema::{Calibration, PhaseResult};
 use crate::stats;
 use std::time::Instant;
 
@@ -54,51 +54,123 @@ pub fn run<B: Backend, C: HostComm>(
     params: &CaseParams,
     settings: &RunSettings,
 ) -> Result<Measured, CaseError> {
-    let shape = params
-        .shape
-        .ok_or_else(|| CaseError::Failed("batch_matmul case without a shape".into()))?;
-    if shape.m != shape.n || shape.n != shape.k {
-        return Err(CaseError::Failed(format!(
-            "batch_matmul squares each matrix, so it needs a square shape, not {shape}: give --dims N"
-        )));
-    }
-    let dim = shape.m;
-    let mat = (dim * dim) as usize;
-    let dtype = params.dtype;
-    let collect = params.collect.unwrap_or(Collect::Gather);
-    let scaling = params.scaling.unwrap_or(Scaling::Weak);
-    let devices = backend.total_devices();
-    let ranks = comm.size();
-    let per_rank = devices / ranks;
-    let total = total_batch(params.batch.unwrap_or(1), scaling, devices);
-    if total == 0 {
-        return Err(CaseError::Failed(
-            "batch_matmul needs at least one matrix: give --batch ≥ 1".into(),
-        ));
-    }
-    let root = comm.is_root();
-    let local = backend.local_devices();
-    // Elements each rank receives: its devices' shares, back to back.
-    let rank_counts: Vec<usize> = (0..ranks)
-        .map(|r| {
-            (r * per_rank..(r + 1) * per_rank)
-                .map(|d| share(total, d, devices).0 as usize * mat)
-                .sum()
-        })
-        .collect();
-    let mine: Vec<(u64, u64)> = (0..local)
-        .map(|dev| share(total, backend.device_index(dev), devices))
-        .collect();
-    let batches: Vec<GemmBatch> = mine
-        .iter()
-        .map(|(c, _)| GemmBatch {
-            shape,
-            count: *c as usize,
-            shared_b: false,
-        })
-        .collect();
+    let layout = Layout::new(backend, comm, params)?;
+    let mut st = agree(comm, layout.buffers(backend, comm))?;
+    let (counts, calibration, ph) = time_steps(&mut st, backend, comm, params, settings)?;
+    let timing = measure::combine(
+        comm,
+        params.timing,
+        &RankSamples {
+            counts,
+            mean_s: stats::mean(&ph.total).unwrap_or(0.0),
+            samples_s: ph.total.clone(),
+            calibration: Some(calibration),
+            warnings: measure::timing_warnings(Timing::Isolated, counts),
+        },
+    );
+    let phases = phase_results(
+        comm,
+        backend.overlaps_batch_transfers(),
+        layout.collect,
+        &ph,
+    );
+    let (wrong, tolerance) = validate(&mut st, &layout, backend, comm, settings)?;
+    Ok(Measured {
+        timing,
+        wrong: comm.sum_u64(wrong),
+        check_iters: settings.check_iters,
+        tolerance,
+        flops_total: Some(layout.total as f64 * MatmulShape::square(layout.dim).flops()),
+        phases,
+        ..Measured::default()
+    })
+}
 
-    let setup = |backend: &mut B| -> Result<_, BackendError> {
+/// The case's batch and how it is spread over ranks and devices.
+struct Layout {
+    shape: MatmulShape,
+    /// Rows (= columns) of each matrix.
+    dim: u64,
+    /// Elements of one matrix.
+    mat: usize,
+    dtype: Dtype,
+    collect: Collect,
+    /// Matrices in the whole batch.
+    total: u64,
+    /// Elements each rank receives: its devices' shares, back to back.
+    rank_counts: Vec<usize>,
+    /// (matrices, first index) of each local device's share.
+    mine: Vec<(u64, u64)>,
+    batches: Vec<GemmBatch>,
+}
+
+impl Layout {
+    /// Checks the shape and batch size and splits the batch (the same on every rank).
+    fn new<B: Backend, C: HostComm>(
+        backend: &B,
+        comm: &C,
+        params: &CaseParams,
+    ) -> Result<Layout, CaseError> {
+        let shape = params
+            .shape
+            .ok_or_else(|| CaseError::Failed("batch_matmul case without a shape".into()))?;
+        if shape.m != shape.n || shape.n != shape.k {
+            return Err(CaseError::Failed(format!(
+                "batch_matmul squares each matrix, so it needs a square shape, not {shape}: give --dims N"
+            )));
+        }
+        let dim = shape.m;
+        let mat = (dim * dim) as usize;
+        let scaling = params.scaling.unwrap_or(Scaling::Weak);
+        let devices = backend.total_devices();
+        let ranks = comm.size();
+        let per_rank = devices / ranks;
+        let total = total_batch(params.batch.unwrap_or(1), scaling, devices);
+        if total == 0 {
+            return Err(CaseError::Failed(
+                "batch_matmul needs at least one matrix: give --batch ≥ 1".into(),
+            ));
+        }
+        let rank_counts: Vec<usize> = (0..ranks)
+            .map(|r| {
+                (r * per_rank..(r + 1) * per_rank)
+                    .map(|d| share(total, d, devices).0 as usize * mat)
+                    .sum()
+            })
+            .collect();
+        let mine: Vec<(u64, u64)> = (0..backend.local_devices())
+            .map(|dev| share(total, backend.device_index(dev), devices))
+            .collect();
+        let batches: Vec<GemmBatch> = mine
+            .iter()
+            .map(|(c, _)| GemmBatch {
+                shape,
+                count: *c as usize,
+                shared_b: false,
+            })
+            .collect();
+        Ok(Layout {
+            shape,
+            dim,
+            mat,
+            dtype: params.dtype,
+            collect: params.collect.unwrap_or(Collect::Gather),
+            total,
+            rank_counts,
+            mine,
+            batches,
+        })
+    }
+
+    /// This rank's buffers: the whole batch and the output at the root, the staged share
+    /// and each device's A and C.
+    fn buffers<'p, B: Backend, C: HostComm>(
+        &'p self,
+        backend: &mut B,
+        comm: &C,
+    ) -> Result<State<'p, B::Buf>, BackendError> {
+        let (dtype, mat, total, dim) = (self.dtype, self.mat, self.total, self.dim);
+        let root = comm.is_root();
         let all = if root {
             let mut h = HostBuf::zeros(dtype, total as usize * mat)?;
             for b in 0..total {
@@ -109,7 +181,7 @@ pub fn run<B: Backend, C: HostComm>(
             None
         };
         let out = if root {
-            let len = match collect {
+            let len = match self.collect {
                 Collect::Gather => total as usize * mat,
                 Collect::Reduce => mat,
             };
@@ -117,32 +189,40 @@ pub fn run<B: Backend, C: HostComm>(
         } else {
             None
         };
-        let staged = HostBuf::zeros(dtype, rank_counts[comm.rank() as usize])?;
+        let staged = HostBuf::zeros(dtype, self.rank_counts[comm.rank() as usize])?;
         let mut a = Vec::new();
         let mut c = Vec::new();
-        for (dev, (cnt, _)) in mine.iter().enumerate() {
+        for (dev, (cnt, _)) in self.mine.iter().enumerate() {
             a.push(backend.alloc(dev, dtype, *cnt as usize * mat)?);
             c.push(backend.alloc(dev, dtype, *cnt as usize * mat)?);
         }
         let local_sum = HostBuf::zeros(dtype, mat)?;
-        Ok((all, out, staged, a, c, local_sum))
-    };
-    let (all, out, staged, a, c, local_sum) = agree(comm, setup(backend))?;
-    let mut st = State {
-        all,
-        out,
-        staged,
-        a,
-        c,
-        local_sum,
-        mine: &mine,
-        batches: &batches,
-        rank_counts: &rank_counts,
-        mat,
-        collect,
-        hidden_s: None,
-    };
-    // Calibrate (a cold step, then probes; the counts come from the fastest), warm up, time.
+        Ok(State {
+            all,
+            out,
+            staged,
+            a,
+            c,
+            local_sum,
+            mine: &self.mine,
+            batches: &self.batches,
+            rank_counts: &self.rank_counts,
+            mat,
+            collect: self.collect,
+            hidden_s: None,
+        })
+    }
+}
+
+/// Calibrates (a cold step, then probes; the counts come from the fastest), warms up and
+/// times the steps, each phase separately.
+fn time_steps<B: Backend, C: HostComm>(
+    st: &mut State<'_, B::Buf>,
+    backend: &mut B,
+    comm: &C,
+    params: &CaseParams,
+    settings: &RunSettings,
+) -> Result<(IterCounts, Calibration, Phases), CaseError> {
     let (mut counts, calibration) =
         measure::calibrate(&settings.policy, Timing::Isolated, None, || {
             comm.barrier();
@@ -173,22 +253,20 @@ pub fn run<B: Backend, C: HostComm>(
             ph.hidden.push(h);
         }
     }
-    let timing = measure::combine(
-        comm,
-        params.timing,
-        &RankSamples {
-            counts,
-            mean_s: stats::mean(&ph.total).unwrap_or(0.0),
-            samples_s: ph.total.clone(),
-            calibration: Some(calibration),
-            warnings: measure::timing_warnings(Timing::Isolated, counts),
-        },
-    );
+    Ok((counts, calibration, ph))
+}
+
+/// Each phase's statistics over the slowest rank's samples (at the root; empty elsewhere).
+fn phase_results<C: HostComm>(
+    comm: &C,
+    overlapped: bool,
+    collect: Collect,
+    ph: &Phases,
+) -> Vec<PhaseResult> {
     let collect_name = match collect {
         Collect::Gather => "gather",
         Collect::Reduce => "reduce",
     };
-    let overlapped = backend.overlaps_batch_transfers();
     let mut phases = Vec::new();
     let mut named = vec![
         ("scatter", &ph.scatter),
@@ -209,7 +287,7 @@ pub fn run<B: Backend, C: HostComm>(
         let mut worst = xs.clone();
         comm.max_f64_slice(&mut worst);
         let means = comm.gather_f64(stats::mean(xs).unwrap_or(0.0));
-        if let (true, Some(summary)) = (root, stats::summarize(&worst)) {
+        if let (true, Some(summary)) = (comm.is_root(), stats::summarize(&worst)) {
             phases.push(PhaseResult {
                 name: name.to_string(),
                 time_s: stats::mean(&means).unwrap_or(0.0),
@@ -217,8 +295,19 @@ pub fn run<B: Backend, C: HostComm>(
             });
         }
     }
+    phases
+}
 
-    // Validation at the root on the products that came back.
+/// Validation at the root on the products that came back: (wrong entries on this rank,
+/// tolerance).
+fn validate<B: Backend, C: HostComm>(
+    st: &mut State<'_, B::Buf>,
+    layout: &Layout,
+    backend: &mut B,
+    comm: &C,
+    settings: &RunSettings,
+) -> Result<(u64, f64), CaseError> {
+    let (dtype, dim, total, collect) = (layout.dtype, layout.dim, layout.total, layout.collect);
     let acc = backend.gemm_accumulator(dtype);
     let tol = match collect {
         Collect::Gather => gemm_check::tolerance_stored(acc, dtype, dim),
@@ -232,18 +321,10 @@ pub fn run<B: Backend, C: HostComm>(
         }
         agree(comm, st.step(backend, comm))?;
         if let Some(o) = st.out.as_ref() {
-            wrong += check(o, collect, total, shape, tol);
+            wrong += check(o, collect, total, layout.shape, tol);
         }
     }
-    Ok(Measured {
-        timing,
-        wrong: comm.sum_u64(wrong),
-        check_iters: settings.check_iters,
-        tolerance: tol,
-        flops_total: Some(total as f64 * MatmulShape::square(dim).flops()),
-        phases,
-        ..Measured::default()
-    })
+    Ok((wrong, tol))
 }
 
 /// Buffers and layout of one batch_matmul case.

@@ -99,30 +99,7 @@ pub fn run<B: Backend, C: HostComm>(
 ) -> Result<Measured, CaseError> {
     let corrupt = fault == Some(Fault::Corrupt);
     let devices = backend.total_devices();
-    let requested = params.requested_bytes.unwrap_or(0);
-    let cnt = match counts(params.workload, requested, params.dtype, devices) {
-        Ok(c) => c,
-        Err(e @ CountError::TooSmall { .. }) => return Err(CaseError::Skipped(e.to_string())),
-        Err(e) => return Err(CaseError::Failed(e.to_string())),
-    };
-    let in_place = params.in_place.unwrap_or(false);
-    let root = params.root.unwrap_or(0);
-    if params.workload.has_root() && root >= devices {
-        return Err(CaseError::Failed(format!(
-            "root {root} is not a device: this launch has devices 0..{}",
-            devices - 1
-        )));
-    }
-    let call = CollectiveCall {
-        workload: params.workload,
-        dtype: params.dtype,
-        op: params.op,
-        root: params.workload.has_root().then_some(root),
-        send_count: cnt.send_count as usize,
-        recv_count: cnt.recv_count as usize,
-        in_place,
-        devices,
-    };
+    let (cnt, call) = collective_call(params, devices)?;
     let pattern = Pattern::new(
         params.dtype,
         if params.workload.has_op() {
@@ -135,54 +112,18 @@ pub fn run<B: Backend, C: HostComm>(
     let layout = Layout {
         call: &call,
         pattern: &pattern,
-        root,
+        root: params.root.unwrap_or(0),
     };
-    let local = backend.local_devices();
     let tol = params
         .op
         .filter(|_| params.workload.has_op())
         .map_or(0.0, |op| backend.reduction_tolerance(params.dtype, op));
 
-    // Buffers: one receive (or in-place) buffer per local device, plus send buffers.
     let off = settings.buffer_offset;
-    let alloc = |backend: &mut B| -> Result<Buffers<B::Buf>, BackendError> {
-        let mut send = Vec::new();
-        let mut recv = Vec::new();
-        for dev in 0..local {
-            if in_place {
-                let n = call.in_place_count();
-                recv.push(backend.alloc_at(dev, params.dtype, n, off.recv_bytes)?);
-            } else {
-                send.push(backend.alloc_at(dev, params.dtype, call.send_count, off.send_bytes)?);
-                recv.push(backend.alloc_at(dev, params.dtype, call.recv_count, off.recv_bytes)?);
-            }
-        }
-        Ok(Buffers { send, recv })
-    };
-    let Buffers { mut send, mut recv } = agree(comm, alloc(backend))?;
+    let Buffers { mut send, mut recv } = agree(comm, alloc_buffers(backend, &call, off))?;
     let buffers = placement(backend, comm, off, &send, &recv);
-
     // Fresh inputs before timing and before every checked iteration.
-    let reset =
-        |backend: &mut B, send: &mut [B::Buf], recv: &mut [B::Buf]| -> Result<(), BackendError> {
-            for dev in 0..local {
-                let d = backend.device_index(dev);
-                if in_place {
-                    let mut h = HostBuf::zeros(params.dtype, call.in_place_count())?;
-                    layout.fill_input(&mut h, d, corrupt);
-                    backend.upload(dev, &mut recv[dev], &h)?;
-                } else {
-                    let mut h = HostBuf::zeros(params.dtype, call.send_count)?;
-                    layout.fill_input(&mut h, d, corrupt);
-                    backend.upload(dev, &mut send[dev], &h)?;
-                    let s = pattern.sentinel();
-                    let r = HostBuf::from_fn(params.dtype, call.recv_count, |_| s)?;
-                    backend.upload(dev, &mut recv[dev], &r)?;
-                }
-            }
-            Ok(())
-        };
-    agree(comm, reset(backend, &mut send, &mut recv))?;
+    agree(comm, layout.reset(backend, corrupt, &mut send, &mut recv))?;
 
     let mut cold = fault == Some(Fault::Cold);
     let timed = measure::time_op(
@@ -204,19 +145,7 @@ pub fn run<B: Backend, C: HostComm>(
     // Validation: fresh inputs, one operation, every output element compared.
     let mut wrong_local = 0u64;
     for _ in 0..settings.check_iters {
-        let checked = (|| -> Result<u64, BackendError> {
-            reset(backend, &mut send, &mut recv)?;
-            backend.collective(&call, &send, &mut recv)?;
-            backend.synchronize()?;
-            let mut w = 0;
-            for (dev, buf) in recv.iter().enumerate() {
-                let d = backend.device_index(dev);
-                let host = backend.download(dev, buf)?;
-                let off = backend.reduce_scatter_in_place_offset(d, call.recv_count);
-                w += layout.check_output(&host, d, off, tol);
-            }
-            Ok(w)
-        })();
+        let checked = layout.checked_once(backend, corrupt, tol, &mut send, &mut recv);
         wrong_local += agree(comm, checked)?;
     }
     Ok(Measured {
@@ -232,6 +161,111 @@ pub fn run<B: Backend, C: HostComm>(
         phases: Vec::new(),
         buffers,
     })
+}
+
+/// The counts (nccl-tests' size rule) and the call of a case, after checking its root.
+fn collective_call(
+    params: &CaseParams,
+    devices: u32,
+) -> Result<(Counts, CollectiveCall), CaseError> {
+    let requested = params.requested_bytes.unwrap_or(0);
+    let cnt = match counts(params.workload, requested, params.dtype, devices) {
+        Ok(c) => c,
+        Err(e @ CountError::TooSmall { .. }) => return Err(CaseError::Skipped(e.to_string())),
+        Err(e) => return Err(CaseError::Failed(e.to_string())),
+    };
+    let root = params.root.unwrap_or(0);
+    if params.workload.has_root() && root >= devices {
+        return Err(CaseError::Failed(format!(
+            "root {root} is not a device: this launch has devices 0..{}",
+            devices - 1
+        )));
+    }
+    let call = CollectiveCall {
+        workload: params.workload,
+        dtype: params.dtype,
+        op: params.op,
+        root: params.workload.has_root().then_some(root),
+        send_count: cnt.send_count as usize,
+        recv_count: cnt.recv_count as usize,
+        in_place: params.in_place.unwrap_or(false),
+        devices,
+    };
+    Ok((cnt, call))
+}
+
+/// One receive (or in-place) buffer per local device, plus send buffers out of place, each
+/// at the asked offset within its page.
+fn alloc_buffers<B: Backend>(
+    backend: &mut B,
+    call: &CollectiveCall,
+    off: BufferOffset,
+) -> Result<Buffers<B::Buf>, BackendError> {
+    let dtype = call.dtype;
+    let mut send = Vec::new();
+    let mut recv = Vec::new();
+    for dev in 0..backend.local_devices() {
+        if call.in_place {
+            let n = call.in_place_count();
+            recv.push(backend.alloc_at(dev, dtype, n, off.recv_bytes)?);
+        } else {
+            send.push(backend.alloc_at(dev, dtype, call.send_count, off.send_bytes)?);
+            recv.push(backend.alloc_at(dev, dtype, call.recv_count, off.recv_bytes)?);
+        }
+    }
+    Ok(Buffers { send, recv })
+}
+
+impl Layout<'_> {
+    /// Uploads fresh inputs to every local device (and poisons the outputs out of place).
+    fn reset<B: Backend>(
+        &self,
+        backend: &mut B,
+        corrupt: bool,
+        send: &mut [B::Buf],
+        recv: &mut [B::Buf],
+    ) -> Result<(), BackendError> {
+        let call = self.call;
+        let dtype = call.dtype;
+        for dev in 0..backend.local_devices() {
+            let d = backend.device_index(dev);
+            if call.in_place {
+                let mut h = HostBuf::zeros(dtype, call.in_place_count())?;
+                self.fill_input(&mut h, d, corrupt);
+                backend.upload(dev, &mut recv[dev], &h)?;
+            } else {
+                let mut h = HostBuf::zeros(dtype, call.send_count)?;
+                self.fill_input(&mut h, d, corrupt);
+                backend.upload(dev, &mut send[dev], &h)?;
+                let s = self.pattern.sentinel();
+                let r = HostBuf::from_fn(dtype, call.recv_count, |_| s)?;
+                backend.upload(dev, &mut recv[dev], &r)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// One checked operation on fresh inputs: the wrong output elements on this rank.
+    fn checked_once<B: Backend>(
+        &self,
+        backend: &mut B,
+        corrupt: bool,
+        tol: f64,
+        send: &mut [B::Buf],
+        recv: &mut [B::Buf],
+    ) -> Result<u64, BackendError> {
+        self.reset(backend, corrupt, send, recv)?;
+        backend.collective(self.call, send, recv)?;
+        backend.synchronize()?;
+        let mut w = 0;
+        for (dev, buf) in recv.iter().enumerate() {
+            let d = backend.device_index(dev);
+            let host = backend.download(dev, buf)?;
+            let off = backend.reduce_scatter_in_place_offset(d, self.call.recv_count);
+            w += self.check_output(&host, d, off, tol);
+        }
+        Ok(w)
+    }
 }
 
 /// How long the first operation of a case sleeps under `--fault cold`.

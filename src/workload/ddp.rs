@@ -39,7 +39,7 @@ use crate::comm::HostComm;
 use crate::measure::{self, RankSamples};
 use crate::params::{CaseParams, Dtype, MatmulShape, ReduceOp, Scaling, Timing, Workload};
 use crate::results::ddp::{overlap, DdpMetrics};
-use crate::results::schema::PhaseResult;
+use crate::results::schema::{PhaseResult, TimingResult};
 
 // The model grammar and the defaults live in params (config and plan read them too).
 pub(crate) use crate::params::ddp::{
@@ -505,7 +505,9 @@ pub(crate) fn run<B: Backend, C: HostComm>(
     settings: &RunSettings,
     fault: Option<Fault>,
 ) -> Result<Measured, CaseError> {
-    backend.overlap_support().map_err(CaseError::Skipped)?;
+    backend
+        .overlap_support()
+        .map_err(|why| CaseError::Skipped(why.to_string()))?;
     let dtype = params.dtype;
     if !matches!(dtype, Dtype::F32 | Dtype::F64) {
         return Err(CaseError::Skipped(format!(
@@ -515,52 +517,8 @@ pub(crate) fn run<B: Backend, C: HostComm>(
     let model = Model::parse(params.model.as_deref().unwrap_or(DEFAULT_MODEL))
         .map_err(|e| CaseError::Failed(e.to_string()))?;
     let devices = backend.total_devices();
-    let batch = params.batch.unwrap_or(DEFAULT_BATCH);
-    let scaling = params.scaling.unwrap_or(Scaling::Weak);
-    let batches: Vec<u64> = (0..devices)
-        .map(|d| device_batch(batch, scaling, d, devices))
-        .collect();
-    if batches.contains(&0) {
-        return Err(CaseError::Failed(format!(
-            "strong scaling: a global batch of {batch} leaves some of the {devices} devices without samples: use a batch of at least {devices}"
-        )));
-    }
-    let global: u64 = batches.iter().sum();
-    // |summed gradient| ≤ 3 · 2 · global batch must be an exact integer in the dtype.
-    if 6 * global >= 1u64 << dtype.exact_integer_bits() {
-        return Err(CaseError::Failed(format!(
-            "a global batch of {global} samples is too large for exact {dtype} validation: use f64 or fewer samples"
-        )));
-    }
-    let elem = dtype.size_bytes();
-    let cap = params.bucket_bytes.unwrap_or(DEFAULT_BUCKET_BYTES);
-    // Results written before the first bucket existed recorded none: absent = 0 (same cap).
-    let first = params.first_bucket_bytes.unwrap_or(0);
-    let plan = BucketPlan::new(&model, elem, cap, first);
-    if plan.lens.iter().any(|&n| n > i32::MAX as usize) {
-        return Err(CaseError::Failed(
-            "a bucket holds more than 2^31 − 1 elements (MPI's count limit): use smaller layers"
-                .into(),
-        ));
-    }
-    let local_batch: Vec<u64> = (0..backend.local_devices())
-        .map(|dev| batches[backend.device_index(dev) as usize])
-        .collect();
-    let s = Shapes {
-        call: CollectiveCall {
-            workload: Workload::Allreduce,
-            dtype,
-            op: Some(ReduceOp::Avg),
-            root: None,
-            send_count: 0,
-            recv_count: 0,
-            in_place: true,
-            devices,
-        },
-        model,
-        plan,
-        local_batch,
-    };
+    let batches = global_batches(params, devices)?;
+    let s = shapes(backend, params, model, &batches)?;
     let delay_s = match fault {
         Some(Fault::SlowComm(ms)) => f64::from(ms) / 1e3,
         _ => 0.0,
@@ -583,18 +541,7 @@ pub(crate) fn run<B: Backend, C: HostComm>(
         .map(|r| measure::combine(comm, Timing::Isolated, r))
         .collect();
 
-    let table = expected_table(&batches);
-    let max_batch = batches.iter().copied().max().unwrap_or(0);
-    let tolerance = avg_tolerance(backend.reduction_tolerance(dtype, ReduceOp::Avg), max_batch);
-    let mut wrong_local = 0;
-    for _ in 0..settings.check_iters {
-        for mode in [Mode::Overlap, Mode::AfterBackward] {
-            wrong_local += agree(
-                comm,
-                check(backend, &s, &mut net, mode, &table, dtype, tolerance),
-            )?;
-        }
-    }
+    let (wrong_local, tolerance) = validate(backend, comm, &s, &mut net, &batches, settings)?;
     // Back to the plain strategy, so no later case meets a delayed link.
     agree(
         comm,
@@ -603,10 +550,8 @@ pub(crate) fn run<B: Backend, C: HostComm>(
             comm_delay_s: 0.0,
         }),
     )?;
-    let wrong = comm.sum_u64(wrong_local);
-
     let mut m = Measured {
-        wrong,
+        wrong: comm.sum_u64(wrong_local),
         check_iters: settings.check_iters,
         tolerance,
         // No `bytes`: algbw would read as a collective's bandwidth; the gradient volume is
@@ -614,40 +559,153 @@ pub(crate) fn run<B: Backend, C: HostComm>(
         ..Measured::default()
     };
     if let [Some(step_t), Some(after_t), Some(compute_t), Some(comm_t)] = &timings[..] {
-        let (exposed, eff) = overlap(step_t.time_s, compute_t.time_s, comm_t.time_s, devices);
-        let phase = |name: &str, t: &crate::results::schema::TimingResult| PhaseResult {
-            name: name.into(),
-            time_s: t.time_s,
-            stats_s: t.stats_s,
+        let t = ModeTimes {
+            step: step_t,
+            after: after_t,
+            compute: compute_t,
+            comm: comm_t,
         };
-        m.phases = vec![
-            phase("step_no_overlap", after_t),
-            phase("compute", compute_t),
-            phase("comm", comm_t),
-        ];
-        m.ddp = Some(DdpMetrics {
-            step_s: step_t.time_s,
-            step_no_overlap_s: after_t.time_s,
-            compute_s: compute_t.time_s,
-            comm_s: comm_t.time_s,
-            exposed_comm_s: exposed,
-            overlap_efficiency: eff,
-            samples_per_s: if step_t.time_s > 0.0 {
-                global as f64 / step_t.time_s
-            } else {
-                0.0
-            },
-            global_batch: global,
-            layers: s.model.layers.len() as u32,
-            parameters: s.model.params(),
-            gradient_bytes: s.model.params() * elem,
-            buckets: s.plan.lens.len() as u32,
-            flops_per_device: step_flops(&s.model, max_batch),
-            averaged: true,
-        });
-        m.timing = Some(step_t.clone());
+        record(&mut m, &t, &s, &batches, dtype, devices);
     }
     Ok(m)
+}
+
+/// Checked steps in both modes, `check_iters` times: (wrong gradient entries on this rank,
+/// tolerance).
+fn validate<B: Backend, C: HostComm>(
+    backend: &mut B,
+    comm: &C,
+    s: &Shapes,
+    net: &mut Net<B::Buf>,
+    batches: &[u64],
+    settings: &RunSettings,
+) -> Result<(u64, f64), CaseError> {
+    let dtype = s.call.dtype;
+    let table = expected_table(batches);
+    let max_batch = batches.iter().copied().max().unwrap_or(0);
+    let tolerance = avg_tolerance(backend.reduction_tolerance(dtype, ReduceOp::Avg), max_batch);
+    let mut wrong_local = 0;
+    for _ in 0..settings.check_iters {
+        for mode in [Mode::Overlap, Mode::AfterBackward] {
+            wrong_local += agree(comm, check(backend, s, net, mode, &table, dtype, tolerance))?;
+        }
+    }
+    Ok((wrong_local, tolerance))
+}
+
+/// Samples of every device (global index), checked: no device without samples, and sums
+/// small enough to validate exactly in the case's dtype.
+fn global_batches(params: &CaseParams, devices: u32) -> Result<Vec<u64>, CaseError> {
+    let dtype = params.dtype;
+    let batch = params.batch.unwrap_or(DEFAULT_BATCH);
+    let scaling = params.scaling.unwrap_or(Scaling::Weak);
+    let batches: Vec<u64> = (0..devices)
+        .map(|d| device_batch(batch, scaling, d, devices))
+        .collect();
+    if batches.contains(&0) {
+        return Err(CaseError::Failed(format!(
+            "strong scaling: a global batch of {batch} leaves some of the {devices} devices without samples: use a batch of at least {devices}"
+        )));
+    }
+    let global: u64 = batches.iter().sum();
+    // |summed gradient| ≤ 3 · 2 · global batch must be an exact integer in the dtype.
+    if 6 * global >= 1u64 << dtype.exact_integer_bits() {
+        return Err(CaseError::Failed(format!(
+            "a global batch of {global} samples is too large for exact {dtype} validation: use f64 or fewer samples"
+        )));
+    }
+    Ok(batches)
+}
+
+/// The model, its bucket plan, this rank's devices' samples and the gradient all-reduce.
+fn shapes<B: Backend>(
+    backend: &B,
+    params: &CaseParams,
+    model: Model,
+    batches: &[u64],
+) -> Result<Shapes, CaseError> {
+    let cap = params.bucket_bytes.unwrap_or(DEFAULT_BUCKET_BYTES);
+    // Results written before the first bucket existed recorded none: absent = 0 (same cap).
+    let first = params.first_bucket_bytes.unwrap_or(0);
+    let plan = BucketPlan::new(&model, params.dtype.size_bytes(), cap, first);
+    if plan.lens.iter().any(|&n| n > i32::MAX as usize) {
+        return Err(CaseError::Failed(
+            "a bucket holds more than 2^31 − 1 elements (MPI's count limit): use smaller layers"
+                .into(),
+        ));
+    }
+    let local_batch: Vec<u64> = (0..backend.local_devices())
+        .map(|dev| batches[backend.device_index(dev) as usize])
+        .collect();
+    Ok(Shapes {
+        call: CollectiveCall {
+            workload: Workload::Allreduce,
+            dtype: params.dtype,
+            op: Some(ReduceOp::Avg),
+            root: None,
+            send_count: 0,
+            recv_count: 0,
+            in_place: true,
+            devices: backend.total_devices(),
+        },
+        model,
+        plan,
+        local_batch,
+    })
+}
+
+/// The four timed modes' results, in `time_modes`' order.
+struct ModeTimes<'a> {
+    step: &'a TimingResult,
+    after: &'a TimingResult,
+    compute: &'a TimingResult,
+    comm: &'a TimingResult,
+}
+
+/// Records the step's timing, its phases and the DDP metrics derived from them.
+fn record(
+    m: &mut Measured,
+    t: &ModeTimes<'_>,
+    s: &Shapes,
+    batches: &[u64],
+    dtype: Dtype,
+    devices: u32,
+) {
+    let global: u64 = batches.iter().sum();
+    let max_batch = batches.iter().copied().max().unwrap_or(0);
+    let elem = dtype.size_bytes();
+    let (exposed, eff) = overlap(t.step.time_s, t.compute.time_s, t.comm.time_s, devices);
+    let phase = |name: &str, t: &TimingResult| PhaseResult {
+        name: name.into(),
+        time_s: t.time_s,
+        stats_s: t.stats_s,
+    };
+    m.phases = vec![
+        phase("step_no_overlap", t.after),
+        phase("compute", t.compute),
+        phase("comm", t.comm),
+    ];
+    m.ddp = Some(DdpMetrics {
+        step_s: t.step.time_s,
+        step_no_overlap_s: t.after.time_s,
+        compute_s: t.compute.time_s,
+        comm_s: t.comm.time_s,
+        exposed_comm_s: exposed,
+        overlap_efficiency: eff,
+        samples_per_s: if t.step.time_s > 0.0 {
+            global as f64 / t.step.time_s
+        } else {
+            0.0
+        },
+        global_batch: global,
+        layers: s.model.layers.len() as u32,
+        parameters: s.model.params(),
+        gradient_bytes: s.model.params() * elem,
+        buckets: s.plan.lens.len() as u32,
+        flops_per_device: step_flops(&s.model, max_batch),
+        averaged: true,
+    });
+    m.timing = Some(t.step.clone());
 }
 
 #[cfg(test)]

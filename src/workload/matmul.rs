@@ -6,7 +6,7 @@ use super::{agree, CaseError, Measured, RunSettings};
 use crate::backend::{Backend, BackendError, GemmBatch, HostBuf};
 use crate::comm::HostComm;
 use crate::measure;
-use crate::params::{CaseParams, MatmulShape, Scaling};
+use crate::params::{CaseParams, Dtype, MatmulShape, Scaling};
 
 /// Sampled entries checked per device and iteration.
 pub const CHECK_SAMPLES: usize = 256;
@@ -50,6 +50,9 @@ struct Operands<Buf> {
     c: Vec<Buf>,
 }
 
+/// The seed of the operands' entries (each entry is a function of it and its indices).
+const SEED: u64 = 1;
+
 pub fn run<B: Backend, C: HostComm>(
     backend: &mut B,
     comm: &C,
@@ -61,10 +64,8 @@ pub fn run<B: Backend, C: HostComm>(
         .ok_or_else(|| CaseError::Failed("matmul case without a shape".into()))?;
     let scaling = params.scaling.unwrap_or(Scaling::Weak);
     let devices = backend.total_devices();
-    let local = backend.local_devices();
     let dtype = params.dtype;
-    let seed = 1;
-    let plan: Vec<(GemmBatch, u64)> = (0..local)
+    let plan: Vec<(GemmBatch, u64)> = (0..backend.local_devices())
         .map(|dev| {
             let (shape, row0) = device_shape(total, scaling, backend.device_index(dev), devices);
             let count = usize::from(shape.m > 0);
@@ -79,29 +80,10 @@ pub fn run<B: Backend, C: HostComm>(
         })
         .collect();
     let batches: Vec<GemmBatch> = plan.iter().map(|(b, _)| *b).collect();
-
-    let setup = |backend: &mut B| -> Result<Operands<B::Buf>, BackendError> {
-        let (mut a, mut b, mut c) = (Vec::new(), Vec::new(), Vec::new());
-        for (dev, (g, row0)) in plan.iter().enumerate() {
-            let MatmulShape { m, n, k } = g.shape;
-            let mut ha = HostBuf::zeros(dtype, g.a_len())?;
-            gemm_check::fill_a(&mut ha, 0, seed, *row0, m, k);
-            let mut hb = HostBuf::zeros(dtype, g.b_len())?;
-            gemm_check::fill_b(&mut hb, 0, seed, k, n);
-            let mut da = backend.alloc(dev, dtype, g.a_len())?;
-            backend.upload(dev, &mut da, &ha)?;
-            let mut db = backend.alloc(dev, dtype, g.b_len())?;
-            backend.upload(dev, &mut db, &hb)?;
-            a.push(da);
-            b.push(db);
-            c.push(backend.alloc(dev, dtype, g.c_len())?);
-        }
-        Ok(Operands { a, b, c })
-    };
-    let Operands { a, b, mut c } = agree(comm, setup(backend))?;
+    let mut ops = agree(comm, operands(backend, &plan, dtype))?;
 
     let timed = measure::time_op(backend, comm, params.timing, &settings.policy, None, |be| {
-        be.gemm(&batches, &a, &b, &mut c)
+        be.gemm(&batches, &ops.a, &ops.b, &mut ops.c)
     });
     let samples = agree(comm, timed)?;
     let timing = measure::combine(comm, params.timing, &samples);
@@ -109,28 +91,7 @@ pub fn run<B: Backend, C: HostComm>(
     let tol = gemm_check::tolerance_stored(backend.gemm_accumulator(dtype), dtype, total.k);
     let mut wrong_local = 0;
     for _ in 0..settings.check_iters {
-        let checked = (|| -> Result<u64, BackendError> {
-            let mut w = 0;
-            for (dev, (g, _)) in plan.iter().enumerate() {
-                let poison = HostBuf::from_fn(dtype, g.c_len(), |_| f64::NAN)?;
-                backend.upload(dev, &mut c[dev], &poison)?;
-            }
-            backend.gemm(&batches, &a, &b, &mut c)?;
-            backend.synchronize()?;
-            for (dev, (g, row0)) in plan.iter().enumerate() {
-                let host = backend.download(dev, &c[dev])?;
-                w += gemm_check::count_wrong(
-                    &host,
-                    0,
-                    g.shape,
-                    CHECK_SAMPLES,
-                    tol,
-                    |i, k| gemm_check::a_entry(seed, row0 + i, k),
-                    |k, j| gemm_check::b_entry(seed, k, j),
-                );
-            }
-            Ok(w)
-        })();
+        let checked = checked_once(backend, &plan, &batches, &mut ops, dtype, tol);
         wrong_local += agree(comm, checked)?;
     }
     Ok(Measured {
@@ -141,6 +102,61 @@ pub fn run<B: Backend, C: HostComm>(
         flops_total: Some(total_flops(total, scaling, devices)),
         ..Measured::default()
     })
+}
+
+/// Each local device's A and B (uploaded) and C, for its (batch, first row) in `plan`.
+fn operands<B: Backend>(
+    backend: &mut B,
+    plan: &[(GemmBatch, u64)],
+    dtype: Dtype,
+) -> Result<Operands<B::Buf>, BackendError> {
+    let (mut a, mut b, mut c) = (Vec::new(), Vec::new(), Vec::new());
+    for (dev, (g, row0)) in plan.iter().enumerate() {
+        let MatmulShape { m, n, k } = g.shape;
+        let mut ha = HostBuf::zeros(dtype, g.a_len())?;
+        gemm_check::fill_a(&mut ha, 0, SEED, *row0, m, k);
+        let mut hb = HostBuf::zeros(dtype, g.b_len())?;
+        gemm_check::fill_b(&mut hb, 0, SEED, k, n);
+        let mut da = backend.alloc(dev, dtype, g.a_len())?;
+        backend.upload(dev, &mut da, &ha)?;
+        let mut db = backend.alloc(dev, dtype, g.b_len())?;
+        backend.upload(dev, &mut db, &hb)?;
+        a.push(da);
+        b.push(db);
+        c.push(backend.alloc(dev, dtype, g.c_len())?);
+    }
+    Ok(Operands { a, b, c })
+}
+
+/// One checked GEMM into poisoned outputs: the wrong sampled entries on this rank.
+fn checked_once<B: Backend>(
+    backend: &mut B,
+    plan: &[(GemmBatch, u64)],
+    batches: &[GemmBatch],
+    ops: &mut Operands<B::Buf>,
+    dtype: Dtype,
+    tol: f64,
+) -> Result<u64, BackendError> {
+    let mut w = 0;
+    for (dev, (g, _)) in plan.iter().enumerate() {
+        let poison = HostBuf::from_fn(dtype, g.c_len(), |_| f64::NAN)?;
+        backend.upload(dev, &mut ops.c[dev], &poison)?;
+    }
+    backend.gemm(batches, &ops.a, &ops.b, &mut ops.c)?;
+    backend.synchronize()?;
+    for (dev, (g, row0)) in plan.iter().enumerate() {
+        let host = backend.download(dev, &ops.c[dev])?;
+        w += gemm_check::count_wrong(
+            &host,
+            0,
+            g.shape,
+            CHECK_SAMPLES,
+            tol,
+            |i, k| gemm_check::a_entry(SEED, row0 + i, k),
+            |k, j| gemm_check::b_entry(SEED, k, j),
+        );
+    }
+    Ok(w)
 }
 
 #[cfg(test)]

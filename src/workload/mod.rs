@@ -12,7 +12,7 @@ pub mod gemm_check;
 pub mod matmul;
 pub mod pattern;
 
-use crate::backend::{Backend, BackendError};
+use crate::backend::{Backend, BackendError, DeviceError};
 use crate::comm::HostComm;
 use crate::params::{CaseParams, Workload};
 
@@ -99,7 +99,7 @@ pub fn run_case<B: Backend, C: HostComm>(
     settings: &RunSettings,
 ) -> Result<Measured, CaseError> {
     if let Err(why) = backend.supports(params) {
-        return Err(CaseError::Skipped(why));
+        return Err(CaseError::Skipped(why.to_string()));
     }
     let fault = params.fault.as_deref().and_then(Fault::parse);
     let last = comm.size() - 1;
@@ -113,7 +113,7 @@ pub fn run_case<B: Backend, C: HostComm>(
         }
         Some(Fault::Fail) => {
             let local = if comm.rank() == last {
-                Err(BackendError::Device("injected failure (fault=fail)".into()))
+                Err(BackendError::Device(DeviceError::Injected))
             } else {
                 Ok(())
             };

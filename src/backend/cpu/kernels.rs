@@ -65,8 +65,10 @@ impl Arith for i32 {
 #[derive(Clone, Copy, PartialEq)]
 #[repr(transparent)]
 pub(super) struct SyncPtr<T>(pub(super) *mut T);
-// SAFETY: see the type's doc: disjoint ranges per thread and phase.
+// SAFETY: the pointer is only dereferenced inside `unsafe` kernels whose callers give each
+// thread a range no other thread touches in the same phase (see the type's doc).
 unsafe impl<T> Send for SyncPtr<T> {}
+// SAFETY: as for `Send`: sharing the pointer shares no access beyond those disjoint ranges.
 unsafe impl<T> Sync for SyncPtr<T> {}
 
 /// A buffer that only one worker of a team job uses exclusively (worker 0, for MPI), in a
@@ -78,8 +80,10 @@ impl<T> Clone for Excl<T> {
     }
 }
 impl<T> Copy for Excl<T> {}
-// SAFETY: see the type's doc.
+// SAFETY: only worker 0 dereferences it (`get`/`at` are unsafe, their callers promise
+// exclusive use in a phase where no other worker touches the value).
 unsafe impl<T> Send for Excl<T> {}
+// SAFETY: as for `Send`: the other workers hold it but never dereference it.
 unsafe impl<T> Sync for Excl<T> {}
 
 impl<T> Excl<T> {
@@ -90,6 +94,7 @@ impl<T> Excl<T> {
     /// No other reference to the value is used while the returned one lives.
     #[allow(clippy::mut_from_ref)]
     pub(super) unsafe fn get(&self) -> &mut T {
+        // SAFETY: built from a live `&mut T`; the caller promises exclusive use (above).
         unsafe { &mut *self.0 }
     }
     /// Element `i` of the slice that starts here.
@@ -98,6 +103,7 @@ impl<T> Excl<T> {
     /// As [`Excl::get`], and `i` within the slice.
     #[allow(clippy::mut_from_ref)]
     pub(super) unsafe fn at(&self, i: usize) -> &mut T {
+        // SAFETY: the caller promises `i` within the slice and exclusive use (above).
         unsafe { &mut *self.0.add(i) }
     }
 }
@@ -177,6 +183,7 @@ pub(super) unsafe fn reduce_range<T: Arith>(
     r: Range<usize>,
     op: ReduceOp,
 ) {
+    // SAFETY: the caller's contract is `fold_into`'s, for the range `r`.
     unsafe { fold_into(dst, r.start, srcs, r.start, r.len(), op) }
 }
 
@@ -193,6 +200,8 @@ pub(super) unsafe fn fold_into<T: Arith>(
     len: usize,
     op: ReduceOp,
 ) {
+    // SAFETY: the caller guarantees every range valid and the destination range ours alone;
+    // the only overlap allowed (destination = first source) is skipped before the copy.
     unsafe {
         let d = dst.0.add(at);
         let first = srcs[0].0.add(from);
@@ -211,6 +220,7 @@ pub(super) unsafe fn fold_into<T: Arith>(
 /// # Safety
 /// The range valid and not used by another thread meanwhile.
 pub(super) unsafe fn divide_range<T: Arith>(dst: SyncPtr<T>, r: Range<usize>, n: u32) {
+    // SAFETY: the caller guarantees the range valid and not used by another thread.
     unsafe {
         for x in std::slice::from_raw_parts_mut(dst.0.add(r.start), r.len()) {
             *x = x.div_devices(n);
@@ -230,6 +240,8 @@ pub(super) unsafe fn copy_range<T: Arith>(
     len: usize,
     avg: Option<u32>,
 ) {
+    // SAFETY: the caller guarantees both ranges valid and the destination ours alone; equal
+    // ranges return before the copy, so the slices never alias.
     unsafe {
         if std::ptr::eq(dst.0.add(at), src.0.add(from)) {
             if let Some(n) = avg {
@@ -314,11 +326,13 @@ mod tests {
         let b = HostBuf::from_fn(Dtype::I32, 4, |i| 10.0 - i as f64).unwrap();
         let mut d = HostBuf::zeros(Dtype::I32, 4).unwrap();
         let srcs = [typed::<i32>(&a), typed::<i32>(&b)];
+        // SAFETY: all three buffers hold 4 elements and no other thread uses them.
         unsafe { reduce_range(typed::<i32>(&d), &srcs, 0..4, ReduceOp::Max) };
         assert_eq!(
             (0..4).map(|i| d.get(i)).collect::<Vec<_>>(),
             vec![10.0, 9.0, 8.0, 7.0]
         );
+        // SAFETY: as above (1..3 is within the 4 elements).
         unsafe { reduce_range(typed::<i32>(&d), &srcs, 1..3, ReduceOp::Sum) };
         assert_eq!(
             (0..4).map(|i| d.get(i)).collect::<Vec<_>>(),

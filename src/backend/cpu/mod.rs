@@ -29,7 +29,7 @@ use super::gemm::{self as providers, CblasScalar, GemmEngine};
 use super::team::{Team, SPIN};
 use super::{
     alignment_policy, Backend, BackendError, BackendResult, BufferOffset, CollectiveCall,
-    DevicePlan, GemmBatch, HostBuf, OverlapSettings,
+    DevicePlan, GemmBatch, HostBuf, OverlapSettings, Unsupported,
 };
 use crate::params::{BackendKind, CaseParams, Dtype, Workload};
 use crate::results::schema::{BackendInfo, DeviceBinding, GemmProvenance, TimerInfo};
@@ -149,7 +149,7 @@ fn start_team(g: usize, cfg: &DevicePlan) -> BackendResult<Option<Team>> {
                 let _ = affinity::bind_current_thread(set);
             }
         })
-        .map_err(|e| BackendError::Device(format!("could not start {g} worker threads: {e}")))?;
+        .map_err(|e| BackendError::thread(format!("{g} worker threads"), e))?;
         Some(team)
     } else {
         None
@@ -175,9 +175,7 @@ fn start_gemm_pool(
                 }
             })
             .build()
-            .map_err(|e| {
-                BackendError::Device(format!("could not start {g} worker threads: {e}"))
-            })?;
+            .map_err(|e| BackendError::thread(format!("{g} worker threads"), e))?;
         Some(pool)
     } else {
         if let Some(Some(set)) = cfg.worker_cpus.first() {
@@ -264,18 +262,15 @@ impl Backend for CpuBackend {
         self.gemm_provenance.clone()
     }
 
-    fn supports(&self, p: &CaseParams) -> Result<(), String> {
+    fn supports(&self, p: &CaseParams) -> Result<(), Unsupported> {
         if matches!(p.dtype, Dtype::F16 | Dtype::Bf16) {
-            return Err(format!(
-                "the CPU backend has no {} arithmetic: use f32, f64 or i32, or --backend cuda",
-                p.dtype
-            ));
+            return Err(CpuUnsupported::NoHalfArithmetic(p.dtype).into());
         }
         if !p.workload.is_collective() && p.dtype == Dtype::I32 {
-            return Err("CPU GEMM supports f32 and f64, not i32".into());
+            return Err(CpuUnsupported::IntegerGemm.into());
         }
         if p.workload == Workload::Broadcast && p.in_place == Some(false) {
-            return Err("MPI_Bcast has only an in-place form: out-of-place broadcast is measured on the CUDA backend".into());
+            return Err(CpuUnsupported::OutOfPlaceBroadcast.into());
         }
         Ok(())
     }
@@ -319,7 +314,7 @@ impl Backend for CpuBackend {
 
     fn upload(&mut self, _dev: usize, buf: &mut HostBuf, host: &HostBuf) -> BackendResult<()> {
         if buf.len() != host.len() || buf.dtype() != host.dtype() {
-            return Err(BackendError::Device(format!(
+            return Err(BackendError::check(format!(
                 "upload of {} {} elements into a buffer of {} {}",
                 host.len(),
                 host.dtype(),
@@ -382,7 +377,7 @@ impl Backend for CpuBackend {
         }
     }
 
-    fn overlap_support(&self) -> Result<(), String> {
+    fn overlap_support(&self) -> Result<(), Unsupported> {
         Ok(())
     }
 
@@ -420,5 +415,39 @@ impl Backend for CpuBackend {
 
     fn elapsed_s(&mut self, from: f64, to: f64) -> BackendResult<f64> {
         Ok(to - from)
+    }
+}
+
+/// Why the CPU backend cannot run a case (it is skipped with this sentence).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CpuUnsupported {
+    /// No f16/bf16 arithmetic on the host.
+    NoHalfArithmetic(Dtype),
+    /// The CPU GEMMs are f32 and f64 only.
+    IntegerGemm,
+    /// MPI_Bcast has only an in-place form.
+    OutOfPlaceBroadcast,
+}
+
+impl std::fmt::Display for CpuUnsupported {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CpuUnsupported::NoHalfArithmetic(dtype) => write!(
+                f,
+                "the CPU backend has no {dtype} arithmetic: use f32, f64 or i32, or --backend cuda"
+            ),
+            CpuUnsupported::IntegerGemm => f.write_str("CPU GEMM supports f32 and f64, not i32"),
+            CpuUnsupported::OutOfPlaceBroadcast => f.write_str(
+                "MPI_Bcast has only an in-place form: out-of-place broadcast is measured on the CUDA backend",
+            ),
+        }
+    }
+}
+
+impl std::error::Error for CpuUnsupported {}
+
+impl From<CpuUnsupported> for Unsupported {
+    fn from(e: CpuUnsupported) -> Unsupported {
+        Unsupported::Cpu(e)
     }
 }

@@ -130,7 +130,7 @@ fn spawn_comm_thread() -> BackendResult<CommThread> {
     let handle = std::thread::Builder::new()
         .name("scalebench-comm".into())
         .spawn(move || comm_thread_loop(jobs_rx, done_tx))
-        .map_err(|e| BackendError::Device(format!("could not start the progress thread: {e}")))?;
+        .map_err(|e| BackendError::thread("the progress thread", e))?;
     Ok(CommThread {
         jobs: Some(jobs_tx),
         done: done_rx,
@@ -186,8 +186,8 @@ fn comm_thread_loop(jobs: mpsc::Receiver<Job>, done: mpsc::Sender<u64>) {
 
 pub(super) fn configure(b: &mut CpuBackend, s: OverlapSettings) -> BackendResult<()> {
     if !b.overlap.inflight.is_empty() {
-        return Err(BackendError::Device(
-            "progress strategy changed with all-reduces in flight".into(),
+        return Err(BackendError::check(
+            "progress strategy changed with all-reduces in flight",
         ));
     }
     if s.progress == Progress::Thread && b.overlap.thread.is_none() {
@@ -259,7 +259,7 @@ pub(super) fn start(
 ) -> BackendResult<u64> {
     let n = call.send_count;
     if bufs.len() != b.g || bufs.iter().any(|x| x.len() < n || x.dtype() != call.dtype) {
-        return Err(BackendError::Device(format!(
+        return Err(BackendError::check(format!(
             "all-reduce of {n} {} elements on {} buffer(s), {} device(s) here",
             call.dtype,
             bufs.len(),
@@ -315,7 +315,7 @@ pub(super) fn start(
                 .as_ref()
                 .expect("open while the backend lives")
                 .send(job)
-                .map_err(|_| BackendError::Device("the progress thread has stopped".into()))?;
+                .map_err(|_| BackendError::check("the progress thread has stopped"))?;
             None
         }
         // SAFETY: `target` lives in `bufs` or `node`, which the InFlight entry owns (heap
@@ -348,7 +348,7 @@ pub(super) fn wait(b: &mut CpuBackend, ticket: u64) -> BackendResult<Vec<HostBuf
         .inflight
         .iter()
         .position(|f| f.ticket == ticket)
-        .ok_or_else(|| BackendError::Device(format!("no all-reduce with ticket {ticket}")))?;
+        .ok_or_else(|| BackendError::check(format!("no all-reduce with ticket {ticket}")))?;
     let mut f = b.overlap.inflight.swap_remove(at);
     match &mut f.req {
         Some(r) => {
@@ -369,7 +369,7 @@ pub(super) fn wait(b: &mut CpuBackend, ticket: u64) -> BackendResult<Vec<HostBuf
                 let got = t
                     .done
                     .recv()
-                    .map_err(|_| BackendError::Device("the progress thread has stopped".into()))?;
+                    .map_err(|_| BackendError::check("the progress thread has stopped"))?;
                 st.done.insert(got);
             }
         }
@@ -513,7 +513,7 @@ pub(super) fn copy_within(
     len: usize,
 ) -> BackendResult<()> {
     if dst.dtype() != src.dtype() || dst_at + len > dst.len() || src_at + len > src.len() {
-        return Err(BackendError::Device(format!(
+        return Err(BackendError::check(format!(
             "copy of {len} elements from {}[{src_at}..] of {} into {}[{dst_at}..] of {}",
             src.dtype(),
             src.len(),

@@ -17,7 +17,7 @@
 //! case (`SCALEBENCH_TELEMETRY=0` switches it off); where it does not, the launch says why
 //! in its warnings and the cases carry no telemetry.
 
-use super::cublas::{self, Blas};
+use super::cublas::{self, Blas, GemmUnsupported};
 use super::error::CudaError;
 use super::events::{self, Mark, Ring};
 use super::memory::{byte_len, host_bytes, host_bytes_mut, DeviceMem};
@@ -28,7 +28,7 @@ use super::probe::{self, GpuInfo};
 use crate::backend::telemetry::{summarize, Sampler};
 use crate::backend::{
     Backend, BackendError, BackendResult, CollectiveCall, DevicePlan, GemmBatch, HostBuf,
-    OverlapSettings, OverlapTiming,
+    OverlapSettings, OverlapTiming, Unsupported,
 };
 use crate::params::{BackendKind, CaseParams, Collect, Dtype, ReduceOp, Workload};
 use crate::results::schema::{BackendInfo, DeviceBinding, DeviceTelemetry, TimerInfo};
@@ -81,7 +81,7 @@ pub struct CudaBackend {
 impl CudaBackend {
     pub(super) fn device(&self, dev: usize) -> BackendResult<&Device> {
         self.devices.get(dev).ok_or_else(|| {
-            BackendError::Device(format!(
+            BackendError::check(format!(
                 "local device {dev} does not exist (this rank drives {})",
                 self.devices.len()
             ))
@@ -97,7 +97,7 @@ impl CudaBackend {
         min: usize,
     ) -> BackendResult<()> {
         if b.dev != dev || b.dtype != dtype || b.count < min {
-            return Err(BackendError::Device(format!(
+            return Err(BackendError::check(format!(
                 "{what}: a {} {} buffer on local device {} where {min} {dtype} elements on device {dev} are needed",
                 b.count, b.dtype, b.dev
             )));
@@ -279,29 +279,26 @@ impl Backend for CudaBackend {
             .collect()
     }
 
-    fn supports(&self, p: &CaseParams) -> Result<(), String> {
+    fn supports(&self, p: &CaseParams) -> Result<(), Unsupported> {
         if p.workload == Workload::Alltoall && p.in_place == Some(true) {
-            return Err(nccl::IN_PLACE_ALLTOALL.to_string());
+            return Err(CudaUnsupported::InPlaceAlltoall.into());
         }
         if !p.workload.is_collective() {
-            cublas::types(p.dtype, false).map_err(|e| e.to_string())?;
+            cublas::types(p.dtype, false).map_err(CudaUnsupported::Gemm)?;
             if let Some(s) = p.shape {
                 cublas::row_major(&GemmBatch {
                     shape: s,
                     count: 1,
                     shared_b: false,
                 })
-                .map_err(|e| e.to_string())?;
+                .map_err(CudaUnsupported::Gemm)?;
             }
         }
         if p.workload == Workload::BatchMatmul
             && p.collect == Some(Collect::Reduce)
             && matches!(p.dtype, Dtype::F16 | Dtype::Bf16)
         {
-            return Err(format!(
-                "batch_matmul --collect reduce sums the products on the host and through MPI, which have no {} arithmetic: use --collect gather, or f32",
-                p.dtype
-            ));
+            return Err(CudaUnsupported::HostReduction(p.dtype).into());
         }
         Ok(())
     }
@@ -310,10 +307,10 @@ impl Backend for CudaBackend {
         let d = self.device(dev)?;
         let bytes = byte_len(dtype, count)?;
         let mem = DeviceMem::new(&d.ctx, bytes).map_err(|e| {
-            BackendError::Device(format!(
-                "cuMemAlloc of {bytes} bytes on GPU {} ({}): {e}",
+            BackendError::from(e.context(format!(
+                "cuMemAlloc of {bytes} bytes on GPU {} ({})",
                 d.info.ordinal, d.info.name
-            ))
+            )))
         })?;
         Ok(DeviceBuf {
             mem,
@@ -325,7 +322,7 @@ impl Backend for CudaBackend {
 
     fn upload(&mut self, dev: usize, buf: &mut DeviceBuf, host: &HostBuf) -> BackendResult<()> {
         if buf.count != host.len() || buf.dtype != host.dtype() || buf.dev != dev {
-            return Err(BackendError::Device(format!(
+            return Err(BackendError::check(format!(
                 "upload of {} {} elements into a buffer of {} {} on device {}",
                 host.len(),
                 host.dtype(),
@@ -391,7 +388,7 @@ impl Backend for CudaBackend {
         self.comms.as_ref().map_err(|e| e.clone())?;
         let g = self.devices.len();
         if recv.len() != g || (!call.in_place && send.len() != g) {
-            return Err(BackendError::Device(format!(
+            return Err(BackendError::check(format!(
                 "a collective needs one buffer per local device ({g}), got {} send and {} receive",
                 send.len(),
                 recv.len()
@@ -427,7 +424,7 @@ impl Backend for CudaBackend {
     ) -> BackendResult<()> {
         let g = self.devices.len();
         if batches.len() != g || a.len() != g || b.len() != g || c.len() != g {
-            return Err(BackendError::Device(format!(
+            return Err(BackendError::check(format!(
                 "a GEMM needs one batch, A, B and C per local device ({g})"
             )));
         }
@@ -477,8 +474,9 @@ impl Backend for CudaBackend {
         self.overlapped_step(batches, inputs, a, c)
     }
 
-    fn overlap_support(&self) -> Result<(), String> {
-        self.ddp_support().map_err(|e| e.to_string())
+    fn overlap_support(&self) -> Result<(), Unsupported> {
+        self.ddp_support()
+            .map_err(|e| CudaUnsupported::NoCommunicators(e).into())
     }
 
     fn set_overlap(&mut self, settings: OverlapSettings) -> BackendResult<()> {
@@ -545,5 +543,50 @@ impl Backend for CudaBackend {
             longest = longest.max(s);
         }
         Ok(longest)
+    }
+}
+
+/// Why the CUDA backend cannot run a case (it is skipped with this sentence).
+#[derive(Debug, Clone)]
+pub enum CudaUnsupported {
+    /// NCCL has no in-place all-to-all.
+    InPlaceAlltoall,
+    /// cuBLAS cannot take this GEMM (its type or dimensions).
+    Gemm(GemmUnsupported),
+    /// `batch_matmul --collect reduce` sums on the host and through MPI, which have no
+    /// arithmetic for this type.
+    HostReduction(Dtype),
+    /// NCCL's communicators did not start, so nothing can overlap an all-reduce (ddp_step).
+    NoCommunicators(CudaError),
+}
+
+impl std::fmt::Display for CudaUnsupported {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CudaUnsupported::InPlaceAlltoall => f.write_str(nccl::IN_PLACE_ALLTOALL),
+            CudaUnsupported::Gemm(e) => e.fmt(f),
+            CudaUnsupported::HostReduction(dtype) => write!(
+                f,
+                "batch_matmul --collect reduce sums the products on the host and through MPI, which have no {dtype} arithmetic: use --collect gather, or f32"
+            ),
+            CudaUnsupported::NoCommunicators(e) => e.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for CudaUnsupported {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            // These display their error itself, so its sources come next.
+            CudaUnsupported::Gemm(e) => e.source(),
+            CudaUnsupported::NoCommunicators(e) => e.source(),
+            CudaUnsupported::InPlaceAlltoall | CudaUnsupported::HostReduction(_) => None,
+        }
+    }
+}
+
+impl From<CudaUnsupported> for Unsupported {
+    fn from(e: CudaUnsupported) -> Unsupported {
+        Unsupported::Cuda(e)
     }
 }

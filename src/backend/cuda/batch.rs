@@ -13,6 +13,10 @@ use crate::params::{Dtype, MatmulShape};
 use cudarc::driver::sys as dsys;
 use std::ffi::c_void;
 
+/// One device's share of an overlapped step: matrices, bytes per matrix, the GEMM's
+/// parameters and types, and the element type.
+type StepPlan = (usize, usize, cublas::Params, cublas::Types, Dtype);
+
 impl CudaBackend {
     /// The overlapped batch step (see [`super::pipeline`]).
     pub(super) fn overlapped_step(
@@ -22,14 +26,40 @@ impl CudaBackend {
         a: &mut [DeviceBuf],
         c: &mut [DeviceBuf],
     ) -> BackendResult<(Vec<HostBuf>, Option<OverlapTiming>)> {
+        let plans = self.plan_overlapped(batches, inputs, a, c)?;
+        let r = self.enqueue_overlapped(&plans, inputs, a, c);
+        let r = r.and_then(|()| {
+            for d in &self.devices {
+                if let Some(l) = &d.lane {
+                    l.copy.synchronize().map_err(CudaError::driver)?;
+                }
+                d.stream.synchronize().map_err(CudaError::driver)?;
+            }
+            Ok(())
+        });
+        if let Err(e) = r {
+            self.drain();
+            return Err(e.into());
+        }
+        self.read_overlapped(&plans)
+    }
+
+    /// Checks and sizes everything before anything is enqueued: one square batch, input, A
+    /// and C per device, cuBLAS present, each device's copy lane large enough.
+    fn plan_overlapped(
+        &mut self,
+        batches: &[GemmBatch],
+        inputs: &[HostBuf],
+        a: &[DeviceBuf],
+        c: &[DeviceBuf],
+    ) -> BackendResult<Vec<StepPlan>> {
         let g = self.devices.len();
         if batches.len() != g || inputs.len() != g || a.len() != g || c.len() != g {
-            return Err(BackendError::Device(format!(
+            return Err(BackendError::check(format!(
                 "a batch step needs one batch, input, A and C per local device ({g})"
             )));
         }
         let tf32 = self.tf32;
-        // Check and size everything before enqueuing anything.
         let mut plans = Vec::with_capacity(g);
         for dev in 0..g {
             let bt = batches[dev];
@@ -44,7 +74,7 @@ impl CudaBackend {
             let mat = bt.a_len();
             let elems = bt.count * mat;
             if inputs[dev].len() != elems {
-                return Err(BackendError::Device(format!(
+                return Err(BackendError::check(format!(
                     "batch input of {} elements for {} matrices of {mat}",
                     inputs[dev].len(),
                     bt.count
@@ -66,23 +96,17 @@ impl CudaBackend {
                 }?;
             }
         }
-        let r = self.enqueue_overlapped(&plans, inputs, a, c);
-        let r = r.and_then(|()| {
-            for d in &self.devices {
-                if let Some(l) = &d.lane {
-                    l.copy.synchronize().map_err(CudaError::driver)?;
-                }
-                d.stream.synchronize().map_err(CudaError::driver)?;
-            }
-            Ok(())
-        });
-        if let Err(e) = r {
-            self.drain();
-            return Err(e.into());
-        }
-        // Timing from the events; the device with the longest span speaks for the rank.
+        Ok(plans)
+    }
+
+    /// After the step has synchronised: the products, and the timing from the events (the
+    /// device with the longest span speaks for the rank).
+    fn read_overlapped(
+        &self,
+        plans: &[StepPlan],
+    ) -> BackendResult<(Vec<HostBuf>, Option<OverlapTiming>)> {
         let mut timing: Option<OverlapTiming> = None;
-        let mut outputs = Vec::with_capacity(g);
+        let mut outputs = Vec::with_capacity(plans.len());
         for (dev, &(count, mb, _, _, dtype)) in plans.iter().enumerate() {
             let mut out = HostBuf::zeros(dtype, count * mb / dtype.size_bytes() as usize)?;
             if count == 0 {
@@ -119,10 +143,9 @@ impl CudaBackend {
 
     /// Enqueues the copies and GEMMs of an overlapped step on every device, interleaving
     /// devices so each one gets its first matrix early.
-    #[allow(clippy::type_complexity)]
     fn enqueue_overlapped(
         &self,
-        plans: &[(usize, usize, cublas::Params, cublas::Types, Dtype)],
+        plans: &[StepPlan],
         inputs: &[HostBuf],
         a: &[DeviceBuf],
         c: &[DeviceBuf],
@@ -139,79 +162,96 @@ impl CudaBackend {
         let longest = orders.iter().map(Vec::len).max().unwrap_or(0);
         for step in 0..longest {
             for (dev, order) in orders.iter().enumerate() {
-                let Some(&s) = order.get(step) else { continue };
-                let d = &self.devices[dev];
-                let l = d.lane.as_ref().expect("sized before enqueuing");
-                let (_, mb, params, types, _) = plans[dev];
-                let ev = |j, w| &l.events[pipeline::event_index(j, w)];
-                match s {
-                    CopyStep::In(j) => {
-                        // SAFETY: matrix j of the input holds `mb` bytes at j·mb (lengths
-                        // checked in `overlapped_step`); the staging region j is written by
-                        // the host before its copy is enqueued and never again in this step.
-                        unsafe {
-                            std::ptr::copy_nonoverlapping(
-                                inputs[dev].as_ptr().add(j * mb),
-                                l.pin_in.ptr().add(j * mb),
-                                mb,
-                            );
-                        }
-                        ev(j, 0).record(&l.copy).map_err(CudaError::driver)?;
-                        d.ctx.bind_to_thread().map_err(CudaError::driver)?;
-                        // SAFETY: destination: matrix j of A (checked to hold it); source:
-                        // staging region j of pinned memory that stays allocated until the
-                        // step synchronises the copy stream.
-                        unsafe {
-                            dsys::cuMemcpyHtoDAsync_v2(
-                                a[dev].ptr() + (j * mb) as u64,
-                                l.pin_in.ptr().add(j * mb) as *const c_void,
-                                mb,
-                                l.copy.cu_stream(),
-                            )
-                        }
-                        .result()
-                        .map_err(CudaError::driver_call("cuMemcpyHtoDAsync"))?;
-                        ev(j, 1).record(&l.copy).map_err(CudaError::driver)?;
-                        d.stream.wait(ev(j, 1)).map_err(CudaError::driver)?;
-                        ev(j, 2).record(&d.stream).map_err(CudaError::driver)?;
-                        let blas = d.blas.as_ref().map_err(|e| e.clone())?;
-                        let at = (j * mb) as u64;
-                        // SAFETY: A_j and C_j are matrix j of buffers checked to hold the whole
-                        // batch; C and A are distinct allocations; both live until the step
-                        // synchronises.
-                        unsafe {
-                            blas.gemm(
-                                &params,
-                                types,
-                                a[dev].ptr() + at,
-                                a[dev].ptr() + at,
-                                c[dev].ptr() + at,
-                            )?
-                        };
-                        ev(j, 3).record(&d.stream).map_err(CudaError::driver)?;
-                    }
-                    CopyStep::Out(j) => {
-                        l.copy.wait(ev(j, 3)).map_err(CudaError::driver)?;
-                        ev(j, 4).record(&l.copy).map_err(CudaError::driver)?;
-                        d.ctx.bind_to_thread().map_err(CudaError::driver)?;
-                        // SAFETY: source: product j in C (checked); destination: staging
-                        // region j of pinned memory, reached only through raw pointers until
-                        // the step has synchronised.
-                        unsafe {
-                            dsys::cuMemcpyDtoHAsync_v2(
-                                l.pin_out.ptr().add(j * mb) as *mut c_void,
-                                c[dev].ptr() + (j * mb) as u64,
-                                mb,
-                                l.copy.cu_stream(),
-                            )
-                        }
-                        .result()
-                        .map_err(CudaError::driver_call("cuMemcpyDtoHAsync"))?;
-                        ev(j, 5).record(&l.copy).map_err(CudaError::driver)?;
-                    }
+                match order.get(step) {
+                    Some(&CopyStep::In(j)) => self.enqueue_in_and_gemm(
+                        dev,
+                        j,
+                        &plans[dev],
+                        &inputs[dev],
+                        &a[dev],
+                        &c[dev],
+                    )?,
+                    Some(&CopyStep::Out(j)) => self.enqueue_out(dev, j, plans[dev].1, &c[dev])?,
+                    None => {}
                 }
             }
         }
+        Ok(())
+    }
+
+    /// Matrix j of device `dev`: staged into pinned memory, copied to A on the copy stream,
+    /// squared into C on the main stream once the copy is done.
+    fn enqueue_in_and_gemm(
+        &self,
+        dev: usize,
+        j: usize,
+        plan: &StepPlan,
+        input: &HostBuf,
+        a: &DeviceBuf,
+        c: &DeviceBuf,
+    ) -> CudaResult<()> {
+        let d = &self.devices[dev];
+        let l = d.lane.as_ref().expect("sized before enqueuing");
+        let &(_, mb, params, types, _) = plan;
+        let ev = |j, w| &l.events[pipeline::event_index(j, w)];
+        // SAFETY: matrix j of the input holds `mb` bytes at j·mb (lengths checked in
+        // `plan_overlapped`); the staging region j is written by the host before its copy is
+        // enqueued and never again in this step.
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                input.as_ptr().add(j * mb),
+                l.pin_in.ptr().add(j * mb),
+                mb,
+            );
+        }
+        ev(j, 0).record(&l.copy).map_err(CudaError::driver)?;
+        d.ctx.bind_to_thread().map_err(CudaError::driver)?;
+        // SAFETY: destination: matrix j of A (checked to hold it); source: staging region j
+        // of pinned memory that stays allocated until the step synchronises the copy stream.
+        unsafe {
+            dsys::cuMemcpyHtoDAsync_v2(
+                a.ptr() + (j * mb) as u64,
+                l.pin_in.ptr().add(j * mb) as *const c_void,
+                mb,
+                l.copy.cu_stream(),
+            )
+        }
+        .result()
+        .map_err(CudaError::driver_call("cuMemcpyHtoDAsync"))?;
+        ev(j, 1).record(&l.copy).map_err(CudaError::driver)?;
+        d.stream.wait(ev(j, 1)).map_err(CudaError::driver)?;
+        ev(j, 2).record(&d.stream).map_err(CudaError::driver)?;
+        let blas = d.blas.as_ref().map_err(|e| e.clone())?;
+        let at = (j * mb) as u64;
+        // SAFETY: A_j and C_j are matrix j of buffers checked to hold the whole batch; C and
+        // A are distinct allocations; both live until the step synchronises.
+        unsafe { blas.gemm(&params, types, a.ptr() + at, a.ptr() + at, c.ptr() + at)? };
+        ev(j, 3).record(&d.stream).map_err(CudaError::driver)?;
+        Ok(())
+    }
+
+    /// Product j of device `dev` (`mb` bytes): copied from C to pinned memory on the copy
+    /// stream once its GEMM is done.
+    fn enqueue_out(&self, dev: usize, j: usize, mb: usize, c: &DeviceBuf) -> CudaResult<()> {
+        let d = &self.devices[dev];
+        let l = d.lane.as_ref().expect("sized before enqueuing");
+        let ev = |j, w| &l.events[pipeline::event_index(j, w)];
+        l.copy.wait(ev(j, 3)).map_err(CudaError::driver)?;
+        ev(j, 4).record(&l.copy).map_err(CudaError::driver)?;
+        d.ctx.bind_to_thread().map_err(CudaError::driver)?;
+        // SAFETY: source: product j in C (checked); destination: staging region j of pinned
+        // memory, reached only through raw pointers until the step has synchronised.
+        unsafe {
+            dsys::cuMemcpyDtoHAsync_v2(
+                l.pin_out.ptr().add(j * mb) as *mut c_void,
+                c.ptr() + (j * mb) as u64,
+                mb,
+                l.copy.cu_stream(),
+            )
+        }
+        .result()
+        .map_err(CudaError::driver_call("cuMemcpyDtoHAsync"))?;
+        ev(j, 5).record(&l.copy).map_err(CudaError::driver)?;
         Ok(())
     }
 }

@@ -86,12 +86,12 @@ impl CudaBackend {
     /// Creates the communication streams on first use and keeps `s` for later starts.
     pub(super) fn ddp_configure(&mut self, s: OverlapSettings) -> BackendResult<()> {
         if !self.ddp.inflight.is_empty() {
-            return Err(BackendError::Device(
-                "the overlap settings changed with all-reduces in flight".into(),
+            return Err(BackendError::check(
+                "the overlap settings changed with all-reduces in flight",
             ));
         }
         if !s.comm_delay_s.is_finite() || s.comm_delay_s < 0.0 {
-            return Err(BackendError::Device(format!(
+            return Err(BackendError::check(format!(
                 "communication delay of {} s",
                 s.comm_delay_s
             )));
@@ -129,7 +129,7 @@ impl CudaBackend {
     ) -> BackendResult<u64> {
         let g = self.devices.len();
         if call.workload != Workload::Allreduce || !call.in_place || bufs.len() != g {
-            return Err(BackendError::Device(format!(
+            return Err(BackendError::check(format!(
                 "a non-blocking all-reduce is in place with one buffer per local device ({g}); got {} {} buffer(s){}",
                 bufs.len(),
                 call.workload,
@@ -210,7 +210,7 @@ impl CudaBackend {
             .iter()
             .position(|f| f.ticket == ticket)
             .ok_or_else(|| {
-                BackendError::Device(format!("all-reduce ticket {ticket} is not in flight"))
+                BackendError::check(format!("all-reduce ticket {ticket} is not in flight"))
             })?;
         let f = self.ddp.inflight.swap_remove(at);
         for (dev, d) in self.devices.iter().enumerate() {
@@ -245,7 +245,7 @@ impl CudaBackend {
             || !fits(dst, dst_at)
             || !fits(src, src_at)
         {
-            return Err(BackendError::Device(format!(
+            return Err(BackendError::check(format!(
                 "device copy of {len} elements from [{src_at}..] of a {} {} buffer on device {} to [{dst_at}..] of a {} {} buffer on device {} (device {dev})",
                 src.count, src.dtype, src.dev, dst.count, dst.dtype, dst.dev
             )));

@@ -7,7 +7,7 @@
 //! [`BackendError`] (a failed case, exit 4 or 3), and set-up picks `Unavailable` (exit 2) where
 //! a library is missing or too old.
 
-use crate::backend::BackendError;
+use crate::backend::{BackendError, DeviceError};
 use crate::params::Workload;
 use cudarc::cublas::result::CublasError;
 use cudarc::driver::result::DriverError;
@@ -98,14 +98,6 @@ pub struct Panicked {
     pub message: String,
 }
 
-/// The sentence, for the callers of `guarded` that still pass sentences around (NVML's
-/// telemetry thread and the probe's set-up checks).
-impl From<Panicked> for String {
-    fn from(p: Panicked) -> String {
-        p.to_string()
-    }
-}
-
 fn prefix(call: &Option<String>) -> String {
     call.as_ref().map(|c| format!("{c}: ")).unwrap_or_default()
 }
@@ -164,9 +156,10 @@ impl CudaError {
 }
 
 /// A failed case (the common case at the trait boundary); set-up chooses `Unavailable` itself.
+/// The error stays typed, with the library's code as its source.
 impl From<CudaError> for BackendError {
     fn from(e: CudaError) -> BackendError {
-        BackendError::Device(e.to_string())
+        BackendError::Device(DeviceError::Cuda(e))
     }
 }
 
@@ -188,7 +181,10 @@ mod tests {
             "GPU 3: cublasCreate: CUBLAS_STATUS_NOT_INITIALIZED"
         );
         let b: BackendError = wrapped.into();
-        assert!(matches!(b, BackendError::Device(m) if m.starts_with("GPU 3: cublasCreate")));
+        assert!(b.to_string().starts_with("GPU 3: cublasCreate"));
+        assert!(matches!(b, BackendError::Device(DeviceError::Cuda(_))));
+        // The library's code stays reachable through the chain of sources.
+        assert!(std::error::Error::source(&b).is_some());
         let p = CudaError::from(Panicked {
             what: "loading".into(),
             message: "Missing symbol".into(),

@@ -37,7 +37,7 @@ pub struct MarkOverwritten {
 
 impl From<MarkOverwritten> for crate::backend::BackendError {
     fn from(e: MarkOverwritten) -> Self {
-        crate::backend::BackendError::Device(e.to_string())
+        crate::backend::BackendError::Device(crate::backend::DeviceError::Mark(e))
     }
 }
 

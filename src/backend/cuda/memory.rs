@@ -20,7 +20,7 @@ pub struct TooLarge {
 
 impl From<TooLarge> for crate::backend::BackendError {
     fn from(e: TooLarge) -> Self {
-        crate::backend::BackendError::Device(e.to_string())
+        crate::backend::BackendError::Device(crate::backend::DeviceError::TooLarge(e))
     }
 }
 

@@ -27,8 +27,11 @@ pub(crate) mod pipeline;
 pub mod probe;
 mod setup;
 
-pub use backend::CudaBackend;
+pub use backend::{CudaBackend, CudaUnsupported};
+pub use cublas::GemmUnsupported;
 pub use error::{CudaError, CudaResult};
-pub use memory::DeviceBuf;
+pub use events::MarkOverwritten;
+pub use memory::{DeviceBuf, TooLarge};
+pub use nccl::PlanError;
 pub use probe::{list_gpus, GpuInfo};
 pub use setup::{duplicate_gpus, TELEMETRY_ENV};

@@ -224,40 +224,53 @@ pub(crate) fn plan(call: &CollectiveCall, device: u32) -> Result<Vec<Call>, Plan
                 op,
             }]
         }
-        Workload::Alltoall => {
-            if call.in_place {
-                return Err(PlanError::InPlaceAlltoall);
-            }
-            if sc != rc || sc % n as usize != 0 {
-                return Err(PlanError::Counts {
-                    what: "alltoall",
-                    into: "→",
-                    sc,
-                    rc,
-                    n,
-                });
-            }
-            let chunk = sc / n as usize;
-            (0..n)
-                .flat_map(|p| {
-                    let at = p as usize * chunk;
-                    [
-                        Call::Send {
-                            send: span(Side::Send, at, chunk),
-                            peer: p,
-                        },
-                        Call::Recv {
-                            recv: span(Side::Recv, at, chunk),
-                            peer: p,
-                        },
-                    ]
-                })
-                .collect()
-        }
+        Workload::Alltoall => alltoall(call)?,
         Workload::Matmul | Workload::BatchMatmul | Workload::DdpStep => {
             return Err(PlanError::NotCollective(call.workload))
         }
     })
+}
+
+/// All-to-all as grouped send/recv: one chunk to and from every peer (out of place only).
+fn alltoall(call: &CollectiveCall) -> Result<Vec<Call>, PlanError> {
+    let n = call.devices;
+    let (sc, rc) = (call.send_count, call.recv_count);
+    if call.in_place {
+        return Err(PlanError::InPlaceAlltoall);
+    }
+    if sc != rc || sc % n as usize != 0 {
+        return Err(PlanError::Counts {
+            what: "alltoall",
+            into: "→",
+            sc,
+            rc,
+            n,
+        });
+    }
+    let chunk = sc / n as usize;
+    Ok((0..n)
+        .flat_map(|p| {
+            let at = p as usize * chunk;
+            [
+                Call::Send {
+                    send: Span {
+                        side: Side::Send,
+                        at,
+                        len: chunk,
+                    },
+                    peer: p,
+                },
+                Call::Recv {
+                    recv: Span {
+                        side: Side::Recv,
+                        at,
+                        len: chunk,
+                    },
+                    peer: p,
+                },
+            ]
+        })
+        .collect())
 }
 
 /// A collective the NCCL calls cannot express, or a call outside its buffers: a bug in the
@@ -295,7 +308,7 @@ pub enum PlanError {
 
 impl From<PlanError> for crate::backend::BackendError {
     fn from(e: PlanError) -> Self {
-        crate::backend::BackendError::Device(e.to_string())
+        crate::backend::BackendError::Device(crate::backend::DeviceError::Plan(e))
     }
 }
 

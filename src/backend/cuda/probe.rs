@@ -75,11 +75,14 @@ pub fn candidates(lib: &str) -> Vec<String> {
 
 /// Tries to load each library (and unloads it again). Never panics.
 pub fn libraries() -> Libraries {
-    // SAFETY (all three): `is_culib_present` only `dlopen`s candidate file names and drops the
-    // handle; loading runs the library's initialisers, which any use of CUDA runs anyway.
+    // Each `is_culib_present` only `dlopen`s candidate file names and drops the handle;
+    // loading runs the library's initialisers, which any use of CUDA runs anyway.
     Libraries {
+        // SAFETY: as above (the driver).
         driver: unsafe { cudarc::driver::sys::is_culib_present() },
+        // SAFETY: as above (cuBLAS).
         cublas: unsafe { cudarc::cublas::sys::is_culib_present() },
+        // SAFETY: as above (NCCL).
         nccl: unsafe { cudarc::nccl::sys::is_culib_present() },
     }
 }
@@ -387,12 +390,13 @@ fn missing_in(has: impl Fn(&str) -> bool, names: &[&str]) -> Vec<String> {
         .collect()
 }
 
-// SAFETY (the three look-ups below): `culib()` loads the library (callers checked that it is
-// present) and `get` only looks a symbol up; nothing is called through it.
+// The three look-ups below: `culib()` loads the library (callers checked that it is present)
+// and `get` only looks a symbol up; nothing is called through it.
 
 /// The driver entry points the loaded libcuda lacks (empty when it has them all).
 fn missing_driver_symbols() -> Result<Vec<String>, Panicked> {
     guarded("loading the CUDA driver", || {
+        // SAFETY: a symbol look-up in the loaded driver; the symbol is never called.
         let has =
             |n: &str| unsafe { dsys::culib().get::<unsafe extern "C" fn()>(n.as_bytes()) }.is_ok();
         Ok(missing_in(has, DRIVER_SYMBOLS))
@@ -403,6 +407,7 @@ fn missing_driver_symbols() -> Result<Vec<String>, Panicked> {
 pub fn missing_cublas_symbols() -> Result<Vec<String>, Panicked> {
     guarded("loading cuBLAS", || {
         let has = |n: &str| {
+            // SAFETY: a symbol look-up in the loaded library; the symbol is never called.
             unsafe { cudarc::cublas::sys::culib().get::<unsafe extern "C" fn()>(n.as_bytes()) }
                 .is_ok()
         };
@@ -414,6 +419,7 @@ pub fn missing_cublas_symbols() -> Result<Vec<String>, Panicked> {
 pub fn missing_nccl_symbols() -> Result<Vec<String>, Panicked> {
     guarded("loading NCCL", || {
         let has = |n: &str| {
+            // SAFETY: a symbol look-up in the loaded library; the symbol is never called.
             unsafe { cudarc::nccl::sys::culib().get::<unsafe extern "C" fn()>(n.as_bytes()) }
                 .is_ok()
         };
@@ -653,19 +659,24 @@ mod tests {
     }
 
     #[test]
-    fn guarded_turns_a_panic_into_a_sentence() {
-        let r: Result<(), String> = guarded("loading libfoo", || panic!("Missing symbol cuFoo"));
-        assert_eq!(r.unwrap_err(), "loading libfoo: Missing symbol cuFoo");
-        let r: Result<u32, String> = guarded("x", || Ok(7));
+    fn guarded_turns_a_panic_into_a_typed_error() {
+        let r: CudaResult<()> = guarded("loading libfoo", || panic!("Missing symbol cuFoo"));
+        let e = r.unwrap_err();
+        assert!(
+            matches!(&e, CudaError::Panicked(p) if p.what == "loading libfoo"),
+            "{e:?}"
+        );
+        assert_eq!(e.to_string(), "loading libfoo: Missing symbol cuFoo");
+        let r: CudaResult<u32> = guarded("x", || Ok(7));
         assert_eq!(r.unwrap(), 7);
-        let r: Result<u32, String> = guarded("x", || Err("plain".into()));
-        assert_eq!(r.unwrap_err(), "plain");
+        let r: CudaResult<u32> = guarded("x", || Err(CudaError::Check("plain".into())));
+        assert_eq!(r.unwrap_err().to_string(), "plain");
         // nested: the inner panic is caught by the inner guard, the outer one goes on
-        let r: Result<String, String> = guarded("outer", || {
-            let inner: Result<(), String> = guarded("inner", || panic!("boom"));
+        let r: Result<Panicked, Panicked> = guarded("outer", || {
+            let inner: Result<(), Panicked> = guarded("inner", || panic!("boom"));
             Ok(inner.unwrap_err())
         });
-        assert_eq!(r.unwrap(), "inner: boom");
+        assert_eq!(r.unwrap().to_string(), "inner: boom");
     }
 
     #[test]

@@ -14,14 +14,15 @@ use super::events::{self, Ring};
 use super::memory::DeviceMem;
 use super::nccl::{self, Comms};
 use super::nvml::{NvmlProbe, NvmlProbeError};
-use super::probe::{self, guarded};
+use super::probe::{self, guarded, GpuInfo};
 use super::{CudaError, CudaResult};
 use crate::backend::telemetry::{Sampler, DEFAULT_INTERVAL};
-use crate::backend::{BackendError, BackendResult, DevicePlan};
+use crate::backend::{BackendError, BackendResult, DeviceError, DevicePlan};
 use crate::comm::HostComm;
 use crate::results::schema::TimerInfo;
 use crate::topology::affinity;
-use cudarc::driver::CudaContext;
+use cudarc::driver::{CudaContext, CudaStream};
+use std::sync::Arc;
 
 /// Set to `0` to switch NVML sampling off.
 pub const TELEMETRY_ENV: &str = "SCALEBENCH_TELEMETRY";
@@ -53,7 +54,7 @@ fn silent(class: u8) -> BackendError {
     if class >= 2 {
         BackendError::Unavailable(String::new())
     } else {
-        BackendError::Device(String::new())
+        BackendError::Device(DeviceError::OtherRank)
     }
 }
 
@@ -121,7 +122,7 @@ fn agree_failures<C: HostComm, T, E: std::fmt::Display>(
 /// Opens this rank's GPUs: driver, ordinals, contexts, streams, events, cuBLAS.
 fn open_local(plan: &DevicePlan) -> BackendResult<Local> {
     if plan.local_indices.len() != plan.devices_per_rank.max(1) {
-        return Err(BackendError::Device(format!(
+        return Err(BackendError::check(format!(
             "the device plan lists {} GPU(s) for {} device(s) per rank",
             plan.local_indices.len(),
             plan.devices_per_rank
@@ -132,68 +133,89 @@ fn open_local(plan: &DevicePlan) -> BackendResult<Local> {
     let choice = probe::choose_ordinals(&plan.local_indices, visible)?;
     let driver = probe::driver_version()?;
     let libs = probe::libraries();
-    let cublas_check: CudaResult<()> = if libs.cublas {
-        probe::missing_cublas_symbols()
-            .map_err(CudaError::from)
-            .and_then(|m| {
-                if m.is_empty() {
-                    Ok(())
-                } else {
-                    Err(CudaError::Library(probe::missing_symbols_message(
-                        "cuBLAS (libcublas.so)",
-                        &m,
-                        "install the cuBLAS of CUDA 11.4 or newer, or put its directory first in LD_LIBRARY_PATH",
-                    )))
-                }
-            })
-    } else {
-        Err(CudaError::Library(probe::no_cublas_message()))
-    };
+    let cublas_check = cublas_usable(libs.cublas);
     let mut warnings = Vec::new();
     let mut devices = Vec::new();
     for &ordinal in &choice.ordinals {
         let info = probe::gpu_info(ordinal)?;
-        let open = || -> CudaResult<Device> {
-            let ctx = CudaContext::new(ordinal as usize).map_err(CudaError::driver)?;
-            // SAFETY: called before anything is allocated through cudarc on this context (the
-            // backend's buffers are its own cuMemAlloc memory anyway). Without tracking, the
-            // backend orders work itself: everything on a device runs on its one stream,
-            // except overlapped batch steps, whose second stream is ordered by explicit
-            // events and synchronised before the step returns.
-            unsafe { ctx.disable_event_tracking() };
-            let stream = ctx.new_stream().map_err(CudaError::driver)?;
-            let marks = events::timing_events(&ctx, events::SLOTS)?;
-            let gate = ctx.new_event(None).map_err(CudaError::driver)?;
-            // One small allocation proves the device can hold buffers (it fails here, with
-            // the fix, rather than in the first case when the GPU is full or unusable).
-            DeviceMem::new(&ctx, 1).map_err(|e| CudaError::NoDeviceMemory(Box::new(e)))?;
-            let blas = match &cublas_check {
-                Ok(()) => guarded("cuBLAS", || Blas::new(&stream)),
-                Err(e) => Err(e.clone()),
-            };
-            Ok(Device {
-                info: info.clone(),
-                ctx,
-                stream,
-                blas,
-                marks,
-                lane: None,
-                gate,
-            })
-        };
-        let d = guarded("opening the GPU", open).map_err(|e| {
-            BackendError::Device(format!(
-                "could not open GPU {} ({}): {e}",
+        let d = guarded("opening the GPU", || {
+            open_device(ordinal, &info, &cublas_check)
+        })
+        .map_err(|e| {
+            BackendError::from(e.context(format!(
+                "could not open GPU {} ({})",
                 ordinal,
                 info.describe()
-            ))
+            )))
         })?;
         if let Err(e) = &d.blas {
             warnings.push(format!("GPU {ordinal}: GEMM cases will fail: {e}"));
         }
         devices.push(d);
     }
-    // One thread drives every GPU of the rank: bind it to the devices' CPUs (their union).
+    bind_driving_thread(plan, &mut warnings);
+    let timer = timer_info(&devices[0].stream)?;
+    Ok(Local {
+        devices,
+        driver,
+        ordinal_note: choice.note,
+        nccl_here: libs.nccl,
+        timer,
+        warnings,
+    })
+}
+
+/// Whether cuBLAS (`present`: it loads) has every entry point the backend calls; GEMM cases
+/// fail with this sentence where it has not.
+fn cublas_usable(present: bool) -> CudaResult<()> {
+    if !present {
+        return Err(CudaError::Library(probe::no_cublas_message()));
+    }
+    let missing = probe::missing_cublas_symbols()?;
+    if missing.is_empty() {
+        Ok(())
+    } else {
+        Err(CudaError::Library(probe::missing_symbols_message(
+            "cuBLAS (libcublas.so)",
+            &missing,
+            "install the cuBLAS of CUDA 11.4 or newer, or put its directory first in LD_LIBRARY_PATH",
+        )))
+    }
+}
+
+/// One GPU: its context, stream, timing events and cuBLAS handle (or why it has none).
+fn open_device(ordinal: u32, info: &GpuInfo, cublas_check: &CudaResult<()>) -> CudaResult<Device> {
+    let ctx = CudaContext::new(ordinal as usize).map_err(CudaError::driver)?;
+    // SAFETY: called before anything is allocated through cudarc on this context (the
+    // backend's buffers are its own cuMemAlloc memory anyway). Without tracking, the
+    // backend orders work itself: everything on a device runs on its one stream,
+    // except overlapped batch steps, whose second stream is ordered by explicit
+    // events and synchronised before the step returns.
+    unsafe { ctx.disable_event_tracking() };
+    let stream = ctx.new_stream().map_err(CudaError::driver)?;
+    let marks = events::timing_events(&ctx, events::SLOTS)?;
+    let gate = ctx.new_event(None).map_err(CudaError::driver)?;
+    // One small allocation proves the device can hold buffers (it fails here, with
+    // the fix, rather than in the first case when the GPU is full or unusable).
+    DeviceMem::new(&ctx, 1).map_err(|e| CudaError::NoDeviceMemory(Box::new(e)))?;
+    let blas = match cublas_check {
+        Ok(()) => guarded("cuBLAS", || Blas::new(&stream)),
+        Err(e) => Err(e.clone()),
+    };
+    Ok(Device {
+        info: info.clone(),
+        ctx,
+        stream,
+        blas,
+        marks,
+        lane: None,
+        gate,
+    })
+}
+
+/// One thread drives every GPU of the rank: binds it to the devices' CPUs (their union),
+/// with a warning where that fails.
+fn bind_driving_thread(plan: &DevicePlan, warnings: &mut Vec<String>) {
     let mut want: Vec<u32> = plan
         .worker_cpus
         .iter()
@@ -211,24 +233,75 @@ fn open_local(plan: &DevicePlan) -> BackendResult<Local> {
             ));
         }
     }
-    let measured = guarded("timing events", || {
-        events::measure_resolution_s(&devices[0].stream, 50)
-    })?;
-    let timer = TimerInfo {
+}
+
+/// The timer and its resolution, measured on the first GPU's stream where it can be.
+fn timer_info(stream: &Arc<CudaStream>) -> CudaResult<TimerInfo> {
+    let measured = guarded("timing events", || events::measure_resolution_s(stream, 50))?;
+    Ok(TimerInfo {
         source: match measured {
             Some(_) => "cuEventElapsedTime: CUDA events on each GPU's stream, longest over the rank's GPUs (resolution: smallest non-zero gap between back-to-back events, measured)".into(),
             None => "cuEventElapsedTime: CUDA events on each GPU's stream, longest over the rank's GPUs (resolution: CUDA's documented ~0.5 µs; no non-zero gap was observed)".into(),
         },
         resolution_s: measured.unwrap_or(events::DOCUMENTED_RESOLUTION_S),
-    };
-    Ok(Local {
-        devices,
-        driver,
-        ordinal_note: choice.note,
-        nccl_here: libs.nccl,
-        timer,
-        warnings,
     })
+}
+
+/// No GPU may be driven twice: every rank's host and GPU UUIDs go to the root, which
+/// refuses a launch that shares one (exit 2, its sentence printed by the root).
+fn refuse_shared_gpus<C: HostComm>(comm: &C, devices: &[Device]) -> BackendResult<()> {
+    let me = format!(
+        "{}\t{}",
+        crate::topology::hostname(),
+        devices
+            .iter()
+            .map(|d| d.info.uuid.clone())
+            .collect::<Vec<_>>()
+            .join(",")
+    );
+    let all = comm.gather_bytes(me.as_bytes());
+    let mut verdict = Vec::new();
+    if comm.is_root() {
+        let ranks: Vec<(String, Vec<String>)> = all
+            .iter()
+            .map(|b| {
+                let s = String::from_utf8_lossy(b);
+                let (host, uuids) = s.split_once('\t').unwrap_or((&s, ""));
+                (
+                    host.to_string(),
+                    uuids
+                        .split(',')
+                        .filter(|u| !u.is_empty())
+                        .map(str::to_string)
+                        .collect(),
+                )
+            })
+            .collect();
+        verdict = duplicate_gpus(&ranks).unwrap_or_default().into_bytes();
+    }
+    comm.broadcast_bytes(&mut verdict);
+    if verdict.is_empty() {
+        return Ok(());
+    }
+    let msg = if comm.is_root() {
+        String::from_utf8_lossy(&verdict).into_owned()
+    } else {
+        String::new()
+    };
+    Err(BackendError::Unavailable(msg))
+}
+
+/// TF32 GEMMs only where every rank asks for them (a warning where only some do).
+fn agree_tf32<C: HostComm>(comm: &C, warnings: &mut Vec<String>) -> bool {
+    let tf32_here = cublas::tf32_requested(std::env::var(cublas::TF32_ENV).ok().as_deref());
+    let tf32 = comm.all_ok(tf32_here);
+    if tf32_here && !tf32 {
+        warnings.push(format!(
+            "{} is set on some ranks only: f32 GEMMs use FP32 everywhere",
+            cublas::TF32_ENV
+        ));
+    }
+    tf32
 }
 
 impl CudaBackend {
@@ -255,57 +328,9 @@ impl CudaBackend {
             Ok(l) => l,
         };
 
-        // No GPU may be driven twice.
-        let me = format!(
-            "{}\t{}",
-            crate::topology::hostname(),
-            local
-                .devices
-                .iter()
-                .map(|d| d.info.uuid.clone())
-                .collect::<Vec<_>>()
-                .join(",")
-        );
-        let all = comm.gather_bytes(me.as_bytes());
-        let mut verdict = Vec::new();
-        if comm.is_root() {
-            let ranks: Vec<(String, Vec<String>)> = all
-                .iter()
-                .map(|b| {
-                    let s = String::from_utf8_lossy(b);
-                    let (host, uuids) = s.split_once('\t').unwrap_or((&s, ""));
-                    (
-                        host.to_string(),
-                        uuids
-                            .split(',')
-                            .filter(|u| !u.is_empty())
-                            .map(str::to_string)
-                            .collect(),
-                    )
-                })
-                .collect();
-            verdict = duplicate_gpus(&ranks).unwrap_or_default().into_bytes();
-        }
-        comm.broadcast_bytes(&mut verdict);
-        if !verdict.is_empty() {
-            let msg = if comm.is_root() {
-                String::from_utf8_lossy(&verdict).into_owned()
-            } else {
-                String::new()
-            };
-            return Err(BackendError::Unavailable(msg));
-        }
-
-        let tf32_here = cublas::tf32_requested(std::env::var(cublas::TF32_ENV).ok().as_deref());
-        let tf32 = comm.all_ok(tf32_here);
+        refuse_shared_gpus(comm, &local.devices)?;
         let mut warnings = local.warnings;
-        if tf32_here && !tf32 {
-            warnings.push(format!(
-                "{} is set on some ranks only: f32 GEMMs use FP32 everywhere",
-                cublas::TF32_ENV
-            ));
-        }
-
+        let tf32 = agree_tf32(comm, &mut warnings);
         let nccl_all = comm.all_ok(local.nccl_here);
         let devices = local.devices;
         let comms = if nccl_all {
@@ -430,9 +455,13 @@ mod tests {
     #[test]
     fn healthy_ranks_stay_silent_when_another_fails() {
         assert!(matches!(silent(2), BackendError::Unavailable(m) if m.is_empty()));
-        assert!(matches!(silent(1), BackendError::Device(m) if m.is_empty()));
+        assert!(matches!(
+            silent(1),
+            BackendError::Device(DeviceError::OtherRank)
+        ));
+        assert!(silent(1).to_string().is_empty());
         assert_eq!(class_of(&BackendError::Unavailable("x".into())), 2);
-        assert_eq!(class_of(&BackendError::Device("x".into())), 1);
+        assert_eq!(class_of(&BackendError::check("x")), 1);
     }
 
     /// Without a driver (CI, this machine) set-up is one sentence, never a panic; with one,

@@ -145,6 +145,7 @@ impl std::fmt::Debug for Blas {
 /// # Safety
 /// `p` is null or points to a NUL-terminated string that stays valid during the call.
 unsafe fn c_string(p: *const c_char) -> Option<String> {
+    // SAFETY: a null pointer is checked; otherwise the caller guarantees a live C string.
     unsafe { (!p.is_null()).then(|| CStr::from_ptr(p).to_string_lossy().trim().to_string()) }
 }
 
@@ -169,13 +170,15 @@ impl Blas {
             lib: shown(),
             reason: e.to_string(),
         })?;
-        // SAFETY (every `get` below): the types are the CBLAS and vendor prototypes.
+        // Every `get` below: a symbol look-up, typed with the CBLAS or vendor prototype.
+        // SAFETY: `CblasGemm<f32>` is cblas_sgemm's prototype.
         let sgemm: CblasGemm<f32> = unsafe { library.get::<CblasGemm<f32>>(b"cblas_sgemm\0") }
             .map(|s| *s)
             .map_err(|_| LoadError::NotCblas {
                 lib: shown(),
                 missing: "cblas_sgemm",
             })?;
+        // SAFETY: `CblasGemm<f64>` is cblas_dgemm's prototype.
         let dgemm: CblasGemm<f64> = unsafe { library.get::<CblasGemm<f64>>(b"cblas_dgemm\0") }
             .map(|s| *s)
             .map_err(|_| LoadError::NotCblas {
@@ -186,6 +189,8 @@ impl Blas {
             let sym = |name: &str| -> Option<*const c_void> {
                 let mut z = name.as_bytes().to_vec();
                 z.push(0);
+                // SAFETY: read as an untyped address; the caller below casts it to the
+                // prototype of the vendor call the table names.
                 unsafe { library.get::<*const c_void>(&z) }
                     .ok()
                     .map(|s| *s)
@@ -242,9 +247,11 @@ impl Blas {
 
     /// The thread count the library reports (`None`: no getter).
     pub fn threads(&self) -> Option<u32> {
-        // SAFETY: getters take no arguments and only read the library's setting.
+        // The getters take no arguments and only read the library's setting.
         match &self.threads {
+            // SAFETY: as above (an `int` getter from the library still loaded in `self`).
             Some((_, ThreadCalls::Int { get: Some(g), .. })) => Some(unsafe { g() }.max(0) as u32),
+            // SAFETY: as above (a 64-bit getter).
             Some((_, ThreadCalls::Dim { get: Some(g), .. })) => Some(unsafe { g() }.max(0) as u32),
             _ => None,
         }
@@ -254,9 +261,11 @@ impl Blas {
     /// when it has no setter or no getter). Process-wide: the setting is the library's.
     pub fn set_threads(&self, n: u32) -> Option<u32> {
         let n = n.max(1);
-        // SAFETY: setters take a thread count and change only the library's setting.
+        // The setters take a thread count and change only the library's setting.
         match &self.threads {
+            // SAFETY: as above (an `int` setter from the library still loaded in `self`).
             Some((_, ThreadCalls::Int { set, .. })) => unsafe { set(n as c_int) },
+            // SAFETY: as above (a 64-bit setter).
             Some((_, ThreadCalls::Dim { set, .. })) => unsafe { set(i64::from(n)) },
             None => return None,
         }
@@ -277,6 +286,8 @@ impl Blas {
         b: *const T,
         c: *mut T,
     ) {
+        // SAFETY: the caller guarantees the operands' sizes, no overlap with `c`, and
+        // dimensions that fit a C int; the function pointer is the loaded library's GEMM.
         unsafe {
             if m == 0 || n == 0 {
                 return;
@@ -312,6 +323,7 @@ pub(crate) fn fits_cblas(m: u64, n: u64, k: u64) -> bool {
 
 /// The shared object holding `addr` (from `dladdr`), with links resolved.
 fn object_path(addr: *const c_void) -> Option<String> {
+    // SAFETY: Dl_info is plain C data (pointers and integers): all zeroes is a valid value.
     let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
     // SAFETY: dladdr only reads the loader's tables and fills `info`.
     if unsafe { libc::dladdr(addr, &mut info) } == 0 {
@@ -330,9 +342,11 @@ fn object_path(addr: *const c_void) -> Option<String> {
 /// What the library says it is: the vendor's version/config call, or the file name.
 fn describe(lib: &Library, path: &str) -> String {
     fn get<T: Copy>(lib: &Library, name: &[u8]) -> Option<T> {
+        // SAFETY: every caller below names `T` as the vendor's prototype of `name`.
         unsafe { lib.get::<T>(name) }.ok().map(|s| *s)
     }
-    // SAFETY (all calls): vendor prototypes; returned strings are the library's static text.
+    // SAFETY: each call has its vendor's prototype; returned strings are the library's
+    // static text, copied out before the library could be unloaded.
     unsafe {
         if let Some(v) = get::<unsafe extern "C" fn(*mut c_int, *mut c_int, *mut c_int) -> c_int>(
             lib,

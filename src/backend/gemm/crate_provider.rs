@@ -34,7 +34,7 @@ impl CrateGemm {
                             .build()
                     })
                     .transpose()
-                    .map_err(|e| BackendError::Device(format!("could not start GEMM threads: {e}")))
+                    .map_err(|e| BackendError::thread("GEMM threads", e))
             })
             .collect::<BackendResult<Vec<_>>>()?;
         Ok(CrateGemm { pools, threads: t })
@@ -67,6 +67,7 @@ impl CrateGemm {
         let go = move || {
             // Through a method: the closure must capture `p` whole (it is Send), not its fields.
             let (a, b, c) = p.get();
+            // SAFETY: `run`'s caller guarantees the batch's matrices and no aliasing of `c`.
             unsafe { gemm_batch(batch, a, b, c, threads) }
         };
         match self.pools.get(w).and_then(Option::as_ref) {
@@ -82,6 +83,7 @@ struct Operands<T>(*const T, *const T, *mut T);
 // SAFETY: the caller of `run` owns the matrices for the call, and only the one pool thread
 // that runs the batch touches them.
 unsafe impl<T> Send for Operands<T> {}
+// SAFETY: as for `Send`: shared only to hand the pointers to that one thread.
 unsafe impl<T> Sync for Operands<T> {}
 
 impl<T> Operands<T> {
@@ -101,6 +103,8 @@ unsafe fn gemm_batch<T: Element>(
     c: *mut T,
     threads: usize,
 ) {
+    // SAFETY: the caller guarantees the batch's matrices behind the pointers and no aliasing
+    // of `c`; the strides below stay within them (see `GemmBatch`).
     unsafe {
         let (zero, one) = (T::from_f64(0.0), T::from_f64(1.0));
         let (m, n, k) = (g.shape.m as usize, g.shape.n as usize, g.shape.k as usize);

@@ -226,6 +226,8 @@ impl GemmEngine {
         b: *const T,
         c: *mut T,
     ) {
+        // SAFETY: the caller guarantees the batch's matrices, no aliasing of `c` and dimensions
+        // this engine accepted; matrix j's offsets stay within them (see `GemmBatch`).
         unsafe {
             match self {
                 GemmEngine::Crate(g) => g.run(w, batch, a, b, c),
@@ -271,6 +273,7 @@ mod tests {
     #[test]
     fn this_process_has_threads_and_reads_their_cpus() {
         let ids = thread_ids();
+        // SAFETY: gettid has no preconditions.
         let me = unsafe { libc::gettid() } as u32;
         assert!(ids.contains(&me), "{ids:?}");
         assert_eq!(
