@@ -137,19 +137,7 @@ fn size_series(
         }
     }
     let b = bytes?;
-    // a smooth curve: 24 steps per doubling between the smallest and 4× the largest
-    let (l0, l1) = (
-        f64::from(m.devices[0]).log2(),
-        f64::from(m.predict_devices[1]).log2(),
-    );
-    let steps = ((l1 - l0) * 24.0).ceil().max(1.0) as u32;
-    let curve: Vec<Pt> = (0..=steps)
-        .map(|j| {
-            let p = 2f64.powf(l0 + (l1 - l0) * f64::from(j) / f64::from(steps));
-            let (u, v) = best.form.coefficients(p, b);
-            Pt::new(p, best.fit.predict(u, v))
-        })
-        .collect();
+    let curve = model_curve(m, b);
     let predicted: Vec<Pt> = m
         .predict_devices
         .iter()
@@ -188,6 +176,24 @@ fn size_series(
             },
         ],
     ))
+}
+
+/// The best form's time at `b` bytes as a smooth curve: 24 steps per doubling between the
+/// smallest measured device count and 4× the largest.
+fn model_curve(m: &ScaleModel, b: f64) -> Vec<Pt> {
+    let best = m.best_fit();
+    let (l0, l1) = (
+        f64::from(m.devices[0]).log2(),
+        f64::from(m.predict_devices[1]).log2(),
+    );
+    let steps = ((l1 - l0) * 24.0).ceil().max(1.0) as u32;
+    (0..=steps)
+        .map(|j| {
+            let p = 2f64.powf(l0 + (l1 - l0) * f64::from(j) / f64::from(steps));
+            let (u, v) = best.form.coefficients(p, b);
+            Pt::new(p, best.fit.predict(u, v))
+        })
+        .collect()
 }
 
 /// The grey legend entries for the model's curve and its predictions.
