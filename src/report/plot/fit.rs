@@ -6,9 +6,9 @@ use super::{
     curve_label, curve_mark, curve_sets, Axis, Figure, LegendEntry, Line, Marker, Panel, Pt,
     RefLine, Scale, Series, Unit, SETUP_LEGEND,
 };
+use crate::present::table::sig;
 use crate::report::analyze::{Analysis, Curve};
 use crate::report::model::Regimes;
-use crate::report::table::sig;
 use crate::units::format_bytes;
 
 pub(crate) fn figures(a: &Analysis<'_>) -> Vec<Figure> {
