@@ -4,7 +4,7 @@
 //! Every string from results files is HTML-escaped. As a second line of defence a Content
 //! Security Policy allows only the page's own script (by a per-report nonce) and no network.
 
-use super::doc::{Block, Doc, Span};
+use super::doc::{Block, Doc, Span, TableBlock};
 use super::table::{Cell, Tone};
 
 /// Escapes text for HTML element content and quoted attribute values.
@@ -156,59 +156,7 @@ fn blocks(out: &mut String, v: &[Block], svgs: &[String]) {
                 }
                 out.push_str("</dl>\n");
             }
-            Block::Table(t) => {
-                if let Some(summary) = &t.folded {
-                    out.push_str(&format!(
-                        "<details><summary>{} ({} rows)</summary>\n",
-                        escape(summary),
-                        t.table.rows.len()
-                    ));
-                }
-                out.push_str("<div class=\"tw\"><table class=\"sortable\">\n<thead><tr>");
-                for c in &t.table.columns {
-                    out.push_str(&format!("<th>{}</th>", escape(c)));
-                }
-                out.push_str("</tr></thead>\n<tbody>\n");
-                for r in &t.table.rows {
-                    out.push_str("<tr>");
-                    for c in r {
-                        match c.sort_value() {
-                            // The exact value for sorting, only where the text differs.
-                            Some(v) if c.display() != c.raw() => out.push_str(&format!(
-                                "<td class=\"n\" data-v=\"{v}\">{}</td>",
-                                escape(&c.display())
-                            )),
-                            Some(_) => {
-                                out.push_str(&format!("<td class=\"n\">{}</td>", escape(&c.raw())))
-                            }
-                            None => match c {
-                                Cell::Empty => out.push_str("<td></td>"),
-                                Cell::Flag(s, tone) => out.push_str(&format!(
-                                    "<td class=\"{}\">{}</td>",
-                                    match tone {
-                                        Tone::Bad => "bad",
-                                        Tone::Good => "good",
-                                        Tone::Neutral => "neutral",
-                                    },
-                                    escape(s)
-                                )),
-                                c => out.push_str(&format!("<td>{}</td>", escape(&c.display()))),
-                            },
-                        }
-                    }
-                    out.push_str("</tr>\n");
-                }
-                out.push_str("</tbody></table></div>\n");
-                if !t.csv.is_empty() {
-                    out.push_str(&format!(
-                        "<p class=\"csv\">CSV: <a href=\"{0}\">{0}</a></p>\n",
-                        escape(&t.csv)
-                    ));
-                }
-                if t.folded.is_some() {
-                    out.push_str("</details>\n");
-                }
-            }
+            Block::Table(t) => table(out, t),
             Block::Figure(f) => {
                 out.push_str(&format!("<figure id=\"fig-{}\">\n", escape(&f.stem)));
                 if let Some(svg) = svgs.get(f.figure) {
@@ -239,6 +187,64 @@ fn blocks(out: &mut String, v: &[Block], svgs: &[String]) {
             }
             Block::FinePrint(v) => out.push_str(&format!("<p class=\"fine\">{}</p>\n", spans(v))),
         }
+    }
+}
+
+/// A table block: sortable, folded under its summary when it has one, with its CSV link.
+fn table(out: &mut String, t: &TableBlock) {
+    if let Some(summary) = &t.folded {
+        out.push_str(&format!(
+            "<details><summary>{} ({} rows)</summary>\n",
+            escape(summary),
+            t.table.rows.len()
+        ));
+    }
+    out.push_str("<div class=\"tw\"><table class=\"sortable\">\n<thead><tr>");
+    for c in &t.table.columns {
+        out.push_str(&format!("<th>{}</th>", escape(c)));
+    }
+    out.push_str("</tr></thead>\n<tbody>\n");
+    for r in &t.table.rows {
+        out.push_str("<tr>");
+        for c in r {
+            cell(out, c);
+        }
+        out.push_str("</tr>\n");
+    }
+    out.push_str("</tbody></table></div>\n");
+    if !t.csv.is_empty() {
+        out.push_str(&format!(
+            "<p class=\"csv\">CSV: <a href=\"{0}\">{0}</a></p>\n",
+            escape(&t.csv)
+        ));
+    }
+    if t.folded.is_some() {
+        out.push_str("</details>\n");
+    }
+}
+
+/// One table cell: numbers right-aligned (with their exact value for sorting), flags toned.
+fn cell(out: &mut String, c: &Cell) {
+    match c.sort_value() {
+        // The exact value for sorting, only where the text differs.
+        Some(v) if c.display() != c.raw() => out.push_str(&format!(
+            "<td class=\"n\" data-v=\"{v}\">{}</td>",
+            escape(&c.display())
+        )),
+        Some(_) => out.push_str(&format!("<td class=\"n\">{}</td>", escape(&c.raw()))),
+        None => match c {
+            Cell::Empty => out.push_str("<td></td>"),
+            Cell::Flag(s, tone) => out.push_str(&format!(
+                "<td class=\"{}\">{}</td>",
+                match tone {
+                    Tone::Bad => "bad",
+                    Tone::Good => "good",
+                    Tone::Neutral => "neutral",
+                },
+                escape(s)
+            )),
+            c => out.push_str(&format!("<td>{}</td>", escape(&c.display()))),
+        },
     }
 }
 

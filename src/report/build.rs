@@ -6,11 +6,13 @@
 //! behind. An existing directory is only replaced when it is an earlier scalebench report.
 
 use super::analyze::{Analysis, Options};
-use super::doc::Block;
 use super::load::{self, Filter};
 use super::table::case_table;
-use super::{document, html, markdown, plot};
+use super::{document, plot};
 use crate::error::{Error, EXIT_OK};
+use crate::present::doc::{Block, Doc};
+use crate::present::table::Table;
+use crate::present::{html, markdown};
 use rayon::prelude::*;
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -134,30 +136,7 @@ pub fn generate(req: &Request) -> Result<Written, Error> {
     let doc = document::build(&analysis, &figs, &title);
     let stage = Stage::new(&req.out)?;
     let mut files: Vec<PathBuf> = Vec::new();
-    // Charts in parallel: each PNG is its own file; SVG text is kept for the HTML.
-    let svgs: Vec<String> = figs
-        .par_iter()
-        .map(|f| -> Result<String, Error> {
-            if o.png {
-                f.write_png(&stage.path(&format!("charts/{}.png", f.stem)))?;
-            }
-            if o.svg || o.html {
-                f.to_svg()
-            } else {
-                Ok(String::new())
-            }
-        })
-        .collect::<Result<_, _>>()?;
-    for f in &figs {
-        if o.png {
-            files.push(format!("charts/{}.png", f.stem).into());
-        }
-    }
-    if o.svg {
-        for (f, svg) in figs.iter().zip(&svgs) {
-            files.push(stage.write(&format!("charts/{}.svg", f.stem), svg.as_bytes())?);
-        }
-    }
+    let svgs = write_charts(&stage, &figs, o, &mut files)?;
     let cases = case_table(&analysis.entries, analysis.sources);
     if o.csv {
         files.push(stage.write("results.csv", cases.to_csv().as_bytes())?);
@@ -176,18 +155,7 @@ pub fn generate(req: &Request) -> Result<Written, Error> {
         files.push(stage.write("report.md", markdown::render(&doc, ext).as_bytes())?);
     }
     if o.html {
-        let mut hdoc = doc.clone();
-        hdoc.blocks.push(document::case_block(&cases));
-        if !o.csv {
-            // No CSV files to link to: drop the links' targets from the page text.
-            for b in &mut hdoc.blocks {
-                if let Block::Table(t) = b {
-                    t.csv.clear();
-                }
-            }
-        }
-        let page = html::render(&hdoc, &svgs, &html::nonce());
-        files.push(stage.write("report.html", page.as_bytes())?);
+        files.push(write_html(&stage, &doc, &cases, &svgs, o.csv)?);
     }
     stage.commit()?;
     Ok(Written {
@@ -200,6 +168,63 @@ pub fn generate(req: &Request) -> Result<Written, Error> {
         },
         files,
     })
+}
+
+/// Draws every chart (in parallel: each PNG is its own file) and stages the PNG and SVG files;
+/// returns the SVG text, which the HTML page inlines (empty strings when neither is wanted).
+fn write_charts(
+    stage: &Stage,
+    figs: &[plot::Figure],
+    o: Outputs,
+    files: &mut Vec<PathBuf>,
+) -> Result<Vec<String>, Error> {
+    let svgs: Vec<String> = figs
+        .par_iter()
+        .map(|f| -> Result<String, Error> {
+            if o.png {
+                f.write_png(&stage.path(&format!("charts/{}.png", f.stem)))?;
+            }
+            if o.svg || o.html {
+                f.to_svg()
+            } else {
+                Ok(String::new())
+            }
+        })
+        .collect::<Result<_, _>>()?;
+    for f in figs {
+        if o.png {
+            files.push(format!("charts/{}.png", f.stem).into());
+        }
+    }
+    if o.svg {
+        for (f, svg) in figs.iter().zip(&svgs) {
+            files.push(stage.write(&format!("charts/{}.svg", f.stem), svg.as_bytes())?);
+        }
+    }
+    Ok(svgs)
+}
+
+/// Stages report.html: the document with the case table, charts inline; without CSV output
+/// the tables' CSV links are dropped.
+fn write_html(
+    stage: &Stage,
+    doc: &Doc,
+    cases: &Table,
+    svgs: &[String],
+    csv: bool,
+) -> Result<PathBuf, Error> {
+    let mut hdoc = doc.clone();
+    hdoc.blocks.push(document::case_block(cases));
+    if !csv {
+        // No CSV files to link to: drop the links' targets from the page text.
+        for b in &mut hdoc.blocks {
+            if let Block::Table(t) = b {
+                t.csv.clear();
+            }
+        }
+    }
+    let page = html::render(&hdoc, svgs, &html::nonce());
+    stage.write("report.html", page.as_bytes())
 }
 
 fn default_title(a: &Analysis<'_>) -> String {

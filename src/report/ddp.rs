@@ -6,10 +6,10 @@
 //! E(p) = T(p₀) / T(p); strong scaling (fixed global batch) E(p) = p₀·T(p₀) / (p·T(p)), where
 //! p₀ is the smallest device count measured for the set-up (1 when measured).
 
-use super::doc::{text, Block, Doc, FigureBlock};
 use super::plot::Figure;
-use super::table::{Cell, NumFmt, Table};
 use crate::params::{CaseParams, Scaling, Workload};
+use crate::present::doc::{text, Block, Doc, FigureBlock};
+use crate::present::table::{Cell, NumFmt, Table};
 use crate::results::schema::{CaseResult, CaseStatus};
 use std::collections::BTreeMap;
 
@@ -131,6 +131,20 @@ pub(crate) fn section<'a>(
     doc.prose(
         "Each row is one data-parallel step: `compute_s` is the step without communication, `exposed_comm_s = step_s − compute_s` the communication the step did not hide (the stacked parts of the step), `comm_s` the all-reduces alone, `overlap_efficiency = 1 − exposed_comm_s / comm_s` (clamped to [0, 1]). Scaling efficiency compares step times with the set-up's smallest device count: weak T(p₀)/T(p), strong p₀·T(p₀)/(p·T(p)).",
     );
+    doc.table(step_table(&pts), "ddp_step", None);
+    add_figures(doc, figs, "ddp_breakdown");
+    let by_bucket = bucket_rows(&pts);
+    if !by_bucket.is_empty() {
+        doc.para(vec![text(
+            "Overlap efficiency and step time against the bucket capacity (set-ups measured with several):",
+        )]);
+        doc.table(bucket_table(by_bucket), "ddp_step_buckets", None);
+        add_figures(doc, figs, "ddp_overlap");
+    }
+}
+
+/// One row per step: the time and its parts, overlap, throughput and scaling efficiency.
+fn step_table(pts: &[Point]) -> Table {
     let mut t = Table::new(&[
         "set-up",
         "nodes",
@@ -146,7 +160,7 @@ pub(crate) fn section<'a>(
         "scaling efficiency",
     ]);
     let mut base: BTreeMap<&str, (u32, f64)> = BTreeMap::new();
-    for p in &pts {
+    for p in pts {
         let (p0, t0) = *base.entry(&p.setup).or_insert((p.devices, p.step_s));
         t.push(vec![
             Cell::text(p.setup.clone()),
@@ -173,12 +187,14 @@ pub(crate) fn section<'a>(
             ),
         ]);
     }
-    doc.table(t, "ddp_step", None);
-    add_figures(doc, figs, "ddp_breakdown");
+    t
+}
 
-    // Overlap efficiency against bucket size, per set-up without the bucket and device count.
+/// Overlap efficiency against bucket size: per set-up without the bucket, nodes and devices,
+/// the steps with a bucket, where a set-up was measured with several.
+fn bucket_rows(pts: &[Point]) -> BTreeMap<(String, u32, u32), Vec<BucketRow>> {
     let mut by_bucket: BTreeMap<(String, u32, u32), Vec<BucketRow>> = BTreeMap::new();
-    for p in &pts {
+    for p in pts {
         if let Some(b) = p.bucket_bytes {
             let key = p
                 .setup
@@ -197,34 +213,33 @@ pub(crate) fn section<'a>(
         }
     }
     by_bucket.retain(|_, v| v.len() > 1);
-    if !by_bucket.is_empty() {
-        doc.para(vec![text(
-            "Overlap efficiency and step time against the bucket capacity (set-ups measured with several):",
-        )]);
-        let mut t = Table::new(&[
-            "set-up",
-            "nodes",
-            "devices",
-            "bucket",
-            "overlap efficiency",
-            "step_s",
-        ]);
-        for ((setup, nodes, devices), mut v) in by_bucket {
-            v.sort_by_key(|x| x.bucket_bytes);
-            for r in v {
-                t.push(vec![
-                    Cell::text(setup.clone()),
-                    Cell::UInt(u64::from(nodes)),
-                    Cell::UInt(u64::from(devices)),
-                    Cell::num(r.bucket_bytes as f64, NumFmt::Bytes),
-                    Cell::opt(r.efficiency, NumFmt::Percent),
-                    Cell::num(r.step_s, NumFmt::Seconds),
-                ]);
-            }
+    by_bucket
+}
+
+/// The [`bucket_rows`] table, each set-up's rows by bucket size.
+fn bucket_table(by_bucket: BTreeMap<(String, u32, u32), Vec<BucketRow>>) -> Table {
+    let mut t = Table::new(&[
+        "set-up",
+        "nodes",
+        "devices",
+        "bucket",
+        "overlap efficiency",
+        "step_s",
+    ]);
+    for ((setup, nodes, devices), mut v) in by_bucket {
+        v.sort_by_key(|x| x.bucket_bytes);
+        for r in v {
+            t.push(vec![
+                Cell::text(setup.clone()),
+                Cell::UInt(u64::from(nodes)),
+                Cell::UInt(u64::from(devices)),
+                Cell::num(r.bucket_bytes as f64, NumFmt::Bytes),
+                Cell::opt(r.efficiency, NumFmt::Percent),
+                Cell::num(r.step_s, NumFmt::Seconds),
+            ]);
         }
-        doc.table(t, "ddp_step_buckets", None);
-        add_figures(doc, figs, "ddp_overlap");
     }
+    t
 }
 
 #[cfg(test)]

@@ -14,7 +14,7 @@ use serde::ser::{self, Serialize};
 use std::collections::HashMap;
 use std::fmt;
 
-pub(crate) use crate::present::table::{sig, Cell, NumFmt, Table};
+use crate::present::table::{Cell, NumFmt, Table};
 
 /// Flattens any serialisable value into (path, cell) pairs, in the value's field order.
 /// Objects nest with `.`; arrays of objects are indexed (`phases.0.name`); arrays of scalars

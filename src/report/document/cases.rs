@@ -1,7 +1,7 @@
 //! All cases: where every case's every field is (results.csv), and the HTML case table.
 
-use crate::report::doc::{text, Block, Doc, Span, TableBlock};
-use crate::report::table::Table;
+use crate::present::doc::{text, Block, Doc, Span, TableBlock};
+use crate::present::table::Table;
 
 /// The columns of the HTML case table: a projection of the one case flattening.
 const CASE_COLUMNS: &[&str] = &[

@@ -4,11 +4,11 @@
 use super::findings::{chart_of, Finding, Findings, Sentence};
 use super::{add_figures, bytes_cell, setup_text};
 use crate::params::Workload;
+use crate::present::doc::{text, Doc, Span};
+use crate::present::table::{Cell, NumFmt, Table};
 use crate::report::analyze::{kinds_text, Analysis, CollectiveView, Curve, Entry};
-use crate::report::doc::{text, Doc, Span};
 use crate::report::model;
 use crate::report::plot::Figure;
-use crate::report::table::{Cell, NumFmt, Table};
 
 pub(super) fn collectives(doc: &mut Doc, a: &Analysis<'_>, figs: &[Figure], found: &mut Findings) {
     if a.collectives.is_empty() {

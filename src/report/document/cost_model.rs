@@ -3,11 +3,11 @@
 
 use super::{add_figures, bytes_cell, setup_text};
 use crate::params::Workload;
+use crate::present::doc::{text, Doc, Span};
+use crate::present::table::{Cell, NumFmt, Table};
 use crate::report::analyze::{Analysis, CollScale};
-use crate::report::doc::{text, Doc, Span};
 use crate::report::model::{self, ScaleModel};
 use crate::report::plot::Figure;
-use crate::report::table::{Cell, NumFmt, Table};
 
 pub(super) fn cost_model(doc: &mut Doc, a: &Analysis<'_>, figs: &[Figure]) {
     if a.collectives.is_empty() {

@@ -1,8 +1,8 @@
 //! Appendix B: the thresholds used and the definitions of every derived figure.
 
+use crate::present::doc::{prose, text, Block, Doc, Span};
 use crate::report::analyze::Analysis;
 use crate::report::derive;
-use crate::report::doc::{prose, text, Block, Doc, Span};
 use crate::report::model;
 
 pub(super) fn definitions(doc: &mut Doc, a: &Analysis<'_>) {

@@ -2,10 +2,10 @@
 //! gathered while the sections are built, and the table saying where each figure comes from.
 
 use crate::params::Workload;
+use crate::present::doc::{text, Block, Doc, Span};
+use crate::present::table::{Cell, Table};
 use crate::report::analyze::Analysis;
-use crate::report::doc::{text, Block, Doc, Span};
 use crate::report::plot::Figure;
-use crate::report::table::{Cell, Table};
 
 /// A piece of a finding's sentence: words, or a figure taken from a cell of its table.
 #[derive(Debug, Clone)]

@@ -1,9 +1,9 @@
 //! GPU utilisation during cases, where NVML sampled it: were all GPUs busy?
 
 use super::{case_text, setup_text, TOP};
+use crate::present::doc::{text, Doc};
+use crate::present::table::{Cell, NumFmt, Table};
 use crate::report::analyze::{Analysis, Entry};
-use crate::report::doc::{text, Doc};
-use crate::report::table::{Cell, NumFmt, Table};
 use crate::results::schema::DeviceTelemetry;
 
 /// Mean GPU utilisation below which a GPU counts as under-used during a case.

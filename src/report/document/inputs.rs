@@ -1,8 +1,8 @@
 //! Appendix A: the inputs, their launches, the software and hardware stacks, and every rank.
 
+use crate::present::doc::Doc;
+use crate::present::table::{Cell, Table};
 use crate::report::analyze::Analysis;
-use crate::report::doc::Doc;
-use crate::report::table::{Cell, Table};
 use std::collections::BTreeMap;
 
 fn utc(unix_s: f64) -> String {

@@ -28,10 +28,10 @@ mod unrepresentative;
 pub(crate) use cases::case_block;
 
 use super::analyze::{style_key, Analysis, Entry, Layout, RatioKind};
-use super::doc::{Block, Doc, FigureBlock};
 use super::plot::{setup_label, Figure};
-use super::table::{Cell, NumFmt};
 use crate::params::{LaunchShape, Workload};
+use crate::present::doc::{Block, Doc, FigureBlock};
+use crate::present::table::{Cell, NumFmt};
 use findings::Findings;
 
 /// Rows kept in the longer lists (straggler, noisy, problem tables).

@@ -1,8 +1,8 @@
 //! The opening paragraph: what was read and measured, and warnings about emulated nodes,
 //! stand-in devices and duplicates.
 
+use crate::present::doc::{text, Doc, Span};
 use crate::report::analyze::{Analysis, Layout};
-use crate::report::doc::{text, Doc, Span};
 use std::collections::BTreeMap;
 
 pub(super) fn overview(doc: &mut Doc, a: &Analysis<'_>) {

@@ -1,9 +1,9 @@
 //! Failed, wrong and skipped cases, and launches that did not finish.
 
 use super::{case_text, setup_text, TOP};
+use crate::present::doc::{text, Doc};
+use crate::present::table::{Cell, Table};
 use crate::report::analyze::{Analysis, Entry};
-use crate::report::doc::{text, Doc};
-use crate::report::table::{Cell, Table};
 use crate::results::schema::CaseStatus;
 
 pub(super) fn problems(doc: &mut Doc, a: &Analysis<'_>) {

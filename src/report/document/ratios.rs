@@ -4,11 +4,11 @@
 use super::findings::{chart_of, Finding, Findings, Part, Sentence};
 use super::{add_figures, case_text};
 use crate::params::Workload;
+use crate::present::doc::{text, Doc};
+use crate::present::table::{Cell, NumFmt, Table};
 use crate::report::analyze::{kinds_text, Analysis, RatioGroup, RatioKind};
 use crate::report::derive::{self, Winner};
-use crate::report::doc::{text, Doc};
 use crate::report::plot::Figure;
-use crate::report::table::{Cell, NumFmt, Table};
 use std::collections::{BTreeMap, BTreeSet};
 
 fn winner_text(g: &RatioGroup, w: Winner) -> String {

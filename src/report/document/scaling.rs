@@ -5,11 +5,11 @@ use super::add_figures;
 use super::bytes_cell;
 use super::findings::{chart_of, Finding, Findings, Sentence};
 use crate::params::Workload;
+use crate::present::doc::{text, Doc, Span};
+use crate::present::table::{Cell, NumFmt, Table};
 use crate::report::analyze::{kinds_text, Analysis, CollScale, ScaleSeries};
 use crate::report::derive::ScalingKind;
-use crate::report::doc::{text, Doc, Span};
 use crate::report::plot::Figure;
-use crate::report::table::{Cell, NumFmt, Table};
 
 pub(super) fn scaling(doc: &mut Doc, a: &Analysis<'_>, figs: &[Figure], found: &mut Findings) {
     if a.scaling.is_empty() && a.coll_scaling.is_empty() {

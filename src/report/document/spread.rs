@@ -1,9 +1,9 @@
 //! Spread and noisy cases: the noisiest cases with their percentiles.
 
 use super::{case_text, setup_text, TOP};
+use crate::present::doc::{text, Doc};
+use crate::present::table::{Cell, NumFmt, Table};
 use crate::report::analyze::Analysis;
-use crate::report::doc::{text, Doc};
-use crate::report::table::{Cell, NumFmt, Table};
 
 pub(super) fn spread(doc: &mut Doc, a: &Analysis<'_>) {
     doc.heading(2, "Spread and noisy cases");

@@ -2,9 +2,9 @@
 
 use super::findings::{Findings, Sentence};
 use super::{case_text, setup_text, TOP};
+use crate::present::doc::{text, Doc};
+use crate::present::table::{Cell, NumFmt, Table};
 use crate::report::analyze::{Analysis, Stragglers};
-use crate::report::doc::{text, Doc};
-use crate::report::table::{Cell, NumFmt, Table};
 
 pub(super) fn stragglers(doc: &mut Doc, a: &Analysis<'_>, found: &mut Findings) {
     doc.heading(2, "Load imbalance and stragglers");

@@ -2,9 +2,9 @@
 //! reason and by launch.
 
 use super::findings::{Finding, Findings, Sentence};
+use crate::present::doc::{text, Doc};
+use crate::present::table::{Cell, Table};
 use crate::report::analyze::Analysis;
-use crate::report::doc::{text, Doc};
-use crate::report::table::{Cell, Table};
 use std::collections::BTreeMap;
 
 /// Cases that cannot represent their set-up, grouped by launch and reason.

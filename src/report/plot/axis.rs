@@ -69,89 +69,11 @@ impl Scale {
     /// chart coordinates.
     pub(crate) fn ticks(self, lo: f64, hi: f64) -> (Vec<f64>, Vec<f64>) {
         match self {
-            Scale::Log2Bytes => {
-                let (a, b) = (lo.ceil() as i64, hi.floor() as i64);
-                let span = (b - a).max(0);
-                let step = [1, 2, 5, 10, 20]
-                    .into_iter()
-                    .find(|s| span / s <= 10)
-                    .unwrap_or(20);
-                let bold: Vec<f64> = (a..=b)
-                    .filter(|e| e.rem_euclid(step) == 0)
-                    .map(|e| e as f64)
-                    .collect();
-                let light: Vec<f64> = if step > 1 {
-                    (a..=b).map(|e| e as f64).collect()
-                } else {
-                    vec![]
-                };
-                if bold.is_empty() {
-                    ((a..=b).map(|e| e as f64).collect(), vec![])
-                } else {
-                    (bold, light)
-                }
-            }
+            Scale::Log2Bytes => log2_bytes_ticks(lo, hi),
             Scale::Log10(_) => log10_ticks(lo, hi),
-            Scale::Log2Count => {
-                let (a, b) = (lo.ceil() as i64, hi.floor() as i64);
-                let span = (b - a).max(0);
-                let step = [1, 2, 3, 4, 5]
-                    .into_iter()
-                    .find(|s| span / s <= 8)
-                    .unwrap_or(5);
-                let bold: Vec<f64> = (a..=b)
-                    .filter(|e| e.rem_euclid(step) == 0)
-                    .map(|e| e as f64)
-                    .collect();
-                (bold, vec![])
-            }
-            Scale::Log2Ratio => {
-                if hi - lo < 2.0 {
-                    // A narrow range: evenly spaced ratios (0.9×, 0.95×, 1×, ...).
-                    let (a, b) = (2f64.powf(lo), 2f64.powf(hi));
-                    for step in [0.01, 0.02, 0.05, 0.1, 0.2, 0.25, 0.5] {
-                        let first = (a / step).ceil() as i64;
-                        let last = (b / step).floor() as i64;
-                        if last - first < 8 && last >= first {
-                            let bold: Vec<f64> =
-                                (first..=last).map(|k| (k as f64 * step).log2()).collect();
-                            if bold.len() >= 3 {
-                                return (bold, vec![]);
-                            }
-                        }
-                    }
-                }
-                let (a, b) = (lo.ceil() as i64, hi.floor() as i64);
-                let span = (b - a).max(0);
-                let step = [1, 2, 3, 4, 5]
-                    .into_iter()
-                    .find(|s| span / s <= 8)
-                    .unwrap_or(5);
-                (
-                    (a..=b)
-                        .filter(|e| e.rem_euclid(step) == 0)
-                        .map(|e| e as f64)
-                        .collect(),
-                    vec![],
-                )
-            }
-            Scale::Linear(_) => {
-                let span = (hi - lo).max(1e-12);
-                let raw = span / 6.0;
-                let mag = 10f64.powf(raw.log10().floor());
-                let step = [1.0, 2.0, 2.5, 5.0, 10.0]
-                    .into_iter()
-                    .map(|m| m * mag)
-                    .find(|s| span / s <= 7.0)
-                    .unwrap_or(10.0 * mag);
-                let mut v = (lo / step).ceil() * step;
-                let mut bold = Vec::new();
-                while v <= hi + step * 1e-9 {
-                    bold.push(if v.abs() < step * 1e-9 { 0.0 } else { v });
-                    v += step;
-                }
-                (bold, vec![])
-            }
+            Scale::Log2Count => (log2_count_ticks(lo, hi), vec![]),
+            Scale::Log2Ratio => (log2_ratio_ticks(lo, hi), vec![]),
+            Scale::Linear(_) => (linear_ticks(lo, hi), vec![]),
         }
     }
 
@@ -180,6 +102,83 @@ impl Scale {
             Scale::Linear(u) => unit_label(c, u),
         }
     }
+}
+
+/// Powers of two of bytes: every 1, 2, 5, 10 or 20 exponents labelled (at most ~10), the
+/// others as light grid lines.
+fn log2_bytes_ticks(lo: f64, hi: f64) -> (Vec<f64>, Vec<f64>) {
+    let (a, b) = (lo.ceil() as i64, hi.floor() as i64);
+    let span = (b - a).max(0);
+    let step = [1, 2, 5, 10, 20]
+        .into_iter()
+        .find(|s| span / s <= 10)
+        .unwrap_or(20);
+    let bold: Vec<f64> = (a..=b)
+        .filter(|e| e.rem_euclid(step) == 0)
+        .map(|e| e as f64)
+        .collect();
+    let light: Vec<f64> = if step > 1 {
+        (a..=b).map(|e| e as f64).collect()
+    } else {
+        vec![]
+    };
+    if bold.is_empty() {
+        ((a..=b).map(|e| e as f64).collect(), vec![])
+    } else {
+        (bold, light)
+    }
+}
+
+/// Powers of two: every 1 to 5 exponents, at most ~8 labels.
+fn log2_count_ticks(lo: f64, hi: f64) -> Vec<f64> {
+    let (a, b) = (lo.ceil() as i64, hi.floor() as i64);
+    let span = (b - a).max(0);
+    let step = [1, 2, 3, 4, 5]
+        .into_iter()
+        .find(|s| span / s <= 8)
+        .unwrap_or(5);
+    (a..=b)
+        .filter(|e| e.rem_euclid(step) == 0)
+        .map(|e| e as f64)
+        .collect()
+}
+
+/// Ratios on a log2 axis: evenly spaced ratios when the range is narrow, else powers of two.
+fn log2_ratio_ticks(lo: f64, hi: f64) -> Vec<f64> {
+    if hi - lo < 2.0 {
+        // A narrow range: evenly spaced ratios (0.9×, 0.95×, 1×, ...).
+        let (a, b) = (2f64.powf(lo), 2f64.powf(hi));
+        for step in [0.01, 0.02, 0.05, 0.1, 0.2, 0.25, 0.5] {
+            let first = (a / step).ceil() as i64;
+            let last = (b / step).floor() as i64;
+            if last - first < 8 && last >= first {
+                let bold: Vec<f64> = (first..=last).map(|k| (k as f64 * step).log2()).collect();
+                if bold.len() >= 3 {
+                    return bold;
+                }
+            }
+        }
+    }
+    log2_count_ticks(lo, hi)
+}
+
+/// A linear axis: steps of 1, 2, 2.5 or 5 times a power of ten, at most ~7 labels.
+fn linear_ticks(lo: f64, hi: f64) -> Vec<f64> {
+    let span = (hi - lo).max(1e-12);
+    let raw = span / 6.0;
+    let mag = 10f64.powf(raw.log10().floor());
+    let step = [1.0, 2.0, 2.5, 5.0, 10.0]
+        .into_iter()
+        .map(|m| m * mag)
+        .find(|s| span / s <= 7.0)
+        .unwrap_or(10.0 * mag);
+    let mut v = (lo / step).ceil() * step;
+    let mut bold = Vec::new();
+    while v <= hi + step * 1e-9 {
+        bold.push(if v.abs() < step * 1e-9 { 0.0 } else { v });
+        v += step;
+    }
+    bold
 }
 
 fn log10_ticks(lo: f64, hi: f64) -> (Vec<f64>, Vec<f64>) {

@@ -45,50 +45,13 @@ fn breakdowns(pts: &[Point]) -> Vec<Figure> {
             .or_default()
             .push(p);
     }
-    let compute = Mark {
-        color: color(0),
-        marker: Marker::None,
-        line: Line::Bar,
-        hollow: false,
-    };
-    let exposed = Mark {
-        color: color(1),
-        ..compute
-    };
-    let no_overlap = Mark {
-        line: Line::Dashed,
-        ..Mark::solid(color(6), Marker::Diamond)
-    };
+    let marks = BreakdownMarks::new();
     let mut out = Vec::new();
     for (k, ((setup, dpn), mut v)) in by_setup.into_iter().enumerate() {
         if k == MAX_BREAKDOWNS {
             break;
         }
         v.sort_by_key(|p| p.devices);
-        let x = |p: &Point| f64::from(p.devices);
-        let series = vec![
-            Series {
-                mark: compute,
-                points: v.iter().map(|p| Pt::new(x(p), p.compute_s)).collect(),
-            },
-            Series {
-                mark: exposed,
-                points: v
-                    .iter()
-                    .map(|p| Pt {
-                        lo: Some(p.compute_s),
-                        ..Pt::new(x(p), p.compute_s + p.exposed_comm_s)
-                    })
-                    .collect(),
-            },
-            Series {
-                mark: no_overlap,
-                points: v
-                    .iter()
-                    .map(|p| Pt::new(x(p), p.step_no_overlap_s))
-                    .collect(),
-            },
-        ];
         out.push(Figure {
             kind: "ddp_breakdown",
             workload: Workload::DdpStep,
@@ -99,25 +62,12 @@ fn breakdowns(pts: &[Point]) -> Vec<Figure> {
                 title: String::new(),
                 x: Axis::new("devices p (log2 scale)", Scale::Log2Count),
                 y: Axis::new("time per step", Scale::Linear(Unit::Seconds)),
-                series,
+                series: marks.series(&v),
                 refs: Vec::new(),
                 dodge: false,
             }],
             legend_title: "part of the step".to_string(),
-            legend: vec![
-                LegendEntry {
-                    mark: compute,
-                    label: "compute (compute_s)".to_string(),
-                },
-                LegendEntry {
-                    mark: exposed,
-                    label: "exposed communication (exposed_comm_s)".to_string(),
-                },
-                LegendEntry {
-                    mark: no_overlap,
-                    label: "step without overlap (step_no_overlap_s)".to_string(),
-                },
-            ],
+            legend: marks.legend(),
             notes: vec![
                 "bars stack to step_s".to_string(),
                 "1 device: no communication".to_string(),
@@ -125,6 +75,81 @@ fn breakdowns(pts: &[Point]) -> Vec<Figure> {
         });
     }
     out
+}
+
+/// The parts of a breakdown chart: compute (bar), the exposed communication stacked on it
+/// (bar), and the step without overlap (dashed).
+struct BreakdownMarks {
+    compute: Mark,
+    exposed: Mark,
+    no_overlap: Mark,
+}
+
+impl BreakdownMarks {
+    fn new() -> Self {
+        let compute = Mark {
+            color: color(0),
+            marker: Marker::None,
+            line: Line::Bar,
+            hollow: false,
+        };
+        BreakdownMarks {
+            compute,
+            exposed: Mark {
+                color: color(1),
+                ..compute
+            },
+            no_overlap: Mark {
+                line: Line::Dashed,
+                ..Mark::solid(color(6), Marker::Diamond)
+            },
+        }
+    }
+
+    /// The three series of one set-up's steps (sorted by devices).
+    fn series(&self, v: &[&Point]) -> Vec<Series> {
+        let x = |p: &Point| f64::from(p.devices);
+        vec![
+            Series {
+                mark: self.compute,
+                points: v.iter().map(|p| Pt::new(x(p), p.compute_s)).collect(),
+            },
+            Series {
+                mark: self.exposed,
+                points: v
+                    .iter()
+                    .map(|p| Pt {
+                        lo: Some(p.compute_s),
+                        ..Pt::new(x(p), p.compute_s + p.exposed_comm_s)
+                    })
+                    .collect(),
+            },
+            Series {
+                mark: self.no_overlap,
+                points: v
+                    .iter()
+                    .map(|p| Pt::new(x(p), p.step_no_overlap_s))
+                    .collect(),
+            },
+        ]
+    }
+
+    fn legend(&self) -> Vec<LegendEntry> {
+        vec![
+            LegendEntry {
+                mark: self.compute,
+                label: "compute (compute_s)".to_string(),
+            },
+            LegendEntry {
+                mark: self.exposed,
+                label: "exposed communication (exposed_comm_s)".to_string(),
+            },
+            LegendEntry {
+                mark: self.no_overlap,
+                label: "step without overlap (step_no_overlap_s)".to_string(),
+            },
+        ]
+    }
 }
 
 /// One overlap-efficiency curve: a set-up at one layout, measured with several buckets.

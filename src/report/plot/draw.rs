@@ -18,14 +18,40 @@ pub(super) const HEIGHT: u32 = 600;
 const TITLE_H: u32 = 56;
 const FONT: &str = "sans-serif";
 
-type Res<T> = Result<T, String>;
+type Res<T> = Result<T, DrawError>;
+
+/// Why a chart could not be drawn.
+#[derive(Debug)]
+pub(super) enum DrawError {
+    /// plotters failed on its backend (the SVG text or the PNG file); displays as plotters'
+    /// own message, which the caller prefixes with the chart's name.
+    Plotters(Box<dyn std::error::Error + Send + Sync>),
+}
+
+impl std::fmt::Display for DrawError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            DrawError::Plotters(e) => e.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for DrawError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            DrawError::Plotters(e) => Some(e.as_ref()),
+        }
+    }
+}
+
+impl<E: std::error::Error + Send + Sync + 'static> From<DrawingAreaErrorKind<E>> for DrawError {
+    fn from(e: DrawingAreaErrorKind<E>) -> Self {
+        DrawError::Plotters(Box::new(e))
+    }
+}
 
 fn rgb(c: Rgb) -> RGBColor {
     RGBColor(c.0, c.1, c.2)
-}
-
-fn err<E: std::fmt::Display>(e: E) -> String {
-    e.to_string()
 }
 
 pub(super) fn svg(fig: &Figure) -> Res<String> {
@@ -33,7 +59,7 @@ pub(super) fn svg(fig: &Figure) -> Res<String> {
     {
         let root = SVGBackend::with_string(&mut out, fig.size()).into_drawing_area();
         draw(fig, &root)?;
-        root.present().map_err(err)?;
+        root.present()?;
     }
     Ok(out)
 }
@@ -41,11 +67,14 @@ pub(super) fn svg(fig: &Figure) -> Res<String> {
 pub(super) fn png(fig: &Figure, path: &Path) -> Res<()> {
     let root = BitMapBackend::new(path, fig.size()).into_drawing_area();
     draw(fig, &root)?;
-    root.present().map_err(err)
+    Ok(root.present()?)
 }
 
-fn draw<DB: DrawingBackend>(fig: &Figure, root: &DrawingArea<DB, Shift>) -> Res<()> {
-    root.fill(&WHITE).map_err(err)?;
+fn draw<DB: DrawingBackend<ErrorType: 'static>>(
+    fig: &Figure,
+    root: &DrawingArea<DB, Shift>,
+) -> Res<()> {
+    root.fill(&WHITE)?;
     let (w, _) = root.dim_in_pixel();
     // Title: wrapped to the figure width.
     let title_font = (FONT, 22).into_font().color(&BLACK);
@@ -55,8 +84,7 @@ fn draw<DB: DrawingBackend>(fig: &Figure, root: &DrawingArea<DB, Shift>) -> Res<
             l.clone(),
             (w as i32 / 2, 10 + 24 * i as i32),
             title_font.clone().pos(Pos::new(HPos::Center, VPos::Top)),
-        ))
-        .map_err(err)?;
+        ))?;
     }
     let (_, body) = root.split_vertically(TITLE_H);
     let (plots, legend) = body.split_horizontally(w - LEGEND_W);
@@ -122,14 +150,53 @@ fn pad(r: (f64, f64), s: Scale, frac: f64) -> (f64, f64) {
     (r.0 - span * frac, r.1 + span * frac)
 }
 
-fn draw_panel<DB: DrawingBackend>(
+fn draw_panel<DB: DrawingBackend<ErrorType: 'static>>(
     root: &DrawingArea<DB, Shift>,
     area: &DrawingArea<DB, Shift>,
     panel: &Panel,
 ) -> Res<()> {
-    let Some(((x0, x1), (y0, y1))) = ranges(panel) else {
+    let Some((xr, yr)) = ranges(panel) else {
         return Ok(());
     };
+    let chart = draw_axes(area, panel, xr, yr)?;
+    let (xs, ys) = (panel.x.scale, panel.y.scale);
+    let px = |x: f64, y: f64| -> Option<(i32, i32)> {
+        Some(chart.backend_coord(&(xs.to_coord(x)?, ys.to_coord(y)?)))
+    };
+    // Reference lines first, so data sits on top.
+    draw_refs(root, panel, &px)?;
+    let n_series = panel
+        .series
+        .iter()
+        .filter(|s| s.mark.line != Line::Bar && s.points.iter().any(|p| p.lo.is_some()))
+        .count();
+    let mut k_bar: i32 = 0;
+    for s in &panel.series {
+        // Dodged bars: series k of n sits (k − (n−1)/2)·4 px from the point.
+        if s.mark.line == Line::Bar {
+            draw_bars(root, s, &px)?;
+            continue;
+        }
+        let dx = if panel.dodge && s.points.iter().any(|p| p.lo.is_some()) {
+            let d = (2 * k_bar - (n_series as i32 - 1)) * 2;
+            k_bar += 1;
+            d
+        } else {
+            0
+        };
+        draw_series(root, s, dx, &px)?;
+    }
+    Ok(())
+}
+
+/// The panel's chart over the padded ranges (`xr`, `yr`, chart coordinates), with its
+/// caption, axes, tick labels and grid drawn.
+fn draw_axes<'c, DB: DrawingBackend<ErrorType: 'static>>(
+    area: &DrawingArea<DB, Shift>,
+    panel: &Panel,
+    (x0, x1): (f64, f64),
+    (y0, y1): (f64, f64),
+) -> Res<ChartContext<'c, DB, Cartesian2d<Ticked, Ticked>>> {
     let (xs, ys) = (panel.x.scale, panel.y.scale);
     let (xb, xl) = xs.ticks(x0, x1);
     let (yb, yl) = ys.ticks(y0, y1);
@@ -142,22 +209,20 @@ fn draw_panel<DB: DrawingBackend>(
     if !panel.title.is_empty() {
         builder.caption(&panel.title, (FONT, 18));
     }
-    let mut chart = builder
-        .build_cartesian_2d(
-            Ticked {
-                lo: x0,
-                hi: x1,
-                bold: xb,
-                light: xl,
-            },
-            Ticked {
-                lo: y0,
-                hi: y1,
-                bold: yb,
-                light: yl,
-            },
-        )
-        .map_err(err)?;
+    let mut chart = builder.build_cartesian_2d(
+        Ticked {
+            lo: x0,
+            hi: x1,
+            bold: xb,
+            light: xl,
+        },
+        Ticked {
+            lo: y0,
+            hi: y1,
+            bold: yb,
+            light: yl,
+        },
+    )?;
     let xf = |v: &f64| xs.label(*v);
     let yf = |v: &f64| ys.label(*v);
     chart
@@ -171,18 +236,21 @@ fn draw_panel<DB: DrawingBackend>(
         .bold_line_style(RGBColor(205, 205, 205))
         .light_line_style(RGBColor(238, 238, 238))
         .axis_style(RGBColor(90, 90, 90))
-        .draw()
-        .map_err(err)?;
-    let px = |x: f64, y: f64| -> Option<(i32, i32)> {
-        Some(chart.backend_coord(&(xs.to_coord(x)?, ys.to_coord(y)?)))
-    };
-    // Reference lines first, so data sits on top.
+        .draw()?;
+    Ok(chart)
+}
+
+/// The panel's reference lines (grey, dashed), each labelled at its end.
+fn draw_refs<DB: DrawingBackend<ErrorType: 'static>>(
+    root: &DrawingArea<DB, Shift>,
+    panel: &Panel,
+    px: &dyn Fn(f64, f64) -> Option<(i32, i32)>,
+) -> Res<()> {
     let grey = RGBColor(120, 120, 120);
     for r in &panel.refs {
         let pts: Vec<(i32, i32)> = r.points.iter().filter_map(|&(x, y)| px(x, y)).collect();
         for seg in dashes(&pts, 7.0, 5.0) {
-            root.draw(&PathElement::new(seg, grey.stroke_width(2)))
-                .map_err(err)?;
+            root.draw(&PathElement::new(seg, grey.stroke_width(2)))?;
         }
         if let Some(&(lx, ly)) = pts.last() {
             root.draw(&Text::new(
@@ -192,67 +260,52 @@ fn draw_panel<DB: DrawingBackend>(
                     .into_font()
                     .color(&grey)
                     .pos(Pos::new(HPos::Right, VPos::Bottom)),
-            ))
-            .map_err(err)?;
+            ))?;
         }
     }
-    let n_series = panel
-        .series
-        .iter()
-        .filter(|s| s.mark.line != Line::Bar && s.points.iter().any(|p| p.lo.is_some()))
-        .count();
-    let mut k_bar: i32 = 0;
-    for s in &panel.series {
-        let c = rgb(s.mark.color);
-        // Dodged bars: series k of n sits (k − (n−1)/2)·4 px from the point.
-        if s.mark.line == Line::Bar {
-            draw_bars(root, s, &px)?;
+    Ok(())
+}
+
+/// A line or point series: its line, its intervals `dx` pixels to the side, its markers.
+fn draw_series<DB: DrawingBackend<ErrorType: 'static>>(
+    root: &DrawingArea<DB, Shift>,
+    s: &super::Series,
+    dx: i32,
+    px: &dyn Fn(f64, f64) -> Option<(i32, i32)>,
+) -> Res<()> {
+    let c = rgb(s.mark.color);
+    let pts: Vec<(i32, i32)> = s.points.iter().filter_map(|p| px(p.x, p.y)).collect();
+    match s.mark.line {
+        Line::Solid if pts.len() > 1 => {
+            root.draw(&PathElement::new(pts.clone(), c.stroke_width(2)))?;
+        }
+        Line::Dashed if pts.len() > 1 => {
+            for seg in dashes(&pts, 9.0, 6.0) {
+                root.draw(&PathElement::new(seg, c.stroke_width(2)))?;
+            }
+        }
+        _ => {}
+    }
+    // Intervals: a vertical bar with caps.
+    let bar = c.mix(0.75).stroke_width(1);
+    for p in &s.points {
+        let (Some(lo), Some(hi)) = (p.lo, p.hi) else {
+            continue;
+        };
+        let (Some(a), Some(b)) = (px(p.x, lo), px(p.x, hi)) else {
+            continue;
+        };
+        if (a.1 - b.1).abs() < 2 {
             continue;
         }
-        let dx = if panel.dodge && s.points.iter().any(|p| p.lo.is_some()) {
-            let d = (2 * k_bar - (n_series as i32 - 1)) * 2;
-            k_bar += 1;
-            d
-        } else {
-            0
-        };
-        let pts: Vec<(i32, i32)> = s.points.iter().filter_map(|p| px(p.x, p.y)).collect();
-        match s.mark.line {
-            Line::Solid if pts.len() > 1 => {
-                root.draw(&PathElement::new(pts.clone(), c.stroke_width(2)))
-                    .map_err(err)?;
-            }
-            Line::Dashed if pts.len() > 1 => {
-                for seg in dashes(&pts, 9.0, 6.0) {
-                    root.draw(&PathElement::new(seg, c.stroke_width(2)))
-                        .map_err(err)?;
-                }
-            }
-            _ => {}
+        let x = a.0 + dx;
+        root.draw(&PathElement::new(vec![(x, a.1), (x, b.1)], bar))?;
+        for y in [a.1, b.1] {
+            root.draw(&PathElement::new(vec![(x - 4, y), (x + 4, y)], bar))?;
         }
-        // Intervals: a vertical bar with caps.
-        let bar = c.mix(0.75).stroke_width(1);
-        for p in &s.points {
-            let (Some(lo), Some(hi)) = (p.lo, p.hi) else {
-                continue;
-            };
-            let (Some(a), Some(b)) = (px(p.x, lo), px(p.x, hi)) else {
-                continue;
-            };
-            if (a.1 - b.1).abs() < 2 {
-                continue;
-            }
-            let x = a.0 + dx;
-            root.draw(&PathElement::new(vec![(x, a.1), (x, b.1)], bar))
-                .map_err(err)?;
-            for y in [a.1, b.1] {
-                root.draw(&PathElement::new(vec![(x - 4, y), (x + 4, y)], bar))
-                    .map_err(err)?;
-            }
-        }
-        for &p in &pts {
-            draw_marker(root, p, s.mark)?;
-        }
+    }
+    for &p in &pts {
+        draw_marker(root, p, s.mark)?;
     }
     Ok(())
 }
@@ -262,7 +315,7 @@ const BAR_HALF_W: i32 = 14;
 
 /// A bar series: a filled rectangle per point from `lo` (or 0) to `y`, outlined in white so
 /// stacked parts stay apart.
-fn draw_bars<DB: DrawingBackend>(
+fn draw_bars<DB: DrawingBackend<ErrorType: 'static>>(
     root: &DrawingArea<DB, Shift>,
     s: &super::Series,
     px: &dyn Fn(f64, f64) -> Option<(i32, i32)>,
@@ -273,10 +326,8 @@ fn draw_bars<DB: DrawingBackend>(
             continue;
         };
         let (a, b) = ((top.0 - BAR_HALF_W, top.1), (top.0 + BAR_HALF_W, bottom.1));
-        root.draw(&Rectangle::new([a, b], c.filled()))
-            .map_err(err)?;
-        root.draw(&Rectangle::new([a, b], WHITE.stroke_width(1)))
-            .map_err(err)?;
+        root.draw(&Rectangle::new([a, b], c.filled()))?;
+        root.draw(&Rectangle::new([a, b], WHITE.stroke_width(1)))?;
     }
     Ok(())
 }
@@ -350,7 +401,7 @@ fn dashes(pts: &[(i32, i32)], on: f64, off: f64) -> Vec<Vec<(i32, i32)>> {
     out
 }
 
-fn draw_marker<DB: DrawingBackend>(
+fn draw_marker<DB: DrawingBackend<ErrorType: 'static>>(
     root: &DrawingArea<DB, Shift>,
     (x, y): (i32, i32),
     m: Mark,
@@ -365,23 +416,21 @@ fn draw_marker<DB: DrawingBackend>(
     let poly = |pts: Vec<(i32, i32)>| -> Res<()> {
         let abs: Vec<(i32, i32)> = pts.iter().map(|(dx, dy)| (x + dx, y + dy)).collect();
         if m.hollow {
-            root.draw(&Polygon::new(abs.clone(), WHITE.filled()))
-                .map_err(err)?;
+            root.draw(&Polygon::new(abs.clone(), WHITE.filled()))?;
             let mut ring = abs.clone();
             ring.push(abs[0]);
-            root.draw(&PathElement::new(ring, style)).map_err(err)
+            Ok(root.draw(&PathElement::new(ring, style))?)
         } else {
-            root.draw(&Polygon::new(abs, style)).map_err(err)
+            Ok(root.draw(&Polygon::new(abs, style))?)
         }
     };
     match m.marker {
         Marker::None => Ok(()),
         Marker::Circle => {
             if m.hollow {
-                root.draw(&Circle::new((x, y), 5, WHITE.filled()))
-                    .map_err(err)?;
+                root.draw(&Circle::new((x, y), 5, WHITE.filled()))?;
             }
-            root.draw(&Circle::new((x, y), 5, style)).map_err(err)
+            Ok(root.draw(&Circle::new((x, y), 5, style))?)
         }
         Marker::Square => poly(vec![(-4, -4), (4, -4), (4, 4), (-4, 4)]),
         Marker::Triangle => poly(vec![(0, -6), (5, 4), (-5, 4)]),
@@ -391,7 +440,7 @@ fn draw_marker<DB: DrawingBackend>(
 }
 
 /// Greedy word wrap to `width` pixels.
-fn wrap<DB: DrawingBackend>(
+fn wrap<DB: DrawingBackend<ErrorType: 'static>>(
     area: &DrawingArea<DB, Shift>,
     text: &str,
     font: &TextStyle<'_>,
@@ -421,7 +470,7 @@ fn wrap<DB: DrawingBackend>(
     lines
 }
 
-fn draw_legend<DB: DrawingBackend>(
+fn draw_legend<DB: DrawingBackend<ErrorType: 'static>>(
     root: &DrawingArea<DB, Shift>,
     legend: &DrawingArea<DB, Shift>,
     fig: &Figure,
@@ -438,8 +487,7 @@ fn draw_legend<DB: DrawingBackend>(
     let width = LEGEND_W - 36;
     let mut y = oy;
     for l in wrap(root, &fig.legend_title, &head, width) {
-        root.draw(&Text::new(l, (ox, y), head.clone()))
-            .map_err(err)?;
+        root.draw(&Text::new(l, (ox, y), head.clone()))?;
         y += 20;
     }
     y += 6;
@@ -457,36 +505,13 @@ fn draw_legend<DB: DrawingBackend>(
             break;
         }
         let cy = y + 9;
-        let c = rgb(e.mark.color);
-        match e.mark.line {
-            Line::Solid => root
-                .draw(&PathElement::new(
-                    vec![(ox, cy), (ox + 34, cy)],
-                    c.stroke_width(2),
-                ))
-                .map_err(err)?,
-            Line::Dashed => {
-                for seg in dashes(&[(ox, cy), (ox + 34, cy)], 7.0, 4.0) {
-                    root.draw(&PathElement::new(seg, c.stroke_width(2)))
-                        .map_err(err)?;
-                }
-            }
-            Line::None => {}
-            Line::Bar => root
-                .draw(&Rectangle::new(
-                    [(ox + 9, cy - 8), (ox + 25, cy + 8)],
-                    c.filled(),
-                ))
-                .map_err(err)?,
-        }
-        draw_marker(root, (ox + 17, cy), e.mark)?;
+        draw_swatch(root, (ox, cy), e.mark)?;
         for (i, l) in lines.iter().enumerate() {
             root.draw(&Text::new(
                 l.clone(),
                 (ox + 44, y + 18 * i as i32),
                 text.clone(),
-            ))
-            .map_err(err)?;
+            ))?;
         }
         y += need;
         shown += 1;
@@ -496,17 +521,41 @@ fn draw_legend<DB: DrawingBackend>(
             format!("… {} more (see the tables)", fig.legend.len() - shown),
             (ox, y),
             note.clone(),
-        ))
-        .map_err(err)?;
+        ))?;
         y += 18;
     }
     let mut ny = y + 14;
     for l in note_lines {
-        root.draw(&Text::new(l, (ox, ny), note.clone()))
-            .map_err(err)?;
+        root.draw(&Text::new(l, (ox, ny), note.clone()))?;
         ny += 17;
     }
     Ok(())
+}
+
+/// A legend entry's key at (`ox`, `cy`): the series' line (or bar) with its marker on it.
+fn draw_swatch<DB: DrawingBackend<ErrorType: 'static>>(
+    root: &DrawingArea<DB, Shift>,
+    (ox, cy): (i32, i32),
+    mark: Mark,
+) -> Res<()> {
+    let c = rgb(mark.color);
+    match mark.line {
+        Line::Solid => root.draw(&PathElement::new(
+            vec![(ox, cy), (ox + 34, cy)],
+            c.stroke_width(2),
+        ))?,
+        Line::Dashed => {
+            for seg in dashes(&[(ox, cy), (ox + 34, cy)], 7.0, 4.0) {
+                root.draw(&PathElement::new(seg, c.stroke_width(2)))?;
+            }
+        }
+        Line::None => {}
+        Line::Bar => root.draw(&Rectangle::new(
+            [(ox + 9, cy - 8), (ox + 25, cy + 8)],
+            c.filled(),
+        ))?,
+    }
+    draw_marker(root, (ox + 17, cy), mark)
 }
 
 #[cfg(test)]

@@ -437,57 +437,16 @@ pub(crate) fn ratio_figures(a: &Analysis<'_>, kind: RatioKind, text: &RatioText)
             let mut variant = String::new();
             let (mut x0, mut x1) = (f64::INFINITY, 0.0_f64);
             for g in part {
-                let mut mark = setup_mark(a, g.layout, g.style);
-                if !g.concerns.is_empty() {
-                    mark.color = GREY;
-                    mark.hollow = true;
-                }
-                let pts: Vec<Pt> = g
-                    .rows
-                    .iter()
-                    .filter_map(|r| {
-                        Some(Pt {
-                            x: r.bytes? as f64,
-                            y: r.ratio,
-                            lo: r.interval.map(|i| i.0),
-                            hi: r.interval.map(|i| i.1),
-                        })
-                    })
-                    .filter(|p| p.y.is_finite() && p.y > 0.0)
-                    .collect();
-                if pts.is_empty() {
+                let Some((entry, s)) = ratio_series(a, kind, g) else {
                     continue;
-                }
-                for p in &pts {
+                };
+                for p in &s.points {
                     x0 = x0.min(p.x);
                     x1 = x1.max(p.x);
                 }
-                let mut keys = a.varying.clone();
-                keys.remove(match kind {
-                    RatioKind::Topology => "topology",
-                    RatioKind::Binding => "binding",
-                });
-                let rest = super::analyze::style_label(g.style, &keys);
-                legend.push(LegendEntry {
-                    mark,
-                    label: format!(
-                        "{} / {} at {}{}{rest}{}",
-                        g.num_label,
-                        g.den_label,
-                        g.layout.label(),
-                        if rest.is_empty() { "" } else { " " },
-                        if g.concerns.is_empty() {
-                            String::new()
-                        } else {
-                            format!(
-                                " — NOT REPRESENTATIVE: {}",
-                                super::analyze::kinds_text(&g.concerns)
-                            )
-                        }
-                    ),
-                });
+                legend.push(entry);
                 variant = g.variant.clone();
-                series.push(Series { mark, points: pts });
+                series.push(s);
             }
             if series.is_empty() {
                 continue;
@@ -521,6 +480,61 @@ pub(crate) fn ratio_figures(a: &Analysis<'_>, kind: RatioKind, text: &RatioText)
         }
     }
     out
+}
+
+/// One comparison's legend entry and ratio series (greyed and hollow when it includes
+/// unrepresentative cases); `None` when no row has a size and a positive finite ratio.
+fn ratio_series(
+    a: &Analysis<'_>,
+    kind: RatioKind,
+    g: &RatioGroup,
+) -> Option<(LegendEntry, Series)> {
+    let mut mark = setup_mark(a, g.layout, g.style);
+    if !g.concerns.is_empty() {
+        mark.color = GREY;
+        mark.hollow = true;
+    }
+    let pts: Vec<Pt> = g
+        .rows
+        .iter()
+        .filter_map(|r| {
+            Some(Pt {
+                x: r.bytes? as f64,
+                y: r.ratio,
+                lo: r.interval.map(|i| i.0),
+                hi: r.interval.map(|i| i.1),
+            })
+        })
+        .filter(|p| p.y.is_finite() && p.y > 0.0)
+        .collect();
+    if pts.is_empty() {
+        return None;
+    }
+    let mut keys = a.varying.clone();
+    keys.remove(match kind {
+        RatioKind::Topology => "topology",
+        RatioKind::Binding => "binding",
+    });
+    let rest = super::analyze::style_label(g.style, &keys);
+    let entry = LegendEntry {
+        mark,
+        label: format!(
+            "{} / {} at {}{}{rest}{}",
+            g.num_label,
+            g.den_label,
+            g.layout.label(),
+            if rest.is_empty() { "" } else { " " },
+            if g.concerns.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    " — NOT REPRESENTATIVE: {}",
+                    super::analyze::kinds_text(&g.concerns)
+                )
+            }
+        ),
+    };
+    Some((entry, Series { mark, points: pts }))
 }
 
 /// The words of a ratio chart.

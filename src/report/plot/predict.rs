@@ -4,6 +4,7 @@
 
 use super::{color, Axis, Figure, LegendEntry, Line, Mark, Marker, Panel, Pt, Scale, Series, Unit};
 use crate::report::analyze::{Analysis, CollScale};
+use crate::report::model::ScaleModel;
 use crate::units::format_bytes;
 
 /// Sizes shown per chart.
@@ -37,150 +38,21 @@ pub(crate) fn figures(a: &Analysis<'_>) -> Vec<Figure> {
             continue;
         };
         let best = m.best_fit();
-        let pmax = *m.devices.last().expect("measured device counts");
-        // Included unrepresentative measurements: the legend says so.
-        let kinds: std::collections::BTreeSet<String> = cs
-            .sizes
-            .iter()
-            .flat_map(|(_, row)| row.iter().flatten())
-            .flat_map(|&i| a.entries[i].concern_kinds())
-            .collect();
-        let caveat = if kinds.is_empty() {
-            String::new()
-        } else {
-            format!(
-                " — NOT REPRESENTATIVE: {}",
-                crate::report::analyze::kinds_text(&kinds)
-            )
-        };
+        let caveat = caveat(a, cs);
         let mut series = Vec::new();
         let mut legend = Vec::new();
         for (k, &si) in pick_sizes(cs).iter().enumerate() {
-            let (req, row) = &cs.sizes[si];
             let mark = Mark::solid(color(k), Marker::Circle);
-            let mut measured = Vec::new();
-            let mut bytes = None;
-            for (li, e) in row.iter().enumerate() {
-                let Some(e) = e.map(|i| &a.entries[i]) else {
-                    continue;
-                };
-                let p = cs.layouts[li].devices();
-                if p < 2 {
-                    continue;
-                }
-                if let (Some(t), Some(b)) = (e.time_s(), e.bytes()) {
-                    measured.push(Pt {
-                        x: f64::from(p),
-                        y: t,
-                        lo: e.spread.map(|s| s.p5_s),
-                        hi: e.spread.map(|s| s.p95_s),
-                    });
-                    bytes = Some(b as f64);
-                }
+            if let Some((entry, three)) = size_series(a, cs, m, si, mark, &caveat) {
+                legend.push(entry);
+                series.extend(three);
             }
-            let Some(b) = bytes else {
-                continue;
-            };
-            let pmin = m.devices[0];
-            let mut ps: Vec<u32> = m.devices.clone();
-            ps.extend(m.predict_devices);
-            ps.push(pmin);
-            // a smooth curve: 24 steps per doubling between the smallest and 4× the largest
-            let (l0, l1) = (
-                f64::from(pmin).log2(),
-                f64::from(m.predict_devices[1]).log2(),
-            );
-            let steps = ((l1 - l0) * 24.0).ceil().max(1.0) as u32;
-            let curve: Vec<Pt> = (0..=steps)
-                .map(|j| {
-                    let p = 2f64.powf(l0 + (l1 - l0) * f64::from(j) / f64::from(steps));
-                    let (u, v) = best.form.coefficients(p, b);
-                    Pt::new(p, best.fit.predict(u, v))
-                })
-                .collect();
-            let predicted: Vec<Pt> = m
-                .predict_devices
-                .iter()
-                .map(|&p| Pt::new(f64::from(p), best.predict_s(p, b)))
-                .collect();
-            legend.push(LegendEntry {
-                mark,
-                label: format!("S = {}{caveat}", format_bytes(*req)),
-            });
-            series.push(Series {
-                mark,
-                points: measured,
-            });
-            series.push(Series {
-                mark: Mark {
-                    color: mark.color,
-                    marker: Marker::None,
-                    line: Line::Dashed,
-                    hollow: false,
-                },
-                points: curve,
-            });
-            series.push(Series {
-                mark: Mark {
-                    color: mark.color,
-                    marker: Marker::Circle,
-                    line: Line::None,
-                    hollow: true,
-                },
-                points: predicted,
-            });
         }
         if series.is_empty() {
             continue;
         }
-        let grey = super::Rgb(90, 90, 90);
-        legend.push(LegendEntry {
-            mark: Mark {
-                color: grey,
-                marker: Marker::None,
-                line: Line::Dashed,
-                hollow: false,
-            },
-            label: format!("model: {} form, {}", best.form.name, best.form.formula),
-        });
-        legend.push(LegendEntry {
-            mark: Mark {
-                color: grey,
-                marker: Marker::Circle,
-                line: Line::None,
-                hollow: true,
-            },
-            label: format!(
-                "PREDICTION at {} and {} devices (not measured)",
-                m.predict_devices[0], m.predict_devices[1]
-            ),
-        });
-        let held = match &best.holdout {
-            Ok(h) => format!(
-                "held-out check: fitted on p = {}, predicted p = {}: median |error| {:.1} %, max {:.1} %",
-                h.fit_devices
-                    .iter()
-                    .map(u32::to_string)
-                    .collect::<Vec<_>>()
-                    .join(", "),
-                h.test_devices,
-                h.median_abs_rel_err * 100.0,
-                h.max_abs_rel_err * 100.0
-            ),
-            Err(e) => format!("no held-out check: {e}"),
-        };
-        let mut notes = vec![held.clone()];
-        if best
-            .holdout
-            .as_ref()
-            .is_ok_and(|h| h.median_abs_rel_err > crate::report::model::UNRELIABLE_HOLDOUT)
-        {
-            notes.push(format!(
-                "UNRELIABLE: the form missed the held-out scale by more than {:.0} %",
-                crate::report::model::UNRELIABLE_HOLDOUT * 100.0
-            ));
-        }
-        notes.push(format!("largest measured scale: {pmax} devices"));
+        legend.extend(model_legend(m));
+        let (held, notes) = holdout_notes(m);
         let wl = cs.workload.to_string();
         let n = n_by_wl.entry(wl.clone()).or_default();
         *n += 1;
@@ -212,4 +84,176 @@ pub(crate) fn figures(a: &Analysis<'_>) -> Vec<Figure> {
         });
     }
     out
+}
+
+/// The legend suffix when included unrepresentative measurements are charted (empty if none).
+fn caveat(a: &Analysis<'_>, cs: &CollScale) -> String {
+    let kinds: std::collections::BTreeSet<String> = cs
+        .sizes
+        .iter()
+        .flat_map(|(_, row)| row.iter().flatten())
+        .flat_map(|&i| a.entries[i].concern_kinds())
+        .collect();
+    if kinds.is_empty() {
+        String::new()
+    } else {
+        format!(
+            " — NOT REPRESENTATIVE: {}",
+            crate::report::analyze::kinds_text(&kinds)
+        )
+    }
+}
+
+/// One size's legend entry and series: measured (solid), the model's curve (dashed) and the
+/// predictions (hollow); `None` when no measurement at ≥ 2 devices has a time and a size.
+fn size_series(
+    a: &Analysis<'_>,
+    cs: &CollScale,
+    m: &ScaleModel,
+    si: usize,
+    mark: Mark,
+    caveat: &str,
+) -> Option<(LegendEntry, [Series; 3])> {
+    let best = m.best_fit();
+    let (req, row) = &cs.sizes[si];
+    let mut measured = Vec::new();
+    let mut bytes = None;
+    for (li, e) in row.iter().enumerate() {
+        let Some(e) = e.map(|i| &a.entries[i]) else {
+            continue;
+        };
+        let p = cs.layouts[li].devices();
+        if p < 2 {
+            continue;
+        }
+        if let (Some(t), Some(b)) = (e.time_s(), e.bytes()) {
+            measured.push(Pt {
+                x: f64::from(p),
+                y: t,
+                lo: e.spread.map(|s| s.p5_s),
+                hi: e.spread.map(|s| s.p95_s),
+            });
+            bytes = Some(b as f64);
+        }
+    }
+    let b = bytes?;
+    let curve = model_curve(m, b);
+    let predicted: Vec<Pt> = m
+        .predict_devices
+        .iter()
+        .map(|&p| Pt::new(f64::from(p), best.predict_s(p, b)))
+        .collect();
+    let entry = LegendEntry {
+        mark,
+        label: format!("S = {}{caveat}", format_bytes(*req)),
+    };
+    let dashed = Mark {
+        color: mark.color,
+        marker: Marker::None,
+        line: Line::Dashed,
+        hollow: false,
+    };
+    let hollow = Mark {
+        color: mark.color,
+        marker: Marker::Circle,
+        line: Line::None,
+        hollow: true,
+    };
+    Some((
+        entry,
+        [
+            Series {
+                mark,
+                points: measured,
+            },
+            Series {
+                mark: dashed,
+                points: curve,
+            },
+            Series {
+                mark: hollow,
+                points: predicted,
+            },
+        ],
+    ))
+}
+
+/// The best form's time at `b` bytes as a smooth curve: 24 steps per doubling between the
+/// smallest measured device count and 4× the largest.
+fn model_curve(m: &ScaleModel, b: f64) -> Vec<Pt> {
+    let best = m.best_fit();
+    let (l0, l1) = (
+        f64::from(m.devices[0]).log2(),
+        f64::from(m.predict_devices[1]).log2(),
+    );
+    let steps = ((l1 - l0) * 24.0).ceil().max(1.0) as u32;
+    (0..=steps)
+        .map(|j| {
+            let p = 2f64.powf(l0 + (l1 - l0) * f64::from(j) / f64::from(steps));
+            let (u, v) = best.form.coefficients(p, b);
+            Pt::new(p, best.fit.predict(u, v))
+        })
+        .collect()
+}
+
+/// The grey legend entries for the model's curve and its predictions.
+fn model_legend(m: &ScaleModel) -> [LegendEntry; 2] {
+    let best = m.best_fit();
+    let grey = super::Rgb(90, 90, 90);
+    [
+        LegendEntry {
+            mark: Mark {
+                color: grey,
+                marker: Marker::None,
+                line: Line::Dashed,
+                hollow: false,
+            },
+            label: format!("model: {} form, {}", best.form.name, best.form.formula),
+        },
+        LegendEntry {
+            mark: Mark {
+                color: grey,
+                marker: Marker::Circle,
+                line: Line::None,
+                hollow: true,
+            },
+            label: format!(
+                "PREDICTION at {} and {} devices (not measured)",
+                m.predict_devices[0], m.predict_devices[1]
+            ),
+        },
+    ]
+}
+
+/// The held-out check's sentence (also in the caption) and the figure's notes.
+fn holdout_notes(m: &ScaleModel) -> (String, Vec<String>) {
+    let best = m.best_fit();
+    let pmax = *m.devices.last().expect("measured device counts");
+    let held = match &best.holdout {
+        Ok(h) => format!(
+            "held-out check: fitted on p = {}, predicted p = {}: median |error| {:.1} %, max {:.1} %",
+            h.fit_devices
+                .iter()
+                .map(u32::to_string)
+                .collect::<Vec<_>>()
+                .join(", "),
+            h.test_devices,
+            h.median_abs_rel_err * 100.0,
+            h.max_abs_rel_err * 100.0
+        ),
+        Err(e) => format!("no held-out check: {e}"),
+    };
+    let mut notes = vec![held.clone()];
+    if best
+        .holdout
+        .as_ref()
+        .is_ok_and(|h| h.median_abs_rel_err > crate::report::model::UNRELIABLE_HOLDOUT)
+    {
+        notes.push(format!(
+            "UNRELIABLE: the form missed the held-out scale by more than {:.0} %",
+            crate::report::model::UNRELIABLE_HOLDOUT * 100.0
+        ));
+    }
+    notes.push(format!("largest measured scale: {pmax} devices"));
+    (held, notes)
 }

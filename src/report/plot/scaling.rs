@@ -19,160 +19,197 @@ pub(crate) fn figures(a: &Analysis<'_>) -> Vec<Figure> {
     }
     let mut out = Vec::new();
     for ((wl, strong), list) in groups {
-        let kind = if strong { "strong" } else { "weak" };
         let parts = chunk(list, |s| s.family);
         let many = parts.len() > 1;
         for (k, part) in parts.into_iter().enumerate() {
-            let mut sp = Vec::new();
-            let mut ef = Vec::new();
-            let mut legend = Vec::new();
-            let mut ideal_from: std::collections::BTreeMap<u32, u32> = Default::default();
-            let (mut pmin, mut pmax) = (u32::MAX, 0);
-            for (j, s) in part.iter().enumerate() {
-                let base = &a.entries[s.points[0]];
-                let p0 = base.layout().devices();
-                let t0 = base.time_s().unwrap_or(f64::NAN);
-                let kinds: std::collections::BTreeSet<String> = s
-                    .points
-                    .iter()
-                    .flat_map(|&i| a.entries[i].concern_kinds())
-                    .collect();
-                // Included unrepresentative points: hollow, and the legend says why.
-                let mark = Mark {
-                    hollow: !kinds.is_empty(),
-                    ..Mark::solid(
-                        color(j),
-                        marker(a.palette.style_index(style_key(&base.shape()))),
-                    )
-                };
-                let mut spts = Vec::new();
-                let mut epts = Vec::new();
-                for (&i, sc) in s.points.iter().zip(&s.scaled) {
-                    let e = &a.entries[i];
-                    let p = e.layout().devices();
-                    pmin = pmin.min(p);
-                    pmax = pmax.max(p);
-                    let x = f64::from(p);
-                    // interval of this point's samples; the baseline taken as exact
-                    let (lo, hi) = e.spread.map_or((None, None), |sp| {
-                        let t = e.time_s().unwrap_or(f64::NAN);
-                        (Some(t / sp.p95_s), Some(t / sp.p5_s))
-                    });
-                    spts.push(Pt {
-                        x,
-                        y: sc.speedup,
-                        lo: lo.map(|r| sc.speedup * r),
-                        hi: hi.map(|r| sc.speedup * r),
-                    });
-                    epts.push(Pt {
-                        x,
-                        y: sc.efficiency,
-                        lo: lo.map(|r| sc.efficiency * r),
-                        hi: hi.map(|r| sc.efficiency * r),
-                    });
-                }
-                let last = s.points.last().map(|&i| a.entries[i].layout().devices());
-                let e = ideal_from.entry(p0).or_insert(p0);
-                *e = (*e).max(last.unwrap_or(p0));
-                legend.push(LegendEntry {
-                    mark,
-                    label: format!(
-                        "{} ({}; baseline {}: {}){}",
-                        s.label,
-                        s.family.label(),
-                        base.layout().label(),
-                        crate::units::format_seconds(t0),
-                        if kinds.is_empty() {
-                            String::new()
-                        } else {
-                            format!(
-                                " — NOT REPRESENTATIVE: {}",
-                                crate::report::analyze::kinds_text(&kinds)
-                            )
-                        }
-                    ),
-                });
-                sp.push(Series { mark, points: spts });
-                ef.push(Series { mark, points: epts });
-            }
-            if sp.is_empty() {
-                continue;
-            }
-            let refs_sp: Vec<RefLine> = ideal_from
-                .iter()
-                .map(|(&p0, &p1)| RefLine {
-                    points: vec![
-                        (f64::from(p0), 1.0),
-                        (f64::from(p1), f64::from(p1) / f64::from(p0)),
-                    ],
-                    label: if ideal_from.len() > 1 {
-                        format!("ideal from {p0}")
-                    } else {
-                        "ideal".to_string()
-                    },
-                })
-                .collect();
-            let refs_ef = vec![RefLine {
-                points: vec![(f64::from(pmin), 1.0), (f64::from(pmax), 1.0)],
-                label: "ideal".to_string(),
-            }];
-            let (sp_title, ef_title, notes) = if strong {
-                (
-                    "speedup T0 / T(p) (log2 scale)",
-                    "efficiency p0·T0 / (p·T(p))",
-                    vec![
-                        "strong scaling: fixed total problem".to_string(),
-                        "baseline (p0, T0): smallest device count of the series".to_string(),
-                        "bars: the point's p5–p95 samples (baseline exact)".to_string(),
-                    ],
-                )
-            } else {
-                (
-                    "scaled speedup (p/p0)·E (log2 scale)",
-                    "efficiency T0 / T(p)",
-                    vec![
-                        "weak scaling: fixed problem per device".to_string(),
-                        "baseline (p0, T0): smallest device count of the series".to_string(),
-                        "bars: the point's p5–p95 samples (baseline exact)".to_string(),
-                    ],
-                )
-            };
             let part_s = if many {
                 format!("_{}", k + 1)
             } else {
                 String::new()
             };
-            out.push(Figure {
-                kind: "scaling",
-                workload: wl,
-                stem: format!("scaling_{wl}_{kind}{part_s}"),
-                title: format!("{wl}: {kind} scaling, speedup and efficiency vs devices"),
-                caption: format!(
-                    "{kind} scaling of {wl}: speedup (left, log2 axes; grey dashed: ideal) and efficiency (right; ideal 1) against the total devices p. Each series names its baseline point."
-                ),
-                panels: vec![
-                    Panel {
-                        title: "speedup".to_string(),
-                        x: Axis::new("devices p (log2 scale)", Scale::Log2Count),
-                        y: Axis::new(sp_title, Scale::Log2Count),
-                        series: sp,
-                        refs: refs_sp,
-                        dodge: true,
-                    },
-                    Panel {
-                        title: "efficiency".to_string(),
-                        x: Axis::new("devices p (log2 scale)", Scale::Log2Count),
-                        y: Axis::new(ef_title, Scale::Linear(Unit::Plain)),
-                        series: ef,
-                        refs: refs_ef,
-                        dodge: true,
-                    },
-                ],
-                legend_title: "series (baseline)".to_string(),
-                legend,
-                notes,
-            });
+            out.extend(part_figure(a, wl, strong, &part_s, &part));
         }
     }
     out
+}
+
+/// The speedup and efficiency series of one part, its legend, and what the ideal lines span.
+struct Parts {
+    sp: Vec<Series>,
+    ef: Vec<Series>,
+    legend: Vec<LegendEntry>,
+    /// First device count of a series → the largest device count of the series from it.
+    ideal_from: std::collections::BTreeMap<u32, u32>,
+    pmin: u32,
+    pmax: u32,
+}
+
+/// One chart of a workload's strong or weak scaling; `None` when the part has no series.
+fn part_figure(
+    a: &Analysis<'_>,
+    wl: Workload,
+    strong: bool,
+    part_s: &str,
+    part: &[&ScaleSeries],
+) -> Option<Figure> {
+    let kind = if strong { "strong" } else { "weak" };
+    let mut p = Parts {
+        sp: Vec::new(),
+        ef: Vec::new(),
+        legend: Vec::new(),
+        ideal_from: Default::default(),
+        pmin: u32::MAX,
+        pmax: 0,
+    };
+    for (j, s) in part.iter().enumerate() {
+        add_series(a, j, s, &mut p);
+    }
+    if p.sp.is_empty() {
+        return None;
+    }
+    let refs_sp: Vec<RefLine> = p
+        .ideal_from
+        .iter()
+        .map(|(&p0, &p1)| RefLine {
+            points: vec![
+                (f64::from(p0), 1.0),
+                (f64::from(p1), f64::from(p1) / f64::from(p0)),
+            ],
+            label: if p.ideal_from.len() > 1 {
+                format!("ideal from {p0}")
+            } else {
+                "ideal".to_string()
+            },
+        })
+        .collect();
+    let refs_ef = vec![RefLine {
+        points: vec![(f64::from(p.pmin), 1.0), (f64::from(p.pmax), 1.0)],
+        label: "ideal".to_string(),
+    }];
+    let (sp_title, ef_title, notes) = axis_titles_and_notes(strong);
+    Some(Figure {
+        kind: "scaling",
+        workload: wl,
+        stem: format!("scaling_{wl}_{kind}{part_s}"),
+        title: format!("{wl}: {kind} scaling, speedup and efficiency vs devices"),
+        caption: format!(
+            "{kind} scaling of {wl}: speedup (left, log2 axes; grey dashed: ideal) and efficiency (right; ideal 1) against the total devices p. Each series names its baseline point."
+        ),
+        panels: vec![
+            Panel {
+                title: "speedup".to_string(),
+                x: Axis::new("devices p (log2 scale)", Scale::Log2Count),
+                y: Axis::new(sp_title, Scale::Log2Count),
+                series: p.sp,
+                refs: refs_sp,
+                dodge: true,
+            },
+            Panel {
+                title: "efficiency".to_string(),
+                x: Axis::new("devices p (log2 scale)", Scale::Log2Count),
+                y: Axis::new(ef_title, Scale::Linear(Unit::Plain)),
+                series: p.ef,
+                refs: refs_ef,
+                dodge: true,
+            },
+        ],
+        legend_title: "series (baseline)".to_string(),
+        legend: p.legend,
+        notes,
+    })
+}
+
+/// Adds series `s` (the `j`-th of its chart): its speedup and efficiency points with the
+/// intervals of their samples, its legend entry, and its span to the ideal lines.
+fn add_series(a: &Analysis<'_>, j: usize, s: &ScaleSeries, p: &mut Parts) {
+    let base = &a.entries[s.points[0]];
+    let p0 = base.layout().devices();
+    let t0 = base.time_s().unwrap_or(f64::NAN);
+    let kinds: std::collections::BTreeSet<String> = s
+        .points
+        .iter()
+        .flat_map(|&i| a.entries[i].concern_kinds())
+        .collect();
+    // Included unrepresentative points: hollow, and the legend says why.
+    let mark = Mark {
+        hollow: !kinds.is_empty(),
+        ..Mark::solid(
+            color(j),
+            marker(a.palette.style_index(style_key(&base.shape()))),
+        )
+    };
+    let mut spts = Vec::new();
+    let mut epts = Vec::new();
+    for (&i, sc) in s.points.iter().zip(&s.scaled) {
+        let e = &a.entries[i];
+        let devices = e.layout().devices();
+        p.pmin = p.pmin.min(devices);
+        p.pmax = p.pmax.max(devices);
+        let x = f64::from(devices);
+        // interval of this point's samples; the baseline taken as exact
+        let (lo, hi) = e.spread.map_or((None, None), |sp| {
+            let t = e.time_s().unwrap_or(f64::NAN);
+            (Some(t / sp.p95_s), Some(t / sp.p5_s))
+        });
+        spts.push(Pt {
+            x,
+            y: sc.speedup,
+            lo: lo.map(|r| sc.speedup * r),
+            hi: hi.map(|r| sc.speedup * r),
+        });
+        epts.push(Pt {
+            x,
+            y: sc.efficiency,
+            lo: lo.map(|r| sc.efficiency * r),
+            hi: hi.map(|r| sc.efficiency * r),
+        });
+    }
+    let last = s.points.last().map(|&i| a.entries[i].layout().devices());
+    let e = p.ideal_from.entry(p0).or_insert(p0);
+    *e = (*e).max(last.unwrap_or(p0));
+    p.legend.push(LegendEntry {
+        mark,
+        label: format!(
+            "{} ({}; baseline {}: {}){}",
+            s.label,
+            s.family.label(),
+            base.layout().label(),
+            crate::units::format_seconds(t0),
+            if kinds.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    " — NOT REPRESENTATIVE: {}",
+                    crate::report::analyze::kinds_text(&kinds)
+                )
+            }
+        ),
+    });
+    p.sp.push(Series { mark, points: spts });
+    p.ef.push(Series { mark, points: epts });
+}
+
+/// The speedup and efficiency axis titles and the notes of a strong or weak scaling chart.
+fn axis_titles_and_notes(strong: bool) -> (&'static str, &'static str, Vec<String>) {
+    if strong {
+        (
+            "speedup T0 / T(p) (log2 scale)",
+            "efficiency p0·T0 / (p·T(p))",
+            vec![
+                "strong scaling: fixed total problem".to_string(),
+                "baseline (p0, T0): smallest device count of the series".to_string(),
+                "bars: the point's p5–p95 samples (baseline exact)".to_string(),
+            ],
+        )
+    } else {
+        (
+            "scaled speedup (p/p0)·E (log2 scale)",
+            "efficiency T0 / T(p)",
+            vec![
+                "weak scaling: fixed problem per device".to_string(),
+                "baseline (p0, T0): smallest device count of the series".to_string(),
+                "bars: the point's p5–p95 samples (baseline exact)".to_string(),
+            ],
+        )
+    }
 }
