@@ -72,6 +72,9 @@ struct Shared {
 // SAFETY: `Lead::job` is only accessed as its doc says, with the release/gather order between
 // the accesses; everything else is atomic.
 unsafe impl Sync for Shared {}
+// SAFETY: what keeps Shared from being Send is the raw job pointer in `Lead::job`; it owns
+// nothing (it points at the leader's job or at `inline`, which outlive the round), so moving
+// the Arc'd Shared into a worker thread moves no ownership.
 unsafe impl Send for Shared {}
 
 /// `a` has reached `b` in wrapping sequence arithmetic (they never drift 2^31 apart).
