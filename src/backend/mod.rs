@@ -505,3 +505,62 @@ pub trait Backend {
     /// longest.
     fn elapsed_s(&mut self, from: Self::Mark, to: Self::Mark) -> BackendResult<f64>;
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::error::Error as _;
+
+    #[test]
+    fn device_errors_keep_their_sentence_and_their_source() {
+        let io = std::io::Error::new(std::io::ErrorKind::WouldBlock, "no threads left");
+        let e = BackendError::thread("4 worker threads", io);
+        assert_eq!(
+            e.to_string(),
+            "could not start 4 worker threads: no threads left"
+        );
+        let source = e.source().expect("the OS error is the source");
+        assert_eq!(source.to_string(), "no threads left");
+        let check = BackendError::check("upload of 3 f32 elements into a buffer of 4 f32");
+        assert!(matches!(
+            &check,
+            BackendError::Device(DeviceError::Check(_))
+        ));
+        assert!(check.source().is_none());
+        // A healthy rank's error is empty, so only the failing rank's sentence is reported.
+        assert_eq!(BackendError::Device(DeviceError::OtherRank).to_string(), "");
+        assert_eq!(
+            BackendError::Device(DeviceError::Injected).to_string(),
+            "injected failure (fault=fail)"
+        );
+    }
+
+    #[test]
+    fn unsupported_reasons_read_as_before() {
+        assert_eq!(
+            Unsupported::NoOverlap(BackendKind::Cuda).to_string(),
+            "the cuda backend has no non-blocking all-reduce yet (ddp_step)"
+        );
+        #[cfg(feature = "mpi")]
+        {
+            use cpu::CpuUnsupported;
+            assert_eq!(
+                Unsupported::from(CpuUnsupported::NoHalfArithmetic(Dtype::Bf16)).to_string(),
+                "the CPU backend has no bf16 arithmetic: use f32, f64 or i32, or --backend cuda"
+            );
+            assert_eq!(
+                Unsupported::from(CpuUnsupported::IntegerGemm).to_string(),
+                "CPU GEMM supports f32 and f64, not i32"
+            );
+        }
+        #[cfg(feature = "cuda")]
+        {
+            use cuda::{CudaUnsupported, GemmUnsupported};
+            let gemm = Unsupported::from(CudaUnsupported::Gemm(GemmUnsupported::Int32));
+            assert_eq!(gemm.to_string(), GemmUnsupported::Int32.to_string());
+            assert!(Unsupported::from(CudaUnsupported::InPlaceAlltoall)
+                .to_string()
+                .starts_with("NCCL has no in-place all-to-all"));
+        }
+    }
+}
