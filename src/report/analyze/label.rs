@@ -16,6 +16,16 @@ pub fn kinds_text(kinds: &BTreeSet<String>) -> String {
         .join(", ")
 }
 
+/// What a chart label appends for a non-representative series: nothing, or
+/// ` — NOT REPRESENTATIVE: <kinds>`.
+pub fn not_representative_suffix(kinds: &BTreeSet<String>) -> String {
+    if kinds.is_empty() {
+        String::new()
+    } else {
+        format!(" — NOT REPRESENTATIVE: {}", kinds_text(kinds))
+    }
+}
+
 /// The parameters a person needs to tell cases apart, `key=value` made readable.
 pub fn pretty_pair(k: &str, v: &str) -> Option<String> {
     if v == "-" {

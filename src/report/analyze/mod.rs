@@ -24,7 +24,10 @@ mod straggler;
 pub use curve::{CollectiveView, Curve};
 pub use entry::Entry;
 pub use group::{families, Family};
-pub use label::{describe, kinds_text, pretty_pair, style_label, variant_label, varying_keys};
+pub use label::{
+    describe, kinds_text, not_representative_suffix, pretty_pair, style_label, variant_label,
+    varying_keys,
+};
 pub use palette::{style_key, Layout, Palette, StyleKey};
 pub use ratio::{RatioGroup, RatioKind, RatioRow};
 pub use scaling::{CollScale, ScaleSeries};

@@ -272,14 +272,7 @@ pub(crate) fn curve_mark(a: &Analysis<'_>, c: &Curve) -> Mark {
 /// The legend label of a size curve, saying when it is not representative.
 pub(crate) fn curve_label(a: &Analysis<'_>, c: &Curve) -> String {
     let l = setup_label(a, Layout::of(&c.shape), style_key(&c.shape));
-    if c.concerns.is_empty() {
-        l
-    } else {
-        format!(
-            "{l} — NOT REPRESENTATIVE: {}",
-            super::analyze::kinds_text(&c.concerns)
-        )
-    }
+    l + &super::analyze::not_representative_suffix(&c.concerns)
 }
 
 /// Legend label of a set-up: the layout, then the set-up fields that vary in the report.
@@ -524,14 +517,7 @@ fn ratio_series(
             g.den_label,
             g.layout.label(),
             if rest.is_empty() { "" } else { " " },
-            if g.concerns.is_empty() {
-                String::new()
-            } else {
-                format!(
-                    " — NOT REPRESENTATIVE: {}",
-                    super::analyze::kinds_text(&g.concerns)
-                )
-            }
+            super::analyze::not_representative_suffix(&g.concerns)
         ),
     };
     Some((entry, Series { mark, points: pts }))

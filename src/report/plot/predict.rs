@@ -94,14 +94,7 @@ fn caveat(a: &Analysis<'_>, cs: &CollScale) -> String {
         .flat_map(|(_, row)| row.iter().flatten())
         .flat_map(|&i| a.entries[i].concern_kinds())
         .collect();
-    if kinds.is_empty() {
-        String::new()
-    } else {
-        format!(
-            " — NOT REPRESENTATIVE: {}",
-            crate::report::analyze::kinds_text(&kinds)
-        )
-    }
+    crate::report::analyze::not_representative_suffix(&kinds)
 }
 
 /// One size's legend entry and series: measured (solid), the model's curve (dashed) and the

@@ -175,14 +175,7 @@ fn add_series(a: &Analysis<'_>, j: usize, s: &ScaleSeries, p: &mut Parts) {
             s.family.label(),
             base.layout().label(),
             crate::units::format_seconds(t0),
-            if kinds.is_empty() {
-                String::new()
-            } else {
-                format!(
-                    " — NOT REPRESENTATIVE: {}",
-                    crate::report::analyze::kinds_text(&kinds)
-                )
-            }
+            crate::report::analyze::not_representative_suffix(&kinds)
         ),
     });
     p.sp.push(Series { mark, points: spts });
