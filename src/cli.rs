@@ -309,14 +309,15 @@ pub struct RunArgs {
     #[arg(long = "model", value_delimiter = ',', default_value = "mlp-tiny")]
     pub models: Vec<String>,
 
-    /// ddp_step gradient bucket capacities (PyTorch DDP's bucket_cap_mb), sizes as --sizes.
-    #[arg(long = "bucket-size", value_parser = parse_sizes, default_value = "25MiB")]
-    pub bucket_sizes: SizeList,
+    /// ddp_step gradient bucket capacities (PyTorch DDP's bucket_cap_mb), sizes as --sizes
+    /// [default: 25MiB].
+    #[arg(long = "bucket-size", value_parser = parse_sizes)]
+    pub bucket_sizes: Option<SizeList>,
 
-    /// ddp_step: the first gradient bucket's capacities (PyTorch DDP's first bucket, 1 MiB);
-    /// 0B = the same as --bucket-size.
-    #[arg(long = "first-bucket", value_parser = parse_sizes, default_value = "1MiB")]
-    pub first_bucket_sizes: SizeList,
+    /// ddp_step: the first gradient bucket's capacities; 0B = the same as --bucket-size.
+    /// Default as PyTorch DDP: 1MiB, or the --bucket-size cap when that is given.
+    #[arg(long = "first-bucket", value_parser = parse_sizes)]
+    pub first_bucket_sizes: Option<SizeList>,
 
     /// ddp_step on the CPU backend: who progresses the non-blocking all-reduces: thread (a
     /// progress thread, the default) and/or test (MPI_Test between GEMM tiles).
@@ -464,8 +465,8 @@ impl From<&RunArgs> for crate::plan::Request {
             dims: a.dims.clone(),
             batch: a.batch,
             models: a.models.clone(),
-            bucket_sizes: a.bucket_sizes.0.clone(),
-            first_bucket_sizes: a.first_bucket_sizes.0.clone(),
+            bucket_sizes: a.bucket_sizes.as_ref().map(|x| x.0.clone()),
+            first_bucket_sizes: a.first_bucket_sizes.as_ref().map(|x| x.0.clone()),
             progress: a.progress.clone(),
             collect: a.collect.into(),
             scaling: a.scaling.into(),

@@ -78,8 +78,33 @@ fn assert_exact(v: &Value, devices: u64, ranks: u64, want_cases: usize) {
         assert_eq!(c["ddp"]["parameters"], 3 * 64 * 48 + 200 * 40);
         assert!(c["algbw_gbps"].is_null() && c["busbw_gbps"].is_null());
         // definitions hold in the record
+        // exposed = mean over rounds of (step's slowest rank − compute's slowest rank)
         let exposed = f(c, "exposed_comm_s");
-        assert!((exposed - (f(c, "step_s") - f(c, "compute_s")).max(0.0)).abs() < 1e-12);
+        let col = |v: &serde_json::Value| -> Vec<f64> {
+            v["samples_s"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|x| x.as_f64().unwrap())
+                .collect()
+        };
+        let step = col(&c["timing"]);
+        let compute = col(&c["phases"][1]);
+        let want = step.iter().zip(&compute).map(|(s, c)| s - c).sum::<f64>() / step.len() as f64;
+        assert!(
+            (exposed - want).abs() <= 1e-9 * want.abs().max(1e-6),
+            "{exposed} vs {want}"
+        );
+        assert_eq!(c["ddp"]["exposed_definition"], "critical_path");
+        let imbalance = f(c, "compute_imbalance_s");
+        let compute_max_mean = compute.iter().sum::<f64>() / compute.len() as f64;
+        assert!((imbalance - (compute_max_mean - f(c, "compute_s"))).abs() < 1e-9);
+        assert!(imbalance >= -1e-12, "{imbalance}");
+        if step.len() >= 2 {
+            let ci = c["ddp"]["exposed_comm_ci_s"].as_array().unwrap();
+            let (lo, hi) = (ci[0].as_f64().unwrap(), ci[1].as_f64().unwrap());
+            assert!(lo <= exposed && exposed <= hi, "{lo} {exposed} {hi}");
+        }
         assert_eq!(f(c, "step_s"), c["timing"]["time_s"].as_f64().unwrap());
         let names: Vec<&str> = c["phases"]
             .as_array()
@@ -158,12 +183,79 @@ fn exact_gradients_on_four_oversubscribed_ranks_with_an_uneven_strong_split() {
         "--first-bucket",
         "0B",
     ];
-    let (ran, v) = ddp_run("ddp4", 4, &a);
+    let (ran, v, run_dir) = ddp_run_in("ddp4", 4, &a);
     ran.assert_code(0);
     assert_exact(&v, 4, 4, 3);
     assert!(cases(&v)
         .iter()
         .all(|c| c["ddp"]["global_batch"].as_u64() == Some(10)));
+    // 4 ranks on this machine's 2 CPUs: oversubscribed. The ddp section marks every row and
+    // computes no scaling efficiency from them, as every other section does.
+    let oversubscribed = cases(&v)
+        .iter()
+        .all(|c| c["unrepresentative"].to_string().contains("oversubscribed"))
+        || v["launches"].to_string().contains("oversubscribed");
+    if !oversubscribed {
+        return; // a machine with 4 or more CPUs: nothing to mark
+    }
+    let csv = ddp_report_csv("ddp4-r", &run_dir, &[]);
+    let rows: Vec<&str> = csv.lines().skip(1).collect();
+    assert_eq!(rows.len(), 3, "{csv}");
+    let head = csv_cells(csv.lines().next().unwrap());
+    let col = |name: &str| head.iter().position(|h| h == name).unwrap();
+    let (eff, rep) = (col("scaling efficiency"), col("representative"));
+    for r in &rows {
+        let cells = csv_cells(r);
+        assert_eq!(
+            cells[eff], "",
+            "no efficiency from an oversubscribed step: {r}"
+        );
+        assert!(cells[rep].contains("no: oversubscribed"), "{r}");
+    }
+    // --include-unrepresentative uses them, marked
+    let csv = ddp_report_csv("ddp4-ri", &run_dir, &["--include-unrepresentative"]);
+    for r in csv.lines().skip(1) {
+        let cells = csv_cells(r);
+        assert!(!cells[eff].is_empty(), "{r}");
+        assert!(cells[rep].contains("(included)"), "{r}");
+    }
+}
+
+/// One CSV line's cells (RFC 4180 quoting).
+fn csv_cells(line: &str) -> Vec<String> {
+    let (mut cells, mut cur, mut quoted) = (Vec::new(), String::new(), false);
+    let mut chars = line.chars().peekable();
+    while let Some(ch) = chars.next() {
+        match (ch, quoted) {
+            ('"', true) if chars.peek() == Some(&'"') => {
+                cur.push('"');
+                chars.next();
+            }
+            ('"', _) => quoted = !quoted,
+            (',', false) => cells.push(std::mem::take(&mut cur)),
+            (c, _) => cur.push(c),
+        }
+    }
+    cells.push(cur);
+    cells
+}
+
+/// The report's ddp_step table (CSV) of `run_dir`, with `extra` report options.
+fn ddp_report_csv(tag: &str, run_dir: &std::path::Path, extra: &[&str]) -> String {
+    let dir = tmpdir(tag);
+    let out = std::process::Command::new(bin())
+        .args(["report", "--format", "csv", "--out"])
+        .arg(dir.join("report"))
+        .args(extra)
+        .arg(run_dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    std::fs::read_to_string(dir.join("report").join("tables").join("ddp_step.csv")).unwrap()
 }
 
 #[test]
@@ -258,6 +350,43 @@ fn the_first_bucket_has_its_own_cap_and_is_recorded() {
     let ran = common::solo(&["plan", spec.to_str().unwrap()]);
     ran.assert_code(0);
     assert!(ran.stdout.contains("3 case(s)"), "{}", ran.stdout);
+
+    // PyTorch's rule: a given bucket cap caps the first bucket too (recorded as 0 = the same
+    // cap); given both, both are used as given
+    std::fs::write(
+        &spec,
+        "name = \"s\"\n[axes]\nworkloads = \"ddp_step\"\nbucket_sizes = \"4MiB\"\n",
+    )
+    .unwrap();
+    let first = |args: &[&str]| -> Vec<u64> {
+        let ran = common::solo(args);
+        ran.assert_code(0);
+        let v: Value = serde_json::from_str(&ran.stdout).unwrap();
+        let mut out = Vec::new();
+        collect_key(&v, "first_bucket_bytes", &mut out);
+        out
+    };
+    assert_eq!(first(&["plan", "--json", spec.to_str().unwrap()]), vec![0]);
+    // (the command line's rule: plan's unit test `first_bucket_follows_pytorchs_rule`)
+}
+
+/// Every value of `key` anywhere in `v`.
+fn collect_key(v: &Value, key: &str, out: &mut Vec<u64>) {
+    match v {
+        Value::Object(m) => {
+            for (k, x) in m {
+                if k == key {
+                    if let Some(n) = x.as_u64() {
+                        out.push(n);
+                    }
+                } else {
+                    collect_key(x, key, out);
+                }
+            }
+        }
+        Value::Array(a) => a.iter().for_each(|x| collect_key(x, key, out)),
+        _ => {}
+    }
 }
 
 /// Step figures of one ddp_step case on `np` ranks, with a slow link of `delay_ms` per bucket.

@@ -170,8 +170,12 @@ fn a_cold_first_operation_does_not_cut_the_iteration_count() {
     let t = r.cases[0].timing.as_ref().unwrap();
     assert_eq!((t.warmup_iters, t.batches), (100, 20));
     let cal = t.calibration.as_ref().expect("calibration recorded");
-    // OSU's 1000 in 20 batches, each lengthened to last 100 µs at the estimated speed.
-    let floor = (100e-6 / cal.estimate_s * (1.0 - 1e-9)).ceil() as u32;
+    // OSU's 1000 in 20 batches, each lengthened to last 120 µs at the speed the last
+    // pipelined probe measured.
+    let est = cal.pipelined_estimate_s.expect("pipelined probe recorded");
+    assert_eq!(cal.pipelined_probes_s.len(), 2, "{cal:?}");
+    assert_eq!(Some(&est), cal.pipelined_probes_s.last());
+    let floor = (120e-6 / est * (1.0 - 1e-9)).ceil() as u32;
     assert_eq!(t.iters, 20 * floor.max(50), "{cal:?}");
     assert!(cal.cold_op_s >= 1.5, "{cal:?}");
     assert!(cal.probes_s.len() >= 3, "{cal:?}");
@@ -180,6 +184,39 @@ fn a_cold_first_operation_does_not_cut_the_iteration_count() {
     assert!(cal.estimate_s < 0.1, "{cal:?}");
     assert_eq!(cal.iters_source, "auto");
     assert!(t.warnings.is_empty(), "{:?}", t.warnings);
+}
+
+#[test]
+fn small_pipelined_batches_really_last_the_floor() {
+    // 8 B broadcasts take ~0.1–0.3 µs pipelined but several times that timed alone: counts
+    // from the isolated probe made 10–20 µs batches. The pipelined probe sizes them.
+    let out = tmpdir("batch-floor").join("out");
+    let a = ["-w", "broadcast", "--sizes", "8", "--timing", "pipelined"];
+    mpirun(2, &run_q(&out, &a)).assert_code(0);
+    let r = read_results(&out);
+    assert_eq!(r.cases.len(), 1);
+    let t = r.cases[0].timing.as_ref().unwrap();
+    let cal = t.calibration.as_ref().unwrap();
+    let batch_s = cal.realised_batch_s.expect("realised batch recorded");
+    // recomputed from the samples: median per-op time × ops per batch
+    let mut s = t.samples_s.clone();
+    s.sort_by(f64::total_cmp);
+    let median = if s.len() % 2 == 1 {
+        s[s.len() / 2]
+    } else {
+        (s[s.len() / 2 - 1] + s[s.len() / 2]) / 2.0
+    };
+    let want = median * f64::from(t.iters / t.batches);
+    assert!((batch_s - want).abs() <= 1e-9 * want, "{batch_s} vs {want}");
+    assert!(
+        batch_s >= 100e-6,
+        "realised batch {batch_s} s below the floor: {cal:?}"
+    );
+    assert!(
+        !t.warnings.iter().any(|w| w.contains("floor")),
+        "{:?}",
+        t.warnings
+    );
 }
 
 #[test]

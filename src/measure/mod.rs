@@ -34,6 +34,11 @@ pub const SMALL_MESSAGE_BYTES: u64 = 8 << 10;
 /// time: at 100 µs it is ≤ 1 %. (Batches of 50 broadcasts of 0.1 µs read 10–25 % slower than
 /// one batch of 1000; docs/benchmarking.md.)
 pub const MIN_PIPELINED_BATCH_S: f64 = 100e-6;
+/// What the automatic policy aims a pipelined batch at, seconds: the floor with a margin, so
+/// that run-to-run speed changes after calibration leave the realised batches above it.
+pub const PIPELINED_BATCH_TARGET_S: f64 = 1.2 * MIN_PIPELINED_BATCH_S;
+/// Pipelined probe batches before the counts are fixed (each sized from the one before).
+pub const PIPELINED_PROBES: u32 = 2;
 
 /// Resolved counts for one case.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -49,7 +54,8 @@ impl IterPolicy {
     /// Automatic counts start from OSU's defaults (1000 + 100 warm-up up to 8 KiB, 100 + 10
     /// above) and are capped so the timed phase takes about `time_budget_s` (IMB caps by time
     /// too), with at least [`MIN_AUTO_ITERS`]. Pipelined batches are then lengthened to last
-    /// [`MIN_PIPELINED_BATCH_S`] where the budget allows. Explicit counts are used as given.
+    /// [`PIPELINED_BATCH_TARGET_S`] where the budget allows (`est_op_s` is then the pipelined
+    /// probe's per-operation time, see [`time_op`]). Explicit counts are used as given.
     /// Pure: every rank gets the same answer from the same (agreed) estimate.
     pub fn resolve(&self, mode: Timing, bytes: Option<u64>, est_op_s: f64) -> IterCounts {
         let small = bytes.is_some_and(|b| b <= SMALL_MESSAGE_BYTES);
@@ -78,8 +84,8 @@ impl IterPolicy {
                 let mut per_batch = iters.div_ceil(batches);
                 // Only from a real estimate: a failed probe must not inflate the counts.
                 if self.iters.is_none() && est_op_s.is_finite() && est_op_s > 0.0 {
-                    // (1 - 1e-9): 100 µs / 0.1 µs is 1000, not 1000.0000001 rounded up.
-                    let floor = (MIN_PIPELINED_BATCH_S / est * (1.0 - 1e-9))
+                    // (1 - 1e-9): 120 µs / 0.1 µs is 1200, not 1200.0000001 rounded up.
+                    let floor = (PIPELINED_BATCH_TARGET_S / est * (1.0 - 1e-9))
                         .ceil()
                         .min(f64::from(u32::MAX)) as u32;
                     let cap = (fit(self.time_budget_s) / batches).max(1);
@@ -143,6 +149,9 @@ pub fn calibrate<E>(
             cold_op_s,
             probes_s,
             estimate_s,
+            pipelined_probes_s: Vec::new(),
+            pipelined_estimate_s: None,
+            realised_batch_s: None,
             iters_source: if policy.iters.is_some() {
                 "explicit"
             } else {
@@ -173,6 +182,77 @@ pub fn timing_warnings(mode: Timing, counts: IterCounts) -> Vec<String> {
     w
 }
 
+/// Ops in a pipelined probe batch meant to last [`PIPELINED_BATCH_TARGET_S`] at `est_s` per
+/// op, within a twentieth of the time budget (pure).
+pub fn probe_batch_len(est_s: f64, time_budget_s: f64) -> u32 {
+    if !(est_s.is_finite() && est_s > 0.0) {
+        return 1;
+    }
+    let want = (PIPELINED_BATCH_TARGET_S / est_s).ceil();
+    let cap = (0.05 * time_budget_s / est_s).floor().max(1.0);
+    want.min(cap).clamp(1.0, 1e7) as u32
+}
+
+/// Re-estimates a pipelined operation's cost from short pipelined batches (the isolated
+/// probes include a synchronisation and the barrier's skew per call, several times a
+/// pipelined small message), each sized from the estimate before it, and resolves the counts
+/// from the last. Every rank runs the same batches (the estimates are agreed maxima).
+fn pipelined_probe<B, C, F>(
+    backend: &mut B,
+    comm: &C,
+    policy: &IterPolicy,
+    bytes: Option<u64>,
+    mut calibration: Calibration,
+    op: &mut F,
+) -> BackendResult<(IterCounts, Calibration)>
+where
+    B: Backend,
+    C: HostComm,
+    F: FnMut(&mut B) -> BackendResult<()>,
+{
+    let mut est = calibration.estimate_s;
+    for _ in 0..PIPELINED_PROBES {
+        let n = probe_batch_len(est, policy.time_budget_s);
+        comm.barrier();
+        let a = backend.mark()?;
+        for _ in 0..n {
+            op(backend)?;
+        }
+        let b = backend.mark()?;
+        backend.synchronize()?;
+        let per_op = comm.max_f64(backend.elapsed_s(a, b)?) / f64::from(n);
+        calibration.pipelined_probes_s.push(per_op);
+        if per_op.is_finite() && per_op > 0.0 {
+            est = per_op;
+        }
+    }
+    calibration.pipelined_estimate_s = Some(est);
+    Ok((policy.resolve(Timing::Pipelined, bytes, est), calibration))
+}
+
+/// The realised pipelined batch length (median over batches of the slowest rank's batch,
+/// seconds) and a warning when it is below [`MIN_PIPELINED_BATCH_S`] although the counts were
+/// automatic (pure; `samples_s` are per-op times per batch, slowest rank).
+pub fn realised_batch(
+    counts: IterCounts,
+    samples_s: &[f64],
+    automatic: bool,
+) -> (Option<f64>, Option<String>) {
+    let per_batch = counts.iters / counts.batches.max(1);
+    let Some(median) = stats::median(samples_s) else {
+        return (None, None);
+    };
+    let batch_s = median * f64::from(per_batch);
+    let warning = (automatic && batch_s < MIN_PIPELINED_BATCH_S).then(|| {
+        format!(
+            "pipelined batches lasted {} (median), below the {} floor: the barrier's skew is a larger share of each batch (the time budget capped the batch, or the speed changed after calibration)",
+            crate::units::format_seconds(batch_s),
+            crate::units::format_seconds(MIN_PIPELINED_BATCH_S)
+        )
+    });
+    (Some(batch_s), warning)
+}
+
 /// Times `op` on every rank. All ranks must call it together with the same policy.
 ///
 /// `op` enqueues one operation; the loop synchronises the backend where the mode requires.
@@ -198,6 +278,11 @@ where
         let t1 = backend.mark()?;
         Ok(comm.max_f64(backend.elapsed_s(t0, t1)?))
     })?;
+    let (counts, calibration) = if mode == Timing::Pipelined && policy.iters.is_none() {
+        pipelined_probe(backend, comm, policy, bytes, calibration, &mut op)?
+    } else {
+        (counts, calibration)
+    };
 
     for _ in 0..counts.warmup {
         op(backend)?;
@@ -255,6 +340,17 @@ pub fn combine<C: HostComm>(comm: &C, mode: Timing, mine: &RankSamples) -> Optio
     let mut t = timing_result(mode, mine.counts, per_rank, samples);
     t.calibration = mine.calibration.clone();
     t.warnings = mine.warnings.clone();
+    if mode == Timing::Pipelined {
+        let automatic = t
+            .calibration
+            .as_ref()
+            .is_some_and(|c| c.iters_source == "auto");
+        let (batch_s, warning) = realised_batch(mine.counts, &t.samples_s, automatic);
+        if let Some(c) = t.calibration.as_mut() {
+            c.realised_batch_s = batch_s;
+        }
+        t.warnings.extend(warning);
+    }
     Some(t)
 }
 
@@ -354,13 +450,13 @@ mod tests {
     #[test]
     fn pipelined_batches_last_long_enough_to_hide_the_barrier() {
         let p = IterPolicy::default();
-        // 0.1 µs broadcasts: OSU's 1000 would be 20 batches of 50 (5 µs each); 1000 per batch
+        // 0.1 µs broadcasts: OSU's 1000 would be 20 batches of 50 (5 µs each); 1200 per batch
         let c = p.resolve(Timing::Pipelined, Some(8), 1e-7);
-        assert_eq!((c.iters, c.batches), (20_000, 20));
-        assert!(f64::from(c.iters / c.batches) * 1e-7 >= MIN_PIPELINED_BATCH_S * 0.999);
-        // 10 µs operations: 100 / 20 = 5 per batch would be 50 µs; 10 per batch
+        assert_eq!((c.iters, c.batches), (24_000, 20));
+        assert!(f64::from(c.iters / c.batches) * 1e-7 >= PIPELINED_BATCH_TARGET_S * 0.999);
+        // 10 µs operations: 100 / 20 = 5 per batch would be 50 µs; 12 per batch
         let c = p.resolve(Timing::Pipelined, Some(1 << 20), 1e-5);
-        assert_eq!((c.iters, c.batches), (200, 20));
+        assert_eq!((c.iters, c.batches), (240, 20));
         // slow operations keep their counts: 1 ms × 100 is within the budget already
         let c = p.resolve(Timing::Pipelined, Some(1 << 20), 1e-3);
         assert_eq!((c.iters, c.batches), (100, 20));
@@ -374,6 +470,35 @@ mod tests {
         // isolated timing is untouched
         let c = p.resolve(Timing::Isolated, Some(8), 1e-7);
         assert_eq!(c.iters, 1000);
+    }
+
+    #[test]
+    fn probe_batches_aim_at_the_target_within_the_budget() {
+        // 0.1 µs: 1200 ops; 1 ms: one; a bad estimate: one
+        assert_eq!(probe_batch_len(1e-7, 1.0), 1200);
+        assert_eq!(probe_batch_len(1e-3, 1.0), 1);
+        assert_eq!(probe_batch_len(f64::NAN, 1.0), 1);
+        // a tiny budget caps the probe: 5 % of 1 ms at 0.1 µs = 500
+        assert_eq!(probe_batch_len(1e-7, 1e-3), 500);
+    }
+
+    #[test]
+    fn the_realised_batch_is_recorded_and_a_short_one_warned_about() {
+        let counts = IterCounts {
+            iters: 24_000,
+            warmup: 100,
+            batches: 20,
+        };
+        // 1200 ops of 0.1 µs: 120 µs, no warning
+        let (b, w) = realised_batch(counts, &[1e-7; 20], true);
+        assert!((b.unwrap() - 120e-6).abs() < 1e-12);
+        assert!(w.is_none());
+        // the machine sped up 2× after calibration: 60 µs, warned when automatic only
+        let (b, w) = realised_batch(counts, &[0.5e-7; 20], true);
+        assert!((b.unwrap() - 60e-6).abs() < 1e-12);
+        assert!(w.unwrap().contains("below the 100.00 µs floor"));
+        assert!(realised_batch(counts, &[0.5e-7; 20], false).1.is_none());
+        assert_eq!(realised_batch(counts, &[], true), (None, None));
     }
 
     #[test]
@@ -405,8 +530,8 @@ mod tests {
         };
         let p = IterPolicy::default();
         let (c, cal) = calibrate(&p, Timing::Pipelined, Some(8), &mut op).unwrap();
-        // 1 µs operations: OSU's 1000 in 20 batches of 50 µs, lengthened to 100 per batch
-        assert_eq!((c.iters, c.warmup, c.batches), (2000, 100, 20));
+        // 1 µs operations: OSU's 1000 in 20 batches of 50 µs, lengthened to 120 per batch
+        assert_eq!((c.iters, c.warmup, c.batches), (2400, 100, 20));
         assert_eq!(cal.cold_op_s, 2.0);
         assert_eq!(cal.probes_s, vec![1e-6; MIN_PROBES as usize]);
         assert_eq!((cal.estimate_s, cal.iters_source.as_str()), (1e-6, "auto"));

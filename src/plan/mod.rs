@@ -31,9 +31,11 @@ pub struct Request {
     /// `--batch` as given (each workload has its own default).
     pub batch: Option<u32>,
     pub models: Vec<String>,
-    pub bucket_sizes: Vec<Bytes>,
-    /// ddp_step's first bucket capacities (`0` = the same as the others).
-    pub first_bucket_sizes: Vec<Bytes>,
+    /// ddp_step's bucket capacities; `None` = not given (DDP's default, 25 MiB).
+    pub bucket_sizes: Option<Vec<Bytes>>,
+    /// ddp_step's first bucket capacities (`0` = the same as the others); `None` = DDP's
+    /// rule ([`first_bucket_default`]).
+    pub first_bucket_sizes: Option<Vec<Bytes>>,
     pub progress: Vec<Progress>,
     pub collect: Collect,
     pub scaling: Scaling,
@@ -73,8 +75,8 @@ impl Default for Request {
             dims: vec![MatmulShape::square(1024)],
             batch: None,
             models: vec!["mlp-tiny".into()],
-            bucket_sizes: vec![Bytes(25 << 20)],
-            first_bucket_sizes: vec![Bytes(1 << 20)],
+            bucket_sizes: None,
+            first_bucket_sizes: None,
             progress: vec![Progress::Thread],
             collect: Collect::Gather,
             scaling: Scaling::Weak,
@@ -160,13 +162,14 @@ impl RunOptions {
             batch: a.batch,
             collect: a.collect,
             models: dedup(&a.models),
-            bucket_bytes: dedup(&a.bucket_sizes.iter().map(|b| b.get()).collect::<Vec<_>>()),
-            first_bucket_bytes: dedup(
-                &a.first_bucket_sizes
-                    .iter()
-                    .map(|b| b.get())
-                    .collect::<Vec<_>>(),
-            ),
+            bucket_bytes: match &a.bucket_sizes {
+                Some(v) => dedup(&v.iter().map(|b| b.get()).collect::<Vec<_>>()),
+                None => vec![crate::params::ddp::DEFAULT_BUCKET_BYTES],
+            },
+            first_bucket_bytes: match &a.first_bucket_sizes {
+                Some(v) => dedup(&v.iter().map(|b| b.get()).collect::<Vec<_>>()),
+                None => vec![first_bucket_default(a.bucket_sizes.is_some())],
+            },
             progress: dedup(&a.progress),
             scaling: a.scaling,
             timings: dedup(&a.timings),
@@ -218,13 +221,17 @@ fn check_given(a: &Request) -> Result<()> {
         ));
     }
     nonempty(&a.models, "--model")?;
-    nonempty(&a.bucket_sizes, "--bucket-size")?;
-    nonempty(&a.first_bucket_sizes, "--first-bucket")?;
+    if let Some(v) = &a.bucket_sizes {
+        nonempty(v, "--bucket-size")?;
+    }
+    if let Some(v) = &a.first_bucket_sizes {
+        nonempty(v, "--first-bucket")?;
+    }
     nonempty(&a.progress, "--progress")?;
     for m in &a.models {
         crate::params::ddp::Model::parse(m).map_err(|e| Error::input(format!("--model: {e}")))?;
     }
-    if a.bucket_sizes.iter().any(|b| b.get() == 0) {
+    if a.bucket_sizes.iter().flatten().any(|b| b.get() == 0) {
         return Err(Error::input(
             "--bucket-size 0B: give a capacity of at least 1 byte, e.g. 25MiB",
         ));
@@ -472,6 +479,17 @@ pub fn expand(o: &RunOptions, shape: LaunchShape) -> Result<Vec<CaseParams>> {
     Ok(cases)
 }
 
+/// The first bucket's capacity when none is given, as PyTorch DDP decides it: its
+/// `_DEFAULT_FIRST_BUCKET_BYTES` (1 MiB) while `bucket_cap_mb` is left at its default, and the
+/// given cap for the first bucket too once `bucket_cap_mb` is given (`0` = the same cap).
+pub(crate) fn first_bucket_default(bucket_given: bool) -> u64 {
+    if bucket_given {
+        0
+    } else {
+        crate::params::ddp::DEFAULT_FIRST_BUCKET_BYTES
+    }
+}
+
 /// ddp_step cases: model × progress strategy (CPU backend only) × bucket capacity.
 fn expand_ddp(o: &RunOptions, c: CaseParams, out: &mut Vec<CaseParams>) {
     let cpu = c.backend == BackendKind::Cpu;
@@ -582,6 +600,29 @@ mod tests {
             .iter()
             .filter(|c| c.workload == Workload::Broadcast)
             .all(|c| c.op.is_none() && c.in_place == Some(true)));
+    }
+
+    #[test]
+    fn first_bucket_follows_pytorchs_rule() {
+        let first = |bucket: Option<&str>, first: Option<&str>| -> Vec<Option<u64>> {
+            let o = opts(Request {
+                workloads: vec![Workload::DdpStep],
+                bucket_sizes: bucket.map(sizes),
+                first_bucket_sizes: first.map(sizes),
+                ..Request::default()
+            })
+            .unwrap();
+            let cases = expand(&o, shape(2)).unwrap();
+            cases.iter().map(|c| c.first_bucket_bytes).collect()
+        };
+        // bucket_cap_mb left alone: DDP's 1 MiB first bucket under a 25 MiB cap
+        assert_eq!(first(None, None), vec![Some(1 << 20)]);
+        // bucket_cap_mb given (even at its default value): the first bucket gets the cap
+        assert_eq!(first(Some("4MiB"), None), vec![Some(0)]);
+        assert_eq!(first(Some("25MiB"), None), vec![Some(0)]);
+        // both given: as given
+        assert_eq!(first(Some("4MiB"), Some("2MiB")), vec![Some(2 << 20)]);
+        assert_eq!(first(None, Some("0B,2MiB")), vec![Some(0), Some(2 << 20)]);
     }
 
     #[test]

@@ -59,6 +59,10 @@ struct Point {
     progress: Progress,
     /// Whether the spec gave `batch` (ddp_step's default differs from batch_matmul's).
     batch_given: bool,
+    /// Whether the spec gave `bucket_sizes` / `first_bucket_sizes` (PyTorch's first-bucket
+    /// rule, [`crate::plan::first_bucket_default`]).
+    bucket_given: bool,
+    first_bucket_given: bool,
 }
 
 impl Default for Point {
@@ -88,6 +92,8 @@ impl Default for Point {
             first_bucket: crate::params::ddp::DEFAULT_FIRST_BUCKET_BYTES,
             progress: Progress::Thread,
             batch_given: false,
+            bucket_given: false,
+            first_bucket_given: false,
         }
     }
 }
@@ -116,8 +122,14 @@ impl Point {
                 self.batch_given = true;
             }
             (Axis::Models, AxisValue::Model(x)) => self.model = x.clone(),
-            (Axis::BucketSizes, AxisValue::Bytes(x)) => self.bucket = *x,
-            (Axis::FirstBucketSizes, AxisValue::Bytes(x)) => self.first_bucket = *x,
+            (Axis::BucketSizes, AxisValue::Bytes(x)) => {
+                self.bucket = *x;
+                self.bucket_given = true;
+            }
+            (Axis::FirstBucketSizes, AxisValue::Bytes(x)) => {
+                self.first_bucket = *x;
+                self.first_bucket_given = true;
+            }
             (Axis::Progress, AxisValue::Progress(x)) => self.progress = *x,
             (Axis::Collect, AxisValue::Collect(x)) => self.collect = *x,
             (Axis::Fault, AxisValue::Fault(x)) => self.fault = x.clone(),
@@ -202,7 +214,11 @@ impl Point {
             fault: self.fault.clone(),
             model: ddp.then(|| self.model.clone()),
             bucket_bytes: ddp.then_some(self.bucket),
-            first_bucket_bytes: ddp.then_some(self.first_bucket),
+            first_bucket_bytes: ddp.then_some(if self.first_bucket_given {
+                self.first_bucket
+            } else {
+                crate::plan::first_bucket_default(self.bucket_given)
+            }),
             progress: (ddp && cpu).then_some(self.progress),
         }
     }

@@ -5,27 +5,41 @@
 //! Scaling efficiency follows the measurement notes: weak scaling (fixed batch per device)
 //! E(p) = T(p₀) / T(p); strong scaling (fixed global batch) E(p) = p₀·T(p₀) / (p·T(p)), where
 //! p₀ is the smallest device count measured for the set-up (1 when measured).
+//!
+//! Cases that cannot represent their set-up (oversubscribed, emulated nodes, a progress
+//! thread sharing a core, …) are shown, marked, and kept out of scaling efficiencies unless
+//! `--include-unrepresentative`, as in every other section.
 
+use super::analyze::{kinds_text, Analysis};
 use super::plot::Figure;
 use crate::params::{CaseParams, Scaling, Workload};
 use crate::present::doc::{text, Block, Doc, FigureBlock};
 use crate::present::table::{Cell, NumFmt, Table};
-use crate::results::schema::{CaseResult, CaseStatus};
-use std::collections::BTreeMap;
+use crate::results::schema::CaseStatus;
+use std::collections::{BTreeMap, BTreeSet};
 
-/// A ddp_step set-up: everything but the device count (nodes × devices per node).
+/// A ddp_step set-up: everything but the device count (nodes × devices per node). Every
+/// parameter a ddp_step case can be swept over appears, so two set-ups never share a key.
 fn setup_key(p: &CaseParams) -> String {
+    let bytes = crate::units::format_bytes;
     format!(
-        "{} {} {} bucket={} batch={} {} {} {}{}",
+        "{} {} {} bucket={} first={} batch={} {} {} {} {} {}{}",
         p.model.as_deref().unwrap_or("-"),
         p.dtype,
         p.backend,
-        p.bucket_bytes
-            .map_or("-".into(), crate::units::format_bytes),
+        p.bucket_bytes.map_or("-".into(), bytes),
+        match p.first_bucket_bytes {
+            None => "-".into(),
+            Some(0) => "cap".into(),
+            Some(b) => bytes(b),
+        },
         p.batch.map_or("-".into(), |b| b.to_string()),
         p.scaling.map_or("-".into(), |s| s.to_string()),
         p.topology,
         p.binding,
+        p.placement,
+        p.threads_per_device
+            .map_or("-".into(), |t| format!("threads={t}")),
         p.progress
             .map_or(String::new(), |x| format!(" progress={x}")),
     )
@@ -40,29 +54,49 @@ pub(crate) struct Point {
     pub scaling: Scaling,
     pub step_s: f64,
     pub compute_s: f64,
+    /// Slowest rank's compute beyond the mean's (absent in older files).
+    pub compute_imbalance_s: Option<f64>,
+    /// The step at the slowest rank's pace, which the parts add up to (absent in older files).
+    pub step_slowest_s: Option<f64>,
     pub exposed_comm_s: f64,
+    /// 95 % interval of `exposed_comm_s` (absent in older files).
+    pub exposed_comm_ci_s: Option<[f64; 2]>,
     pub comm_s: f64,
     pub step_no_overlap_s: f64,
     pub overlap_efficiency: Option<f64>,
     pub samples_per_s: f64,
     pub bucket_bytes: Option<u64>,
+    /// Why the case cannot represent its set-up (kinds; empty: representative).
+    pub concerns: BTreeSet<String>,
+    /// Whether it may support a conclusion (representative, or included by the user).
+    pub usable: bool,
 }
 
 /// The measured (ok) ddp_step cases, in set-up then device-count order.
-pub(crate) fn points<'a>(cases: impl IntoIterator<Item = &'a CaseResult>) -> Vec<Point> {
-    let mut v: Vec<Point> = cases
-        .into_iter()
-        .filter(|c| c.params.workload == Workload::DdpStep && c.status == CaseStatus::Ok)
-        .filter_map(|c| {
+pub(crate) fn points(a: &Analysis<'_>) -> Vec<Point> {
+    let mut v: Vec<Point> = a
+        .entries
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| {
+            e.case.params.workload == Workload::DdpStep && e.case.status == CaseStatus::Ok
+        })
+        .filter_map(|(i, e)| {
+            let c = e.case;
             let m = c.ddp.as_ref()?;
             Some(Point {
+                concerns: e.concern_kinds(),
+                usable: a.usable(i),
                 setup: setup_key(&c.params),
                 devices: c.devices,
                 nodes: c.params.nodes,
                 scaling: c.params.scaling.unwrap_or(Scaling::Weak),
                 step_s: m.step_s,
                 compute_s: m.compute_s,
+                compute_imbalance_s: m.compute_imbalance_s,
+                step_slowest_s: m.step_slowest_s,
                 exposed_comm_s: m.exposed_comm_s,
+                exposed_comm_ci_s: m.exposed_comm_ci_s,
                 comm_s: m.comm_s,
                 step_no_overlap_s: m.step_no_overlap_s,
                 overlap_efficiency: m.overlap_efficiency,
@@ -75,6 +109,17 @@ pub(crate) fn points<'a>(cases: impl IntoIterator<Item = &'a CaseResult>) -> Vec
         (a.setup.as_str(), a.devices, a.nodes).cmp(&(b.setup.as_str(), b.devices, b.nodes))
     });
     v
+}
+
+/// `yes`, or `no: <kinds>` (and `, included` when the user let it into conclusions).
+fn representative_cell(p: &Point) -> String {
+    if p.concerns.is_empty() {
+        "yes".into()
+    } else if p.usable {
+        format!("no: {} (included)", kinds_text(&p.concerns))
+    } else {
+        format!("no: {}", kinds_text(&p.concerns))
+    }
 }
 
 /// Scaling efficiency of step time against the set-up's smallest device count (pure; see
@@ -118,19 +163,21 @@ fn add_figures(doc: &mut Doc, figs: &[Figure], kind: &str) {
 
 /// Adds the ddp_step section (nothing when no case is a measured ddp_step), with the charts
 /// of [`super::plot::ddp`] among `figs`.
-pub(crate) fn section<'a>(
-    doc: &mut Doc,
-    cases: impl IntoIterator<Item = &'a CaseResult>,
-    figs: &[Figure],
-) {
-    let pts = points(cases);
+pub(crate) fn section(doc: &mut Doc, a: &Analysis<'_>, figs: &[Figure]) {
+    let pts = points(a);
     if pts.is_empty() {
         return;
     }
     doc.heading(2, "Training step (ddp_step)");
     doc.prose(
-        "Each row is one data-parallel step: `compute_s` is the step without communication, `exposed_comm_s = step_s − compute_s` the communication the step did not hide (the stacked parts of the step), `comm_s` the all-reduces alone, `overlap_efficiency = 1 − exposed_comm_s / comm_s` (clamped to [0, 1]). Scaling efficiency compares step times with the set-up's smallest device count: weak T(p₀)/T(p), strong p₀·T(p₀)/(p·T(p)).",
+        "Each row is one data-parallel step (mean over ranks): `compute_s` is the step without communication (the mean rank's), `imbalance_s` what the slowest rank's compute adds every step (the overlapped step runs at its pace), `exposed_comm_s` the communication on the critical path (per step, the slowest rank's step minus the slowest rank's compute, averaged; its 95 % interval beside it, and within noise of 0 it may read slightly negative; its share is of the slowest rank's step, which the three parts add up to), `comm_s` the all-reduces alone, `overlap_efficiency = 1 − exposed_comm_s / comm_s` (clamped to [0, 1]). Scaling efficiency compares step times with the set-up's smallest representative device count: weak T(p₀)/T(p), strong p₀·T(p₀)/(p·T(p)). Files from versions before the critical-path definition have no imbalance or interval (their exposed time is step − compute on the means).",
     );
+    let left_out = pts.iter().filter(|p| !p.usable).count();
+    if left_out > 0 {
+        doc.para(vec![text(format!(
+            "{left_out} row(s) cannot represent their set-up (see the representative column): shown, greyed in the charts, and without a scaling efficiency. --include-unrepresentative uses them, marked."
+        ))]);
+    }
     doc.table(step_table(&pts), "ddp_step", None);
     add_figures(doc, figs, "ddp_breakdown");
     let by_bucket = bucket_rows(&pts);
@@ -151,29 +198,47 @@ fn step_table(pts: &[Point]) -> Table {
         "devices",
         "step_s",
         "compute_s",
+        "imbalance_s",
         "exposed_comm_s",
+        "exposed 95 % interval",
         "exposed share",
         "comm_s",
         "no-overlap step_s",
         "overlap efficiency",
         "samples/s",
         "scaling efficiency",
+        "representative",
     ]);
+    // The base of each set-up's efficiency: its smallest device count among usable points.
     let mut base: BTreeMap<&str, (u32, f64)> = BTreeMap::new();
+    for p in pts.iter().filter(|p| p.usable) {
+        base.entry(&p.setup).or_insert((p.devices, p.step_s));
+    }
     for p in pts {
-        let (p0, t0) = *base.entry(&p.setup).or_insert((p.devices, p.step_s));
+        let efficiency = base
+            .get(p.setup.as_str())
+            .filter(|_| p.usable)
+            .and_then(|&(p0, t0)| scaling_efficiency(p.scaling, p0, t0, p.devices, p.step_s));
         t.push(vec![
             Cell::text(p.setup.clone()),
             Cell::UInt(u64::from(p.nodes)),
             Cell::UInt(u64::from(p.devices)),
             Cell::num(p.step_s, NumFmt::Seconds),
             Cell::num(p.compute_s, NumFmt::Seconds),
+            Cell::opt(p.compute_imbalance_s, NumFmt::Seconds),
             Cell::num(p.exposed_comm_s, NumFmt::Seconds),
+            Cell::text(p.exposed_comm_ci_s.map_or("-".into(), |[lo, hi]| {
+                format!("{} … {}", seconds(lo), seconds(hi))
+            })),
             Cell::num(
-                if p.step_s > 0.0 {
-                    p.exposed_comm_s / p.step_s
-                } else {
-                    f64::NAN
+                {
+                    // a share of the step the parts add up to (older files: step_s)
+                    let whole = p.step_slowest_s.unwrap_or(p.step_s);
+                    if whole > 0.0 {
+                        p.exposed_comm_s / whole
+                    } else {
+                        f64::NAN
+                    }
                 },
                 NumFmt::Percent,
             ),
@@ -181,13 +246,16 @@ fn step_table(pts: &[Point]) -> Table {
             Cell::num(p.step_no_overlap_s, NumFmt::Seconds),
             Cell::opt(p.overlap_efficiency, NumFmt::Percent),
             Cell::num(p.samples_per_s, NumFmt::Sig),
-            Cell::opt(
-                scaling_efficiency(p.scaling, p0, t0, p.devices, p.step_s),
-                NumFmt::Percent,
-            ),
+            Cell::opt(efficiency, NumFmt::Percent),
+            Cell::text(representative_cell(p)),
         ]);
     }
     t
+}
+
+/// Seconds as the tables show them (µs/ms/s).
+fn seconds(x: f64) -> String {
+    crate::units::format_seconds(x)
 }
 
 /// Overlap efficiency against bucket size: per set-up without the bucket, nodes and devices,

@@ -479,6 +479,17 @@ pub struct Calibration {
     pub estimate_s: f64,
     /// `auto` (counts from the estimate) or `explicit` (`--iters` given; probes still run).
     pub iters_source: String,
+    /// Pipelined, automatic counts: per-operation times of the pipelined probe batches
+    /// (slowest rank), each batch sized from the estimate before it, seconds.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pipelined_probes_s: Vec<f64>,
+    /// The per-operation estimate the pipelined counts came from (the last pipelined probe).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pipelined_estimate_s: Option<f64>,
+    /// Pipelined: the realised batch length, the median over batches of the slowest rank's
+    /// batch, seconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub realised_batch_s: Option<f64>,
 }
 
 /// Min, mean and max over ranks, with the ranks that hold the extremes.
@@ -502,4 +513,9 @@ pub struct PhaseResult {
     pub time_s: f64,
     /// Per-iteration phase times (slowest rank), seconds.
     pub stats_s: Summary,
+    /// The per-iteration times themselves (slowest rank), in measurement order, seconds:
+    /// kept for ddp_step (its derived figures pair them round by round); empty for others
+    /// and in older files.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub samples_s: Vec<f64>,
 }

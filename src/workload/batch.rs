@@ -292,6 +292,7 @@ fn phase_results<C: HostComm>(
                 name: name.to_string(),
                 time_s: stats::mean(&means).unwrap_or(0.0),
                 stats_s: summary,
+                samples_s: Vec::new(),
             });
         }
     }

@@ -38,12 +38,12 @@ use crate::backend::{Backend, BackendResult, CollectiveCall, GemmBatch, HostBuf,
 use crate::comm::HostComm;
 use crate::measure::{self, RankSamples};
 use crate::params::{CaseParams, Dtype, MatmulShape, ReduceOp, Scaling, Timing, Workload};
-use crate::results::ddp::{overlap, DdpMetrics};
+use crate::results::ddp::{critical_path, DdpMetrics, EXPOSED_CRITICAL_PATH};
 use crate::results::schema::{PhaseResult, TimingResult};
 
 // The model grammar and the defaults live in params (config and plan read them too).
 pub(crate) use crate::params::ddp::{
-    Layer, Model, DEFAULT_BATCH, DEFAULT_BUCKET_BYTES, DEFAULT_MODEL, DEFAULT_PROGRESS,
+    Model, DEFAULT_BATCH, DEFAULT_BUCKET_BYTES, DEFAULT_MODEL, DEFAULT_PROGRESS,
 };
 
 /// Where layer gradients go: buckets in backward order (bucket 0 holds the last layers).
@@ -200,7 +200,9 @@ struct Net<Buf> {
     dy: Vec<Vec<Buf>>,
     y: Vec<Buf>,
     dx: Vec<Buf>,
-    grad: Vec<Buf>,
+    /// Each layer's weight gradient `[layer][device]` (PyTorch's `param.grad`): the GEMM
+    /// writes it, it is copied into its bucket, and the reduced bucket is copied back.
+    grad: Vec<Vec<Buf>>,
     /// `[bucket]` → one buffer per device; `None` while the backend holds it.
     buckets: Vec<Option<Vec<Buf>>>,
 }
@@ -277,11 +279,11 @@ fn step<B: Backend>(
                 n: layer.d_out,
                 k: b,
             });
-            be.gemm(&g, &net.xt[l], &net.dy[l], &mut net.grad)?;
+            be.gemm(&g, &net.xt[l], &net.dy[l], &mut net.grad[l])?;
             let (k, at) = s.plan.slot[l];
             let bucket = net.buckets[k].as_mut().expect("bucket not in flight");
             for (dev, dst) in bucket.iter_mut().enumerate() {
-                be.copy_within(dev, dst, at, &net.grad[dev], 0, layer.params() as usize)?;
+                be.copy_within(dev, dst, at, &net.grad[l][dev], 0, layer.params() as usize)?;
             }
             if mode == Mode::Overlap && s.plan.last_layer[k] == l {
                 start_bucket(be, s, net, k, &mut tickets)?;
@@ -295,6 +297,30 @@ fn step<B: Backend>(
     }
     for (k, t) in tickets {
         net.buckets[k] = Some(be.allreduce_wait(t)?);
+    }
+    if mode != Mode::CommOnly {
+        copy_back(be, s, net)?;
+    }
+    Ok(())
+}
+
+/// Copies every reduced bucket back into its layers' gradients, as DDP does at the end of
+/// backward with `gradient_as_bucket_view=False` (its default): after the last bucket's wait,
+/// each bucket's views are copied into `param.grad`.
+fn copy_back<B: Backend>(be: &mut B, s: &Shapes, net: &mut Net<B::Buf>) -> BackendResult<()> {
+    for (l, layer) in s.model.layers.iter().enumerate() {
+        let (k, at) = s.plan.slot[l];
+        let bucket = net.buckets[k].as_ref().expect("bucket not in flight");
+        for (dev, src) in bucket.iter().enumerate() {
+            be.copy_within(
+                dev,
+                &mut net.grad[l][dev],
+                0,
+                src,
+                at,
+                layer.params() as usize,
+            )?;
+        }
     }
     Ok(())
 }
@@ -322,7 +348,6 @@ fn setup<B: Backend>(
     let layers = &s.model.layers;
     let max_in = layers.iter().map(|x| x.d_in).max().unwrap_or(0) as usize;
     let max_out = layers.iter().map(|x| x.d_out).max().unwrap_or(0) as usize;
-    let max_params = layers.iter().map(Layer::params).max().unwrap_or(0) as usize;
     let mut net = Net {
         x: Vec::new(),
         xt: Vec::new(),
@@ -374,7 +399,13 @@ fn setup<B: Backend>(
         let nb = s.local_batch[dev] as usize;
         net.y.push(be.alloc(dev, dtype, nb * max_out)?);
         net.dx.push(be.alloc(dev, dtype, nb * max_in)?);
-        net.grad.push(be.alloc(dev, dtype, max_params)?);
+    }
+    for layer in layers {
+        let mut per_dev = Vec::new();
+        for dev in 0..local {
+            per_dev.push(be.alloc(dev, dtype, layer.params() as usize)?);
+        }
+        net.grad.push(per_dev);
     }
     for &len in &s.plan.lens {
         let mut per_dev = Vec::new();
@@ -386,8 +417,9 @@ fn setup<B: Backend>(
     Ok(net)
 }
 
-/// Elements of every bucket that differ from the exact reduced gradient, after filling the
-/// buckets with NaN and running one step in `mode` (so unwritten elements count too).
+/// Elements of every layer's gradient that differ from the exact reduced gradient, after
+/// filling the buckets with NaN and running one step in `mode` (so elements the reduction or
+/// the copies never wrote count too).
 fn check<B: Backend>(
     be: &mut B,
     s: &Shapes,
@@ -428,16 +460,14 @@ fn check<B: Backend>(
     };
     let mut wrong = 0;
     for dev in 0..s.local_batch.len() {
-        let hosts: Vec<HostBuf> = (0..s.plan.lens.len())
-            .map(|k| be.download(dev, &net.buckets[k].as_ref().expect("idle")[dev]))
-            .collect::<BackendResult<_>>()?;
         for (l, layer) in s.model.layers.iter().enumerate() {
-            let (k, at) = s.plan.slot[l];
+            // The gradient after the copy-back: checks the reduction and the copies both.
+            let host = be.download(dev, &net.grad[l][dev])?;
             let no = layer.d_out as usize;
             for e in 0..layer.params() as usize {
                 let (i, j) = (e / no, e % no);
                 let v = want(table[(i + l) % P][(j + 2 * l) % Q]);
-                let got = hosts[k].get(at + e);
+                let got = host.get(e);
                 // NaN (an element never written) is wrong either way.
                 let ok = if tolerance > 0.0 {
                     (got - v).abs() <= tolerance * v.abs().max(1.0)
@@ -674,11 +704,19 @@ fn record(
     let global: u64 = batches.iter().sum();
     let max_batch = batches.iter().copied().max().unwrap_or(0);
     let elem = dtype.size_bytes();
-    let (exposed, eff) = overlap(t.step.time_s, t.compute.time_s, t.comm.time_s, devices);
+    // Per round, slowest rank of the step minus slowest rank of compute: the critical path.
+    let o = critical_path(
+        &t.step.samples_s,
+        &t.compute.samples_s,
+        t.compute.time_s,
+        t.comm.time_s,
+        devices,
+    );
     let phase = |name: &str, t: &TimingResult| PhaseResult {
         name: name.into(),
         time_s: t.time_s,
         stats_s: t.stats_s,
+        samples_s: t.samples_s.clone(),
     };
     m.phases = vec![
         phase("step_no_overlap", t.after),
@@ -690,8 +728,12 @@ fn record(
         step_no_overlap_s: t.after.time_s,
         compute_s: t.compute.time_s,
         comm_s: t.comm.time_s,
-        exposed_comm_s: exposed,
-        overlap_efficiency: eff,
+        exposed_comm_s: o.exposed_comm_s,
+        exposed_comm_ci_s: o.exposed_comm_ci_s,
+        compute_imbalance_s: Some(o.compute_imbalance_s),
+        step_slowest_s: Some(o.step_slowest_s),
+        exposed_definition: Some(EXPOSED_CRITICAL_PATH.to_string()),
+        overlap_efficiency: o.overlap_efficiency,
         samples_per_s: if t.step.time_s > 0.0 {
             global as f64 / t.step.time_s
         } else {
@@ -711,7 +753,7 @@ fn record(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::params::ddp::DEFAULT_FIRST_BUCKET_BYTES;
+    use crate::params::ddp::{Layer, DEFAULT_FIRST_BUCKET_BYTES};
 
     #[test]
     fn models_parse() {

@@ -283,6 +283,13 @@ pub struct Calibration {
     pub probes_s: Vec<f64>,
     pub estimate_s: f64,
     pub iters_source: String,
+    /// Optional: pipelined, automatic counts only.
+    #[serde(default)]
+    pub pipelined_probes_s: Vec<f64>,
+    #[serde(default)]
+    pub pipelined_estimate_s: Option<f64>,
+    #[serde(default)]
+    pub realised_batch_s: Option<f64>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -314,4 +321,7 @@ pub struct Phase {
     pub name: String,
     pub time_s: f64,
     pub stats_s: Summary,
+    /// Optional: ddp_step's phases keep their per-round samples.
+    #[serde(default)]
+    pub samples_s: Vec<f64>,
 }

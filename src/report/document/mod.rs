@@ -75,7 +75,7 @@ pub(crate) fn build(a: &Analysis<'_>, figs: &[Figure], title: &str) -> Doc {
     unrepresentative::unrepresentative(&mut doc, a, &mut found);
     collectives::collectives(&mut doc, a, figs, &mut found);
     scaling::scaling(&mut doc, a, figs, &mut found);
-    super::ddp::section(&mut doc, a.entries.iter().map(|e| e.case), figs);
+    super::ddp::section(&mut doc, a, figs);
     cost_model::cost_model(&mut doc, a, figs);
     ratios::ratios(&mut doc, a, figs, RatioKind::Topology, &mut found);
     ratios::ratios(&mut doc, a, figs, RatioKind::Binding, &mut found);

@@ -1,17 +1,17 @@
 //! Chart kinds of ddp_step: where a training step's time goes (`ddp_breakdown`: per set-up, a
-//! stacked bar of compute and exposed communication per device count, with the step without
-//! overlap beside it) and how much of the communication the step hides against the bucket
+//! stacked bar of compute, compute imbalance and exposed communication per device count, with
+//! the step without overlap beside it) and how much of the communication the step hides against the bucket
 //! capacity (`ddp_overlap`). The weak/strong scaling efficiency of step time is the `scaling`
 //! chart kind, which covers ddp_step as it covers the GEMM workloads.
 
 use super::{
     chunk, color, marker, Axis, Figure, LegendEntry, Line, Mark, Marker, Panel, Pt, RefLine, Scale,
-    Series, Unit,
+    Series, Unit, GREY,
 };
 use crate::params::Workload;
-use crate::report::analyze::Analysis;
+use crate::report::analyze::{not_representative_suffix, Analysis};
 use crate::report::ddp::{points, Point};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// Most breakdown charts in one report (one per set-up); the table lists every set-up.
 pub(crate) const MAX_BREAKDOWNS: usize = 24;
@@ -26,7 +26,7 @@ fn without_bucket(setup: &str) -> String {
 }
 
 pub(crate) fn figures(a: &Analysis<'_>) -> Vec<Figure> {
-    let pts = points(a.entries.iter().map(|e| e.case));
+    let pts = points(a);
     let mut out = breakdowns(&pts);
     out.extend(overlap_vs_bucket(&pts));
     out
@@ -38,26 +38,30 @@ fn per_node(p: &Point) -> u32 {
 }
 
 fn breakdowns(pts: &[Point]) -> Vec<Figure> {
-    let mut by_setup: BTreeMap<(&str, u32), Vec<&Point>> = BTreeMap::new();
+    // Unrepresentative points get charts of their own, greyed and titled so.
+    let mut by_setup: BTreeMap<(&str, u32, &BTreeSet<String>), Vec<&Point>> = BTreeMap::new();
     for p in pts {
         by_setup
-            .entry((p.setup.as_str(), per_node(p)))
+            .entry((p.setup.as_str(), per_node(p), &p.concerns))
             .or_default()
             .push(p);
     }
-    let marks = BreakdownMarks::new();
     let mut out = Vec::new();
-    for (k, ((setup, dpn), mut v)) in by_setup.into_iter().enumerate() {
+    for (k, ((setup, dpn, concerns), mut v)) in by_setup.into_iter().enumerate() {
         if k == MAX_BREAKDOWNS {
             break;
         }
+        let marks = BreakdownMarks::new(!concerns.is_empty());
         v.sort_by_key(|p| p.devices);
         out.push(Figure {
             kind: "ddp_breakdown",
             workload: Workload::DdpStep,
             stem: format!("ddp_breakdown_{}", k + 1),
-            title: format!("ddp_step: step time, compute vs exposed communication — {setup}, {dpn} device(s) per node"),
-            caption: "Where one training step's time goes, per device count: the lower bar is the step without communication (`compute_s`), the upper bar the communication it did not hide (`exposed_comm_s = step_s − compute_s`); together they are the step (`step_s`). The dashed line is the same step with every all-reduce after backward (no overlap).".to_string(),
+            title: format!(
+                "ddp_step: step time, compute vs exposed communication — {setup}, {dpn} device(s) per node{}",
+                not_representative_suffix(concerns)
+            ),
+            caption: "Where one training step's time goes, per device count: the lower bar is the mean rank's step without communication (`compute_s`), the middle bar what the slowest rank's compute adds (`compute_imbalance_s`), the upper bar the communication on the critical path (`exposed_comm_s`, drawn from 0 when it reads negative within noise); together they are the step at the slowest rank's pace. The dashed line is the same step with every all-reduce after backward (no overlap). Grey bars: not representative of the set-up.".to_string(),
             panels: vec![Panel {
                 title: String::new(),
                 x: Axis::new("devices p (log2 scale)", Scale::Log2Count),
@@ -69,7 +73,7 @@ fn breakdowns(pts: &[Point]) -> Vec<Figure> {
             legend_title: "part of the step".to_string(),
             legend: marks.legend(),
             notes: vec![
-                "bars stack to step_s".to_string(),
+                "bars stack to the slowest rank's step".to_string(),
                 "1 device: no communication".to_string(),
             ],
         });
@@ -77,50 +81,71 @@ fn breakdowns(pts: &[Point]) -> Vec<Figure> {
     out
 }
 
-/// The parts of a breakdown chart: compute (bar), the exposed communication stacked on it
-/// (bar), and the step without overlap (dashed).
+/// The parts of a breakdown chart: compute (bar), the slowest rank's extra compute and the
+/// exposed communication stacked on it (bars), and the step without overlap (dashed).
 struct BreakdownMarks {
     compute: Mark,
+    imbalance: Mark,
     exposed: Mark,
     no_overlap: Mark,
 }
 
 impl BreakdownMarks {
-    fn new() -> Self {
+    /// Set-up colours, or grey and hollow for points that are not representative.
+    fn new(greyed: bool) -> Self {
+        let pick = |i: usize| if greyed { GREY } else { color(i) };
         let compute = Mark {
-            color: color(0),
+            color: pick(0),
             marker: Marker::None,
             line: Line::Bar,
-            hollow: false,
+            hollow: greyed,
         };
         BreakdownMarks {
             compute,
+            imbalance: Mark {
+                color: pick(2),
+                ..compute
+            },
             exposed: Mark {
-                color: color(1),
+                color: pick(1),
                 ..compute
             },
             no_overlap: Mark {
                 line: Line::Dashed,
-                ..Mark::solid(color(6), Marker::Diamond)
+                hollow: greyed,
+                ..Mark::solid(pick(6), Marker::Diamond)
             },
         }
     }
 
-    /// The three series of one set-up's steps (sorted by devices).
+    /// The four series of one set-up's steps (sorted by devices).
     fn series(&self, v: &[&Point]) -> Vec<Series> {
         let x = |p: &Point| f64::from(p.devices);
+        // Older files have no imbalance: 0, so their bars stack as before.
+        let top_of_compute =
+            |p: &Point| p.compute_s + p.compute_imbalance_s.unwrap_or(0.0).max(0.0);
         vec![
             Series {
                 mark: self.compute,
                 points: v.iter().map(|p| Pt::new(x(p), p.compute_s)).collect(),
             },
             Series {
-                mark: self.exposed,
+                mark: self.imbalance,
                 points: v
                     .iter()
                     .map(|p| Pt {
                         lo: Some(p.compute_s),
-                        ..Pt::new(x(p), p.compute_s + p.exposed_comm_s)
+                        ..Pt::new(x(p), top_of_compute(p))
+                    })
+                    .collect(),
+            },
+            Series {
+                mark: self.exposed,
+                points: v
+                    .iter()
+                    .map(|p| Pt {
+                        lo: Some(top_of_compute(p)),
+                        ..Pt::new(x(p), top_of_compute(p) + p.exposed_comm_s.max(0.0))
                     })
                     .collect(),
             },
@@ -141,6 +166,10 @@ impl BreakdownMarks {
                 label: "compute (compute_s)".to_string(),
             },
             LegendEntry {
+                mark: self.imbalance,
+                label: "slowest rank's extra compute (compute_imbalance_s)".to_string(),
+            },
+            LegendEntry {
                 mark: self.exposed,
                 label: "exposed communication (exposed_comm_s)".to_string(),
             },
@@ -155,27 +184,39 @@ impl BreakdownMarks {
 /// One overlap-efficiency curve: a set-up at one layout, measured with several buckets.
 struct Curve {
     label: String,
+    /// Not representative: grey, hollow.
+    greyed: bool,
     points: Vec<Pt>,
 }
 
 fn overlap_vs_bucket(pts: &[Point]) -> Vec<Figure> {
-    let mut groups: BTreeMap<(String, u32, u32), Vec<Pt>> = BTreeMap::new();
+    type Key = (String, u32, u32, BTreeSet<String>);
+    let mut groups: BTreeMap<Key, Vec<Pt>> = BTreeMap::new();
     for p in pts {
         let (Some(b), Some(e)) = (p.bucket_bytes, p.overlap_efficiency) else {
             continue;
         };
         groups
-            .entry((without_bucket(&p.setup), p.nodes, p.devices))
+            .entry((
+                without_bucket(&p.setup),
+                p.nodes,
+                p.devices,
+                p.concerns.clone(),
+            ))
             .or_default()
             .push(Pt::new(b as f64, e));
     }
     let curves: Vec<Curve> = groups
         .into_iter()
         .filter(|(_, v)| v.len() > 1)
-        .map(|((setup, nodes, devices), mut v)| {
+        .map(|((setup, nodes, devices, concerns), mut v)| {
             v.sort_by(|a, b| a.x.total_cmp(&b.x));
             Curve {
-                label: format!("{nodes} node(s), {devices} devices: {setup}"),
+                label: format!(
+                    "{nodes} node(s), {devices} devices: {setup}{}",
+                    not_representative_suffix(&concerns)
+                ),
+                greyed: !concerns.is_empty(),
                 points: v,
             }
         })
@@ -188,7 +229,11 @@ fn overlap_vs_bucket(pts: &[Point]) -> Vec<Figure> {
         let mut legend = Vec::new();
         let (mut x0, mut x1) = (f64::INFINITY, 0.0_f64);
         for (j, c) in part.into_iter().enumerate() {
-            let mark = Mark::solid(color(j), marker(j));
+            let mut mark = Mark::solid(color(j), marker(j));
+            if c.greyed {
+                mark.color = GREY;
+                mark.hollow = true;
+            }
             for p in &c.points {
                 x0 = x0.min(p.x);
                 x1 = x1.max(p.x);
@@ -244,12 +289,17 @@ mod tests {
             scaling: Scaling::Weak,
             step_s: step,
             compute_s: compute,
+            compute_imbalance_s: None,
+            step_slowest_s: None,
             exposed_comm_s: (step - compute).max(0.0),
+            exposed_comm_ci_s: None,
             comm_s: 1.0,
             step_no_overlap_s: step * 1.5,
             overlap_efficiency: (devices > 1).then(|| 1.0 - (step - compute).max(0.0)),
             samples_per_s: 1.0,
             bucket_bytes: Some(bucket),
+            concerns: BTreeSet::new(),
+            usable: true,
         }
     }
 
@@ -270,13 +320,35 @@ mod tests {
         assert_eq!(f.panels[0].series[0].points.len(), 2);
         let s = &f.panels[0].series;
         assert_eq!(s[0].mark.line, Line::Bar);
-        // the exposed bar starts where compute ends and ends at the step time
-        for (c, e) in s[0].points.iter().zip(&s[1].points) {
-            assert_eq!(e.lo, Some(c.y));
+        // compute, imbalance, exposed stack: each bar starts where the one below ends
+        for ((c, i), e) in s[0].points.iter().zip(&s[1].points).zip(&s[2].points) {
+            assert_eq!(i.lo, Some(c.y));
+            assert_eq!(e.lo, Some(i.y));
         }
         let p = pts.iter().find(|p| p.devices == 2 && p.nodes == 1).unwrap();
-        let top = s[1].points.iter().find(|q| q.x == 2.0).unwrap();
+        let top = s[2].points.iter().find(|q| q.x == 2.0).unwrap();
         assert_eq!(top.y, p.step_s);
+    }
+
+    #[test]
+    fn imbalance_stacks_between_compute_and_exposed_and_greyed_points_chart_apart() {
+        let mut a = pt("m f32 cpu bucket=1 MiB", 1, 2, 1 << 20, 2.0, 2.5);
+        a.compute_imbalance_s = Some(0.25);
+        a.exposed_comm_s = 0.25;
+        let mut b = pt("m f32 cpu bucket=1 MiB", 1, 4, 1 << 20, 2.0, 2.5);
+        b.concerns.insert("oversubscribed".to_string());
+        b.usable = false;
+        let figs = breakdowns(&[a, b]);
+        assert_eq!(figs.len(), 2, "representative and not: separate charts");
+        let s = &figs[0].panels[0].series;
+        assert_eq!((s[1].points[0].lo, s[1].points[0].y), (Some(2.0), 2.25));
+        assert_eq!((s[2].points[0].lo, s[2].points[0].y), (Some(2.25), 2.5));
+        assert!(!figs[0].title.contains("NOT REPRESENTATIVE"));
+        assert!(figs[1].title.contains("NOT REPRESENTATIVE: oversubscribed"));
+        assert!(figs[1].panels[0]
+            .series
+            .iter()
+            .all(|x| x.mark.color == GREY));
     }
 
     #[test]
