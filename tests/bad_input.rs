@@ -24,6 +24,28 @@ fn rejected(args: &[&str], needles: &[&str]) {
 }
 
 #[test]
+fn a_ddp_layer_count_that_would_wrap_is_exit_2_not_a_panic() {
+    rejected(
+        &["-w", "ddp_step", "--model", "1x1+1x1x18446744073709551615"],
+        &["more than 10000 layers"],
+    );
+    // a spec's model: plan refuses it naming the file and line, no panic
+    let spec = tmpdir("bad-wrap-spec").join("s.toml");
+    std::fs::write(
+        &spec,
+        "name = \"s\"\n[axes]\nworkloads = \"ddp_step\"\nmodels = [\"1x1+1x1x18446744073709551615\"]\n",
+    )
+    .unwrap();
+    let ran = solo(&["plan", spec.to_str().unwrap()]);
+    ran.assert_code(2);
+    assert!(
+        ran.stderr.contains("s.toml:4") && ran.stderr.contains("more than 10000 layers"),
+        "{}",
+        ran.stderr
+    );
+}
+
+#[test]
 fn malformed_sizes() {
     rejected(&["--sizes", "12Q"], &["'12Q' is not a size", "KiB"]);
     rejected(&["--sizes", "-4"], &["negative"]);

@@ -67,6 +67,20 @@ pub(crate) enum ModelError {
     TooManyLayers { model: String },
 }
 
+/// Longest stretch of a user's model text echoed in a message.
+const ECHO_CHARS: usize = 60;
+
+/// `text`, or its first [`ECHO_CHARS`] characters and how many more there were: a
+/// 10,001-layer model echoed in full made a 40 KB message.
+fn shorten(text: &str) -> String {
+    let n = text.chars().count();
+    if n <= ECHO_CHARS {
+        return text.to_string();
+    }
+    let head: String = text.chars().take(ECHO_CHARS).collect();
+    format!("{head}… ({} more characters)", n - ECHO_CHARS)
+}
+
 fn preset_names() -> String {
     PRESETS.iter().map(|p| p.0).collect::<Vec<_>>().join(", ")
 }
@@ -91,8 +105,8 @@ impl Model {
             return Model::parse(layers);
         }
         let bad = |part: &str| ModelError::NotALayer {
-            model: t.to_string(),
-            part: part.to_string(),
+            model: shorten(t),
+            part: shorten(part),
         };
         let mut layers = Vec::new();
         for part in t.split('+') {
@@ -110,10 +124,9 @@ impl Model {
             if d_in == 0 || d_out == 0 || d_in > MAX_DIM || d_out > MAX_DIM || count == 0 {
                 return Err(bad(part));
             }
-            if layers.len() as u64 + count > MAX_LAYERS {
-                return Err(ModelError::TooManyLayers {
-                    model: t.to_string(),
-                });
+            // Compared without adding: a count near u64::MAX would wrap the sum.
+            if count > MAX_LAYERS.saturating_sub(layers.len() as u64) {
+                return Err(ModelError::TooManyLayers { model: shorten(t) });
             }
             layers.extend((0..count).map(|_| Layer { d_in, d_out }));
         }
@@ -122,5 +135,40 @@ impl Model {
 
     pub(crate) fn params(&self) -> u64 {
         self.layers.iter().map(Layer::params).sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_layer_count_that_would_wrap_is_refused_not_a_panic() {
+        // 1 + u64::MAX wrapped to 0 and passed the limit; extending then panicked
+        // ("capacity overflow", exit 101) in run, plan and the dry runs.
+        for m in [
+            "1x1+1x1x18446744073709551615",
+            "1x1x18446744073709551615",
+            "1x1x10000+1x1",
+            "1x1x10001",
+        ] {
+            assert!(
+                matches!(Model::parse(m), Err(ModelError::TooManyLayers { .. })),
+                "{m}"
+            );
+        }
+        assert_eq!(Model::parse("1x1x9999+1x1").unwrap().layers.len(), 10_000);
+    }
+
+    #[test]
+    fn long_models_are_echoed_shortened() {
+        let long = vec!["64x64"; 10_001].join("+");
+        let msg = Model::parse(&long).unwrap_err().to_string();
+        assert!(msg.len() < 300, "{} bytes: {msg}", msg.len());
+        assert!(msg.contains("more characters") && msg.contains("more than 10000 layers"));
+        let msg = Model::parse(&format!("{}+oops", "8x8+".repeat(50)))
+            .unwrap_err()
+            .to_string();
+        assert!(msg.len() < 600 && msg.contains("'oops'"), "{msg}");
     }
 }
