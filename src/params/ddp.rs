@@ -166,7 +166,7 @@ mod tests {
         let msg = Model::parse(&long).unwrap_err().to_string();
         assert!(msg.len() < 300, "{} bytes: {msg}", msg.len());
         assert!(msg.contains("more characters") && msg.contains("more than 10000 layers"));
-        let msg = Model::parse(&format!("{}+oops", "8x8+".repeat(50)))
+        let msg = Model::parse(&format!("{}oops", "8x8+".repeat(50)))
             .unwrap_err()
             .to_string();
         assert!(msg.len() < 600 && msg.contains("'oops'"), "{msg}");
