@@ -18,6 +18,11 @@ fn main() {
         .ok()
         .filter(|s| !s.is_empty())
         .or_else(git_sha);
+    let version = std::env::var("CARGO_PKG_VERSION").unwrap_or_default();
+    println!(
+        "cargo:rustc-env=SCALEBENCH_VERSION_LONG={version} (commit {})",
+        sha.as_deref().unwrap_or("unknown")
+    );
     println!(
         "cargo:rustc-env=SCALEBENCH_GIT_SHA={}",
         sha.unwrap_or_default()

@@ -83,9 +83,17 @@ else
   git worktree add --detach --quiet "$src" "$base"
   trap 'git worktree remove --force "$src" 2>/dev/null || true' EXIT
   echo "ci/regression.sh: building the baseline $(git rev-parse --short=12 "$base") in $src"
+  # The baseline build overwrites $target/release/scalebench: put the candidate back there
+  # afterwards (also when the build fails), so the user's next run is not silently old code.
+  restore=
+  [ -e "$target/release/scalebench" ] && restore=$work/bin/tree-binary &&
+    cp -p "$target/release/scalebench" "$restore"
+  put_back() { [ -z "$restore" ] || cp -p "$restore" "$target/release/scalebench"; }
+  trap 'put_back; git worktree remove --force "$src" 2>/dev/null || true' EXIT
   (cd "$src" && SCALEBENCH_GIT_SHA=$(git rev-parse --short=12 HEAD) CARGO_TARGET_DIR=$target \
     cargo build --release --locked --all-features --bin scalebench)
   cp "$target/release/scalebench" "$work/bin/baseline"
+  put_back
   git worktree remove --force "$src"
   trap - EXIT
 fi

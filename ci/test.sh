@@ -34,3 +34,12 @@ step "performance gate: this tree against the baseline commit, measured here, A/
 # The candidate is the binary the test step built (same features); the baseline commit is built
 # beside it in a worktree sharing the target directory (only the crate recompiles).
 SCALEBENCH_BIN=${CARGO_TARGET_DIR:-target}/release/scalebench bash ci/regression.sh
+
+step "target/release/scalebench is this tree's build (the gate built the baseline beside it)"
+bin=${CARGO_TARGET_DIR:-target}/release/scalebench
+version=$("$bin" --version)
+head=$(git rev-parse --short=12 HEAD)
+case "$version" in
+  *"commit $head"*) echo "$version" ;;
+  *) echo "ci/test.sh: $bin says '$version', but the tree is at $head: the baseline build replaced it" >&2; exit 1 ;;
+esac

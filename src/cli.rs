@@ -24,10 +24,14 @@ const EXIT_CODES: &str =
 3 wrong results or failed cases (results are still written); 4 runtime failure (I/O, launcher, \
 a hung job ended by the --op-timeout watchdog).";
 
+/// `0.1.0 (commit 0123456789ab)`, with `-dirty` when the tree had uncommitted changes, or
+/// `(commit unknown)` outside git (build.rs): every binary says which code it runs.
+const VERSION: &str = env!("SCALEBENCH_VERSION_LONG");
+
 #[derive(Debug, Parser)]
 #[command(
     name = "scalebench",
-    version,
+    version = VERSION,
     about = "Scaling studies for GPU clusters: collectives and GEMM under MPI and Slurm, with reports and CI regression checks",
     after_help = EXIT_CODES
 )]
