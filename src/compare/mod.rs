@@ -663,3 +663,19 @@ fn side_paths(runs: &[Loaded]) -> String {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::natural_cmp;
+    use std::cmp::Ordering;
+
+    #[test]
+    fn run_directories_sort_naturally() {
+        let mut v = vec!["run-10", "run-2", "run-1", "run-02b", "a", "run-2a", "10", "9"];
+        v.sort_by(|a, b| natural_cmp(a, b));
+        assert_eq!(v, ["9", "10", "a", "run-1", "run-2", "run-2a", "run-02b", "run-10"]);
+        assert_eq!(natural_cmp("x", "x"), Ordering::Equal);
+        // equal as numbers, different as text: still a total order
+        assert_eq!(natural_cmp("r01", "r1"), "r01".cmp("r1"));
+    }
+}

@@ -447,7 +447,16 @@ pub fn units_needed(
     if !(sd_unit.is_finite() && target > 0.0) {
         return None;
     }
-    (2..=max).find(|&n| {
+    let k = if paired { 1.0 } else { 2.0 };
+    // Start from the normal approximation: t quantiles are never below the normal ones, so
+    // no smaller count can do, and the search takes a few steps instead of hundreds.
+    let z = t_one_sided_quantile(1.0 - alpha / 2.0, f64::INFINITY)
+        + t_one_sided_quantile(power, f64::INFINITY);
+    let n0 = (k * (z * sd_unit / target).powi(2)).ceil();
+    if !n0.is_finite() || n0 > max as f64 {
+        return None;
+    }
+    (n0.max(2.0) as usize..=max).find(|&n| {
         let nf = n as f64;
         let (se, df) = if paired {
             (sd_unit / nf.sqrt(), nf - 1.0)
@@ -956,5 +965,113 @@ mod tests {
                 assert!(rate <= alpha + 3.0 * sd, "{na}x{nb} α={alpha}: {rate}");
             }
         }
+    }
+
+    /// The band test at the band's edge: a true change exactly on the edge (the least
+    /// favourable point of the null) is called beyond the band in at most α of trials, and
+    /// one at the band's centre far less often; 8 pairs, 4,000 trials each.
+    #[test]
+    fn band_test_is_valid_at_the_edge_of_the_band() {
+        let mut rng = Rng(41);
+        let (worse, better) = band_edges(0.10, false);
+        assert!((worse - 1.1f64.ln()).abs() < 1e-15 && (better + 0.9f64.ln()).abs() < 1e-15);
+        let trials = 4000;
+        for (true_w, max_rate) in [(worse, 0.05), (-better, 0.05), (0.0, 0.01)] {
+            let mut hits = 0;
+            for _ in 0..trials {
+                let a: Vec<f64> = (0..8).map(|_| (0.05 * rng.normal()).exp()).collect();
+                let b: Vec<f64> = (0..8)
+                    .map(|i| a[i] * (true_w + 0.05 * rng.normal()).exp())
+                    .collect();
+                let l = paired_log(&a, &b, 0.0, 0.0).unwrap();
+                if band_test(l.d, l.se, l.df, worse, better).2 <= 0.05 {
+                    hits += 1;
+                }
+            }
+            let rate = f64::from(hits) / f64::from(trials);
+            let sd = (0.05 * 0.95 / f64::from(trials)).sqrt();
+            eprintln!("band test, true change {true_w:+.4}: P(beyond) = {rate:.4}");
+            assert!(rate <= max_rate + 3.0 * sd, "{true_w}: {rate}");
+        }
+        // it rejects exactly when the two-sided interval lies beyond the band
+        let (se, df) = (0.02, 7.0);
+        let q = t_quantile(0.95, df);
+        for d in [0.05, 0.1, 0.13, 0.2] {
+            let beyond = d - q * se > worse;
+            assert_eq!(band_test(d, se, df, worse, better).2 <= 0.05 + 1e-12, beyond, "{d}");
+        }
+    }
+
+    #[test]
+    fn paired_and_prediction_changes_by_hand() {
+        // ratios 1.1, 1.2, 1.3 → logs; one-sample t on them
+        let a = [1.0, 2.0, 4.0];
+        let b = [1.1, 2.4, 5.2];
+        let l = paired_log(&a, &b, 0.0, 0.0).unwrap();
+        let r: Vec<f64> = [1.1f64, 1.2, 1.3].iter().map(|x| x.ln()).collect();
+        let m = r.iter().sum::<f64>() / 3.0;
+        let sd = (r.iter().map(|x| (x - m).powi(2)).sum::<f64>() / 2.0).sqrt();
+        assert!((l.d - m).abs() < 1e-12 && (l.se - sd / 3f64.sqrt()).abs() < 1e-12);
+        assert_eq!((l.df, l.floored), (2.0, false));
+        assert!(paired_log(&a, &b[..2], 0.0, 0.0).is_none());
+        // the whole-run factor of each pair cancels: same result with pairs scaled apart
+        let a2 = [1.0 * 7.0, 2.0, 4.0 * 0.3];
+        let b2 = [1.1 * 7.0, 2.4, 5.2 * 0.3];
+        let l2 = paired_log(&a2, &b2, 0.0, 0.0).unwrap();
+        assert!((l2.d - l.d).abs() < 1e-12 && (l2.se - l.se).abs() < 1e-12);
+        // prediction: one candidate value against 4 baseline runs
+        let many = [1.0, 1.1, 0.9, 1.0];
+        let p = prediction_log(&many, 1.5, true, 0.0).unwrap();
+        let logs: Vec<f64> = many.iter().map(|x: &f64| x.ln()).collect();
+        let mm = logs.iter().sum::<f64>() / 4.0;
+        let s = (logs.iter().map(|x| (x - mm).powi(2)).sum::<f64>() / 3.0).sqrt();
+        assert!((p.d - (1.5f64.ln() - mm)).abs() < 1e-12);
+        assert!((p.se - s * 1.25f64.sqrt()).abs() < 1e-12 && p.df == 3.0);
+        let q = prediction_log(&many, 1.5, false, 0.0).unwrap();
+        assert!((q.d + p.d).abs() < 1e-12, "the single baseline run: the sign flips");
+    }
+
+    #[test]
+    fn the_error_is_floored_at_the_timer_resolution() {
+        assert_eq!(floored_sd(0.01, 0.02), (0.02, true));
+        assert_eq!(floored_sd(0.03, 0.02), (0.03, false));
+        assert_eq!(floored_sd(0.01, f64::NAN), (0.01, false));
+        // identical values on each side: the floor is all the error there is
+        let l = welch_log(&[3.0, 3.0], &[3.5, 3.5], 0.5 / 3.0, 0.5 / 3.5).unwrap();
+        assert!(l.floored);
+        let se = ((0.5f64 / 3.0).powi(2) / 2.0 + (0.5f64 / 3.5).powi(2) / 2.0).sqrt();
+        assert!((l.se - se).abs() < 1e-12, "{l:?}");
+        let none = welch_log(&[3.0, 3.0], &[3.5, 3.5], 0.0, 0.0).unwrap();
+        assert_eq!((none.se, none.floored), (0.0, false));
+    }
+
+    #[test]
+    fn mde_and_the_units_that_reach_the_band() {
+        // normal limit: (z_{0.975} + z_{0.8}) · se = (1.95996 + 0.84162) · se
+        let m = mde_log(0.01, f64::INFINITY, 0.05, 0.8);
+        assert!((m - 0.028_015_8).abs() < 1e-6, "{m}");
+        // with few degrees of freedom it is larger
+        assert!(mde_log(0.01, 3.0, 0.05, 0.8) > 1.4 * m);
+        // the count found is the smallest that reaches the target
+        let target = 1.1f64.ln();
+        for paired in [false, true] {
+            let n = units_needed(0.04, paired, 0.05 / 7.0, 0.8, target, 500).unwrap();
+            let se = |n: usize| {
+                let nf = n as f64;
+                if paired {
+                    (0.04 / nf.sqrt(), nf - 1.0)
+                } else {
+                    (0.04 * (2.0 / nf).sqrt(), 2.0 * nf - 2.0)
+                }
+            };
+            let (s, df) = se(n);
+            assert!(mde_log(s, df, 0.05 / 7.0, 0.8) <= target, "{n}");
+            if n > 2 {
+                let (s, df) = se(n - 1);
+                assert!(mde_log(s, df, 0.05 / 7.0, 0.8) > target, "{n}");
+            }
+        }
+        assert_eq!(units_needed(5.0, false, 0.05, 0.8, 0.01, 500), None);
+        assert_eq!(units_needed(f64::NAN, false, 0.05, 0.8, 0.1, 500), None);
     }
 }
