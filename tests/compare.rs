@@ -274,7 +274,11 @@ fn missing_new_and_failed_cases_are_reported() {
     // a case the candidate no longer measures fails the gate; a new case does not
     let r = run_compare(&[p(&b), p(&c)]);
     r.assert_code(1);
-    assert!(r.stdout.contains("1 stopped measuring: missing"), "{}", r.stdout);
+    assert!(
+        r.stdout.contains("1 stopped measuring: missing"),
+        "{}",
+        r.stdout
+    );
     let r = run_compare(&[p(&b), p(&c), "--allow-dropped", "missing"]);
     r.assert_code(0);
     let listed = r
@@ -287,7 +291,11 @@ fn missing_new_and_failed_cases_are_reported() {
         "{}",
         r.stdout
     );
-    let (code, v) = json_report(&b, &c, &["--fail-on", "any-change", "--allow-dropped", "missing"]);
+    let (code, v) = json_report(
+        &b,
+        &c,
+        &["--fail-on", "any-change", "--allow-dropped", "missing"],
+    );
     assert_eq!(code, 1); // ...but both are changes
     assert_eq!(verdict_of(&v, &gone.id)["verdict"], "missing");
     assert_eq!(verdict_of(&v, &gone.id)["candidate_status"], Value::Null);
@@ -543,7 +551,10 @@ fn repetitions_judge_cases_on_run_level_statistics() {
     let v: Value = serde_json::from_str(&r.stdout).unwrap();
     assert_eq!(v["settings"]["runs_baseline"], 6);
     assert_eq!(v["settings"]["test"], "welch_t_log_run_medians");
-    assert_eq!(v["settings"]["paired"], false, "same start times: not alternate");
+    assert_eq!(
+        v["settings"]["paired"], false,
+        "same start times: not alternate"
+    );
     for c in v["cases"].as_array().unwrap() {
         let s = &c["stats"];
         assert_eq!(s["basis"], "runs", "{c:#}");
@@ -1234,7 +1245,10 @@ fn paired_runs_find_a_planted_change_through_a_speed_mode_switch() {
     assert!(s >= 0.9, "steady power {s}");
     assert!(p >= 0.9, "paired power through the switch {p}");
     assert!(p >= u, "paired {p} < unpaired {u}");
-    assert!(others as f64 <= 0.05 * TRIALS as f64, "false alarms {others}");
+    assert!(
+        others as f64 <= 0.05 * TRIALS as f64,
+        "false alarms {others}"
+    );
 }
 
 /// Issue 24 (b): with a coarse timer, run medians are often identical: [3.0, 3.0] µs against
@@ -1248,7 +1262,12 @@ fn zero_spread_is_floored_at_the_timer_or_not_compared() {
         f.cases.truncate(1);
         f.run.run_id = format!("zero-{t}-{run}");
         for c in &mut f.cases {
-            c.timing.as_mut().unwrap().samples_s.iter_mut().for_each(|x| *x = t);
+            c.timing
+                .as_mut()
+                .unwrap()
+                .samples_s
+                .iter_mut()
+                .for_each(|x| *x = t);
         }
         for l in &mut f.launches {
             if let Some(p) = l.provenance.as_mut() {
@@ -1268,12 +1287,18 @@ fn zero_spread_is_floored_at_the_timer_or_not_compared() {
             Some(s) => {
                 assert!(floored && s.floored, "{case:?}");
                 assert!(s.p_value > 0.01 && s.p_band > 0.05, "{s:?}");
-                assert!(s.change.ci_low < 0.0, "the interval holds the timer step: {s:?}");
+                assert!(
+                    s.change.ci_low < 0.0,
+                    "the interval holds the timer step: {s:?}"
+                );
             }
             None => {
                 assert!(!floored, "{case:?}");
                 assert_eq!(case.verdict, Verdict::NotCompared);
-                assert!(case.note.as_deref().unwrap().contains("no spread"), "{case:?}");
+                assert!(
+                    case.note.as_deref().unwrap().contains("no spread"),
+                    "{case:?}"
+                );
             }
         }
         // through the command: never exit 1
@@ -1286,7 +1311,11 @@ fn zero_spread_is_floored_at_the_timer_or_not_compared() {
             .collect();
         let r = run_compare(&[p(&paths[0]), p(&paths[1]), "--", p(&paths[2]), p(&paths[3])]);
         r.assert_code(2);
-        let why = if floored { "minimum detectable effect" } else { "no spread" };
+        let why = if floored {
+            "minimum detectable effect"
+        } else {
+            "no spread"
+        };
         assert!(r.stderr.contains(why), "{}", r.stderr);
     }
 }
@@ -1300,8 +1329,16 @@ fn two_runs_a_side_with_3_percent_spread_are_refused_with_the_mde() {
     let mut paths = Vec::new();
     for (i, level) in [0.97, 1.03, 0.97, 1.03].iter().enumerate() {
         let mut rng = Rng(300 + i as u64);
-        let f = synthetic(4, 20, &mut rng, &mut |r| timing_noise(r, 0.003, 0.0), &|_| *level);
-        let d = dir.join(if i < 2 { "a" } else { "b" }).join(format!("run{i}"));
+        let f = synthetic(
+            4,
+            20,
+            &mut rng,
+            &mut |r| timing_noise(r, 0.003, 0.0),
+            &|_| *level,
+        );
+        let d = dir
+            .join(if i < 2 { "a" } else { "b" })
+            .join(format!("run{i}"));
         std::fs::create_dir_all(&d).unwrap();
         write(&d, "results.json", &f);
         paths.push(d);
@@ -1310,7 +1347,12 @@ fn two_runs_a_side_with_3_percent_spread_are_refused_with_the_mde() {
     let r = run_compare(&[p(&a), "--", p(&b)]);
     r.assert_code(2);
     assert!(r.stdout.is_empty(), "{}", r.stdout);
-    for needle in ["too little power", "minimum detectable effect", "±10.0%", "runs a side"] {
+    for needle in [
+        "too little power",
+        "minimum detectable effect",
+        "±10.0%",
+        "runs a side",
+    ] {
         assert!(r.stderr.contains(needle), "{needle}: {}", r.stderr);
     }
     let needed: usize = r
@@ -1320,11 +1362,18 @@ fn two_runs_a_side_with_3_percent_spread_are_refused_with_the_mde() {
         .and_then(|x| x.split(' ').next())
         .and_then(|n| n.parse().ok())
         .unwrap_or_else(|| panic!("no run count in: {}", r.stderr));
-    assert!((4..=30).contains(&needed), "{needed} runs a side: {}", r.stderr);
+    assert!(
+        (4..=30).contains(&needed),
+        "{needed} runs a side: {}",
+        r.stderr
+    );
     let r = run_compare(&[p(&a), "--format", "json", "--allow-low-power", "--", p(&b)]);
     r.assert_code(0);
     let v: Value = serde_json::from_str(&r.stdout).unwrap();
-    assert!(v["warnings"].to_string().contains("too little power"), "{v:#}");
+    assert!(
+        v["warnings"].to_string().contains("too little power"),
+        "{v:#}"
+    );
     let median = v["settings"]["median_mde"].as_f64().unwrap();
     assert!(median > 0.10, "{median}");
     for c in v["cases"].as_array().unwrap() {
@@ -1361,7 +1410,8 @@ fn a_candidate_that_stops_measuring_a_case_fails_the_gate() {
         let r = run_compare(&[p(&b), p(c)]);
         r.assert_code(1);
         assert!(
-            r.stdout.contains(&format!("stopped measuring: {kind}")) && r.stdout.contains(id.as_str()),
+            r.stdout.contains(&format!("stopped measuring: {kind}"))
+                && r.stdout.contains(id.as_str()),
             "{kind}: {}",
             r.stdout
         );
@@ -1369,7 +1419,11 @@ fn a_candidate_that_stops_measuring_a_case_fails_the_gate() {
         assert_eq!(code, 1);
         assert_eq!(v["summary"]["result"], "regression");
         run_compare(&[p(&b), p(c), "--allow-dropped", kind]).assert_code(0);
-        let other = if kind == "missing" { "skipped" } else { "missing" };
+        let other = if kind == "missing" {
+            "skipped"
+        } else {
+            "missing"
+        };
         run_compare(&[p(&b), p(c), "--allow-dropped", other]).assert_code(1);
         run_compare(&[p(&b), p(c), "--allow-dropped", "missing,skipped"]).assert_code(0);
     }
@@ -1389,18 +1443,24 @@ fn rows_of_one_case_in_three_set_ups_name_their_set_ups() {
         let mut f = golden();
         f.run.run_id = format!("setups-{seed}");
         let mut rng = Rng(seed);
-        f.cases = [(1, Topology::Pure), (2, Topology::Pure), (2, Topology::Hybrid)]
-            .iter()
-            .map(|(dpn, topo)| {
-                let mut params = template.params.clone();
-                params.devices_per_node = *dpn;
-                params.topology = *topo;
-                params.requested_bytes = Some(8);
-                let samples: Vec<f64> = (0..20).map(|_| 1e-6 * timing_noise(&mut rng, 0.02, 0.0)).collect();
-                let ranks = params.ranks() as usize;
-                common::fixture::case(&params, &template.launch_id, vec![1e-6; ranks], samples)
-            })
-            .collect();
+        f.cases = [
+            (1, Topology::Pure),
+            (2, Topology::Pure),
+            (2, Topology::Hybrid),
+        ]
+        .iter()
+        .map(|(dpn, topo)| {
+            let mut params = template.params.clone();
+            params.devices_per_node = *dpn;
+            params.topology = *topo;
+            params.requested_bytes = Some(8);
+            let samples: Vec<f64> = (0..20)
+                .map(|_| 1e-6 * timing_noise(&mut rng, 0.02, 0.0))
+                .collect();
+            let ranks = params.ranks() as usize;
+            common::fixture::case(&params, &template.launch_id, vec![1e-6; ranks], samples)
+        })
+        .collect();
         f
     };
     let (b, c) = (write(&dir, "b.json", &mk(1)), write(&dir, "c.json", &mk(2)));
@@ -1440,7 +1500,14 @@ fn rows_of_one_case_in_three_set_ups_name_their_set_ups() {
         &write(&dir, "s2.json", &simple(3, 2, &|_| 1.0)),
         &[],
     );
-    assert!(v["cases"].as_array().unwrap().iter().all(|c| c.get("setup").is_none()), "{v:#}");
+    assert!(
+        v["cases"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|c| c.get("setup").is_none()),
+        "{v:#}"
+    );
 }
 
 /// Runs collected alternately are paired by default (by start time, whatever the order on
@@ -1462,7 +1529,10 @@ fn runs_collected_alternately_are_paired_and_run_directories_sort_naturally() {
         }
         dir.join(side)
     };
-    let (da, db) = (put("a", &a, &["10", "2", "1", "3"]), put("b", &b, &["1", "2", "3", "4"]));
+    let (da, db) = (
+        put("a", &a, &["10", "2", "1", "3"]),
+        put("b", &b, &["1", "2", "3", "4"]),
+    );
     let listed: Vec<String> = scalebench::compare::expand_runs(&da)
         .unwrap()
         .iter()
@@ -1488,5 +1558,9 @@ fn runs_collected_alternately_are_paired_and_run_directories_sort_naturally() {
     assert_eq!(v["settings"]["paired"], false);
     let r = run_compare(&["--paired", p(&da), "--", p(&dc)]);
     r.assert_code(2);
-    assert!(r.stderr.contains("--paired") && r.stderr.contains("alternately"), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("--paired") && r.stderr.contains("alternately"),
+        "{}",
+        r.stderr
+    );
 }

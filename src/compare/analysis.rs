@@ -466,7 +466,11 @@ impl<'a> SideCase<'a> {
         if let Some(c) = bad {
             return (c.case.status, Some(c.case));
         }
-        match self.records.iter().find(|c| c.case.status == CaseStatus::Ok) {
+        match self
+            .records
+            .iter()
+            .find(|c| c.case.status == CaseStatus::Ok)
+        {
             Some(_) => (CaseStatus::Ok, None),
             None => (CaseStatus::Skipped, self.records.first().map(|r| r.case)),
         }
@@ -538,7 +542,12 @@ type Judged = (CaseStats, Option<String>);
 /// Statistics of one case measured on both sides, before the correction. Paired runs when
 /// the comparison pairs and ≥ 2 pairs have the case; else unpaired runs with ≥ 2 runs a side;
 /// one run against the other side's runs; or the batches of one run a side.
-fn case_stats(b: &[Rec<'_>], c: &[Rec<'_>], ctx: &Ctx<'_>, tables: &Tables) -> Result<Judged, StatsError> {
+fn case_stats(
+    b: &[Rec<'_>],
+    c: &[Rec<'_>],
+    ctx: &Ctx<'_>,
+    tables: &Tables,
+) -> Result<Judged, StatsError> {
     let metric = ctx.settings.metric.pick(b[0].case, c[0].case);
     let mut note = None;
     if ctx.paired {
@@ -565,7 +574,10 @@ fn case_stats(b: &[Rec<'_>], c: &[Rec<'_>], ctx: &Ctx<'_>, tables: &Tables) -> R
             if nc < ctx.runs_candidate {
                 gaps.push(format!("{nc} of {} candidate runs", ctx.runs_candidate));
             }
-            (s, (!gaps.is_empty()).then(|| format!("measured in {}", gaps.join(" and "))))
+            (
+                s,
+                (!gaps.is_empty()).then(|| format!("measured in {}", gaps.join(" and "))),
+            )
         }
         _ => prediction_stats(b, c, metric, ctx)?,
     };
@@ -578,7 +590,10 @@ fn case_stats(b: &[Rec<'_>], c: &[Rec<'_>], ctx: &Ctx<'_>, tables: &Tables) -> R
 
 /// The mean of the side's headline values of the metric (what `report` shows), if any run has one.
 fn headline(recs: &[Rec<'_>], metric: Metric) -> Option<f64> {
-    let v: Vec<f64> = recs.iter().filter_map(|r| metric.headline(r.case)).collect();
+    let v: Vec<f64> = recs
+        .iter()
+        .filter_map(|r| metric.headline(r.case))
+        .collect();
     (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
 }
 
@@ -647,38 +662,80 @@ fn paired_stats(
             pb.len()
         )));
     }
-    let (vb, vc) = (run_values("baseline", &pb, metric)?, run_values("candidate", &pc, metric)?);
+    let (vb, vc) = (
+        run_values("baseline", &pb, metric)?,
+        run_values("candidate", &pc, metric)?,
+    );
     let (xb, xc) = (values(&vb), values(&vc));
     let l = stats::paired_log(&xb, &xc, max_res(&vb), max_res(&vc)).ok_or(
         StatsError::RunMedianNotPositive {
             metric: metric.name(),
         },
     )?;
-    let s = from_log(l, metric, Basis::Paired, (pb.len(), pc.len()), (geomean(&xb), geomean(&xc)), ctx)?;
-    let note = (pb.len() < pairs).then(|| format!("paired on {} of {pairs} pairs (the others lack it on a side)", pb.len()));
+    let s = from_log(
+        l,
+        metric,
+        Basis::Paired,
+        (pb.len(), pc.len()),
+        (geomean(&xb), geomean(&xc)),
+        ctx,
+    )?;
+    let note = (pb.len() < pairs).then(|| {
+        format!(
+            "paired on {} of {pairs} pairs (the others lack it on a side)",
+            pb.len()
+        )
+    });
     Ok(Ok((s, note)))
 }
 
 /// Unpaired run-level statistics: one median per run, Welch's t on their logarithms.
-fn run_stats(b: &[Rec<'_>], c: &[Rec<'_>], metric: Metric, ctx: &Ctx<'_>) -> Result<CaseStats, StatsError> {
-    let (vb, vc) = (run_values("baseline", b, metric)?, run_values("candidate", c, metric)?);
+fn run_stats(
+    b: &[Rec<'_>],
+    c: &[Rec<'_>],
+    metric: Metric,
+    ctx: &Ctx<'_>,
+) -> Result<CaseStats, StatsError> {
+    let (vb, vc) = (
+        run_values("baseline", b, metric)?,
+        run_values("candidate", c, metric)?,
+    );
     let (xb, xc) = (values(&vb), values(&vc));
     let l = stats::welch_log(&xb, &xc, max_res(&vb), max_res(&vc)).ok_or(
         StatsError::RunMedianNotPositive {
             metric: metric.name(),
         },
     )?;
-    from_log(l, metric, Basis::Runs, (xb.len(), xc.len()), (geomean(&xb), geomean(&xc)), ctx)
+    from_log(
+        l,
+        metric,
+        Basis::Runs,
+        (xb.len(), xc.len()),
+        (geomean(&xb), geomean(&xc)),
+        ctx,
+    )
 }
 
 /// One side measured the case in one run only, the other in several: the single run's
 /// median against a prediction interval of the other side's run medians. Pooling the
 /// batches instead would mix one run's within-run noise with another side's run-to-run
 /// spread, unsaid.
-fn prediction_stats(b: &[Rec<'_>], c: &[Rec<'_>], metric: Metric, ctx: &Ctx<'_>) -> Result<Judged, StatsError> {
-    let (vb, vc) = (run_values("baseline", b, metric)?, run_values("candidate", c, metric)?);
+fn prediction_stats(
+    b: &[Rec<'_>],
+    c: &[Rec<'_>],
+    metric: Metric,
+    ctx: &Ctx<'_>,
+) -> Result<Judged, StatsError> {
+    let (vb, vc) = (
+        run_values("baseline", b, metric)?,
+        run_values("candidate", c, metric)?,
+    );
     let single_is_candidate = vc.len() == 1;
-    let (many, one) = if single_is_candidate { (&vb, &vc) } else { (&vc, &vb) };
+    let (many, one) = if single_is_candidate {
+        (&vb, &vc)
+    } else {
+        (&vc, &vb)
+    };
     let xm = values(many);
     let res = max_res(many).max(one[0].1);
     let l = stats::prediction_log(&xm, one[0].0, single_is_candidate, res).ok_or(
@@ -691,7 +748,14 @@ fn prediction_stats(b: &[Rec<'_>], c: &[Rec<'_>], metric: Metric, ctx: &Ctx<'_>)
     } else {
         (one[0].0, geomean(&xm))
     };
-    let s = from_log(l, metric, Basis::Prediction, (vb.len(), vc.len()), centres, ctx)?;
+    let s = from_log(
+        l,
+        metric,
+        Basis::Prediction,
+        (vb.len(), vc.len()),
+        centres,
+        ctx,
+    )?;
     let (side, other, runs, other_runs) = if single_is_candidate {
         ("candidate", "baseline", ctx.runs_candidate, many.len())
     } else {
@@ -714,7 +778,7 @@ fn from_log(
     centres: (f64, f64),
     ctx: &Ctx<'_>,
 ) -> Result<CaseStats, StatsError> {
-    if !(l.se > 0.0) && l.d != 0.0 {
+    if l.se.is_nan() || (l.se <= 0.0 && l.d != 0.0) {
         return Err(StatsError::NoSpread);
     }
     let half = if l.se > 0.0 {
@@ -770,8 +834,10 @@ fn batch_stats(
     ctx: &Ctx<'_>,
     tables: &Tables,
 ) -> Result<CaseStats, StatsError> {
-    let (Some(sb), Some(sc)) = (sorted_samples(b.case, metric), sorted_samples(c.case, metric))
-    else {
+    let (Some(sb), Some(sc)) = (
+        sorted_samples(b.case, metric),
+        sorted_samples(c.case, metric),
+    ) else {
         return Err(StatsError::NoSamples);
     };
     let (nb, nc) = (sb.len(), sc.len());
@@ -795,7 +861,11 @@ fn batch_stats(
         })?;
     let rel = |r: &Rec<'_>, n: usize| {
         let t = sorted_samples(r.case, Metric::Time).unwrap_or_default();
-        let med = if t.is_empty() { 0.0 } else { quantile_sorted(&t, 0.5) };
+        let med = if t.is_empty() {
+            0.0
+        } else {
+            quantile_sorted(&t, 0.5)
+        };
         let x = if med > 0.0 { r.res_s / med } else { 0.0 };
         x * x / n as f64
     };
@@ -809,7 +879,14 @@ fn batch_stats(
             sd_unit: se_floor * (nb.min(nc) as f64 / 2.0).sqrt(),
             floored: se_floor > 0.0,
         };
-        let mut s = from_log(l, metric, Basis::Batches, (nb, nc), (change.median_a, change.median_b), ctx)?;
+        let mut s = from_log(
+            l,
+            metric,
+            Basis::Batches,
+            (nb, nc),
+            (change.median_a, change.median_b),
+            ctx,
+        )?;
         s.change.change = change.change;
         return Ok(s);
     }
@@ -875,11 +952,7 @@ fn mw_band_p(a: &[f64], b: &[f64], metric: Metric, noise: f64, cdf: Option<&[f64
 fn judge(s: &CaseStats, settings: &Settings) -> (Verdict, Option<String>) {
     let (lo, hi) = (s.change.ci_low, s.change.ci_high);
     let n = settings.noise;
-    let beyond = if s.metric.higher_is_better() {
-        hi < -n || lo > n
-    } else {
-        lo > n || hi < -n
-    };
+    let beyond = hi < -n || lo > n;
     let alpha = settings.alpha();
     if s.p_band_adjusted <= alpha {
         return if s.worsening() > 0.0 {
@@ -1122,8 +1195,14 @@ fn correct_and_judge(out: &mut [CaseComparison], settings: &Settings) -> usize {
             s.p_band_adjusted = band[k];
             s.mde = stats::mde_log(s.change.se_log, s.change.df, level, MDE_POWER).exp() - 1.0;
             let paired = s.basis == Basis::Paired;
-            s.units_needed =
-                stats::units_needed(s.sd_unit, paired, level, MDE_POWER, target, MAX_UNITS_NEEDED);
+            s.units_needed = stats::units_needed(
+                s.sd_unit,
+                paired,
+                level,
+                MDE_POWER,
+                target,
+                MAX_UNITS_NEEDED,
+            );
             let (v, note) = judge(s, settings);
             out[i].verdict = v;
             out[i].note = match (out[i].note.take(), note) {
@@ -1166,7 +1245,11 @@ fn name_setups(out: &mut [CaseComparison], params: &HashMap<&str, &CaseParams>) 
     for idx in groups.values().filter(|g| g.len() > 1) {
         let words: Vec<BTreeMap<String, String>> = idx
             .iter()
-            .map(|&i| params.get(out[i].id.as_str()).map_or_else(BTreeMap::new, |p| param_words(p)))
+            .map(|&i| {
+                params
+                    .get(out[i].id.as_str())
+                    .map_or_else(BTreeMap::new, |p| param_words(p))
+            })
             .collect();
         let keys: BTreeSet<&String> = words.iter().flat_map(|w| w.keys()).collect();
         let differ: Vec<&String> = keys

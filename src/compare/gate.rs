@@ -6,9 +6,9 @@
 //! report exists).
 
 use super::analysis::{CaseComparison, Comparison, Verdict};
-use crate::results::schema::CaseStatus;
 use super::provenance::Difference;
 use crate::error::{EXIT_OK, EXIT_REGRESSION};
+use crate::results::schema::CaseStatus;
 use serde::Serialize;
 
 /// When the comparison fails the process.
@@ -253,15 +253,33 @@ mod tests {
     fn a_candidate_that_stops_measuring_fails_unless_allowed() {
         let ok = Some(CaseStatus::Ok);
         let cases = [
-            (Verdict::Failed, ok, Some(CaseStatus::Wrong), DropKind::Failed),
-            (Verdict::NotCompared, ok, Some(CaseStatus::Skipped), DropKind::Skipped),
+            (
+                Verdict::Failed,
+                ok,
+                Some(CaseStatus::Wrong),
+                DropKind::Failed,
+            ),
+            (
+                Verdict::NotCompared,
+                ok,
+                Some(CaseStatus::Skipped),
+                DropKind::Skipped,
+            ),
             (Verdict::Missing, ok, None, DropKind::Missing),
         ];
         for (v, b, c, kind) in cases {
             let cmp = with(&[(v, b, c), (Verdict::NoChange, ok, ok)]);
             assert_eq!(DropKind::of(&cmp.cases[0]), Some(kind));
-            assert_eq!(FailOn::Regression.exit_code(&cmp, Dropped::default()), 1, "{kind:?}");
-            assert_eq!(FailOn::AnyChange.exit_code(&cmp, Dropped::default()), 1, "{kind:?}");
+            assert_eq!(
+                FailOn::Regression.exit_code(&cmp, Dropped::default()),
+                1,
+                "{kind:?}"
+            );
+            assert_eq!(
+                FailOn::AnyChange.exit_code(&cmp, Dropped::default()),
+                1,
+                "{kind:?}"
+            );
             let allow = Dropped {
                 failed: kind == DropKind::Failed,
                 skipped: kind == DropKind::Skipped,
@@ -279,7 +297,11 @@ mod tests {
                 skipped: other.skipped && kind != DropKind::Skipped,
                 missing: other.missing && kind != DropKind::Missing,
             };
-            assert_eq!(FailOn::Regression.exit_code(&cmp, only_others), 1, "{kind:?}");
+            assert_eq!(
+                FailOn::Regression.exit_code(&cmp, only_others),
+                1,
+                "{kind:?}"
+            );
         }
     }
 }

@@ -415,7 +415,9 @@ fn compare_loaded(b: Vec<Loaded>, c: Vec<Loaded>, options: &Options) -> Result<R
         ));
     }
     let failing = options.fail_on.failing(&comparison, options.allow_dropped);
-    let exit_code = options.fail_on.exit_code(&comparison, options.allow_dropped);
+    let exit_code = options
+        .fail_on
+        .exit_code(&comparison, options.allow_dropped);
     Ok(Report {
         baseline: side(&b),
         candidate: side(&c),
@@ -541,7 +543,10 @@ fn check_power(cmp: &Comparison, options: &Options) -> Result<Option<String>, Er
     };
     let need = match s.units_needed {
         Some(n) => format!("about {n} {} a side", s.basis.unit()),
-        None => format!("more than 500 {} a side (or a quieter set-up)", s.basis.unit()),
+        None => format!(
+            "more than 500 {} a side (or a quieter set-up)",
+            s.basis.unit()
+        ),
     };
     let what = format!(
         "too little power: the median minimum detectable effect over the {} compared cases is {} beyond the ±{} band (power {:.0} %, α = {} spread over {} cases; median case {} with {}/{} {}), so changes well beyond the band would pass unseen; {need} would bring it within the band",
@@ -671,9 +676,14 @@ mod tests {
 
     #[test]
     fn run_directories_sort_naturally() {
-        let mut v = vec!["run-10", "run-2", "run-1", "run-02b", "a", "run-2a", "10", "9"];
+        let mut v = vec![
+            "run-10", "run-2", "run-1", "run-02b", "a", "run-2a", "10", "9",
+        ];
         v.sort_by(|a, b| natural_cmp(a, b));
-        assert_eq!(v, ["9", "10", "a", "run-1", "run-2", "run-2a", "run-02b", "run-10"]);
+        assert_eq!(
+            v,
+            ["9", "10", "a", "run-1", "run-2", "run-2a", "run-02b", "run-10"]
+        );
         assert_eq!(natural_cmp("x", "x"), Ordering::Equal);
         // equal as numbers, different as text: still a total order
         assert_eq!(natural_cmp("r01", "r1"), "r01".cmp("r1"));

@@ -105,7 +105,6 @@ fn methods(c: &Comparison) -> String {
     out.join(" ")
 }
 
-
 /// `0.05` → `5%`, `0.025` → `2.5%`.
 fn pct0(x: f64) -> String {
     format!("{}%", trim_num(x * 100.0))

@@ -998,7 +998,11 @@ mod tests {
         let q = t_quantile(0.95, df);
         for d in [0.05, 0.1, 0.13, 0.2] {
             let beyond = d - q * se > worse;
-            assert_eq!(band_test(d, se, df, worse, better).2 <= 0.05 + 1e-12, beyond, "{d}");
+            assert_eq!(
+                band_test(d, se, df, worse, better).2 <= 0.05 + 1e-12,
+                beyond,
+                "{d}"
+            );
         }
     }
 
@@ -1028,7 +1032,10 @@ mod tests {
         assert!((p.d - (1.5f64.ln() - mm)).abs() < 1e-12);
         assert!((p.se - s * 1.25f64.sqrt()).abs() < 1e-12 && p.df == 3.0);
         let q = prediction_log(&many, 1.5, false, 0.0).unwrap();
-        assert!((q.d + p.d).abs() < 1e-12, "the single baseline run: the sign flips");
+        assert!(
+            (q.d + p.d).abs() < 1e-12,
+            "the single baseline run: the sign flips"
+        );
     }
 
     #[test]
