@@ -816,7 +816,9 @@ fn a_real_transport_slowdown_is_caught_end_to_end() {
     assert_eq!(ids(&rb), ids(&rc), "the same cases, by id");
     assert_eq!(rb.cases.len(), 3);
 
-    let r = run_compare(&[p(&b), p(&c)]);
+    // one run a side: its 20 batches may not reach the band's power on a loaded machine;
+    // the catch is what this test holds (--allow-low-power reports anyway)
+    let r = run_compare(&[p(&b), p(&c), "--allow-low-power"]);
     r.assert_code(1);
     let top = r.stdout.split("REGRESSION").next().unwrap();
     assert!(
@@ -824,7 +826,7 @@ fn a_real_transport_slowdown_is_caught_end_to_end() {
         "{}",
         r.stdout
     );
-    let (code, v) = json_report(&b, &c, &[]);
+    let (code, v) = json_report(&b, &c, &["--allow-low-power"]);
     assert_eq!(code, 1);
     // the effect is large at 8 B and 1 KiB: assert those; 16 KiB is only reported
     for case in &rb.cases {
@@ -841,8 +843,9 @@ fn a_real_transport_slowdown_is_caught_end_to_end() {
 /// (the gate's shape: 2 ranks, fixed iteration counts, short batches) and 6 runs of the same
 /// study with Open MPI told to use TCP over loopback instead of shared memory (a genuine
 /// slowdown, what a cluster whose fast transport silently fell back does), interleaved.
-/// - A/A: 20 comparisons of 6 vs 6 distinct default runs drawn at random, with the gate's
-///   band: at most 1 may flag anything (the gate's false-alarm rate ≤ 5 %).
+/// - A/A: 20 random 6 + 6 splits of the 12 default runs, with the gate's band: at most 1 may
+///   flag anything. The splits re-partition one pool, so they are a check that the null
+///   holds on real runs, not 20 independent trials (ci/gate-study.sh runs those).
 /// - The knob: the 6 default runs measured just before the 6 knob runs vs those → regressed,
 ///   exit 1. Why TCP and not a subtler knob here: this VM switches whole-run speed modes (in
 ///   one CI run, runs 8–11 were 3× faster than runs 0–7 for small messages), and with unpaired
@@ -905,8 +908,11 @@ fn repeated_real_runs_hold_the_null_and_catch_an_open_mpi_knob() {
         }
     }
     drop(quiet);
+    // --allow-low-power: this test measures the false-alarm rate and a catch on real runs;
+    // whether 6 runs a side reach the band's power on this machine is said, not asserted
+    // (two_runs_a_side_with_3_percent_spread_are_refused_with_the_mde holds the refusal).
     let gate = |a: &[&Path], b: &[&Path]| -> (i32, Value) {
-        let mut args: Vec<&str> = vec!["--noise", BAND, "--format", "json"];
+        let mut args: Vec<&str> = vec!["--noise", BAND, "--format", "json", "--allow-low-power"];
         args.extend(a.iter().map(|x| p(x)));
         args.push("--");
         args.extend(b.iter().map(|x| p(x)));
