@@ -1,8 +1,9 @@
 //! The CI gate: what a finished comparison means for the exit code, and the report that
 //! carries a comparison, its context and that decision to the renderers.
 //!
-//! Exit codes: 0 no regression (or `--fail-on never`), 1 a regression (or, with
-//! `--fail-on any-change`, any change), 2 bad input or an unusable comparison (decided before a
+//! Exit codes: 0 no regression (or `--fail-on never`), 1 a regression or a case that stopped
+//! being measured (failed, skipped, missing; `--allow-dropped` relaxes each kind), or, with
+//! `--fail-on any-change`, any change; 2 bad input or an unusable comparison (decided before a
 //! report exists).
 
 use super::analysis::{CaseComparison, Comparison, Verdict};

@@ -7,9 +7,10 @@
 //! [`stats`] and the per-sample metrics in [`metric`]), decides the exit code ([`gate`]) and
 //! renders the report ([`render`]).
 //!
-//! Exit codes: 0 no regression, 1 regression found, 2 bad input or an unusable comparison
-//! (unreadable, truncated or mismatched files; set-ups that differ; no case in common; cases
-//! that say "ok" without usable samples), 4 an I/O failure.
+//! Exit codes: 0 no regression, 1 regression found or a case the baseline measured stopped
+//! being measured, 2 bad input or an unusable comparison (unreadable, truncated or mismatched
+//! files; set-ups that differ; the same run on both sides; no case in common; cases that say
+//! "ok" without usable samples; too little power for the band), 4 an I/O failure.
 
 pub(crate) mod analysis;
 pub(crate) mod gate;

@@ -1,5 +1,8 @@
 //! The statistics behind `compare`, as pure functions: the relative change of two medians with
-//! a confidence interval, the Mann–Whitney U test, and multiple-comparison corrections.
+//! a confidence interval, the Mann–Whitney U test, run-level changes on the log scale (Welch,
+//! paired, against a prediction interval; floored at the timer's resolution), the band test
+//! (shifted one-sided nulls at the noise band's edges), the minimum detectable effect and the
+//! runs that reach it, and multiple-comparison corrections.
 //!
 //! A leaf module: no I/O, nothing of the crate but [`crate::stats`]. Inputs are sample sets of
 //! one case (seconds, GB/s or GFLOP/s); the functions never panic on user data (they return
