@@ -29,18 +29,24 @@ mod fixture;
 /// headline numbers). `slow(k)` scales case k's true time.
 fn synthetic(seed: u64, slow: impl Fn(usize) -> f64) -> ResultsFile {
     let mut rng = fixture::Rng(seed);
-    fixture::synthetic(
+    let mut f = fixture::synthetic(
         CASES,
         SAMPLES,
         &mut rng,
         &mut |r| fixture::timing_noise(r, 0.03, 0.0),
         &slow,
-    )
+    );
+    // Two runs of one id would be refused as the same run on both sides.
+    f.run.run_id = format!("bench-compare-{seed}");
+    f
 }
 
 /// Writes the two files once per process.
 fn files() -> (PathBuf, PathBuf) {
-    let dir = std::env::temp_dir().join(format!("scalebench-bench-compare-{}", std::process::id()));
+    let dir = std::env::temp_dir().join(format!(
+        "scalebench-bench-compare-v2-{}",
+        std::process::id()
+    ));
     let base = dir.join("baseline.json");
     let cand = dir.join("candidate.json");
     if !base.exists() || !cand.exists() {

@@ -579,6 +579,17 @@ pub enum FailOnArg {
     Never,
 }
 
+/// A way a baseline case can stop being measured in the candidate (`--allow-dropped`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum DroppedArg {
+    /// Wrong results, an error or a timeout.
+    Failed,
+    /// Skipped.
+    Skipped,
+    /// Absent from the candidate.
+    Missing,
+}
+
 /// Multiple-comparison correction of `compare`'s p-values.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum CorrectionArg {
@@ -647,9 +658,20 @@ impl From<&CompareArgs> for crate::compare::Request {
                     noise: a.noise,
                     confidence: a.confidence,
                     correction: a.correction.into(),
+                    pairing: match (a.paired, a.unpaired) {
+                        (true, _) => crate::compare::Pairing::Paired,
+                        (_, true) => crate::compare::Pairing::Unpaired,
+                        _ => crate::compare::Pairing::Auto,
+                    },
                 },
                 fail_on: a.fail_on.into(),
                 allow_mismatch: a.allow_mismatch,
+                allow_dropped: crate::compare::Dropped {
+                    failed: a.allow_dropped.contains(&DroppedArg::Failed),
+                    skipped: a.allow_dropped.contains(&DroppedArg::Skipped),
+                    missing: a.allow_dropped.contains(&DroppedArg::Missing),
+                },
+                allow_low_power: a.allow_low_power,
             },
             format: a.format.into(),
             out: a.out.clone(),
@@ -660,9 +682,10 @@ impl From<&CompareArgs> for crate::compare::Request {
 
 #[derive(Debug, Clone, Args)]
 #[command(
-    after_help = "Exit codes: 0 no regression; 1 regression found (see --fail-on); \
+    after_help = "Exit codes: 0 no regression; 1 regression found, or a case measured in the \
+baseline stopped being measured (see --fail-on, --allow-dropped); \
 2 bad input or unusable comparison (unreadable, truncated or mismatched files, set-ups that differ, \
-no case in common, no usable samples); \
+the same run on both sides, no case in common, no usable samples, too little power for the band); \
 4 I/O failure."
 )]
 pub struct CompareArgs {
@@ -681,9 +704,10 @@ pub struct CompareArgs {
     #[arg(long, value_enum, default_value = "auto")]
     pub metric: CompareMetric,
 
-    /// Noise band as a fraction (0.02 = ±2 %): a case regresses only when its whole interval
-    /// lies beyond it.
-    #[arg(long, default_value_t = 0.02)]
+    /// Noise band as a fraction (0.10 = ±10 %, the CI gate's): a case regresses only when the
+    /// band test (null: the true change lies inside the band) rejects after the correction,
+    /// i.e. its whole interval lies beyond the band.
+    #[arg(long, default_value_t = crate::compare::DEFAULT_NOISE)]
     pub noise: f64,
 
     /// Confidence of the intervals; 1 − confidence is the significance level after correction.
@@ -701,6 +725,26 @@ pub struct CompareArgs {
     /// What makes the exit code 1.
     #[arg(long, value_enum, default_value = "regression")]
     pub fail_on: FailOnArg,
+
+    /// Analyse runs in pairs (one log ratio per baseline run and the candidate run collected
+    /// next to it): refused unless both sides have as many runs, collected alternately. The
+    /// default pairs whenever that holds.
+    #[arg(long, conflicts_with = "unpaired")]
+    pub paired: bool,
+
+    /// Never pair runs (Welch's t on the run medians).
+    #[arg(long)]
+    pub unpaired: bool,
+
+    /// Kinds of cases measured in the baseline that may stop being measured in the candidate
+    /// without failing the gate (comma-separated): failed, skipped, missing.
+    #[arg(long, value_enum, value_delimiter = ',', value_name = "KIND")]
+    pub allow_dropped: Vec<DroppedArg>,
+
+    /// Report instead of refusing (exit 2) when the median minimum detectable effect exceeds
+    /// the noise band (too few runs for the band).
+    #[arg(long)]
+    pub allow_low_power: bool,
 
     /// Compare even when the set-ups differ in a way that changes performance (CPU or GPU
     /// model, backend, MPI library, node count, emulated nodes, binding), metric definitions

@@ -4,13 +4,25 @@
 
 mod common;
 
-use common::fixture::{golden, simple, synthetic, timing_noise, write, Rng};
+use common::fixture::{golden, simple, synthetic, timing_noise, Rng};
 use common::{bin, mpirun, mpirun_with, tmpdir, Ran};
 use scalebench::compare::stats::Correction;
-use scalebench::compare::{compare, FailOn, Settings, Verdict};
+use scalebench::compare::{compare, compare_runs, Dropped, FailOn, Pairing, Settings, Verdict};
+use scalebench::results::schema::{CaseStatus, ResultsFile};
 use serde_json::Value;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
+
+/// Writes `f` as `dir/name`. Every synthetic file starts from the golden run and would share
+/// its run id, which `compare` refuses as "the same run on both sides": each file written
+/// here gets a run id of its own (from its path) unless the test set one.
+fn write(dir: &Path, name: &str, f: &ResultsFile) -> PathBuf {
+    let mut f = f.clone();
+    if f.run.run_id == golden().run.run_id {
+        f.run.run_id = format!("{}", dir.join(name).display());
+    }
+    common::fixture::write(dir, name, &f)
+}
 
 /// Held by the tests that measure real runs for their statistics and by the tests that keep
 /// every core busy, so the two never overlap (cargo runs a file's tests in parallel).
@@ -77,7 +89,7 @@ fn plus_20_percent_on_one_case_regresses_with_exit_1() {
         text.stdout
     );
     assert!(text.stdout.contains("Holm-corrected over 8 compared cases"));
-    assert!(text.stdout.contains("noise band ±2%"));
+    assert!(text.stdout.contains("inside ±10%"), "{}", text.stdout);
     let (code, v) = json_report(&b, &c, &[]);
     assert_eq!(code, 1);
     assert_eq!(v["summary"]["counts"]["regressed"], 1);
@@ -130,23 +142,69 @@ fn half_a_percent_is_within_noise_with_exit_0() {
     assert_eq!(v["summary"]["counts"]["regressed"], 6);
 }
 
+/// Two runs that happen to measure the same numbers are no change; the same run on both
+/// sides (the same file, a copy, or the same run id) is refused: a gate comparing a run with
+/// itself stays green whatever the candidate does.
 #[test]
-fn identical_files_report_no_change() {
+fn identical_numbers_report_no_change_and_the_same_run_is_refused() {
     let dir = tmpdir("cmp-same");
-    let f = write(&dir, "r.json", &simple(6, 5, &|_| 1.0));
-    let r = run_compare(&[p(&f), p(&f)]);
+    let a = simple(6, 5, &|_| 1.0);
+    let f = write(&dir, "r.json", &a);
+    let mut other = a.clone();
+    other.run.run_id = "another-run".into();
+    let g = write(&dir, "g.json", &other);
+    let r = run_compare(&[p(&f), p(&g)]);
     r.assert_code(0);
     assert!(r.stdout.contains("OK: no regression"), "{}", r.stdout);
     assert!(!r.stdout.contains("The set-ups differ"), "{}", r.stdout);
-    let (_, v) = json_report(&f, &f, &[]);
+    let (_, v) = json_report(&f, &g, &[]);
     assert_eq!(v["summary"]["counts"]["no_change"], 6);
     for c in v["cases"].as_array().unwrap() {
         assert_eq!(c["stats"]["change"], 0.0);
         assert_eq!(c["stats"]["p_value"], 1.0);
     }
-    // the golden file itself (format version 1, as written by a real run) compares with itself
+    // compare R R, compare R copy-of-R, and two files of one run id: exit 2, said why
+    let copy = dir.join("copy.json");
+    std::fs::copy(&f, &copy).unwrap();
+    let mut same_id = simple(6, 6, &|_| 1.3);
+    same_id.run.run_id = a_run_id(&f);
+    let s = write(&dir, "same-id.json", &same_id);
+    for (x, why) in [
+        (&f, "the same file"),
+        (&copy, "the same run"),
+        (&s, "the same run"),
+    ] {
+        refused(&[p(&f), p(x)], &[why, "always passes", "r.json"]);
+    }
+    // a byte-identical copy under another run id cannot happen by accident; a copy is caught
+    // by its content even when the ids were not compared (here: the same directory of runs
+    // on both sides)
+    let runs = dir.join("runs");
+    for i in 0..3 {
+        let d = runs.join(format!("{i}"));
+        std::fs::create_dir_all(&d).unwrap();
+        write(&d, "results.json", &simple(4, 70 + i, &|_| 1.0));
+    }
+    let r = run_compare(&[p(&runs), "--", p(&runs)]);
+    r.assert_code(2);
+    assert!(r.stderr.contains("the same file"), "{}", r.stderr);
+    // one run twice on a side fakes a repetition
+    let (r0, r1, r2) = (runs.join("0"), runs.join("1"), runs.join("2"));
+    let r = run_compare(&[p(&r0), p(&r0), "--", p(&r1), p(&r2)]);
+    r.assert_code(2);
+    assert!(
+        r.stderr.contains("baseline side") && r.stderr.contains("counted twice"),
+        "{}",
+        r.stderr
+    );
+    // the golden file (format version 1, as written by a real run) against itself
     let g = Path::new("tests/golden/results-v1.json");
-    run_compare(&[p(g), p(g)]).assert_code(0);
+    refused(&[p(g), p(g)], &["the same file"]);
+}
+
+fn a_run_id(path: &Path) -> String {
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    v["run"]["run_id"].as_str().unwrap().to_string()
 }
 
 #[test]
@@ -213,8 +271,16 @@ fn missing_new_and_failed_cases_are_reported() {
     extra.id = extra.params.id();
     cand.cases.push(extra.clone());
     let (b, c) = (write(&dir, "b.json", &base), write(&dir, "c.json", &cand));
+    // a case the candidate no longer measures fails the gate; a new case does not
     let r = run_compare(&[p(&b), p(&c)]);
-    r.assert_code(0); // missing and new cases are not regressions...
+    r.assert_code(1);
+    assert!(
+        r.stdout.contains("1 stopped measuring: missing"),
+        "{}",
+        r.stdout
+    );
+    let r = run_compare(&[p(&b), p(&c), "--allow-dropped", "missing"]);
+    r.assert_code(0);
     let listed = r
         .stdout
         .split("Status changes, missing and new cases:")
@@ -225,8 +291,12 @@ fn missing_new_and_failed_cases_are_reported() {
         "{}",
         r.stdout
     );
-    let (code, v) = json_report(&b, &c, &["--fail-on", "any-change"]);
-    assert_eq!(code, 1); // ...but they are changes
+    let (code, v) = json_report(
+        &b,
+        &c,
+        &["--fail-on", "any-change", "--allow-dropped", "missing"],
+    );
+    assert_eq!(code, 1); // ...but both are changes
     assert_eq!(verdict_of(&v, &gone.id)["verdict"], "missing");
     assert_eq!(verdict_of(&v, &gone.id)["candidate_status"], Value::Null);
     assert_eq!(verdict_of(&v, &extra.id)["verdict"], "new");
@@ -460,7 +530,19 @@ fn repetitions_judge_cases_on_run_level_statistics() {
     };
     let a: Vec<_> = (0..6).map(|i| mk("a", i, 1.0)).collect();
     let b: Vec<_> = (0..6).map(|i| mk("b", (i + 3) % 6, 1.1)).collect();
-    let mut args: Vec<&str> = vec!["--format", "json"];
+    // ±15 % between runs with 6 runs a side: too little power for the ±10 % band, refused
+    // with the MDE and the runs that would do; the rest of this test reports anyway
+    let mut args: Vec<&str> = a.iter().map(|x| p(x)).collect();
+    args.push("--");
+    args.extend(b.iter().map(|x| p(x)));
+    let r = run_compare(&args);
+    r.assert_code(2);
+    assert!(
+        r.stderr.contains("minimum detectable effect") && r.stderr.contains("runs a side"),
+        "{}",
+        r.stderr
+    );
+    let mut args: Vec<&str> = vec!["--format", "json", "--allow-low-power"];
     args.extend(a.iter().map(|x| p(x)));
     args.push("--");
     args.extend(b.iter().map(|x| p(x)));
@@ -468,7 +550,11 @@ fn repetitions_judge_cases_on_run_level_statistics() {
     r.assert_code(0);
     let v: Value = serde_json::from_str(&r.stdout).unwrap();
     assert_eq!(v["settings"]["runs_baseline"], 6);
-    assert_eq!(v["settings"]["test"], "welch_t_log_run_medians_two_sided");
+    assert_eq!(v["settings"]["test"], "welch_t_log_run_medians");
+    assert_eq!(
+        v["settings"]["paired"], false,
+        "same start times: not alternate"
+    );
     for c in v["cases"].as_array().unwrap() {
         let s = &c["stats"];
         assert_eq!(s["basis"], "runs", "{c:#}");
@@ -481,6 +567,7 @@ fn repetitions_judge_cases_on_run_level_statistics() {
     let r2 = run_compare(&[
         "--format",
         "json",
+        "--allow-low-power",
         p(&dir.join("a")),
         "--",
         p(&dir.join("b")),
@@ -496,7 +583,8 @@ fn repetitions_judge_cases_on_run_level_statistics() {
     assert!(one.stdout.contains("run-to-run variance"), "{}", one.stdout);
     // a true +40 % on every run is found with repetitions
     let c: Vec<_> = (0..6).map(|i| mk("c", (i + 1) % 6, 1.4)).collect();
-    let mut args: Vec<&str> = a.iter().map(|x| p(x)).collect();
+    let mut args: Vec<&str> = vec!["--allow-low-power"];
+    args.extend(a.iter().map(|x| p(x)));
     args.push("--");
     args.extend(c.iter().map(|x| p(x)));
     let r = run_compare(&args);
@@ -583,7 +671,7 @@ fn false_alarm_rate_of_1000_null_comparisons_is_at_most_alpha() {
             .enumerate()
         {
             let c = compare(&base, &cand, s);
-            if FailOn::Regression.exit_code(&c) == 1 {
+            if FailOn::Regression.exit_code(&c, Dropped::default()) == 1 {
                 flagged[k] += 1;
             }
             if k == 1 && c.count(Verdict::Regressed) + c.count(Verdict::Improved) > 0 {
@@ -646,7 +734,8 @@ fn false_alarm_rate_of_1000_null_comparisons_is_at_most_alpha() {
         share(flagged[3])
     );
 
-    // power: the same noise, one case truly 20 % slower
+    // power: the same noise, one case truly 20 % slower, judged against a ±2 % band
+    let band2 = settings(0.02, Correction::Holm);
     let mut found = 0;
     for _ in 0..200 {
         let base = synthetic(CASES, SAMPLES, &mut rng, &mut noise, &|_| 1.0);
@@ -657,7 +746,7 @@ fn false_alarm_rate_of_1000_null_comparisons_is_at_most_alpha() {
                 1.0
             }
         });
-        let c = compare(&base, &cand, &default);
+        let c = compare(&base, &cand, &band2);
         let hit = c
             .cases
             .iter()
@@ -727,7 +816,9 @@ fn a_real_transport_slowdown_is_caught_end_to_end() {
     assert_eq!(ids(&rb), ids(&rc), "the same cases, by id");
     assert_eq!(rb.cases.len(), 3);
 
-    let r = run_compare(&[p(&b), p(&c)]);
+    // one run a side: its 20 batches may not reach the band's power on a loaded machine;
+    // the catch is what this test holds (--allow-low-power reports anyway)
+    let r = run_compare(&[p(&b), p(&c), "--allow-low-power"]);
     r.assert_code(1);
     let top = r.stdout.split("REGRESSION").next().unwrap();
     assert!(
@@ -735,7 +826,7 @@ fn a_real_transport_slowdown_is_caught_end_to_end() {
         "{}",
         r.stdout
     );
-    let (code, v) = json_report(&b, &c, &[]);
+    let (code, v) = json_report(&b, &c, &["--allow-low-power"]);
     assert_eq!(code, 1);
     // the effect is large at 8 B and 1 KiB: assert those; 16 KiB is only reported
     for case in &rb.cases {
@@ -752,8 +843,9 @@ fn a_real_transport_slowdown_is_caught_end_to_end() {
 /// (the gate's shape: 2 ranks, fixed iteration counts, short batches) and 6 runs of the same
 /// study with Open MPI told to use TCP over loopback instead of shared memory (a genuine
 /// slowdown, what a cluster whose fast transport silently fell back does), interleaved.
-/// - A/A: 20 comparisons of 6 vs 6 distinct default runs drawn at random, with the gate's
-///   band: at most 1 may flag anything (the gate's false-alarm rate ≤ 5 %).
+/// - A/A: 20 random 6 + 6 splits of the 12 default runs, with the gate's band: at most 1 may
+///   flag anything. The splits re-partition one pool, so they are a check that the null
+///   holds on real runs, not 20 independent trials (ci/gate-study.sh runs those).
 /// - The knob: the 6 default runs measured just before the 6 knob runs vs those → regressed,
 ///   exit 1. Why TCP and not a subtler knob here: this VM switches whole-run speed modes (in
 ///   one CI run, runs 8–11 were 3× faster than runs 0–7 for small messages), and with unpaired
@@ -816,8 +908,11 @@ fn repeated_real_runs_hold_the_null_and_catch_an_open_mpi_knob() {
         }
     }
     drop(quiet);
+    // --allow-low-power: this test measures the false-alarm rate and a catch on real runs;
+    // whether 6 runs a side reach the band's power on this machine is said, not asserted
+    // (two_runs_a_side_with_3_percent_spread_are_refused_with_the_mde holds the refusal).
     let gate = |a: &[&Path], b: &[&Path]| -> (i32, Value) {
-        let mut args: Vec<&str> = vec!["--noise", BAND, "--format", "json"];
+        let mut args: Vec<&str> = vec!["--noise", BAND, "--format", "json", "--allow-low-power"];
         args.extend(a.iter().map(|x| p(x)));
         args.push("--");
         args.extend(b.iter().map(|x| p(x)));
@@ -884,8 +979,11 @@ fn repeated_real_runs_hold_the_null_and_catch_an_open_mpi_knob() {
             .any(|c| small(c) && c["label"].as_str().unwrap().starts_with("allreduce")),
         "the 4 KiB all-reduce over TCP: {v:#}"
     );
+    // each knob run was measured right after its default run: collected alternately, so
+    // the cases are judged on pairs
+    assert_eq!(v["settings"]["paired"], true, "{v:#}");
     for c in &regressed {
-        assert_eq!(c["stats"]["basis"], "runs");
+        assert_eq!(c["stats"]["basis"], "paired");
     }
     // the environment difference that explains it is named (informational, not blocking)
     let env = v["differences"]
@@ -935,6 +1033,7 @@ fn malformed_truncated_and_mismatched_files_exit_2() {
     let future = put(
         "future.json",
         text.replacen("\"format_version\": 1", "\"format_version\": 99", 1)
+            .replacen(p(&good), "a-future-run", 1)
             .as_bytes(),
     );
     let g = p(&good);
@@ -986,14 +1085,491 @@ fn malformed_truncated_and_mismatched_files_exit_2() {
 fn the_golden_file_is_compared_through_a_run_directory() {
     // BASELINE and CANDIDATE may be run directories holding results.json
     let dir = tmpdir("cmp-dir");
-    let g = golden();
+    let mut g = golden();
+    g.run.run_id = "golden-rerun".into();
     std::fs::create_dir_all(dir.join("a")).unwrap();
     write(&dir.join("a"), "results.json", &g);
+    // 3 batches a case: too little power for the band, refused unless reported anyway
     let r = run_compare(&[p(&dir.join("a")), "tests/golden/results-v1.json"]);
+    r.assert_code(2);
+    assert!(r.stderr.contains("samples a side"), "{}", r.stderr);
+    let r = run_compare(&[
+        p(&dir.join("a")),
+        "tests/golden/results-v1.json",
+        "--allow-low-power",
+    ]);
     r.assert_code(0);
     assert!(
         r.stdout.contains("6 matched") && r.stdout.contains("6 no change"),
         "{}",
         r.stdout
+    );
+    assert!(r.stdout.contains("too little power"), "{}", r.stdout);
+}
+
+// ---- the gate's guarantees, by simulation through the library's decision path ----
+
+/// The runs of one side for the simulations: `RUNS` copies of a 20-case file whose samples
+/// are overwritten per trial (5 samples per case and run, 1 % noise within a run).
+fn sim_side(cases: usize, runs: usize, name: &str) -> Vec<ResultsFile> {
+    let mut rng = Rng(1);
+    let template = synthetic(cases, 5, &mut rng, &mut |_| 1.0, &|_| 1.0);
+    (0..runs)
+        .map(|r| {
+            let mut f = template.clone();
+            f.run.run_id = format!("{name}-{r}");
+            // ABBA order: pair r is (A, B) for even r, (B, A) for odd r, at 10 s a run
+            let first = (r % 2 == 0) == (name == "a");
+            f.run.started_unix_s = 1.8e9 + 20.0 * r as f64 + if first { 0.0 } else { 10.0 };
+            f
+        })
+        .collect()
+}
+
+/// Draws new samples for every run of a side: case k's true time × `shift(k)` × the run's
+/// speed mode × a run-level lognormal factor (`run_sd`) × 1 % per-sample noise.
+fn sim_fill(
+    side: &mut [ResultsFile],
+    rng: &mut Rng,
+    run_sd: f64,
+    mode: &dyn Fn(usize) -> f64,
+    shift: &dyn Fn(usize) -> f64,
+) {
+    for (r, f) in side.iter_mut().enumerate() {
+        for (k, c) in f.cases.iter_mut().enumerate() {
+            let true_s = 1e-6 * (1.0 + (k % 7) as f64) * shift(k) * mode(r);
+            let run = (run_sd * rng.normal()).exp();
+            for x in c.timing.as_mut().unwrap().samples_s.iter_mut() {
+                *x = true_s * run * (0.01 * rng.normal()).exp();
+            }
+        }
+    }
+}
+
+fn refs(v: &[ResultsFile]) -> Vec<&ResultsFile> {
+    v.iter().collect()
+}
+
+/// Issue 24 (a): after a real in-band shift (a compiler or library bump moves every case by
+/// +5 % inside a ±10 % band) the gate must still promise "any verdict beyond the band ≤ 5 %".
+/// 4,000 comparisons of 20 cases, 8 runs a side collected ABBA (paired), 15 % run-to-run
+/// spread so that single cases do stray beyond the band. The band test with Holm holds the
+/// family-wise rate; the same band test uncorrected does not (the check has teeth), and the
+/// old rule (Holm on the point null + the uncorrected interval beyond the band) is reported
+/// for comparison.
+#[test]
+fn the_band_test_holds_the_family_wise_error_under_an_in_band_shift() {
+    let _quiet = QUIET.lock().unwrap_or_else(|e| e.into_inner());
+    const TRIALS: usize = 4000;
+    const CASES: usize = 20;
+    let (mut a, mut b) = (sim_side(CASES, 8, "a"), sim_side(CASES, 8, "b"));
+    let mut rng = Rng(24);
+    let holm = Settings::default();
+    let none = Settings {
+        correction: Correction::None,
+        ..Settings::default()
+    };
+    let (mut fwer, mut fwer_uncorrected, mut fwer_old, mut paired) = (0, 0, 0, 0);
+    let beyond = |c: &scalebench::compare::Comparison| {
+        c.count(Verdict::Regressed) + c.count(Verdict::Improved) > 0
+    };
+    for _ in 0..TRIALS {
+        sim_fill(&mut a, &mut rng, 0.15, &|_| 1.0, &|_| 1.0);
+        sim_fill(&mut b, &mut rng, 0.15, &|_| 1.0, &|_| 1.05);
+        let c = compare_runs(&refs(&a), &refs(&b), &holm);
+        paired += usize::from(c.paired);
+        fwer += usize::from(beyond(&c));
+        let old = c.cases.iter().any(|x| {
+            x.stats.is_some_and(|s| {
+                s.p_adjusted <= 0.05 && (s.change.ci_low > 0.10 || s.change.ci_high < -0.10)
+            })
+        });
+        fwer_old += usize::from(old);
+        let u = compare_runs(&refs(&a), &refs(&b), &none);
+        fwer_uncorrected += usize::from(beyond(&u));
+    }
+    let rate = |n: usize| n as f64 / TRIALS as f64;
+    eprintln!(
+        "+5 % in a ±10 % band, 20 cases, 8 paired runs a side, {TRIALS} comparisons: any verdict beyond the band {:.4} (Holm band test), {:.4} (uncorrected band test), {:.4} (old rule: Holm point null + unadjusted interval)",
+        rate(fwer),
+        rate(fwer_uncorrected),
+        rate(fwer_old)
+    );
+    assert_eq!(paired, TRIALS, "ABBA runs are analysed in pairs");
+    assert!(rate(fwer) <= 0.05, "family-wise rate {}", rate(fwer));
+    assert!(
+        rate(fwer_uncorrected) > 0.05,
+        "uncorrected {}: the simulation must be able to fail",
+        rate(fwer_uncorrected)
+    );
+}
+
+/// A planted +25 % on one of 20 cases, 8 runs a side collected ABBA with 3 % run-to-run
+/// spread: found in ≥ 90 % of 1,000 comparisons (paired). With a whole-run speed-mode switch
+/// in the middle (pairs 4–7 run 1.4× faster on both sides, as this VM does), the paired
+/// analysis finds it at least as often as the unpaired one, which the switch blinds.
+#[test]
+fn paired_runs_find_a_planted_change_through_a_speed_mode_switch() {
+    let _quiet = QUIET.lock().unwrap_or_else(|e| e.into_inner());
+    const TRIALS: usize = 1000;
+    let (mut a, mut b) = (sim_side(20, 8, "a"), sim_side(20, 8, "b"));
+    let mut rng = Rng(2524);
+    let unpaired = Settings {
+        pairing: Pairing::Unpaired,
+        ..Settings::default()
+    };
+    let planted = |k: usize| if k == 3 { 1.25 } else { 1.0 };
+    let found = |c: &scalebench::compare::Comparison, id: &str| {
+        c.cases
+            .iter()
+            .any(|x| x.id == id && x.verdict == Verdict::Regressed)
+    };
+    let id = a[0].cases[3].id.clone();
+    let (mut steady, mut switch_paired, mut switch_unpaired, mut others) = (0, 0, 0, 0);
+    for trial in 0..TRIALS {
+        let switch = trial % 2 == 1;
+        let mode = move |r: usize| if switch && r >= 4 { 1.0 / 1.4 } else { 1.0 };
+        sim_fill(&mut a, &mut rng, 0.03, &mode, &|_| 1.0);
+        sim_fill(&mut b, &mut rng, 0.03, &mode, &planted);
+        let c = compare_runs(&refs(&a), &refs(&b), &Settings::default());
+        assert!(c.paired);
+        others += c.count(Verdict::Regressed) - usize::from(found(&c, &id));
+        if !switch {
+            steady += usize::from(found(&c, &id));
+            continue;
+        }
+        switch_paired += usize::from(found(&c, &id));
+        let u = compare_runs(&refs(&a), &refs(&b), &unpaired);
+        switch_unpaired += usize::from(found(&u, &id));
+    }
+    let half = (TRIALS / 2) as f64;
+    let (s, p, u) = (
+        steady as f64 / half,
+        switch_paired as f64 / half,
+        switch_unpaired as f64 / half,
+    );
+    eprintln!(
+        "+25 % on 1 of 20 cases, 8 paired runs: found {s:.3} steady; with a speed-mode switch paired {p:.3}, unpaired {u:.3}; other cases flagged {others} times"
+    );
+    assert!(s >= 0.9, "steady power {s}");
+    assert!(p >= 0.9, "paired power through the switch {p}");
+    assert!(p >= u, "paired {p} < unpaired {u}");
+    assert!(
+        others as f64 <= 0.05 * TRIALS as f64,
+        "false alarms {others}"
+    );
+}
+
+/// Issue 24 (b): with a coarse timer, run medians are often identical: [3.0, 3.0] µs against
+/// [3.5, 3.5] µs must not read "regressed, certain". The error is floored at the timer's
+/// resolution (0.5 µs per operation here, CUDA events' step), and with no resolution recorded
+/// the case is not compared ("no spread") and the gate refuses to pass on it.
+#[test]
+fn zero_spread_is_floored_at_the_timer_or_not_compared() {
+    let mk = |t: f64, run: usize, res_s: f64| {
+        let mut f = simple(2, 90 + run as u64, &|_| 1.0);
+        f.cases.truncate(1);
+        f.run.run_id = format!("zero-{t}-{run}");
+        for c in &mut f.cases {
+            c.timing
+                .as_mut()
+                .unwrap()
+                .samples_s
+                .iter_mut()
+                .for_each(|x| *x = t);
+        }
+        for l in &mut f.launches {
+            if let Some(p) = l.provenance.as_mut() {
+                // 10 operations per sample: 5 µs per batch is 0.5 µs per operation
+                p.timer.resolution_s = res_s;
+            }
+        }
+        f
+    };
+    for (res_s, floored) in [(5e-6, true), (0.0, false)] {
+        let a = [mk(3.0e-6, 0, res_s), mk(3.0e-6, 1, res_s)];
+        let b = [mk(3.5e-6, 2, res_s), mk(3.5e-6, 3, res_s)];
+        let c = compare_runs(&refs(&a), &refs(&b), &Settings::default());
+        let case = &c.cases[0];
+        assert_ne!(case.verdict, Verdict::Regressed, "{case:?}");
+        match case.stats {
+            Some(s) => {
+                assert!(floored && s.floored, "{case:?}");
+                assert!(s.p_value > 0.01 && s.p_band > 0.05, "{s:?}");
+                assert!(
+                    s.change.ci_low < 0.0,
+                    "the interval holds the timer step: {s:?}"
+                );
+            }
+            None => {
+                assert!(!floored, "{case:?}");
+                assert_eq!(case.verdict, Verdict::NotCompared);
+                assert!(
+                    case.note.as_deref().unwrap().contains("no spread"),
+                    "{case:?}"
+                );
+            }
+        }
+        // through the command: never exit 1
+        let dir = tmpdir(&format!("cmp-zero-{floored}"));
+        let paths: Vec<PathBuf> = a
+            .iter()
+            .chain(&b)
+            .enumerate()
+            .map(|(i, f)| write(&dir, &format!("{i}.json"), f))
+            .collect();
+        let r = run_compare(&[p(&paths[0]), p(&paths[1]), "--", p(&paths[2]), p(&paths[3])]);
+        r.assert_code(2);
+        let why = if floored {
+            "minimum detectable effect"
+        } else {
+            "no spread"
+        };
+        assert!(r.stderr.contains(why), "{}", r.stderr);
+    }
+}
+
+/// Issue 24 (c): two runs a side with a ±3 % spread cannot see a 10 % change: refused with
+/// exit 2, the median MDE and the runs a side that would reach the band; with
+/// `--allow-low-power` reported, each case with its MDE.
+#[test]
+fn two_runs_a_side_with_3_percent_spread_are_refused_with_the_mde() {
+    let dir = tmpdir("cmp-power");
+    let mut paths = Vec::new();
+    for (i, level) in [0.97, 1.03, 0.97, 1.03].iter().enumerate() {
+        let mut rng = Rng(300 + i as u64);
+        let f = synthetic(
+            4,
+            20,
+            &mut rng,
+            &mut |r| timing_noise(r, 0.003, 0.0),
+            &|_| *level,
+        );
+        let d = dir
+            .join(if i < 2 { "a" } else { "b" })
+            .join(format!("run{i}"));
+        std::fs::create_dir_all(&d).unwrap();
+        write(&d, "results.json", &f);
+        paths.push(d);
+    }
+    let (a, b) = (dir.join("a"), dir.join("b"));
+    let r = run_compare(&[p(&a), "--", p(&b)]);
+    r.assert_code(2);
+    assert!(r.stdout.is_empty(), "{}", r.stdout);
+    for needle in [
+        "too little power",
+        "minimum detectable effect",
+        "±10.0%",
+        "runs a side",
+    ] {
+        assert!(r.stderr.contains(needle), "{needle}: {}", r.stderr);
+    }
+    let needed: usize = r
+        .stderr
+        .split("about ")
+        .nth(1)
+        .and_then(|x| x.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no run count in: {}", r.stderr));
+    assert!(
+        (4..=30).contains(&needed),
+        "{needed} runs a side: {}",
+        r.stderr
+    );
+    let r = run_compare(&[p(&a), "--format", "json", "--allow-low-power", "--", p(&b)]);
+    r.assert_code(0);
+    let v: Value = serde_json::from_str(&r.stdout).unwrap();
+    assert!(
+        v["warnings"].to_string().contains("too little power"),
+        "{v:#}"
+    );
+    let median = v["settings"]["median_mde"].as_f64().unwrap();
+    assert!(median > 0.10, "{median}");
+    for c in v["cases"].as_array().unwrap() {
+        let s = &c["stats"];
+        assert!(s["mde"].as_f64().unwrap() > 0.10, "{c:#}");
+        assert_eq!(s["units_kind"], "runs", "{c:#}");
+        assert!(s["units_needed"].as_u64().unwrap() >= 3, "{c:#}");
+    }
+    // the text names the MDE per case
+    let r = run_compare(&[p(&a), "--all", "--allow-low-power", "--", p(&b)]);
+    assert!(r.stdout.contains("MDE"), "{}", r.stdout);
+    // the same two runs a side, report only (--fail-on never): no refusal
+    run_compare(&[p(&a), "--fail-on", "never", "--", p(&b)]).assert_code(0);
+}
+
+/// Issue 24 (g): a candidate that stops measuring a case the baseline measured fails the
+/// gate (exit 1, naming the case), whether the case went missing, skipped or failed; each
+/// kind can be allowed on its own.
+#[test]
+fn a_candidate_that_stops_measuring_a_case_fails_the_gate() {
+    let dir = tmpdir("cmp-dropped");
+    let base = simple(6, 60, &|_| 1.0);
+    let b = write(&dir, "b.json", &base);
+    let mut gone = simple(6, 61, &|_| 1.0);
+    let lost = gone.cases.remove(2);
+    let mut skip = simple(6, 62, &|_| 1.0);
+    skip.cases[4].status = CaseStatus::Skipped;
+    skip.cases[4].timing = None;
+    skip.cases[4].message = Some("not run".into());
+    let skipped_id = skip.cases[4].id.clone();
+    let g = write(&dir, "gone.json", &gone);
+    let s = write(&dir, "skip.json", &skip);
+    for (c, id, kind) in [(&g, &lost.id, "missing"), (&s, &skipped_id, "skipped")] {
+        let r = run_compare(&[p(&b), p(c)]);
+        r.assert_code(1);
+        assert!(
+            r.stdout.contains(&format!("stopped measuring: {kind}"))
+                && r.stdout.contains(id.as_str()),
+            "{kind}: {}",
+            r.stdout
+        );
+        let (code, v) = json_report(&b, c, &[]);
+        assert_eq!(code, 1);
+        assert_eq!(v["summary"]["result"], "regression");
+        run_compare(&[p(&b), p(c), "--allow-dropped", kind]).assert_code(0);
+        let other = if kind == "missing" {
+            "skipped"
+        } else {
+            "missing"
+        };
+        run_compare(&[p(&b), p(c), "--allow-dropped", other]).assert_code(1);
+        run_compare(&[p(&b), p(c), "--allow-dropped", "missing,skipped"]).assert_code(0);
+    }
+    let r = run_compare(&[p(&b), p(&g), "--allow-dropped", "vanished"]);
+    r.assert_code(2);
+    assert!(r.stderr.contains("missing"), "{}", r.stderr);
+}
+
+/// Issue 24 (h): three rows of one case (an 8 B all-reduce) in three set-ups (1×1 pure, 1×2
+/// pure, 1×2 hybrid) name their set-ups in text, Markdown and JSON.
+#[test]
+fn rows_of_one_case_in_three_set_ups_name_their_set_ups() {
+    use scalebench::params::Topology;
+    let dir = tmpdir("cmp-setups");
+    let template = golden().cases[0].clone();
+    let mk = |seed: u64| {
+        let mut f = golden();
+        f.run.run_id = format!("setups-{seed}");
+        let mut rng = Rng(seed);
+        f.cases = [
+            (1, Topology::Pure),
+            (2, Topology::Pure),
+            (2, Topology::Hybrid),
+        ]
+        .iter()
+        .map(|(dpn, topo)| {
+            let mut params = template.params.clone();
+            params.devices_per_node = *dpn;
+            params.topology = *topo;
+            params.requested_bytes = Some(8);
+            let samples: Vec<f64> = (0..20)
+                .map(|_| 1e-6 * timing_noise(&mut rng, 0.02, 0.0))
+                .collect();
+            let ranks = params.ranks() as usize;
+            common::fixture::case(&params, &template.launch_id, vec![1e-6; ranks], samples)
+        })
+        .collect();
+        f
+    };
+    let (b, c) = (write(&dir, "b.json", &mk(1)), write(&dir, "c.json", &mk(2)));
+    let named = [
+        "[layout=1x1 topology=pure]",
+        "[layout=1x2 topology=pure]",
+        "[layout=1x2 topology=hybrid]",
+    ];
+    let text = run_compare(&[p(&b), p(&c), "--all"]);
+    text.assert_code(0);
+    let md = run_compare(&[p(&b), p(&c), "--format", "md"]);
+    md.assert_code(0);
+    for n in named {
+        assert!(text.stdout.contains(n), "text: {n}\n{}", text.stdout);
+        let plain = n.trim_start_matches('[').trim_end_matches(']');
+        assert!(md.stdout.contains(plain), "md: {n}\n{}", md.stdout);
+    }
+    let (_, v) = json_report(&b, &c, &[]);
+    let mut setups: Vec<String> = v["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["setup"].as_str().unwrap_or("(none)").to_string())
+        .collect();
+    setups.sort();
+    assert_eq!(
+        setups,
+        [
+            "layout=1x1 topology=pure",
+            "layout=1x2 topology=hybrid",
+            "layout=1x2 topology=pure"
+        ]
+    );
+    // a case alone under its label needs no set-up
+    let (_, v) = json_report(
+        &write(&dir, "s1.json", &simple(3, 1, &|_| 1.0)),
+        &write(&dir, "s2.json", &simple(3, 2, &|_| 1.0)),
+        &[],
+    );
+    assert!(
+        v["cases"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|c| c.get("setup").is_none()),
+        "{v:#}"
+    );
+}
+
+/// Runs collected alternately are paired by default (by start time, whatever the order on
+/// the command line); `--unpaired` turns it off; `--paired` on runs that were not collected
+/// alternately is refused. Directories of runs are read in natural order (2 before 10).
+#[test]
+fn runs_collected_alternately_are_paired_and_run_directories_sort_naturally() {
+    let dir = tmpdir("cmp-paired");
+    let (a, b) = (sim_side(4, 4, "a"), sim_side(4, 4, "b"));
+    let (mut a, mut b) = (a, b);
+    let mut rng = Rng(7);
+    sim_fill(&mut a, &mut rng, 0.01, &|_| 1.0, &|_| 1.0);
+    sim_fill(&mut b, &mut rng, 0.01, &|_| 1.0, &|_| 1.0);
+    let put = |side: &str, files: &[ResultsFile], names: &[&str]| {
+        for (f, n) in files.iter().zip(names) {
+            let d = dir.join(side).join(n);
+            std::fs::create_dir_all(&d).unwrap();
+            write(&d, "results.json", f);
+        }
+        dir.join(side)
+    };
+    let (da, db) = (
+        put("a", &a, &["10", "2", "1", "3"]),
+        put("b", &b, &["1", "2", "3", "4"]),
+    );
+    let listed: Vec<String> = scalebench::compare::expand_runs(&da)
+        .unwrap()
+        .iter()
+        .map(|x| x.file_name().unwrap().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(listed, ["1", "2", "3", "10"]);
+    let r = run_compare(&["--format", "json", p(&da), "--", p(&db)]);
+    r.assert_code(0);
+    let v: Value = serde_json::from_str(&r.stdout).unwrap();
+    assert_eq!(v["settings"]["paired"], true, "{v:#}");
+    assert_eq!(v["settings"]["test"], "paired_t_log_ratios");
+    assert_eq!(v["cases"][0]["stats"]["basis"], "paired");
+    let r = run_compare(&["--format", "json", "--unpaired", p(&da), "--", p(&db)]);
+    let v: Value = serde_json::from_str(&r.stdout).unwrap();
+    assert_eq!(v["settings"]["paired"], false);
+    // not alternate: every baseline run before every candidate run
+    for (i, f) in b.iter_mut().enumerate() {
+        f.run.started_unix_s = 1.9e9 + i as f64;
+    }
+    let dc = put("c", &b, &["1", "2", "3", "4"]);
+    let r = run_compare(&["--format", "json", p(&da), "--", p(&dc)]);
+    let v: Value = serde_json::from_str(&r.stdout).unwrap();
+    assert_eq!(v["settings"]["paired"], false);
+    let r = run_compare(&["--paired", p(&da), "--", p(&dc)]);
+    r.assert_code(2);
+    assert!(
+        r.stderr.contains("--paired") && r.stderr.contains("alternately"),
+        "{}",
+        r.stderr
     );
 }

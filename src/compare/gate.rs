@@ -1,25 +1,81 @@
 //! The CI gate: what a finished comparison means for the exit code, and the report that
 //! carries a comparison, its context and that decision to the renderers.
 //!
-//! Exit codes: 0 no regression (or `--fail-on never`), 1 a regression (or, with
-//! `--fail-on any-change`, any change), 2 bad input or an unusable comparison (decided before a
+//! Exit codes: 0 no regression (or `--fail-on never`), 1 a regression or a case that stopped
+//! being measured (failed, skipped, missing; `--allow-dropped` relaxes each kind), or, with
+//! `--fail-on any-change`, any change; 2 bad input or an unusable comparison (decided before a
 //! report exists).
 
-use super::analysis::{Comparison, Verdict};
+use super::analysis::{CaseComparison, Comparison, Verdict};
 use super::provenance::Difference;
 use crate::error::{EXIT_OK, EXIT_REGRESSION};
+use crate::results::schema::CaseStatus;
 use serde::Serialize;
 
 /// When the comparison fails the process.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FailOn {
-    /// A case regressed, or a case measured in the baseline failed (wrong results, error,
-    /// timeout) in the candidate: a case that stopped working is worse than a slower one.
+    /// A case regressed, or a case measured ("ok") in the baseline stopped being measured in
+    /// the candidate: it failed (wrong results, error, timeout), became skipped, or is
+    /// missing. A candidate that stops measuring must not pass; [`Dropped`] relaxes this per
+    /// kind.
     Regression,
     /// Any of the above, or a case improved, was fixed, is missing, is new, or changed status.
     AnyChange,
     /// Report only; exit 0 whatever changed.
     Never,
+}
+
+/// How a case measured in the baseline stopped being measured in the candidate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DropKind {
+    /// Wrong results, an error or a timeout.
+    Failed,
+    /// Skipped (not applicable to the candidate's set-up, or not run).
+    Skipped,
+    /// Absent from the candidate.
+    Missing,
+}
+
+impl DropKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            DropKind::Failed => "failed",
+            DropKind::Skipped => "skipped",
+            DropKind::Missing => "missing",
+        }
+    }
+
+    /// How a case went from ok to not measured, if it did.
+    pub fn of(c: &CaseComparison) -> Option<DropKind> {
+        if c.baseline_status != Some(CaseStatus::Ok) {
+            return None;
+        }
+        match (c.verdict, c.candidate_status) {
+            (Verdict::Failed, _) => Some(DropKind::Failed),
+            (Verdict::Missing, None) => Some(DropKind::Missing),
+            (Verdict::NotCompared, Some(CaseStatus::Skipped)) => Some(DropKind::Skipped),
+            _ => None,
+        }
+    }
+}
+
+/// The kinds of dropped cases that do not fail `--fail-on regression` (`--allow-dropped`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Dropped {
+    pub failed: bool,
+    pub skipped: bool,
+    pub missing: bool,
+}
+
+impl Dropped {
+    pub fn allows(self, k: DropKind) -> bool {
+        match k {
+            DropKind::Failed => self.failed,
+            DropKind::Skipped => self.skipped,
+            DropKind::Missing => self.missing,
+        }
+    }
 }
 
 impl FailOn {
@@ -31,30 +87,28 @@ impl FailOn {
         }
     }
 
-    /// Whether a case with this verdict (and these statuses) fails the gate.
-    fn fails(self, verdict: Verdict, status_changed: bool) -> bool {
+    /// Whether a case fails the gate, with `allow` the dropped kinds that do not.
+    fn fails(self, c: &CaseComparison, allow: Dropped) -> bool {
+        let dropped = DropKind::of(c).is_some_and(|k| !allow.allows(k));
         match self {
             FailOn::Never => false,
-            FailOn::Regression => matches!(verdict, Verdict::Regressed | Verdict::Failed),
-            FailOn::AnyChange => match verdict {
+            FailOn::Regression => c.verdict == Verdict::Regressed || dropped,
+            FailOn::AnyChange => match c.verdict {
                 Verdict::WithinNoise | Verdict::NoChange => false,
-                Verdict::NotCompared => status_changed,
+                Verdict::NotCompared => dropped || c.baseline_status != c.candidate_status,
                 _ => true,
             },
         }
     }
 
     /// Cases of `c` that fail the gate.
-    pub fn failing(self, c: &Comparison) -> usize {
-        c.cases
-            .iter()
-            .filter(|x| self.fails(x.verdict, x.baseline_status != x.candidate_status))
-            .count()
+    pub fn failing(self, c: &Comparison, allow: Dropped) -> usize {
+        c.cases.iter().filter(|x| self.fails(x, allow)).count()
     }
 
     /// The exit code for a comparison.
-    pub fn exit_code(self, c: &Comparison) -> u8 {
-        if self.failing(c) > 0 {
+    pub fn exit_code(self, c: &Comparison, allow: Dropped) -> u8 {
+        if self.failing(c, allow) > 0 {
             EXIT_REGRESSION
         } else {
             EXIT_OK
@@ -87,23 +141,40 @@ pub struct Report {
     pub warnings: Vec<String>,
     pub comparison: Comparison,
     pub fail_on: FailOn,
+    /// Dropped kinds that do not fail the gate.
+    pub allow_dropped: Dropped,
     /// Cases that fail the gate.
     pub failing: usize,
     pub exit_code: u8,
 }
 
 impl Report {
-    /// A one-line outcome: `REGRESSION: 2 regressed, 1 failed (exit 1; --fail-on regression)`.
+    /// A one-line outcome: `REGRESSION: 2 regressed, 1 stopped: skipped (exit 1; --fail-on
+    /// regression)`.
     pub fn outcome(&self) -> String {
         let c = &self.comparison;
-        let worst: Vec<String> = [Verdict::Regressed, Verdict::Failed]
-            .iter()
-            .filter(|v| c.count(**v) > 0)
-            .map(|v| format!("{} {}", c.count(*v), v.label()))
-            .collect();
+        let mut worst: Vec<String> = Vec::new();
+        if c.count(Verdict::Regressed) > 0 {
+            worst.push(format!("{} regressed", c.count(Verdict::Regressed)));
+        }
+        for k in [DropKind::Failed, DropKind::Skipped, DropKind::Missing] {
+            let n = c
+                .cases
+                .iter()
+                .filter(|x| DropKind::of(x) == Some(k))
+                .count();
+            if n > 0 {
+                let allowed = if self.allow_dropped.allows(k) {
+                    " (allowed)"
+                } else {
+                    ""
+                };
+                worst.push(format!("{n} stopped measuring: {}{allowed}", k.name()));
+            }
+        }
         let head = if self.exit_code != EXIT_OK {
             match self.fail_on {
-                FailOn::AnyChange if worst.is_empty() => {
+                FailOn::AnyChange if c.count(Verdict::Regressed) == 0 && worst.is_empty() => {
                     format!("CHANGED: {} case(s) changed", self.failing)
                 }
                 _ => format!("REGRESSION: {}", worst.join(", ")),
@@ -124,8 +195,7 @@ impl Report {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::compare::analysis::{CaseComparison, Settings};
-    use crate::results::schema::CaseStatus;
+    use crate::compare::analysis::Settings;
 
     fn with(verdicts: &[(Verdict, Option<CaseStatus>, Option<CaseStatus>)]) -> Comparison {
         Comparison {
@@ -136,6 +206,7 @@ mod tests {
                 .map(|(i, (v, b, c))| CaseComparison {
                     id: i.to_string(),
                     label: String::new(),
+                    setup: None,
                     verdict: *v,
                     baseline_status: *b,
                     candidate_status: *c,
@@ -145,6 +216,7 @@ mod tests {
                 .collect(),
             runs_baseline: 1,
             runs_candidate: 1,
+            paired: false,
             across_setups: false,
             tested: 0,
         }
@@ -152,34 +224,85 @@ mod tests {
 
     #[test]
     fn policies() {
+        let none = Dropped::default();
         let ok = Some(CaseStatus::Ok);
         let skipped = Some(CaseStatus::Skipped);
         let quiet = with(&[
             (Verdict::NoChange, ok, ok),
             (Verdict::WithinNoise, ok, ok),
             (Verdict::NotCompared, skipped, skipped),
+            // skipped in the baseline, gone from the candidate: nothing was lost
+            (Verdict::Missing, skipped, None),
         ]);
-        for f in [FailOn::Regression, FailOn::AnyChange, FailOn::Never] {
-            assert_eq!(f.exit_code(&quiet), 0, "{f:?}");
+        for f in [FailOn::Regression, FailOn::Never] {
+            assert_eq!(f.exit_code(&quiet, none), 0, "{f:?}");
         }
         let regressed = with(&[(Verdict::Regressed, ok, ok), (Verdict::NoChange, ok, ok)]);
-        assert_eq!(FailOn::Regression.exit_code(&regressed), 1);
-        assert_eq!(FailOn::AnyChange.exit_code(&regressed), 1);
-        assert_eq!(FailOn::Never.exit_code(&regressed), 0);
-        let failed = with(&[(Verdict::Failed, ok, Some(CaseStatus::Wrong))]);
-        assert_eq!(FailOn::Regression.exit_code(&failed), 1);
-        for v in [
-            Verdict::Improved,
-            Verdict::Missing,
-            Verdict::New,
-            Verdict::Fixed,
-        ] {
+        assert_eq!(FailOn::Regression.exit_code(&regressed, none), 1);
+        assert_eq!(FailOn::AnyChange.exit_code(&regressed, none), 1);
+        assert_eq!(FailOn::Never.exit_code(&regressed, none), 0);
+        for v in [Verdict::Improved, Verdict::New, Verdict::Fixed] {
             let c = with(&[(v, ok, ok)]);
-            assert_eq!(FailOn::Regression.exit_code(&c), 0, "{v:?}");
-            assert_eq!(FailOn::AnyChange.exit_code(&c), 1, "{v:?}");
+            assert_eq!(FailOn::Regression.exit_code(&c, none), 0, "{v:?}");
+            assert_eq!(FailOn::AnyChange.exit_code(&c, none), 1, "{v:?}");
         }
-        let status = with(&[(Verdict::NotCompared, ok, skipped)]);
-        assert_eq!(FailOn::AnyChange.exit_code(&status), 1);
-        assert_eq!(FailOn::Regression.exit_code(&status), 0);
+    }
+
+    /// A case measured in the baseline that the candidate stops measuring fails the gate,
+    /// whichever way it stopped, unless that kind is allowed.
+    #[test]
+    fn a_candidate_that_stops_measuring_fails_unless_allowed() {
+        let ok = Some(CaseStatus::Ok);
+        let cases = [
+            (
+                Verdict::Failed,
+                ok,
+                Some(CaseStatus::Wrong),
+                DropKind::Failed,
+            ),
+            (
+                Verdict::NotCompared,
+                ok,
+                Some(CaseStatus::Skipped),
+                DropKind::Skipped,
+            ),
+            (Verdict::Missing, ok, None, DropKind::Missing),
+        ];
+        for (v, b, c, kind) in cases {
+            let cmp = with(&[(v, b, c), (Verdict::NoChange, ok, ok)]);
+            assert_eq!(DropKind::of(&cmp.cases[0]), Some(kind));
+            assert_eq!(
+                FailOn::Regression.exit_code(&cmp, Dropped::default()),
+                1,
+                "{kind:?}"
+            );
+            assert_eq!(
+                FailOn::AnyChange.exit_code(&cmp, Dropped::default()),
+                1,
+                "{kind:?}"
+            );
+            let allow = Dropped {
+                failed: kind == DropKind::Failed,
+                skipped: kind == DropKind::Skipped,
+                missing: kind == DropKind::Missing,
+            };
+            assert_eq!(FailOn::Regression.exit_code(&cmp, allow), 0, "{kind:?}");
+            // allowing another kind does not help
+            let other = Dropped {
+                failed: !allow.failed,
+                skipped: !allow.skipped,
+                missing: !allow.missing,
+            };
+            let only_others = Dropped {
+                failed: other.failed && kind != DropKind::Failed,
+                skipped: other.skipped && kind != DropKind::Skipped,
+                missing: other.missing && kind != DropKind::Missing,
+            };
+            assert_eq!(
+                FailOn::Regression.exit_code(&cmp, only_others),
+                1,
+                "{kind:?}"
+            );
+        }
     }
 }

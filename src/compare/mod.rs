@@ -7,9 +7,10 @@
 //! [`stats`] and the per-sample metrics in [`metric`]), decides the exit code ([`gate`]) and
 //! renders the report ([`render`]).
 //!
-//! Exit codes: 0 no regression, 1 regression found, 2 bad input or an unusable comparison
-//! (unreadable, truncated or mismatched files; set-ups that differ; no case in common; cases
-//! that say "ok" without usable samples), 4 an I/O failure.
+//! Exit codes: 0 no regression, 1 regression found or a case the baseline measured stopped
+//! being measured, 2 bad input or an unusable comparison (unreadable, truncated or mismatched
+//! files; set-ups that differ; the same run on both sides; no case in common; cases that say
+//! "ok" without usable samples; too little power for the band), 4 an I/O failure.
 
 pub(crate) mod analysis;
 pub(crate) mod gate;
@@ -18,8 +19,11 @@ pub(crate) mod provenance;
 pub(crate) mod render;
 pub mod stats;
 
-pub use analysis::{compare, compare_runs, Basis, CaseComparison, Comparison, Settings, Verdict};
-pub use gate::{FailOn, Report, Side};
+pub use analysis::{
+    collected_alternately, compare, compare_runs, Basis, CaseComparison, Comparison, Pairing,
+    Settings, Verdict, DEFAULT_NOISE, MDE_POWER,
+};
+pub use gate::{DropKind, Dropped, FailOn, Report, Side};
 pub use render::{render, Format};
 
 use crate::error::Error;
@@ -37,6 +41,10 @@ pub struct Options {
     pub fail_on: FailOn,
     /// Compare even when metric definitions or format versions differ.
     pub allow_mismatch: bool,
+    /// Kinds of cases that stop being measured without failing the gate.
+    pub allow_dropped: Dropped,
+    /// Report (with a warning) instead of refusing when the median MDE exceeds the band.
+    pub allow_low_power: bool,
 }
 
 impl Default for Options {
@@ -45,6 +53,8 @@ impl Default for Options {
             settings: Settings::default(),
             fail_on: FailOn::Regression,
             allow_mismatch: false,
+            allow_dropped: Dropped::default(),
+            allow_low_power: false,
         }
     }
 }
@@ -132,7 +142,8 @@ fn sides(args: &Request) -> Result<(Vec<PathBuf>, Vec<PathBuf>), Error> {
 }
 
 /// The runs a path names: a results file, a run directory, or a directory whose
-/// subdirectories are run directories (every one holding a results file, in name order).
+/// subdirectories are run directories (every one holding a results file, in natural order:
+/// `2` before `10`).
 pub fn expand_runs(path: &Path) -> Result<Vec<PathBuf>, Error> {
     if !path.is_dir() || path.join(RESULTS_FILE).exists() {
         return Ok(vec![path.to_path_buf()]);
@@ -148,13 +159,48 @@ pub fn expand_runs(path: &Path) -> Result<Vec<PathBuf>, Error> {
         .map(|e| e.path())
         .filter(|p| p.join(RESULTS_FILE).is_file())
         .collect();
-    runs.sort();
+    runs.sort_by(|a, b| natural_cmp(&a.to_string_lossy(), &b.to_string_lossy()));
     if runs.is_empty() {
         return Err(Error::Results(ResultsError::Missing {
             path: path.join(RESULTS_FILE),
         }));
     }
     Ok(runs)
+}
+
+/// Natural order of names: runs of digits compare as numbers (`run-2` < `run-10`), the rest
+/// as text.
+pub fn natural_cmp(a: &str, b: &str) -> std::cmp::Ordering {
+    use std::cmp::Ordering;
+    let (mut x, mut y) = (a.as_bytes(), b.as_bytes());
+    loop {
+        match (x.first(), y.first()) {
+            (None, None) => return a.cmp(b),
+            (None, Some(_)) => return Ordering::Less,
+            (Some(_), None) => return Ordering::Greater,
+            (Some(p), Some(q)) if p.is_ascii_digit() && q.is_ascii_digit() => {
+                let dx = x.iter().take_while(|c| c.is_ascii_digit()).count();
+                let dy = y.iter().take_while(|c| c.is_ascii_digit()).count();
+                let (nx, ny) = (trim_zeros(&x[..dx]), trim_zeros(&y[..dy]));
+                let o = nx.len().cmp(&ny.len()).then_with(|| nx.cmp(ny));
+                if o != Ordering::Equal {
+                    return o;
+                }
+                (x, y) = (&x[dx..], &y[dy..]);
+            }
+            (Some(p), Some(q)) => {
+                if p != q {
+                    return p.cmp(q);
+                }
+                (x, y) = (&x[1..], &y[1..]);
+            }
+        }
+    }
+}
+
+fn trim_zeros(d: &[u8]) -> &[u8] {
+    let k = d.iter().take_while(|c| **c == b'0').count();
+    &d[k..]
 }
 
 /// The format a file name asks for: `.md`, `.json`, `.txt`.
@@ -172,6 +218,8 @@ struct Loaded {
     file: ResultsFile,
     path: PathBuf,
     warning: Option<String>,
+    /// FNV-1a of the file's bytes (files read from disk): a copy has the same.
+    hash: Option<u64>,
 }
 
 /// Reads a results file (or the one in a run directory). One typed parse in the common case;
@@ -184,11 +232,13 @@ fn load(path: &Path, allow_mismatch: bool) -> Result<Loaded, Error> {
     };
     // A regular file only (a FIFO would block forever); invalid UTF-8 is bad input (exit 2).
     let bytes = crate::results::io::read_input_text(&file)?.into_bytes();
+    let hash = Some(crate::params::fnv1a64(&bytes));
     match serde_json::from_slice::<ResultsFile>(&bytes) {
         Ok(r) if READABLE_VERSIONS.contains(&r.format_version) => Ok(Loaded {
             file: r,
             path: file,
             warning: None,
+            hash,
         }),
         Ok(r) if allow_mismatch => {
             let warning = Some(format!(
@@ -200,6 +250,7 @@ fn load(path: &Path, allow_mismatch: bool) -> Result<Loaded, Error> {
                 file: r,
                 path: file,
                 warning,
+                hash,
             })
         }
         _ => {
@@ -214,6 +265,7 @@ fn load(path: &Path, allow_mismatch: bool) -> Result<Loaded, Error> {
                 file: r,
                 path: file,
                 warning: None,
+                hash,
             })
         }
     }
@@ -304,6 +356,7 @@ pub fn compare_files(
         file,
         path: path.to_path_buf(),
         warning: None,
+        hash: None,
     };
     compare_loaded(
         vec![wrap(baseline, baseline_path)],
@@ -318,6 +371,7 @@ fn compare_loaded(b: Vec<Loaded>, c: Vec<Loaded>, options: &Options) -> Result<R
     for l in b.iter().chain(&c) {
         check_unique_ids(l)?;
     }
+    check_distinct(&b, &c)?;
     let bf: Vec<&ResultsFile> = b.iter().map(|l| &l.file).collect();
     let cf: Vec<&ResultsFile> = c.iter().map(|l| &l.file).collect();
     let differences = provenance::differences(&bf, &cf);
@@ -341,6 +395,7 @@ fn compare_loaded(b: Vec<Loaded>, c: Vec<Loaded>, options: &Options) -> Result<R
     for l in &c {
         warnings.extend(provenance::launch_warnings(&l.file, "candidate"));
     }
+    check_pairing(&bf, &cf, options)?;
     let mut comparison = compare_runs(&bf, &cf, &options.settings);
     comparison.across_setups = !blocking.is_empty();
     check_matched(&b, &c, &comparison)?;
@@ -353,14 +408,17 @@ fn compare_loaded(b: Vec<Loaded>, c: Vec<Loaded>, options: &Options) -> Result<R
     warnings.extend(unrepresentative_warnings("baseline", &b, &matched));
     warnings.extend(unrepresentative_warnings("candidate", &c, &matched));
     check_usable(&comparison, options)?;
+    warnings.extend(check_power(&comparison, options)?);
     if comparison.runs_baseline.min(comparison.runs_candidate) < 2 {
         warnings.push(format!(
             "{} run(s) against {}: each case is judged on the batch samples of one run, so run-to-run variance is not in the intervals; for a regression gate give several runs a side (`compare A1 A2 A3 -- B1 B2 B3`)",
             comparison.runs_baseline, comparison.runs_candidate
         ));
     }
-    let failing = options.fail_on.failing(&comparison);
-    let exit_code = options.fail_on.exit_code(&comparison);
+    let failing = options.fail_on.failing(&comparison, options.allow_dropped);
+    let exit_code = options
+        .fail_on
+        .exit_code(&comparison, options.allow_dropped);
     Ok(Report {
         baseline: side(&b),
         candidate: side(&c),
@@ -368,6 +426,7 @@ fn compare_loaded(b: Vec<Loaded>, c: Vec<Loaded>, options: &Options) -> Result<R
         warnings,
         comparison,
         fail_on: options.fail_on,
+        allow_dropped: options.allow_dropped,
         failing,
         exit_code,
     })
@@ -401,6 +460,113 @@ fn check_comparable(
         side_name(b),
         side_name(c),
         list.join("; ")
+    )))
+}
+
+/// Whether two paths name one file (after resolving links and `..`).
+fn same_file(a: &Path, b: &Path) -> bool {
+    match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
+        (Ok(x), Ok(y)) => x == y,
+        _ => a == b,
+    }
+}
+
+/// Why two loaded runs are one input, if they are: the same file, the same run id, or
+/// identical bytes (a copy).
+fn same_input(x: &Loaded, y: &Loaded) -> Option<String> {
+    if same_file(&x.path, &y.path) {
+        Some("the same file".to_string())
+    } else if x.file.run.run_id == y.file.run.run_id {
+        Some(format!("the same run (run id {})", x.file.run.run_id))
+    } else if x.hash.is_some() && x.hash == y.hash {
+        Some("identical copies (same content)".to_string())
+    } else {
+        None
+    }
+}
+
+/// A run on both sides, or twice on one side, is refused: comparing a run with itself
+/// always passes, so a CI gate wired that way stays green whatever the candidate does, and
+/// a run counted twice fakes a repetition.
+fn check_distinct(b: &[Loaded], c: &[Loaded]) -> Result<(), Error> {
+    for x in b {
+        for y in c {
+            if let Some(why) = same_input(x, y) {
+                return Err(Error::input(format!(
+                    "{} (baseline) and {} (candidate) are {why}: a comparison of a run with itself always passes, so a gate set up this way stays green whatever the candidate does; give the baseline's runs before `--` and the candidate's after it (ci/regression.sh measures both sides)",
+                    x.path.display(),
+                    y.path.display()
+                )));
+            }
+        }
+    }
+    for (side, runs) in [("baseline", b), ("candidate", c)] {
+        for (j, y) in runs.iter().enumerate() {
+            for z in &runs[j + 1..] {
+                if let Some(why) = same_input(y, z) {
+                    return Err(Error::input(format!(
+                        "{} and {} on the {side} side are {why}: one run counted twice fakes a repetition; give each run once",
+                        y.path.display(),
+                        z.path.display()
+                    )));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `--paired` needs runs collected alternately (see [`analysis::collected_alternately`]).
+fn check_pairing(b: &[&ResultsFile], c: &[&ResultsFile], options: &Options) -> Result<(), Error> {
+    if options.settings.pairing != Pairing::Paired || analysis::collected_alternately(b, c) {
+        return Ok(());
+    }
+    Err(Error::input(format!(
+        "--paired: the {} baseline and {} candidate runs were not collected alternately (as many a side, and in start-time order each baseline run next to a candidate run: A B A B or A B B A …), so there are no pairs; collect them alternately (ci/regression.sh does) or leave out --paired",
+        b.len(),
+        c.len()
+    )))
+}
+
+/// A gate whose median case cannot see a change the size of its band passes nearly
+/// anything: refused (exit 2) with the MDE and the runs a side that would reach the band,
+/// unless `--allow-low-power` (then a warning) or the gate never fails or has no band.
+fn check_power(cmp: &Comparison, options: &Options) -> Result<Option<String>, Error> {
+    let noise = options.settings.noise;
+    let Some((mde, case)) = cmp.median_mde() else {
+        return Ok(None);
+    };
+    if mde <= noise || noise <= 0.0 || options.fail_on == FailOn::Never {
+        return Ok(None);
+    }
+    let Some(s) = case.stats else {
+        return Ok(None);
+    };
+    let need = match s.units_needed {
+        Some(n) => format!("about {n} {} a side", s.basis.unit()),
+        None => format!(
+            "more than 500 {} a side (or a quieter set-up)",
+            s.basis.unit()
+        ),
+    };
+    let what = format!(
+        "too little power: the median minimum detectable effect over the {} compared cases is {} beyond the ±{} band (power {:.0} %, α = {} spread over {} cases; median case {} with {}/{} {}), so changes well beyond the band would pass unseen; {need} would bring it within the band",
+        cmp.tested,
+        render::pct(mde).trim_start_matches('+'),
+        render::pct(noise).trim_start_matches('+'),
+        analysis::MDE_POWER * 100.0,
+        options.settings.alpha(),
+        cmp.tested,
+        case.display_label(),
+        s.n_baseline,
+        s.n_candidate,
+        s.basis.unit()
+    );
+    if options.allow_low_power {
+        return Ok(Some(format!("{what} (--allow-low-power: reported anyway)")));
+    }
+    Err(Error::input(format!(
+        "{what}; or pass --allow-low-power to report anyway"
     )))
 }
 
@@ -501,5 +667,26 @@ fn side_paths(runs: &[Loaded]) -> String {
             let cut = first[..common].rfind('/').map_or(0, |i| i + 1);
             format!("{}…", &first[..cut])
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::natural_cmp;
+    use std::cmp::Ordering;
+
+    #[test]
+    fn run_directories_sort_naturally() {
+        let mut v = vec![
+            "run-10", "run-2", "run-1", "run-02b", "a", "run-2a", "10", "9",
+        ];
+        v.sort_by(|a, b| natural_cmp(a, b));
+        assert_eq!(
+            v,
+            ["9", "10", "a", "run-1", "run-2", "run-2a", "run-02b", "run-10"]
+        );
+        assert_eq!(natural_cmp("x", "x"), Ordering::Equal);
+        // equal as numbers, different as text: still a total order
+        assert_eq!(natural_cmp("r01", "r1"), "r01".cmp("r1"));
     }
 }

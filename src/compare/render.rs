@@ -6,8 +6,8 @@
 //! missing and new cases, improvements), and the thresholds and methods used. JSON is its own
 //! versioned serde layout. Renderers return strings; the caller decides where they go.
 
-use super::analysis::{Basis, CaseComparison, CaseStats, Comparison, Verdict};
-use super::gate::{Report, Side};
+use super::analysis::{Basis, CaseComparison, CaseStats, Comparison, Verdict, MDE_POWER};
+use super::gate::{DropKind, Report, Side};
 use super::metric::MetricChoice;
 use super::stats::Correction;
 use crate::present::doc::{text as plain, Block, Doc, Span};
@@ -46,7 +46,7 @@ pub(crate) fn thresholds(c: &Comparison) -> String {
     };
     let control = match s.correction {
         Correction::Holm => format!(
-            "Holm-corrected over {} compared cases (chance of any false alarm ≤ {})",
+            "Holm-corrected over {} compared cases (chance of any verdict beyond the band while every true change is inside it ≤ {})",
             c.tested,
             pct0(s.alpha())
         ),
@@ -60,41 +60,49 @@ pub(crate) fn thresholds(c: &Comparison) -> String {
                 .to_string()
         }
     };
-    let method = if run_level(c) {
-        format!(
-            "Runs: {} baseline, {} candidate; each run is summarised by its median. Change: \
-             geometric mean of the candidate's run medians / the baseline's − 1, with a {} \
-             interval (Welch t on the log run medians, so run-to-run variance is in it). \
-             p: two-sided Welch t",
-            c.runs_baseline,
-            c.runs_candidate,
-            pct0(s.confidence)
-        )
-    } else {
-        format!(
-            "One run on a side: change = candidate median / baseline median − 1 over the batch \
-             samples, with a {} interval (exact bootstrap of the median on the log scale, \
-             Student t); it holds no run-to-run variance. p: two-sided Mann–Whitney U",
-            pct0(s.confidence)
-        )
-    };
+    let method = methods(c);
     let across = if c.across_setups {
         " Every verdict compares different set-ups (--allow-mismatch)."
     } else {
         ""
     };
     format!(
-        "Metric: {metric}. {method}, {control}. Regressed / improved: corrected p ≤ {} and the \
-         whole interval beyond the noise band ±{} on the worse / better side; within noise: \
-         significant but inside the band.{across}",
-        trim_num(s.alpha()),
+        "Metric: {metric}; a run's value is the median of its samples (a sample: one batch's time per operation on the slowest rank), not the mean over ranks that `scalebench report` headlines (json: baseline_headline, candidate_headline). {method} Regressed / improved: the band test (null: the true change lies anywhere inside ±{}) {control}, corrected p ≤ {} and the change on the worse / better side, so the whole {} interval lies beyond the band; within noise: a significant change (point test, corrected alike) inside the band. MDE: the distance beyond the band's edge a change needs to be caught with {} probability at the level of the correction's first step (α / cases); the gate refuses (exit 2) when the median MDE exceeds the band.{across}",
         pct0(s.noise),
+        trim_num(s.alpha()),
+        pct0(s.confidence),
+        pct0(MDE_POWER),
     )
 }
 
-/// Whether the cases were judged on run-level statistics (several runs a side).
-fn run_level(c: &Comparison) -> bool {
-    c.runs_baseline >= 2 && c.runs_candidate >= 2
+/// How the cases were judged, one sentence per basis in use.
+fn methods(c: &Comparison) -> String {
+    let conf = pct0(c.settings.confidence);
+    let mut out = Vec::new();
+    for (basis, n) in c.bases() {
+        let how = match basis {
+            Basis::Paired => format!(
+                "Paired ({n} cases): {} runs a side collected alternately, one log ratio per pair of neighbouring runs, one-sample t (drift and speed modes shared by a pair cancel); change = geometric mean of the ratios − 1, {conf} interval",
+                c.runs_baseline
+            ),
+            Basis::Runs => format!(
+                "Runs ({n} cases): {} baseline, {} candidate runs, one median per run; change = geometric mean of the candidate's run medians / the baseline's − 1, {conf} interval from Welch t on the log run medians (run-to-run variance is in it)",
+                c.runs_baseline, c.runs_candidate
+            ),
+            Basis::Prediction => format!(
+                "Prediction ({n} cases): one side measured the case in one run only; that run against a {conf} prediction interval of the other side's run medians"
+            ),
+            Basis::Batches => format!(
+                "Batches ({n} cases): one run a side; change = candidate median / baseline median − 1 over the batch samples, {conf} interval from the exact bootstrap of the median (log scale, Student t), Mann–Whitney U for the tests; it holds no run-to-run variance"
+            ),
+        };
+        out.push(format!("{how}."));
+    }
+    out.push(
+        "Standard errors are floored at the timer's resolution recorded by each run, over √n."
+            .to_string(),
+    );
+    out.join(" ")
 }
 
 /// `0.05` → `5%`, `0.025` → `2.5%`.
@@ -294,9 +302,9 @@ fn status_name(s: Option<CaseStatus>) -> &'static str {
     s.map_or("absent", CaseStatus::name)
 }
 
-/// Cells of a case with statistics: change, interval, corrected p, metric, baseline,
-/// candidate, samples.
-fn stat_cells(s: &CaseStats) -> [Cell; 7] {
+/// Cells of a case with statistics: change, interval, corrected band p, MDE, metric,
+/// baseline, candidate, samples.
+fn stat_cells(s: &CaseStats) -> [Cell; 8] {
     let m = s.metric;
     [
         Cell::num(s.change.change, NumFmt::Change),
@@ -305,13 +313,18 @@ fn stat_cells(s: &CaseStats) -> [Cell; 7] {
             pct(s.change.ci_low),
             pct(s.change.ci_high)
         )),
-        Cell::num(s.p_adjusted, NumFmt::PValue),
+        Cell::num(s.p_band_adjusted, NumFmt::PValue),
+        Cell::Text(format!(
+            "{}{}",
+            pct(s.mde).trim_start_matches('+'),
+            if s.floored { " (timer)" } else { "" }
+        )),
         Cell::Text(format!("{} ({})", m.name(), m.unit())),
         Cell::num(s.change.median_a, m.value_fmt()),
         Cell::num(s.change.median_b, m.value_fmt()),
         Cell::Text(match s.basis {
-            Basis::Runs => format!("{}/{} runs", s.n_baseline, s.n_candidate),
             Basis::Batches => format!("{}/{}", s.n_baseline, s.n_candidate),
+            b => format!("{}/{} {}", s.n_baseline, s.n_candidate, b.unit()),
         }),
     ]
 }
@@ -322,7 +335,8 @@ fn stat_table(cmp: &Comparison, cases: &[&CaseComparison], note: bool) -> Table 
         "verdict",
         "change",
         "interval",
-        "p (corr.)",
+        "band p (corr.)",
+        "MDE",
         "metric",
         "baseline",
         "candidate",
@@ -338,9 +352,9 @@ fn stat_table(cmp: &Comparison, cases: &[&CaseComparison], note: bool) -> Table 
         let mut row = vec![verdict_cell(cmp, c.verdict)];
         match &c.stats {
             Some(s) => row.extend(stat_cells(s)),
-            None => row.extend(std::iter::repeat_n(Cell::Empty, 7)),
+            None => row.extend(std::iter::repeat_n(Cell::Empty, 8)),
         }
-        row.push(Cell::text(c.label.clone()));
+        row.push(Cell::text(c.display_label()));
         row.push(Cell::text(c.id.clone()));
         if note {
             row.push(Cell::text(c.note.clone().unwrap_or_default()));
@@ -358,7 +372,7 @@ fn status_table(cmp: &Comparison, cases: &[&CaseComparison]) -> Table {
             verdict_cell(cmp, c.verdict),
             Cell::text(status_name(c.baseline_status)),
             Cell::text(status_name(c.candidate_status)),
-            Cell::text(c.label.clone()),
+            Cell::text(c.display_label()),
             Cell::text(c.id.clone()),
             Cell::text(c.note.clone().unwrap_or_default()),
         ]);
@@ -401,7 +415,7 @@ fn of<'a>(c: &'a Comparison, verdicts: &[Verdict]) -> Vec<&'a CaseComparison> {
 }
 
 /// Version of the JSON layout below.
-pub(crate) const JSON_VERSION: u32 = 1;
+pub(crate) const JSON_VERSION: u32 = 2;
 
 #[derive(Serialize)]
 struct JsonReport<'a> {
@@ -433,11 +447,26 @@ struct JsonSettings {
     runs_candidate: usize,
     /// True when set-ups that change performance were compared anyway (`--allow-mismatch`).
     across_setups: bool,
-    /// The test behind the p-values.
-    test: &'static str,
-    /// How the interval is computed.
-    interval: &'static str,
+    /// `--pairing` asked for (`auto`, `paired`, `unpaired`), and whether runs were paired.
+    pairing: &'static str,
+    paired: bool,
+    /// The tests behind the p-values, per basis in use (`paired_t_log_ratios`,
+    /// `welch_t_log_run_medians`, `t_prediction_interval`, `mann_whitney_u`); each a point
+    /// test (two-sided) and a band test (two one-sided tests of the band's edges).
+    test: String,
+    /// How the intervals are computed, per basis in use.
+    interval: String,
+    /// Cases per basis.
+    bases: BTreeMap<&'static str, usize>,
+    /// Power at which each case's MDE is computed.
+    mde_power: f64,
+    /// The median MDE over the tested cases (the gate refuses when it exceeds `noise`).
+    median_mde: Option<f64>,
+    /// The statistic each run is summarised by.
+    run_statistic: &'static str,
     fail_on: &'static str,
+    /// Kinds of dropped cases (ok → failed, skipped, missing) that do not fail the gate.
+    allow_dropped: Vec<&'static str>,
     /// The thresholds in words.
     description: String,
 }
@@ -471,6 +500,9 @@ struct JsonSummary {
 struct JsonCase<'a> {
     id: &'a str,
     label: &'a str,
+    /// What tells this case apart from others with the same label (layout, topology, …).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    setup: Option<&'a str>,
     verdict: &'static str,
     baseline_status: Option<&'static str>,
     candidate_status: Option<&'static str>,
@@ -495,9 +527,26 @@ struct JsonStats {
     change: f64,
     ci_low: f64,
     ci_high: f64,
+    /// Point test ("no change at all"), two-sided, and corrected.
     p_value: f64,
     p_adjusted: f64,
     p_exact: bool,
+    /// Band test ("the true change lies inside the band"), and corrected: ≤ α is a verdict.
+    p_band: f64,
+    p_band_adjusted: f64,
+    /// Minimum detectable effect beyond the band's edge (relative), and the true change it
+    /// means (in the metric's own sign), at the settings' `mde_power`.
+    mde: f64,
+    caught_from: f64,
+    /// Runs (pairs, samples: `units_kind`) a side that would bring the MDE within the band.
+    units_needed: Option<usize>,
+    units_kind: &'static str,
+    /// True when the error was raised to the timer's resolution.
+    floored_at_timer: bool,
+    /// The value `scalebench report` shows for the case (the file's headline: mean over
+    /// ranks), averaged over the side's runs.
+    baseline_headline: Option<f64>,
+    candidate_headline: Option<f64>,
     n_baseline: usize,
     n_candidate: usize,
 }
@@ -520,7 +569,12 @@ fn json(r: &Report) -> String {
             .collect(),
         warnings: &r.warnings,
         summary: json_summary(r),
-        cases: r.comparison.cases.iter().map(json_case).collect(),
+        cases: r
+            .comparison
+            .cases
+            .iter()
+            .map(|x| json_case(x, r.comparison.settings.noise))
+            .collect(),
     };
     let mut text = serde_json::to_string_pretty(&doc).unwrap_or_else(|e| {
         // Only non-finite numbers could fail here, and the statistics never produce them.
@@ -546,18 +600,42 @@ fn json_settings(r: &Report) -> JsonSettings {
         runs_baseline: c.runs_baseline,
         runs_candidate: c.runs_candidate,
         across_setups: c.across_setups,
-        test: if run_level(c) {
-            "welch_t_log_run_medians_two_sided"
-        } else {
-            "mann_whitney_u_two_sided"
-        },
-        interval: if run_level(c) {
-            "welch_t_log_run_medians"
-        } else {
-            "exact_bootstrap_median_log_student_t"
-        },
+        pairing: s.pairing.name(),
+        paired: c.paired,
+        test: per_basis(c, |b| match b {
+            Basis::Paired => "paired_t_log_ratios",
+            Basis::Runs => "welch_t_log_run_medians",
+            Basis::Prediction => "t_prediction_interval",
+            Basis::Batches => "mann_whitney_u",
+        }),
+        interval: per_basis(c, |b| match b {
+            Basis::Paired => "paired_t_log_ratios",
+            Basis::Runs => "welch_t_log_run_medians",
+            Basis::Prediction => "t_prediction_interval",
+            Basis::Batches => "exact_bootstrap_median_log_student_t",
+        }),
+        bases: c.bases().into_iter().map(|(b, n)| (b.name(), n)).collect(),
+        mde_power: MDE_POWER,
+        median_mde: c.median_mde().map(|(m, _)| m),
+        run_statistic: "median_of_samples",
         fail_on: r.fail_on.name(),
+        allow_dropped: [DropKind::Failed, DropKind::Skipped, DropKind::Missing]
+            .into_iter()
+            .filter(|k| r.allow_dropped.allows(*k))
+            .map(DropKind::name)
+            .collect(),
         description: thresholds(c),
+    }
+}
+
+/// One name per basis in use, joined with `+` (`welch_t_log_run_medians`, or
+/// `paired_t_log_ratios+t_prediction_interval`).
+fn per_basis(c: &Comparison, name: fn(Basis) -> &'static str) -> String {
+    let v: Vec<&str> = c.bases().into_iter().map(|(b, _)| name(b)).collect();
+    if v.is_empty() {
+        "none".to_string()
+    } else {
+        v.join("+")
     }
 }
 
@@ -565,7 +643,7 @@ fn json_summary(r: &Report) -> JsonSummary {
     let c = &r.comparison;
     let result = if r.exit_code == 0 {
         "ok"
-    } else if c.count(Verdict::Regressed) + c.count(Verdict::Failed) > 0 {
+    } else if c.count(Verdict::Regressed) > 0 || c.cases.iter().any(|x| DropKind::of(x).is_some()) {
         "regression"
     } else {
         "changed"
@@ -584,10 +662,11 @@ fn json_summary(r: &Report) -> JsonSummary {
     }
 }
 
-fn json_case(x: &CaseComparison) -> JsonCase<'_> {
+fn json_case(x: &CaseComparison, noise: f64) -> JsonCase<'_> {
     JsonCase {
         id: &x.id,
         label: &x.label,
+        setup: x.setup.as_deref(),
         verdict: x.verdict.name(),
         baseline_status: x.baseline_status.map(CaseStatus::name),
         candidate_status: x.candidate_status.map(CaseStatus::name),
@@ -604,6 +683,15 @@ fn json_case(x: &CaseComparison) -> JsonCase<'_> {
             p_value: s.p_value,
             p_adjusted: s.p_adjusted,
             p_exact: s.p_exact,
+            p_band: s.p_band,
+            p_band_adjusted: s.p_band_adjusted,
+            mde: s.mde,
+            caught_from: s.caught_from(noise),
+            units_needed: s.units_needed,
+            units_kind: s.basis.unit(),
+            floored_at_timer: s.floored,
+            baseline_headline: s.headline_baseline,
+            candidate_headline: s.headline_candidate,
             n_baseline: s.n_baseline,
             n_candidate: s.n_candidate,
         }),

@@ -1,5 +1,8 @@
 //! The statistics behind `compare`, as pure functions: the relative change of two medians with
-//! a confidence interval, the Mann–Whitney U test, and multiple-comparison corrections.
+//! a confidence interval, the Mann–Whitney U test, run-level changes on the log scale (Welch,
+//! paired, against a prediction interval; floored at the timer's resolution), the band test
+//! (shifted one-sided nulls at the noise band's edges), the minimum detectable effect and the
+//! runs that reach it, and multiple-comparison corrections.
 //!
 //! A leaf module: no I/O, nothing of the crate but [`crate::stats`]. Inputs are sample sets of
 //! one case (seconds, GB/s or GFLOP/s); the functions never panic on user data (they return
@@ -244,6 +247,226 @@ pub fn run_level_change(a: &[f64], b: &[f64], confidence: f64) -> Option<RunLeve
             df,
         },
         p_two_sided: p,
+    })
+}
+
+/// A change on the log scale with its standard error: what every run-level test below
+/// starts from. `d` = ln(candidate centre / baseline centre); `sd_unit` is the spread of one
+/// unit (one run, or one pair), so that the standard error with n units a side is about
+/// `sd_unit` × √(2/n) (unpaired) or `sd_unit` / √n (paired), which is what
+/// [`units_needed`] solves for.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LogChange {
+    pub d: f64,
+    pub se: f64,
+    /// Degrees of freedom of the t distribution (∞ when the error is known exactly).
+    pub df: f64,
+    pub sd_unit: f64,
+    /// Whether the standard error was raised to the timer's resolution (see [`floored_sd`]).
+    pub floored: bool,
+}
+
+/// A side's standard deviation of log values, floored at the relative resolution of its
+/// values: with a coarse timer (CUDA events step at ≈ 0.5 µs) identical run medians say
+/// "below one step", not "no noise". Returns (sd, whether the floor was used).
+pub fn floored_sd(sd: f64, relative_resolution: f64) -> (f64, bool) {
+    let r = if relative_resolution.is_finite() {
+        relative_resolution.max(0.0)
+    } else {
+        0.0
+    };
+    if r > sd {
+        (r, true)
+    } else {
+        (sd, false)
+    }
+}
+
+/// Mean and sample variance (n − 1) of the logarithms of positive finite values.
+fn log_moments(v: &[f64]) -> Option<(f64, f64)> {
+    if v.len() < 2 || !v.iter().all(|x| x.is_finite() && *x > 0.0) {
+        return None;
+    }
+    let n = v.len() as f64;
+    let mean = v.iter().map(|x| x.ln()).sum::<f64>() / n;
+    let var = v.iter().map(|x| (x.ln() - mean).powi(2)).sum::<f64>() / (n - 1.0);
+    Some((mean, var))
+}
+
+/// Welch's unpaired comparison of per-run values on the log scale, each side's sd floored at
+/// its relative resolution (`res_a`, `res_b`: timer step / value; 0 when unknown). `None`
+/// with fewer than 2 values a side or a value that is not positive and finite.
+pub fn welch_log(a: &[f64], b: &[f64], res_a: f64, res_b: f64) -> Option<LogChange> {
+    let (ma, va) = log_moments(a)?;
+    let (mb, vb) = log_moments(b)?;
+    let (sda, fa) = floored_sd(va.sqrt(), res_a);
+    let (sdb, fb) = floored_sd(vb.sqrt(), res_b);
+    let (na, nb) = (a.len() as f64, b.len() as f64);
+    let (sa, sb) = (sda * sda / na, sdb * sdb / nb);
+    let denom = sa * sa / (na - 1.0) + sb * sb / (nb - 1.0);
+    let df = if denom > 0.0 {
+        ((sa + sb) * (sa + sb) / denom).max(1.0)
+    } else {
+        f64::INFINITY
+    };
+    Some(LogChange {
+        d: mb - ma,
+        se: (sa + sb).sqrt(),
+        df,
+        sd_unit: ((sda * sda + sdb * sdb) / 2.0).sqrt(),
+        floored: fa || fb,
+    })
+}
+
+/// Paired comparison: one log ratio ln(b_i / a_i) per pair of runs collected next to each
+/// other, one-sample t on their mean. Drift and whole-run speed modes shared by the two runs
+/// of a pair cancel. The sd of the ratios is floored at √(res_a² + res_b²). `None` with
+/// fewer than 2 pairs, unequal lengths or a value not positive and finite.
+pub fn paired_log(a: &[f64], b: &[f64], res_a: f64, res_b: f64) -> Option<LogChange> {
+    if a.len() != b.len() || a.len() < 2 {
+        return None;
+    }
+    let ok = |x: &f64| x.is_finite() && *x > 0.0;
+    if !a.iter().all(ok) || !b.iter().all(ok) {
+        return None;
+    }
+    let r: Vec<f64> = a.iter().zip(b).map(|(x, y)| (y / x).ln()).collect();
+    let n = r.len() as f64;
+    let mean = r.iter().sum::<f64>() / n;
+    let var = r.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0);
+    let (sd, floored) = floored_sd(var.sqrt(), (res_a * res_a + res_b * res_b).sqrt());
+    Some(LogChange {
+        d: mean,
+        se: sd / n.sqrt(),
+        df: n - 1.0,
+        sd_unit: sd,
+        floored,
+    })
+}
+
+/// One run on one side against several on the other: the single value is judged against a
+/// prediction interval of the many (mean of their logs ± t·s·√(1 + 1/n), df = n − 1), instead
+/// of pooling the batches of runs that differ in their run-level state. `single_is_candidate`
+/// says which side the single value is on. The sd is floored at the larger resolution.
+pub fn prediction_log(
+    many: &[f64],
+    single: f64,
+    single_is_candidate: bool,
+    res: f64,
+) -> Option<LogChange> {
+    let (m, v) = log_moments(many)?;
+    if !(single.is_finite() && single > 0.0) {
+        return None;
+    }
+    let (sd, floored) = floored_sd(v.sqrt(), res);
+    let n = many.len() as f64;
+    let d = single.ln() - m;
+    Some(LogChange {
+        d: if single_is_candidate { d } else { -d },
+        se: sd * (1.0 + 1.0 / n).sqrt(),
+        df: n - 1.0,
+        sd_unit: sd,
+        floored,
+    })
+}
+
+/// The edges of the noise band on the scale of "worsening" w (ln of the ratio, sign flipped
+/// for metrics where higher is better, so that w > 0 is worse): a change regresses beyond
+/// w > `worse` and improves beyond −w > `better`. With band n: time (ratio > 1 + n worse,
+/// < 1 − n better) gives (ln(1 + n), −ln(1 − n)); a rate (ratio < 1 − n worse, > 1 + n
+/// better) gives (−ln(1 − n), ln(1 + n)).
+pub fn band_edges(noise: f64, higher_is_better: bool) -> (f64, f64) {
+    let up = (1.0 + noise).ln();
+    let down = -(1.0 - noise).ln();
+    if higher_is_better {
+        (down, up)
+    } else {
+        (up, down)
+    }
+}
+
+/// P(T ≥ t) for Student's t with `df` degrees of freedom (the normal above
+/// [`T_TO_NORMAL_DF`]); `t` = +∞ gives 0 and −∞ gives 1.
+pub fn t_upper_p(t: f64, df: f64) -> f64 {
+    if t.is_nan() {
+        return 1.0;
+    }
+    let p = t_two_sided_p(t, df) / 2.0;
+    if t >= 0.0 {
+        p
+    } else {
+        1.0 - p
+    }
+}
+
+/// The shifted test against the band: the null is "the true change lies inside the band"
+/// (−better ≤ w ≤ worse), tested as two one-sided t tests of the shifted nulls w ≤ worse and
+/// −w ≤ better. Returns (p of "worse than the band", p of "better than the band", the
+/// two-sided p = min(1, 2·min of the two)). The two-sided p is valid whatever the true change
+/// is inside the band (not only at 0), so Holm over cases bounds the chance of any verdict
+/// beyond the band, when every true change is inside it, by α: the promise survives an
+/// in-band shift of every case (a compiler or library bump). It rejects at α exactly when
+/// the two-sided (1 − α) interval lies wholly beyond the band.
+pub fn band_test(w: f64, se: f64, df: f64, worse: f64, better: f64) -> (f64, f64, f64) {
+    let (pw, pb) = if se > 0.0 {
+        (
+            t_upper_p((w - worse) / se, df),
+            t_upper_p((-w - better) / se, df),
+        )
+    } else {
+        // No error at all: the verdict is certain (callers floor the error first).
+        (
+            if w > worse { 0.0 } else { 1.0 },
+            if -w > better { 0.0 } else { 1.0 },
+        )
+    };
+    (pw, pb, (2.0 * pw.min(pb)).min(1.0))
+}
+
+/// The one-sided quantile t_{p} with `df` degrees of freedom (normal above
+/// [`T_TO_NORMAL_DF`]).
+pub fn t_one_sided_quantile(p: f64, df: f64) -> f64 {
+    t_quantile(2.0 * p - 1.0, df)
+}
+
+/// The minimum detectable effect beyond the band, on the log scale: the distance past the
+/// band's edge a true change needs so that the band test at two-sided level `alpha` (a
+/// one-sided α/2) flags it with probability `power`: (t_{1−α/2} + t_{power}) × se.
+pub fn mde_log(se: f64, df: f64, alpha: f64, power: f64) -> f64 {
+    (t_one_sided_quantile(1.0 - alpha / 2.0, df) + t_one_sided_quantile(power, df)) * se
+}
+
+/// The smallest number of units a side (runs, or pairs when `paired`) for which
+/// [`mde_log`] with a unit spread of `sd_unit` is at most `target` (log scale), searching up
+/// to `max`; `None` if even `max` is not enough or the spread is unknown.
+pub fn units_needed(
+    sd_unit: f64,
+    paired: bool,
+    alpha: f64,
+    power: f64,
+    target: f64,
+    max: usize,
+) -> Option<usize> {
+    if !(sd_unit.is_finite() && target > 0.0) {
+        return None;
+    }
+    let k = if paired { 1.0 } else { 2.0 };
+    // Start from the normal approximation: t quantiles are never below the normal ones, so
+    // no smaller count can do, and the search takes a few steps instead of hundreds.
+    let z = t_one_sided_quantile(1.0 - alpha / 2.0, f64::INFINITY)
+        + t_one_sided_quantile(power, f64::INFINITY);
+    let n0 = (k * (z * sd_unit / target).powi(2)).ceil();
+    if !n0.is_finite() || n0 > max as f64 {
+        return None;
+    }
+    (n0.max(2.0) as usize..=max).find(|&n| {
+        let nf = n as f64;
+        let (se, df) = if paired {
+            (sd_unit / nf.sqrt(), nf - 1.0)
+        } else {
+            (sd_unit * (2.0 / nf).sqrt(), 2.0 * nf - 2.0)
+        };
+        mde_log(se, df, alpha, power) <= target
     })
 }
 
@@ -745,5 +968,120 @@ mod tests {
                 assert!(rate <= alpha + 3.0 * sd, "{na}x{nb} α={alpha}: {rate}");
             }
         }
+    }
+
+    /// The band test at the band's edge: a true change exactly on the edge (the least
+    /// favourable point of the null) is called beyond the band in at most α of trials, and
+    /// one at the band's centre far less often; 8 pairs, 4,000 trials each.
+    #[test]
+    fn band_test_is_valid_at_the_edge_of_the_band() {
+        let mut rng = Rng(41);
+        let (worse, better) = band_edges(0.10, false);
+        assert!((worse - 1.1f64.ln()).abs() < 1e-15 && (better + 0.9f64.ln()).abs() < 1e-15);
+        let trials = 4000;
+        for (true_w, max_rate) in [(worse, 0.05), (-better, 0.05), (0.0, 0.01)] {
+            let mut hits = 0;
+            for _ in 0..trials {
+                let a: Vec<f64> = (0..8).map(|_| (0.05 * rng.normal()).exp()).collect();
+                let b: Vec<f64> = (0..8)
+                    .map(|i| a[i] * (true_w + 0.05 * rng.normal()).exp())
+                    .collect();
+                let l = paired_log(&a, &b, 0.0, 0.0).unwrap();
+                if band_test(l.d, l.se, l.df, worse, better).2 <= 0.05 {
+                    hits += 1;
+                }
+            }
+            let rate = f64::from(hits) / f64::from(trials);
+            let sd = (0.05 * 0.95 / f64::from(trials)).sqrt();
+            eprintln!("band test, true change {true_w:+.4}: P(beyond) = {rate:.4}");
+            assert!(rate <= max_rate + 3.0 * sd, "{true_w}: {rate}");
+        }
+        // it rejects exactly when the two-sided interval lies beyond the band
+        let (se, df) = (0.02, 7.0);
+        let q = t_quantile(0.95, df);
+        for d in [0.05, 0.1, 0.13, 0.2] {
+            let beyond = d - q * se > worse;
+            assert_eq!(
+                band_test(d, se, df, worse, better).2 <= 0.05 + 1e-12,
+                beyond,
+                "{d}"
+            );
+        }
+    }
+
+    #[test]
+    fn paired_and_prediction_changes_by_hand() {
+        // ratios 1.1, 1.2, 1.3 → logs; one-sample t on them
+        let a = [1.0, 2.0, 4.0];
+        let b = [1.1, 2.4, 5.2];
+        let l = paired_log(&a, &b, 0.0, 0.0).unwrap();
+        let r: Vec<f64> = [1.1f64, 1.2, 1.3].iter().map(|x| x.ln()).collect();
+        let m = r.iter().sum::<f64>() / 3.0;
+        let sd = (r.iter().map(|x| (x - m).powi(2)).sum::<f64>() / 2.0).sqrt();
+        assert!((l.d - m).abs() < 1e-12 && (l.se - sd / 3f64.sqrt()).abs() < 1e-12);
+        assert_eq!((l.df, l.floored), (2.0, false));
+        assert!(paired_log(&a, &b[..2], 0.0, 0.0).is_none());
+        // the whole-run factor of each pair cancels: same result with pairs scaled apart
+        let a2 = [1.0 * 7.0, 2.0, 4.0 * 0.3];
+        let b2 = [1.1 * 7.0, 2.4, 5.2 * 0.3];
+        let l2 = paired_log(&a2, &b2, 0.0, 0.0).unwrap();
+        assert!((l2.d - l.d).abs() < 1e-12 && (l2.se - l.se).abs() < 1e-12);
+        // prediction: one candidate value against 4 baseline runs
+        let many = [1.0, 1.1, 0.9, 1.0];
+        let p = prediction_log(&many, 1.5, true, 0.0).unwrap();
+        let logs: Vec<f64> = many.iter().map(|x: &f64| x.ln()).collect();
+        let mm = logs.iter().sum::<f64>() / 4.0;
+        let s = (logs.iter().map(|x| (x - mm).powi(2)).sum::<f64>() / 3.0).sqrt();
+        assert!((p.d - (1.5f64.ln() - mm)).abs() < 1e-12);
+        assert!((p.se - s * 1.25f64.sqrt()).abs() < 1e-12 && p.df == 3.0);
+        let q = prediction_log(&many, 1.5, false, 0.0).unwrap();
+        assert!(
+            (q.d + p.d).abs() < 1e-12,
+            "the single baseline run: the sign flips"
+        );
+    }
+
+    #[test]
+    fn the_error_is_floored_at_the_timer_resolution() {
+        assert_eq!(floored_sd(0.01, 0.02), (0.02, true));
+        assert_eq!(floored_sd(0.03, 0.02), (0.03, false));
+        assert_eq!(floored_sd(0.01, f64::NAN), (0.01, false));
+        // identical values on each side: the floor is all the error there is
+        let l = welch_log(&[3.0, 3.0], &[3.5, 3.5], 0.5 / 3.0, 0.5 / 3.5).unwrap();
+        assert!(l.floored);
+        let se = ((0.5f64 / 3.0).powi(2) / 2.0 + (0.5f64 / 3.5).powi(2) / 2.0).sqrt();
+        assert!((l.se - se).abs() < 1e-12, "{l:?}");
+        let none = welch_log(&[3.0, 3.0], &[3.5, 3.5], 0.0, 0.0).unwrap();
+        assert_eq!((none.se, none.floored), (0.0, false));
+    }
+
+    #[test]
+    fn mde_and_the_units_that_reach_the_band() {
+        // normal limit: (z_{0.975} + z_{0.8}) · se = (1.95996 + 0.84162) · se
+        let m = mde_log(0.01, f64::INFINITY, 0.05, 0.8);
+        assert!((m - 0.028_015_8).abs() < 1e-6, "{m}");
+        // with few degrees of freedom it is larger
+        assert!(mde_log(0.01, 3.0, 0.05, 0.8) > 1.4 * m);
+        // the count found is the smallest that reaches the target
+        let target = 1.1f64.ln();
+        for paired in [false, true] {
+            let n = units_needed(0.04, paired, 0.05 / 7.0, 0.8, target, 500).unwrap();
+            let se = |n: usize| {
+                let nf = n as f64;
+                if paired {
+                    (0.04 / nf.sqrt(), nf - 1.0)
+                } else {
+                    (0.04 * (2.0 / nf).sqrt(), 2.0 * nf - 2.0)
+                }
+            };
+            let (s, df) = se(n);
+            assert!(mde_log(s, df, 0.05 / 7.0, 0.8) <= target, "{n}");
+            if n > 2 {
+                let (s, df) = se(n - 1);
+                assert!(mde_log(s, df, 0.05 / 7.0, 0.8) > target, "{n}");
+            }
+        }
+        assert_eq!(units_needed(5.0, false, 0.05, 0.8, 0.01, 500), None);
+        assert_eq!(units_needed(f64::NAN, false, 0.05, 0.8, 0.1, 500), None);
     }
 }
