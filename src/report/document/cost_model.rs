@@ -44,7 +44,7 @@ pub(super) fn cost_model(doc: &mut Doc, a: &Analysis<'_>, figs: &[Figure]) {
 /// Residuals of the α–β fits per size, for the charted variants.
 fn fit_residuals(doc: &mut Doc, a: &Analysis<'_>) {
     let mut t = Table::new(&[
-        "workload", "variant", "set-up", "S", "measured", "fitted", "residual",
+        "workload", "variant", "set-up", "S", "median", "fitted", "residual",
     ]);
     for v in a.collectives.iter().filter(|v| v.charted) {
         for c in &v.curves {
@@ -53,7 +53,7 @@ fn fit_residuals(doc: &mut Doc, a: &Analysis<'_>) {
             };
             for &i in &c.points {
                 let e = &a.entries[i];
-                let (Some(b), Some(tm), Some(f)) = (e.bytes(), e.time_s(), e.case.busbw_factor)
+                let (Some(b), Some(tm), Some(f)) = (e.bytes(), e.fit_time_s(), e.case.busbw_factor)
                 else {
                     continue;
                 };
@@ -74,7 +74,7 @@ fn fit_residuals(doc: &mut Doc, a: &Analysis<'_>) {
         t,
         "fit_residuals",
         Some(
-            "α–β fit residuals per size, each size against its own regime (charted variants)"
+            "α–β fit residuals per size: each size's median time against its own regime (charted variants)"
                 .into(),
         ),
     );
@@ -254,7 +254,7 @@ fn predictions_table(doc: &mut Doc, a: &Analysis<'_>, cs: &CollScale, m: &ScaleM
     let mut t = Table {
         columns: vec![
             "S".to_string(),
-            format!("measured at {pmax}"),
+            format!("median at {pmax}"),
             format!("model at {pmax}"),
             format!("PREDICTION at {}", m.predict_devices[0]),
             format!("PREDICTION at {}", m.predict_devices[1]),
@@ -265,7 +265,7 @@ fn predictions_table(doc: &mut Doc, a: &Analysis<'_>, cs: &CollScale, m: &ScaleM
         let Some(e) = row[last].map(|i| &a.entries[i]) else {
             continue;
         };
-        let (Some(b), Some(tm)) = (e.bytes(), e.time_s()) else {
+        let (Some(b), Some(tm)) = (e.bytes(), e.fit_time_s()) else {
             continue;
         };
         let b = b as f64;

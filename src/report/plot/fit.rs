@@ -43,7 +43,7 @@ pub(crate) fn figures(a: &Analysis<'_>) -> Vec<Figure> {
             stem: format!("fit_{w}_{}", set.suffix),
             title: format!("{w}: α–β model per regime vs measurement — {}", set.view.label),
             caption: format!(
-                "Hockney model time = α + β·F·S fitted per set-up and regime to {w} ({}) by robust (Huber-reweighted) least squares on relative residuals; regimes (protocol or algorithm switches) are found by segmented least squares with a penalty per extra segment (markers: measured time_s; lines: each regime's fit over its sizes; dashed verticals: where a set-up switches regime). 1/β is the asymptotic bus bandwidth of a regime. Grey: not representative.",
+                "Hockney model time = α + β·F·S fitted per set-up and regime to {w} ({}) by robust (Huber-reweighted) least squares on relative residuals; regimes (protocol or algorithm switches) are found by segmented least squares with a penalty per extra segment (markers: each size's median time, the value fitted; lines: each regime's fit over its sizes; dashed verticals: where a set-up switches regime). 1/β is the asymptotic bus bandwidth of a regime. Grey: not representative.",
                 set.view.label
             ),
             panels: vec![Panel {
@@ -88,7 +88,7 @@ fn add_curve(a: &Analysis<'_>, c: &Curve, p: &mut Parts) {
     let mut measured = Vec::new();
     for &i in &c.points {
         let e = &a.entries[i];
-        if let (Some(b), Some(t)) = (e.bytes(), e.time_s()) {
+        if let (Some(b), Some(t)) = (e.bytes(), e.fit_time_s()) {
             measured.push(Pt::new(b as f64, t));
             p.ylo = p.ylo.min(t);
             p.yhi = p.yhi.max(t);

@@ -67,7 +67,7 @@ pub(crate) fn figures(a: &Analysis<'_>) -> Vec<Figure> {
                 cs.family.label()
             ),
             caption: format!(
-                "{wl} time per operation against devices p at up to {SIZES} sizes (solid: measured, bars p5–p95 of the samples), the {} cost form fitted on every measured scale (dashed) and its predictions at {} and {} devices (hollow markers: PREDICTIONS, not measurements). {held}.",
+                "{wl} time per operation against devices p at up to {SIZES} sizes (solid: measured median, bars p5–p95 of the samples), the {} cost form fitted on every measured scale (dashed) and its predictions at {} and {} devices (hollow markers: PREDICTIONS, not measurements). {held}.",
                 best.form.name, m.predict_devices[0], m.predict_devices[1]
             ),
             panels: vec![Panel {
@@ -119,7 +119,7 @@ fn size_series(
         if p < 2 {
             continue;
         }
-        if let (Some(t), Some(b)) = (e.time_s(), e.bytes()) {
+        if let (Some(t), Some(b)) = (e.fit_time_s(), e.bytes()) {
             measured.push(Pt {
                 x: f64::from(p),
                 y: t,
