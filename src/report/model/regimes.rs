@@ -188,7 +188,13 @@ fn segment_cost(pts: &[(f64, f64)], sigma: f64) -> f64 {
         return f64::INFINITY;
     };
     let cut = HUBER_K * sigma;
-    let ab = irls(&obs, (a, b), |r| if r.abs() <= cut { 1.0 } else { cut / r.abs() });
+    let ab = irls(&obs, (a, b), |r| {
+        if r.abs() <= cut {
+            1.0
+        } else {
+            cut / r.abs()
+        }
+    });
     let (a, b) = irls(&obs, ab, |r| {
         let q = 1.0 - (r / (TUKEY_C * sigma)).powi(2);
         if q > 0.0 {
@@ -444,7 +450,10 @@ mod tests {
         let (plain, with_outlier) = (found(false), found(true));
         eprintln!("switch found in {plain} / 200, with an outlier {with_outlier} / 200");
         assert!(plain >= 194, "switch found in {plain} of 200");
-        assert!(with_outlier >= 194, "with an outlier: {with_outlier} of 200");
+        assert!(
+            with_outlier >= 194,
+            "with an outlier: {with_outlier} of 200"
+        );
     }
 
     /// Median of σ̂/σ over 200 seeded curves of `truth` (1–5 % Gaussian noise), with one
