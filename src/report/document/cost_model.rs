@@ -113,7 +113,15 @@ fn fit_regimes(doc: &mut Doc, a: &Analysis<'_>) {
                     Cell::num(seg.hockney.alpha_s * 1e6, NumFmt::Sig),
                     Cell::opt(seg.hockney.bandwidth_gbps(), NumFmt::Sig),
                     Cell::num(seg.hockney.fit.r2, NumFmt::Fixed(3)),
-                    Cell::text(fit_note(&seg.hockney.fit)),
+                    Cell::text(if r.poor.is_empty() {
+                        fit_note(&seg.hockney.fit)
+                    } else {
+                        format!(
+                            "POOR: {}; {}",
+                            r.poor.join(", "),
+                            fit_note(&seg.hockney.fit)
+                        )
+                    }),
                 ]);
             }
         }

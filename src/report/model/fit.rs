@@ -24,6 +24,9 @@ pub struct Fit {
     pub constrained: bool,
     /// Points the robust fit counted less than fully (outliers, e.g. preempted measurements).
     pub downweighted: usize,
+    /// The robust weight of each observation (1: counted fully), in the order of the
+    /// observations.
+    pub weights: Vec<f64>,
 }
 
 impl Fit {
@@ -122,6 +125,7 @@ pub(crate) fn fit_nonneg_min(obs: &[Obs], min_points: usize) -> Result<Fit, FitE
         rel_residuals,
         constrained,
         downweighted: h.iter().filter(|&&w| w < 1.0).count(),
+        weights: h,
     })
 }
 

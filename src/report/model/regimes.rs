@@ -60,6 +60,62 @@ pub struct Regimes {
     pub rel_residuals: Vec<f64>,
     /// The relative noise scale σ the segmentation measured residuals in (see [`noise_scale`]).
     pub noise_sd: f64,
+    /// The x of every point a regime's robust fit down-weighted (charts mark them).
+    pub downweighted_x: Vec<f64>,
+    /// Why the model should not be read (see [`poor_reasons`]); empty when it can be.
+    pub poor: Vec<String>,
+}
+
+/// Below this R² a segmented α–β model is poor.
+pub(crate) const POOR_R2: f64 = 0.9;
+/// A model missing any size by more than this (relative) is poor.
+pub(crate) const POOR_MISS: f64 = 0.25;
+
+/// Why a fitted model of the sorted points `pts` should not be read, each reason a phrase for
+/// the report (empty: it can be): R² below [`POOR_R2`]; a size missed by more than
+/// [`POOR_MISS`]; α of the smallest sizes above the smallest measured time by more than five
+/// noise scales (a latency no measurement shows; the smallest of many noisy times lies up to
+/// about 3σ low, and α has its own error: 3σ marked 3 of 200 good simulated curves); the largest sizes' 1/β above twice every
+/// busbw measured in that regime (the sizes never reach half the asymptote, so the bandwidth
+/// term is extrapolated, not measured).
+pub(crate) fn poor_reasons(pts: &[(f64, f64)], r: &Regimes) -> Vec<String> {
+    let mut why = Vec::new();
+    if r.r2 < POOR_R2 {
+        why.push(format!("R² {:.3} below {POOR_R2}", r.r2));
+    }
+    let miss = r.rel_residuals.iter().fold(0.0_f64, |m, x| m.max(x.abs()));
+    if miss > POOR_MISS {
+        why.push(format!(
+            "misses a size by {:.0} % (over {:.0} %)",
+            miss * 100.0,
+            POOR_MISS * 100.0
+        ));
+    }
+    let t_min = pts.iter().map(|p| p.1).fold(f64::INFINITY, f64::min);
+    let alpha = r.alpha_s();
+    if alpha > t_min * (1.0 + 5.0 * r.noise_sd) {
+        why.push(format!(
+            "α {:.3} µs above the smallest measured time {:.3} µs",
+            alpha * 1e6,
+            t_min * 1e6
+        ));
+    }
+    let last = r.segments.last().expect("a segment");
+    let busbw_max = pts
+        .iter()
+        .filter(|p| p.0 >= last.from_x)
+        .map(|p| p.0 / p.1)
+        .fold(0.0_f64, f64::max);
+    if let Some(bw) = last.hockney.bandwidth_gbps() {
+        if bw * 1e9 > 2.0 * busbw_max {
+            why.push(format!(
+                "1/β {:.3} GB/s is over twice every measured busbw (at most {:.3} GB/s)",
+                bw,
+                busbw_max * 1e-9
+            ));
+        }
+    }
+    why
 }
 
 impl Regimes {
@@ -259,16 +315,21 @@ fn best_splits(cost: &[Vec<f64>], n: usize, k_max: usize) -> Vec<(f64, Vec<usize
 /// Each regime is then fitted like [`fit_hockney`] (robust, α, β ≥ 0); a regime of two sizes
 /// passes through both. With one regime the fit is the single fit over every size.
 pub(crate) fn fit_regimes(points: &[(f64, f64)]) -> Result<Regimes, FitError> {
-    let single = fit_hockney(points)?;
+    fit_regimes_upto(points, MAX_REGIMES)
+}
+
+/// [`fit_regimes`] with at most `max_regimes` regimes.
+fn fit_regimes_upto(points: &[(f64, f64)], max_regimes: usize) -> Result<Regimes, FitError> {
     let mut pts: Vec<(f64, f64)> = points
         .iter()
         .copied()
         .filter(|(x, t)| *t > 0.0 && t.is_finite() && x.is_finite())
         .collect();
     pts.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let single = fit_hockney(&pts)?;
     let n = pts.len();
     let sigma = noise_scale(&pts);
-    let k_max = MAX_REGIMES.min(n / MIN_REGIME_SIZES).max(1);
+    let k_max = max_regimes.min(n / MIN_REGIME_SIZES).max(1);
     let mut bounds = vec![0, n];
     if k_max > 1 {
         let mut cost = vec![vec![f64::INFINITY; n + 1]; n + 1];
@@ -287,6 +348,7 @@ pub(crate) fn fit_regimes(points: &[(f64, f64)]) -> Result<Regimes, FitError> {
         bounds.clone_from(&splits[k].1);
     }
     let mut segments = Vec::new();
+    let mut downweighted_x = Vec::new();
     for w in bounds.windows(2) {
         let part = &pts[w[0]..w[1]];
         let hockney = if bounds.len() == 2 {
@@ -294,6 +356,12 @@ pub(crate) fn fit_regimes(points: &[(f64, f64)]) -> Result<Regimes, FitError> {
         } else {
             fit_hockney_min(part, MIN_REGIME_SIZES)?
         };
+        downweighted_x.extend(
+            part.iter()
+                .zip(&hockney.fit.weights)
+                .filter(|(_, w)| **w < 1.0)
+                .map(|(p, _)| p.0),
+        );
         segments.push(Segment {
             from_x: part[0].0,
             to_x: part[part.len() - 1].0,
@@ -307,9 +375,12 @@ pub(crate) fn fit_regimes(points: &[(f64, f64)]) -> Result<Regimes, FitError> {
         r2: 0.0,
         rel_residuals: Vec::new(),
         noise_sd: sigma,
+        downweighted_x,
+        poor: Vec::new(),
     };
     r.rel_residuals = pts.iter().map(|&(x, t)| (t - r.predict_s(x)) / t).collect();
     r.r2 = relative_r2(&pts, &r.rel_residuals);
+    r.poor = poor_reasons(&pts, &r);
     Ok(r)
 }
 
@@ -518,5 +589,54 @@ mod tests {
         // Too few points for two regimes of 2: one; too few for a fit: refused.
         assert_eq!(fit_regimes(&exact[..3]).unwrap().segments.len(), 1);
         assert!(fit_regimes(&exact[..2]).is_err());
+    }
+
+    /// Honest fits: two regimes forced into one α–β line are poor (R² under 0.9 and sizes
+    /// missed by over 25 %), the segmented model of the same data is not, and neither is a
+    /// noisy one-regime curve; an α–β line forced onto times that fall with size is poor.
+    #[test]
+    fn poor_fits_are_marked() {
+        let pts = two_regimes();
+        let forced = fit_regimes_upto(&pts, 1).unwrap();
+        assert_eq!(forced.segments.len(), 1);
+        assert!(forced.r2 < POOR_R2, "{}", forced.r2);
+        assert!(
+            forced.poor.iter().any(|w| w.starts_with("R²")),
+            "{:?}",
+            forced.poor
+        );
+        assert!(
+            forced.poor.iter().any(|w| w.starts_with("misses")),
+            "{:?}",
+            forced.poor
+        );
+        assert!(fit_regimes(&pts).unwrap().poor.is_empty());
+        let poor_one = (0..200u64)
+            .filter(|&seed| {
+                !fit_regimes(&noisy_curve(seed, |x| 5e-6 + x / 12.5e9))
+                    .unwrap()
+                    .poor
+                    .is_empty()
+            })
+            .count();
+        assert_eq!(poor_one, 0, "{poor_one} of 200 good curves marked poor");
+        // Times falling with size: α is fitted above the smallest time.
+        let falling: Vec<(f64, f64)> = (3..=20)
+            .map(|e| (f64::from(1 << e), 1e-3 / f64::from(e)))
+            .collect();
+        let r = fit_regimes(&falling).unwrap();
+        assert!(r.poor.iter().any(|w| w.starts_with("α")), "{:?}", r.poor);
+        // Sizes far below the half-bandwidth point: 1/β is extrapolated.
+        let latency: Vec<(f64, f64)> = (3..=10)
+            .map(|e| {
+                let x = f64::from(1 << e);
+                (
+                    x,
+                    (10e-6 + x / 10e9) * (1.0 + 0.01 * f64::from(e % 3) - 0.01),
+                )
+            })
+            .collect();
+        let r = fit_regimes(&latency).unwrap();
+        assert!(r.poor.iter().any(|w| w.starts_with("1/β")), "{:?}", r.poor);
     }
 }
