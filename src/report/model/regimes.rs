@@ -510,10 +510,10 @@ mod tests {
                         pts[inner[(seed as usize / 2) % inner.len()]].1 *= 1.3;
                     }
                     let r = fit_regimes(&pts).unwrap();
-                    let last_eager = pts.iter().map(|p| p.0).filter(|&x| x <= 8192.0);
+                    let mut last_eager = pts.iter().map(|p| p.0).filter(|&x| x <= 8192.0);
                     let first_rdv = pts.iter().map(|p| p.0).find(|&x| x >= 16384.0);
                     r.segments.len() == 2
-                        && Some(r.segments[0].to_x) == last_eager.last()
+                        && Some(r.segments[0].to_x) == last_eager.next_back()
                         && Some(r.segments[1].from_x) == first_rdv
                 })
                 .count()
