@@ -628,6 +628,44 @@ fn known_answers_through_the_whole_pipeline() {
     );
 }
 
+/// Honest fits: an allreduce whose sizes alternate ±40 % around α + β·S (no α–β line explains
+/// it) gets a fit marked POOR in the tables, and no latency finding, though its α and β exist.
+#[test]
+fn a_poor_fit_draws_no_finding() {
+    let mut file = fixture::golden();
+    let ar = file
+        .cases
+        .iter()
+        .find(|c| c.params.workload == Workload::Allreduce)
+        .expect("a golden allreduce")
+        .params
+        .clone();
+    file.cases = (4..=20)
+        .map(|e| {
+            let bytes = 1u64 << e;
+            let zigzag = if e % 2 == 0 { 1.4 } else { 0.6 };
+            let mut p = ar.clone();
+            p.nodes = 1;
+            p.devices_per_node = 2;
+            p.requested_bytes = Some(bytes);
+            fixture::exact(&p, zigzag * (ALPHA_S + bytes as f64 * BETA_S))
+        })
+        .collect();
+    let dir = tmpdir("report-poor");
+    let input = fixture::write(&dir, "poor.json", &file);
+    let out = dir.join("rep");
+    report(&[s(&input), "--out", s(&out)]).assert_code(0);
+    let rows = read_csv(&out.join("tables/collective_allreduce.csv"));
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    assert!(rows[0]["fit"].starts_with("POOR: "), "{rows:?}");
+    assert!(!rows[0]["latency-bound below"].is_empty(), "{rows:?}");
+    let figures = check_findings(&out);
+    assert!(
+        figures.iter().all(|f| f["column"] != "latency-bound below"),
+        "{figures:?}"
+    );
+}
+
 #[test]
 fn bad_input_is_refused_without_leaving_files() {
     let dir = tmpdir("report-bad");

@@ -90,7 +90,8 @@ impl<'a> Analysis<'a> {
         views
     }
 
-    /// The size curve of one set-up: its points by size and the α–β regimes fitted to them.
+    /// The size curve of one set-up: its points by size and the α–β regimes fitted to their
+    /// median times.
     fn curve(&self, shape: LaunchShape, mut pts: Vec<usize>) -> Curve {
         pts.sort_by_key(|&i| self.entries[i].bytes());
         let fit_pts: Vec<(f64, f64)> = pts
@@ -98,7 +99,7 @@ impl<'a> Analysis<'a> {
             .filter_map(|&i| {
                 let e = &self.entries[i];
                 let f = e.case.busbw_factor?;
-                Some((f * e.bytes()? as f64, e.time_s()?))
+                Some((f * e.bytes()? as f64, e.fit_time_s()?))
             })
             .filter(|(x, _)| *x > 0.0)
             .collect();

@@ -36,6 +36,13 @@ impl<'a> Entry<'a> {
         let t = self.case.timing.as_ref()?.time_s;
         (self.case.status == CaseStatus::Ok && t > 0.0 && t.is_finite()).then_some(t)
     }
+    /// The time the cost models fit: the median of the samples (one preempted sample cannot
+    /// move it, as it moves a mean), or the headline time when there are no samples.
+    pub fn fit_time_s(&self) -> Option<f64> {
+        let t = self.time_s()?;
+        let m = self.spread.map_or(t, |s| s.median_s);
+        (m > 0.0 && m.is_finite()).then_some(m)
+    }
     pub fn layout(&self) -> Layout {
         Layout {
             nodes: self.case.params.nodes,

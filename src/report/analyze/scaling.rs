@@ -128,7 +128,7 @@ impl<'a> Analysis<'a> {
                 sizes
                     .entry(req)
                     .or_insert_with(|| vec![None; layouts.len()])[col] = Some(i);
-                if let (Some(b), Some(t)) = (e.bytes(), e.time_s()) {
+                if let (Some(b), Some(t)) = (e.bytes(), e.fit_time_s()) {
                     pts.push(ScalePoint {
                         devices: e.layout().devices(),
                         bytes: b as f64,

@@ -152,12 +152,18 @@ fn switch_text(r: &model::Regimes, factor: f64) -> String {
         .join("; ")
 }
 
-/// `ok` or `constrained`, and how many points the robust fits down-weighted.
+/// `ok` or `constrained`, how many points the robust fits down-weighted, and `POOR: …` with
+/// the reasons when the model should not be read (it then draws no finding).
 fn regimes_note(r: &model::Regimes) -> String {
     let base = if r.constrained() { "constrained" } else { "ok" };
-    match r.downweighted() {
+    let note = match r.downweighted() {
         0 => base.to_string(),
         n => format!("{base}; {n} down-weighted"),
+    };
+    if r.poor.is_empty() {
+        note
+    } else {
+        format!("POOR: {}; {note}", r.poor.join(", "))
     }
 }
 
@@ -211,6 +217,8 @@ fn collective_findings(
         .iter()
         .copied()
         .filter(|&k| t.rows[k][col("latency-bound below")].sort_value().is_some())
+        // A poor fit's α, β and switches are not findings.
+        .filter(|&k| matches!(&v.curves[k].regimes, Ok(r) if r.poor.is_empty()))
         .max_by_key(|&k| v.curves[k].shape.devices());
     if let Some(k) = lat {
         let mut s = Sentence::new(t, k)

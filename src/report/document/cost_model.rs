@@ -6,7 +6,7 @@ use crate::params::Workload;
 use crate::present::doc::{text, Doc, Span};
 use crate::present::table::{Cell, NumFmt, Table};
 use crate::report::analyze::{Analysis, CollScale};
-use crate::report::model::{self, ScaleModel};
+use crate::report::model::{self, ScaleModel, ScaleRegime};
 use crate::report::plot::Figure;
 
 pub(super) fn cost_model(doc: &mut Doc, a: &Analysis<'_>, figs: &[Figure]) {
@@ -44,7 +44,7 @@ pub(super) fn cost_model(doc: &mut Doc, a: &Analysis<'_>, figs: &[Figure]) {
 /// Residuals of the α–β fits per size, for the charted variants.
 fn fit_residuals(doc: &mut Doc, a: &Analysis<'_>) {
     let mut t = Table::new(&[
-        "workload", "variant", "set-up", "S", "measured", "fitted", "residual",
+        "workload", "variant", "set-up", "S", "median", "fitted", "residual",
     ]);
     for v in a.collectives.iter().filter(|v| v.charted) {
         for c in &v.curves {
@@ -53,7 +53,7 @@ fn fit_residuals(doc: &mut Doc, a: &Analysis<'_>) {
             };
             for &i in &c.points {
                 let e = &a.entries[i];
-                let (Some(b), Some(tm), Some(f)) = (e.bytes(), e.time_s(), e.case.busbw_factor)
+                let (Some(b), Some(tm), Some(f)) = (e.bytes(), e.fit_time_s(), e.case.busbw_factor)
                 else {
                     continue;
                 };
@@ -74,7 +74,7 @@ fn fit_residuals(doc: &mut Doc, a: &Analysis<'_>) {
         t,
         "fit_residuals",
         Some(
-            "α–β fit residuals per size, each size against its own regime (charted variants)"
+            "α–β fit residuals per size: each size's median time against its own regime (charted variants)"
                 .into(),
         ),
     );
@@ -113,7 +113,15 @@ fn fit_regimes(doc: &mut Doc, a: &Analysis<'_>) {
                     Cell::num(seg.hockney.alpha_s * 1e6, NumFmt::Sig),
                     Cell::opt(seg.hockney.bandwidth_gbps(), NumFmt::Sig),
                     Cell::num(seg.hockney.fit.r2, NumFmt::Fixed(3)),
-                    Cell::text(fit_note(&seg.hockney.fit)),
+                    Cell::text(if r.poor.is_empty() {
+                        fit_note(&seg.hockney.fit)
+                    } else {
+                        format!(
+                            "POOR: {}; {}",
+                            r.poor.join(", "),
+                            fit_note(&seg.hockney.fit)
+                        )
+                    }),
                 ]);
             }
         }
@@ -132,6 +140,7 @@ fn scale_models(doc: &mut Doc, a: &Analysis<'_>) {
         "series",
         "family",
         "device counts",
+        "sizes",
         "best form",
         "α (µs)",
         "1/β (GB/s)",
@@ -148,40 +157,36 @@ fn scale_models(doc: &mut Doc, a: &Analysis<'_>) {
             .join(", ");
         match &cs.model {
             Ok(m) => {
-                let b = m.best_fit();
-                let (med, max) = match &b.holdout {
-                    Ok(h) => (
-                        Cell::num(h.median_abs_rel_err, NumFmt::Percent),
-                        Cell::num(h.max_abs_rel_err, NumFmt::Percent),
-                    ),
-                    Err(_) => (Cell::Empty, Cell::Empty),
-                };
-                t.push(vec![
-                    Cell::text(cs.workload.to_string()),
-                    Cell::text(cs.label.clone()),
-                    Cell::text(cs.family.label()),
-                    Cell::text(devs),
-                    Cell::text(b.form.name),
-                    Cell::num(b.fit.a * 1e6, NumFmt::Sig),
-                    Cell::opt((b.fit.b > 0.0).then(|| 1e-9 / b.fit.b), NumFmt::Sig),
-                    med,
-                    max,
-                    Cell::text(match (&b.holdout, m.best_by_holdout) {
-                        (Err(e), _) => format!("no held-out check: {e}"),
-                        (Ok(h), _) if h.median_abs_rel_err > model::UNRELIABLE_HOLDOUT => format!(
-                            "unreliable: held-out error above {:.0} %",
-                            model::UNRELIABLE_HOLDOUT * 100.0
+                for r in &m.regimes {
+                    let b = r.best_fit();
+                    let (med, max) = match &b.holdout {
+                        Ok(h) => (
+                            Cell::num(h.median_abs_rel_err, NumFmt::Percent),
+                            Cell::num(h.max_abs_rel_err, NumFmt::Percent),
                         ),
-                        (Ok(_), true) => "chosen on the held-out scale".to_string(),
-                        (Ok(_), false) => "chosen in-sample".to_string(),
-                    }),
-                ]);
+                        Err(_) => (Cell::Empty, Cell::Empty),
+                    };
+                    t.push(vec![
+                        Cell::text(cs.workload.to_string()),
+                        Cell::text(cs.label.clone()),
+                        Cell::text(cs.family.label()),
+                        Cell::text(devs.clone()),
+                        Cell::text(sizes_text(m, r)),
+                        Cell::text(b.form.name),
+                        Cell::num(b.fit.a * 1e6, NumFmt::Sig),
+                        Cell::opt((b.fit.b > 0.0).then(|| 1e-9 / b.fit.b), NumFmt::Sig),
+                        med,
+                        max,
+                        Cell::text(holdout_note(r)),
+                    ]);
+                }
             }
             Err(e) => t.push(vec![
                 Cell::text(cs.workload.to_string()),
                 Cell::text(cs.label.clone()),
                 Cell::text(cs.family.label()),
                 Cell::text(devs),
+                Cell::Empty,
                 Cell::Empty,
                 Cell::Empty,
                 Cell::Empty,
@@ -197,6 +202,7 @@ fn scale_models(doc: &mut Doc, a: &Analysis<'_>) {
 /// Every form fitted to one series: in-sample, and on the smaller scales against the largest.
 fn forms_table(doc: &mut Doc, cs: &CollScale, m: &ScaleModel) {
     let mut t = Table::new(&[
+        "sizes",
         "form",
         "formula",
         "α (µs)",
@@ -208,7 +214,11 @@ fn forms_table(doc: &mut Doc, cs: &CollScale, m: &ScaleModel) {
         "max |err|",
         "used",
     ]);
-    for (k, f) in m.fits.iter().enumerate() {
+    for (r, k, f) in m
+        .regimes
+        .iter()
+        .flat_map(|r| r.fits.iter().enumerate().map(move |(k, f)| (r, k, f)))
+    {
         let (on, at, med, max) = match &f.holdout {
             Ok(h) => (
                 Cell::text(
@@ -230,6 +240,7 @@ fn forms_table(doc: &mut Doc, cs: &CollScale, m: &ScaleModel) {
             ),
         };
         t.push(vec![
+            Cell::text(sizes_text(m, r)),
             Cell::text(f.form.name),
             Cell::text(f.form.formula),
             Cell::num(f.fit.a * 1e6, NumFmt::Sig),
@@ -239,7 +250,7 @@ fn forms_table(doc: &mut Doc, cs: &CollScale, m: &ScaleModel) {
             at,
             med,
             max,
-            Cell::text(if k == m.best { "yes" } else { "" }),
+            Cell::text(if k == r.best { "yes" } else { "" }),
         ]);
     }
     doc.table(t, &format!("forms_{}", cs.workload), None);
@@ -250,11 +261,11 @@ fn predictions_table(doc: &mut Doc, a: &Analysis<'_>, cs: &CollScale, m: &ScaleM
     // Predictions at the sizes measured at the largest scale.
     let last = cs.layouts.len() - 1;
     let pmax = cs.layouts[last].devices();
-    let best = m.best_fit();
     let mut t = Table {
         columns: vec![
             "S".to_string(),
-            format!("measured at {pmax}"),
+            format!("median at {pmax}"),
+            "form (the size's regime)".to_string(),
             format!("model at {pmax}"),
             format!("PREDICTION at {}", m.predict_devices[0]),
             format!("PREDICTION at {}", m.predict_devices[1]),
@@ -265,19 +276,42 @@ fn predictions_table(doc: &mut Doc, a: &Analysis<'_>, cs: &CollScale, m: &ScaleM
         let Some(e) = row[last].map(|i| &a.entries[i]) else {
             continue;
         };
-        let (Some(b), Some(tm)) = (e.bytes(), e.time_s()) else {
+        let (Some(b), Some(tm)) = (e.bytes(), e.fit_time_s()) else {
             continue;
         };
         let b = b as f64;
         t.push(vec![
             bytes_cell(*req),
             Cell::num(tm, NumFmt::Seconds),
-            Cell::num(best.predict_s(pmax, b), NumFmt::Seconds),
-            Cell::num(best.predict_s(m.predict_devices[0], b), NumFmt::Seconds),
-            Cell::num(best.predict_s(m.predict_devices[1], b), NumFmt::Seconds),
+            Cell::text(m.regime_for(b).best_fit().form.name),
+            Cell::num(m.predict_s(pmax, b), NumFmt::Seconds),
+            Cell::num(m.predict_s(m.predict_devices[0], b), NumFmt::Seconds),
+            Cell::num(m.predict_s(m.predict_devices[1], b), NumFmt::Seconds),
         ]);
     }
     doc.table(t, &format!("predictions_{}", cs.workload), None);
+}
+
+/// A scale regime's sizes: `all` for one regime, else its measured range (`8B–8KiB`).
+fn sizes_text(m: &ScaleModel, r: &ScaleRegime) -> String {
+    if m.regimes.len() == 1 {
+        return "all".to_string();
+    }
+    let s = |b: f64| crate::units::format_bytes(b.round() as u64);
+    format!("{}–{}", s(r.from_bytes), s(r.to_bytes))
+}
+
+/// How a regime's form was chosen, or why its predictions are not to be trusted.
+fn holdout_note(r: &ScaleRegime) -> String {
+    match (&r.best_fit().holdout, r.best_by_holdout) {
+        (Err(e), _) => format!("no held-out check: {e}"),
+        (Ok(h), _) if h.median_abs_rel_err > model::UNRELIABLE_HOLDOUT => format!(
+            "unreliable: held-out error above {:.0} %",
+            model::UNRELIABLE_HOLDOUT * 100.0
+        ),
+        (Ok(_), true) => "chosen on the held-out scale".to_string(),
+        (Ok(_), false) => "chosen in-sample".to_string(),
+    }
 }
 
 /// `ok` or `constrained`, and how many points the robust fit down-weighted.

@@ -43,7 +43,7 @@ pub(crate) fn figures(a: &Analysis<'_>) -> Vec<Figure> {
             stem: format!("fit_{w}_{}", set.suffix),
             title: format!("{w}: α–β model per regime vs measurement — {}", set.view.label),
             caption: format!(
-                "Hockney model time = α + β·F·S fitted per set-up and regime to {w} ({}) by robust (Huber-reweighted) least squares on relative residuals; regimes (protocol or algorithm switches) are found by segmented least squares with a penalty per extra segment (markers: measured time_s; lines: each regime's fit over its sizes; dashed verticals: where a set-up switches regime). 1/β is the asymptotic bus bandwidth of a regime. Grey: not representative.",
+                "Hockney model time = α + β·F·S fitted per set-up and regime to {w} ({}) by robust (Huber-reweighted) least squares on relative residuals; regimes (protocol or algorithm switches) are found by segmented least squares with a penalty per extra segment (markers: each size's median time, the value fitted; lines: each regime's fit over its sizes; dashed verticals: where a set-up switches regime). 1/β is the asymptotic bus bandwidth of a regime. Grey: not representative.",
                 set.view.label
             ),
             panels: vec![Panel {
@@ -57,9 +57,10 @@ pub(crate) fn figures(a: &Analysis<'_>) -> Vec<Figure> {
             legend_title: SETUP_LEGEND.to_string(),
             legend: p.legend,
             notes: vec![
-                "markers: measured time_s".to_string(),
+                "markers: each size's median time (the value fitted)".to_string(),
                 "lines: α + β·F·S per regime (F = busbw factor)".to_string(),
                 "dashed verticals: regime switches".to_string(),
+                "hollow markers: sizes the robust fit down-weighted".to_string(),
             ],
         });
     }
@@ -86,15 +87,22 @@ fn add_curve(a: &Analysis<'_>, c: &Curve, p: &mut Parts) {
         return;
     };
     let mut measured = Vec::new();
+    let mut discounted = Vec::new();
     for &i in &c.points {
         let e = &a.entries[i];
-        if let (Some(b), Some(t)) = (e.bytes(), e.time_s()) {
-            measured.push(Pt::new(b as f64, t));
+        if let (Some(b), Some(t)) = (e.bytes(), e.fit_time_s()) {
+            // Sizes the robust fit counted less are drawn hollow (ring only).
+            let x = b as f64 * f;
+            if r.downweighted_x.iter().any(|d| (d - x).abs() <= 1e-9 * x) {
+                discounted.push(Pt::new(b as f64, t));
+            } else {
+                measured.push(Pt::new(b as f64, t));
+            }
             p.ylo = p.ylo.min(t);
             p.yhi = p.yhi.max(t);
         }
     }
-    if measured.is_empty() {
+    if measured.is_empty() && discounted.is_empty() {
         return;
     }
     let mark = curve_mark(a, c);
@@ -105,6 +113,16 @@ fn add_curve(a: &Analysis<'_>, c: &Curve, p: &mut Parts) {
         },
         points: measured,
     });
+    if !discounted.is_empty() {
+        p.series.push(Series {
+            mark: super::Mark {
+                line: Line::None,
+                hollow: true,
+                ..mark
+            },
+            points: discounted,
+        });
+    }
     p.series
         .extend(regime_lines(r, f).into_iter().map(|line| Series {
             mark: super::Mark {
@@ -127,7 +145,16 @@ fn add_curve(a: &Analysis<'_>, c: &Curve, p: &mut Parts) {
         .join(" | ");
     p.legend.push(LegendEntry {
         mark,
-        label: format!("{}: {regimes}, R² {:.3}", curve_label(a, c), r.r2),
+        label: format!(
+            "{}: {regimes}, R² {:.3}{}",
+            curve_label(a, c),
+            r.r2,
+            if r.poor.is_empty() {
+                ""
+            } else {
+                " — POOR fit"
+            }
+        ),
     });
     for k in 0..r.segments.len().saturating_sub(1) {
         let s = r.boundary_x(k) / f;

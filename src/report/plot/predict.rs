@@ -4,7 +4,7 @@
 
 use super::{color, Axis, Figure, LegendEntry, Line, Mark, Marker, Panel, Pt, Scale, Series, Unit};
 use crate::report::analyze::{Analysis, CollScale};
-use crate::report::model::ScaleModel;
+use crate::report::model::{ScaleModel, ScaleRegime};
 use crate::units::format_bytes;
 
 /// Sizes shown per chart.
@@ -37,7 +37,7 @@ pub(crate) fn figures(a: &Analysis<'_>) -> Vec<Figure> {
         let Ok(m) = &cs.model else {
             continue;
         };
-        let best = m.best_fit();
+        let forms = forms_text(m);
         let caveat = caveat(a, cs);
         let mut series = Vec::new();
         let mut legend = Vec::new();
@@ -61,14 +61,13 @@ pub(crate) fn figures(a: &Analysis<'_>) -> Vec<Figure> {
             workload: cs.workload,
             stem: format!("predict_{wl}_{n}"),
             title: format!(
-                "{wl}: time vs devices with the {} model — {} ({})",
-                best.form.name,
+                "{wl}: time vs devices with the {forms} model — {} ({})",
                 cs.label,
                 cs.family.label()
             ),
             caption: format!(
-                "{wl} time per operation against devices p at up to {SIZES} sizes (solid: measured, bars p5–p95 of the samples), the {} cost form fitted on every measured scale (dashed) and its predictions at {} and {} devices (hollow markers: PREDICTIONS, not measurements). {held}.",
-                best.form.name, m.predict_devices[0], m.predict_devices[1]
+                "{wl} time per operation against devices p at up to {SIZES} sizes (solid: measured median, bars p5–p95 of the samples), the {forms} cost form fitted on every measured scale (dashed; each size uses its regime's form) and its predictions at {} and {} devices (hollow markers: PREDICTIONS, not measurements). {held}.",
+                m.predict_devices[0], m.predict_devices[1]
             ),
             panels: vec![Panel {
                 title: String::new(),
@@ -107,7 +106,6 @@ fn size_series(
     mark: Mark,
     caveat: &str,
 ) -> Option<(LegendEntry, [Series; 3])> {
-    let best = m.best_fit();
     let (req, row) = &cs.sizes[si];
     let mut measured = Vec::new();
     let mut bytes = None;
@@ -119,7 +117,7 @@ fn size_series(
         if p < 2 {
             continue;
         }
-        if let (Some(t), Some(b)) = (e.time_s(), e.bytes()) {
+        if let (Some(t), Some(b)) = (e.fit_time_s(), e.bytes()) {
             measured.push(Pt {
                 x: f64::from(p),
                 y: t,
@@ -134,7 +132,7 @@ fn size_series(
     let predicted: Vec<Pt> = m
         .predict_devices
         .iter()
-        .map(|&p| Pt::new(f64::from(p), best.predict_s(p, b)))
+        .map(|&p| Pt::new(f64::from(p), m.predict_s(p, b)))
         .collect();
     let entry = LegendEntry {
         mark,
@@ -174,7 +172,7 @@ fn size_series(
 /// The best form's time at `b` bytes as a smooth curve: 24 steps per doubling between the
 /// smallest measured device count and 4× the largest.
 fn model_curve(m: &ScaleModel, b: f64) -> Vec<Pt> {
-    let best = m.best_fit();
+    let best = m.regime_for(b).best_fit();
     let (l0, l1) = (
         f64::from(m.devices[0]).log2(),
         f64::from(m.predict_devices[1]).log2(),
@@ -191,7 +189,15 @@ fn model_curve(m: &ScaleModel, b: f64) -> Vec<Pt> {
 
 /// The grey legend entries for the model's curve and its predictions.
 fn model_legend(m: &ScaleModel) -> [LegendEntry; 2] {
-    let best = m.best_fit();
+    let model = m
+        .regimes
+        .iter()
+        .map(|r| {
+            let f = &r.best_fit().form;
+            format!("{}{} form, {}", regime_prefix(m, r), f.name, f.formula)
+        })
+        .collect::<Vec<_>>()
+        .join("; ");
     let grey = super::Rgb(90, 90, 90);
     [
         LegendEntry {
@@ -201,7 +207,7 @@ fn model_legend(m: &ScaleModel) -> [LegendEntry; 2] {
                 line: Line::Dashed,
                 hollow: false,
             },
-            label: format!("model: {} form, {}", best.form.name, best.form.formula),
+            label: format!("model: {model}"),
         },
         LegendEntry {
             mark: Mark {
@@ -218,35 +224,71 @@ fn model_legend(m: &ScaleModel) -> [LegendEntry; 2] {
     ]
 }
 
-/// The held-out check's sentence (also in the caption) and the figure's notes.
-fn holdout_notes(m: &ScaleModel) -> (String, Vec<String>) {
-    let best = m.best_fit();
-    let pmax = *m.devices.last().expect("measured device counts");
-    let held = match &best.holdout {
-        Ok(h) => format!(
-            "held-out check: fitted on p = {}, predicted p = {}: median |error| {:.1} %, max {:.1} %",
-            h.fit_devices
-                .iter()
-                .map(u32::to_string)
-                .collect::<Vec<_>>()
-                .join(", "),
-            h.test_devices,
-            h.median_abs_rel_err * 100.0,
-            h.max_abs_rel_err * 100.0
-        ),
-        Err(e) => format!("no held-out check: {e}"),
-    };
-    let mut notes = vec![held.clone()];
-    if best
-        .holdout
-        .as_ref()
-        .is_ok_and(|h| h.median_abs_rel_err > crate::report::model::UNRELIABLE_HOLDOUT)
-    {
-        notes.push(format!(
-            "UNRELIABLE: the form missed the held-out scale by more than {:.0} %",
-            crate::report::model::UNRELIABLE_HOLDOUT * 100.0
-        ));
+/// `ring` for one regime, else each regime's form with its sizes (`ring (8B–8KiB), …`).
+fn forms_text(m: &ScaleModel) -> String {
+    m.regimes
+        .iter()
+        .map(|r| {
+            let name = r.best_fit().form.name;
+            match regime_prefix(m, r) {
+                p if p.is_empty() => name.to_string(),
+                p => format!("{name} ({})", p.trim_end_matches(": ")),
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// `S 8B–8KiB: ` when the model has several regimes, else empty.
+fn regime_prefix(m: &ScaleModel, r: &ScaleRegime) -> String {
+    if m.regimes.len() == 1 {
+        return String::new();
     }
-    notes.push(format!("largest measured scale: {pmax} devices"));
-    (held, notes)
+    let s = |b: f64| format_bytes(b.round() as u64);
+    format!("S {}–{}: ", s(r.from_bytes), s(r.to_bytes))
+}
+
+/// The held-out check's sentence (also in the caption) and the figure's notes, per regime.
+fn holdout_notes(m: &ScaleModel) -> (String, Vec<String>) {
+    let pmax = *m.devices.last().expect("measured device counts");
+    let mut held = Vec::new();
+    let mut notes = Vec::new();
+    for r in &m.regimes {
+        let best = r.best_fit();
+        let prefix = regime_prefix(m, r);
+        held.push(match &best.holdout {
+            Ok(h) => format!(
+                "{prefix}held-out check: fitted on p = {}, predicted p = {}: median |error| {:.1} %, max {:.1} %",
+                h.fit_devices
+                    .iter()
+                    .map(u32::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                h.test_devices,
+                h.median_abs_rel_err * 100.0,
+                h.max_abs_rel_err * 100.0
+            ),
+            Err(e) => format!("{prefix}no held-out check: {e}"),
+        });
+        if best
+            .holdout
+            .as_ref()
+            .is_ok_and(|h| h.median_abs_rel_err > crate::report::model::UNRELIABLE_HOLDOUT)
+        {
+            notes.push(format!(
+                "UNRELIABLE{}: the form missed the held-out scale by more than {:.0} %",
+                if prefix.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({})", prefix.trim_end_matches(": "))
+                },
+                crate::report::model::UNRELIABLE_HOLDOUT * 100.0
+            ));
+        }
+    }
+    let held = held.join("; ");
+    let mut all = vec![held.clone()];
+    all.extend(notes);
+    all.push(format!("largest measured scale: {pmax} devices"));
+    (held, all)
 }
