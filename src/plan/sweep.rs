@@ -329,7 +329,37 @@ pub fn expand(spec: &SweepSpec) -> Result<SweepPlan, SpecError> {
             ),
         });
     }
+    one_thread_level(spec, &mut launches)?;
     Ok(SweepPlan { launches })
+}
+
+/// Gives every launch of a study one MPI thread level: the spec's `run.thread_level`, or
+/// the highest any launch needs (see [`super::resolve_thread_level`] for why one level).
+fn one_thread_level(spec: &SweepSpec, launches: &mut [LaunchPlan]) -> Result<(), SpecError> {
+    let needs: Vec<_> = launches
+        .iter()
+        .map(|l| {
+            super::thread_level_needed(
+                l.shape.backend,
+                l.shape.topology,
+                l.threads_per_device,
+                super::cases_use_progress_thread(&l.cases),
+            )
+        })
+        .collect();
+    let Some(highest) = needs.iter().max_by_key(|n| n.0).copied() else {
+        return Ok(());
+    };
+    let level =
+        super::resolve_thread_level(spec.settings.thread_level, highest, "run.thread_level")
+            .map_err(|e| {
+                let at = spec.text.find("thread_level").unwrap_or(0);
+                spec.error_at_offset(at, "run.thread_level", e)
+            })?;
+    for l in launches {
+        l.settings.thread_level = Some(level);
+    }
+    Ok(())
 }
 
 /// The spec's factors and the implicit ones, in expansion order.

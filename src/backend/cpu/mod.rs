@@ -32,7 +32,9 @@ use super::{
     DevicePlan, GemmBatch, HostBuf, OverlapSettings, Unsupported,
 };
 use crate::params::{BackendKind, CaseParams, Dtype, Workload};
-use crate::results::schema::{BackendInfo, DeviceBinding, GemmProvenance, TimerInfo};
+use crate::results::schema::{
+    BackendInfo, DeviceBinding, GemmProvenance, ProgressThreadBinding, TimerInfo,
+};
 use crate::topology::affinity;
 use gemm::gemm_typed;
 use kernels::{chunk, copy_range, divide, fold_into, typed, Arith, SyncPtr};
@@ -64,6 +66,9 @@ pub struct CpuBackend {
     warnings: Vec<String>,
     /// Non-blocking all-reduces in flight (ddp_step; see `overlap.rs`).
     overlap: overlap::State,
+    /// Where the progress thread goes if one starts, and whether that is a spare core (see
+    /// `topology::binding::progress_thread_cpus`).
+    progress_cpus: (Vec<u32>, bool),
 }
 
 impl CpuBackend {
@@ -73,6 +78,13 @@ impl CpuBackend {
         let comm = world.duplicate();
         let g = cfg.devices_per_rank.max(1);
         let mut warnings = Vec::new();
+        // The rank's CPUs as the launcher gave them, before any thread of it is bound.
+        let rank_cpus = affinity::current_thread_cpus().unwrap_or_default();
+        let progress_cpus = crate::topology::binding::progress_thread_cpus(
+            &rank_cpus,
+            &cfg.worker_cpus,
+            &crate::topology::smt_sibling_groups(),
+        );
         let team = start_team(g, &cfg)?;
         let workers = start_gemm_pool(g, &cfg, &mut warnings)?;
         // After the binding above: a BLAS starts its threads when loaded, and they inherit it.
@@ -103,6 +115,7 @@ impl CpuBackend {
             resolution_s,
             warnings,
             overlap: overlap::State::default(),
+            progress_cpus,
         };
         b.check_binding();
         Ok(b)
@@ -260,6 +273,13 @@ impl Backend for CpuBackend {
 
     fn gemm_provenance(&self) -> Option<GemmProvenance> {
         self.gemm_provenance.clone()
+    }
+
+    fn progress_thread_binding(&self) -> Option<ProgressThreadBinding> {
+        Some(ProgressThreadBinding {
+            cpus: affinity::format_cpulist(&self.progress_cpus.0),
+            spare: self.progress_cpus.1,
+        })
     }
 
     fn supports(&self, p: &CaseParams) -> Result<(), Unsupported> {
