@@ -85,7 +85,7 @@ impl CpuBackend {
             &cfg.worker_cpus,
             &crate::topology::smt_sibling_groups(),
         );
-        let team = start_team(g, &cfg)?;
+        let team = start_team(comm.rank(), g, &cfg, &rank_cpus, &mut warnings)?;
         let workers = start_gemm_pool(g, &cfg, &mut warnings)?;
         // After the binding above: a BLAS starts its threads when loaded, and they inherit it.
         let (gemm, gemm_provenance) = match cfg.gemm {
@@ -152,11 +152,32 @@ impl CpuBackend {
     }
 }
 
-/// Hybrid: the collective workers, one per device, each bound to its device's CPUs.
-fn start_team(g: usize, cfg: &DevicePlan) -> BackendResult<Option<Team>> {
+/// Hybrid: the collective workers, one per device, each bound to its device's CPUs (an
+/// unbound one runs on the rank's CPUs, `rank_cpus`). Workers that share a CPU park at once
+/// instead of spinning, and a warning names the launcher options that give each its own.
+fn start_team(
+    rank: i32,
+    g: usize,
+    cfg: &DevicePlan,
+    rank_cpus: &[u32],
+    warnings: &mut Vec<String>,
+) -> BackendResult<Option<Team>> {
     Ok(if g > 1 {
+        let masks: Vec<Vec<u32>> = (0..g)
+            .map(|w| match cfg.worker_cpus.get(w) {
+                Some(Some(set)) => set.clone(),
+                _ => rank_cpus.to_vec(),
+            })
+            .collect();
+        let spin = match crate::backend::team::shared_cpus(&masks) {
+            Some(shared) => {
+                warnings.push(shared_team_warning(rank, g, &shared));
+                std::time::Duration::ZERO
+            }
+            None => SPIN,
+        };
         let cpus = cfg.worker_cpus.clone();
-        let team = Team::start(g, SPIN, move |w| {
+        let team = Team::start(g, spin, move |w| {
             if let Some(Some(set)) = cpus.get(w) {
                 // A failure shows up in the read-back (`check_binding`).
                 let _ = affinity::bind_current_thread(set);
@@ -167,6 +188,16 @@ fn start_team(g: usize, cfg: &DevicePlan) -> BackendResult<Option<Team>> {
     } else {
         None
     })
+}
+
+/// What a hybrid rank whose `g` workers share `cpus` says, with the fix: the launcher gave
+/// the rank fewer CPUs than devices (mpirun binds a rank to one core by default).
+fn shared_team_warning(rank: i32, g: usize, cpus: &[u32]) -> String {
+    format!(
+        "rank {rank}: its {g} hybrid worker threads share {} CPU(s) ({}): they park between phases instead of spinning, so every hand-off waits for a wake-up and collectives measure the scheduler; give the rank a CPU per device: mpirun --bind-to none, or mpirun --map-by ppr:1:node:PE={g} (srun --cpus-per-task={g})",
+        cpus.len(),
+        affinity::format_cpulist(cpus)
+    )
 }
 
 /// Hybrid: the GEMM pool, one thread per device, bound like the team. Pure MPI: binds the rank
