@@ -105,6 +105,7 @@ fn prepare<B: Backend>(
         check_iters: 1,
         gemm: Default::default(),
         buffer_offset: Default::default(),
+        thread_level: None,
     };
     match run_case(backend, comm, case, &settings) {
         Ok(m) if m.wrong == 0 => {}

@@ -31,6 +31,7 @@ fn main() {
         check_iters: 1,
         gemm: Default::default(),
         buffer_offset: Default::default(),
+        thread_level: None,
     };
     if comm.is_root() {
         println!(

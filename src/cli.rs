@@ -430,6 +430,12 @@ pub struct RunArgs {
     #[arg(long, default_value = "auto")]
     pub gemm: GemmChoice,
 
+    /// MPI thread level to initialise with: single, funneled, serialized or multiple
+    /// (default: the lowest this launch needs; a sweep gives all its launches the highest any
+    /// of them needs). Below what the launch needs is an error.
+    #[arg(long, value_name = "LEVEL")]
+    pub thread_level: Option<crate::params::ThreadLevel>,
+
     /// Run the launch plan in FILE (written by `scalebench sweep`/`submit`) instead of the
     /// workload, size and shape options.
     #[arg(long, value_name = "FILE")]
@@ -492,6 +498,7 @@ impl From<&RunArgs> for crate::plan::Request {
             reserved_cores: a.reserved_cores.clone(),
             threads_per_device: a.threads_per_device,
             gemm: a.gemm,
+            thread_level: a.thread_level,
             fault: a.fault.clone(),
         }
     }

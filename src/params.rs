@@ -293,6 +293,27 @@ pub enum Progress {
 }
 named_enum!(Progress, "progress", { Test => "test", Thread => "thread" });
 
+/// MPI thread support, in the standard's order: each level allows everything the ones before
+/// it do (`single` < `funneled` < `serialized` < `multiple`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ThreadLevel {
+    /// `MPI_THREAD_SINGLE`: one thread in the process.
+    Single,
+    /// `MPI_THREAD_FUNNELED`: other threads exist, only the main thread calls MPI.
+    Funneled,
+    /// `MPI_THREAD_SERIALIZED`: any thread calls MPI, never two at once.
+    Serialized,
+    /// `MPI_THREAD_MULTIPLE`: any thread, at any time.
+    Multiple,
+}
+named_enum!(ThreadLevel, "MPI thread level", {
+    Single => "single",
+    Funneled => "funneled",
+    Serialized => "serialized",
+    Multiple => "multiple",
+});
+
 /// GEMM shape: C (m×n) = A (m×k) · B (k×n).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct MatmulShape {

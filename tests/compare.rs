@@ -483,6 +483,37 @@ fn set_up_mismatches_are_not_comparable_unless_allowed() {
     );
 }
 
+/// Two runs that differ only in the MPI thread level their MPI provided: refused (exit 2)
+/// naming the level, as any set-up difference that moves small-message latency.
+#[test]
+fn a_different_mpi_thread_level_is_not_comparable() {
+    use scalebench::params::ThreadLevel;
+    let dir = tmpdir("cmp-level");
+    let at = |seed: u64, level: ThreadLevel| {
+        let mut f = simple(4, seed, &|_| 1.0);
+        let prov = f.launches[0].provenance.as_mut().unwrap();
+        prov.mpi_thread_level_requested = Some(level);
+        prov.mpi_thread_level = Some(level);
+        f
+    };
+    let single = write(&dir, "single.json", &at(31, ThreadLevel::Single));
+    let funneled = write(&dir, "funneled.json", &at(32, ThreadLevel::Funneled));
+    let r = run_compare(&[p(&single), p(&funneled)]);
+    r.assert_code(2);
+    for needle in [
+        "not comparable",
+        "MPI thread level (provided)",
+        "single",
+        "funneled",
+        "--allow-mismatch",
+    ] {
+        assert!(r.stderr.contains(needle), "{needle}: {}", r.stderr);
+    }
+    // The same level on both sides compares.
+    let again = write(&dir, "single2.json", &at(33, ThreadLevel::Single));
+    run_compare(&[p(&single), p(&again)]).assert_code(0);
+}
+
 /// A case that does not represent its set-up (here: recorded as oversubscribed by its run)
 /// is still compared, and the report says so for that side.
 #[test]

@@ -468,7 +468,17 @@ fn overlap_measurement_is_honest() {
 
 #[test]
 fn report_and_compare_handle_the_step_metrics() {
-    let mut a = vec!["--model", MODEL, "--bucket-size", "1B,1MiB"];
+    // progress=test: 2 ranks keep 2 threads busy on this 2-CPU machine, so the cases are
+    // representative and every section of the report uses them (a progress thread each would
+    // make 4, and the report would set them apart, see tests/representative.rs).
+    let mut a = vec![
+        "--model",
+        MODEL,
+        "--bucket-size",
+        "1B,1MiB",
+        "--progress",
+        "test",
+    ];
     a.extend_from_slice(QUICK);
     let (ran, v, run_dir) = ddp_run_in("ddprep", 2, &a);
     ran.assert_code(0);

@@ -1,7 +1,10 @@
 //! The local launcher's binding for hybrid launches, through the real binary under real
 //! `mpirun` (`scalebench sweep`): one rank driving a worker per CPU of this machine, bound a
 //! core each, fits the machine and is not called oversubscribed; two such ranks (two emulated
-//! nodes) on the same CPUs are.
+//! nodes) on the same CPUs are. A hybrid rank that `mpirun` itself bound to one CPU is told
+//! how to launch it instead, and its workers park rather than spin (the timing of both set-ups
+//! against pure ranks is ci/bench.sh's `hybrid-shared` part); the local launcher never starts
+//! such a rank.
 #![cfg(feature = "mpi")]
 
 mod common;
@@ -102,4 +105,70 @@ fn two_hybrid_ranks_with_a_worker_per_cpu_each_are_oversubscribed() {
         "{}",
         over.detail
     );
+}
+
+/// `mpirun -np 1 --bind-to core` (mpirun's default for one rank): the two workers of a hybrid
+/// rank get one CPU between them. The launch says so with the fix on screen and in the
+/// provenance, and still measures (the workers park instead of spinning); with
+/// `--bind-to none` the warning is gone.
+#[test]
+fn a_hybrid_rank_bound_to_one_cpu_is_told_the_fix() {
+    let run = |bind: &str| {
+        let out = tmpdir(&format!("hybrid-one-cpu-{bind}")).join("run");
+        let args = [
+            "run",
+            "--out",
+            out.to_str().unwrap(),
+            "-w",
+            "allreduce",
+            "-s",
+            "8B",
+            "--in-place",
+            "no",
+            "--timing",
+            "isolated",
+            "--topology",
+            "hybrid",
+            "--devices-per-node",
+            "2",
+            "-n",
+            "200",
+        ];
+        let ran = common::mpirun_with(1, &["--bind-to", bind], &args);
+        ran.assert_code(0);
+        (ran, common::read_results(&out))
+    };
+    let (ran, r) = run("core");
+    let warning = |w: &String| w.contains("hybrid worker threads share 1 CPU");
+    let prov = r.launches[0].provenance.as_ref().unwrap();
+    let w = prov.warnings.iter().find(|w| warning(w));
+    let w = w.unwrap_or_else(|| panic!("{:?}", prov.warnings));
+    for fix in ["mpirun --bind-to none", "--map-by ppr:1:node:PE=2", "park"] {
+        assert!(w.contains(fix), "{fix}: {w}");
+        assert!(ran.stdout.contains(fix), "{fix}: {}", ran.stdout);
+    }
+    assert!(r.cases.iter().all(|c| c.status == "ok"));
+    let (_, r) = run("none");
+    let prov = r.launches[0].provenance.as_ref().unwrap();
+    assert!(!prov.warnings.iter().any(warning), "{:?}", prov.warnings);
+}
+
+/// The local launcher starts every launch with mpirun's own binding off, so a hybrid rank is
+/// never confined to one CPU by it (each rank binds its workers itself).
+#[test]
+fn the_local_launcher_never_binds_a_hybrid_rank_to_one_cpu() {
+    let dir = tmpdir("hybrid-dry");
+    let spec = dir.join("spec.toml");
+    std::fs::write(
+        &spec,
+        "name = \"d\"\n[axes]\nranks_per_node = 2\ntopology = [\"pure\", \"hybrid\"]\nsizes = \"8B\"\n",
+    )
+    .unwrap();
+    let r = common::solo(&["sweep", "--dry-run", spec.to_str().unwrap()]);
+    r.assert_code(0);
+    let lines: Vec<&str> = r.stdout.lines().filter(|l| l.contains("mpirun")).collect();
+    assert_eq!(lines.len(), 2, "{}", r.stdout);
+    for l in lines {
+        assert!(l.contains("--bind-to none"), "{l}");
+    }
 }

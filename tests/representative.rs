@@ -189,3 +189,141 @@ fn an_oversubscribed_launch_is_recorded_and_names_no_winner() {
         .any(|f| f["table"] == "tables/topology_bands.csv"
             && f["sentence"].contains("caveat: not representative: oversubscribed")));
 }
+
+/// `DIR/results.json` as JSON values (the wire types do not read ddp_step's fields).
+fn results_json(dir: &Path) -> serde_json::Value {
+    let text = std::fs::read_to_string(dir.join("results.json"))
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+    serde_json::from_str(&text).unwrap()
+}
+
+/// A case's reasons that name ddp_step's progress thread, as `kind: detail`.
+fn progress_reasons(case: &serde_json::Value) -> Vec<String> {
+    case["unrepresentative"]
+        .as_array()
+        .map(|a| a.as_slice())
+        .unwrap_or_default()
+        .iter()
+        .filter(|w| w["detail"].as_str().unwrap().contains("progress thread"))
+        .map(|w| format!("{}: {}", w["kind"], w["detail"]))
+        .collect()
+}
+
+/// `mpirun -np 2` with mpirun's own binding (one core per rank, for 2 ranks): ddp_step with
+/// its default progress thread keeps 4 threads busy on the ranks' 2 cores, the progress
+/// thread shares its rank's core, and the case says so naming it, in the results and on
+/// screen; the same launch's `progress = test` case keeps 2 busy and is not marked for it.
+/// Alone, a `--progress test` launch needs no thread support: MPI is initialised plainly, and
+/// the results record the level.
+#[test]
+fn the_ddp_progress_thread_is_counted_and_named() {
+    let out = tmpdir("progress-thread").join("run");
+    let quick = ["-n", "2", "--warmup", "1", "--check", "1"];
+    let mut args = vec!["run", "--out", out.to_str().unwrap()];
+    args.extend_from_slice(&[
+        "-w",
+        "ddp_step",
+        "--model",
+        "mlp-tiny",
+        "--progress",
+        "thread,test",
+    ]);
+    args.extend_from_slice(&quick);
+    let ran = common::mpirun(2, &args);
+    ran.assert_code(0);
+    assert!(
+        ran.stdout.contains("not representative") && ran.stdout.contains("progress thread"),
+        "{}",
+        ran.stdout
+    );
+    let r = results_json(&out);
+    let cases = r["cases"].as_array().unwrap();
+    assert_eq!(cases.len(), 2);
+    let prov = &r["launches"][0]["provenance"];
+    assert_eq!(prov["mpi_thread_level_requested"], "serialized");
+    assert_eq!(prov["mpi_thread_level"], "serialized");
+    for rank in prov["ranks"].as_array().unwrap() {
+        assert!(rank["progress_thread"]["cpus"].is_string(), "{rank}");
+    }
+    for c in cases {
+        let reasons = progress_reasons(c);
+        match c["params"]["progress"].as_str() {
+            Some("thread") => assert!(
+                reasons
+                    .iter()
+                    .any(|w| w.contains("2 ddp_step progress thread(s)")
+                        || w.contains("rank 0 progress thread")),
+                "{:?}",
+                c["unrepresentative"]
+            ),
+            _ => assert!(reasons.is_empty(), "{reasons:?}"),
+        }
+    }
+    assert!(r["launches"][0]["unrepresentative"].is_null());
+
+    let alone = tmpdir("progress-test").join("run");
+    let mut args = common::run_q(
+        &alone,
+        &[
+            "-w",
+            "ddp_step",
+            "--model",
+            "mlp-tiny",
+            "--progress",
+            "test",
+        ],
+    );
+    args.extend_from_slice(&quick);
+    common::mpirun(2, &args).assert_code(0);
+    let r = results_json(&alone);
+    assert_eq!(r["launches"][0]["provenance"]["mpi_thread_level"], "single");
+    for c in r["cases"].as_array().unwrap() {
+        assert!(progress_reasons(c).is_empty(), "{c}");
+    }
+}
+
+/// An explicit thread level below what the launch needs is refused before MPI starts (exit 2,
+/// naming the option and the fix); one above it is used and recorded.
+#[test]
+fn an_explicit_thread_level_is_checked_and_recorded() {
+    let out = tmpdir("level").join("run");
+    let args = common::run_q(
+        &out,
+        &[
+            "-w",
+            "ddp_step",
+            "--model",
+            "mlp-tiny",
+            "--thread-level",
+            "funneled",
+            "-n",
+            "1",
+        ],
+    );
+    let r = common::solo(&args);
+    r.assert_code(2);
+    assert!(
+        r.stderr.contains("--thread-level funneled")
+            && r.stderr.contains("needs serialized")
+            && r.stderr.contains("leave --thread-level out"),
+        "{}",
+        r.stderr
+    );
+    let args = common::run_q(
+        &out,
+        &[
+            "-w",
+            "allreduce",
+            "-s",
+            "8B",
+            "--thread-level",
+            "funneled",
+            "-n",
+            "5",
+        ],
+    );
+    common::solo(&args).assert_code(0);
+    let prov = read_results(&out).launches.remove(0).provenance.unwrap();
+    assert_eq!(prov.mpi_thread_level_requested.as_deref(), Some("funneled"));
+    assert_eq!(prov.mpi_thread_level.as_deref(), Some("funneled"));
+}

@@ -325,6 +325,11 @@ pub trait Backend {
     fn gemm_provenance(&self) -> Option<GemmProvenance> {
         None
     }
+    /// Where this rank's progress thread runs when a ddp_step case asks for one, for
+    /// provenance (`None`: this backend starts none).
+    fn progress_thread_binding(&self) -> Option<crate::results::schema::ProgressThreadBinding> {
+        None
+    }
 
     /// `Err(reason)` if this backend cannot run the case at all (the case is then skipped).
     fn supports(&self, params: &CaseParams) -> Result<(), Unsupported>;

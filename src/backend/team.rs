@@ -19,7 +19,7 @@
 //! (`gather` then `release`) sits between phases that read each other's writes; a phase whose
 //! only consumer is the leader's MPI call needs just the gather, and the MPI result needs just
 //! the release. Threads that wait longer than [`SPIN`] sleep on a futex and are woken by the
-//! store they wait for.
+//! store they wait for; a team whose workers share a CPU ([`shared_cpus`]) sleeps at once.
 
 use std::cell::{Cell, UnsafeCell};
 use std::mem::MaybeUninit;
@@ -162,12 +162,31 @@ impl Shared {
     }
 }
 
-/// Spins until `done()` or `spin` has passed; whether `done()` held.
+thread_local! {
+    /// Spin iterations this thread made while waiting (all teams), so a test can tell a team
+    /// that parks at once from one that spins.
+    static SPINS: Cell<u64> = const { Cell::new(0) };
+}
+
+/// Spin iterations the calling thread has made in [`spin_until`] so far.
+#[cfg(test)]
+fn spins_so_far() -> u64 {
+    SPINS.with(Cell::get)
+}
+
+/// Spins until `done()` or `spin` has passed; whether `done()` held. A zero `spin` checks once
+/// and returns: threads that share a CPU park at once, since spinning would only hold the
+/// CPU from the thread it waits for until the scheduler's time slice ends.
 fn spin_until(spin: Duration, done: impl Fn() -> bool) -> bool {
+    if spin.is_zero() {
+        return done();
+    }
     let mut spins = 0u32;
     let mut start = None;
+    let count = |n: u32| SPINS.with(|c| c.set(c.get() + u64::from(n)));
     loop {
         if done() {
+            count(spins);
             return true;
         }
         std::hint::spin_loop();
@@ -176,6 +195,7 @@ fn spin_until(spin: Duration, done: impl Fn() -> bool) -> bool {
         if spins % 256 == 0 {
             let t = *start.get_or_insert_with(Instant::now);
             if t.elapsed() >= spin {
+                count(spins);
                 return done();
             }
         }
@@ -280,6 +300,14 @@ impl Ctx<'_> {
 }
 
 type Job<'a> = dyn Fn(usize, &Ctx<'_>) + Sync + 'a;
+
+/// The CPUs a team's workers share when they have fewer CPUs between them than workers
+/// (`None` when each can have one): `masks[w]` is where worker w may run. Such a team must
+/// not spin (see [`spin_until`]): a spinning worker holds the CPU its peer needs.
+pub(crate) fn shared_cpus(masks: &[Vec<u32>]) -> Option<Vec<u32>> {
+    let all: std::collections::BTreeSet<u32> = masks.iter().flatten().copied().collect();
+    (masks.len() > 1 && all.len() < masks.len()).then(|| all.into_iter().collect())
+}
 
 /// `g` workers: the thread that calls [`Team::run`] is worker 0; workers 1.. are threads
 /// that live until the team is dropped. Not `Sync`: only one thread leads.
@@ -525,6 +553,40 @@ mod tests {
         for s in sums {
             assert_eq!(s.load(Ordering::Relaxed), 2 * (50 * 51 / 2));
         }
+    }
+
+    #[test]
+    fn a_team_on_a_shared_cpu_parks_instead_of_spinning() {
+        // What decides it: fewer CPUs between the workers than workers.
+        assert_eq!(shared_cpus(&[vec![0], vec![0]]), Some(vec![0]));
+        assert_eq!(
+            shared_cpus(&[vec![0, 1], vec![0, 1], vec![1]]),
+            Some(vec![0, 1])
+        );
+        assert_eq!(shared_cpus(&[vec![0], vec![1]]), None);
+        assert_eq!(shared_cpus(&[vec![0, 1], vec![0, 1]]), None);
+        assert_eq!(shared_cpus(&[vec![0]]), None);
+        // Each worker reports the spin iterations its thread made; the leader waits (parked or
+        // spinning) while worker 1 takes its time, and worker 1 waits between jobs.
+        let spins = |spin: Duration| -> (u64, u64) {
+            let team = Team::start(2, spin, |_| {}).unwrap();
+            let before = team.map(|_| spins_so_far());
+            for _ in 0..20 {
+                std::thread::sleep(Duration::from_millis(1));
+                team.run(|w, _| {
+                    if w == 1 {
+                        std::thread::sleep(Duration::from_millis(1));
+                    }
+                });
+            }
+            let after = team.map(|_| spins_so_far());
+            (after[0] - before[0], after[1] - before[1])
+        };
+        // Spin zero: no thread spins once (each wait checks once, then sleeps on the futex).
+        assert_eq!(spins(Duration::ZERO), (0, 0));
+        // The default spins before parking: every one of these waits outlasts it.
+        let (leader, worker) = spins(SPIN);
+        assert!(leader > 0 && worker > 0, "{leader} {worker}");
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! Whether two sets of results files can be compared, and how their set-ups differ.
 //!
 //! A difference that changes performance by itself — CPU model, GPU model, backend (and its
-//! GEMM provider), MPI library, node count, emulated nodes, binding — makes a comparison
+//! GEMM provider), MPI library and the thread level it provides, node count, emulated nodes,
+//! binding — makes a comparison
 //! meaningless as a regression check: a slower number would say "other machine", not "worse
 //! code". Such a difference is *blocking*: `compare` refuses (exit 2) unless
 //! `--allow-mismatch`, and then every verdict is marked as crossing set-ups. So are different
@@ -75,6 +76,9 @@ fn join(set: &BTreeSet<String>) -> String {
 struct Property {
     what: &'static str,
     blocking: bool,
+    /// Whether a side that did not record the property blocks too (false for properties
+    /// newer than the format: older files are not a mismatch).
+    unrecorded_blocks: bool,
     values: fn(&ResultsFile) -> Vec<String>,
 }
 
@@ -86,6 +90,20 @@ const fn property(
     Property {
         what,
         blocking,
+        unrecorded_blocks: true,
+        values,
+    }
+}
+
+/// A blocking property that blocks only when both sides recorded it.
+const fn recorded_property(
+    what: &'static str,
+    values: fn(&ResultsFile) -> Vec<String>,
+) -> Property {
+    Property {
+        what,
+        blocking: true,
+        unrecorded_blocks: false,
         values,
     }
 }
@@ -159,6 +177,14 @@ const PROPERTIES: &[Property] = &[
             .map(|p| p.mpi_library.clone().unwrap_or_else(|| "unknown".into()))
             .collect()
     }),
+    // The level MPI provides changes small-message latency (Open MPI's is higher under
+    // funneled than under plain MPI_Init): two levels make a latency change of the set-up.
+    recorded_property("MPI thread level (provided)", |f| {
+        provenances(f)
+            .filter_map(|p| p.mpi_thread_level)
+            .map(|l| l.to_string())
+            .collect()
+    }),
     // The backend's kind blocks; its description is free text that changes with wording, so
     // it is shown, and what in it changes performance (the GEMM provider) is checked above.
     property("backend", true, |f| {
@@ -201,11 +227,12 @@ pub(crate) fn differences(
         .iter()
         .filter_map(|p| {
             let (b, c) = (values(baseline, p.values), values(candidate, p.values));
+            let recorded = p.unrecorded_blocks || (!b.is_empty() && !c.is_empty());
             (b != c).then(|| Difference {
                 what: p.what.to_string(),
                 baseline: join(&b),
                 candidate: join(&c),
-                blocking: p.blocking,
+                blocking: p.blocking && recorded,
             })
         })
         .collect();
@@ -365,6 +392,36 @@ mod tests {
             w[0].contains("failed") && w[0].contains("candidate"),
             "{w:?}"
         );
+    }
+
+    #[test]
+    fn a_different_thread_level_blocks_once_both_sides_recorded_it() {
+        use crate::params::ThreadLevel;
+        let at = |l: Option<ThreadLevel>| {
+            let mut f = golden();
+            f.launches[0].provenance.as_mut().unwrap().mpi_thread_level = l;
+            f
+        };
+        let (single, funneled) = (
+            at(Some(ThreadLevel::Single)),
+            at(Some(ThreadLevel::Funneled)),
+        );
+        let d = differences(&[&single], &[&funneled]);
+        assert_eq!(d.len(), 1, "{d:?}");
+        assert_eq!(
+            (
+                d[0].what.as_str(),
+                d[0].baseline.as_str(),
+                d[0].candidate.as_str()
+            ),
+            ("MPI thread level (provided)", "single", "funneled")
+        );
+        assert!(d[0].blocking);
+        assert!(differences(&[&funneled], &[&at(Some(ThreadLevel::Funneled))]).is_empty());
+        // A file from before the level was recorded: listed, not blocking.
+        let old = differences(&[&at(None)], &[&funneled]);
+        assert_eq!(old.len(), 1);
+        assert!(!old[0].blocking && old[0].baseline == "(not recorded)");
     }
 
     #[test]

@@ -47,6 +47,9 @@ pub(crate) struct RawRun {
     /// Where benchmark buffers start after a page boundary, bytes (`--buffer-offset`): one
     /// integer for send and receive buffers, or `[SEND, RECV]`.
     pub buffer_offset: Option<Spanned<toml::Value>>,
+    /// The MPI thread level of every launch (`--thread-level`): `single`, `funneled`,
+    /// `serialized` or `multiple`; default: the highest any launch needs.
+    pub thread_level: Option<Spanned<String>>,
 }
 
 /// `[launch]`: how local sweeps start their launches.

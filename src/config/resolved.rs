@@ -839,6 +839,14 @@ fn run_settings(
         None => GemmChoice::default(),
     };
     let buffer_offset = buffer_offset(ctx, &r.buffer_offset, dims)?;
+    let thread_level = match &r.thread_level {
+        Some(t) => Some(
+            t.get_ref()
+                .parse::<crate::params::ThreadLevel>()
+                .map_err(|e| ctx.err(t.span(), "run.thread_level", e.to_string()))?,
+        ),
+        None => None,
+    };
     let time_budget_s = match &r.time_budget_s {
         Some(t) => {
             limits::check_seconds("", *t.get_ref(), "0.5")
@@ -857,6 +865,7 @@ fn run_settings(
         check_iters: check,
         gemm,
         buffer_offset,
+        thread_level,
     })
 }
 

@@ -41,6 +41,11 @@ pub struct RunSettings {
     /// Where benchmark buffers start after a page boundary (`--buffer-offset`).
     #[serde(default)]
     pub buffer_offset: BufferOffset,
+    /// The MPI thread level to initialise with (`--thread-level`, spec `run.thread_level`;
+    /// a sweep sets the highest any of its launches needs). `None`: the lowest this launch's
+    /// cases need (see `plan::thread_level_needed`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thread_level: Option<super::ThreadLevel>,
 }
 
 /// Where benchmark buffers start after a page boundary (`--buffer-offset`), bytes; to study

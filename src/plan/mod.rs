@@ -12,8 +12,8 @@ use crate::error::{Error, Result};
 use crate::params::counts::{counts, CountError};
 use crate::params::{
     BackendKind, Binding, BufferOffset, CaseParams, Collect, Dtype, Fault, GemmChoice, IterPolicy,
-    LaunchShape, MatmulShape, Placement, Progress, ReduceOp, RunSettings, Scaling, Timing,
-    Topology, Workload,
+    LaunchShape, MatmulShape, Placement, Progress, ReduceOp, RunSettings, Scaling, ThreadLevel,
+    Timing, Topology, Workload,
 };
 use crate::units::{format_bytes, Bytes};
 
@@ -59,6 +59,8 @@ pub struct Request {
     pub reserved_cores: String,
     pub threads_per_device: u32,
     pub gemm: GemmChoice,
+    /// `--thread-level` (`None`: the lowest the launch needs).
+    pub thread_level: Option<ThreadLevel>,
     /// Test-only fault injection (see [`Fault`]).
     pub fault: Option<String>,
 }
@@ -98,6 +100,7 @@ impl Default for Request {
             reserved_cores: String::new(),
             threads_per_device: 1,
             gemm: GemmChoice::Auto,
+            thread_level: None,
             fault: None,
         }
     }
@@ -186,8 +189,70 @@ impl RunOptions {
                 check_iters: a.check,
                 gemm: a.gemm,
                 buffer_offset: a.buffer_offset,
+                thread_level: a.thread_level,
             },
         })
+    }
+}
+
+impl RunOptions {
+    /// Whether a case of these options runs ddp_step with a progress thread.
+    pub fn uses_progress_thread(&self) -> bool {
+        self.workloads.contains(&Workload::DdpStep) && self.progress.contains(&Progress::Thread)
+    }
+}
+
+/// Whether any of `cases` runs ddp_step with a progress thread.
+pub fn cases_use_progress_thread(cases: &[CaseParams]) -> bool {
+    cases
+        .iter()
+        .any(|c| c.workload == Workload::DdpStep && c.progress == Some(Progress::Thread))
+}
+
+/// The lowest MPI thread level a launch needs, and why. Hybrid workers, multi-threaded GEMMs
+/// and GPU runtimes add threads that never call MPI (`funneled`); ddp_step's progress thread
+/// calls MPI from a second thread, never while the main thread does (`serialized`).
+pub fn thread_level_needed(
+    backend: BackendKind,
+    topology: Topology,
+    threads_per_device: u32,
+    progress_thread: bool,
+) -> (ThreadLevel, &'static str) {
+    if progress_thread {
+        (
+            ThreadLevel::Serialized,
+            "ddp_step's progress thread calls MPI",
+        )
+    } else if topology == Topology::Hybrid {
+        (ThreadLevel::Funneled, "hybrid worker threads")
+    } else if threads_per_device > 1 {
+        (ThreadLevel::Funneled, "multi-threaded GEMM")
+    } else if backend != BackendKind::Cpu {
+        (ThreadLevel::Funneled, "the GPU runtime's threads")
+    } else {
+        (ThreadLevel::Single, "one thread per rank")
+    }
+}
+
+/// The level to initialise MPI with: `explicit` when given (the sentence of an input error,
+/// naming `option`, when it is below what the launch needs), else the one needed.
+///
+/// The level changes small-message latency (Open MPI's is measurably higher under
+/// `funneled` than under plain `MPI_Init`, see ci/bench.sh), so a study runs every launch at
+/// one level: otherwise a pure case measured beside hybrid or ddp cases would get a different
+/// latency than alone, and pure-vs-hybrid ratios would carry the difference.
+pub fn resolve_thread_level(
+    explicit: Option<ThreadLevel>,
+    needed: (ThreadLevel, &str),
+    option: &str,
+) -> std::result::Result<ThreadLevel, String> {
+    match explicit {
+        Some(l) if l < needed.0 => Err(format!(
+            "{option} {l}: this launch needs {} ({}): give {} or higher, or leave {option} out",
+            needed.0, needed.1, needed.0
+        )),
+        Some(l) => Ok(l),
+        None => Ok(needed.0),
     }
 }
 

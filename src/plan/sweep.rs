@@ -345,7 +345,37 @@ pub fn expand(spec: &SweepSpec) -> Result<SweepPlan, SpecError> {
             ),
         });
     }
+    one_thread_level(spec, &mut launches)?;
     Ok(SweepPlan { launches })
+}
+
+/// Gives every launch of a study one MPI thread level: the spec's `run.thread_level`, or
+/// the highest any launch needs (see [`super::resolve_thread_level`] for why one level).
+fn one_thread_level(spec: &SweepSpec, launches: &mut [LaunchPlan]) -> Result<(), SpecError> {
+    let needs: Vec<_> = launches
+        .iter()
+        .map(|l| {
+            super::thread_level_needed(
+                l.shape.backend,
+                l.shape.topology,
+                l.threads_per_device,
+                super::cases_use_progress_thread(&l.cases),
+            )
+        })
+        .collect();
+    let Some(highest) = needs.iter().max_by_key(|n| n.0).copied() else {
+        return Ok(());
+    };
+    let level =
+        super::resolve_thread_level(spec.settings.thread_level, highest, "run.thread_level")
+            .map_err(|e| {
+                let at = spec.text.find("thread_level").unwrap_or(0);
+                spec.error_at_offset(at, "run.thread_level", e)
+            })?;
+    for l in launches {
+        l.settings.thread_level = Some(level);
+    }
+    Ok(())
 }
 
 /// The spec's factors and the implicit ones, in expansion order.
@@ -477,6 +507,50 @@ mod tests {
 
     fn plan(text: &str) -> Result<SweepPlan, SpecError> {
         expand(&config::parse(Path::new("t.toml"), text)?)
+    }
+
+    #[test]
+    fn a_study_runs_every_launch_at_one_thread_level() {
+        use crate::params::ThreadLevel;
+        let levels = |text: &str| -> Vec<Option<ThreadLevel>> {
+            plan(text)
+                .unwrap()
+                .launches
+                .iter()
+                .map(|l| l.settings.thread_level)
+                .collect()
+        };
+        // Pure alone needs nothing; beside hybrid, the pure launch gets hybrid's level too.
+        let pure = "[axes]\nranks_per_node = 2\nsizes = \"8B\"\n";
+        assert_eq!(levels(pure), [Some(ThreadLevel::Single)]);
+        let both =
+            "[axes]\nranks_per_node = 2\ntopology = [\"pure\", \"hybrid\"]\nsizes = \"8B\"\n";
+        assert_eq!(levels(both), [Some(ThreadLevel::Funneled); 2]);
+        // A ddp_step progress thread anywhere: serialized everywhere.
+        let ddp = "[axes]\nranks_per_node = 2\nworkloads = [\"allreduce\", \"ddp_step\"]\nsizes = \"8B\"\nprogress = [\"thread\", \"test\"]\n";
+        let got = levels(ddp);
+        assert!(
+            !got.is_empty() && got.iter().all(|l| *l == Some(ThreadLevel::Serialized)),
+            "{got:?}"
+        );
+        // The spec's own level, when high enough, is every launch's.
+        let multiple = format!("{both}[run]\nthread_level = \"multiple\"\n");
+        assert_eq!(levels(&multiple), [Some(ThreadLevel::Multiple); 2]);
+        // Too low: an error at the key, naming what needs more and the fix.
+        let low = format!("{both}[run]\nthread_level = \"single\"\n");
+        let e = plan(&low).unwrap_err();
+        assert_eq!(e.key.as_deref(), Some("run.thread_level"));
+        assert_eq!(e.line, 6, "{e}");
+        let m = e.to_string();
+        assert!(
+            m.contains("needs funneled (hybrid worker threads)") && m.contains("or higher"),
+            "{m}"
+        );
+        let typo = format!("{both}[run]\nthread_level = \"serialised\"\n");
+        assert!(plan(&typo)
+            .unwrap_err()
+            .to_string()
+            .contains("expected one of single, funneled, serialized, multiple"));
     }
 
     #[test]

@@ -11,7 +11,7 @@
 
 use super::schema::{CaseResult, LaunchRecord, Provenance, ResultsFile, Unrepresentative};
 use crate::params::cpulist::{format_cpulist, parse_cpulist};
-use crate::params::{BackendKind, Binding, CaseParams};
+use crate::params::{BackendKind, Binding, CaseParams, Progress, Workload};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// More busy threads on a host than CPUs it offered the job.
@@ -45,14 +45,54 @@ fn warning(kind: &str, detail: String) -> Unrepresentative {
     }
 }
 
+/// What a case keeps busy besides one thread per device: what [`assess_launch`] counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Load {
+    /// Busy threads per device: a GEMM's threads for cases that multiply (the library's own
+    /// count where it reported one), else 1 (the thread driving the device).
+    pub threads_per_device: u32,
+    /// One MPI progress thread per rank (ddp_step with `progress = thread`).
+    pub progress_thread: bool,
+    /// Compute-bound (GEMM, ddp_step): SMT siblings offer one core's throughput, so the
+    /// capacity is physical cores, not logical CPUs.
+    pub compute_bound: bool,
+}
+
+impl Load {
+    /// A launch's collectives: one busy thread per device, latency-bound.
+    pub(crate) const COLLECTIVE: Load = Load {
+        threads_per_device: 1,
+        progress_thread: false,
+        compute_bound: false,
+    };
+
+    /// What `params` keeps busy, with the GEMM thread count its launch's provenance reports.
+    pub(crate) fn of(params: &CaseParams, p: Option<&Provenance>) -> Load {
+        if params.workload.is_collective() {
+            return Load::COLLECTIVE;
+        }
+        let asked = params.threads_per_device.unwrap_or(1).max(1);
+        let library = p
+            .and_then(|p| p.gemm.as_ref())
+            .and_then(|g| g.library_threads);
+        Load {
+            threads_per_device: library.unwrap_or(asked).max(1),
+            progress_thread: params.workload == Workload::DdpStep
+                && params.progress == Some(Progress::Thread),
+            compute_bound: true,
+        }
+    }
+}
+
 /// Every reason `case` (run in `launch`, when known) may not represent its set-up: the case's
-/// recorded reasons, those its launch's provenance gives for the case's own thread count
-/// (so files written before these were recorded are judged too), and the launch's recorded
-/// ones; one per kind, the case's own first. Empty means representative.
+/// recorded reasons, those its launch's provenance gives for what the case keeps busy
+/// ([`Load::of`], so files written before these were recorded are judged too), and the
+/// launch's recorded ones; one per kind, the case's own first. Empty means representative.
 pub(crate) fn assess(case: &CaseResult, launch: Option<&LaunchRecord>) -> Vec<Unrepresentative> {
-    let threads = case.params.threads_per_device.unwrap_or(1);
     let mut out: Vec<Unrepresentative> = Vec::new();
-    let derived = launch.map_or_else(Vec::new, |l| assess_launch(l, threads));
+    let derived = launch.map_or_else(Vec::new, |l| {
+        assess_launch(l, &Load::of(&case.params, l.provenance.as_ref()))
+    });
     let recorded = launch.map_or(&[][..], |l| l.unrepresentative.as_slice());
     for w in case.unrepresentative.iter().chain(&derived).chain(recorded) {
         if !out.iter().any(|x| x.kind == w.kind) {
@@ -79,12 +119,9 @@ pub(crate) fn is_representative(case: &CaseResult, launch: Option<&LaunchRecord>
     assess(case, launch).is_empty()
 }
 
-/// The reasons a launch's provenance gives when each device runs `threads_per_device` busy
-/// threads (1 for collectives). Nothing without provenance (nothing is known).
-pub(crate) fn assess_launch(
-    launch: &LaunchRecord,
-    threads_per_device: u32,
-) -> Vec<Unrepresentative> {
+/// The reasons a launch's provenance gives when its cases keep `load` busy
+/// ([`Load::COLLECTIVE`] for the launch itself). Nothing without provenance (nothing is known).
+pub(crate) fn assess_launch(launch: &LaunchRecord, load: &Load) -> Vec<Unrepresentative> {
     let Some(p) = &launch.provenance else {
         return Vec::new();
     };
@@ -100,29 +137,37 @@ pub(crate) fn assess_launch(
             ),
         ));
     }
-    let groups = busy_groups(p, threads_per_device.max(1));
-    let progress = progress_threads(p);
+    let groups = busy_groups(p, load);
+    let smt = smt_groups(p);
     let mut over = Vec::new();
-    for (host, load) in per_host(p, &groups) {
-        if load.busy > load.offered {
+    for (host, h) in per_host(p, &groups, load) {
+        let no_smt = Vec::new();
+        let cores = cores_of(&h.cpus, smt.get(&host).unwrap_or(&no_smt));
+        let offered = if load.compute_bound && !h.cpus.is_empty() {
+            cores
+        } else {
+            h.offered
+        };
+        if h.busy > offered {
+            let unit = if load.compute_bound && cores < h.offered {
+                format!("; {cores} physical core(s), SMT siblings counted as one for compute-bound work")
+            } else {
+                format!("; {cores} physical core(s)")
+            };
             over.push(format!(
-                "host {host}: {} busy thread(s) ({}) on {} CPU(s) offered ({})",
-                load.busy,
-                load.why.join(" + "),
-                load.offered,
-                format_cpulist(&load.cpus)
+                "host {host}: {} busy thread(s) ({}) on {} CPU(s) offered ({}{unit})",
+                h.busy,
+                h.why.join(" + "),
+                h.offered,
+                format_cpulist(&h.cpus)
             ));
         }
     }
     if !over.is_empty() {
-        let mut d = over.join("; ");
-        if let Some(v) = &progress {
-            d.push_str(&format!(" (MPI progress threads counted: {v})"));
-        }
-        out.push(warning(OVERSUBSCRIBED, d));
+        out.push(warning(OVERSUBSCRIBED, over.join("; ")));
     }
-    if launch.shape.binding != Binding::None {
-        let shared = shared_cores(&groups);
+    if launch.shape.binding != Binding::None || load.progress_thread {
+        let shared = shared_cores(&groups, &smt, load.compute_bound);
         if !shared.is_empty() {
             out.push(warning(
                 SHARED_CORES,
@@ -133,18 +178,29 @@ pub(crate) fn assess_launch(
     out
 }
 
-/// The reasons `params`' own thread count adds to its launch's recorded ones (a GEMM with
-/// several threads per device can oversubscribe a launch whose collectives fit).
+/// The reasons `params` adds to its launch's recorded ones (a GEMM with several threads per
+/// device, or ddp_step's progress thread, can oversubscribe a launch whose collectives fit).
 #[cfg_attr(not(feature = "mpi"), allow(dead_code))] // used by the run stage
 pub(crate) fn case_specific(launch: &LaunchRecord, params: &CaseParams) -> Vec<Unrepresentative> {
-    let threads = params.threads_per_device.unwrap_or(1);
-    if threads <= 1 {
+    let load = Load::of(params, launch.provenance.as_ref());
+    if load == Load::COLLECTIVE {
         return Vec::new();
     }
-    assess_launch(launch, threads)
+    assess_launch(launch, &load)
         .into_iter()
         .filter(|w| !launch.unrepresentative.contains(w))
         .collect()
+}
+
+/// Who keeps a CPU busy, for the per-host sums.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Role {
+    /// A device's driving thread and its GEMM threads.
+    Device,
+    /// ddp_step's progress thread (`progress = thread`).
+    Progress,
+    /// An MPI library's asynchronous progress thread (switched on by the environment).
+    AsyncProgress,
 }
 
 /// Threads that keep a CPU busy for the whole case, on a host, allowed on `cpus`.
@@ -153,45 +209,60 @@ struct Busy {
     host: String,
     cpus: Vec<u32>,
     threads: u32,
-    /// Who they are, for the message (`device 3`, `rank 1`).
+    role: Role,
+    /// Who they are, for the message (`device 3`, `rank 1`, `rank 1 progress thread`).
     who: String,
 }
 
-/// The busy threads of a launch: on the CPU backend each device's driving thread and its GEMM
-/// threads; on a GPU backend one host thread per rank (it polls its stream and MPI); plus one
-/// asynchronous progress thread per rank where the MPI library was told to start one.
-fn busy_groups(p: &Provenance, threads_per_device: u32) -> Vec<Busy> {
-    let progress = progress_threads(p).is_some();
+/// The busy threads of a launch under `load`: on the CPU backend each device's driving thread
+/// and its GEMM threads; on a GPU backend one host thread per rank (it polls its stream and
+/// MPI); one progress thread per rank where the case starts one (where the rank recorded it,
+/// else on the rank's CPUs); one asynchronous progress thread per rank where the MPI library
+/// was told to start one.
+fn busy_groups(p: &Provenance, load: &Load) -> Vec<Busy> {
+    let library_progress = progress_threads(p).is_some();
     let mut out = Vec::new();
     for r in &p.ranks {
         let rank_cpus = parse_cpulist(&r.cpus).unwrap_or_default();
+        let mut push = |cpus: Vec<u32>, threads: u32, role: Role, who: String| {
+            out.push(Busy {
+                host: r.host.clone(),
+                cpus,
+                threads,
+                role,
+                who,
+            })
+        };
         match p.backend.kind {
             BackendKind::Cpu if !r.devices.is_empty() => {
                 for d in &r.devices {
-                    out.push(Busy {
-                        host: r.host.clone(),
-                        cpus: parse_cpulist(&d.cpus)
-                            .filter(|c| !c.is_empty())
-                            .unwrap_or_else(|| rank_cpus.clone()),
-                        threads: threads_per_device,
-                        who: format!("device {}", d.index),
-                    });
+                    let cpus = parse_cpulist(&d.cpus)
+                        .filter(|c| !c.is_empty())
+                        .unwrap_or_else(|| rank_cpus.clone());
+                    let who = format!("device {}", d.index);
+                    push(cpus, load.threads_per_device, Role::Device, who);
                 }
             }
-            _ => out.push(Busy {
-                host: r.host.clone(),
-                cpus: rank_cpus.clone(),
-                threads: 1,
-                who: format!("rank {}", r.rank),
-            }),
+            _ => push(
+                rank_cpus.clone(),
+                1,
+                Role::Device,
+                format!("rank {}", r.rank),
+            ),
         }
-        if progress {
-            out.push(Busy {
-                host: r.host.clone(),
-                cpus: rank_cpus,
-                threads: 1,
-                who: format!("rank {} progress", r.rank),
-            });
+        if load.progress_thread {
+            let cpus = r
+                .progress_thread
+                .as_ref()
+                .and_then(|t| parse_cpulist(&t.cpus))
+                .filter(|c| !c.is_empty())
+                .unwrap_or_else(|| rank_cpus.clone());
+            let who = format!("rank {} progress thread", r.rank);
+            push(cpus, 1, Role::Progress, who);
+        }
+        if library_progress {
+            let who = format!("rank {} MPI progress", r.rank);
+            push(rank_cpus, 1, Role::AsyncProgress, who);
         }
     }
     out
@@ -209,6 +280,35 @@ fn progress_threads(p: &Provenance) -> Option<String> {
     })
 }
 
+/// Each host's SMT sibling groups, as recorded (empty: no SMT, or not recorded).
+fn smt_groups(p: &Provenance) -> BTreeMap<String, Vec<Vec<u32>>> {
+    p.hosts
+        .iter()
+        .map(|h| {
+            let groups = h
+                .smt_siblings
+                .iter()
+                .filter_map(|g| parse_cpulist(g))
+                .collect();
+            (h.host.clone(), groups)
+        })
+        .collect()
+}
+
+/// Physical cores among `cpus`: CPUs of one sibling group count once.
+fn cores_of(cpus: &[u32], smt: &[Vec<u32>]) -> u32 {
+    let core: BTreeSet<u32> = cpus
+        .iter()
+        .map(|c| {
+            smt.iter()
+                .find(|g| g.contains(c))
+                .and_then(|g| g.iter().min().copied())
+                .unwrap_or(*c)
+        })
+        .collect();
+    core.len() as u32
+}
+
 /// What one host carried.
 #[derive(Debug, Default)]
 struct HostLoad {
@@ -219,12 +319,12 @@ struct HostLoad {
 }
 
 /// Busy threads per host against the CPUs its ranks were allowed on (the union of their
-/// affinity masks: what the launcher or the batch system offered, and the masks of the
-/// threads driving their devices: a hybrid rank binds its own thread to its first device's
-/// core and its workers to the others, and files written before ranks recorded all their
-/// threads' CPUs show only the first), falling back to the host's logical CPU count when no
-/// mask was recorded.
-fn per_host(p: &Provenance, groups: &[Busy]) -> BTreeMap<String, HostLoad> {
+/// affinity masks: what the launcher or the batch system offered, the masks of the threads
+/// driving their devices — a hybrid rank binds its own thread to its first device's core and
+/// its workers to the others, and files written before ranks recorded all their threads' CPUs
+/// show only the first — and, when the case starts one, its progress thread's), falling back
+/// to the host's logical CPU count when no mask was recorded.
+fn per_host(p: &Provenance, groups: &[Busy], load: &Load) -> BTreeMap<String, HostLoad> {
     let mut out: BTreeMap<String, HostLoad> = BTreeMap::new();
     let mut cpus: BTreeMap<&str, BTreeSet<u32>> = BTreeMap::new();
     for r in &p.ranks {
@@ -233,14 +333,30 @@ fn per_host(p: &Provenance, groups: &[Busy]) -> BTreeMap<String, HostLoad> {
         for d in &r.devices {
             set.extend(parse_cpulist(&d.cpus).unwrap_or_default());
         }
+        if let Some(t) = r.progress_thread.as_ref().filter(|_| load.progress_thread) {
+            set.extend(parse_cpulist(&t.cpus).unwrap_or_default());
+        }
     }
-    let mut ranks: BTreeMap<&str, u32> = BTreeMap::new();
-    for r in &p.ranks {
-        *ranks.entry(r.host.as_str()).or_default() += 1;
-    }
+    let mut by_role: BTreeMap<(String, Role), (u32, u32)> = BTreeMap::new();
     for g in groups {
-        let h = out.entry(g.host.clone()).or_default();
-        h.busy += g.threads;
+        out.entry(g.host.clone()).or_default().busy += g.threads;
+        let e = by_role.entry((g.host.clone(), g.role)).or_default();
+        e.0 += 1;
+        e.1 += g.threads;
+    }
+    for ((host, role), (n, threads)) in by_role {
+        let text = match role {
+            Role::Device if threads > n => {
+                format!("{n} device(s) × {} thread(s)", threads / n.max(1))
+            }
+            Role::Device => format!("{n} device thread(s)"),
+            Role::Progress => format!("{n} ddp_step progress thread(s)"),
+            Role::AsyncProgress => format!(
+                "{n} MPI progress thread(s): {}",
+                progress_threads(p).unwrap_or_default()
+            ),
+        };
+        out.entry(host).or_default().why.push(text);
     }
     for (host, h) in &mut out {
         let set = cpus.get(host.as_str()).cloned().unwrap_or_default();
@@ -253,56 +369,71 @@ fn per_host(p: &Provenance, groups: &[Busy]) -> BTreeMap<String, HostLoad> {
             set.len() as u32
         };
         h.cpus = set.into_iter().collect();
-        let n = ranks.get(host.as_str()).copied().unwrap_or(0);
-        let per_rank = h.busy / n.max(1);
-        h.why.push(format!("{n} rank(s) × {per_rank} per rank"));
     }
     out
 }
 
-/// Sets of overlapping CPU masks on one host that carry more busy threads than CPUs: a
-/// binding that stacked devices on the same cores.
-fn shared_cores(groups: &[Busy]) -> Vec<String> {
+/// Sets of overlapping CPU masks on one host that carry more busy threads than they have CPUs
+/// (cores, for compute-bound work): a binding that stacked devices, or a progress thread, on
+/// the same cores.
+fn shared_cores(
+    groups: &[Busy],
+    smt: &BTreeMap<String, Vec<Vec<u32>>>,
+    compute_bound: bool,
+) -> Vec<String> {
     let mut out = Vec::new();
     let mut hosts: BTreeMap<&str, Vec<&Busy>> = BTreeMap::new();
     for g in groups {
         hosts.entry(g.host.as_str()).or_default().push(g);
     }
+    let no_smt = Vec::new();
     for (host, gs) in hosts {
-        // Connected components of "masks overlap", by repeated merging (a host has few).
-        let mut comps: Vec<(BTreeSet<u32>, u32, Vec<String>)> = Vec::new();
-        for g in gs {
-            let mut set: BTreeSet<u32> = g.cpus.iter().copied().collect();
-            let mut threads = g.threads;
-            let mut who = vec![g.who.clone()];
-            let mut i = 0;
-            while i < comps.len() {
-                if !comps[i].0.is_disjoint(&set) {
-                    let (s, t, w) = comps.swap_remove(i);
-                    set.extend(s);
-                    threads += t;
-                    who.extend(w);
-                    i = 0;
-                } else {
-                    i += 1;
-                }
-            }
-            comps.push((set, threads, who));
-        }
-        for (set, threads, mut who) in comps {
+        let siblings = smt.get(host).unwrap_or(&no_smt);
+        for (set, threads, mut who) in components(&gs) {
             who.sort_by_key(|w| (w.len(), w.clone()));
-            if who.len() >= 2 && threads as usize > set.len() {
-                let cpus: Vec<u32> = set.into_iter().collect();
+            let cpus: Vec<u32> = set.into_iter().collect();
+            let room = if compute_bound {
+                cores_of(&cpus, siblings)
+            } else {
+                cpus.len() as u32
+            };
+            if who.len() >= 2 && threads > room {
                 out.push(format!(
-                    "host {host}: {} bound to CPU(s) {} ({} CPU(s) for {threads} busy thread(s))",
+                    "host {host}: {} bound to CPU(s) {} ({} CPU(s), {} core(s), for {threads} busy thread(s))",
                     who.join(", "),
                     format_cpulist(&cpus),
-                    cpus.len()
+                    cpus.len(),
+                    cores_of(&cpus, siblings)
                 ));
             }
         }
     }
     out
+}
+
+/// Connected components of "masks overlap" among one host's busy groups, by repeated merging
+/// (a host has few): each component's CPUs, busy threads and members.
+fn components(gs: &[&Busy]) -> Vec<(BTreeSet<u32>, u32, Vec<String>)> {
+    let mut comps: Vec<(BTreeSet<u32>, u32, Vec<String>)> = Vec::new();
+    for g in gs {
+        let mut set: BTreeSet<u32> = g.cpus.iter().copied().collect();
+        let mut threads = g.threads;
+        let mut who = vec![g.who.clone()];
+        let mut i = 0;
+        while i < comps.len() {
+            if !comps[i].0.is_disjoint(&set) {
+                let (s, t, w) = comps.swap_remove(i);
+                set.extend(s);
+                threads += t;
+                who.extend(w);
+                i = 0;
+            } else {
+                i += 1;
+            }
+        }
+        comps.push((set, threads, who));
+    }
+    comps
 }
 
 /// The CPU clock's change over a case, from per-CPU readings (MHz, same CPUs in the same
@@ -378,6 +509,7 @@ mod tests {
                         }
                     })
                     .collect(),
+                progress_thread: None,
             })
             .collect();
         LaunchRecord {
@@ -416,13 +548,27 @@ mod tests {
                     memory_bytes: 1,
                     copy_flags: None,
                     libc: None,
+                    smt_siblings: vec![],
                 }],
                 environment: BTreeMap::new(),
                 warnings: vec![],
                 buffer_policy: None,
                 gemm: None,
+                mpi_thread_level_requested: None,
+                mpi_thread_level: None,
             }),
             unrepresentative: vec![],
+        }
+    }
+
+    const C: Load = Load::COLLECTIVE;
+
+    /// A GEMM case's load with `t` threads per device.
+    fn gemm(t: u32) -> Load {
+        Load {
+            threads_per_device: t,
+            progress_thread: false,
+            compute_bound: true,
         }
     }
 
@@ -433,8 +579,8 @@ mod tests {
     #[test]
     fn more_busy_threads_than_cpus_is_oversubscribed() {
         let all = |_| "0-1".to_string();
-        assert!(assess_launch(&launch(2, 1, "0-1", Binding::None, all), 1).is_empty());
-        let w = assess_launch(&launch(4, 1, "0-1", Binding::None, all), 1);
+        assert!(assess_launch(&launch(2, 1, "0-1", Binding::None, all), &C).is_empty());
+        let w = assess_launch(&launch(4, 1, "0-1", Binding::None, all), &C);
         assert_eq!(kinds(&w), [OVERSUBSCRIBED]);
         assert!(
             w[0].detail.contains("4 busy thread(s)") && w[0].detail.contains("2 CPU(s) offered"),
@@ -443,11 +589,11 @@ mod tests {
         );
         // Hybrid: one rank, two worker threads on 2 CPUs fits; GEMM threads ×2 do not.
         let hyb = launch(1, 2, "0-1", Binding::None, all);
-        assert!(assess_launch(&hyb, 1).is_empty());
-        assert_eq!(kinds(&assess_launch(&hyb, 2)), [OVERSUBSCRIBED]);
+        assert!(assess_launch(&hyb, &C).is_empty());
+        assert_eq!(kinds(&assess_launch(&hyb, &gemm(2))), [OVERSUBSCRIBED]);
         // A rank mask narrower than the host is what was offered.
         let narrow = launch(2, 1, "0", Binding::None, |_| "0".into());
-        assert_eq!(kinds(&assess_launch(&narrow, 1)), [OVERSUBSCRIBED]);
+        assert_eq!(kinds(&assess_launch(&narrow, &C)), [OVERSUBSCRIBED]);
     }
 
     #[test]
@@ -456,13 +602,13 @@ mod tests {
         // device 0's core, its second worker on the other. 2 busy threads on 2 CPUs.
         let one = launch(1, 2, "0", Binding::Core, |d| d.to_string());
         assert!(
-            assess_launch(&one, 1).is_empty(),
+            assess_launch(&one, &C).is_empty(),
             "{:?}",
-            assess_launch(&one, 1)
+            assess_launch(&one, &C)
         );
         // Two such ranks (2 emulated nodes) on the same 2 cores: 4 busy threads.
         let two = launch(2, 2, "0", Binding::Core, |d| (d / 2).to_string());
-        let w = assess_launch(&two, 1);
+        let w = assess_launch(&two, &C);
         assert!(kinds(&w).contains(&OVERSUBSCRIBED), "{w:?}");
         let over = w.iter().find(|x| x.kind == OVERSUBSCRIBED).unwrap();
         assert!(
@@ -475,21 +621,21 @@ mod tests {
     #[test]
     fn progress_threads_count() {
         let mut l = launch(2, 1, "0-3", Binding::None, |_| "0-3".into());
-        assert!(assess_launch(&l, 1).is_empty());
+        assert!(assess_launch(&l, &C).is_empty());
         l.provenance
             .as_mut()
             .unwrap()
             .environment
             .insert("MPICH_ASYNC_PROGRESS".into(), "1".into());
         // 2 ranks + 2 progress threads on 4 CPUs: still fits; on 3 CPUs it does not.
-        assert!(assess_launch(&l, 1).is_empty());
+        assert!(assess_launch(&l, &C).is_empty());
         for r in &mut l.provenance.as_mut().unwrap().ranks {
             r.cpus = "0-2".into();
             for d in &mut r.devices {
                 d.cpus = "0-2".into();
             }
         }
-        let w = assess_launch(&l, 1);
+        let w = assess_launch(&l, &C);
         assert_eq!(kinds(&w), [OVERSUBSCRIBED]);
         assert!(
             w[0].detail.contains("MPICH_ASYNC_PROGRESS=1"),
@@ -502,7 +648,7 @@ mod tests {
     fn two_devices_bound_to_one_core_share_it() {
         // 2 ranks on 2 CPUs, both bound to CPU 0: the host fits, the binding does not.
         let l = launch(2, 1, "0-1", Binding::Core, |_| "0".into());
-        let w = assess_launch(&l, 1);
+        let w = assess_launch(&l, &C);
         assert_eq!(kinds(&w), [SHARED_CORES]);
         assert!(
             w[0].detail.contains("device 0, device 1"),
@@ -511,9 +657,11 @@ mod tests {
         );
         // One core each is fine; overlapping masks with room for both are fine.
         assert!(
-            assess_launch(&launch(2, 1, "0-1", Binding::Core, |d| d.to_string()), 1).is_empty()
+            assess_launch(&launch(2, 1, "0-1", Binding::Core, |d| d.to_string()), &C).is_empty()
         );
-        assert!(assess_launch(&launch(2, 1, "0-1", Binding::Numa, |_| "0-1".into()), 1).is_empty());
+        assert!(
+            assess_launch(&launch(2, 1, "0-1", Binding::Numa, |_| "0-1".into()), &C).is_empty()
+        );
     }
 
     #[test]
@@ -522,11 +670,11 @@ mod tests {
         let p = l.provenance.as_mut().unwrap();
         p.emulated_nodes = true;
         assert!(
-            assess_launch(&l, 1).is_empty(),
+            assess_launch(&l, &C).is_empty(),
             "one node: nothing emulated"
         );
         l.provenance.as_mut().unwrap().nodes = 2;
-        assert_eq!(kinds(&assess_launch(&l, 1)), [EMULATED_NODES]);
+        assert_eq!(kinds(&assess_launch(&l, &C)), [EMULATED_NODES]);
     }
 
     #[test]
@@ -556,6 +704,122 @@ mod tests {
         c.unrepresentative.clear();
         assert_eq!(kinds(&assess_in(&f, &c)), [OVERSUBSCRIBED]);
         assert!(assess_in(&file, &file.cases[0]).is_empty());
+    }
+
+    /// ddp_step with `progress`, as a case of the golden file.
+    fn ddp_case(progress: Progress) -> CaseParams {
+        let file = crate::results::io::parse_results(
+            std::path::Path::new("golden"),
+            include_str!("../../tests/golden/results-v1.json"),
+        )
+        .unwrap();
+        let mut p = file.cases[0].params.clone();
+        p.workload = Workload::DdpStep;
+        p.progress = Some(progress);
+        p.threads_per_device = Some(1);
+        p
+    }
+
+    #[test]
+    fn the_ddp_progress_thread_is_counted_and_named() {
+        // 2 ranks on 2 CPUs (mpirun --bind-to none): 2 device threads fit, 2 progress
+        // threads more do not; with progress=test nothing is added.
+        let l = launch(2, 1, "0-1", Binding::None, |_| "0-1".into());
+        let thread = Load::of(&ddp_case(Progress::Thread), l.provenance.as_ref());
+        assert!(thread.progress_thread && thread.compute_bound);
+        let w = assess_launch(&l, &thread);
+        assert!(kinds(&w).contains(&OVERSUBSCRIBED), "{w:?}");
+        let over = &w.iter().find(|x| x.kind == OVERSUBSCRIBED).unwrap().detail;
+        assert!(
+            over.contains("4 busy thread(s) (2 device thread(s) + 2 ddp_step progress thread(s))")
+                && over.contains("2 CPU(s) offered"),
+            "{over}"
+        );
+        let test = Load::of(&ddp_case(Progress::Test), l.provenance.as_ref());
+        assert!(assess_launch(&l, &test).is_empty());
+        assert_eq!(case_specific(&l, &ddp_case(Progress::Test)), vec![]);
+        assert!(!case_specific(&l, &ddp_case(Progress::Thread)).is_empty());
+        // A rank bound to one CPU whose progress thread shares it: named as sharing.
+        let mut one = launch(1, 1, "0", Binding::Core, |_| "0".into());
+        one.provenance.as_mut().unwrap().ranks[0].progress_thread =
+            Some(crate::results::schema::ProgressThreadBinding {
+                cpus: "0".into(),
+                spare: false,
+            });
+        let w = assess_launch(&one, &thread);
+        let shared = &w.iter().find(|x| x.kind == SHARED_CORES).unwrap().detail;
+        assert!(shared.contains("rank 0 progress thread"), "{shared}");
+        // Bound to a spare core of its rank: nothing to say.
+        let mut spare = launch(1, 1, "0-1", Binding::Core, |_| "0".into());
+        spare.provenance.as_mut().unwrap().ranks[0].progress_thread =
+            Some(crate::results::schema::ProgressThreadBinding {
+                cpus: "1".into(),
+                spare: true,
+            });
+        assert!(
+            assess_launch(&spare, &thread).is_empty(),
+            "{:?}",
+            assess_launch(&spare, &thread)
+        );
+    }
+
+    #[test]
+    fn smt_siblings_are_one_core_for_compute_bound_work() {
+        // CPUs 0 and 1 are one core's two hardware threads.
+        let mut l = launch(2, 1, "0-1", Binding::None, |_| "0-1".into());
+        l.provenance.as_mut().unwrap().hosts[0].smt_siblings = vec!["0-1".into()];
+        // Two busy-polling collectives fit two logical CPUs.
+        assert!(assess_launch(&l, &C).is_empty());
+        // Two single-threaded GEMMs do not fit one core; both counts are said.
+        let w = assess_launch(&l, &gemm(1));
+        assert_eq!(kinds(&w), [OVERSUBSCRIBED]);
+        assert!(
+            w[0].detail.contains(
+                "on 2 CPU(s) offered (0-1; 1 physical core(s), SMT siblings counted as one"
+            ),
+            "{}",
+            w[0].detail
+        );
+        // Without SMT the same GEMMs fit.
+        l.provenance.as_mut().unwrap().hosts[0].smt_siblings.clear();
+        assert!(assess_launch(&l, &gemm(1)).is_empty());
+    }
+
+    #[test]
+    fn the_blas_thread_count_it_reported_is_the_one_counted() {
+        let mut l = launch(1, 1, "0-3", Binding::None, |_| "0-3".into());
+        let mut p = ddp_case(Progress::Test);
+        p.workload = Workload::Matmul;
+        p.progress = None;
+        // Asked for 1 thread; the library says it runs 8: 8 busy threads on 4 CPUs.
+        l.provenance.as_mut().unwrap().gemm = Some(crate::results::schema::GemmProvenance {
+            requested: crate::params::GemmChoice::Blas,
+            provider: crate::params::GemmProvider::Blas,
+            library: Some("libopenblas.so".into()),
+            version: "OpenBLAS".into(),
+            threads_per_device: 1,
+            library_threads: Some(8),
+        });
+        assert_eq!(Load::of(&p, l.provenance.as_ref()).threads_per_device, 8);
+        let w = case_specific(&l, &p);
+        assert_eq!(kinds(&w), [OVERSUBSCRIBED]);
+        assert!(
+            w[0].detail.contains("1 device(s) × 8 thread(s)"),
+            "{}",
+            w[0].detail
+        );
+        // Collectives do not run the GEMM: its threads are not theirs.
+        assert_eq!(Load::of(&file_case(), l.provenance.as_ref()), C);
+    }
+
+    /// The golden file's first case (a collective).
+    fn file_case() -> CaseParams {
+        let file = crate::results::io::parse_results(
+            std::path::Path::new("golden"),
+            include_str!("../../tests/golden/results-v1.json"),
+        )
+        .unwrap();
+        file.cases[0].params.clone()
     }
 
     #[test]

@@ -167,6 +167,16 @@ pub struct Provenance {
     /// `warnings`). Absent on the CUDA backend and in launches without GEMM cases.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gemm: Option<GemmProvenance>,
+    /// The MPI thread level the launch asked for (`single` is plain `MPI_Init`): one level
+    /// per study, see `plan::resolve_thread_level`. Absent in files written before it was
+    /// recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mpi_thread_level_requested: Option<crate::params::ThreadLevel>,
+    /// The thread level MPI provides (`MPI_Query_thread`); `compare` refuses runs that differ
+    /// in it (it changes small-message latency). Absent in files written before it was
+    /// recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mpi_thread_level: Option<crate::params::ThreadLevel>,
 }
 
 /// Which CPU GEMM ran, and how it was set up.
@@ -225,6 +235,20 @@ pub struct RankInfo {
     pub cpus: String,
     /// The devices this process drives.
     pub devices: Vec<DeviceBinding>,
+    /// Where this rank's MPI progress thread runs when a ddp_step case asks for one
+    /// (`progress = thread`); absent on backends without one and in older files.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub progress_thread: Option<ProgressThreadBinding>,
+}
+
+/// The CPUs a rank's progress thread is bound to.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProgressThreadBinding {
+    /// Linux cpulist.
+    pub cpus: String,
+    /// True when none of these CPUs runs one of the rank's device threads (a spare core of the
+    /// rank's CPUs); false when the thread shares the device threads' CPUs.
+    pub spare: bool,
 }
 
 /// One device (GPU, or CPU worker on the CPU backend) driven by a rank.
@@ -261,6 +285,11 @@ pub struct HostInfo {
     /// buffers); absent where unknown.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub libc: Option<String>,
+    /// Logical CPUs that share a physical core (SMT siblings), one cpulist per core that has
+    /// more than one (e.g. `["0,4", "1,5"]`); empty without SMT or where not read. Compute-bound
+    /// work counts each group as one core.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub smt_siblings: Vec<String>,
 }
 
 /// How a case ended.

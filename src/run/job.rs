@@ -15,7 +15,9 @@ use crate::comm::mpi::MpiComm;
 use crate::comm::HostComm;
 use crate::config::limits;
 use crate::error::{Error, Result, EXIT_CASES_FAILED, EXIT_OK};
-use crate::params::{BackendKind, Binding, CaseParams, LaunchShape, Placement, Topology};
+use crate::params::{
+    BackendKind, Binding, CaseParams, LaunchShape, Placement, ThreadLevel, Topology,
+};
 use crate::plan::{self, LaunchPlan, RunOptions};
 use crate::results::io::{
     new_results, write_results, Journal, JournalRecord, JOURNAL_FILE, RESULTS_FILE,
@@ -136,28 +138,16 @@ pub fn run(request: &super::Request, argv: &[String]) -> Result<RunOutcome> {
             "--backend cuda: this scalebench was built without CUDA support: rebuild with `cargo build --release --features cuda`".into(),
         ));
     }
-    // Ask for the lowest thread level the launch needs: OpenMPI's small-message latency is
-    // measurably higher under MPI_THREAD_FUNNELED than under MPI_Init (see ci/bench.sh), and
-    // only hybrid workers, multi-threaded GEMMs and GPU runtimes add threads (none calls MPI).
-    let needs_threads = req.topology == Topology::Hybrid
-        || req.threads_per_device > 1
-        || req.backend != BackendKind::Cpu;
-    // ddp_step's progress thread calls MPI from a second thread (never two at once).
-    let progress_thread = match &req.cases {
-        Cases::Options(o) => {
-            o.workloads.contains(&crate::params::Workload::DdpStep)
-                && o.progress.contains(&crate::params::Progress::Thread)
-        }
-        Cases::Plan(c) => c
-            .iter()
-            .any(|c| c.progress == Some(crate::params::Progress::Thread)),
-    };
-    let universe = if progress_thread {
-        mpi::initialize_with_threading(mpi::Threading::Serialized).map(|(u, _)| u)
-    } else if needs_threads {
-        mpi::initialize_with_threading(mpi::Threading::Funneled).map(|(u, _)| u)
-    } else {
-        mpi::initialize()
+    let level = thread_level(&req, request)?;
+    let universe = match level {
+        // Plain MPI_Init where no thread is added: see `plan::resolve_thread_level`.
+        ThreadLevel::Single => mpi::initialize(),
+        l => mpi::initialize_with_threading(match l {
+            ThreadLevel::Funneled => mpi::Threading::Funneled,
+            ThreadLevel::Serialized => mpi::Threading::Serialized,
+            _ => mpi::Threading::Multiple,
+        })
+        .map(|(u, _)| u),
     };
     let Some(universe) = universe else {
         return Err(Error::Runtime(
@@ -168,7 +158,7 @@ pub fn run(request: &super::Request, argv: &[String]) -> Result<RunOutcome> {
     let comm = MpiComm::new(&world);
     let rank = comm.rank();
     identity::set_mpi_rank(rank);
-    let result = run_in_world(request, req, op_timeout, &world, &comm, argv);
+    let result = run_in_world(request, req, op_timeout, &world, &comm, argv, level);
     if let Err(e) = &result {
         // Said now, before MPI_Finalize: every rank passes its fence before exiting, so a rank
         // that exits first (and so makes mpirun end the job) cannot cut rank 0 off before it
@@ -180,6 +170,26 @@ pub fn run(request: &super::Request, argv: &[String]) -> Result<RunOutcome> {
     result
 }
 
+/// The MPI thread level of this launch: the one its options or plan give (a sweep gives all
+/// its launches one), else the lowest its cases need; below what they need is an input error.
+fn thread_level(req: &Launch, request: &super::Request) -> Result<ThreadLevel> {
+    let progress_thread = match &req.cases {
+        Cases::Options(o) => o.uses_progress_thread(),
+        Cases::Plan(c) => plan::cases_use_progress_thread(c),
+    };
+    let needed = plan::thread_level_needed(
+        req.backend,
+        req.topology,
+        req.threads_per_device,
+        progress_thread,
+    );
+    let option = match &request.cases {
+        super::Cases::PlanFile(path) => format!("--plan {}: thread_level", path.display()),
+        super::Cases::Options(_) => "--thread-level".to_string(),
+    };
+    plan::resolve_thread_level(req.settings.thread_level, needed, &option).map_err(Error::Input)
+}
+
 /// The job once MPI is up: everything after `MPI_Init` and before `MPI_Finalize`.
 fn run_in_world(
     request: &super::Request,
@@ -188,6 +198,7 @@ fn run_in_world(
     world: &SimpleCommunicator,
     comm: &MpiComm,
     argv: &[String],
+    thread_level: ThreadLevel,
 ) -> Result<RunOutcome> {
     let (rank, size) = (comm.rank(), comm.size());
     let keep = Arc::new(Mutex::new(Kept::default()));
@@ -241,6 +252,7 @@ fn run_in_world(
         shape,
         cases: &cases,
         notes,
+        thread_level,
     };
     match req.backend {
         BackendKind::Cpu => {
@@ -494,6 +506,8 @@ struct Job<'a> {
     cases: &'a [CaseParams],
     /// Binding notes of this rank (fallbacks, shared cores).
     notes: Vec<String>,
+    /// The MPI thread level asked for.
+    thread_level: ThreadLevel,
 }
 
 impl Job<'_> {
@@ -532,12 +546,15 @@ impl Job<'_> {
         let mut table = TablePrinter::new();
         let mut results: Vec<CaseResult> = Vec::new();
         let mut any_failed = false;
+        // Reasons already on screen: the launch's, then each case-specific one once.
+        let mut said: Vec<_> = launch.unrepresentative.clone();
         self.watchdog.disarm();
         for params in self.cases {
             let (rec, failed) = self.run_case(&mut backend, params, &launch, &clock_cpus);
             any_failed |= failed;
             if let Some(rec) = rec {
                 append(&mut journal, JournalRecord::Case(Box::new(rec.clone())))?;
+                self.print(case_warnings(&rec, &mut said));
                 self.print(table.push(&rec));
                 let mut k = lock_kept(self.keep);
                 k.cases.push(rec.clone());
@@ -591,6 +608,7 @@ impl Job<'_> {
         let provenance =
             gather_provenance(self.comm, backend, self.layout, &self.notes).map(|mut p| {
                 p.buffer_policy = backend.buffer_policy(self.settings.buffer_offset);
+                record_thread_level(&mut p, self.thread_level);
                 p
             });
         let mut launch = LaunchRecord {
@@ -610,7 +628,8 @@ impl Job<'_> {
             provenance,
             unrepresentative: Vec::new(),
         };
-        launch.unrepresentative = representative::assess_launch(&launch, 1);
+        launch.unrepresentative =
+            representative::assess_launch(&launch, &representative::Load::COLLECTIVE);
         launch
     }
 
@@ -736,6 +755,26 @@ impl Job<'_> {
         write_results(&path, &new_results(info, vec![launch], results))?;
         Ok(path)
     }
+}
+
+/// The lines that say what makes `rec` unrepresentative beyond what is on screen (`said`,
+/// which grows by them): a ddp_step progress thread or a GEMM's threads the launch's
+/// collectives did not have.
+fn case_warnings(
+    rec: &CaseResult,
+    said: &mut Vec<crate::results::schema::Unrepresentative>,
+) -> Vec<String> {
+    let mut out = Vec::new();
+    for w in &rec.unrepresentative {
+        if !said.contains(w) {
+            out.push(format!(
+                "# warning: case {} not representative ({}): {}",
+                rec.id, w.kind, w.detail
+            ));
+            said.push(w.clone());
+        }
+    }
+    out
 }
 
 /// Appends to rank 0's journal (nothing elsewhere); a failure ends the whole job, see
@@ -882,6 +921,7 @@ fn describe_rank<B: Backend>(rank: u32, backend: &B, layout: &NodeLayout) -> Ran
         pid: std::process::id(),
         cpus: affinity::format_cpulist(&cpus),
         devices,
+        progress_thread: backend.progress_thread_binding(),
     }
 }
 
@@ -911,6 +951,23 @@ fn rank0_gemm(
         }
     }
     gemm
+}
+
+/// The thread level asked for and the one MPI provides (`MPI_Query_thread`), with a warning
+/// when MPI gives less than asked (a progress thread then cannot start: its cases fail).
+fn record_thread_level(p: &mut Provenance, asked: ThreadLevel) {
+    let provided = crate::comm::raw::thread_level();
+    let provided = ThreadLevel::ALL
+        .get(provided as usize)
+        .copied()
+        .unwrap_or(ThreadLevel::Single);
+    if provided < asked {
+        p.warnings.push(format!(
+            "MPI was asked for thread level {asked} and provides {provided}: cases that need {asked} cannot run"
+        ));
+    }
+    p.mpi_thread_level_requested = Some(asked);
+    p.mpi_thread_level = Some(provided);
 }
 
 /// Every rank describes itself; rank 0 assembles the provenance.
@@ -965,5 +1022,7 @@ fn gather_provenance<B: Backend>(
         warnings,
         gemm,
         buffer_policy: None,
+        mpi_thread_level_requested: None,
+        mpi_thread_level: None,
     })
 }

@@ -218,6 +218,46 @@ pub fn decide(m: &Machine, req: &BindRequest) -> Result<BindDecision, BindError>
     })
 }
 
+/// Where a rank's MPI progress thread (ddp_step, `progress = thread`) runs: a core of the
+/// rank's own CPUs (`rank_cpus`) that none of its device threads may run on (`device_cpus`;
+/// `None` is an unbound thread: all of the rank's CPUs), a whole free core first (an SMT
+/// sibling of a busy CPU shares its core's pipelines), else a free sibling. `spare` is false
+/// when there is none: the thread then runs on all the rank's CPUs, sharing them with its
+/// devices. `smt` lists the host's sibling groups (see `HostInfo::smt_siblings`).
+pub fn progress_thread_cpus(
+    rank_cpus: &[u32],
+    device_cpus: &[Option<Vec<u32>>],
+    smt: &[Vec<u32>],
+) -> (Vec<u32>, bool) {
+    let busy: std::collections::BTreeSet<u32> = device_cpus
+        .iter()
+        .flat_map(|d| d.as_deref().unwrap_or(rank_cpus).iter().copied())
+        .collect();
+    let free: Vec<u32> = rank_cpus
+        .iter()
+        .copied()
+        .filter(|c| !busy.contains(c))
+        .collect();
+    let siblings = |c: u32| -> Vec<u32> {
+        smt.iter()
+            .find(|g| g.contains(&c))
+            .cloned()
+            .unwrap_or_else(|| vec![c])
+    };
+    let whole = free
+        .iter()
+        .map(|&c| siblings(c))
+        .find(|g| g.iter().all(|x| !busy.contains(x)));
+    match (whole, free.first()) {
+        (Some(core), _) => (
+            core.into_iter().filter(|c| rank_cpus.contains(c)).collect(),
+            true,
+        ),
+        (None, Some(&c)) => (vec![c], true),
+        (None, None) => (rank_cpus.to_vec(), false),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -331,5 +371,40 @@ mod tests {
         assert_eq!(d.cpus.unwrap(), vec![1]);
         assert!(d.note.unwrap().contains("share 2 cores"));
         assert_eq!(decide(&m, &req(Binding::None, 4, 3)).unwrap().cpus, None);
+    }
+
+    #[test]
+    fn the_progress_thread_takes_a_spare_core_or_says_it_shares() {
+        let b = |v: &[u32]| Some(v.to_vec());
+        // Bound device on CPU 0 of 0-3: CPU 1 is spare.
+        assert_eq!(
+            progress_thread_cpus(&[0, 1, 2, 3], &[b(&[0])], &[]),
+            (vec![1], true)
+        );
+        // SMT: 0 and 2 share a core; the device on 0 leaves core {1,3} whole.
+        assert_eq!(
+            progress_thread_cpus(&[0, 1, 2, 3], &[b(&[0])], &[vec![0, 2], vec![1, 3]]),
+            (vec![1, 3], true)
+        );
+        // Only a sibling of a busy CPU is free: it is taken (a spare CPU, not a spare core).
+        assert_eq!(
+            progress_thread_cpus(&[0, 2], &[b(&[0])], &[vec![0, 2]]),
+            (vec![2], true)
+        );
+        // An unbound device thread may use every CPU: nothing is spare.
+        assert_eq!(
+            progress_thread_cpus(&[0, 1], &[None], &[]),
+            (vec![0, 1], false)
+        );
+        // A rank given one CPU (mpirun --bind-to core): it shares it.
+        assert_eq!(
+            progress_thread_cpus(&[0], &[b(&[0])], &[]),
+            (vec![0], false)
+        );
+        // Hybrid: two workers on 0 and 1 of 0-2.
+        assert_eq!(
+            progress_thread_cpus(&[0, 1, 2], &[b(&[0]), b(&[1])], &[]),
+            (vec![2], true)
+        );
     }
 }

@@ -40,7 +40,36 @@ pub fn host_info() -> HostInfo {
         memory_bytes: mem_total_bytes(&meminfo),
         copy_flags: (!cpuinfo.is_empty()).then(|| copy_flags(&cpuinfo)),
         libc: libc_version(),
+        smt_siblings: smt_sibling_groups()
+            .iter()
+            .map(|g| affinity::format_cpulist(g))
+            .collect(),
     }
+}
+
+/// The SMT sibling groups of this host's online CPUs (sysfs `thread_siblings_list`), those
+/// with more than one CPU, in CPU order; empty without SMT or sysfs.
+pub fn smt_sibling_groups() -> Vec<Vec<u32>> {
+    let mut groups: std::collections::BTreeSet<Vec<u32>> = std::collections::BTreeSet::new();
+    let Ok(dir) = std::fs::read_dir("/sys/devices/system/cpu") else {
+        return Vec::new();
+    };
+    for e in dir.flatten() {
+        let name = e.file_name();
+        let Some(n) = name.to_str().and_then(|n| n.strip_prefix("cpu")) else {
+            continue;
+        };
+        if n.parse::<u32>().is_err() {
+            continue;
+        }
+        let list = std::fs::read_to_string(e.path().join("topology/thread_siblings_list"));
+        if let Some(cpus) = list.ok().and_then(|l| affinity::parse_cpulist(l.trim())) {
+            if cpus.len() > 1 {
+                groups.insert(cpus);
+            }
+        }
+    }
+    groups.into_iter().collect()
 }
 
 /// CPU flags that change how fast memory is copied: fast-string `rep movsb` (erms, fsrm) and

@@ -199,6 +199,7 @@ pub fn launch(shape: LaunchShape) -> LaunchRecord {
                         name: "cpu".into(),
                     })
                     .collect(),
+                progress_thread: None,
             }
         })
         .collect();
@@ -228,12 +229,15 @@ pub fn launch(shape: LaunchShape) -> LaunchRecord {
                 memory_bytes: 256 << 30,
                 copy_flags: None,
                 libc: None,
+                smt_siblings: vec![],
             })
             .collect(),
         environment: Default::default(),
         warnings: vec![],
         gemm: None,
         buffer_policy: None,
+        mpi_thread_level_requested: None,
+        mpi_thread_level: None,
     };
     LaunchRecord {
         launch_id: shape.id(),

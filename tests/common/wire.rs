@@ -93,6 +93,11 @@ pub struct Provenance {
     #[serde(default)]
     pub buffer_policy: Option<String>,
     pub gemm: Option<Gemm>,
+    /// Optional: the MPI thread level asked for and the one provided.
+    #[serde(default)]
+    pub mpi_thread_level_requested: Option<String>,
+    #[serde(default)]
+    pub mpi_thread_level: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -131,6 +136,16 @@ pub struct Rank {
     pub pid: u32,
     pub cpus: String,
     pub devices: Vec<Device>,
+    /// Optional: where the ddp progress thread runs (`cpus`, `spare`).
+    #[serde(default)]
+    pub progress_thread: Option<ProgressThread>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProgressThread {
+    pub cpus: String,
+    pub spare: bool,
 }
 
 #[derive(Debug, Deserialize)]
@@ -156,6 +171,9 @@ pub struct Host {
     /// Optional: e.g. `glibc 2.36`.
     #[serde(default)]
     pub libc: Option<String>,
+    /// Optional: SMT sibling groups (cpulists), only cores with several CPUs.
+    #[serde(default)]
+    pub smt_siblings: Vec<String>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -32,7 +32,9 @@ use super::{
     DevicePlan, GemmBatch, HostBuf, OverlapSettings, Unsupported,
 };
 use crate::params::{BackendKind, CaseParams, Dtype, Workload};
-use crate::results::schema::{BackendInfo, DeviceBinding, GemmProvenance, TimerInfo};
+use crate::results::schema::{
+    BackendInfo, DeviceBinding, GemmProvenance, ProgressThreadBinding, TimerInfo,
+};
 use crate::topology::affinity;
 use gemm::gemm_typed;
 use kernels::{chunk, copy_range, divide, fold_into, typed, Arith, SyncPtr};
@@ -64,6 +66,9 @@ pub struct CpuBackend {
     warnings: Vec<String>,
     /// Non-blocking all-reduces in flight (ddp_step; see `overlap.rs`).
     overlap: overlap::State,
+    /// Where the progress thread goes if one starts, and whether that is a spare core (see
+    /// `topology::binding::progress_thread_cpus`).
+    progress_cpus: (Vec<u32>, bool),
 }
 
 impl CpuBackend {
@@ -73,7 +78,14 @@ impl CpuBackend {
         let comm = world.duplicate();
         let g = cfg.devices_per_rank.max(1);
         let mut warnings = Vec::new();
-        let team = start_team(g, &cfg)?;
+        // The rank's CPUs as the launcher gave them, before any thread of it is bound.
+        let rank_cpus = affinity::current_thread_cpus().unwrap_or_default();
+        let progress_cpus = crate::topology::binding::progress_thread_cpus(
+            &rank_cpus,
+            &cfg.worker_cpus,
+            &crate::topology::smt_sibling_groups(),
+        );
+        let team = start_team(comm.rank(), g, &cfg, &rank_cpus, &mut warnings)?;
         let workers = start_gemm_pool(g, &cfg, &mut warnings)?;
         // After the binding above: a BLAS starts its threads when loaded, and they inherit it.
         let (gemm, gemm_provenance) = match cfg.gemm {
@@ -103,6 +115,7 @@ impl CpuBackend {
             resolution_s,
             warnings,
             overlap: overlap::State::default(),
+            progress_cpus,
         };
         b.check_binding();
         Ok(b)
@@ -139,11 +152,32 @@ impl CpuBackend {
     }
 }
 
-/// Hybrid: the collective workers, one per device, each bound to its device's CPUs.
-fn start_team(g: usize, cfg: &DevicePlan) -> BackendResult<Option<Team>> {
+/// Hybrid: the collective workers, one per device, each bound to its device's CPUs (an
+/// unbound one runs on the rank's CPUs, `rank_cpus`). Workers that share a CPU park at once
+/// instead of spinning, and a warning names the launcher options that give each its own.
+fn start_team(
+    rank: i32,
+    g: usize,
+    cfg: &DevicePlan,
+    rank_cpus: &[u32],
+    warnings: &mut Vec<String>,
+) -> BackendResult<Option<Team>> {
     Ok(if g > 1 {
+        let masks: Vec<Vec<u32>> = (0..g)
+            .map(|w| match cfg.worker_cpus.get(w) {
+                Some(Some(set)) => set.clone(),
+                _ => rank_cpus.to_vec(),
+            })
+            .collect();
+        let spin = match crate::backend::team::shared_cpus(&masks) {
+            Some(shared) => {
+                warnings.push(shared_team_warning(rank, g, &shared));
+                std::time::Duration::ZERO
+            }
+            None => SPIN,
+        };
         let cpus = cfg.worker_cpus.clone();
-        let team = Team::start(g, SPIN, move |w| {
+        let team = Team::start(g, spin, move |w| {
             if let Some(Some(set)) = cpus.get(w) {
                 // A failure shows up in the read-back (`check_binding`).
                 let _ = affinity::bind_current_thread(set);
@@ -154,6 +188,16 @@ fn start_team(g: usize, cfg: &DevicePlan) -> BackendResult<Option<Team>> {
     } else {
         None
     })
+}
+
+/// What a hybrid rank whose `g` workers share `cpus` says, with the fix: the launcher gave
+/// the rank fewer CPUs than devices (mpirun binds a rank to one core by default).
+fn shared_team_warning(rank: i32, g: usize, cpus: &[u32]) -> String {
+    format!(
+        "rank {rank}: its {g} hybrid worker threads share {} CPU(s) ({}): they park between phases instead of spinning, so every hand-off waits for a wake-up and collectives measure the scheduler; give the rank a CPU per device: mpirun --bind-to none, or mpirun --map-by ppr:1:node:PE={g} (srun --cpus-per-task={g})",
+        cpus.len(),
+        affinity::format_cpulist(cpus)
+    )
 }
 
 /// Hybrid: the GEMM pool, one thread per device, bound like the team. Pure MPI: binds the rank
@@ -260,6 +304,13 @@ impl Backend for CpuBackend {
 
     fn gemm_provenance(&self) -> Option<GemmProvenance> {
         self.gemm_provenance.clone()
+    }
+
+    fn progress_thread_binding(&self) -> Option<ProgressThreadBinding> {
+        Some(ProgressThreadBinding {
+            cpus: affinity::format_cpulist(&self.progress_cpus.0),
+            spare: self.progress_cpus.1,
+        })
     }
 
     fn supports(&self, p: &CaseParams) -> Result<(), Unsupported> {

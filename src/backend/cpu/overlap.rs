@@ -14,7 +14,10 @@
 //!   progresses independently of GEMM granularity but competes for cores with the GEMMs, which
 //!   on a machine with no spare core (oversubscribed ranks) costs compute time. It needs
 //!   `MPI_THREAD_SERIALIZED` at least: only one thread calls MPI at any time (the main thread
-//!   makes no MPI call between handing a bucket over and getting the last one back).
+//!   makes no MPI call between handing a bucket over and getting the last one back). It is
+//!   bound to a spare core of the rank's CPUs when there is one; otherwise it shares the
+//!   devices' CPUs, which the provenance (`progress_thread`) and the case's
+//!   representativeness say.
 //!
 //! Hybrid mode follows the hierarchical path: at start the workers sum their devices' buffers
 //! into a node buffer (shared memory, each on its slice), the node buffer is all-reduced
@@ -124,12 +127,19 @@ impl Drop for CommThread {
     }
 }
 
-fn spawn_comm_thread() -> BackendResult<CommThread> {
+/// Starts the progress thread bound to `cpus` (a spare core of the rank where there is one,
+/// see `topology::binding::progress_thread_cpus`): left to inherit the binding of whichever
+/// thread starts it, it would share that thread's core even with a free one next to it.
+fn spawn_comm_thread(cpus: Vec<u32>) -> BackendResult<CommThread> {
     let (jobs_tx, jobs_rx) = mpsc::channel::<Job>();
     let (done_tx, done_rx) = mpsc::channel::<u64>();
     let handle = std::thread::Builder::new()
         .name("scalebench-comm".into())
-        .spawn(move || comm_thread_loop(jobs_rx, done_tx))
+        .spawn(move || {
+            // A failure leaves it on the rank's CPUs, which the provenance already names.
+            let _ = crate::topology::affinity::bind_current_thread(&cpus);
+            comm_thread_loop(jobs_rx, done_tx)
+        })
         .map_err(|e| BackendError::thread("the progress thread", e))?;
     Ok(CommThread {
         jobs: Some(jobs_tx),
@@ -197,7 +207,7 @@ pub(super) fn configure(b: &mut CpuBackend, s: OverlapSettings) -> BackendResult
                 "progress=thread needs MPI_THREAD_SERIALIZED or higher, but MPI provides level {level} (0 single, 1 funneled): use progress=test"
             )));
         }
-        b.overlap.thread = Some(spawn_comm_thread()?);
+        b.overlap.thread = Some(spawn_comm_thread(b.progress_cpus.0.clone())?);
     }
     b.overlap.settings = s;
     b.overlap.link_free_at = None;
