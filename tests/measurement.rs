@@ -173,7 +173,8 @@ fn a_cold_first_operation_does_not_cut_the_iteration_count() {
     // OSU's 1000 in 20 batches, each lengthened to last 120 µs at the speed the last
     // pipelined probe measured.
     let est = cal.pipelined_estimate_s.expect("pipelined probe recorded");
-    assert_eq!(cal.pipelined_probes_s.len(), 2, "{cal:?}");
+    // two probes, then at most 2 re-sizes from timed batches that came out short
+    assert!((2..=4).contains(&cal.pipelined_probes_s.len()), "{cal:?}");
     assert_eq!(Some(&est), cal.pipelined_probes_s.last());
     let floor = (120e-6 / est * (1.0 - 1e-9)).ceil() as u32;
     assert_eq!(t.iters, 20 * floor.max(50), "{cal:?}");

@@ -253,6 +253,37 @@ pub fn realised_batch(
     (Some(batch_s), warning)
 }
 
+/// Times re-sized after a pipelined run whose batches came out below the floor.
+pub const RESIZES: u32 = 2;
+
+/// The pipelined timed loop: `counts.batches` batches, each a barrier then `iters / batches`
+/// operations back to back and one synchronisation; per-op seconds per batch.
+fn pipelined_batches<B, C, F>(
+    backend: &mut B,
+    comm: &C,
+    counts: IterCounts,
+    op: &mut F,
+) -> BackendResult<Vec<f64>>
+where
+    B: Backend,
+    C: HostComm,
+    F: FnMut(&mut B) -> BackendResult<()>,
+{
+    let per_batch = counts.iters / counts.batches;
+    let mut samples = Vec::with_capacity(counts.batches as usize);
+    for _ in 0..counts.batches {
+        comm.barrier();
+        let a = backend.mark()?;
+        for _ in 0..per_batch {
+            op(backend)?;
+        }
+        let b = backend.mark()?;
+        backend.synchronize()?;
+        samples.push(backend.elapsed_s(a, b)? / f64::from(per_batch));
+    }
+    Ok(samples)
+}
+
 /// Times `op` on every rank. All ranks must call it together with the same policy.
 ///
 /// `op` enqueues one operation; the loop synchronises the backend where the mode requires.
@@ -290,19 +321,33 @@ where
     backend.synchronize()?;
     comm.barrier();
 
+    let mut counts = counts;
+    let mut calibration = calibration;
     let mut samples = Vec::with_capacity(counts.batches as usize);
     match mode {
         Timing::Pipelined => {
-            let per_batch = counts.iters / counts.batches;
-            for _ in 0..counts.batches {
-                comm.barrier();
-                let a = backend.mark()?;
-                for _ in 0..per_batch {
-                    op(backend)?;
+            samples = pipelined_batches(backend, comm, counts, &mut op)?;
+            // Automatic batches that came out shorter than the floor (the machine sped up
+            // after the probes: another job ended, a VM left a slow mode) are re-sized from
+            // their own steady-state speed and timed again, at most RESIZES times.
+            for _ in 0..RESIZES {
+                if policy.iters.is_some() {
+                    break;
                 }
-                let b = backend.mark()?;
-                backend.synchronize()?;
-                samples.push(backend.elapsed_s(a, b)? / f64::from(per_batch));
+                let mut worst = samples.clone();
+                comm.max_f64_slice(&mut worst);
+                let (Some(batch_s), _) = realised_batch(counts, &worst, true) else {
+                    break;
+                };
+                let est = stats::median(&worst).unwrap_or(0.0);
+                let resized = policy.resolve(Timing::Pipelined, bytes, est);
+                if batch_s >= MIN_PIPELINED_BATCH_S || resized.iters <= counts.iters {
+                    break;
+                }
+                calibration.pipelined_probes_s.push(est);
+                calibration.pipelined_estimate_s = Some(est);
+                counts = resized;
+                samples = pipelined_batches(backend, comm, counts, &mut op)?;
             }
         }
         Timing::Isolated => {

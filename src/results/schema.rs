@@ -509,7 +509,8 @@ pub struct Calibration {
     /// `auto` (counts from the estimate) or `explicit` (`--iters` given; probes still run).
     pub iters_source: String,
     /// Pipelined, automatic counts: per-operation times of the pipelined probe batches
-    /// (slowest rank), each batch sized from the estimate before it, seconds.
+    /// (slowest rank), each batch sized from the estimate before it, then the median of any
+    /// timed run whose batches came out below the floor and were re-sized, seconds.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub pipelined_probes_s: Vec<f64>,
     /// The per-operation estimate the pipelined counts came from (the last pipelined probe).
