@@ -15,6 +15,8 @@
 #   REGRESSION_RUNS      runs per side (default 8; at least 2)
 #   REGRESSION_NOISE     noise band, a fraction (default 0.10: see results/baselines/README.md)
 #   REGRESSION_BASELINE  a commit to use instead of the recorded one
+#   REGRESSION_REQUIRE_POWER=1  fail (exit 2) when the runs have too little power for the
+#                        band, instead of warning and judging what they can see
 #   REGRESSION_CANDIDATE_MPIRUN_ARGS  extra mpirun arguments for the candidate side only
 #                        (the sensitivity study slows it with real Open MPI knobs this way)
 # Reports: results/ci/ci-small/report.md (fit for a CI comment) and report.json.
@@ -119,9 +121,23 @@ for ((i = 1; i <= runs; i++)); do
   fi
 done
 
-code=0
-"$work/bin/candidate" compare --noise "$noise" --format md --out "$work/report.json" \
-  "$work/runs/baseline" -- "$work/runs/candidate" >"$work/report.md" || code=$?
+judge() {
+  code=0
+  "$work/bin/candidate" compare --noise "$noise" --format md --out "$work/report.json" "$@" \
+    "$work/runs/baseline" -- "$work/runs/candidate" >"$work/report.md" 2>"$work/compare.err" || code=$?
+  cat "$work/compare.err" >&2
+}
+judge
+# compare refuses (exit 2) when the runs cannot see a change of the band's size (the median
+# minimum detectable effect exceeds it). On a VM whose speed jumps between modes (seen here:
+# the same binary at 22 and 40 µs per 64 KiB allreduce, run to run) 8 pairs cannot reach
+# ±10 %: the gate then still fails on what it can see, says loudly that it is not decisive,
+# and a person reads the MDE column. REGRESSION_REQUIRE_POWER=1 keeps the refusal.
+if [ "$code" = 2 ] && grep -q "too little power" "$work/compare.err" &&
+  [ "${REGRESSION_REQUIRE_POWER:-0}" != 1 ]; then
+  echo "ci/regression.sh: WARNING: NOT DECISIVE: this machine's run-to-run noise is too high for $runs runs a side to see a change of ±$noise (MDE column below); judging what can be seen anyway (REGRESSION_REQUIRE_POWER=1 makes this an error)" >&2
+  judge --allow-low-power
+fi
 cat "$work/report.md"
 case $code in
   0) echo "ci/regression.sh: no regression against baseline $base (band ±$noise, $runs runs a side)" ;;
