@@ -12,7 +12,7 @@
 #
 # Environment:
 #   SCALEBENCH_BIN       the candidate binary (default: cargo build of this tree)
-#   REGRESSION_RUNS      runs per side (default 8; at least 2)
+#   REGRESSION_RUNS      runs per side (default 12; at least 2)
 #   REGRESSION_NOISE     noise band, a fraction (default 0.10: see results/baselines/README.md)
 #   REGRESSION_BASELINE  a commit to use instead of the recorded one
 #   REGRESSION_REQUIRE_POWER=1  fail (exit 2) when the runs have too little power for the
@@ -27,7 +27,7 @@ source ci/env.sh
 name=ci-small
 commit_file=results/baselines/$name/commit
 work=results/ci/$name
-runs=${REGRESSION_RUNS:-8}
+runs=${REGRESSION_RUNS:-12}
 noise=${REGRESSION_NOISE:-0.10}
 target=${CARGO_TARGET_DIR:-$PWD/target}
 case "$target" in /*) ;; *) target=$PWD/$target ;; esac
@@ -47,7 +47,7 @@ fi
 
 # The study: fixed iteration counts, so every run does the same work; short batches (far below
 # a scheduler time slice), so a batch that nobody preempted sets the run's median. The cases
-# are those whose run-to-run spread on a 2-core VM lets a 25 % slowdown be seen with 8 runs a
+# are those whose run-to-run spread on a 2-core VM let a 25 % slowdown be seen with 8 runs a
 # side (the sensitivity study in results/baselines/README.md).
 study=(-w allreduce,allgather,broadcast,matmul --sizes 4KiB,64KiB --in-place no --dims 128
   --iters 400 --batches 40 --warmup 40)
