@@ -90,7 +90,12 @@ else
   restore=
   [ -e "$target/release/scalebench" ] && restore=$work/bin/tree-binary &&
     cp -p "$target/release/scalebench" "$restore"
-  put_back() { [ -z "$restore" ] || cp -p "$restore" "$target/release/scalebench"; }
+  # The baseline build also left its build-script output (its commit) in the shared target:
+  # touching build.rs makes this tree's next cargo build run its own build script again.
+  put_back() {
+    [ -z "$restore" ] || cp -p "$restore" "$target/release/scalebench"
+    touch build.rs
+  }
   trap 'put_back; git worktree remove --force "$src" 2>/dev/null || true' EXIT
   (cd "$src" && SCALEBENCH_GIT_SHA=$(git rev-parse --short=12 HEAD) CARGO_TARGET_DIR=$target \
     cargo build --release --locked --all-features --bin scalebench)

@@ -26,7 +26,11 @@ a hung job ended by the --op-timeout watchdog).";
 
 /// `0.1.0 (commit 0123456789ab)`, with `-dirty` when the tree had uncommitted changes, or
 /// `(commit unknown)` outside git (build.rs): every binary says which code it runs.
-const VERSION: &str = env!("SCALEBENCH_VERSION_LONG");
+/// (A build whose build-script output predates the variable falls back to the bare version.)
+const VERSION: &str = match option_env!("SCALEBENCH_VERSION_LONG") {
+    Some(v) => v,
+    None => env!("CARGO_PKG_VERSION"),
+};
 
 #[derive(Debug, Parser)]
 #[command(
