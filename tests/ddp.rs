@@ -242,10 +242,21 @@ fn csv_cells(line: &str) -> Vec<String> {
 
 /// The report's ddp_step table (CSV) of `run_dir`, with `extra` report options.
 fn ddp_report_csv(tag: &str, run_dir: &std::path::Path, extra: &[&str]) -> String {
-    let dir = tmpdir(tag);
+    let report = ddp_report(tag, run_dir, "csv", extra);
+    std::fs::read_to_string(report.join("tables").join("ddp_step.csv")).unwrap()
+}
+
+/// `scalebench report --format FORMATS EXTRA RUN_DIR` into a fresh directory; that directory.
+fn ddp_report(
+    tag: &str,
+    run_dir: &std::path::Path,
+    formats: &str,
+    extra: &[&str],
+) -> std::path::PathBuf {
+    let report = tmpdir(tag).join("report");
     let out = std::process::Command::new(bin())
-        .args(["report", "--format", "csv", "--out"])
-        .arg(dir.join("report"))
+        .args(["report", "--format", formats, "--out"])
+        .arg(&report)
         .args(extra)
         .arg(run_dir)
         .output()
@@ -255,7 +266,7 @@ fn ddp_report_csv(tag: &str, run_dir: &std::path::Path, extra: &[&str]) -> Strin
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    std::fs::read_to_string(dir.join("report").join("tables").join("ddp_step.csv")).unwrap()
+    report
 }
 
 #[test]
@@ -483,18 +494,10 @@ fn report_and_compare_handle_the_step_metrics() {
     let (ran, v, run_dir) = ddp_run_in("ddprep", 2, &a);
     ran.assert_code(0);
     assert_eq!(cases(&v).len(), 2);
-    let dir = tmpdir("ddprep-r");
-    let out = std::process::Command::new(bin())
-        .args(["report", "--format", "md,csv,svg", "--out"])
-        .arg(dir.join("report"))
-        .arg(&run_dir)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let dir = ddp_report("ddprep-r", &run_dir, "md,csv,svg", &[])
+        .parent()
+        .unwrap()
+        .to_path_buf();
     let md = std::fs::read_to_string(dir.join("report").join("report.md")).unwrap();
     assert!(md.contains("Training step (ddp\\_step)"), "{md}");
     assert!(md.contains("overlap efficiency") && md.contains("exposed\\_comm\\_s"));
