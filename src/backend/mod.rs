@@ -296,6 +296,22 @@ impl CollectiveCall {
     }
 }
 
+/// A collective bound to its buffers (see [`Backend::prepare_collective`]).
+pub struct PreparedCollective<'a>(crate::comm::raw::Prepared<'a>);
+
+impl<'a> PreparedCollective<'a> {
+    pub(crate) fn mpi(call: crate::comm::raw::Prepared<'a>) -> Self {
+        PreparedCollective(call)
+    }
+
+    /// Issues the operation once.
+    #[inline]
+    pub fn issue(&mut self) -> BackendResult<()> {
+        self.0.issue();
+        Ok(())
+    }
+}
+
 /// A device-side (or host-side, for the CPU backend) compute and communication engine.
 pub trait Backend {
     /// One buffer on one device.
@@ -381,6 +397,20 @@ pub trait Backend {
         send: &[Self::Buf],
         recv: &mut [Self::Buf],
     ) -> BackendResult<()>;
+
+    /// The collective bound to its buffers for a timing loop, where the backend can issue it
+    /// as one library call and nothing else per call (the CPU backend's pure-MPI path without
+    /// `avg`); `None` where it cannot, and the loop calls [`Backend::collective`]. Same
+    /// operation, same buffers: only the per-call dispatch is left out of the timed window.
+    fn prepare_collective<'a>(
+        &mut self,
+        call: &CollectiveCall,
+        send: &'a [Self::Buf],
+        recv: &'a mut [Self::Buf],
+    ) -> Option<PreparedCollective<'a>> {
+        let _ = (call, send, recv);
+        None
+    }
 
     /// Where device `device` (global index) finds its in-place reduce_scatter result, in
     /// elements. NCCL's convention (its own block) is the default; MPI puts it at 0.

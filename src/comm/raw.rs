@@ -10,6 +10,7 @@ use crate::params::{Dtype, ReduceOp};
 use mpi::ffi;
 use mpi::raw::AsRaw;
 use mpi::traits::Equivalence;
+use std::marker::PhantomData;
 use std::os::raw::{c_int, c_void};
 
 extern "C" {
@@ -77,6 +78,130 @@ impl Src<'_> {
     }
 }
 
+/// Which MPI collective a [`Prepared`] call issues.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Collective {
+    Allreduce,
+    Reduce,
+    Bcast,
+    Allgather,
+    ReduceScatterBlock,
+    Alltoall,
+}
+
+/// One MPI collective with every argument resolved and checked against its buffers.
+///
+/// [`Prepared::issue`] is the library call and its return-code check, nothing else: a timing
+/// loop that issues it measures the MPI library, not this module's argument handling (the
+/// datatype and operator lookups, the length checks, the `MPI_IN_PLACE` lookup), which
+/// callgrind counted at about 80 instructions a call (docs/benchmarking.md).
+pub(crate) struct Prepared<'a> {
+    what: Collective,
+    comm: ffi::MPI_Comm,
+    send: *const c_void,
+    send_count: c_int,
+    recv: *mut c_void,
+    recv_count: c_int,
+    dtype: ffi::MPI_Datatype,
+    op: ffi::MPI_Op,
+    root: c_int,
+    /// The buffers stay borrowed (and unaliased) while the call can be issued.
+    _buffers: PhantomData<&'a mut HostBuf>,
+}
+
+impl Prepared<'_> {
+    /// Issues the call (every rank of the communicator must issue its own).
+    #[inline]
+    pub(crate) fn issue(&mut self) {
+        let p = &*self;
+        // SAFETY: the pointers and counts were checked against the borrowed buffers when the
+        // call was prepared, and the borrow keeps them alive and unaliased until it ends.
+        let rc = unsafe {
+            match p.what {
+                Collective::Allreduce => {
+                    ffi::MPI_Allreduce(p.send, p.recv, p.send_count, p.dtype, p.op, p.comm)
+                }
+                Collective::Reduce => {
+                    ffi::MPI_Reduce(p.send, p.recv, p.send_count, p.dtype, p.op, p.root, p.comm)
+                }
+                Collective::Bcast => ffi::MPI_Bcast(p.recv, p.recv_count, p.dtype, p.root, p.comm),
+                Collective::Allgather => ffi::MPI_Allgather(
+                    p.send,
+                    p.send_count,
+                    p.dtype,
+                    p.recv,
+                    p.recv_count,
+                    p.dtype,
+                    p.comm,
+                ),
+                Collective::ReduceScatterBlock => ffi::MPI_Reduce_scatter_block(
+                    p.send,
+                    p.recv,
+                    p.recv_count,
+                    p.dtype,
+                    p.op,
+                    p.comm,
+                ),
+                Collective::Alltoall => ffi::MPI_Alltoall(
+                    p.send,
+                    p.send_count,
+                    p.dtype,
+                    p.recv,
+                    p.recv_count,
+                    p.dtype,
+                    p.comm,
+                ),
+            }
+        };
+        if rc != 0 {
+            failed(rc, p.what);
+        }
+    }
+}
+
+// The default error handler aborts the job before we get here; this catches a library
+// configured to return errors. Out of line: the issue path stays a call and a compare.
+#[cold]
+#[inline(never)]
+fn failed(rc: c_int, what: Collective) -> ! {
+    panic!("MPI {what:?} returned MPI error code {rc}")
+}
+
+/// A prepared call's fields before the collective-specific ones are filled in.
+fn prepared<'a>(what: Collective, comm: ffi::MPI_Comm, dt: Dtype) -> Prepared<'a> {
+    Prepared {
+        what,
+        comm,
+        send: std::ptr::null(),
+        send_count: 0,
+        recv: std::ptr::null_mut(),
+        recv_count: 0,
+        dtype: datatype(dt),
+        op: operation(ReduceOp::Sum),
+        root: 0,
+        _buffers: PhantomData,
+    }
+}
+
+pub(crate) fn prepare_allreduce<'a>(
+    comm: ffi::MPI_Comm,
+    src: Src<'a>,
+    dst: &'a mut HostBuf,
+    n: usize,
+    op: ReduceOp,
+) -> Prepared<'a> {
+    let dt = dst.dtype();
+    src.assert_len(n, dt);
+    assert!(dst.len() >= n);
+    Prepared {
+        send: src.ptr(),
+        send_count: count(n),
+        recv: dst.as_mut_ptr() as *mut c_void,
+        op: operation(op),
+        ..prepared(Collective::Allreduce, comm, dt)
+    }
+}
+
 pub(crate) fn allreduce(
     comm: ffi::MPI_Comm,
     src: Src<'_>,
@@ -84,25 +209,38 @@ pub(crate) fn allreduce(
     n: usize,
     op: ReduceOp,
 ) {
-    let dt = dst.dtype();
-    src.assert_len(n, dt);
-    assert!(dst.len() >= n);
-    // SAFETY: both buffers hold at least n elements of dt (asserted above).
-    let rc = unsafe {
-        ffi::MPI_Allreduce(
-            src.ptr(),
-            dst.as_mut_ptr() as *mut c_void,
-            count(n),
-            datatype(dt),
-            operation(op),
-            comm,
-        )
-    };
-    check(rc, "MPI_Allreduce");
+    prepare_allreduce(comm, src, dst, n, op).issue()
 }
 
 /// Reduce to `root`. `dst` is only written at the root; elsewhere pass `None`.
 /// In place is only meaningful at the root (other ranks pass their send buffer).
+pub(crate) fn prepare_reduce<'a>(
+    comm: ffi::MPI_Comm,
+    src: Src<'a>,
+    dst: Option<&'a mut HostBuf>,
+    dtype: Dtype,
+    n: usize,
+    op: ReduceOp,
+    root: i32,
+) -> Prepared<'a> {
+    src.assert_len(n, dtype);
+    let recv = match dst {
+        Some(d) => {
+            assert!(d.len() >= n && d.dtype() == dtype);
+            d.as_mut_ptr() as *mut c_void
+        }
+        None => std::ptr::null_mut(),
+    };
+    Prepared {
+        send: src.ptr(),
+        send_count: count(n),
+        recv,
+        op: operation(op),
+        root,
+        ..prepared(Collective::Reduce, comm, dtype)
+    }
+}
+
 pub(crate) fn reduce(
     comm: ffi::MPI_Comm,
     src: Src<'_>,
@@ -112,46 +250,54 @@ pub(crate) fn reduce(
     op: ReduceOp,
     root: i32,
 ) {
-    src.assert_len(n, dtype);
-    let dst_ptr = match dst {
-        Some(d) => {
-            assert!(d.len() >= n && d.dtype() == dtype);
-            d.as_mut_ptr() as *mut c_void
-        }
-        None => std::ptr::null_mut(),
-    };
-    // SAFETY: buffers checked above; the receive buffer is only read at the root.
-    let rc = unsafe {
-        ffi::MPI_Reduce(
-            src.ptr(),
-            dst_ptr,
-            count(n),
-            datatype(dtype),
-            operation(op),
-            root,
-            comm,
-        )
-    };
-    check(rc, "MPI_Reduce");
+    prepare_reduce(comm, src, dst, dtype, n, op, root).issue()
+}
+
+pub(crate) fn prepare_bcast(
+    comm: ffi::MPI_Comm,
+    buf: &mut HostBuf,
+    n: usize,
+    root: i32,
+) -> Prepared<'_> {
+    assert!(buf.len() >= n);
+    Prepared {
+        recv: buf.as_mut_ptr() as *mut c_void,
+        recv_count: count(n),
+        root,
+        ..prepared(Collective::Bcast, comm, buf.dtype())
+    }
 }
 
 pub(crate) fn bcast(comm: ffi::MPI_Comm, buf: &mut HostBuf, n: usize, root: i32) {
-    assert!(buf.len() >= n);
-    // SAFETY: buf holds n elements.
-    let rc = unsafe {
-        ffi::MPI_Bcast(
-            buf.as_mut_ptr() as *mut c_void,
-            count(n),
-            datatype(buf.dtype()),
-            root,
-            comm,
-        )
-    };
-    check(rc, "MPI_Bcast");
+    prepare_bcast(comm, buf, n, root).issue()
 }
 
 /// All-gather of `n` elements per rank into `dst` (size × n). In place: each rank's input
 /// is its own block of `dst`.
+pub(crate) fn prepare_allgather<'a>(
+    comm: ffi::MPI_Comm,
+    size: usize,
+    src: Src<'a>,
+    dst: &'a mut HostBuf,
+    n: usize,
+) -> Prepared<'a> {
+    let dt = dst.dtype();
+    src.assert_len(n, dt);
+    assert!(dst.len() >= n * size);
+    Prepared {
+        send: src.ptr(),
+        // MPI ignores the send count and type in place.
+        send_count: if matches!(src, Src::InPlace) {
+            0
+        } else {
+            count(n)
+        },
+        recv: dst.as_mut_ptr() as *mut c_void,
+        recv_count: count(n),
+        ..prepared(Collective::Allgather, comm, dt)
+    }
+}
+
 pub(crate) fn allgather(
     comm: ffi::MPI_Comm,
     size: usize,
@@ -159,30 +305,34 @@ pub(crate) fn allgather(
     dst: &mut HostBuf,
     n: usize,
 ) {
-    let dt = dst.dtype();
-    src.assert_len(n, dt);
-    assert!(dst.len() >= n * size);
-    let (sc, st) = match src {
-        Src::InPlace => (0, datatype(dt)),
-        Src::Buf(_) => (count(n), datatype(dt)),
-    };
-    // SAFETY: dst holds size × n elements; src n (when not in place).
-    let rc = unsafe {
-        ffi::MPI_Allgather(
-            src.ptr(),
-            sc,
-            st,
-            dst.as_mut_ptr() as *mut c_void,
-            count(n),
-            datatype(dt),
-            comm,
-        )
-    };
-    check(rc, "MPI_Allgather");
+    prepare_allgather(comm, size, src, dst, n).issue()
 }
 
 /// Reduce-scatter with `n` result elements per rank. In place: the input is `dst`
 /// (size × n) and the result lands in its first n elements (MPI's convention).
+pub(crate) fn prepare_reduce_scatter_block<'a>(
+    comm: ffi::MPI_Comm,
+    size: usize,
+    src: Src<'a>,
+    dst: &'a mut HostBuf,
+    n: usize,
+    op: ReduceOp,
+) -> Prepared<'a> {
+    let dt = dst.dtype();
+    src.assert_len(n * size, dt);
+    match src {
+        Src::InPlace => assert!(dst.len() >= n * size),
+        Src::Buf(_) => assert!(dst.len() >= n),
+    }
+    Prepared {
+        send: src.ptr(),
+        recv: dst.as_mut_ptr() as *mut c_void,
+        recv_count: count(n),
+        op: operation(op),
+        ..prepared(Collective::ReduceScatterBlock, comm, dt)
+    }
+}
+
 pub(crate) fn reduce_scatter_block(
     comm: ffi::MPI_Comm,
     size: usize,
@@ -191,27 +341,33 @@ pub(crate) fn reduce_scatter_block(
     n: usize,
     op: ReduceOp,
 ) {
-    let dt = dst.dtype();
-    src.assert_len(n * size, dt);
-    match src {
-        Src::InPlace => assert!(dst.len() >= n * size),
-        Src::Buf(_) => assert!(dst.len() >= n),
-    }
-    // SAFETY: lengths checked above.
-    let rc = unsafe {
-        ffi::MPI_Reduce_scatter_block(
-            src.ptr(),
-            dst.as_mut_ptr() as *mut c_void,
-            count(n),
-            datatype(dt),
-            operation(op),
-            comm,
-        )
-    };
-    check(rc, "MPI_Reduce_scatter_block");
+    prepare_reduce_scatter_block(comm, size, src, dst, n, op).issue()
 }
 
 /// All-to-all with `n` elements per peer (buffers of size × n).
+pub(crate) fn prepare_alltoall<'a>(
+    comm: ffi::MPI_Comm,
+    size: usize,
+    src: Src<'a>,
+    dst: &'a mut HostBuf,
+    n: usize,
+) -> Prepared<'a> {
+    let dt = dst.dtype();
+    src.assert_len(n * size, dt);
+    assert!(dst.len() >= n * size);
+    Prepared {
+        send: src.ptr(),
+        send_count: if matches!(src, Src::InPlace) {
+            0
+        } else {
+            count(n)
+        },
+        recv: dst.as_mut_ptr() as *mut c_void,
+        recv_count: count(n),
+        ..prepared(Collective::Alltoall, comm, dt)
+    }
+}
+
 pub(crate) fn alltoall(
     comm: ffi::MPI_Comm,
     size: usize,
@@ -219,26 +375,7 @@ pub(crate) fn alltoall(
     dst: &mut HostBuf,
     n: usize,
 ) {
-    let dt = dst.dtype();
-    src.assert_len(n * size, dt);
-    assert!(dst.len() >= n * size);
-    let (sc, st) = match src {
-        Src::InPlace => (0, datatype(dt)),
-        Src::Buf(_) => (count(n), datatype(dt)),
-    };
-    // SAFETY: both buffers hold size × n elements.
-    let rc = unsafe {
-        ffi::MPI_Alltoall(
-            src.ptr(),
-            sc,
-            st,
-            dst.as_mut_ptr() as *mut c_void,
-            count(n),
-            datatype(dt),
-            comm,
-        )
-    };
-    check(rc, "MPI_Alltoall");
+    prepare_alltoall(comm, size, src, dst, n).issue()
 }
 
 fn displacements(counts: &[usize]) -> (Vec<c_int>, Vec<c_int>) {

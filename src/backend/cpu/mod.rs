@@ -29,9 +29,9 @@ use super::gemm::{self as providers, CblasScalar, GemmEngine};
 use super::team::{Team, SPIN};
 use super::{
     alignment_policy, Backend, BackendError, BackendResult, BufferOffset, CollectiveCall,
-    DevicePlan, GemmBatch, HostBuf, OverlapSettings, Unsupported,
+    DevicePlan, GemmBatch, HostBuf, OverlapSettings, PreparedCollective, Unsupported,
 };
-use crate::params::{BackendKind, CaseParams, Dtype, Workload};
+use crate::params::{BackendKind, CaseParams, Dtype, ReduceOp, Workload};
 use crate::results::schema::{
     BackendInfo, DeviceBinding, GemmProvenance, ProgressThreadBinding, TimerInfo,
 };
@@ -402,6 +402,19 @@ impl Backend for CpuBackend {
 
     fn reduce_scatter_in_place_offset(&self, _device: u32, _recv_count: usize) -> usize {
         0
+    }
+
+    fn prepare_collective<'a>(
+        &mut self,
+        call: &CollectiveCall,
+        send: &'a [HostBuf],
+        recv: &'a mut [HostBuf],
+    ) -> Option<PreparedCollective<'a>> {
+        // Hierarchical collectives are several steps and `avg` divides after the call.
+        if self.g != 1 || call.op == Some(ReduceOp::Avg) {
+            return None;
+        }
+        Some(PreparedCollective::mpi(self.prepare_flat(call, send, recv)))
     }
 
     fn gemm(
