@@ -206,7 +206,11 @@ pub(crate) fn co_scheduling(h: &HostLoad, busy: u32) -> Vec<Unrepresentative> {
     }
     let others: f64 = h.other_scalebench.iter().map(|o| o.cpu_s).sum();
     if !h.other_scalebench.is_empty() && others >= CO_SCHEDULED_SHARE * h.window_s {
-        let pids: Vec<String> = h.other_scalebench.iter().map(|o| o.pid.to_string()).collect();
+        let pids: Vec<String> = h
+            .other_scalebench
+            .iter()
+            .map(|o| o.pid.to_string())
+            .collect();
         out.push(warning(
             CO_SCHEDULED,
             format!(

@@ -221,7 +221,11 @@ fn summary(t: &Transport) -> String {
             .collect()
     };
     let pml = named("pml").join("/");
-    let btl = named("btl");
+    let mut btl = named("btl");
+    // Open MPI 4's `sm` is an alias library of `vader`, loaded with it.
+    if btl.iter().any(|b| b == "vader") {
+        btl.retain(|b| b != "sm");
+    }
     let with = |btls: &[&str]| {
         let b: Vec<&str> = btl
             .iter()
@@ -307,7 +311,7 @@ mod tests {
 
     #[test]
     fn transport_is_named_from_the_evidence() {
-        let all = ["pml_ob1", "btl_self", "btl_tcp", "btl_vader"];
+        let all = ["pml_ob1", "btl_self", "btl_sm", "btl_tcp", "btl_vader"];
         // Shared memory: peer segments mapped; the PMIx connection (to 0xD0A7) is not MPI.
         let shm = summarise(
             &[
@@ -339,7 +343,10 @@ mod tests {
         assert_eq!(net.summary, "TCP over a network (pml ob1, btl tcp)");
         let one = summarise(&[rank(1, &all, 1024, &[])], vec![]);
         assert!(one.summary.starts_with("none: one MPI process"));
-        let ucx = summarise(&[rank(1, &["pml_ucx"], 1, &[]), rank(1, &[], 2, &[])], vec![]);
+        let ucx = summarise(
+            &[rank(1, &["pml_ucx"], 1, &[]), rank(1, &[], 2, &[])],
+            vec![],
+        );
         assert!(ucx.summary.starts_with("not seen") && ucx.summary.contains("pml ucx"));
     }
 
@@ -348,7 +355,10 @@ mod tests {
         let env: BTreeMap<String, String> =
             [("OMPI_MCA_btl".to_string(), "self,tcp".to_string())].into();
         let files = vec![
-            ("user.conf".to_string(), "# pml = cm\nmtl = psm2 # fast\n".to_string()),
+            (
+                "user.conf".to_string(),
+                "# pml = cm\nmtl = psm2 # fast\n".to_string(),
+            ),
             (
                 "system.conf".to_string(),
                 "btl = ^openib\npml = ^ucx\nmtl = ^ofi\n".to_string(),
@@ -367,6 +377,8 @@ mod tests {
             assert_eq!((g.0.as_str(), g.1.as_str(), g.2.as_str()), w);
         }
         let none = resolve_mca(&BTreeMap::new(), &[]);
-        assert!(none.iter().all(|m| m.source == "default" && m.value.is_empty()));
+        assert!(none
+            .iter()
+            .all(|m| m.source == "default" && m.value.is_empty()));
     }
 }
