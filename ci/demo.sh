@@ -11,6 +11,6 @@ bin=${CARGO_TARGET_DIR:-target}/release/scalebench
 stamp=$(date -u +%Y%m%dT%H%M%SZ)
 out="results/quick-local-$stamp"
 "$bin" sweep examples/quick-local.toml --out "$out"
-"$bin" report "$out" --out "reports/quick-local-$stamp" --title "quick local study (emulated nodes, CPU backend)"
+"$bin" report "$out" --out "reports/quick-local-$stamp" --title "quick local study (one host, CPU backend)"
 echo "results: $out/results.json"
 echo "report:  reports/quick-local-$stamp/report.html (and report.md, results.csv, charts/)"

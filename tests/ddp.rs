@@ -525,7 +525,7 @@ fn report_and_compare_handle_the_step_metrics() {
     }
     // the straggler analysis reads the step times' per-rank means like any case's
     assert!(
-        md.contains("2 measured case(s) with 2 or more ranks"),
+        md.contains("2 measured cases with 2 or more ranks"),
         "stragglers: {md}"
     );
     let ov = std::fs::read_to_string(charts.join("ddp_overlap.svg")).unwrap();

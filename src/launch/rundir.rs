@@ -277,6 +277,8 @@ impl Attempt {
                     stderr_tail: None,
                     provenance: None,
                     unrepresentative: Vec::new(),
+                    transport: None,
+                    host_load: None,
                 };
                 apply_outcome(&mut l, o, &[]);
                 Some(l)

@@ -9,7 +9,9 @@
 //! `report` leaves these cases out of winners, scaling efficiencies and fits unless asked, and
 //! `compare` can say the same about either side ([`assess`] is the one entry point).
 
-use super::schema::{CaseResult, LaunchRecord, Provenance, ResultsFile, Unrepresentative};
+use super::schema::{
+    CaseResult, HostLoad, LaunchRecord, Provenance, ResultsFile, Unrepresentative,
+};
 use crate::params::cpulist::{format_cpulist, parse_cpulist};
 use crate::params::{BackendKind, Binding, CaseParams, Progress, Workload};
 use std::collections::{BTreeMap, BTreeSet};
@@ -20,6 +22,17 @@ pub(crate) const OVERSUBSCRIBED: &str = "oversubscribed";
 pub(crate) const EMULATED_NODES: &str = "emulated_nodes";
 /// A binding put more busy threads on a set of cores than it has.
 pub(crate) const SHARED_CORES: &str = "shared_cores";
+/// Other scalebench processes (another launch of this study, another study) used CPU on the
+/// host while the launch ran.
+pub(crate) const CO_SCHEDULED: &str = "co_scheduled";
+/// Other processes kept more CPUs busy, on average over the launch, than it left free.
+pub(crate) const HOST_BUSY: &str = "host_busy";
+/// Foreign work beyond the free CPUs, in CPUs on average, that makes a host busy: a quarter of
+/// a CPU taken from a busy-polling rank already shows as noise in its small messages.
+const FOREIGN_MARGIN_CPUS: f64 = 0.25;
+/// Other scalebench processes count as co-scheduled from this share of a CPU over the window.
+const CO_SCHEDULED_SHARE: f64 = 0.10;
+
 /// The CPU clock changed by more than [`FREQUENCY_CHANGE`] while the case ran.
 #[cfg_attr(not(feature = "mpi"), allow(dead_code))] // used by the run stage
 pub(crate) const CPU_FREQUENCY_CHANGED: &str = "cpu_frequency_changed";
@@ -140,7 +153,12 @@ pub(crate) fn assess_launch(launch: &LaunchRecord, load: &Load) -> Vec<Unreprese
     let groups = busy_groups(p, load);
     let smt = smt_groups(p);
     let mut over = Vec::new();
-    for (host, h) in per_host(p, &groups, load) {
+    let hosts = per_host(p, &groups, load);
+    if let Some(h) = &launch.host_load {
+        let busy = hosts.get(&h.host).map_or(0, |x| x.busy);
+        out.extend(co_scheduling(h, busy));
+    }
+    for (host, h) in hosts {
         let no_smt = Vec::new();
         let cores = cores_of(&h.cpus, smt.get(&host).unwrap_or(&no_smt));
         let offered = if load.compute_bound && !h.cpus.is_empty() {
@@ -174,6 +192,50 @@ pub(crate) fn assess_launch(launch: &LaunchRecord, load: &Load) -> Vec<Unreprese
                 format!("binding {}: {}", launch.shape.binding, shared.join("; ")),
             ));
         }
+    }
+    out
+}
+
+/// What other work on the host while a launch ran says (its ranks keep `busy` threads busy
+/// there): other scalebench processes that used CPU in the window, and foreign CPU time above
+/// what the launch left free (logical CPUs − busy threads, plus [`FOREIGN_MARGIN_CPUS`]).
+pub(crate) fn co_scheduling(h: &HostLoad, busy: u32) -> Vec<Unrepresentative> {
+    let mut out = Vec::new();
+    if h.window_s <= 0.0 {
+        return out;
+    }
+    let others: f64 = h.other_scalebench.iter().map(|o| o.cpu_s).sum();
+    if !h.other_scalebench.is_empty() && others >= CO_SCHEDULED_SHARE * h.window_s {
+        let pids: Vec<String> = h
+            .other_scalebench
+            .iter()
+            .map(|o| o.pid.to_string())
+            .collect();
+        out.push(warning(
+            CO_SCHEDULED,
+            format!(
+                "host {}: {} other scalebench process(es) (pid {}) used {:.2} CPU-s during this launch's {:.2} s",
+                h.host,
+                h.other_scalebench.len(),
+                pids.join(", "),
+                others,
+                h.window_s
+            ),
+        ));
+    }
+    let foreign = h.other_cpu_s / h.window_s;
+    let free = h.logical_cpus as f64 - busy as f64;
+    if foreign > free.max(0.0) + FOREIGN_MARGIN_CPUS {
+        out.push(warning(
+            HOST_BUSY,
+            format!(
+                "host {}: other processes kept {foreign:.2} CPU(s) busy on average over {:.2} s, while this launch's {busy} busy thread(s) left {:.0} of {} CPU(s) free",
+                h.host,
+                h.window_s,
+                free.max(0.0),
+                h.logical_cpus
+            ),
+        ));
     }
     out
 }
@@ -311,7 +373,7 @@ fn cores_of(cpus: &[u32], smt: &[Vec<u32>]) -> u32 {
 
 /// What one host carried.
 #[derive(Debug, Default)]
-struct HostLoad {
+struct HostCarry {
     busy: u32,
     offered: u32,
     cpus: Vec<u32>,
@@ -324,8 +386,8 @@ struct HostLoad {
 /// its workers to the others, and files written before ranks recorded all their threads' CPUs
 /// show only the first — and, when the case starts one, its progress thread's), falling back
 /// to the host's logical CPU count when no mask was recorded.
-fn per_host(p: &Provenance, groups: &[Busy], load: &Load) -> BTreeMap<String, HostLoad> {
-    let mut out: BTreeMap<String, HostLoad> = BTreeMap::new();
+fn per_host(p: &Provenance, groups: &[Busy], load: &Load) -> BTreeMap<String, HostCarry> {
+    let mut out: BTreeMap<String, HostCarry> = BTreeMap::new();
     let mut cpus: BTreeMap<&str, BTreeSet<u32>> = BTreeMap::new();
     for r in &p.ranks {
         let set = cpus.entry(r.host.as_str()).or_default();
@@ -558,6 +620,8 @@ mod tests {
                 mpi_thread_level: None,
             }),
             unrepresentative: vec![],
+            transport: None,
+            host_load: None,
         }
     }
 
@@ -829,5 +893,48 @@ mod tests {
         assert_eq!(w.kind, CPU_FREQUENCY_CHANGED);
         assert!(w.detail.contains("3000 MHz") && w.detail.contains("2000 MHz"));
         assert!(frequency_change("h", &[], &[]).is_none());
+    }
+
+    fn busy_host(other_cpu_s: f64, others: &[(u32, f64)]) -> HostLoad {
+        HostLoad {
+            host: "h".into(),
+            window_s: 2.0,
+            logical_cpus: 2,
+            loadavg_1m_before: Some(0.5),
+            loadavg_1m_after: Some(2.5),
+            busy_cpu_s: 4.0,
+            steal_cpu_s: 0.0,
+            own_cpu_s: 4.0 - other_cpu_s,
+            other_cpu_s,
+            other_scalebench: others
+                .iter()
+                .map(|(pid, cpu_s)| crate::results::schema::OtherProcess {
+                    pid: *pid,
+                    command: "scalebench run".into(),
+                    cpu_s: *cpu_s,
+                })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn other_launches_and_a_busy_host_are_named() {
+        // Two busy threads on two CPUs: nothing is free; 0.2 CPU of foreign work is noise.
+        assert!(co_scheduling(&busy_host(0.4, &[]), 2).is_empty());
+        let w = co_scheduling(&busy_host(0.6, &[]), 2);
+        assert_eq!(kinds(&w), [HOST_BUSY]);
+        assert!(w[0].detail.contains("0.30 CPU(s)"), "{}", w[0].detail);
+        // One busy thread leaves a CPU: the same foreign work fits.
+        assert!(co_scheduling(&busy_host(0.6, &[]), 1).is_empty());
+        // Another launch's ranks: co-scheduled, and their CPU makes the host busy too.
+        let w = co_scheduling(&busy_host(3.0, &[(7, 1.4), (8, 1.5)]), 2);
+        assert_eq!(kinds(&w), [CO_SCHEDULED, HOST_BUSY]);
+        assert!(w[0].detail.contains("pid 7, 8") && w[0].detail.contains("2.90 CPU-s"));
+        // An idle scalebench (a sweep's parent waiting) is not another launch.
+        assert!(co_scheduling(&busy_host(0.1, &[(9, 0.1)]), 1).is_empty());
+        // Through the launch's assessment, which counts its busy threads itself.
+        let mut l = launch(2, 1, "0-1", Binding::None, |d| d.to_string());
+        l.host_load = Some(busy_host(3.0, &[(7, 2.9)]));
+        assert_eq!(kinds(&assess_launch(&l, &C)), [CO_SCHEDULED, HOST_BUSY]);
     }
 }

@@ -113,6 +113,91 @@ pub struct LaunchRecord {
     /// (`results::representative`); empty when none applies. Written since 0.1 (format 1).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub unrepresentative: Vec<Unrepresentative>,
+    /// What carried the launch's MPI messages (resolved MCA selection and what the ranks' own
+    /// sockets and shared-memory mappings showed after the last case); absent in older files
+    /// and where the launch did not end normally.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transport: Option<Transport>,
+    /// Load on rank 0's host around the launch: load average, steal, and the CPU time of
+    /// other processes (other scalebench launches named) while it ran; absent in older files
+    /// and where the launch did not end normally.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_load: Option<HostLoad>,
+}
+
+/// What carried a launch's MPI messages. Evidence and its limits: docs/results-format.md.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Transport {
+    /// In words, e.g. `shared memory (pml ob1, btl vader)`, `TCP over loopback (pml ob1,
+    /// btl tcp)`, `none: one MPI process, no messages between ranks`.
+    pub summary: String,
+    /// Open MPI's transport selection parameters as the job resolved them (`pml`, `btl`,
+    /// `mtl`), each with where its value came from; empty for other MPI libraries.
+    #[serde(default)]
+    pub mca: Vec<McaSetting>,
+    /// MPI transport components loaded in the ranks (`pml_ob1`, `btl_vader`, `btl_tcp`, ...),
+    /// union over ranks, from their memory maps.
+    #[serde(default)]
+    pub components_loaded: Vec<String>,
+    /// Ranks whose memory maps held shared-memory segments of peers (more than their own).
+    pub ranks_with_shared_memory: u32,
+    /// Ranks with an established TCP connection to another rank's MPI listening port.
+    pub ranks_with_tcp: u32,
+    /// Of those connections, how many had a non-loopback peer address (a network).
+    #[serde(default)]
+    pub tcp_network_connections: u32,
+    /// Ranks that reported (all of the launch's).
+    pub ranks_probed: u32,
+}
+
+/// One MCA parameter as a job resolved it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct McaSetting {
+    /// `pml`, `btl` or `mtl`.
+    pub name: String,
+    /// The value in force, e.g. `self,tcp` or `^ucx` (`^` excludes).
+    pub value: String,
+    /// `environment` (OMPI_MCA_*, which `mpirun --mca` also sets), a parameter file's path,
+    /// or `default` (no setting: every available component may be used).
+    pub source: String,
+}
+
+/// Rank 0's host while a launch ran (from the start of the launch to the end of its last case).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HostLoad {
+    pub host: String,
+    /// Length of the window, seconds.
+    pub window_s: f64,
+    /// Logical CPUs online.
+    pub logical_cpus: u32,
+    /// 1-minute load average just before and just after (/proc/loadavg).
+    #[serde(default)]
+    pub loadavg_1m_before: Option<f64>,
+    #[serde(default)]
+    pub loadavg_1m_after: Option<f64>,
+    /// CPU time all processes used over the window, seconds (/proc/stat: user, nice, system,
+    /// irq, softirq, summed over CPUs).
+    pub busy_cpu_s: f64,
+    /// CPU time the hypervisor gave other guests over the window, seconds (/proc/stat steal).
+    pub steal_cpu_s: f64,
+    /// CPU time of this launch's ranks on this host over the window, seconds (getrusage).
+    pub own_cpu_s: f64,
+    /// busy − own, at least 0: what other processes (the launcher included) used, seconds.
+    pub other_cpu_s: f64,
+    /// Other scalebench processes on the host that used CPU in the window (not this launch's
+    /// ranks nor their parents).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub other_scalebench: Vec<OtherProcess>,
+}
+
+/// Another process seen on the host during a launch.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OtherProcess {
+    pub pid: u32,
+    /// Its command line, shortened.
+    pub command: String,
+    /// CPU time it used within the window, seconds (all of it if it started within).
+    pub cpu_s: f64,
 }
 
 /// One reason a launch's or case's measurements may not represent the set-up they name. The

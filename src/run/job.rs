@@ -32,9 +32,10 @@ use crate::run::console::{summary_line, TablePrinter};
 use crate::run::watchdog::Watchdog;
 use crate::topology::binding::{self, BindRequest, Reserved};
 use crate::topology::identity::{self, LauncherEnv, NodeLayout, RankFacts};
-use crate::topology::{self, affinity};
+use crate::topology::{self, affinity, load, transport};
 use crate::workload::{self, RunSettings};
 use mpi::topology::SimpleCommunicator;
+use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -515,6 +516,7 @@ impl Job<'_> {
     /// cases in order (rank 0 journals and prints each as it finishes), writes the results.
     fn execute<B: Backend>(&self, mut backend: B) -> Result<RunOutcome> {
         let started = now_unix_s();
+        let before = Around::now(self.comm.is_root());
         let mut journal = self.open_journal()?;
         let launch = self.launch_record(&backend, started);
         // The CPUs rank 0's host runs the job on: their clock is read around every case.
@@ -564,6 +566,8 @@ impl Job<'_> {
             }
         }
         self.print(table.flush());
+        let mut launch = launch;
+        self.record_context(&mut launch, &before, started);
 
         let results_path = if self.comm.is_root() {
             Some(self.finish(&mut journal, launch, run_info, results, started)?)
@@ -627,10 +631,61 @@ impl Job<'_> {
             stderr_tail: None,
             provenance,
             unrepresentative: Vec::new(),
+            transport: None,
+            host_load: None,
         };
         launch.unrepresentative =
             representative::assess_launch(&launch, &representative::Load::COLLECTIVE);
         launch
+    }
+
+    /// After the last case, every rank reports its CPU time and what its process shows of
+    /// the transport; rank 0 records the launch's transport and its host's load over the
+    /// launch, and judges the launch again with them (co-scheduled launches, a busy host).
+    fn record_context(&self, launch: &mut LaunchRecord, before: &Around, started: f64) {
+        let after = Around::now(self.comm.is_root());
+        let mine = (
+            transport::probe(),
+            after.cpu_s - before.cpu_s,
+            std::process::id(),
+        );
+        let payload = serde_json::to_vec(&mine).expect("probe serialises");
+        let all = self.comm.gather_bytes(&payload);
+        let (Some(h0), Some(h1)) = (&before.host, &after.host) else {
+            return; // not rank 0
+        };
+        let reports: Vec<(transport::WireProbe, f64, u32)> = all
+            .iter()
+            .filter_map(|b| serde_json::from_slice(b).ok())
+            .collect();
+        let host = topology::hostname();
+        let mut own_pids = load::own_lineage();
+        let mut own_cpu_s = 0.0;
+        for (probe, cpu_s, pid) in &reports {
+            if probe.host == host {
+                own_pids.insert(*pid);
+                own_cpu_s += cpu_s;
+            }
+        }
+        let p = launch.provenance.as_ref();
+        let open_mpi = p
+            .and_then(|p| p.mpi_library.as_deref())
+            .is_some_and(|l| l.contains("Open MPI"));
+        let mca = if open_mpi {
+            let env: BTreeMap<String, String> = std::env::vars().collect();
+            transport::resolve_mca(&env, &transport::mca_param_files(&env))
+        } else {
+            Vec::new()
+        };
+        let probes: Vec<_> = reports.into_iter().map(|(p, _, _)| p).collect();
+        launch.transport = Some(transport::summarise(&probes, mca));
+        let cpus = topology::host_info().logical_cpus;
+        let window_s = (after.at - started).max(0.0);
+        launch.host_load = Some(load::host_load(
+            &host, cpus, window_s, h0, h1, own_cpu_s, &own_pids,
+        ));
+        launch.unrepresentative =
+            representative::assess_launch(launch, &representative::Load::COLLECTIVE);
     }
 
     /// Prints on rank 0 unless quiet.
@@ -754,6 +809,24 @@ impl Job<'_> {
         let path = self.out_dir.join(RESULTS_FILE);
         write_results(&path, &new_results(info, vec![launch], results))?;
         Ok(path)
+    }
+}
+
+/// The moment a launch starts or its last case ends: this process's CPU time and, at rank 0,
+/// a look at the host.
+struct Around {
+    at: f64,
+    cpu_s: f64,
+    host: Option<load::HostSnapshot>,
+}
+
+impl Around {
+    fn now(root: bool) -> Around {
+        Around {
+            at: now_unix_s(),
+            cpu_s: load::process_cpu_s(),
+            host: root.then(load::snapshot),
+        }
     }
 }
 

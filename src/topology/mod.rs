@@ -5,8 +5,10 @@ pub mod binding;
 #[cfg(feature = "mpi")]
 pub mod hwloc;
 pub mod identity;
+pub mod load;
 pub(crate) mod machine;
 pub mod report;
+pub mod transport;
 
 use crate::results::schema::HostInfo;
 use std::collections::BTreeMap;

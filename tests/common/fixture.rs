@@ -252,6 +252,8 @@ pub fn launch(shape: LaunchShape) -> LaunchRecord {
         stderr_tail: None,
         provenance: Some(provenance),
         unrepresentative: vec![],
+        transport: None,
+        host_load: None,
     }
 }
 

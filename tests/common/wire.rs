@@ -53,6 +53,55 @@ pub struct Launch {
     /// Written only when something makes the launch unrepresentative.
     #[serde(default)]
     pub unrepresentative: Vec<Unrepresentative>,
+    /// Written when the launch ended normally (since the context box).
+    #[serde(default)]
+    pub transport: Option<Transport>,
+    #[serde(default)]
+    pub host_load: Option<HostLoad>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Transport {
+    pub summary: String,
+    pub mca: Vec<McaSetting>,
+    pub components_loaded: Vec<String>,
+    pub ranks_with_shared_memory: u32,
+    pub ranks_with_tcp: u32,
+    pub tcp_network_connections: u32,
+    pub ranks_probed: u32,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct McaSetting {
+    pub name: String,
+    pub value: String,
+    pub source: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HostLoad {
+    pub host: String,
+    pub window_s: f64,
+    pub logical_cpus: u32,
+    pub loadavg_1m_before: Option<f64>,
+    pub loadavg_1m_after: Option<f64>,
+    pub busy_cpu_s: f64,
+    pub steal_cpu_s: f64,
+    pub own_cpu_s: f64,
+    pub other_cpu_s: f64,
+    #[serde(default)]
+    pub other_scalebench: Vec<OtherProcess>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OtherProcess {
+    pub pid: u32,
+    pub command: String,
+    pub cpu_s: f64,
 }
 
 #[derive(Debug, Deserialize)]

@@ -116,7 +116,8 @@ fn curve_row(a: &Analysis<'_>, c: &Curve) -> Vec<Cell> {
         Cell::opt(
             pts.iter()
                 .filter_map(|e| e.case.algbw_gbps)
-                .max_by(f64::total_cmp),
+                .max_by(f64::total_cmp)
+                .filter(|_| c.shape.devices() > 1), // 1 device: S/time of a local copy, not a bandwidth
             NumFmt::Sig,
         ),
         alpha,

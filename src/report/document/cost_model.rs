@@ -23,8 +23,13 @@ pub(super) fn cost_model(doc: &mut Doc, a: &Analysis<'_>, figs: &[Figure]) {
     fit_residuals(doc, a);
     fit_regimes(doc, a);
     // Across scales: a summary of every series, then details of the charted ones.
-    doc.heading(3, "Forms across device counts");
-    scale_models(doc, a);
+    // A table of "not fitted" rows only says one thing: say it once.
+    if a.coll_scaling.iter().any(|c| c.model.is_ok()) {
+        doc.heading(3, "Forms across device counts");
+        scale_models(doc, a);
+    } else if !a.coll_scaling.is_empty() {
+        doc.prose("No forms across device counts: no collective series was measured at the two or more device counts (each ≥ 2) that such a fit needs.");
+    }
     for w in &wls {
         add_figures(doc, figs, "predict", *w);
     }

@@ -1,10 +1,10 @@
-//! What the report says, in order: inputs and set-up, definitions, collectives (size curves and
+//! What the report says, in order: the context (what ran where), findings, inputs and set-up, definitions, collectives (size curves and
 //! α–β fits), scaling across devices, cost models and predictions, pure vs hybrid, binding,
 //! stragglers, GPU utilisation (where NVML sampled it), spread, problems, and every case.
 //! Builds the neutral [`Doc`] that the Markdown and HTML renderers print; every table here is
 //! also exported as CSV.
 //!
-//! One file per section, in report order: [`findings`] (and the sentence builder the sections
+//! One file per section, in report order: [`context`], [`findings`] (and the sentence builder the sections
 //! use), [`overview`], [`unrepresentative`], [`collectives`], [`scaling`], [`cost_model`],
 //! [`ratios`] (pure vs hybrid, binding), [`stragglers`], [`gpu_use`], [`spread`],
 //! [`problems`], [`inputs`] (Appendix A), [`definitions`] (Appendix B) and [`cases`] (all
@@ -12,6 +12,7 @@
 
 mod cases;
 mod collectives;
+mod context;
 mod cost_model;
 mod definitions;
 mod findings;
@@ -70,6 +71,7 @@ pub(crate) fn build(a: &Analysis<'_>, figs: &[Figure], title: &str) -> Doc {
         blocks: Vec::new(),
     };
     overview::overview(&mut doc, a);
+    context::context(&mut doc, a);
     let head = doc.blocks.len();
     let mut found = Findings::default();
     unrepresentative::unrepresentative(&mut doc, a, &mut found);

@@ -21,8 +21,9 @@ pub(super) fn overview(doc: &mut Doc, a: &Analysis<'_>) {
     wls.dedup();
     let version = env!("CARGO_PKG_VERSION");
     doc.para(vec![text(format!(
-        "scalebench {version} report from {} input file(s): {n} case(s) ({}), {measured} measured and validated; workloads: {}; layouts (nodes × devices per node): {}.",
-        a.sources.len(),
+        "scalebench {version} report from {}: {} ({}), {measured} measured and validated; workloads: {}; layouts (nodes × devices per node): {}.",
+        super::context::count(a.sources.len(), "input file", "input files"),
+        super::context::count(n, "case", "cases"),
         by_status
             .iter()
             .map(|(k, v)| format!("{v} {k}"))

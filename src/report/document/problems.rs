@@ -40,8 +40,8 @@ pub(super) fn problems(doc: &mut Doc, a: &Analysis<'_>) {
     }
     if !bad.is_empty() {
         doc.para(vec![text(format!(
-            "{} case(s) not measured or not valid; wrong results first.",
-            bad.len()
+            "{} not measured or not valid; wrong results first.",
+            super::context::count(bad.len(), "case", "cases")
         ))]);
     }
     doc.table(t, "problems", None);

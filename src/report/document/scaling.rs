@@ -27,11 +27,22 @@ pub(super) fn scaling(doc: &mut Doc, a: &Analysis<'_>, figs: &[Figure], found: &
             gemm_series_table(doc, a, s, figs, found, &section);
         }
     }
-    for cs in &a.coll_scaling {
-        if !cs.charted {
-            continue;
-        }
+    // Retention needs two device counts that move data (≥ 2): with one, R = 1 everywhere.
+    let (retained, single): (Vec<&CollScale>, Vec<&CollScale>) = a
+        .coll_scaling
+        .iter()
+        .filter(|c| c.charted)
+        .partition(|c| c.layouts.iter().filter(|l| l.devices() >= 2).count() >= 2);
+    for cs in retained {
         coll_scale_table(doc, a, cs, found, &section);
+    }
+    if !single.is_empty() {
+        let names: std::collections::BTreeSet<String> =
+            single.iter().map(|c| c.workload.to_string()).collect();
+        doc.para(vec![text(format!(
+            "No busbw retention for {}: one device count that moves data was measured, and retention compares two.",
+            names.into_iter().collect::<Vec<_>>().join(", ")
+        ))]);
     }
     let hidden = a.coll_scaling.iter().filter(|c| !c.charted).count();
     if hidden > 0 {
@@ -57,10 +68,10 @@ fn gemm_series_table(
     doc.para(vec![
         Span::Strong(format!("{} {}", s.workload, s.label)),
         text(format!(
-            ", {kind} scaling, {}; baseline: {} ({} device(s)), time {}.",
+            ", {kind} scaling, {}; baseline: {} ({}), time {}.",
             s.family.label(),
             base.layout().label(),
-            base.layout().devices(),
+            super::context::count(base.layout().devices() as usize, "device", "devices"),
             base.time_s()
                 .map_or_else(|| "-".into(), crate::units::format_seconds)
         )),
@@ -103,10 +114,10 @@ fn gemm_series_table(
                 .text(" at ")
                 .fig("devices")
                 .text(format!(
-                    " devices (layout {}, {}), against {} device(s){caveat}.",
+                    " devices (layout {}, {}), against {}{caveat}.",
                     a.entries[s.points[last]].layout().label(),
                     s.family.label(),
-                    base.layout().devices()
+                    super::context::count(base.layout().devices() as usize, "device", "devices")
                 ))
                 .done(
                     format!("{} {}", s.workload, s.label),

@@ -9,8 +9,9 @@ pub(super) fn spread(doc: &mut Doc, a: &Analysis<'_>) {
     doc.heading(2, "Spread and noisy cases");
     let with = a.entries.iter().filter(|e| e.spread.is_some()).count();
     doc.para(vec![text(format!(
-        "{} of {with} case(s) with samples are noisy (cv > {}). The {} noisiest:",
+        "{} of {} with samples are noisy (cv > {}). The {} noisiest:",
         a.noisy.len(),
+        super::context::count(with, "case", "cases"),
         a.options.noisy_cv,
         a.noisy.len().min(TOP)
     ))]);

@@ -15,8 +15,8 @@ pub(super) fn stragglers(doc: &mut Doc, a: &Analysis<'_>, found: &mut Findings) 
         return;
     }
     doc.para(vec![text(format!(
-        "{} measured case(s) with 2 or more ranks. Straggler score = geometric mean of (rank mean / median rank mean); see Definitions.",
-        s.cases
+        "{} with 2 or more ranks. Straggler score = geometric mean of (rank mean / median rank mean); see Definitions.",
+        super::context::count(s.cases, "measured case", "measured cases")
     ))]);
     node_table(doc, s, &section, found);
     rank_table(doc, s);
@@ -25,6 +25,10 @@ pub(super) fn stragglers(doc: &mut Doc, a: &Analysis<'_>, found: &mut Findings) 
 
 /// The slowest nodes first; the slowest is a finding when there is another to compare with.
 fn node_table(doc: &mut Doc, s: &Stragglers, section: &str, found: &mut Findings) {
+    // One node has nothing to be slower than: no table of it.
+    if s.nodes.len() < 2 {
+        return;
+    }
     let mut t = Table::new(&["node", "host", "cases", "slowest in", "score"]);
     for n in s.nodes.iter().take(TOP) {
         t.push(vec![

@@ -1,0 +1,320 @@
+//! What ran where, with the real binary under mpirun: the demo study's context box (CPU, cores,
+//! transport per set-up, the hybrid-on-one-node scope) and a one-node report without filler;
+//! the transport recorded for shared memory and for `btl self,tcp` (the emulated-cluster
+//! profile); two launches run at once on this host, both marked co-scheduled and kept out of
+//! the pure-vs-hybrid winners.
+
+mod common;
+
+use common::{bin, mpi_env, mpirun_with, read_results, tmpdir, Ran};
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::Command;
+use std::sync::Mutex;
+
+/// The MPI jobs of this file one at a time (the overlapping pair is one job).
+static LOCK: Mutex<()> = Mutex::new(());
+
+fn s(p: &Path) -> &str {
+    p.to_str().expect("utf-8 path")
+}
+
+fn scalebench(args: &[&str]) -> Ran {
+    let mut cmd = Command::new(bin());
+    cmd.args(args);
+    mpi_env(&mut cmd);
+    Ran::from(cmd.output().expect("start scalebench"))
+}
+
+/// A CSV of the report as rows of column → value (no quoted commas in these tables' cells
+/// that the tests read: they parse the first columns only).
+fn csv_rows(path: &Path) -> Vec<BTreeMap<String, String>> {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let mut rdr = text.lines();
+    let head: Vec<String> = split_csv(rdr.next().unwrap());
+    rdr.map(|l| head.iter().cloned().zip(split_csv(l)).collect())
+        .collect()
+}
+
+fn split_csv(line: &str) -> Vec<String> {
+    let (mut out, mut f, mut q) = (Vec::new(), String::new(), false);
+    let mut it = line.chars().peekable();
+    while let Some(c) = it.next() {
+        match (q, c) {
+            (true, '"') if it.peek() == Some(&'"') => {
+                it.next();
+                f.push('"');
+            }
+            (_, '"') => q = !q,
+            (false, ',') => out.push(std::mem::take(&mut f)),
+            _ => f.push(c),
+        }
+    }
+    out.push(f);
+    out
+}
+
+/// Every `## ` section of a Markdown report has something under it before the next one.
+fn assert_no_empty_section(md: &str) {
+    let lines: Vec<&str> = md.lines().collect();
+    for (i, l) in lines.iter().enumerate() {
+        if !l.starts_with("## ") {
+            continue;
+        }
+        let body = lines[i + 1..]
+            .iter()
+            .take_while(|x| !x.starts_with("## "))
+            .any(|x| !x.trim().is_empty() && !x.starts_with('#'));
+        assert!(body, "empty section {l}");
+    }
+}
+
+#[test]
+fn the_demo_study_says_what_ran_where_without_filler() {
+    let _g = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tmpdir("context-demo");
+    let (res, rep) = (dir.join("res"), dir.join("rep"));
+    scalebench(&["sweep", "examples/quick-local.toml", "--out", s(&res)]).assert_code(0);
+    let r = read_results(&res);
+    // The run side: each launch's transport and host load.
+    for l in &r.launches {
+        let t = l.transport.as_ref().expect("transport recorded");
+        let p = l.provenance.as_ref().unwrap();
+        assert_eq!(t.ranks_probed, p.world_size, "{}", l.launch_id);
+        if p.world_size == 1 {
+            assert!(t.summary.starts_with("none: one MPI process"), "{t:?}");
+        } else {
+            // Two ranks on one host under this machine's Open MPI: vader's shared memory.
+            assert_eq!(t.ranks_with_shared_memory, 2, "{t:?}");
+            assert!(t.summary.starts_with("shared memory"), "{t:?}");
+            assert!(t.components_loaded.iter().any(|c| c.starts_with("pml_")));
+        }
+        let pml = t
+            .mca
+            .iter()
+            .find(|m| m.name == "pml")
+            .expect("pml resolved");
+        assert!(!pml.source.is_empty());
+        let h = l.host_load.as_ref().expect("host load recorded");
+        assert!(h.window_s > 0.0 && h.logical_cpus >= 1);
+        assert!(h.loadavg_1m_before.is_some() && h.loadavg_1m_after.is_some());
+        // The ranks' CPU time cannot exceed what the host's counters saw (10 ms ticks).
+        assert!(
+            h.own_cpu_s <= h.busy_cpu_s + 0.05 * p.world_size as f64,
+            "{h:?}"
+        );
+    }
+    scalebench(&[
+        "report",
+        s(&res),
+        "--out",
+        s(&rep),
+        "--title",
+        "quick local study",
+    ])
+    .assert_code(0);
+    let md = std::fs::read_to_string(rep.join("report.md")).unwrap();
+    let h2: Vec<&str> = md.lines().filter(|l| l.starts_with("## ")).collect();
+    assert_eq!(h2.first(), Some(&"## Context: what ran where"), "{h2:?}");
+    let start = md.find("## Context").unwrap();
+    let end = start + 3 + md[start + 3..].find("\n## ").unwrap();
+    let ctx = &md[start..end];
+    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap();
+    let model = cpuinfo
+        .lines()
+        .find_map(|l| l.strip_prefix("model name"))
+        .and_then(|l| l.split_once(':'))
+        .map(|(_, v)| v.trim().to_string())
+        .unwrap();
+    for needle in [
+        model.as_str(),
+        "logical CPU",
+        "core",
+        "Open MPI",
+        "one node (no emulation)",
+        "one host: no network was measured",
+        "hybrid on one node: 2 threads in one process, no MPI call",
+    ] {
+        assert!(ctx.contains(needle), "{needle:?} not in\n{ctx}");
+    }
+    let rows = csv_rows(&rep.join("tables/context.csv"));
+    assert_eq!(rows.len(), 3, "{rows:?}");
+    let by_setup: BTreeMap<&str, &BTreeMap<String, String>> =
+        rows.iter().map(|r| (r["set-up"].as_str(), r)).collect();
+    let pure = by_setup
+        .iter()
+        .find(|(k, _)| k.contains("1×2") && k.contains("pure"))
+        .unwrap()
+        .1;
+    assert!(pure["transport"].starts_with("shared memory"), "{pure:?}");
+    let hybrid = by_setup
+        .iter()
+        .find(|(k, _)| k.contains("hybrid"))
+        .unwrap()
+        .1;
+    assert!(hybrid["transport"].starts_with("none"), "{hybrid:?}");
+    assert_eq!(pure["runs"], "1");
+    // No filler on one node: no slowest node, no retention of one device count, no forms
+    // table of unfitted rows, no algbw of one device, no empty section, plurals right.
+    assert!(!rep.join("tables/straggler_nodes.csv").exists());
+    assert!(!rep.join("tables/scale_models.csv").exists());
+    assert!(!rep.join("tables/busbw_vs_devices_allreduce.csv").exists());
+    for t in ["collective_allreduce", "collective_allgather"] {
+        for row in csv_rows(&rep.join(format!("tables/{t}.csv"))) {
+            if row["devices"] == "1" {
+                assert_eq!(row["peak algbw (GB/s)"], "", "{t}: {row:?}");
+            }
+        }
+    }
+    assert_no_empty_section(&md);
+    assert!(!md.contains("Emulated nodes."), "one node is not emulated");
+    for plural in ["input file(s)", "measured case(s)", "(1 device(s))"] {
+        assert!(!md.contains(plural), "{plural}");
+    }
+}
+
+#[test]
+fn tcp_over_loopback_is_recorded_as_such() {
+    let _g = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let out = tmpdir("context-tcp").join("out");
+    // What profiles/local-slurm.toml sets for emulated nodes: no shared memory.
+    mpirun_with(
+        2,
+        &[
+            "--mca",
+            "btl",
+            "self,tcp",
+            "--mca",
+            "btl_tcp_if_include",
+            "lo",
+        ],
+        &[
+            "run",
+            "-q",
+            "-w",
+            "allreduce",
+            "--sizes",
+            "4KiB",
+            "--iters",
+            "20",
+            "--out",
+            s(&out),
+        ],
+    )
+    .assert_code(0);
+    let r = read_results(&out);
+    let t = r.launches[0].transport.as_ref().unwrap();
+    assert_eq!(t.summary, "TCP over loopback (pml ob1, btl tcp)", "{t:?}");
+    assert_eq!((t.ranks_with_tcp, t.ranks_with_shared_memory), (2, 0));
+    let btl = t.mca.iter().find(|m| m.name == "btl").unwrap();
+    assert_eq!(
+        (btl.value.as_str(), btl.source.as_str()),
+        ("self,tcp", "environment")
+    );
+    assert!(
+        !t.components_loaded.iter().any(|c| c == "btl_vader"),
+        "{t:?}"
+    );
+}
+
+/// `mpirun -np N scalebench run ARGS`, started, not waited for.
+fn start(np: u32, args: &[&str]) -> std::process::Child {
+    let mut cmd = Command::new("timeout");
+    cmd.args([
+        "-k",
+        "5",
+        "300",
+        "mpirun",
+        "-np",
+        &np.to_string(),
+        "--oversubscribe",
+        bin(),
+    ]);
+    cmd.args(args);
+    mpi_env(&mut cmd);
+    cmd.stdout(std::process::Stdio::null());
+    cmd.spawn().expect("start mpirun")
+}
+
+#[test]
+fn two_launches_at_once_are_both_marked_and_name_no_winner() {
+    let _g = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tmpdir("context-overlap");
+    let (pure, hybrid, rep) = (dir.join("pure"), dir.join("hybrid"), dir.join("rep"));
+    // The same cases, pure on 2 ranks and hybrid on 1 rank × 2 devices, at the same time on
+    // this host: each long enough (a few seconds) for the other to start inside its window.
+    let common = [
+        "run",
+        "-q",
+        "-w",
+        "allreduce",
+        "--sizes",
+        "4KiB:256KiB:x4",
+        "--iters",
+        "4000",
+        "--warmup",
+        "10",
+    ];
+    let mut a_args = common.to_vec();
+    a_args.extend(["--out", s(&pure)]);
+    let mut b_args = common.to_vec();
+    b_args.extend([
+        "--out",
+        s(&hybrid),
+        "--topology",
+        "hybrid",
+        "--devices-per-node",
+        "2",
+    ]);
+    let mut a = start(2, &a_args);
+    let mut b = start(1, &b_args);
+    assert!(a.wait().unwrap().success() && b.wait().unwrap().success());
+    let (ra, rb) = (read_results(&pure), read_results(&hybrid));
+    let pids = |r: &common::wire::ResultsFile| -> Vec<u32> {
+        r.launches[0]
+            .provenance
+            .as_ref()
+            .unwrap()
+            .ranks
+            .iter()
+            .map(|x| x.pid)
+            .collect()
+    };
+    for (me, other) in [(&ra, &rb), (&rb, &ra)] {
+        let l = &me.launches[0];
+        let h = l.host_load.as_ref().unwrap();
+        let seen: Vec<u32> = h.other_scalebench.iter().map(|p| p.pid).collect();
+        // The other launch's ranks, by pid, used CPU inside this launch's window.
+        for pid in pids(other) {
+            assert!(
+                seen.contains(&pid),
+                "{} saw {seen:?}, not {pid}: {h:?}",
+                l.launch_id
+            );
+        }
+        let kinds: Vec<&str> = l.unrepresentative.iter().map(|u| u.kind.as_str()).collect();
+        assert!(kinds.contains(&"co_scheduled"), "{kinds:?}");
+        eprintln!(
+            "{}: window {:.2} s, own {:.2} CPU-s, other {:.2} CPU-s, other scalebench {:.2} CPU-s, reasons {kinds:?}",
+            l.launch_id,
+            h.window_s,
+            h.own_cpu_s,
+            h.other_cpu_s,
+            h.other_scalebench.iter().map(|p| p.cpu_s).sum::<f64>()
+        );
+    }
+    // Together they are a pure/hybrid pair: no winner is named, and the report says why.
+    scalebench(&["report", s(&pure), s(&hybrid), "--out", s(&rep)]).assert_code(0);
+    assert!(!rep.join("tables/topology_bands.csv").exists());
+    let rows = csv_rows(&rep.join("tables/topology_bands_unrepresentative.csv"));
+    assert!(!rows.is_empty());
+    for r in &rows {
+        assert_eq!(r["winner"], "not named", "{r:?}");
+        assert!(r["why"].contains("co scheduled"), "{r:?}");
+    }
+    let reasons = csv_rows(&rep.join("tables/unrepresentative_summary.csv"));
+    assert!(
+        reasons.iter().any(|r| r["reason"] == "co_scheduled"),
+        "{reasons:?}"
+    );
+}
