@@ -164,10 +164,10 @@ struct Cited {
     concerns: BTreeSet<String>,
 }
 
-/// `by 1.2×`, or `by 1.2× – 3.4×` over several sizes, citing the columns `min` and `max`.
+/// `by 1.2×`, or `by 1.2× – 3.4×` over sizes that differ, citing the columns `min` and `max`.
 fn by<'t>(s: Sentence<'t>, run: &SizeRun, min: &str, max: &str) -> Sentence<'t> {
     let s = s.text("by ").fig(min);
-    if run.n > 1 {
+    if run.n > 1 && run.min_ratio != run.max_ratio {
         s.text(" – ").fig(max)
     } else {
         s
