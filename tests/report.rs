@@ -447,6 +447,225 @@ fn check_findings(out: &Path) -> Vec<BTreeMap<String, String>> {
     figures
 }
 
+/// The demo study (examples/quick-local.toml, what `bash ci/demo.sh` runs: 1 and 2 devices,
+/// pure vs hybrid, out-of-place and in-place), swept once for the tests of this file.
+fn demo() -> &'static Path {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let dir = tmpdir("report-demo").join("results");
+        common::sweep_ok(Path::new("examples/quick-local.toml"), &dir);
+        dir
+    })
+}
+
+/// The report of the demo study, written once.
+fn demo_report() -> &'static Path {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let out = tmpdir("report-demo-rep").join("rep");
+        report(&[s(demo()), "--out", s(&out)]).assert_code(0);
+        out
+    })
+}
+
+/// The call of one size as docs/report.md defines it (band b = 0.05, the default).
+fn call_of(ratio: f64, lo: Option<f64>, hi: Option<f64>) -> &'static str {
+    let b = 0.05;
+    let (lo, hi) = (lo.unwrap_or(ratio), hi.unwrap_or(ratio));
+    if ratio < 1.0 - b {
+        if hi < 1.0 {
+            "first"
+        } else {
+            "unclear"
+        }
+    } else if ratio > 1.0 + b {
+        if lo > 1.0 {
+            "second"
+        } else {
+            "unclear"
+        }
+    } else if lo <= 1.0 + b && hi >= 1.0 - b {
+        "even"
+    } else {
+        "unclear"
+    }
+}
+
+#[test]
+fn demo_findings_never_call_a_tie_where_sizes_disagree() {
+    let out = demo_report();
+    let figures = check_findings(out);
+    let decisions = read_csv(&out.join("tables/topology_decisions.csv"));
+    let ratios = read_csv(&out.join("tables/topology_ratios.csv"));
+    assert!(!decisions.is_empty() && !ratios.is_empty());
+    let opt = |s: &str| printed_number(s);
+    let mut checked = 0;
+    for d in &decisions {
+        let rows: Vec<&BTreeMap<String, String>> = ratios
+            .iter()
+            .filter(|r| r["workload"] == d["workload"] && r["held fixed"] == d["held fixed"])
+            .collect();
+        if rows.is_empty() {
+            continue; // not a charted variant: its sizes are not listed
+        }
+        // each size's call follows the documented rule from its ratio and interval
+        let mut calls = Vec::new();
+        for r in &rows {
+            let ratio = num(&r["ratio"]);
+            let want = call_of(ratio, opt(&r["p5"]), opt(&r["p95"]));
+            let side = match want {
+                "first" => "hybrid",
+                "second" => "pure",
+                w => w,
+            };
+            assert_eq!(r["call"], side, "{r:?}");
+            calls.push(side);
+        }
+        let has = |c: &str| calls.contains(&c);
+        let decision = d["decision"].as_str();
+        if decision == "tie" {
+            assert!(calls.iter().all(|c| *c == "even"), "{d:?}: {calls:?}");
+        }
+        if has("hybrid") && has("pure") {
+            assert!(
+                decision.starts_with("crossover") || decision == "inconclusive",
+                "{d:?}: {calls:?}"
+            );
+        }
+        if decision == "hybrid" || decision == "pure" {
+            let other = if decision == "hybrid" {
+                "pure"
+            } else {
+                "hybrid"
+            };
+            assert!(!has(other) && !has("even"), "{d:?}: {calls:?}");
+        }
+        checked += 1;
+    }
+    assert!(checked > 0);
+    // A finding says "tie" only for a comparison decided as one, and says its spread.
+    for f in figures
+        .iter()
+        .filter(|f| f["topic"].contains("Pure MPI vs hybrid"))
+    {
+        let row = &decisions[f["row"].parse::<usize>().unwrap()];
+        if f["sentence"].contains("tie") {
+            assert_eq!(row["decision"], "tie", "{f:?}");
+        }
+        assert!(
+            f["sentence"].contains("single run") || f["sentence"].contains("run-to-run spread"),
+            "{f:?}"
+        );
+    }
+}
+
+/// The set-up line of a per-size block: (workload, timing, nodes, devices per node,
+/// topology, binding, placement), parsed from `allreduce (pipelined timing) on 2 device(s):
+/// 1 node(s) × 2 device(s), pure topology, 2 rank(s), binding core, placement fill`.
+fn block_key(line: &str) -> Option<[String; 7]> {
+    let line = line.trim_matches('*').replace('\\', "");
+    let (head, rest) = line.split_once(" on ")?;
+    let (workload, timing) = head.split_once(" (")?;
+    let timing = timing.strip_suffix(" timing)")?;
+    let rest = rest.split_once(": ")?.1;
+    let parts: Vec<&str> = rest.split(", ").collect();
+    let (nodes, dpn) = parts[0].split_once(" node(s) × ")?;
+    Some([
+        workload.to_string(),
+        timing.to_string(),
+        nodes.to_string(),
+        dpn.strip_suffix(" device(s)")?.to_string(),
+        parts[1].strip_suffix(" topology")?.to_string(),
+        parts[3].strip_prefix("binding ")?.to_string(),
+        parts[4]
+            .strip_prefix("placement ")?
+            .split(" — ")
+            .next()?
+            .to_string(),
+    ])
+}
+
+#[test]
+fn demo_per_size_tables_hold_every_ok_busbw() {
+    let out = demo_report();
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    let start = md.find("## Per-size results").expect("per-size section");
+    let end = start + 3 + md[start + 3..].find("\n## ").unwrap();
+    // (block key, size, type, redop) → the row's cells
+    let mut rows: BTreeMap<([String; 7], String, String, String), Vec<String>> = BTreeMap::new();
+    let mut key: Option<[String; 7]> = None;
+    let mut header: Vec<String> = Vec::new();
+    for line in md[start..end].lines() {
+        if line.starts_with("**") {
+            key = block_key(line);
+            assert!(key.is_some(), "{line}");
+        } else if let Some(body) = line.strip_prefix('|') {
+            let cells: Vec<String> = body
+                .split(" |")
+                .map(|c| c.trim().replace('\\', ""))
+                .collect();
+            let cells = cells[..cells.len() - 1].to_vec();
+            if cells[0] == "size (B)" {
+                header = cells;
+            } else if !cells[0].starts_with("---") {
+                let k = key.clone().expect("a block title before its table");
+                let id = (k, cells[0].clone(), cells[2].clone(), cells[3].clone());
+                assert!(rows.insert(id, cells).is_none(), "a size twice in a block");
+            }
+        }
+    }
+    assert_eq!(header.len(), 13, "{header:?}");
+    assert_eq!(header[7], "out-of-place busbw (GB/s)");
+    assert_eq!(header[11], "in-place busbw (GB/s)");
+    let results = read_results(demo()).unwrap();
+    let mut checked = 0;
+    for c in &results.cases {
+        let p = &c.params;
+        let (Some(bw), Some(f)) = (c.busbw_gbps, c.busbw_factor) else {
+            continue;
+        };
+        if c.status != scalebench::results::schema::CaseStatus::Ok {
+            continue;
+        }
+        let k = [
+            p.workload.to_string(),
+            p.timing.to_string(),
+            p.nodes.to_string(),
+            p.devices_per_node.to_string(),
+            p.topology.to_string(),
+            p.binding.to_string(),
+            p.placement.to_string(),
+        ];
+        let id = (
+            k,
+            c.bytes.unwrap().to_string(),
+            p.dtype.to_string(),
+            p.op.map_or("none".to_string(), |o| o.to_string()),
+        );
+        let row = rows
+            .get(&id)
+            .unwrap_or_else(|| panic!("{} has no per-size row", p.label()));
+        let col = if p.in_place == Some(true) { 11 } else { 7 };
+        if f == 0.0 {
+            // one device: no bandwidth shown
+            assert_eq!(row[col], "", "{}", p.label());
+            continue;
+        }
+        let shown: f64 = row[col].parse().unwrap_or_else(|_| panic!("{row:?}"));
+        assert!(
+            (shown - bw).abs() <= 5e-4 * bw.abs() + 5.1e-5,
+            "{}: {shown} vs {bw}",
+            p.label()
+        );
+        let t: f64 = row[col - 2].parse().unwrap();
+        let exact_us = c.timing.as_ref().unwrap().time_s * 1e6;
+        assert!((t - exact_us).abs() <= 0.0051, "{t} vs {exact_us}");
+        checked += 1;
+    }
+    // the demo: 2 collectives × 7 sizes × out/in-place on its 2-device set-ups
+    assert!(checked >= 28, "{checked} busbw values checked");
+}
+
 #[test]
 fn report_from_the_golden_file() {
     let out = tmpdir("report-golden").join("rep");
@@ -603,11 +822,12 @@ fn known_answers_through_the_whole_pipeline() {
     let figures = check_findings(&out);
     let said = |needle: &str| figures.iter().any(|f| f["sentence"].contains(needle));
     assert!(
-        said("pure faster, time hybrid / pure = 2.000×"),
+        said("(time hybrid / pure): pure faster at every size (16B – 1MiB), by 2.000×;"),
         "{figures:?}"
     );
+    // the binding finding names its topology
     assert!(
-        said("bind=core faster, time bind=core / bind=none = 0.500×"),
+        said("at 1×2 pure (time bind=core / bind=none): bind=core faster at every size (16B – 1MiB), by 2.000×;"),
         "{figures:?}"
     );
     assert!(

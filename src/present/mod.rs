@@ -7,5 +7,6 @@
 pub(crate) mod doc;
 pub(crate) mod html;
 pub(crate) mod markdown;
+pub(crate) mod nccl;
 pub(crate) mod table;
 pub(crate) mod text;

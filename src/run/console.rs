@@ -3,6 +3,7 @@
 //! case as it finishes) and by `launch` (a local sweep's cases, as each launch ends).
 
 use crate::params::{LaunchShape, Timing, Workload};
+use crate::present::nccl::{self, BlockTitle};
 use crate::results::schema::{CaseResult, CaseStatus};
 use std::fmt::Write;
 
@@ -126,10 +127,25 @@ fn problem(c: &CaseResult) -> Option<String> {
 
 fn header(c: &CaseResult) -> Vec<String> {
     let p = &c.params;
-    let mut v = vec![format!(
-        "# {} ({} timing) on {} device(s): {} node(s) × {} device(s), {} topology, {} rank(s), binding {}, placement {}",
-        p.workload, p.timing, c.devices, p.nodes, p.devices_per_node, p.topology, c.ranks, p.binding, p.placement
-    )];
+    let (w, t, topo, b, pl) = (
+        p.workload.to_string(),
+        p.timing.to_string(),
+        p.topology.to_string(),
+        p.binding.to_string(),
+        p.placement.to_string(),
+    );
+    let title = BlockTitle {
+        workload: &w,
+        timing: &t,
+        devices: c.devices,
+        nodes: p.nodes,
+        devices_per_node: p.devices_per_node,
+        topology: &topo,
+        ranks: c.ranks,
+        binding: &b,
+        placement: &pl,
+    };
+    let mut v = vec![format!("# {title}")];
     match p.workload {
         Workload::Matmul => {
             v.push(format!(
@@ -155,19 +171,25 @@ fn header(c: &CaseResult) -> Vec<String> {
         _ => {
             v.push(format!(
                 "# {:>51}  {:^33}  {:^33}",
-                "", "out-of-place", "in-place"
+                "",
+                nccl::PLACES[0],
+                nccl::PLACES[1]
             ));
-            v.push(format!(
-                "# {:>12} {:>12} {:>6} {:>6} {:>6}  {:>9} {:>7} {:>7} {:>6}  {:>9} {:>7} {:>7} {:>6}",
-                "size", "count", "type", "redop", "root", "time", "algbw", "busbw", "#wrong", "time", "algbw", "busbw", "#wrong"
-            ));
-            v.push(format!(
-                "# {:>12} {:>12} {:>6} {:>6} {:>6}  {:>9} {:>7} {:>7} {:>6}  {:>9} {:>7} {:>7} {:>6}",
-                "(B)", "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)", ""
-            ));
+            v.push(coll_header_line(|c| c.0));
+            v.push(coll_header_line(|c| c.1));
         }
     }
     v
+}
+
+/// One header line of the collective table (names or units), in the nccl-tests layout.
+fn coll_header_line(part: fn(&(&'static str, &'static str)) -> &'static str) -> String {
+    let k: Vec<&str> = nccl::KEY_COLUMNS.iter().map(part).collect();
+    let c: Vec<&str> = nccl::PLACE_COLUMNS.iter().map(part).collect();
+    format!(
+        "# {:>12} {:>12} {:>6} {:>6} {:>6}  {:>9} {:>7} {:>7} {:>6}  {:>9} {:>7} {:>7} {:>6}",
+        k[0], k[1], k[2], k[3], k[4], c[0], c[1], c[2], c[3], c[0], c[1], c[2], c[3]
+    )
 }
 
 fn coll_row(oop: Option<&CaseResult>, ip: Option<&CaseResult>) -> String {

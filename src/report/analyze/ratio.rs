@@ -7,7 +7,8 @@ use super::label::{describe, variant_label};
 use super::palette::{style_key, Layout, StyleKey};
 use super::Analysis;
 use crate::params::{Binding, CaseParams, Topology, Workload};
-use crate::report::derive::{self, Band, BandSummary};
+use crate::report::derive::{self, Band, BandSummary, Decision, SizeCall};
+use crate::results::schema::CaseStatus;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 /// Which comparison a ratio group makes.
@@ -28,10 +29,11 @@ pub struct RatioRow {
     pub den: usize,
     pub bytes: Option<u64>,
     pub ratio: f64,
-    /// p5–p95 of the pairwise sample ratios ([`derive::ratio_interval`]); computed for
-    /// charted variants.
+    /// p5–p95 of the pairwise sample ratios ([`derive::ratio_interval`]).
     pub interval: Option<(f64, f64)>,
     pub band: Band,
+    /// What this size says ([`derive::size_call`]).
+    pub call: SizeCall,
 }
 
 /// A comparison of two set-ups equal in everything else.
@@ -54,7 +56,16 @@ pub struct RatioGroup {
     /// Concern kinds of either side's cases: no winner is named from such a group unless
     /// unrepresentative cases are included.
     pub concerns: BTreeSet<String>,
+    /// What the sizes say together ([`derive::decide`]).
+    pub decision: Option<Decision>,
+    /// Most measurements of one of its cases across the inputs (1: a single run).
+    pub runs: usize,
+    /// Largest max/min − 1 of a case's headline times across runs; `None` for a single run.
+    pub run_spread: Option<f64>,
 }
+
+/// Headline times of every ok measurement of each case id across the inputs (repeated runs).
+type RunTimes<'s> = HashMap<&'s str, Vec<f64>>;
 
 struct RatioGroupSeed {
     kind: RatioKind,
@@ -76,10 +87,40 @@ impl<'a> Analysis<'a> {
         let mut groups = Pending::new();
         self.topology_pairs(&mut groups);
         self.binding_pairs(&mut groups);
+        let mut runs = RunTimes::new();
+        for c in self.sources.iter().flat_map(|s| &s.file.cases) {
+            if let Some(t) = c.timing.as_ref().filter(|t| t.time_s > 0.0) {
+                if c.status == CaseStatus::Ok {
+                    runs.entry(c.id.as_str()).or_default().push(t.time_s);
+                }
+            }
+        }
         groups
             .into_values()
-            .map(|(seed, rows)| self.ratio_group(seed, rows, charted, wl_varying))
+            .map(|(seed, rows)| {
+                let mut g = self.ratio_group(seed, rows, charted, wl_varying);
+                (g.runs, g.run_spread) = self.run_spread(&g.rows, &runs);
+                g
+            })
             .collect()
+    }
+
+    /// The most runs of one case of `rows`, and the largest run-to-run spread among them.
+    fn run_spread(&self, rows: &[RatioRow], runs: &RunTimes<'_>) -> (usize, Option<f64>) {
+        let mut most = 1;
+        let mut spread: Option<f64> = None;
+        for i in rows.iter().flat_map(|r| [r.num, r.den]) {
+            let Some(ts) = runs.get(self.entries[i].case.id.as_str()) else {
+                continue;
+            };
+            most = most.max(ts.len());
+            if ts.len() >= 2 {
+                let lo = ts.iter().copied().fold(f64::INFINITY, f64::min);
+                let hi = ts.iter().copied().fold(0.0, f64::max);
+                spread = Some(spread.unwrap_or(0.0).max(hi / lo - 1.0));
+            }
+        }
+        (most, spread)
     }
 
     /// Pure vs hybrid: measured entries equal except in topology.
@@ -168,15 +209,15 @@ impl<'a> Analysis<'a> {
     ) -> RatioGroup {
         rows.sort_by_key(|r| r.bytes);
         let charted = charted.contains(&CaseParams2(variant_key(&seed.key).canonical()));
-        if charted {
-            // Intervals are drawn, so computed, for charted variants only.
-            for r in &mut rows {
-                let (a, b) = (&self.entries[r.num], &self.entries[r.den]);
-                r.interval = samples(a)
-                    .zip(samples(b))
-                    .and_then(|(x, y)| derive::ratio_interval(x, y));
-            }
+        // Every size is called from its interval, so every group's intervals are computed.
+        for r in &mut rows {
+            let (a, b) = (&self.entries[r.num], &self.entries[r.den]);
+            r.interval = samples(a)
+                .zip(samples(b))
+                .and_then(|(x, y)| derive::ratio_interval(x, y));
+            r.call = derive::size_call(r.ratio, r.interval, self.options.tie_band);
         }
+        let decision = derive::decide(&rows.iter().map(|r| (r.ratio, r.call)).collect::<Vec<_>>());
         let bands =
             derive::band_summaries(&rows.iter().map(|r| (r.band, r.ratio)).collect::<Vec<_>>());
         let varying = wl_varying
@@ -200,6 +241,11 @@ impl<'a> Analysis<'a> {
             .collect();
         if seed.kind == RatioKind::Topology && varying.contains("binding") {
             keys.insert("binding".to_string());
+        }
+        // A binding comparison always names its topology: pure and hybrid at one layout are
+        // different set-ups and may well rank the policies differently.
+        if seed.kind == RatioKind::Binding {
+            keys.insert("topology".to_string());
         }
         let concerns: BTreeSet<String> = rows
             .iter()
@@ -228,6 +274,9 @@ impl<'a> Analysis<'a> {
             rows,
             bands,
             concerns,
+            decision,
+            runs: 1,
+            run_spread: None,
         }
     }
 
@@ -241,6 +290,7 @@ impl<'a> Analysis<'a> {
             ratio: a.time_s().unwrap_or(f64::NAN) / b.time_s().unwrap_or(f64::NAN),
             interval: None,
             band: bytes.map_or(Band::All, Band::of_bytes),
+            call: SizeCall::Unclear,
         }
     }
 }

@@ -4,8 +4,9 @@
 //! Builds the neutral [`Doc`] that the Markdown and HTML renderers print; every table here is
 //! also exported as CSV.
 //!
-//! One file per section, in report order: [`context`], [`findings`] (and the sentence builder the sections
-//! use), [`overview`], [`unrepresentative`], [`collectives`], [`scaling`], [`cost_model`],
+//! One file per section, in report order: [`overview`], [`context`], [`findings`] (and the
+//! sentence builder the sections use), [`unrepresentative`], [`collectives`], [`per_size`]
+//! (nccl-tests layout), [`scaling`], [`cost_model`],
 //! [`ratios`] (pure vs hybrid, binding), [`stragglers`], [`gpu_use`], [`spread`],
 //! [`problems`], [`inputs`] (Appendix A), [`definitions`] (Appendix B) and [`cases`] (all
 //! cases). This file orders them and holds the helpers they share.
@@ -19,6 +20,7 @@ mod findings;
 mod gpu_use;
 mod inputs;
 mod overview;
+mod per_size;
 mod problems;
 mod ratios;
 mod scaling;
@@ -76,6 +78,7 @@ pub(crate) fn build(a: &Analysis<'_>, figs: &[Figure], title: &str) -> Doc {
     let mut found = Findings::default();
     unrepresentative::unrepresentative(&mut doc, a, &mut found);
     collectives::collectives(&mut doc, a, figs, &mut found);
+    per_size::per_size(&mut doc, a);
     scaling::scaling(&mut doc, a, figs, &mut found);
     super::ddp::section(&mut doc, a, figs);
     cost_model::cost_model(&mut doc, a, figs);

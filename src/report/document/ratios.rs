@@ -1,23 +1,61 @@
-//! Pure MPI vs hybrid, and CPU binding: ratio bands with a named winner where the sizes agree,
-//! comparisons left out for unrepresentative cases, and every ratio of the charted variants.
+//! Pure MPI vs hybrid, and CPU binding: per comparison a decision over its sizes (one side
+//! faster, a tie, a crossover size, or inconclusive) from each size's ratio and interval, the
+//! same per size band, comparisons left out for unrepresentative cases, and every ratio.
 
 use super::findings::{chart_of, Finding, Findings, Part, Sentence};
-use super::{add_figures, case_text};
+use super::{add_figures, bytes_cell, case_text};
 use crate::params::Workload;
 use crate::present::doc::{text, Doc};
 use crate::present::table::{Cell, NumFmt, Table};
-use crate::report::analyze::{kinds_text, Analysis, RatioGroup, RatioKind};
-use crate::report::derive::{self, Winner};
+use crate::report::analyze::{kinds_text, Analysis, RatioGroup, RatioKind, RatioRow};
+use crate::report::derive::{self, Decision, SizeCall, SizeRun};
 use crate::report::plot::Figure;
 use std::collections::{BTreeMap, BTreeSet};
 
-fn winner_text(g: &RatioGroup, w: Winner) -> String {
-    match w {
-        Winner::First => g.num_label.clone(),
-        Winner::Second => g.den_label.clone(),
-        Winner::Tie => "tie".to_string(),
-        Winner::Mixed => "mixed".to_string(),
+/// The side a call favours, in words (`hybrid`, `pure`, `even`, `unclear`).
+fn side(g: &RatioGroup, c: SizeCall) -> String {
+    match c {
+        SizeCall::First => g.num_label.clone(),
+        SizeCall::Second => g.den_label.clone(),
+        SizeCall::Even => "even".to_string(),
+        SizeCall::Unclear => "unclear".to_string(),
     }
+}
+
+/// A decision in one cell's words: `hybrid`, `tie`, `crossover: pure ≤ 2KiB, hybrid ≥ 4KiB`.
+fn decision_text(g: &RatioGroup, rows: &[&RatioRow], d: Option<Decision>) -> String {
+    let size = |i: usize| {
+        rows[i]
+            .bytes
+            .map_or_else(|| format!("case {}", i + 1), crate::units::format_bytes)
+    };
+    match d {
+        None => String::new(),
+        Some(Decision::Uniform(r)) if r.call == SizeCall::Even => "tie".to_string(),
+        Some(Decision::Uniform(r)) => side(g, r.call),
+        Some(Decision::Crossover { low, high }) => format!(
+            "crossover: {} ≤ {}, {} ≥ {}",
+            side(g, low.call),
+            size(low.last),
+            side(g, high.call),
+            size(high.first)
+        ),
+        Some(Decision::Inconclusive { .. }) => "inconclusive".to_string(),
+    }
+}
+
+/// How many sizes favour each side: `2 hybrid, 1 pure, 0 even, 1 unclear`.
+fn calls_text(g: &RatioGroup, rows: &[&RatioRow]) -> String {
+    let n = |c: SizeCall| rows.iter().filter(|r| r.call == c).count();
+    format!(
+        "{} {}, {} {}, {} even, {} unclear",
+        n(SizeCall::First),
+        g.num_label,
+        n(SizeCall::Second),
+        g.den_label,
+        n(SizeCall::Even),
+        n(SizeCall::Unclear)
+    )
 }
 
 pub(super) fn ratios(
@@ -58,16 +96,20 @@ pub(super) fn ratios(
     for w in wls {
         add_figures(doc, figs, stem, w);
     }
+    let b = a.options.tie_band;
     doc.prose(&format!(
-        "Ratio = {what}, summarised per size band as the geometric mean with min–max; the winner is named when the mean leaves 1 ± {} and more than half of the band's sizes agree (otherwise `mixed`).",
-        a.options.tie_band
+        "Ratio = {what}. Each size is called from its ratio r and the p5–p95 interval of its sample-pair ratios (tie band b = {b}): a side is faster when r leaves 1 ± b and the whole interval lies on that side of 1; even when r is within 1 ± b and the interval reaches into the band; otherwise unclear. A comparison's decision reads the calls in size order: one side throughout, a tie (every size even), a crossover (one call up to a size, another from the next), or inconclusive (more than a quarter unclear, or no single crossover). `by a–b×`: how many times faster the faster side is over its sizes. See Definitions."
     ));
-    let (t, cited) = bands_table(a, &groups);
+    let (t, cited) = decisions_table(&groups);
     let list: Vec<Finding> = cited
         .into_iter()
         .map(|c| c.finding(&t, figs, title, stem, &section))
         .collect();
-    found.cite(doc.table(t, &format!("{stem}_bands"), None), list);
+    found.cite(doc.table(t, &format!("{stem}_decisions"), None), list);
+    doc.prose(
+        "The same decision per size band (geometric mean with min–max of the band's ratios):",
+    );
+    doc.table(bands_table(&groups), &format!("{stem}_bands"), None);
     if !apart.is_empty() {
         doc.para(vec![text(format!(
             "{} comparison(s) involve cases that are not representative: shown apart, without a verdict.",
@@ -109,16 +151,27 @@ fn no_verdict(
     apart_table(doc, apart, stem);
 }
 
-/// A band of the bands table that a finding cites, and what its sentence says.
+/// A comparison of the decisions table that a finding cites.
 struct Cited {
     row: usize,
-    verdict: String,
     workload: Workload,
     held: String,
-    band: &'static str,
-    concerns: BTreeSet<String>,
+    decision: Decision,
+    sized: bool,
     num: String,
     den: String,
+    runs: usize,
+    concerns: BTreeSet<String>,
+}
+
+/// `by 1.2×`, or `by 1.2× – 3.4×` over sizes that differ, citing the columns `min` and `max`.
+fn by<'t>(s: Sentence<'t>, run: &SizeRun, min: &str, max: &str) -> Sentence<'t> {
+    let s = s.text("by ").fig(min);
+    if run.n > 1 && run.min_ratio != run.max_ratio {
+        s.text(" – ").fig(max)
+    } else {
+        s
+    }
 }
 
 impl Cited {
@@ -130,41 +183,204 @@ impl Cited {
         stem: &str,
         section: &str,
     ) -> Finding {
-        let Cited {
-            row: r,
-            verdict,
-            workload: w,
-            held,
-            band,
-            concerns,
-            num,
-            den,
-        } = self;
-        Sentence::new(t, r)
-            .text(format!(
-                "at {held}, {band}: {verdict}, time {num} / {den} = "
-            ))
-            .fig("ratio (geomean)")
-            .text(" (geometric mean over ")
-            .fig("sizes")
-            .text(" size(s), range ")
-            .fig("min")
-            .text(" – ")
-            .fig("max")
-            .text(if concerns.is_empty() {
-                ")".to_string()
-            } else {
-                format!("; caveat: not representative: {})", kinds_text(&concerns))
-            })
-            .text(".")
+        let w = self.workload;
+        let mut s = Sentence::new(t, self.row).text(format!(
+            "at {} (time {} / {}): ",
+            self.held, self.num, self.den
+        ));
+        let faster = |c: SizeCall| if c == SizeCall::Even { "" } else { " faster" };
+        s = match self.decision {
+            Decision::Uniform(r) if r.call == SizeCall::Even => s
+                .text("a tie at every size, every size's ratio within the tie band and its interval reaching into it (ratios ")
+                .fig("low by min")
+                .text(" – ")
+                .fig("low by max")
+                .text(")"),
+            Decision::Uniform(r) => {
+                let s = s.text(format!("{}{}", self.side(r.call), faster(r.call)));
+                let s = if self.sized && r.n > 1 {
+                    s.text(" at every size (")
+                        .fig("smallest S")
+                        .text(" – ")
+                        .fig("largest S")
+                        .text("), ")
+                } else {
+                    s.text(", ")
+                };
+                by(s, &r, "low by min", "low by max")
+            }
+            Decision::Crossover { low, high } => {
+                let s = s
+                    .text(format!("{}{} up to ", self.side(low.call), faster(low.call)))
+                    .fig("up to");
+                let s = if low.call == SizeCall::Even {
+                    s
+                } else {
+                    by(s.text(" ("), &low, "low by min", "low by max").text(")")
+                };
+                let s = s
+                    .text(format!(", {}{} from ", self.side(high.call), faster(high.call)))
+                    .fig("from");
+                if high.call == SizeCall::Even {
+                    s
+                } else {
+                    by(s.text(" ("), &high, "high by min", "high by max").text(")")
+                }
+            }
+            Decision::Inconclusive { disagree: true, .. } => s
+                .text("inconclusive, the sizes disagree without one crossover (")
+                .fig("favour first")
+                .text(format!(" favour {}, ", self.num))
+                .fig("favour second")
+                .text(format!(" {}, ", self.den))
+                .fig("even")
+                .text(" even, ")
+                .fig("unclear")
+                .text(" unclear)"),
+            Decision::Inconclusive { .. } => s
+                .text("inconclusive, too noisy: ")
+                .fig("unclear")
+                .text(" of ")
+                .fig("sizes")
+                .text(" sizes unclear (their interval crosses 1)"),
+        };
+        s = if self.runs > 1 {
+            s.text("; run-to-run spread ")
+                .fig("run-to-run spread")
+                .text(" over ")
+                .fig("runs")
+                .text(" runs")
+        } else {
+            s.text("; single run")
+        };
+        if !self.concerns.is_empty() {
+            s = s.text(format!(
+                "; caveat: not representative: {}",
+                kinds_text(&self.concerns)
+            ));
+        }
+        s.text(".")
             .done(format!("{w}, {title}"), chart_of(figs, stem, w), section)
             .about(w)
     }
+
+    fn side(&self, c: SizeCall) -> String {
+        match c {
+            SizeCall::First => self.num.clone(),
+            SizeCall::Second => self.den.clone(),
+            SizeCall::Even => "even".to_string(),
+            SizeCall::Unclear => "unclear".to_string(),
+        }
+    }
 }
 
-/// Ratio bands with their verdicts; the bands of the largest layout compared (charted
-/// variants, once per workload) are cited by findings.
-fn bands_table(a: &Analysis<'_>, groups: &[&RatioGroup]) -> (Table, Vec<Cited>) {
+/// One row per comparison with its decision; those of the largest layout compared (charted
+/// variants) are cited by findings.
+fn decisions_table(groups: &[&RatioGroup]) -> (Table, Vec<Cited>) {
+    let mut t = Table::new(&[
+        "workload",
+        "compared",
+        "held fixed",
+        "sizes",
+        "decision",
+        "smallest S",
+        "largest S",
+        "low",
+        "up to",
+        "low by min",
+        "low by max",
+        "high",
+        "from",
+        "high by min",
+        "high by max",
+        "favour first",
+        "favour second",
+        "even",
+        "unclear",
+        "runs",
+        "run-to-run spread",
+        "caveat",
+    ]);
+    let mut largest: BTreeMap<Workload, u32> = BTreeMap::new();
+    for g in groups {
+        let m = largest.entry(g.workload).or_default();
+        *m = (*m).max(g.layout.devices());
+    }
+    let mut list = Vec::new();
+    for g in groups {
+        let rows: Vec<&RatioRow> = g.rows.iter().collect();
+        let Some(d) = g.decision else {
+            continue;
+        };
+        if g.charted && largest.get(&g.workload) == Some(&g.layout.devices()) {
+            list.push(Cited {
+                row: t.rows.len(),
+                workload: g.workload,
+                held: g.label.clone(),
+                decision: d,
+                sized: rows.iter().all(|r| r.bytes.is_some()),
+                num: g.num_label.clone(),
+                den: g.den_label.clone(),
+                runs: g.runs,
+                concerns: g.concerns.clone(),
+            });
+        }
+        t.push(decision_row(g, &rows, d));
+    }
+    (t, list)
+}
+
+fn decision_row(g: &RatioGroup, rows: &[&RatioRow], d: Decision) -> Vec<Cell> {
+    let size = |i: usize| rows[i].bytes.map_or(Cell::Empty, bytes_cell);
+    let (low, high) = match d {
+        Decision::Uniform(r) => (Some(r), None),
+        Decision::Crossover { low, high } => (Some(low), Some(high)),
+        Decision::Inconclusive { .. } => (None, None),
+    };
+    let run_cells = |r: Option<SizeRun>, at: &dyn Fn(&SizeRun) -> usize| -> [Cell; 4] {
+        match r {
+            None => [Cell::Empty, Cell::Empty, Cell::Empty, Cell::Empty],
+            Some(r) => {
+                let (lo, hi) = r.factors();
+                [
+                    Cell::text(side(g, r.call)),
+                    size(at(&r)),
+                    Cell::num(lo, NumFmt::Ratio),
+                    Cell::num(hi, NumFmt::Ratio),
+                ]
+            }
+        }
+    };
+    let n = |c: SizeCall| Cell::UInt(rows.iter().filter(|r| r.call == c).count() as u64);
+    let mut row = vec![
+        Cell::text(g.workload.to_string()),
+        Cell::text(format!("{} / {}", g.num_label, g.den_label)),
+        Cell::text(g.label.clone()),
+        Cell::UInt(rows.len() as u64),
+        Cell::text(decision_text(g, rows, Some(d))),
+        size(0),
+        size(rows.len() - 1),
+    ];
+    row.extend(run_cells(low, &|r| r.last));
+    row.extend(run_cells(high, &|r| r.first));
+    row.extend([
+        n(SizeCall::First),
+        n(SizeCall::Second),
+        n(SizeCall::Even),
+        n(SizeCall::Unclear),
+        Cell::UInt(g.runs as u64),
+        Cell::opt(g.run_spread, NumFmt::Percent),
+        Cell::text(if g.concerns.is_empty() {
+            String::new()
+        } else {
+            format!("not representative: {}", kinds_text(&g.concerns))
+        }),
+    ]);
+    row
+}
+
+/// Ratio bands with the decision over each band's own sizes.
+fn bands_table(groups: &[&RatioGroup]) -> Table {
     let mut t = Table::new(&[
         "workload",
         "compared",
@@ -175,43 +391,13 @@ fn bands_table(a: &Analysis<'_>, groups: &[&RatioGroup]) -> (Table, Vec<Cited>) 
         "min",
         "max",
         "winner",
-        "agree",
+        "calls",
         "caveat",
     ]);
-    let mut list = Vec::new();
-    // Findings: every band of the largest layout compared, per workload.
-    let mut largest: BTreeMap<Workload, u32> = BTreeMap::new();
     for g in groups {
-        let m = largest.entry(g.workload).or_default();
-        *m = (*m).max(g.layout.devices());
-    }
-    let mut told: BTreeSet<Workload> = BTreeSet::new();
-    for g in groups {
-        let ratios: Vec<(derive::Band, f64)> = g.rows.iter().map(|r| (r.band, r.ratio)).collect();
-        let cite = g.charted
-            && largest.get(&g.workload) == Some(&g.layout.devices())
-            && !told.contains(&g.workload);
         for b in &g.bands {
-            let (w, agree) = b.verdict(&ratios, a.options.tie_band);
-            if cite {
-                let r = t.rows.len();
-                let verdict = match w {
-                    Winner::First => format!("{} faster", g.num_label),
-                    Winner::Second => format!("{} faster", g.den_label),
-                    Winner::Tie => "a tie".to_string(),
-                    Winner::Mixed => "no clear winner (sizes disagree)".to_string(),
-                };
-                list.push(Cited {
-                    row: r,
-                    verdict,
-                    workload: g.workload,
-                    held: g.label.clone(),
-                    band: b.band.name(),
-                    concerns: g.concerns.clone(),
-                    num: g.num_label.clone(),
-                    den: g.den_label.clone(),
-                });
-            }
+            let rows: Vec<&RatioRow> = g.rows.iter().filter(|r| r.band == b.band).collect();
+            let d = derive::decide(&rows.iter().map(|r| (r.ratio, r.call)).collect::<Vec<_>>());
             t.push(vec![
                 Cell::text(g.workload.to_string()),
                 Cell::text(format!("{} / {}", g.num_label, g.den_label)),
@@ -221,8 +407,8 @@ fn bands_table(a: &Analysis<'_>, groups: &[&RatioGroup]) -> (Table, Vec<Cited>) 
                 Cell::num(b.geomean, NumFmt::Ratio),
                 Cell::num(b.min, NumFmt::Ratio),
                 Cell::num(b.max, NumFmt::Ratio),
-                Cell::text(winner_text(g, w)),
-                Cell::text(format!("{agree}/{}", b.n)),
+                Cell::text(decision_text(g, &rows, d)),
+                Cell::text(calls_text(g, &rows)),
                 Cell::text(if g.concerns.is_empty() {
                     String::new()
                 } else {
@@ -230,11 +416,8 @@ fn bands_table(a: &Analysis<'_>, groups: &[&RatioGroup]) -> (Table, Vec<Cited>) 
                 }),
             ]);
         }
-        if cite {
-            told.insert(g.workload);
-        }
     }
-    (t, list)
+    t
 }
 
 /// Every ratio of the charted variants, per case.
@@ -247,6 +430,9 @@ fn per_case_table(doc: &mut Doc, a: &Analysis<'_>, groups: &[&RatioGroup], stem:
         "time num",
         "time den",
         "ratio",
+        "p5",
+        "p95",
+        "call",
     ]);
     for g in groups.iter().filter(|g| g.charted) {
         for r in &g.rows {
@@ -259,6 +445,9 @@ fn per_case_table(doc: &mut Doc, a: &Analysis<'_>, groups: &[&RatioGroup], stem:
                 Cell::opt(n.time_s(), NumFmt::Seconds),
                 Cell::opt(d.time_s(), NumFmt::Seconds),
                 Cell::num(r.ratio, NumFmt::Ratio),
+                Cell::opt(r.interval.map(|i| i.0), NumFmt::Ratio),
+                Cell::opt(r.interval.map(|i| i.1), NumFmt::Ratio),
+                Cell::text(side(g, r.call)),
             ]);
         }
     }

@@ -40,8 +40,18 @@ fn node_table(doc: &mut Doc, s: &Stragglers, section: &str, found: &mut Findings
         ]);
     }
     let mut list = Vec::new();
-    // A slowest node needs another node to be slower than.
-    if t.rows.len() >= 2 {
+    // A slowest node needs another node to be slower than, on another machine: nodes
+    // emulated on one host share its cores, memory and MPI transport, so one of them being
+    // "slowest" says nothing about a machine.
+    let hosts: std::collections::BTreeSet<&str> = s.nodes.iter().map(|n| n.host.as_str()).collect();
+    if t.rows.len() >= 2 && hosts.len() < 2 {
+        doc.prose(&format!(
+            "All {} nodes ran on one host ({}): no slowest node is named between nodes that share one machine.",
+            s.nodes.len(),
+            s.nodes[0].host
+        ));
+    }
+    if t.rows.len() >= 2 && hosts.len() >= 2 {
         list.push(
             Sentence::new(&t, 0)
                 .text("slowest node ")

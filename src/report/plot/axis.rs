@@ -82,10 +82,14 @@ impl Scale {
         match self {
             Scale::Log2Bytes => {
                 let e = c.round();
+                let v = 2f64.powf(c);
                 if (c - e).abs() < 1e-9 && (0.0..63.0).contains(&e) {
                     format_bytes(1u64 << e as u32)
+                } else if (v - v.round()).abs() < 1e-6 * v && v < 9.0e15 {
+                    // a measured size that is not a power of two (`3KiB`, `1000B`)
+                    format_bytes(v.round() as u64)
                 } else {
-                    format!("{}B", trim(2f64.powf(c)))
+                    format!("{}B", trim(v))
                 }
             }
             Scale::Log10(u) => unit_label(10f64.powf(c), u),
@@ -128,6 +132,40 @@ fn log2_bytes_ticks(lo: f64, hi: f64) -> (Vec<f64>, Vec<f64>) {
         (bold, light)
     }
 }
+
+/// Byte ticks at the measured sizes (`coords`: their log2, sorted, distinct): every measured
+/// size labelled when at most [`MAX_SIZE_LABELS`] are, else every k-th (the smallest and the
+/// largest always), so 30 sizes stay readable; every measured size and power of two a light
+/// grid line. Falls back to [`Scale::ticks`] with fewer than 2 measured sizes in range.
+pub(crate) fn measured_byte_ticks(coords: &[f64], lo: f64, hi: f64) -> (Vec<f64>, Vec<f64>) {
+    let inside: Vec<f64> = coords
+        .iter()
+        .copied()
+        .filter(|c| *c >= lo - 1e-9 && *c <= hi + 1e-9)
+        .collect();
+    if inside.len() < 2 {
+        return log2_bytes_ticks(lo, hi);
+    }
+    let k = inside.len().div_ceil(MAX_SIZE_LABELS);
+    let last = inside.len() - 1;
+    let mut idx: Vec<usize> = (0..=last).step_by(k).collect();
+    if idx.last() != Some(&last) {
+        // the largest replaces the label just before it when the two would crowd
+        if idx.len() > 1 && last - idx[idx.len() - 1] < k.div_ceil(2) {
+            idx.pop();
+        }
+        idx.push(last);
+    }
+    let bold: Vec<f64> = idx.into_iter().map(|i| inside[i]).collect();
+    let mut light: Vec<f64> = inside.clone();
+    light.extend((lo.ceil() as i64..=hi.floor() as i64).map(|e| e as f64));
+    light.sort_by(f64::total_cmp);
+    light.dedup_by(|a, b| (*a - *b).abs() < 1e-9);
+    (bold, light)
+}
+
+/// Most size labels on one x axis (a 760-pixel panel fits about 12 labels like `256KiB`).
+pub(crate) const MAX_SIZE_LABELS: usize = 10;
 
 /// Powers of two: every 1 to 5 exponents, at most ~8 labels.
 fn log2_count_ticks(lo: f64, hi: f64) -> Vec<f64> {
@@ -185,10 +223,22 @@ fn log10_ticks(lo: f64, hi: f64) -> (Vec<f64>, Vec<f64>) {
     let (a, b) = (lo.floor() as i64, hi.ceil() as i64);
     let decades = (b - a).max(1);
     let in_range = |c: &f64| *c >= lo - 1e-9 && *c <= hi + 1e-9;
-    if hi - lo <= 2.0 {
-        // Few decades: 1-2-5 ticks.
+    if hi - lo <= 4.0 {
+        // Up to 4 decades: 1-2-5 labels, so values between decades can be read.
         let bold: Vec<f64> = (a..=b)
             .flat_map(|d| [1.0, 2.0, 5.0].map(|m| (m * 10f64.powi(d as i32)).log10()))
+            .filter(in_range)
+            .collect();
+        let light: Vec<f64> = (a..=b)
+            .flat_map(|d| (1..10).map(move |m| (f64::from(m) * 10f64.powi(d as i32)).log10()))
+            .filter(in_range)
+            .collect();
+        return (bold, light);
+    }
+    if hi - lo <= 7.0 {
+        // Up to 7 decades: 1-3 labels (half a decade apart), light 2..9 lines.
+        let bold: Vec<f64> = (a..=b)
+            .flat_map(|d| [1.0, 3.0].map(|m| (m * 10f64.powi(d as i32)).log10()))
             .filter(in_range)
             .collect();
         let light: Vec<f64> = (a..=b)
@@ -268,12 +318,32 @@ mod tests {
 
     #[test]
     fn time_ticks_are_decades_with_units() {
+        // 4.3 decades: labels between decades too (1, 3 per decade)
         let (bold, _) = Scale::Log10(Unit::Seconds).ticks(-7.2, -2.9);
         let labels: Vec<String> = bold
             .iter()
             .map(|&c| Scale::Log10(Unit::Seconds).label(c))
             .collect();
-        assert_eq!(labels, ["100 ns", "1 µs", "10 µs", "100 µs", "1 ms"]);
+        assert_eq!(
+            labels,
+            [
+                "100 ns", "300 ns", "1 µs", "3 µs", "10 µs", "30 µs", "100 µs", "300 µs", "1 ms"
+            ]
+        );
+        // 3 decades: 1-2-5
+        let (bold, _) = Scale::Log10(Unit::Plain).ticks(-2.05, 1.05);
+        let labels: Vec<String> = bold
+            .iter()
+            .map(|&c| Scale::Log10(Unit::Plain).label(c))
+            .collect();
+        assert_eq!(
+            labels,
+            ["0.01", "0.02", "0.05", "0.1", "0.2", "0.5", "1", "2", "5", "10"]
+        );
+        // 12 decades: every other decade labelled
+        let (bold, _) = Scale::Log10(Unit::Seconds).ticks(-9.0, 3.0);
+        assert_eq!(bold.len(), 6);
+        assert!(bold.iter().all(|c| c.fract() == 0.0));
         let (bold, _) = Scale::Log10(Unit::Plain).ticks(-0.1, 1.1);
         let labels: Vec<String> = bold
             .iter()
@@ -307,6 +377,27 @@ mod tests {
         assert_eq!(labels, ["0", "0.2", "0.4", "0.6", "0.8", "1", "1.2"]);
         assert_eq!(Scale::Log2Bytes.to_coord(0.0), None);
         assert_eq!(Scale::Linear(Unit::Plain).to_coord(-1.0), Some(-1.0));
+    }
+
+    #[test]
+    fn size_ticks_sit_at_the_measured_sizes() {
+        // the demo's 8B:4MiB:x8: 7 sizes, every one labelled, none in between
+        let sizes: Vec<f64> = (0..7).map(|k| (8f64 * 8f64.powi(k)).log2()).collect();
+        let (bold, light) = measured_byte_ticks(&sizes, 2.5, 22.5);
+        let labels: Vec<String> = bold.iter().map(|&c| Scale::Log2Bytes.label(c)).collect();
+        assert_eq!(
+            labels,
+            ["8B", "64B", "512B", "4KiB", "32KiB", "256KiB", "2MiB"]
+        );
+        assert!(light.len() >= 20, "{light:?}");
+        // 30 sizes: at most 10 labels, the smallest and the largest among them
+        let sizes: Vec<f64> = (0..30).map(f64::from).collect();
+        let (bold, _) = measured_byte_ticks(&sizes, -0.5, 29.5);
+        assert!(bold.len() <= MAX_SIZE_LABELS + 1, "{bold:?}");
+        assert_eq!((bold[0], *bold.last().unwrap()), (0.0, 29.0));
+        // sizes that are not powers of two keep their own names
+        assert_eq!(Scale::Log2Bytes.label(3072f64.log2()), "3KiB");
+        assert_eq!(Scale::Log2Bytes.label(1000f64.log2()), "1000B");
     }
 
     #[test]

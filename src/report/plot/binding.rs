@@ -11,7 +11,7 @@ const TEXT: RatioText = RatioText {
     caption: "Time with each CPU binding policy divided by the time with the reference policy (`none` when measured), for cases equal in everything else. Below 1: the policy is faster. Bars span p5–p95 of the ratios of every pairing of their samples.",
     notes: &[
         "below 1: the policy is faster than the reference",
-        "bars: p5–p95 of the ratios of sample pairs",
+        "bars (right of each point): p5–p95 of the ratios of sample pairs",
     ],
 };
 

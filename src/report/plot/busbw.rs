@@ -2,8 +2,8 @@
 //! one curve per set-up, bars from the samples.
 
 use super::{
-    curve_label, curve_mark, curve_sets, size_point, Axis, Figure, LegendEntry, Panel, Quantity,
-    Scale, Series, Unit, SETUP_LEGEND,
+    curve_label, curve_mark, curve_sets, in_place_series, size_point, Axis, Figure, LegendEntry,
+    Panel, Quantity, Scale, Series, Unit, SETUP_LEGEND,
 };
 use crate::report::analyze::Analysis;
 
@@ -40,9 +40,12 @@ pub(crate) fn figures(a: &Analysis<'_>) -> Vec<Figure> {
         if series.is_empty() {
             continue;
         }
+        let (twins, twin_entry) = in_place_series(a, &set, Quantity::Busbw);
+        series.extend(twins);
+        legend.extend(twin_entry);
         let mut notes = vec![
             "points: busbw of the results (from time_s)".to_string(),
-            "bars: from the p5–p95 samples".to_string(),
+            "bars (right of each point): from the p5–p95 samples".to_string(),
             "busbw = algbw × F, nccl-tests' normalisation to a flat ring; not a link speed"
                 .to_string(),
         ];

@@ -177,12 +177,14 @@ fn draw_panel<DB: DrawingBackend<ErrorType: 'static>>(
             draw_bars(root, s, &px)?;
             continue;
         }
+        // Bars sit beside the marker, not under it (a tight interval would hide there);
+        // dodged series spread further apart so overlapping intervals stay apart.
         let dx = if panel.dodge && s.points.iter().any(|p| p.lo.is_some()) {
-            let d = (2 * k_bar - (n_series as i32 - 1)) * 2;
+            let d = (2 * k_bar - (n_series as i32 - 1)) * 3;
             k_bar += 1;
-            d
+            BAR_BESIDE + d
         } else {
-            0
+            BAR_BESIDE
         };
         draw_series(root, s, dx, &px)?;
     }
@@ -198,7 +200,20 @@ fn draw_axes<'c, DB: DrawingBackend<ErrorType: 'static>>(
     (y0, y1): (f64, f64),
 ) -> Res<ChartContext<'c, DB, Cartesian2d<Ticked, Ticked>>> {
     let (xs, ys) = (panel.x.scale, panel.y.scale);
-    let (xb, xl) = xs.ticks(x0, x1);
+    let (xb, xl) = if xs == Scale::Log2Bytes {
+        // Sizes: ticks where something was measured, not at powers of two between them.
+        let mut at: Vec<f64> = panel
+            .series
+            .iter()
+            .flat_map(|s| &s.points)
+            .filter_map(|p| xs.to_coord(p.x))
+            .collect();
+        at.sort_by(f64::total_cmp);
+        at.dedup_by(|a, b| (*a - *b).abs() < 1e-9);
+        super::axis::measured_byte_ticks(&at, x0, x1)
+    } else {
+        xs.ticks(x0, x1)
+    };
     let (yb, yl) = ys.ticks(y0, y1);
     let mut builder = ChartBuilder::on(area);
     builder
@@ -286,8 +301,12 @@ fn draw_series<DB: DrawingBackend<ErrorType: 'static>>(
         }
         _ => {}
     }
-    // Intervals: a vertical bar with caps.
-    let bar = c.mix(0.75).stroke_width(1);
+    for &p in &pts {
+        draw_marker(root, p, s.mark)?;
+    }
+    // Intervals after the markers, beside them: a vertical bar with caps, 2 px wide, so
+    // even an interval narrower than a marker shows (as its two caps).
+    let bar = c.stroke_width(2);
     for p in &s.points {
         let (Some(lo), Some(hi)) = (p.lo, p.hi) else {
             continue;
@@ -295,20 +314,20 @@ fn draw_series<DB: DrawingBackend<ErrorType: 'static>>(
         let (Some(a), Some(b)) = (px(p.x, lo), px(p.x, hi)) else {
             continue;
         };
-        if (a.1 - b.1).abs() < 2 {
-            continue;
-        }
         let x = a.0 + dx;
-        root.draw(&PathElement::new(vec![(x, a.1), (x, b.1)], bar))?;
-        for y in [a.1, b.1] {
-            root.draw(&PathElement::new(vec![(x - 4, y), (x + 4, y)], bar))?;
+        if (a.1 - b.1).abs() >= 2 {
+            root.draw(&PathElement::new(vec![(x, a.1), (x, b.1)], bar))?;
         }
-    }
-    for &p in &pts {
-        draw_marker(root, p, s.mark)?;
+        for y in [a.1, b.1] {
+            root.draw(&PathElement::new(vec![(x - 3, y), (x + 3, y)], bar))?;
+        }
     }
     Ok(())
 }
+
+/// How far right of its point an interval bar is drawn, pixels (markers are 5–6 px wide
+/// either side).
+const BAR_BESIDE: i32 = 9;
 
 /// Half the width of a bar, pixels.
 const BAR_HALF_W: i32 = 14;

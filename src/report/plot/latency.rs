@@ -2,8 +2,8 @@
 //! the samples.
 
 use super::{
-    curve_label, curve_mark, curve_sets, size_point, Axis, Figure, LegendEntry, Panel, Quantity,
-    Scale, Series, Unit, SETUP_LEGEND,
+    curve_label, curve_mark, curve_sets, in_place_series, size_point, Axis, Figure, LegendEntry,
+    Panel, Quantity, Scale, Series, Unit, SETUP_LEGEND,
 };
 use crate::report::analyze::Analysis;
 
@@ -31,6 +31,9 @@ pub(crate) fn figures(a: &Analysis<'_>) -> Vec<Figure> {
         if series.is_empty() {
             continue;
         }
+        let (twins, twin_entry) = in_place_series(a, &set, Quantity::Time);
+        series.extend(twins);
+        legend.extend(twin_entry);
         let w = set.view.workload;
         out.push(Figure {
             kind: "latency",
@@ -53,7 +56,7 @@ pub(crate) fn figures(a: &Analysis<'_>) -> Vec<Figure> {
             legend,
             notes: vec![
                 "points: time_s (mean over ranks)".to_string(),
-                "bars: p5–p95 of the samples (slowest rank each)".to_string(),
+                "bars (right of each point): p5–p95 of the samples (slowest rank each)".to_string(),
             ],
         });
     }

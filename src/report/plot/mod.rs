@@ -404,6 +404,57 @@ pub(crate) fn curve_sets<'v>(a: &'v Analysis<'_>) -> Vec<CurveSet<'v>> {
     out
 }
 
+/// The in-place curves of `set`'s set-ups (same colour and marker, dashed, hollow) when
+/// `set` is an out-of-place variant whose in-place twin was measured, and a legend entry and
+/// note for them. Left out when the chart already holds more than half of [`MAX_SERIES`]
+/// set-ups (twice as many lines could not be told apart; the per-size tables hold them).
+pub(crate) fn in_place_series(
+    a: &Analysis<'_>,
+    set: &CurveSet<'_>,
+    quantity: Quantity,
+) -> (Vec<Series>, Option<LegendEntry>) {
+    if set.view.variant.in_place != Some(false) || set.curves.len() > MAX_SERIES / 2 {
+        return (Vec::new(), None);
+    }
+    let mut key = set.view.variant.clone();
+    key.in_place = Some(true);
+    let Some(twin) = a.collectives.iter().find(|v| v.variant == key) else {
+        return (Vec::new(), None);
+    };
+    let series: Vec<Series> = set
+        .curves
+        .iter()
+        .filter_map(|c| {
+            let c2 = twin.curves.iter().find(|x| x.shape == c.shape)?;
+            let points: Vec<Pt> = c2
+                .points
+                .iter()
+                .filter_map(|&i| size_point(&a.entries[i], quantity))
+                .filter(|p| p.y > 0.0)
+                .collect();
+            let m = curve_mark(a, c2);
+            (!points.is_empty()).then_some(Series {
+                mark: Mark {
+                    line: Line::Dashed,
+                    hollow: true,
+                    ..m
+                },
+                points,
+            })
+        })
+        .collect();
+    let entry = (!series.is_empty()).then(|| LegendEntry {
+        mark: Mark {
+            color: Rgb(90, 90, 90),
+            marker: Marker::Circle,
+            line: Line::Dashed,
+            hollow: true,
+        },
+        label: "in-place (dashed, hollow; colour of its set-up)".to_string(),
+    });
+    (series, entry)
+}
+
 /// Ratio charts (pure vs hybrid, binding): one per workload and variant, a series per
 /// comparison, y = time ratio against size with the line of equality.
 pub(crate) fn ratio_figures(a: &Analysis<'_>, kind: RatioKind, text: &RatioText) -> Vec<Figure> {

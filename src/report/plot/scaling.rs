@@ -37,6 +37,9 @@ pub(crate) fn figures(a: &Analysis<'_>) -> Vec<Figure> {
 struct Parts {
     sp: Vec<Series>,
     ef: Vec<Series>,
+    /// Aggregate GFLOP/s, and its ideal (the baseline's rate × p / p0) per series.
+    gf: Vec<Series>,
+    gf_ideal: Vec<RefLine>,
     legend: Vec<LegendEntry>,
     /// First device count of a series → the largest device count of the series from it.
     ideal_from: std::collections::BTreeMap<u32, u32>,
@@ -56,6 +59,8 @@ fn part_figure(
     let mut p = Parts {
         sp: Vec::new(),
         ef: Vec::new(),
+        gf: Vec::new(),
+        gf_ideal: Vec::new(),
         legend: Vec::new(),
         ideal_from: Default::default(),
         pmin: u32::MAX,
@@ -87,32 +92,47 @@ fn part_figure(
         label: "ideal".to_string(),
     }];
     let (sp_title, ef_title, notes) = axis_titles_and_notes(strong);
+    let mut panels = vec![
+        Panel {
+            title: "speedup".to_string(),
+            x: Axis::new("devices p (log2 scale)", Scale::Log2Count),
+            y: Axis::new(sp_title, Scale::Log2Count),
+            series: p.sp,
+            refs: refs_sp,
+            dodge: true,
+        },
+        Panel {
+            title: "efficiency".to_string(),
+            x: Axis::new("devices p (log2 scale)", Scale::Log2Count),
+            y: Axis::new(ef_title, Scale::Linear(Unit::Plain)),
+            series: p.ef,
+            refs: refs_ef,
+            dodge: true,
+        },
+    ];
+    // The rate itself: what a GEMM delivers, in total, at each scale.
+    if p.gf.iter().any(|s| !s.points.is_empty()) {
+        panels.push(Panel {
+            title: "throughput".to_string(),
+            x: Axis::new("devices p (log2 scale)", Scale::Log2Count),
+            y: Axis::new(
+                "GFLOP/s, all devices (log scale)",
+                Scale::Log10(Unit::Plain),
+            ),
+            series: p.gf,
+            refs: p.gf_ideal,
+            dodge: true,
+        });
+    }
     Some(Figure {
         kind: "scaling",
         workload: wl,
         stem: format!("scaling_{wl}_{kind}{part_s}"),
         title: format!("{wl}: {kind} scaling, speedup and efficiency vs devices"),
         caption: format!(
-            "{kind} scaling of {wl}: speedup (left, log2 axes; grey dashed: ideal) and efficiency (right; ideal 1) against the total devices p. Each series names its baseline point."
+            "{kind} scaling of {wl}: speedup (left, log2 axes; grey dashed: ideal), efficiency (middle; ideal 1) and the aggregate GFLOP/s of the results (right, where recorded; dashed: the baseline's rate × p/p0) against the total devices p. Each series names its baseline point."
         ),
-        panels: vec![
-            Panel {
-                title: "speedup".to_string(),
-                x: Axis::new("devices p (log2 scale)", Scale::Log2Count),
-                y: Axis::new(sp_title, Scale::Log2Count),
-                series: p.sp,
-                refs: refs_sp,
-                dodge: true,
-            },
-            Panel {
-                title: "efficiency".to_string(),
-                x: Axis::new("devices p (log2 scale)", Scale::Log2Count),
-                y: Axis::new(ef_title, Scale::Linear(Unit::Plain)),
-                series: p.ef,
-                refs: refs_ef,
-                dodge: true,
-            },
-        ],
+        panels,
         legend_title: "series (baseline)".to_string(),
         legend: p.legend,
         notes,
@@ -140,6 +160,7 @@ fn add_series(a: &Analysis<'_>, j: usize, s: &ScaleSeries, p: &mut Parts) {
     };
     let mut spts = Vec::new();
     let mut epts = Vec::new();
+    let mut gpts = Vec::new();
     for (&i, sc) in s.points.iter().zip(&s.scaled) {
         let e = &a.entries[i];
         let devices = e.layout().devices();
@@ -163,6 +184,27 @@ fn add_series(a: &Analysis<'_>, j: usize, s: &ScaleSeries, p: &mut Parts) {
             lo: lo.map(|r| sc.efficiency * r),
             hi: hi.map(|r| sc.efficiency * r),
         });
+        if let Some(g) = e.case.gflops_total.filter(|g| *g > 0.0) {
+            gpts.push(Pt {
+                x,
+                y: g,
+                lo: lo.map(|r| g * r),
+                hi: hi.map(|r| g * r),
+            });
+        }
+    }
+    let last_p = s
+        .points
+        .last()
+        .map_or(p0, |&i| a.entries[i].layout().devices());
+    if let Some(g0) = base.case.gflops_total.filter(|g| *g > 0.0) {
+        p.gf_ideal.push(RefLine {
+            points: vec![
+                (f64::from(p0), g0),
+                (f64::from(last_p), g0 * f64::from(last_p) / f64::from(p0)),
+            ],
+            label: "ideal".to_string(),
+        });
     }
     let last = s.points.last().map(|&i| a.entries[i].layout().devices());
     let e = p.ideal_from.entry(p0).or_insert(p0);
@@ -180,6 +222,7 @@ fn add_series(a: &Analysis<'_>, j: usize, s: &ScaleSeries, p: &mut Parts) {
     });
     p.sp.push(Series { mark, points: spts });
     p.ef.push(Series { mark, points: epts });
+    p.gf.push(Series { mark, points: gpts });
 }
 
 /// The speedup and efficiency axis titles and the notes of a strong or weak scaling chart.
@@ -191,7 +234,8 @@ fn axis_titles_and_notes(strong: bool) -> (&'static str, &'static str, Vec<Strin
             vec![
                 "strong scaling: fixed total problem".to_string(),
                 "baseline (p0, T0): smallest device count of the series".to_string(),
-                "bars: the point's p5–p95 samples (baseline exact)".to_string(),
+                "bars (right of each point): the point's p5–p95 samples (baseline exact)"
+                    .to_string(),
             ],
         )
     } else {
@@ -201,7 +245,8 @@ fn axis_titles_and_notes(strong: bool) -> (&'static str, &'static str, Vec<Strin
             vec![
                 "weak scaling: fixed problem per device".to_string(),
                 "baseline (p0, T0): smallest device count of the series".to_string(),
-                "bars: the point's p5–p95 samples (baseline exact)".to_string(),
+                "bars (right of each point): the point's p5–p95 samples (baseline exact)"
+                    .to_string(),
             ],
         )
     }

@@ -12,7 +12,7 @@ const TEXT: RatioText = RatioText {
     notes: &[
         "above 1: pure MPI faster",
         "below 1: hybrid faster",
-        "bars: p5–p95 of the ratios of sample pairs",
+        "bars (right of each point): p5–p95 of the ratios of sample pairs",
     ],
 };
 

@@ -1,0 +1,141 @@
+//! Per-size results in the nccl-tests layout: for every collective and set-up, one row per
+//! size with out-of-place and in-place side by side (the layout of the live table a run
+//! prints, [`crate::present::nccl`]), so the numbers behind every curve and finding are in
+//! the report itself.
+
+use crate::params::CaseParams;
+use crate::present::doc::{Doc, Span};
+use crate::present::nccl::{self, BlockTitle};
+use crate::present::table::{Cell, NumFmt, Table};
+use crate::report::analyze::{kinds_text, Analysis, Entry};
+use crate::results::schema::CaseStatus;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// One row: a size with its out-of-place and in-place entries.
+type Row = (Option<usize>, Option<usize>);
+
+pub(super) fn per_size(doc: &mut Doc, a: &Analysis<'_>) {
+    // Blocks: equal parameters except size and in-place; rows by size.
+    let mut blocks: BTreeMap<(crate::params::Workload, String), BTreeMap<u64, Row>> =
+        BTreeMap::new();
+    for (i, e) in a.entries.iter().enumerate() {
+        if !e.params().workload.is_collective() {
+            continue;
+        }
+        let Some(bytes) = e.bytes() else {
+            continue;
+        };
+        let mut k: CaseParams = e.params().clone();
+        k.in_place = None;
+        k.requested_bytes = None;
+        let row = blocks
+            .entry((k.workload, k.canonical()))
+            .or_default()
+            .entry(bytes)
+            .or_default();
+        if e.params().in_place == Some(true) {
+            row.1 = Some(i);
+        } else {
+            row.0 = Some(i);
+        }
+    }
+    if blocks.is_empty() {
+        return;
+    }
+    doc.heading(2, "Per-size results");
+    doc.prose("Every measured size of every collective and set-up, laid out as nccl-tests and the table a run prints: out-of-place and in-place side by side; time is the headline time (µs), algbw and busbw in GB/s (left empty on one device, where no data moves between devices), #wrong the wrong elements or the case's status.");
+    for rows in blocks.values() {
+        let first = rows
+            .values()
+            .flat_map(|r| [r.0, r.1])
+            .flatten()
+            .map(|i| &a.entries[i])
+            .next()
+            .expect("a block has a case");
+        doc.para(vec![Span::Strong(title(first, rows, a))]);
+        let columns = nccl::flat_columns();
+        let mut t = Table::new(&columns.iter().map(String::as_str).collect::<Vec<_>>());
+        for (&bytes, r) in rows {
+            t.push(row(a, bytes, *r));
+        }
+        doc.table(t, &format!("sizes_{}", first.params().workload), None);
+    }
+}
+
+/// The block's set-up line, as a run prints it, with what makes it unrepresentative.
+fn title(e: &Entry<'_>, rows: &BTreeMap<u64, Row>, a: &Analysis<'_>) -> String {
+    let p = e.params();
+    let (w, t, topo, b, pl) = (
+        p.workload.to_string(),
+        p.timing.to_string(),
+        p.topology.to_string(),
+        p.binding.to_string(),
+        p.placement.to_string(),
+    );
+    let line = BlockTitle {
+        workload: &w,
+        timing: &t,
+        devices: e.case.devices,
+        nodes: p.nodes,
+        devices_per_node: p.devices_per_node,
+        topology: &topo,
+        ranks: e.case.ranks,
+        binding: &b,
+        placement: &pl,
+    }
+    .to_string();
+    let kinds: BTreeSet<String> = rows
+        .values()
+        .flat_map(|r| [r.0, r.1])
+        .flatten()
+        .flat_map(|i| a.entries[i].concern_kinds())
+        .collect();
+    if kinds.is_empty() {
+        line
+    } else {
+        format!("{line} — not representative: {}", kinds_text(&kinds))
+    }
+}
+
+fn row(a: &Analysis<'_>, bytes: u64, (oop, ip): Row) -> Vec<Cell> {
+    let any = &a.entries[oop.or(ip).expect("a row has a case")];
+    let p = any.params();
+    let mut cells = vec![
+        // bytes as a number, as the column's unit says and nccl-tests prints it
+        Cell::UInt(bytes),
+        any.case.send_count.map_or(Cell::Empty, Cell::UInt),
+        Cell::text(p.dtype.to_string()),
+        Cell::text(p.op.map_or("none".to_string(), |o| o.to_string())),
+        Cell::Int(p.root.map_or(-1, i64::from)),
+    ];
+    for side in [oop, ip] {
+        cells.extend(place_cells(side.map(|i| &a.entries[i])));
+    }
+    cells
+}
+
+/// time, algbw, busbw, #wrong of one placement (empty when not measured).
+fn place_cells(e: Option<&Entry<'_>>) -> [Cell; 4] {
+    let Some(e) = e else {
+        return [Cell::Empty, Cell::Empty, Cell::Empty, Cell::Empty];
+    };
+    let c = e.case;
+    // One device moves nothing between devices: no bandwidth to show (busbw factor 0).
+    let moves = c.busbw_factor.is_none_or(|f| f > 0.0);
+    let bw = |v: Option<f64>| {
+        if moves {
+            Cell::opt(v, NumFmt::Rate)
+        } else {
+            Cell::Empty
+        }
+    };
+    [
+        Cell::opt(c.timing.as_ref().map(|t| t.time_s * 1e6), NumFmt::Fixed(2)),
+        bw(c.algbw_gbps),
+        bw(c.busbw_gbps),
+        match c.status {
+            CaseStatus::Ok | CaseStatus::Wrong => Cell::UInt(c.wrong),
+            s => Cell::text(s.name()),
+        },
+    ]
+}
