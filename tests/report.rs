@@ -493,7 +493,11 @@ fn call_of(ratio: f64, lo: Option<f64>, hi: Option<f64>) -> &'static str {
 
 #[test]
 fn demo_findings_never_call_a_tie_where_sizes_disagree() {
-    let out = demo_report();
+    // The decision rule is under test, not the host: a loaded machine (another build, the
+    // runs of other tests) marks the cases not representative and takes them out of the
+    // decisions, so they are let in here (marked) to keep the test independent of the load.
+    let out = &tmpdir("report-demo-decisions").join("rep");
+    report(&[s(demo()), "--out", s(out), "--include-unrepresentative"]).assert_code(0);
     let figures = check_findings(out);
     let decisions = read_csv(&out.join("tables/topology_decisions.csv"));
     let ratios = read_csv(&out.join("tables/topology_ratios.csv"));

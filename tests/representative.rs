@@ -26,6 +26,7 @@ fn first_cpu() -> u32 {
 
 /// `taskset -c CPU scalebench ARGS`: every rank mpirun starts inherits the one-CPU mask.
 fn on_one_cpu(args: &[&str]) -> common::Ran {
+    let _g = common::mpi_lock();
     let o = Command::new("taskset")
         .args(["-c", &first_cpu().to_string(), bin()])
         .args(args)
@@ -134,6 +135,9 @@ fn an_oversubscribed_launch_is_recorded_and_names_no_winner() {
     assert!(r.cases.iter().all(|c| c.status == "ok"));
 
     // The report: no winner, the reason, no fit; the cases listed apart.
+    // What the report does with oversubscription is under test: reasons from other work on
+    // the host at the time (a build, another test's launch) are taken out of the file first.
+    without_host_load(&out);
     let rep = dir.join("rep");
     report(&[out.to_str().unwrap(), "--out", rep.to_str().unwrap()]).assert_code(0);
     assert!(!rep.join("tables/topology_bands.csv").exists());
@@ -186,8 +190,30 @@ fn an_oversubscribed_launch_is_recorded_and_names_no_winner() {
     let findings = csv(&inc.join("tables/findings.csv"));
     assert!(findings
         .iter()
-        .any(|f| f["table"] == "tables/topology_bands.csv"
+        .any(|f| f["table"] == "tables/topology_decisions.csv"
             && f["sentence"].contains("caveat: not representative: oversubscribed")));
+}
+
+/// Removes the reasons that come from other work on the host (`host_busy`, `co_scheduled`)
+/// from `DIR/results.json`, launches and cases alike.
+fn without_host_load(dir: &Path) {
+    let path = dir.join("results.json");
+    let mut r: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let scrub = |v: &mut serde_json::Value| {
+        if let Some(list) = v.get_mut("unrepresentative").and_then(|u| u.as_array_mut()) {
+            list.retain(|w| !matches!(w["kind"].as_str(), Some("host_busy" | "co_scheduled")));
+            if list.is_empty() {
+                v.as_object_mut().unwrap().remove("unrepresentative");
+            }
+        }
+    };
+    for key in ["launches", "cases"] {
+        for item in r[key].as_array_mut().unwrap() {
+            scrub(item);
+        }
+    }
+    std::fs::write(&path, serde_json::to_string_pretty(&r).unwrap()).unwrap();
 }
 
 /// `DIR/results.json` as JSON values (the wire types do not read ddp_step's fields).
@@ -259,7 +285,16 @@ fn the_ddp_progress_thread_is_counted_and_named() {
             _ => assert!(reasons.is_empty(), "{reasons:?}"),
         }
     }
-    assert!(r["launches"][0]["unrepresentative"].is_null());
+    // The launch's own reasons: none but what other work on the host may have added.
+    let launch_reasons = r["launches"][0]["unrepresentative"].as_array().cloned();
+    assert!(
+        launch_reasons.unwrap_or_default().iter().all(|w| matches!(
+            w["kind"].as_str(),
+            Some("host_busy" | "co_scheduled")
+        )),
+        "{}",
+        r["launches"][0]["unrepresentative"]
+    );
 
     let alone = tmpdir("progress-test").join("run");
     let mut args = common::run_q(

@@ -11,7 +11,7 @@ pub enum NumFmt {
     Seconds,
     /// Fixed decimals.
     Fixed(u8),
-    /// A ratio as `1.234×`.
+    /// A ratio as `1.234×` (four significant digits from 10: `12.35×`, `1523×`).
     Ratio,
     /// A fraction as a percentage.
     Percent,
@@ -113,6 +113,9 @@ pub(crate) fn format_num(v: f64, f: NumFmt) -> String {
         NumFmt::Sig => sig(v, 4),
         NumFmt::Seconds => crate::units::format_seconds(v),
         NumFmt::Fixed(d) => format!("{v:.*}", d as usize),
+        // Three decimals below 10 (1.234×), four significant digits above (12.35×, 1523×):
+        // a 1523.248× ratio claims a precision no spread supports.
+        NumFmt::Ratio if v.abs() >= 10.0 => format!("{}×", sig(v, 4)),
         NumFmt::Ratio => format!("{v:.3}×"),
         NumFmt::Percent => format!("{:.1} %", v * 100.0),
         NumFmt::Bytes if v >= 0.0 && v.fract() == 0.0 && v < 9.0e15 => {

@@ -15,8 +15,15 @@ pub fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_scalebench")
 }
 
-/// MPI jobs share 2 cores: run them one at a time so timeouts stay meaningful.
+/// MPI jobs share 2 cores: run them one at a time so timeouts stay meaningful, and so no
+/// launch sees another test's ranks as co-scheduled work (the run records other scalebench
+/// processes on the host and marks its cases not representative).
 static MPI_LOCK: Mutex<()> = Mutex::new(());
+
+/// Holds the MPI lock for a launch a test starts itself.
+pub fn mpi_lock() -> std::sync::MutexGuard<'static, ()> {
+    MPI_LOCK.lock().unwrap_or_else(|e| e.into_inner())
+}
 
 /// Calls of [`tmpdir`] so far: tests run on parallel threads of one process, so the pid alone
 /// does not make a directory name unique (two tests with one tag would share, and delete, it).
