@@ -551,8 +551,14 @@ impl Job<'_> {
         // Reasons already on screen: the launch's, then each case-specific one once.
         let mut said: Vec<_> = launch.unrepresentative.clone();
         self.watchdog.disarm();
+        // Other scalebench processes seen between cases (a short launch can start and end
+        // inside this one's window).
+        let mut seen = BTreeMap::new();
         for params in self.cases {
             let (rec, failed) = self.run_case(&mut backend, params, &launch, &clock_cpus);
+            if self.comm.is_root() {
+                seen.extend(load::scalebench_processes());
+            }
             any_failed |= failed;
             if let Some(rec) = rec {
                 append(&mut journal, JournalRecord::Case(Box::new(rec.clone())))?;
@@ -567,7 +573,7 @@ impl Job<'_> {
         }
         self.print(table.flush());
         let mut launch = launch;
-        self.record_context(&mut launch, &before, started);
+        self.record_context(&mut launch, &before, started, seen);
 
         let results_path = if self.comm.is_root() {
             Some(self.finish(&mut journal, launch, run_info, results, started)?)
@@ -642,8 +648,17 @@ impl Job<'_> {
     /// After the last case, every rank reports its CPU time and what its process shows of
     /// the transport; rank 0 records the launch's transport and its host's load over the
     /// launch, and judges the launch again with them (co-scheduled launches, a busy host).
-    fn record_context(&self, launch: &mut LaunchRecord, before: &Around, started: f64) {
-        let after = Around::now(self.comm.is_root());
+    fn record_context(
+        &self,
+        launch: &mut LaunchRecord,
+        before: &Around,
+        started: f64,
+        seen: BTreeMap<u32, (String, f64)>,
+    ) {
+        let mut after = Around::now(self.comm.is_root());
+        if let Some(h) = after.host.as_mut() {
+            load::merge_seen(h, seen);
+        }
         let mine = (
             transport::probe(),
             after.cpu_s - before.cpu_s,

@@ -99,6 +99,25 @@ pub fn own_lineage() -> BTreeSet<u32> {
 /// Reads the host now.
 pub fn snapshot() -> HostSnapshot {
     let read = |p: &str| std::fs::read_to_string(p).unwrap_or_default();
+    HostSnapshot {
+        ticks: parse_proc_stat(&read("/proc/stat")).unwrap_or_default(),
+        loadavg_1m: parse_loadavg(&read("/proc/loadavg")),
+        scalebench: scalebench_processes(),
+    }
+}
+
+/// Adds what a look between cases saw (`during`) to the snapshot at the end: a launch that
+/// started and ended inside the window is in neither end's snapshot. The later reading of a
+/// process wins (CPU time only grows).
+pub fn merge_seen(after: &mut HostSnapshot, during: BTreeMap<u32, (String, f64)>) {
+    for (pid, v) in during {
+        after.scalebench.entry(pid).or_insert(v);
+    }
+}
+
+/// pid → (command line, CPU seconds so far) of every process named `scalebench`.
+pub fn scalebench_processes() -> BTreeMap<u32, (String, f64)> {
+    let read = |p: &str| std::fs::read_to_string(p).unwrap_or_default();
     let hz = ticks_per_s();
     let mut scalebench = BTreeMap::new();
     if let Ok(dir) = std::fs::read_dir("/proc") {
@@ -117,11 +136,7 @@ pub fn snapshot() -> HostSnapshot {
             scalebench.insert(pid, (cmd, t as f64 / hz));
         }
     }
-    HostSnapshot {
-        ticks: parse_proc_stat(&read("/proc/stat")).unwrap_or_default(),
-        loadavg_1m: parse_loadavg(&read("/proc/loadavg")),
-        scalebench,
-    }
+    scalebench
 }
 
 /// What the host did between `before` and `after`: `own_cpu_s` is the launch's ranks' CPU time
@@ -216,6 +231,19 @@ mod tests {
         let pids: Vec<u32> = l.other_scalebench.iter().map(|p| p.pid).collect();
         assert_eq!(pids, [20, 40]);
         assert!((l.other_scalebench[0].cpu_s - 1.8).abs() < 1e-9);
+        // A launch seen only between cases (started and ended inside the window) counts.
+        let mut after2 = after.clone();
+        merge_seen(
+            &mut after2,
+            [
+                (50, ("scalebench run x".into(), 0.9)),
+                (10, ("own".into(), 1.5)),
+            ]
+            .into(),
+        );
+        let l = host_load("h", 2, 2.0, &before, &after2, 1.9, &own);
+        let pids: Vec<u32> = l.other_scalebench.iter().map(|p| p.pid).collect();
+        assert_eq!(pids, [20, 40, 50]);
         assert!(process_cpu_s() >= 0.0);
         assert!(own_lineage().contains(&std::process::id()));
     }

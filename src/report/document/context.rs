@@ -64,10 +64,10 @@ fn hosts_text(hosts: &BTreeMap<&str, &HostInfo>) -> String {
             let cores = match h.physical_cores {
                 Some(c) if !h.smt_siblings.is_empty() => {
                     format!(
-                        "{} on {} (SMT: {})",
+                        "{} on {}, SMT on {}",
                         count(h.logical_cpus as usize, "logical CPU", "logical CPUs"),
                         count(c as usize, "core", "cores"),
-                        h.smt_siblings.len()
+                        count(h.smt_siblings.len(), "core", "cores")
                     )
                 }
                 Some(c) => format!(
