@@ -658,11 +658,24 @@ impl From<CorrectionArg> for crate::compare::stats::Correction {
     }
 }
 
+impl CompareArgs {
+    /// The request, with whether `argv` had the `--` that clap does not report when nothing
+    /// follows it (`compare A1 A2 --` must be refused, not read as `A1 A2`). clap takes `--`
+    /// as an option's value nowhere, so any `--` word is the separator.
+    pub fn request(&self, argv: &[String]) -> crate::compare::Request {
+        crate::compare::Request {
+            separator: argv.iter().any(|w| w == "--"),
+            ..self.into()
+        }
+    }
+}
+
 impl From<&CompareArgs> for crate::compare::Request {
     fn from(a: &CompareArgs) -> Self {
         crate::compare::Request {
             paths: a.paths.clone(),
             candidates: a.candidates.clone(),
+            separator: !a.candidates.is_empty(),
             options: crate::compare::Options {
                 settings: crate::compare::Settings {
                     metric: a.metric.into(),

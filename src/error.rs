@@ -60,10 +60,12 @@ static REPORTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::
 
 /// Prints `e` and its causes on stderr, the way every command reports a failure.
 pub fn report(e: &Error) {
-    eprintln!("scalebench: error: {e}");
+    // Messages quote input (a case id, a device name): shown, never acting on the terminal.
+    let shown = |s: String| crate::present::untrusted::visible(&s).into_owned();
+    eprintln!("scalebench: error: {}", shown(e.to_string()));
     let mut src = std::error::Error::source(e);
     while let Some(s) = src {
-        eprintln!("  caused by: {s}");
+        eprintln!("  caused by: {}", shown(s.to_string()));
         src = s.source();
     }
     REPORTED.store(true, std::sync::atomic::Ordering::SeqCst);

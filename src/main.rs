@@ -56,7 +56,7 @@ fn dispatch(cli: Cli, argv: &[String]) -> Result<u8, Error> {
             &a.launcher,
             a.job_id,
         ),
-        Command::Compare(args) => scalebench::compare::run(&(&args).into()),
+        Command::Compare(args) => scalebench::compare::run(&args.request(argv)),
         Command::Report(args) => scalebench::report::run(&args.request()?),
     }
 }

@@ -635,7 +635,8 @@ fn repetitions_judge_cases_on_run_level_statistics() {
 }
 
 /// A results file whose cases say "ok" but carry no samples (or only zero times) must never
-/// let a gate pass: exit 2, naming the cases.
+/// let a gate pass: exit 2, naming the file and the cases (the validation every reader
+/// applies, `results::validate`).
 #[test]
 fn a_candidate_without_usable_samples_is_unusable() {
     let dir = tmpdir("cmp-empty");
@@ -655,7 +656,9 @@ fn a_candidate_without_usable_samples_is_unusable() {
         let r = run_compare(&[p(&b), p(&c)]);
         r.assert_code(2);
         assert!(
-            r.stderr.contains("unusable") && r.stderr.contains("no usable samples"),
+            r.stderr.contains(p(&c))
+                && r.stderr.contains("timing.samples_s")
+                && r.stderr.contains(&base.cases[0].id),
             "{name}: {}",
             r.stderr
         );

@@ -618,3 +618,389 @@ fn hundreds_of_random_specs_through_the_binary() {
     eprintln!("binary: {} exit 0, {} exit 2", codes[0], codes[1]);
     assert!(codes[0] > 20 && codes[1] > 20, "{codes:?}");
 }
+
+// ---- issue 33 item 10: results files through every reader, and ddp models ----
+
+/// Hostile JSON values for a field of a results file.
+fn hostile_json(r: &mut Rng) -> serde_json::Value {
+    use serde_json::json;
+    match r.below(16) {
+        0 => json!(-1e-6),
+        1 => json!(0.0),
+        2 => json!(1e308),
+        3 => json!(-1e308),
+        4 => json!(1e300),
+        5 => json!(u64::MAX),
+        6 => json!(-1),
+        7 => json!(null),
+        8 => json!([]),
+        9 => json!({}),
+        10 => json!("x\u{1b}[31my\u{202e}z\u{9b}"),
+        11 => json!(""),
+        12 => json!(true),
+        13 => json!(4_294_967_296u64),
+        14 => json!([1e308, -0.0, 5e-324]),
+        _ => json!(2.5e-6),
+    }
+}
+
+/// Every (path, value) leaf and container of `v`, as JSON pointers.
+fn pointers(v: &serde_json::Value, at: String, out: &mut Vec<String>) {
+    match v {
+        serde_json::Value::Object(m) => {
+            for (k, x) in m {
+                pointers(x, format!("{at}/{k}"), out);
+            }
+        }
+        serde_json::Value::Array(a) => {
+            for (i, x) in a.iter().enumerate() {
+                pointers(x, format!("{at}/{i}"), out);
+            }
+        }
+        _ => {}
+    }
+    out.push(at);
+}
+
+/// A results file derived from the golden one: values replaced by hostile ones, keys
+/// removed, cases duplicated or dropped, samples scaled absurdly, or the text cut or
+/// byte-mutated. Most are refused; some stay valid (so the readers' paths past the
+/// validation run too).
+fn random_results(r: &mut Rng, golden: &serde_json::Value, paths: &[String]) -> String {
+    let mut v = golden.clone();
+    v["run"]["run_id"] = serde_json::json!(format!("fuzz-{}", r.next()));
+    for _ in 0..r.below(4) {
+        match r.below(6) {
+            0 | 1 => {
+                if let Some(slot) = v.pointer_mut(&paths[r.below(paths.len())]) {
+                    *slot = hostile_json(r);
+                }
+            }
+            2 => {
+                let cases = v["cases"].as_array_mut().unwrap();
+                if !cases.is_empty() {
+                    let i = r.below(cases.len());
+                    if r.chance(50) {
+                        let c = cases[i].clone();
+                        cases.push(c);
+                    } else {
+                        cases.remove(i);
+                    }
+                }
+            }
+            3 => {
+                // scale one case's samples absurdly (10^±k)
+                let k = r.pick(&[-300i32, -12, 3, 300]);
+                if let Some(s) = v
+                    .pointer_mut(&format!("/cases/{}/timing/samples_s", r.below(6)))
+                    .and_then(|s| s.as_array_mut())
+                {
+                    for x in s {
+                        *x = serde_json::json!(x.as_f64().unwrap_or(1.0) * 10f64.powi(k));
+                    }
+                }
+            }
+            4 => {
+                let p = &paths[r.below(paths.len())];
+                if let Some((parent, key)) = p.rsplit_once('/') {
+                    if let Some(serde_json::Value::Object(m)) = v.pointer_mut(parent) {
+                        m.remove(key);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    let text = serde_json::to_string_pretty(&v).unwrap();
+    if r.chance(10) {
+        let mut b = text.into_bytes();
+        for _ in 0..1 + r.below(3) {
+            let i = r.below(b.len());
+            b[i] = r.next() as u8;
+        }
+        return String::from_utf8_lossy(&b).into_owned();
+    }
+    if r.chance(5) {
+        let mut cut = r.below(text.len());
+        while !text.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        return text[..cut].to_string();
+    }
+    text
+}
+
+/// What the generated inputs did, printed to the CI log.
+#[derive(Default, Debug)]
+struct Tally {
+    inputs: usize,
+    codes: std::collections::BTreeMap<i32, usize>,
+    panics: usize,
+    hangs: usize,
+    partial: usize,
+}
+
+impl Tally {
+    /// Straight to stderr: cargo test shows a passing test's `eprintln!` only with
+    /// `--nocapture`, and these counts belong in every CI log.
+    fn print(&self, what: &str) {
+        use std::io::Write;
+        let _ = writeln!(
+            std::io::stderr().lock(),
+            "{what}: {} inputs, exit codes {:?}, {} panics, {} hangs, {} partial files",
+            self.inputs,
+            self.codes,
+            self.panics,
+            self.hangs,
+            self.partial
+        );
+    }
+}
+
+/// Runs the binary with a 20 s bound; counts the exit code, a panic, a hang.
+fn bounded_run(args: &[&str], t: &mut Tally, input: &str) -> (i32, String) {
+    let t0 = Instant::now();
+    let o = std::process::Command::new("timeout")
+        .args(["-k", "2", "20", bin()])
+        .args(args)
+        .output()
+        .unwrap();
+    let code = o.status.code().unwrap_or(-1);
+    let stderr = String::from_utf8_lossy(&o.stderr).into_owned();
+    *t.codes.entry(code).or_default() += 1;
+    if code == 101 || stderr.contains("panicked") {
+        t.panics += 1;
+    }
+    if code == 124 || code == 137 || t0.elapsed() > Duration::from_secs(15) {
+        t.hangs += 1;
+    }
+    assert!(
+        code == 0 || code == 1 || code == 2,
+        "exit {code}: {args:?}\n{stderr}\n{input}"
+    );
+    (code, stderr)
+}
+
+/// Generated results files through `report`, `compare` one run a side and `compare` with the
+/// file among several runs: no panic, no hang, exit 0/1/2 (2 naming the file), no report
+/// or partial output left by a refusal, and no raw control character on stdout or stderr.
+#[test]
+fn generated_results_files_through_every_reader() {
+    let golden_text = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/results-v1.json"),
+    )
+    .unwrap();
+    let golden: serde_json::Value = serde_json::from_str(&golden_text).unwrap();
+    let mut paths = Vec::new();
+    pointers(&golden, String::new(), &mut paths);
+    paths.retain(|p| !p.is_empty());
+    let dir = tmpdir("fuzz-readers");
+    // Valid runs for the other side (own run ids, so none is "the same run").
+    let good: Vec<std::path::PathBuf> = (0..3)
+        .map(|i| {
+            let mut v = golden.clone();
+            v["run"]["run_id"] = serde_json::json!(format!("fuzz-good-{i}"));
+            let p = dir.join(format!("good{i}.json"));
+            std::fs::write(&p, serde_json::to_string(&v).unwrap()).unwrap();
+            p
+        })
+        .collect();
+    let g: Vec<&str> = good.iter().map(|p| p.to_str().unwrap()).collect();
+    let mut r = Rng(0x33_0010);
+    let mut t = Tally::default();
+    let (mut accepted, mut refused) = (0, 0);
+    for i in 0..120 {
+        let text = random_results(&mut r, &golden, &paths);
+        let case = dir.join(format!("in{i}"));
+        std::fs::create_dir_all(&case).unwrap();
+        let file = case.join("results.json");
+        std::fs::write(&file, &text).unwrap();
+        let f = file.to_str().unwrap();
+        let out = case.join("report");
+        let cmp_out = case.join("cmp.md");
+        let o = out.to_str().unwrap();
+        let co = cmp_out.to_str().unwrap();
+        let low = "--allow-low-power";
+        let runs: [Vec<&str>; 3] = [
+            vec!["report", f, "--out", o, "--format", "md,csv"],
+            vec!["compare", low, "--out", co, g[0], f],
+            vec!["compare", low, "--out", co, g[0], g[1], "--", g[2], f],
+        ];
+        t.inputs += 1;
+        for args in runs {
+            let input = format!(
+                "(results {i}) {}",
+                text.chars().take(4000).collect::<String>()
+            );
+            let (code, stderr) = bounded_run(&args, &mut t, &input);
+            assert_eq!(
+                stderr
+                    .chars()
+                    .find(|c| c.is_control() && *c != '\n' && *c != '\t'),
+                None,
+                "raw control character on stderr: {args:?}\n{stderr}"
+            );
+            if code == 2 {
+                refused += 1;
+                // Named: the file itself, or (a side of several runs) their directory.
+                assert!(
+                    stderr.contains("error: ")
+                        && (stderr.contains(f) || stderr.contains(dir.to_str().unwrap())),
+                    "{args:?}: {stderr}"
+                );
+                // A refusal writes nothing: no report, no compare output, no staging dir.
+                let left: Vec<String> = std::fs::read_dir(&case)
+                    .unwrap()
+                    .flatten()
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .filter(|n| n != "results.json")
+                    .collect();
+                if !left.is_empty() {
+                    t.partial += 1;
+                }
+                assert!(left.is_empty(), "{args:?} left {left:?}: {stderr}");
+            } else {
+                accepted += 1;
+            }
+            let _ = std::fs::remove_dir_all(&out);
+            let _ = std::fs::remove_file(&cmp_out);
+        }
+    }
+    t.print("generated results files through report, compare, compare of runs");
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!((t.panics, t.hangs, t.partial), (0, 0, 0), "{t:?}");
+    // Both paths must be exercised, or the test proves little.
+    assert!(
+        accepted > 30 && refused > 100,
+        "accepted {accepted}, refused {refused}"
+    );
+}
+
+/// ddp_step model strings: presets, layer lists and hostile ones (overflowing counts, too
+/// many layers, zero or huge dimensions, separators alone, control characters).
+fn random_model(r: &mut Rng) -> String {
+    const PARTS: &[&str] = &[
+        "mlp-tiny",
+        "mlp-small",
+        "mlp-100m",
+        "mlp-1b",
+        "64x64",
+        "256x256x8",
+        "1024x10",
+        "1x1x18446744073709551615",
+        "1x1x10001",
+        "1048577x1",
+        "0x4",
+        "4x0",
+        "4x4x0",
+        "x",
+        "",
+        "+",
+        "-1x4",
+        "4x4x4x4",
+        "1e3x4",
+        "9999999999999999999999x2",
+        "é",
+        "4\u{1b}x4",
+        "mlp-tiny+64x64",
+    ];
+    let n = 1 + r.below(4);
+    let mut parts: Vec<String> = (0..n).map(|_| r.pick(PARTS).to_string()).collect();
+    if r.chance(5) {
+        parts = vec!["2x2".to_string(); 10_001];
+    }
+    parts.join(if r.chance(90) { "+" } else { "," })
+}
+
+#[test]
+fn generated_ddp_models_never_panic() {
+    let mut r = Rng(0x33_00dd);
+    let mut t = Tally::default();
+    let (mut planned, mut refused) = (0, 0);
+    for i in 0..2000 {
+        let model = random_model(&mut r);
+        let argv = ["scalebench", "run", "-w", "ddp_step", "--model", &model];
+        let input = format!(
+            "(model {i}) {:?}",
+            model.chars().take(200).collect::<String>()
+        );
+        t.inputs += 1;
+        let parsed = guarded("Cli::try_parse_from", &input, || Cli::try_parse_from(argv));
+        let Ok(cli) = parsed else {
+            refused += 1;
+            continue;
+        };
+        let Command::Run(a) = cli.command else {
+            panic!("{input}: not run")
+        };
+        let opts = guarded("RunOptions::from_request", &input, || {
+            scalebench::plan::RunOptions::from_request(&a.as_ref().into())
+        });
+        match opts {
+            Ok(o) => {
+                let shape = LaunchShape {
+                    backend: a.backend,
+                    topology: a.topology,
+                    nodes: 1,
+                    devices_per_node: 2,
+                    binding: a.binding,
+                    placement: a.placement,
+                };
+                let cases = guarded("plan::expand", &input, || {
+                    scalebench::plan::expand(&o, shape)
+                });
+                if cases.is_ok() {
+                    planned += 1;
+                } else {
+                    refused += 1;
+                }
+            }
+            Err(e) => {
+                assert_eq!(e.exit_code(), 2, "{input}");
+                refused += 1;
+            }
+        }
+    }
+    // Through the binary: the model in a spec, `plan` and `sweep --dry-run`.
+    let dir = tmpdir("fuzz-ddp");
+    for i in 0..60 {
+        let model = random_model(&mut r);
+        let case = dir.join(format!("m{i}"));
+        std::fs::create_dir_all(&case).unwrap();
+        let spec = case.join("spec.toml");
+        std::fs::write(
+            &spec,
+            format!(
+                "name = \"m\"\n[axes]\nworkloads = \"ddp_step\"\nmodels = [{}]\n",
+                toml_string(&model)
+            ),
+        )
+        .unwrap();
+        let s = spec.to_str().unwrap();
+        let out = case.join("out");
+        let input = format!(
+            "(spec model {i}) {:?}",
+            model.chars().take(200).collect::<String>()
+        );
+        t.inputs += 1;
+        for args in [
+            vec!["plan", s],
+            vec!["sweep", s, "--dry-run", "--out", out.to_str().unwrap()],
+        ] {
+            let (code, _) = bounded_run(&args, &mut t, &input);
+            assert_ne!(code, 1, "{input}");
+            if std::fs::read_dir(&case).unwrap().count() != 1 {
+                t.partial += 1;
+            }
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    t.print(&format!(
+        "generated ddp models ({planned} planned, {refused} refused in-process; spec models through plan and sweep --dry-run)"
+    ));
+    assert_eq!((t.panics, t.hangs, t.partial), (0, 0, 0), "{t:?}");
+    assert!(
+        planned > 100 && refused > 100,
+        "planned {planned}, refused {refused}"
+    );
+}

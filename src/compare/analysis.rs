@@ -22,6 +22,7 @@
 use super::metric::{Metric, MetricChoice};
 use super::stats::{self, Correction, LogChange, MedianChange, MW_EXACT_MAX_CELLS};
 use crate::params::{CaseParams, Timing};
+use crate::present::table::signed_percent as signed_pct;
 use crate::results::schema::{CaseResult, CaseStatus, ResultsFile};
 use crate::stats::quantile_sorted;
 use rayon::prelude::*;
@@ -119,6 +120,10 @@ pub enum Verdict {
     WithinNoise,
     /// Not significant after the correction.
     NoChange,
+    /// Not significant, and the interval reaches beyond the noise band on both sides (or is
+    /// not finite, e.g. [−100 %, +∞ %]): it rules out neither a regression nor an improvement,
+    /// so it says nothing.
+    Inconclusive,
     /// Present on both sides but without numbers to compare (both failed or skipped, too few
     /// samples, a zero time).
     NotCompared,
@@ -126,7 +131,7 @@ pub enum Verdict {
 
 impl Verdict {
     /// Every verdict, in display order.
-    pub const ALL: [Verdict; 9] = [
+    pub const ALL: [Verdict; 10] = [
         Verdict::Regressed,
         Verdict::Failed,
         Verdict::Missing,
@@ -135,6 +140,7 @@ impl Verdict {
         Verdict::Fixed,
         Verdict::WithinNoise,
         Verdict::NoChange,
+        Verdict::Inconclusive,
         Verdict::NotCompared,
     ];
 
@@ -149,6 +155,7 @@ impl Verdict {
             Verdict::Fixed => "fixed",
             Verdict::WithinNoise => "within_noise",
             Verdict::NoChange => "no_change",
+            Verdict::Inconclusive => "inconclusive",
             Verdict::NotCompared => "not_compared",
         }
     }
@@ -967,6 +974,24 @@ fn judge(s: &CaseStats, settings: &Settings) -> (Verdict, Option<String>) {
             s.p_band, s.p_band_adjusted
         )
     });
+    // Reaching past both edges, the interval is as consistent with a regression as with an
+    // improvement: "no change" would claim what it cannot.
+    let wide = !(lo.is_finite() && hi.is_finite()) || (lo < -n && hi > n);
+    if wide {
+        let more = match s.units_needed {
+            Some(k) => format!("about {k} {} a side would", s.basis.unit()),
+            None => "far more data would".to_string(),
+        };
+        return (
+            Verdict::Inconclusive,
+            Some(format!(
+                "interval {} … {} reaches beyond the ±{} band on both sides: it rules out neither a regression nor an improvement; {more} tell",
+                signed_pct(lo),
+                signed_pct(hi),
+                signed_pct(n).trim_start_matches('+')
+            )),
+        );
+    }
     if s.p_adjusted <= alpha {
         (Verdict::WithinNoise, note)
     } else {

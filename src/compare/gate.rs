@@ -94,7 +94,9 @@ impl FailOn {
             FailOn::Never => false,
             FailOn::Regression => c.verdict == Verdict::Regressed || dropped,
             FailOn::AnyChange => match c.verdict {
-                Verdict::WithinNoise | Verdict::NoChange => false,
+                // An inconclusive case shows no change either (the power check is what
+                // refuses a gate too weak to see one).
+                Verdict::WithinNoise | Verdict::NoChange | Verdict::Inconclusive => false,
                 Verdict::NotCompared => dropped || c.baseline_status != c.candidate_status,
                 _ => true,
             },
@@ -180,7 +182,12 @@ impl Report {
                 _ => format!("REGRESSION: {}", worst.join(", ")),
             }
         } else if worst.is_empty() {
-            "OK: no regression".to_string()
+            match c.count(Verdict::Inconclusive) {
+                0 => "OK: no regression".to_string(),
+                n => {
+                    format!("OK: no regression seen ({n} inconclusive: intervals too wide to tell)")
+                }
+            }
         } else {
             format!("{} (not failing)", worst.join(", "))
         };

@@ -30,7 +30,8 @@ use crate::error::Error;
 use crate::results::io::{parse_results, write_atomic, ResultsError, RESULTS_FILE};
 use crate::results::representative;
 use crate::results::schema::{ResultsFile, READABLE_VERSIONS};
-use std::collections::{HashMap, HashSet};
+use crate::results::validate::validate;
+use std::collections::HashSet;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -85,6 +86,9 @@ pub struct Request {
     pub paths: Vec<PathBuf>,
     /// The candidate runs (after `--` on the command line).
     pub candidates: Vec<PathBuf>,
+    /// Whether the command line had `--`: then an empty candidate list (an empty shell
+    /// variable) is refused, not read as `BASELINE CANDIDATE`.
+    pub separator: bool,
     pub options: Options,
     /// The format printed on stdout.
     pub format: Format,
@@ -126,6 +130,16 @@ pub fn run(req: &Request) -> Result<u8, Error> {
 
 /// The two sides of the command line: `A B`, or `A1 A2 … -- B1 B2 …`.
 fn sides(args: &Request) -> Result<(Vec<PathBuf>, Vec<PathBuf>), Error> {
+    if args.separator && args.candidates.is_empty() {
+        return Err(Error::input(format!(
+            "compare {} --: no candidate run after `--` (an empty shell variable?): give the candidate runs after `--` (`compare A1 A2 -- B1 B2`), or leave `--` out to compare `BASELINE CANDIDATE`",
+            args.paths
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(" ")
+        )));
+    }
     if !args.candidates.is_empty() {
         return Ok((args.paths.clone(), args.candidates.clone()));
     }
@@ -143,7 +157,9 @@ fn sides(args: &Request) -> Result<(Vec<PathBuf>, Vec<PathBuf>), Error> {
 
 /// The runs a path names: a results file, a run directory, or a directory whose
 /// subdirectories are run directories (every one holding a results file, in natural order:
-/// `2` before `10`).
+/// `2` before `10`). A subdirectory without a results file is refused by name: skipping it
+/// would quietly compare fewer runs than were collected. Plain files beside the runs (a log)
+/// are not runs and are left alone.
 pub fn expand_runs(path: &Path) -> Result<Vec<PathBuf>, Error> {
     if !path.is_dir() || path.join(RESULTS_FILE).exists() {
         return Ok(vec![path.to_path_buf()]);
@@ -154,17 +170,33 @@ pub fn expand_runs(path: &Path) -> Result<Vec<PathBuf>, Error> {
             source: e,
         })
     })?;
-    let mut runs: Vec<PathBuf> = entries
+    let (mut runs, mut without): (Vec<PathBuf>, Vec<PathBuf>) = entries
         .filter_map(Result::ok)
         .map(|e| e.path())
-        .filter(|p| p.join(RESULTS_FILE).is_file())
-        .collect();
-    runs.sort_by(|a, b| natural_cmp(&a.to_string_lossy(), &b.to_string_lossy()));
+        .filter(|p| p.is_dir())
+        .partition(|p| p.join(RESULTS_FILE).is_file());
     if runs.is_empty() {
         return Err(Error::Results(ResultsError::Missing {
             path: path.join(RESULTS_FILE),
         }));
     }
+    if !without.is_empty() {
+        without.sort_by(|a, b| natural_cmp(&a.to_string_lossy(), &b.to_string_lossy()));
+        let shown: Vec<String> = without
+            .iter()
+            .take(5)
+            .map(|p| p.display().to_string())
+            .collect();
+        return Err(Error::input(format!(
+            "{}: {} of its {} run directories hold no {RESULTS_FILE} ({}{}): a run killed before it wrote one? `scalebench collect` it, rerun it, or move it out, so the comparison counts every run it was given",
+            path.display(),
+            without.len(),
+            without.len() + runs.len(),
+            shown.join(", "),
+            if without.len() > 5 { ", …" } else { "" }
+        )));
+    }
+    runs.sort_by(|a, b| natural_cmp(&a.to_string_lossy(), &b.to_string_lossy()));
     Ok(runs)
 }
 
@@ -271,24 +303,6 @@ fn load(path: &Path, allow_mismatch: bool) -> Result<Loaded, Error> {
     }
 }
 
-/// A file whose cases are not one per id cannot be matched unambiguously.
-fn check_unique_ids(l: &Loaded) -> Result<(), Error> {
-    let mut seen: HashMap<&str, usize> = HashMap::with_capacity(l.file.cases.len());
-    for (i, c) in l.file.cases.iter().enumerate() {
-        if let Some(first) = seen.insert(c.id.as_str(), i) {
-            return Err(Error::input(format!(
-                "{}: case id {} appears twice (cases {} and {}: {}): a results file holds one record per case; was it concatenated or edited by hand?",
-                l.path.display(),
-                c.id,
-                first,
-                i,
-                c.params.label()
-            )));
-        }
-    }
-    Ok(())
-}
-
 fn side(runs: &[Loaded]) -> Side {
     let distinct = |f: &dyn Fn(&Loaded) -> String| -> String {
         let mut v: Vec<String> = runs.iter().map(f).collect();
@@ -368,8 +382,10 @@ pub fn compare_files(
 /// Compares loaded sides: refuses set-ups that differ in what changes performance (unless
 /// allowed), sides with no case in common, and "ok" cases without samples (for a gate).
 fn compare_loaded(b: Vec<Loaded>, c: Vec<Loaded>, options: &Options) -> Result<Report, Error> {
+    // The one validation `report` applies too, for every run of both sides: a run whose
+    // numbers cannot be measurements (or that has no case) is refused, not averaged in.
     for l in b.iter().chain(&c) {
-        check_unique_ids(l)?;
+        validate(&l.file, &l.path)?;
     }
     check_distinct(&b, &c)?;
     let bf: Vec<&ResultsFile> = b.iter().map(|l| &l.file).collect();
@@ -407,7 +423,7 @@ fn compare_loaded(b: Vec<Loaded>, c: Vec<Loaded>, options: &Options) -> Result<R
         .collect();
     warnings.extend(unrepresentative_warnings("baseline", &b, &matched));
     warnings.extend(unrepresentative_warnings("candidate", &c, &matched));
-    check_usable(&comparison, options)?;
+    check_usable(&b, &c, &comparison, options)?;
     warnings.extend(check_power(&comparison, options)?);
     if comparison.runs_baseline.min(comparison.runs_candidate) < 2 {
         warnings.push(format!(
@@ -584,8 +600,14 @@ fn check_matched(b: &[Loaded], c: &[Loaded], comparison: &Comparison) -> Result<
     )))
 }
 
-/// Cases "ok" on both sides without usable samples: a gate will not pass on them.
-fn check_usable(comparison: &Comparison, options: &Options) -> Result<(), Error> {
+/// Cases "ok" on both sides without usable samples: a gate will not pass on them. The
+/// message names the files that hold each case, so the one to re-run is known.
+fn check_usable(
+    b: &[Loaded],
+    c: &[Loaded],
+    comparison: &Comparison,
+    options: &Options,
+) -> Result<(), Error> {
     let bad = analysis::unusable(comparison);
     if bad.is_empty() || options.fail_on == FailOn::Never {
         return Ok(());
@@ -595,9 +617,11 @@ fn check_usable(comparison: &Comparison, options: &Options) -> Result<(), Error>
         .take(5)
         .map(|x| {
             format!(
-                "{} ({})",
+                "{} ({}; baseline {}; candidate {})",
                 x.label,
-                x.note.as_deref().unwrap_or("no samples")
+                x.note.as_deref().unwrap_or("no samples"),
+                files_with(b, &x.id),
+                files_with(c, &x.id)
             )
         })
         .collect();
@@ -607,6 +631,19 @@ fn check_usable(comparison: &Comparison, options: &Options) -> Result<(), Error>
         shown.join("; "),
         if bad.len() > 5 { "; …" } else { "" }
     )))
+}
+
+/// The files of a side that hold case `id` (three named, the rest counted).
+fn files_with(side: &[Loaded], id: &str) -> String {
+    let files: Vec<String> = side
+        .iter()
+        .filter(|l| l.file.cases.iter().any(|x| x.id == id))
+        .map(|l| l.path.display().to_string())
+        .collect();
+    match files.len() {
+        0..=3 => files.join(", "),
+        n => format!("{} and {} more", files[..3].join(", "), n - 3),
+    }
 }
 
 /// One warning per reason some compared cases of a side do not represent their set-up

@@ -212,6 +212,10 @@ fn terminal_sections(doc: &mut Doc, c: &Comparison, all: bool, level: u8) {
         "Status changes, missing and new cases",
         status_table(c, &of(c, &STATUS_VERDICTS)),
     );
+    section(
+        "Inconclusive (interval too wide to tell)",
+        stat_table(c, &of(c, &[Verdict::Inconclusive]), true),
+    );
     let noted: Vec<&CaseComparison> = c
         .cases
         .iter()
@@ -244,6 +248,7 @@ fn comment_tables(doc: &mut Doc, c: &Comparison) {
         &[
             Verdict::WithinNoise,
             Verdict::NoChange,
+            Verdict::Inconclusive,
             Verdict::NotCompared,
         ],
     );
@@ -261,10 +266,11 @@ fn comment_tables(doc: &mut Doc, c: &Comparison) {
     }
     doc.blocks.push(Block::Fold {
         summary: format!(
-            "{} other cases ({} within noise, {} no change, {} not compared)",
+            "{} other cases ({} within noise, {} no change, {} inconclusive, {} not compared)",
             rest.len(),
             c.count(Verdict::WithinNoise),
             c.count(Verdict::NoChange),
+            c.count(Verdict::Inconclusive),
             c.count(Verdict::NotCompared)
         ),
         blocks: inner.blocks,
@@ -290,7 +296,7 @@ fn verdict_cell(c: &Comparison, v: Verdict) -> Cell {
     let tone = match v {
         Verdict::Regressed | Verdict::Failed | Verdict::Missing => Tone::Bad,
         Verdict::Improved | Verdict::Fixed => Tone::Good,
-        Verdict::New => Tone::Neutral,
+        Verdict::New | Verdict::Inconclusive => Tone::Neutral,
         Verdict::WithinNoise | Verdict::NoChange | Verdict::NotCompared => {
             return Cell::Text(label)
         }
@@ -581,7 +587,8 @@ fn json(r: &Report) -> String {
         format!("{{\"error\": \"cannot encode the report: {e}\"}}")
     });
     text.push('\n');
-    text
+    // The same JSON value, with bidi overrides and C1 controls from the files as `\uXXXX`.
+    crate::present::untrusted::visible_json(&text).into_owned()
 }
 
 fn json_settings(r: &Report) -> JsonSettings {

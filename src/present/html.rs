@@ -1,11 +1,13 @@
 //! Renders a document as one self-contained HTML file: inline CSS, inline SVG charts,
 //! a small inline script that makes tables sortable, nothing loaded from the network.
 //!
-//! Every string from results files is HTML-escaped. As a second line of defence a Content
+//! Every string from results files is HTML-escaped, and control characters and bidi overrides
+//! (in the text and in the inline SVG charts) are shown as `\u{..}` ([`super::untrusted`]). As a second line of defence a Content
 //! Security Policy allows only the page's own script (by a per-report nonce) and no network.
 
 use super::doc::{Block, Doc, Span, TableBlock};
 use super::table::{Cell, Tone};
+use super::untrusted::visible;
 
 /// Escapes text for HTML element content and quoted attribute values.
 pub(crate) fn escape(s: &str) -> String {
@@ -123,7 +125,9 @@ pub(crate) fn render(doc: &Doc, svgs: &[String], nonce: &str) -> String {
     out.push_str(&format!(
         "<script nonce=\"{nonce}\">{SCRIPT}</script>\n</body>\n</html>\n"
     ));
-    out
+    // The page's own markup, style and script hold no hidden character: one pass shows every
+    // one that came from a results file, the inline SVG charts' text included.
+    visible(&out).into_owned()
 }
 
 fn blocks(out: &mut String, v: &[Block], svgs: &[String]) {

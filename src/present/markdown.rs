@@ -1,10 +1,12 @@
 //! Renders a document as Markdown that reads well on a code-hosting site (a report file, a CI
 //! comment): GitHub tables, relative image links to the PNG (or SVG) charts, long tables cut
 //! with a link to their full CSV, folded parts as `<details>`. Text from results files is
-//! escaped so it cannot become markup.
+//! escaped so it cannot become markup; control characters and bidi overrides are shown as
+//! `\u{..}` ([`super::untrusted`]).
 
 use super::doc::{Block, Doc, Span, TableBlock};
 use super::table::Cell;
+use super::untrusted::visible;
 
 /// Rows of a table shown in Markdown before the rest is left to its CSV.
 pub(crate) const MAX_ROWS: usize = 60;
@@ -69,7 +71,9 @@ pub(crate) fn render(doc: &Doc, image_ext: Option<&str>) -> String {
         out.push_str(&format!("# {}\n\n", escape(&doc.title)));
     }
     blocks(&mut out, &doc.blocks, image_ext);
-    out
+    // Markdown has no escape for a control character or a bidi override: they are shown as
+    // `\u{..}` (the layout holds none, so one pass covers every string of the document).
+    visible(&out).into_owned()
 }
 
 fn blocks(out: &mut String, v: &[Block], image_ext: Option<&str>) {

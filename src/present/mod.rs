@@ -2,7 +2,8 @@
 //! headings, paragraphs, lists, tables, figures, warnings, folded parts) built once, and its
 //! renderers to plain text for a terminal ([`text`]), Markdown ([`markdown`]) and one
 //! self-contained HTML page ([`html`]). It knows nothing of results files, so both stages
-//! depend on it and neither on the other.
+//! depend on it and neither on the other. Text from results files is untrusted: every renderer
+//! shows control characters and bidi overrides as escapes ([`untrusted`]).
 
 pub(crate) mod doc;
 pub(crate) mod html;
@@ -10,3 +11,4 @@ pub(crate) mod markdown;
 pub(crate) mod nccl;
 pub(crate) mod table;
 pub(crate) mod text;
+pub mod untrusted;

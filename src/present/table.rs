@@ -230,6 +230,9 @@ impl Table {
 }
 
 fn csv_field(out: &mut String, s: &str) {
+    // Shown, not emitted: a control character or bidi override from a results file would act
+    // on the terminal that prints the CSV (`\n` stays, quoted below).
+    let s = &*super::untrusted::visible(s);
     // A spreadsheet runs text starting with = + - @ (or a tab/CR before one) as a formula
     // ("CSV injection"): such text, unless it is a number, gets a leading ' (OWASP's advice),
     // which spreadsheets show as text. Numbers such as -1.5, and a lone "-" placeholder, stay.

@@ -1,10 +1,12 @@
 //! Renders a document as plain text for a terminal: the title on the first line, headings as
 //! `Heading:` lines with their content right under them, one blank line between parts, tables
-//! as columns two spaces apart (numbers right-aligned), no markup and no escaping (nothing
-//! here is interpreted). Charts are named, not drawn.
+//! as columns two spaces apart (numbers right-aligned), no markup. The only escaping is a
+//! terminal's: control characters and bidi overrides are shown as `\u{..}`
+//! ([`super::untrusted`]). Charts are named, not drawn.
 
 use super::doc::{Block, Doc, Span};
 use super::table::{Cell, Table};
+use super::untrusted::visible;
 
 /// The whole document as text, ending in a newline.
 pub(crate) fn render(doc: &Doc) -> String {
@@ -17,7 +19,9 @@ pub(crate) fn render(doc: &Doc) -> String {
         under_heading = true;
     }
     blocks(&mut out, &doc.blocks, &mut under_heading);
-    out
+    // The layout itself holds no hidden character, so one pass over the whole text shows
+    // every one that came from a results file (table cells were shown before their widths).
+    visible(&out).into_owned()
 }
 
 fn blocks(out: &mut String, v: &[Block], under_heading: &mut bool) {
@@ -105,13 +109,17 @@ pub(crate) fn table(t: &Table) -> String {
             r.iter()
                 .map(|c| match c {
                     Cell::Empty => String::new(),
-                    c => c.display().replace(['\n', '\r'], " "),
+                    c => visible(&c.display().replace(['\n', '\r'], " ")).into_owned(),
                 })
                 .collect()
         })
         .collect();
     let numeric = t.numeric_columns();
-    let mut width: Vec<usize> = t.columns.iter().map(|h| h.chars().count()).collect();
+    let mut width: Vec<usize> = t
+        .columns
+        .iter()
+        .map(|h| visible(h).chars().count())
+        .collect();
     for r in &cells {
         for (w, cell) in width.iter_mut().zip(r) {
             *w = (*w).max(cell.chars().count());
@@ -134,7 +142,8 @@ pub(crate) fn table(t: &Table) -> String {
         }
         s.trim_end().to_string() + "\n"
     };
-    let mut out = line(&t.columns);
+    let columns: Vec<String> = t.columns.iter().map(|h| visible(h).into_owned()).collect();
+    let mut out = line(&columns);
     for r in &cells {
         out.push_str(&line(r));
     }

@@ -12,6 +12,7 @@ use super::{document, plot};
 use crate::error::{Error, EXIT_OK};
 use crate::present::doc::{Block, Doc};
 use crate::present::table::Table;
+use crate::present::untrusted::visible;
 use crate::present::{html, markdown};
 use rayon::prelude::*;
 use std::fs;
@@ -111,7 +112,7 @@ pub fn run(req: &Request) -> Result<u8, Error> {
     };
     println!(
         "scalebench report: {} ({} case(s), {} chart(s), {} file(s))",
-        w.dir.join(main).display(),
+        visible(&w.dir.join(main).display().to_string()),
         w.cases,
         w.charts,
         w.files.len()
@@ -185,7 +186,9 @@ fn write_charts(
                 f.write_png(&stage.path(&format!("charts/{}.png", f.stem)))?;
             }
             if o.svg || o.html {
-                f.to_svg()
+                // A label from a results file must not carry a control character into the
+                // SVG (XML forbids most) or onto a terminal that prints it.
+                f.to_svg().map(|s| visible(&s).into_owned())
             } else {
                 Ok(String::new())
             }

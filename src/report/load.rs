@@ -4,8 +4,9 @@
 
 use crate::error::Error;
 use crate::params::CaseParams;
-use crate::results::io::read_results;
+use crate::results::io::{read_results, RESULTS_FILE};
 use crate::results::schema::{CaseResult, LaunchRecord, ResultsFile};
+use crate::results::validate::validate;
 use crate::units::parse_bytes;
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -29,8 +30,9 @@ impl Source {
     }
 }
 
-/// Reads every input; all must share one metrics version (numbers defined differently cannot be
-/// set side by side).
+/// Reads every input; each must pass [`validate`] (no empty file, no duplicate case, no
+/// impossible number), and all must share one metrics version (numbers defined differently
+/// cannot be set side by side).
 pub(crate) fn load(paths: &[PathBuf]) -> Result<Vec<Source>, Error> {
     if paths.is_empty() {
         return Err(Error::input(
@@ -40,6 +42,13 @@ pub(crate) fn load(paths: &[PathBuf]) -> Result<Vec<Source>, Error> {
     let mut sources: Vec<Source> = Vec::with_capacity(paths.len());
     for path in paths {
         let file = read_results(path)?;
+        // The one validation `compare` applies too: a file no reader may use is refused here.
+        let named = if path.is_dir() {
+            path.join(RESULTS_FILE)
+        } else {
+            path.clone()
+        };
+        validate(&file, &named)?;
         if let Some(first) = sources.first() {
             if first.file.metrics_version != file.metrics_version {
                 return Err(Error::input(format!(
@@ -55,16 +64,6 @@ pub(crate) fn load(paths: &[PathBuf]) -> Result<Vec<Source>, Error> {
             path: path.clone(),
             file,
         });
-    }
-    if sources.iter().all(|s| s.file.cases.is_empty()) {
-        return Err(Error::input(format!(
-            "{}: no cases in the results: nothing to report (did the run measure anything?)",
-            paths
-                .iter()
-                .map(|p| p.display().to_string())
-                .collect::<Vec<_>>()
-                .join(", ")
-        )));
     }
     Ok(sources)
 }

@@ -50,6 +50,13 @@ pub enum ResultsError {
     Empty { path: PathBuf },
     #[error("{path}: not a regular file (a FIFO, socket or device would be read forever or not at all): give a file")]
     NotAFile { path: PathBuf },
+    /// Read, but its numbers cannot be measurements ([`super::validate`]).
+    #[error("{path}: not usable results: {count} problem(s), each named by its place in the file:\n{problems}\nrerun the measurement, or leave this file out (was it edited, merged by hand or written by a broken tool?)")]
+    Invalid {
+        path: PathBuf,
+        count: usize,
+        problems: String,
+    },
     #[error("{path}:{line}:{column}: not UTF-8 text (byte {byte} of the file): give the JSON file scalebench wrote")]
     NotUtf8 {
         path: PathBuf,

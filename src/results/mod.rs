@@ -1,9 +1,11 @@
-//! Results: the versioned file format ([`schema`]) and crash-safe reading and writing ([`io`]).
+//! Results: the versioned file format ([`schema`]), crash-safe reading and writing ([`io`]),
+//! and the one validation every reader applies ([`validate`]).
 
 pub(crate) mod ddp;
 pub mod io;
 pub(crate) mod representative;
 pub mod schema;
+pub mod validate;
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
