@@ -30,7 +30,7 @@ pub fn page_size_bytes() -> usize {
 /// How benchmark buffers are placed, for provenance.
 pub fn alignment_policy(send_offset_bytes: usize, recv_offset_bytes: usize) -> String {
     format!(
-        "page-aligned ({} B pages) + offset {send_offset_bytes} B (send) / {recv_offset_bytes} B (receive, in-place); zeroed (first touched) by the thread that uses it",
+        "page-aligned ({} B pages) + offset {send_offset_bytes} B (send; matmul and batch_matmul: A, B) / {recv_offset_bytes} B (receive, in-place; matmul and batch_matmul: C); ddp_step: page-aligned, no offset; zeroed (first touched) by the thread that uses it",
         page_size_bytes()
     )
 }

@@ -466,7 +466,8 @@ impl CaseParams {
 
     /// Total devices taking part: nodes × devices per node.
     pub fn devices(&self) -> u32 {
-        self.nodes * self.devices_per_node
+        // Saturating: a plan file's shape is checked against the limits after it is read.
+        self.nodes.saturating_mul(self.devices_per_node)
     }
 
     /// MPI processes the case needs: one per device (pure) or one per node (hybrid).
@@ -594,7 +595,8 @@ pub struct LaunchShape {
 
 impl LaunchShape {
     pub fn devices(&self) -> u32 {
-        self.nodes * self.devices_per_node
+        // Saturating: a plan file's shape is checked against the limits after it is read.
+        self.nodes.saturating_mul(self.devices_per_node)
     }
     /// MPI processes: one per device (pure) or one per node (hybrid).
     pub fn ranks(&self) -> u32 {

@@ -29,27 +29,27 @@ pub enum SizeError {
         "empty size: write a number of bytes with an optional binary unit, e.g. 8B, 4KiB, 1MiB"
     )]
     Empty,
-    #[error("'{0}' is not a size: write a whole number of bytes with an optional binary unit (B, KiB, MiB, GiB, TiB or K, M, G, T), e.g. 4KiB")]
+    #[error("'{}' is not a size: write a whole number of bytes with an optional binary unit (B, KiB, MiB, GiB, TiB or K, M, G, T), e.g. 4KiB", shorten(.0))]
     Malformed(String),
-    #[error("'{text}' has the unit '{unit}', which is ambiguous: write {suggest} for the binary unit, or the plain number of bytes")]
+    #[error("'{}' has the unit '{}', which is ambiguous: write {suggest} for the binary unit, or the plain number of bytes", shorten(.text), shorten(.unit))]
     DecimalUnit {
         text: String,
         unit: String,
         suggest: String,
     },
-    #[error("'{0}' is negative: sizes are whole numbers of bytes ≥ 0")]
+    #[error("'{}' is negative: sizes are whole numbers of bytes ≥ 0", shorten(.0))]
     Negative(String),
-    #[error("'{0}' is too large (more than 2^63 bytes)")]
+    #[error("'{}' is too large (more than 2^63 bytes)", shorten(.0))]
     TooLarge(String),
-    #[error("range '{0}' is malformed: write START:END:STEP with STEP as xF (multiply, F ≥ 2) or +SIZE (add), e.g. 8B:1GiB:x2 or 1MiB:8MiB:+1MiB")]
+    #[error("range '{}' is malformed: write START:END:STEP with STEP as xF (multiply, F ≥ 2) or +SIZE (add), e.g. 8B:1GiB:x2 or 1MiB:8MiB:+1MiB", shorten(.0))]
     BadRange(String),
-    #[error("range '{text}' is empty: its start ({start}) is larger than its end ({end})")]
+    #[error("range '{}' is empty: its start ({}) is larger than its end ({})", shorten(.text), shorten(.start), shorten(.end))]
     EmptyRange {
         text: String,
         start: String,
         end: String,
     },
-    #[error("range '{0}' expands to more than {1} sizes: use a larger step")]
+    #[error("range '{}' expands to more than {} sizes: use a larger step", shorten(.0), .1)]
     RangeTooLong(String, usize),
 }
 
@@ -212,6 +212,30 @@ pub fn format_bytes(v: u64) -> String {
     format!("{v}B")
 }
 
+/// Bytes in GiB with one decimal (`16.1 GiB`), for estimates where an exact unit would mislead.
+pub fn format_gib(v: u64) -> String {
+    format!("{:.1} GiB", v as f64 / (1u64 << 30) as f64)
+}
+
+/// Longest stretch of a user's text echoed in a message.
+pub const ECHO_CHARS: usize = 60;
+
+/// `text`, or its first [`ECHO_CHARS`] characters and its length: a 10,001-layer model or a
+/// 309-digit number echoed in full buries the message.
+pub fn shorten(text: &str) -> String {
+    let n = text.chars().count();
+    if n <= ECHO_CHARS {
+        return text.to_string();
+    }
+    let head: String = text.chars().take(ECHO_CHARS).collect();
+    format!("{head}…({n} chars)")
+}
+
+/// A number a user gave, as short as it reads: `1e308`, not its 309 digits (`Display`).
+pub fn echo_f64(v: f64) -> String {
+    shorten(&format!("{v:?}"))
+}
+
 /// Formats seconds with a unit that keeps 3–4 significant digits (`12.3 µs`, `4.56 ms`).
 pub fn format_seconds(s: f64) -> String {
     if !s.is_finite() {
@@ -232,6 +256,20 @@ pub fn format_seconds(s: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn long_echoes_are_shortened() {
+        assert_eq!(shorten("64x64"), "64x64");
+        let long = "8x8+".repeat(40);
+        let s = shorten(&long);
+        assert!(
+            s.ends_with("…(160 chars)") && s.chars().count() == 60 + 12,
+            "{s}"
+        );
+        assert_eq!(echo_f64(1e308), "1e308");
+        assert_eq!(echo_f64(0.5), "0.5");
+        assert_eq!(format_gib(3 << 29), "1.5 GiB");
+    }
 
     #[test]
     fn parses_binary_units() {

@@ -310,3 +310,47 @@ fn hybrid_validates_every_collective_dtype_and_op_on_one_and_two_ranks() {
         }
     }
 }
+
+/// Issue 33 item 5: matmul and batch_matmul place their operands at `--buffer-offset` (A and B
+/// at the send offset, C at the receive offset) and record where they sat. Before, they were
+/// page-aligned whatever was asked and recorded nothing, while the provenance said it applied.
+#[test]
+fn gemm_workloads_place_their_operands_at_the_buffer_offset() {
+    for (np, extra) in [
+        (2, &[][..]),
+        (1, &["--topology", "hybrid", "--devices-per-node", "2"][..]),
+    ] {
+        let out = tmpdir(&format!("offsets-gemm-{np}")).join("out");
+        let mut args = run_q(
+            &out,
+            &[
+                "-w",
+                "matmul,batch_matmul",
+                "--dims",
+                "32",
+                "--dtype",
+                "f32,f64",
+                "--time-budget",
+                "0.01",
+                "--buffer-offset",
+                "64,80",
+            ],
+        );
+        args.extend(extra);
+        mpirun_with(np, &["--bind-to", "none"], &args).assert_code(0);
+        let r = read_results(&out);
+        let policy = r.launches[0]
+            .provenance
+            .as_ref()
+            .unwrap()
+            .buffer_policy
+            .as_deref()
+            .unwrap();
+        assert!(policy.contains("matmul and batch_matmul: A, B"), "{policy}");
+        assert_eq!(r.cases.len(), 4);
+        for c in &r.cases {
+            assert_eq!((c.status.as_str(), c.wrong), ("ok", 0), "{:?}", c.message);
+            assert_offsets(c, 64, 80);
+        }
+    }
+}

@@ -42,14 +42,14 @@ pub enum LimitError {
         fix: String,
     },
     /// A time that is not finite and positive.
-    #[error("{what} {value_s}: give a positive number of seconds, e.g. {example}")]
+    #[error("{what} {}: give a positive number of seconds, e.g. {example}", crate::units::echo_f64(*.value_s))]
     NotPositive {
         what: String,
         value_s: f64,
         example: String,
     },
     /// A time above [`MAX_SECONDS`].
-    #[error("{what} {value_s}: above the limit of {} s (30 days): give a smaller number of seconds, e.g. {example}", MAX_SECONDS)]
+    #[error("{what} {}: above the limit of {} s (30 days): give a smaller number of seconds, e.g. {example}", crate::units::echo_f64(*.value_s), MAX_SECONDS)]
     TooLong {
         what: String,
         value_s: f64,

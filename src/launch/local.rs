@@ -219,6 +219,7 @@ pub fn sweep(req: &SweepRequest, argv: &[String]) -> Result<u8> {
     }
     // Checked above (the option) and when the spec was read (`[launch] timeout_s`).
     let timeout = Duration::from_secs_f64(req.launch_timeout_s.unwrap_or(spec.launch.timeout_s));
+    rundir::refuse_file_as_out(&out, "--out")?;
     if req.dry_run {
         print_dry_run(req, &spec, &plan, &out);
         return Ok(EXIT_OK);
@@ -303,12 +304,6 @@ fn check_out(req: &SweepRequest, out: &Path) -> Result<()> {
     if !req.resume && has_sweep {
         return Err(Error::Input(format!(
             "--out {}: a sweep is already there: add --resume to continue it, or choose another --out",
-            out.display()
-        )));
-    }
-    if out.exists() && !out.is_dir() {
-        return Err(Error::Input(format!(
-            "--out {}: exists and is not a directory: give a directory (it is created if missing)",
             out.display()
         )));
     }

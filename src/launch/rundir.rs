@@ -33,6 +33,17 @@ pub(crate) const PLAN_FILE: &str = "plan.json";
 pub(crate) const OUTCOME_FILE: &str = "outcome.json";
 pub(crate) const LAUNCHES_DIR: &str = "launches";
 
+/// A run directory given as an existing file is the user's mistake (exit 2, before anything
+/// is planned or written), not a "File exists" failure (exit 4) half-way through.
+pub(crate) fn refuse_file_as_out(out: &Path, option: &str) -> Result<()> {
+    if out.exists() && !out.is_dir() {
+        return Err(Error::Input(format!(
+            "{option} {}: exists and is not a directory: give a directory (it is created if missing)",
+            out.display()
+        )));
+    }
+    Ok(())
+}
 /// The whole plan of a sweep, as stored in `DIR/plan.json`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) struct SweepRecord {

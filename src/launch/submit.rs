@@ -352,13 +352,15 @@ fn run_dir(req: &SubmitRequest, spec: &config::SweepSpec) -> Result<PathBuf> {
             crate::results::utc_stamp(now_unix_s())
         ))
     });
-    Ok(if out.is_absolute() {
+    let out = if out.is_absolute() {
         out
     } else {
         std::env::current_dir()
             .map_err(|e| Error::Runtime(e.to_string()))?
             .join(out)
-    })
+    };
+    rundir::refuse_file_as_out(&out, "--out")?;
+    Ok(out)
 }
 
 /// Refuses to submit into a run whose jobs are still queued or running (Slurm).

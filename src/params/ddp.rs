@@ -138,6 +138,78 @@ impl Model {
     }
 }
 
+/// Where layer gradients go: buckets in backward order (bucket 0 holds the last layers).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct BucketPlan {
+    /// Elements of each bucket.
+    pub lens: Vec<usize>,
+    /// For each layer: (bucket, element offset in it).
+    pub slot: Vec<(usize, usize)>,
+    /// For each bucket: the layer whose gradient completes it (its lowest layer index).
+    pub last_layer: Vec<usize>,
+}
+
+impl BucketPlan {
+    /// DDP's assignment by size, in backward order: a bucket is closed once it holds at least
+    /// its cap (so a layer larger than the cap is alone in its bucket). The first bucket's
+    /// cap is `first_cap_bytes` (DDP's `_DEFAULT_FIRST_BUCKET_BYTES`, 1 MiB: the first
+    /// all-reduce starts early), every later bucket's `cap_bytes`; `first_cap_bytes = 0`
+    /// gives the first bucket the same cap as the others.
+    pub(crate) fn new(
+        model: &Model,
+        elem_bytes: u64,
+        cap_bytes: u64,
+        first_cap_bytes: u64,
+    ) -> BucketPlan {
+        let mut plan = BucketPlan {
+            lens: Vec::new(),
+            slot: vec![(0, 0); model.layers.len()],
+            last_layer: Vec::new(),
+        };
+        let mut open = false;
+        for (l, layer) in model.layers.iter().enumerate().rev() {
+            if !open {
+                plan.lens.push(0);
+                plan.last_layer.push(l);
+                open = true;
+            }
+            let k = plan.lens.len() - 1;
+            plan.slot[l] = (k, plan.lens[k]);
+            plan.lens[k] += layer.params() as usize;
+            plan.last_layer[k] = l;
+            let cap = if k == 0 && first_cap_bytes > 0 {
+                first_cap_bytes
+            } else {
+                cap_bytes
+            };
+            if plan.lens[k] as u64 * elem_bytes >= cap {
+                open = false;
+            }
+        }
+        plan
+    }
+}
+
+/// Bytes of host or device memory one device's `ddp_step` holds for `model` with `batch`
+/// samples (see `workload::ddp::setup`): per layer the weights, their transpose, the weight
+/// gradient and its bucket slot (4 × I·O), the inputs and their transpose (2 × batch·I) and the
+/// output gradient (batch·O); plus one output and one input-gradient scratch of the widest
+/// layer. Saturates instead of wrapping: a model this large is refused either way.
+pub(crate) fn device_bytes(model: &Model, elem_bytes: u64, batch: u64) -> u64 {
+    let max_in = model.layers.iter().map(|l| l.d_in).max().unwrap_or(0);
+    let max_out = model.layers.iter().map(|l| l.d_out).max().unwrap_or(0);
+    let per_layer = model.layers.iter().fold(0u64, |acc, l| {
+        let weights = l.params().saturating_mul(4);
+        let acts = batch
+            .saturating_mul(l.d_in)
+            .saturating_mul(2)
+            .saturating_add(batch.saturating_mul(l.d_out));
+        acc.saturating_add(weights).saturating_add(acts)
+    });
+    let scratch = batch.saturating_mul(max_in.saturating_add(max_out));
+    per_layer.saturating_add(scratch).saturating_mul(elem_bytes)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -68,6 +68,9 @@ pub enum Fault {
     Fail,
     /// Rank 0 blocks forever before the case (the launch must be timed out).
     Hang,
+    /// Rank 0 stops itself (SIGSTOP) before the case, its watchdog thread with it: another
+    /// rank must end the job and keep what finished.
+    Freeze,
     /// The last rank aborts the process (the launch crashes).
     Crash,
     /// `slow_comm:MS` (ddp_step): every all-reduce completes no earlier than MS milliseconds
@@ -85,6 +88,7 @@ impl Fault {
             "corrupt" => Some(Fault::Corrupt),
             "fail" => Some(Fault::Fail),
             "hang" => Some(Fault::Hang),
+            "freeze" => Some(Fault::Freeze),
             "crash" => Some(Fault::Crash),
             "cold" => Some(Fault::Cold),
             _ => s
@@ -94,6 +98,13 @@ impl Fault {
                 .map(Fault::SlowComm),
         }
     }
-    pub const NAMES: &'static [&'static str] =
-        &["corrupt", "fail", "hang", "crash", "cold", "slow_comm:MS"];
+    pub const NAMES: &'static [&'static str] = &[
+        "corrupt",
+        "fail",
+        "hang",
+        "freeze",
+        "crash",
+        "cold",
+        "slow_comm:MS",
+    ];
 }

@@ -6,6 +6,7 @@
 //! operator, root and timing mode, sizes ascend, and each size is measured out of place, then
 //! in place (so the table can show both side by side).
 
+pub mod checks;
 pub mod sweep;
 
 use crate::error::{Error, Result};
@@ -274,7 +275,7 @@ fn check_given(a: &Request) -> Result<()> {
     if !(a.time_budget_s.is_finite() && a.time_budget_s > 0.0) {
         return Err(Error::input(format!(
             "--time-budget {}: give a positive number of seconds, e.g. 0.5",
-            a.time_budget_s
+            crate::units::echo_f64(a.time_budget_s)
         )));
     }
     if a.threads_per_device == 0 {
@@ -475,8 +476,25 @@ impl LaunchPlan {
     }
 }
 
-/// The cases of one launch, in measurement order. Errors name the option and the fix.
+/// The cases of one launch, in measurement order, checked ([`checks`]). Errors name the
+/// option and the fix.
 pub fn expand(o: &RunOptions, shape: LaunchShape) -> Result<Vec<CaseParams>> {
+    let cases = expand_unchecked(o, shape)?;
+    let mut checker = checks::CaseChecker::for_this_host(o.settings.buffer_offset);
+    for c in &cases {
+        checker.check(c).map_err(|p| {
+            let option = match p.key {
+                checks::CheckKey::Batch => "--batch",
+                checks::CheckKey::Model => "--model",
+                checks::CheckKey::BufferOffset => "--buffer-offset",
+            };
+            Error::input(format!("{option}: {}", p.message))
+        })?;
+    }
+    Ok(cases)
+}
+
+fn expand_unchecked(o: &RunOptions, shape: LaunchShape) -> Result<Vec<CaseParams>> {
     let devices = shape.devices();
     let mut cases = Vec::new();
     let base = CaseParams {

@@ -346,7 +346,30 @@ pub fn expand(spec: &SweepSpec) -> Result<SweepPlan, SpecError> {
         });
     }
     one_thread_level(spec, &mut launches)?;
+    check_cases(spec, &launches)?;
     Ok(SweepPlan { launches })
+}
+
+/// What would fail only when a launch runs ([`super::checks`]), refused at its axis.
+fn check_cases(spec: &SweepSpec, launches: &[LaunchPlan]) -> Result<(), SpecError> {
+    let mut checker = super::checks::CaseChecker::for_this_host(spec.settings.buffer_offset);
+    for c in launches.iter().flat_map(|l| &l.cases) {
+        checker.check(c).map_err(|p| {
+            use super::checks::CheckKey;
+            let axis = match p.key {
+                CheckKey::Batch => Axis::Batch,
+                CheckKey::Model => Axis::Models,
+                CheckKey::BufferOffset => Axis::Workloads,
+            };
+            let what = match p.key {
+                CheckKey::BufferOffset => "run.buffer_offset",
+                _ => "",
+            };
+            let sep = if what.is_empty() { "" } else { ": " };
+            spec.error_at(axis, format!("{what}{sep}{}", p.message))
+        })?;
+    }
+    Ok(())
 }
 
 /// Gives every launch of a study one MPI thread level: the spec's `run.thread_level`, or

@@ -208,7 +208,7 @@ fn run_in_world(
         rank,
         size,
         env.source.is_some(),
-        (rank == 0).then(|| keep_on_expiry(&keep)),
+        Some(keep_on_expiry(&keep)),
     );
     watchdog.arm(
         "the start-up (world check, node layout, backend)".into(),
@@ -236,6 +236,20 @@ fn run_in_world(
         .iter()
         .any(|c| !c.workload.is_collective())
         .then_some(req.settings.gemm);
+    // The BLAS is opened with the loader's lock held: name it if that is where the job hangs.
+    if let Some(lib) = device_plan
+        .gemm
+        .and_then(|_| std::env::var_os(crate::backend::gemm::blas::ENV))
+    {
+        watchdog.arm(
+            format!(
+                "the backend's start-up, which opens the BLAS library {}={} (dlopen: a FIFO, a hung mount or a slow library constructor blocks it)",
+                crate::backend::gemm::blas::ENV,
+                crate::units::shorten(&lib.to_string_lossy())
+            ),
+            op_timeout,
+        );
+    }
 
     let job = Job {
         argv,
@@ -313,7 +327,9 @@ fn agree_env<E: std::fmt::Display>(
     })
 }
 
-/// What rank 0 has finished, for the watchdog to keep if the job hangs.
+/// What has finished, for the watchdog to keep if the job hangs: every rank knows the paths
+/// and the current case; rank 0 holds the rest (another rank that takes the lead reads it
+/// back from the journal).
 #[derive(Default)]
 struct Kept {
     results_path: Option<PathBuf>,
@@ -335,9 +351,15 @@ fn keep_on_expiry(keep: &Arc<Mutex<Kept>>) -> crate::run::watchdog::OnExpiry {
     let keep = Arc::clone(keep);
     Box::new(move |what: &str, diagnosis: &str| {
         let k = lock_kept(&keep);
-        let (path, run, mut launch) = (k.results_path.clone()?, k.run.clone()?, k.launch.clone()?);
+        let path = k.results_path.clone()?;
+        let (run, mut launch, mut cases) = match (&k.run, &k.launch) {
+            (Some(r), Some(l)) => (r.clone(), l.clone(), k.cases.clone()),
+            _ => {
+                let j = crate::results::io::read_journal(k.journal_path.as_deref()?).ok()?;
+                (j.run?, j.launches.into_iter().last()?, j.cases)
+            }
+        };
         let now = now_unix_s();
-        let mut cases = k.cases.clone();
         let mut journal = k
             .journal_path
             .as_deref()
@@ -529,12 +551,14 @@ impl Job<'_> {
             emulated_nodes: self.layout.emulated,
             labels: Default::default(),
         };
-        if self.comm.is_root() {
+        {
             let mut k = lock_kept(self.keep);
             k.results_path = Some(self.out_dir.join(RESULTS_FILE));
             k.journal_path = Some(self.out_dir.join(JOURNAL_FILE));
-            k.run = Some(run_info.clone());
-            k.launch = Some(launch.clone());
+            if self.comm.is_root() {
+                k.run = Some(run_info.clone());
+                k.launch = Some(launch.clone());
+            }
         }
         append(&mut journal, JournalRecord::Run(run_info.clone()))?;
         append(
@@ -556,6 +580,7 @@ impl Job<'_> {
         let mut seen = BTreeMap::new();
         for params in self.cases {
             let (rec, failed) = self.run_case(&mut backend, params, &launch, &clock_cpus);
+            lock_kept(self.keep).current = None;
             if self.comm.is_root() {
                 seen.extend(load::scalebench_processes());
             }
@@ -564,10 +589,7 @@ impl Job<'_> {
                 append(&mut journal, JournalRecord::Case(Box::new(rec.clone())))?;
                 self.print(case_warnings(&rec, &mut said));
                 self.print(table.push(&rec));
-                let mut k = lock_kept(self.keep);
-                k.cases.push(rec.clone());
-                k.current = None;
-                drop(k);
+                lock_kept(self.keep).cases.push(rec.clone());
                 results.push(rec);
             }
         }
@@ -750,10 +772,7 @@ impl Job<'_> {
         let (comm, size) = (self.comm, self.comm.size());
         let mhz0 = topology::cpu_mhz(clock_cpus);
         let t0 = now_unix_s();
-        if comm.is_root() {
-            lock_kept(self.keep).current =
-                Some((params.clone(), t0, backend.total_devices(), size));
-        }
+        lock_kept(self.keep).current = Some((params.clone(), t0, backend.total_devices(), size));
         self.watchdog.arm(
             format!("case {} ({})", params.id(), params.label()),
             self.op_timeout,

@@ -11,6 +11,16 @@
 //! finished (the closure given to [`Watchdog::start`]) and ends the job with `MPI_Abort(4)`.
 //! Independently, a rank whose parent process changes (the launcher was killed and the rank
 //! was re-parented) exits at once instead of spinning as an orphan.
+//!
+//! Rank 0 stuck too (its watchdog blocked, the process stopped): the first other rank that
+//! sees no state of rank 0 within twice the grace claims the lead (`.watchdog/lead`, created
+//! exclusively), diagnoses, keeps the finished cases from the journal and ends the job. With
+//! G = [`gather_grace`] (half of `--op-timeout`, within 1–5 s) the job ends by `--op-timeout`
+//! + G when rank 0's watchdog works and by `--op-timeout` + 3G when it does not.
+//!
+//! The thread is fully started before [`Watchdog::start`] returns (see [`warm_up`]): a thread
+//! still starting when the main thread enters `dlopen` (a BLAS named by SCALEBENCH_BLAS that is
+//! a FIFO, or whose constructor hangs) blocks on the loader's lock and never fires.
 
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
@@ -21,8 +31,17 @@ use std::time::{Duration, Instant};
 /// Exit code of a job the watchdog ended (a runtime failure, as README documents).
 pub(crate) const EXIT_WATCHDOG: i32 = 4;
 
-/// How long rank 0 waits for the other ranks' states once its deadline has passed.
-const GATHER_GRACE: Duration = Duration::from_secs(5);
+/// How long the rank that ends the job waits for the other ranks' states once its deadline
+/// has passed: half the limit, at least 1 s (states are files, maybe on a network file
+/// system) and at most 5 s. The other ranks wait 2× this for rank 0's state before one of
+/// them takes the lead.
+pub(crate) fn gather_grace(limit: Duration) -> Duration {
+    (limit / 2).clamp(Duration::from_secs(1), Duration::from_secs(5))
+}
+
+/// How long [`Watchdog::start`] waits for its thread to be ready (it takes microseconds; the
+/// bound only keeps a broken system from hanging the start-up here instead).
+const READY_WAIT: Duration = Duration::from_secs(10);
 
 /// How often the thread looks at the deadline and the parent process.
 const TICK: Duration = Duration::from_millis(250);
@@ -126,6 +145,8 @@ struct State {
     armed: Option<Armed>,
     report_dir: Option<PathBuf>,
     stop: bool,
+    /// Set by the thread once [`warm_up`] is done.
+    ready: bool,
 }
 
 struct Shared {
@@ -133,8 +154,9 @@ struct Shared {
     wake: Condvar,
 }
 
-/// What rank 0 does with the diagnosis before the job is aborted: keep finished results.
-/// It returns where they were kept, for the message.
+/// What the rank that ends the job (rank 0, or the rank that took the lead) does with the
+/// diagnosis before the job is aborted: keep finished results. It returns where they were
+/// kept, for the message.
 pub(crate) type OnExpiry = Box<dyn FnOnce(&str, &str) -> Option<String> + Send>;
 
 /// The watchdog thread of one rank; stops when dropped.
@@ -144,9 +166,11 @@ pub(crate) struct Watchdog {
 }
 
 impl Watchdog {
-    /// Starts the thread. `on_expiry(what, diagnosis)` runs on rank 0 only. `watch_parent`:
-    /// exit when the parent (the launcher's process on this node) goes away; off for a rank
-    /// started alone, whose parent is a shell that may exit without harm (`nohup`).
+    /// Starts the thread and returns once it is ready ([`warm_up`]), so that nothing it needs
+    /// later waits for the dynamic loader. `on_expiry(what, diagnosis)` runs on the rank that
+    /// ends the job. `watch_parent`: exit when the parent (the launcher's process on this
+    /// node) goes away; off for a rank started alone, whose parent is a shell that may exit
+    /// without harm (`nohup`).
     pub(crate) fn start(
         rank: u32,
         size: u32,
@@ -161,9 +185,29 @@ impl Watchdog {
         let s = Arc::clone(&shared);
         let thread = std::thread::Builder::new()
             .name("scalebench-watchdog".into())
-            .spawn(move || watch(&s, rank, size, watch_parent.then_some(parent), on_expiry))
+            .spawn(move || {
+                let me = Me {
+                    rank,
+                    size,
+                    host: warm_up(),
+                };
+                s.state
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .ready = true;
+                s.wake.notify_all();
+                watch(&s, &me, watch_parent.then_some(parent), on_expiry)
+            })
             .ok();
-        Watchdog { shared, thread }
+        let w = Watchdog { shared, thread };
+        if w.thread.is_some() {
+            let st = w.lock();
+            let _ = w
+                .shared
+                .wake
+                .wait_timeout_while(st, READY_WAIT, |st| !st.ready);
+        }
+        w
     }
 
     /// Where ranks exchange their states (`<out>/.watchdog`), once the run directory is known.
@@ -202,13 +246,32 @@ impl Drop for Watchdog {
     }
 }
 
-fn watch(
-    shared: &Shared,
+/// Who this watchdog is, known before any deadline.
+struct Me {
     rank: u32,
     size: u32,
-    parent: Option<u32>,
-    mut on_expiry: Option<OnExpiry>,
-) {
+    host: String,
+}
+
+/// Does once, at thread start, what the thread would otherwise do for the first time when a
+/// deadline passes, while the main thread may hold the dynamic loader's lock inside `dlopen`:
+/// registering a thread-local destructor (glibc's `__cxa_thread_atexit_impl` takes that lock),
+/// the thread's own handle, the stderr path and the host name. Returns the host name.
+fn warm_up() -> String {
+    thread_local! {
+        // A thread-local with a destructor: its first use registers the destructor.
+        static TOUCHED: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+    }
+    TOUCHED.with(|t| t.borrow_mut().push(1));
+    let _ = std::thread::current().name().map(str::len);
+    let _ = std::os::unix::process::parent_id();
+    eprint!("");
+    let _ = Instant::now();
+    crate::topology::hostname()
+}
+
+fn watch(shared: &Shared, me: &Me, parent: Option<u32>, mut on_expiry: Option<OnExpiry>) {
+    let rank = me.rank;
     let mut st = shared
         .state
         .lock()
@@ -230,11 +293,18 @@ fn watch(
             .armed
             .as_ref()
             .filter(|a| a.since.elapsed() > a.limit)
-            .map(|a| (a.what.clone(), a.limit));
-        if let Some((what, limit)) = expired {
+            .map(|a| (a.what.clone(), a.limit, a.since.elapsed() - a.limit));
+        if let Some((what, limit, overdue)) = expired {
             let dir = st.report_dir.clone();
             drop(st);
-            expire(rank, size, &what, limit, dir, on_expiry.take());
+            if overdue > gather_grace(limit) && me.size > 1 {
+                // This thread did not run when its deadline passed (the process was stopped,
+                // then continued, as mpirun does before it kills a job): another rank has had
+                // time to end the job. Writing a state now would only leave `.watchdog/` behind
+                // in a job about to be killed; if no one ends it, this rank goes on below.
+                std::thread::sleep(3 * gather_grace(limit));
+            }
+            expire(me, &what, limit, dir, on_expiry.take());
         }
         st = shared
             .wake
@@ -248,67 +318,143 @@ fn state_file(dir: &std::path::Path, rank: u32) -> PathBuf {
     dir.join(format!("rank-{rank}.json"))
 }
 
-/// The deadline of `what` passed: exchange states, diagnose (rank 0), abort the job.
+/// The deadline of `what` passed: exchange states; rank 0 (or, when rank 0 does not answer,
+/// the first other rank to claim the lead) diagnoses, keeps what finished and ends the job.
 fn expire(
-    rank: u32,
-    size: u32,
+    me: &Me,
     what: &str,
     limit: Duration,
     dir: Option<PathBuf>,
     on_expiry: Option<OnExpiry>,
 ) -> ! {
-    let me = RankState {
-        rank,
-        host: crate::topology::hostname(),
+    let mine = RankState {
+        rank: me.rank,
+        host: me.host.clone(),
         pid: std::process::id(),
         control_steps: crate::comm::steps::entered(),
         in_control: crate::comm::steps::inside(),
     };
     if let Some(d) = &dir {
         let _ = std::fs::create_dir_all(d);
-        if let Ok(bytes) = serde_json::to_vec(&me) {
-            let _ = crate::results::io::write_atomic(&state_file(d, rank), &bytes);
+        if let Ok(bytes) = serde_json::to_vec(&mine) {
+            let _ = crate::results::io::write_atomic(&state_file(d, me.rank), &bytes);
         }
     }
     let header = format!(
         "scalebench: watchdog: {what} did not finish within --op-timeout {:.0} s",
         limit.as_secs_f64()
     );
-    if rank != 0 {
-        // Rank 0 ends the job; if it cannot (it died), this rank does.
-        std::thread::sleep(GATHER_GRACE * 3);
-        eprintln!(
-            "{header}; rank 0 did not end the job, so rank {rank} does (exit {EXIT_WATCHDOG})"
+    let grace = gather_grace(limit);
+    let mut lead_note = String::new();
+    if me.rank != 0 {
+        let rank0_answered = match dir.as_deref() {
+            Some(d) => wait_until(2 * grace, || {
+                state_file(d, 0).exists() || lead_file(d).exists()
+            }),
+            // No exchange yet (start-up): rank 0 gathers nothing and ends the job at once.
+            None => {
+                std::thread::sleep(2 * grace);
+                false
+            }
+        };
+        if rank0_answered || !claim_lead(dir.as_deref()) {
+            // Rank 0 (or another rank) ends the job; if it cannot (it died), this rank does.
+            std::thread::sleep(3 * grace);
+            eprintln!(
+                "{header}; the rank that took the lead did not end the job, so rank {} does (exit {EXIT_WATCHDOG})",
+                me.rank
+            );
+            clean_up(dir.as_deref());
+            abort_job();
+        }
+        lead_note = format!(
+            "rank 0 did not answer within {:.0} s (its watchdog is blocked too, or the process is stopped), so rank {} ends the job. ",
+            (2 * grace).as_secs_f64(),
+            me.rank
         );
+    } else if !claim_lead(dir.as_deref()) {
+        // Another rank saw no state of rank 0 in time and leads: it ends the job.
+        std::thread::sleep(3 * grace);
+        clean_up(dir.as_deref());
         abort_job();
     }
-    let mut states: Vec<Option<RankState>> = vec![None; size as usize];
-    states[0] = Some(me);
+    let opening = format!("{header}: {lead_note}");
+    lead(me, mine, &opening, grace, what, dir, on_expiry)
+}
+
+/// The rank that ends the job: gathers the states, diagnoses, keeps what finished, cleans the
+/// exchange directory up and aborts.
+fn lead(
+    me: &Me,
+    mine: RankState,
+    opening: &str,
+    grace: Duration,
+    what: &str,
+    dir: Option<PathBuf>,
+    on_expiry: Option<OnExpiry>,
+) -> ! {
+    let mut states: Vec<Option<RankState>> = vec![None; me.size as usize];
+    states[me.rank as usize] = Some(mine);
     if let Some(d) = &dir {
-        let t0 = Instant::now();
-        loop {
-            for (r, s) in states.iter_mut().enumerate().skip(1) {
+        wait_until(grace, || {
+            for (r, s) in states.iter_mut().enumerate() {
                 if s.is_none() {
                     *s = std::fs::read(state_file(d, r as u32))
                         .ok()
                         .and_then(|b| serde_json::from_slice(&b).ok());
                 }
             }
-            if states.iter().all(Option::is_some) || t0.elapsed() > GATHER_GRACE {
-                break;
-            }
-            std::thread::sleep(TICK);
-        }
-        let _ = std::fs::remove_dir_all(d);
+            states.iter().all(Option::is_some)
+        });
     }
     let diagnosis = diagnose(&states);
     let kept = on_expiry.and_then(|f| f(what, &diagnosis));
+    clean_up(dir.as_deref());
     eprintln!(
-        "{header}: {diagnosis}. {}Ending the job (MPI_Abort, exit {EXIT_WATCHDOG}); raise --op-timeout if the case is merely slow.",
+        "{opening}{diagnosis}. {}Ending the job (MPI_Abort, exit {EXIT_WATCHDOG}); raise --op-timeout if the case is merely slow.",
         kept.map(|k| format!("Finished cases are kept in {k}. "))
-            .unwrap_or_default()
+            .unwrap_or_else(|| "No results file was written (no launch had started, or the run directory is not shared with this rank). ".into())
     );
     abort_job()
+}
+
+/// Polls `done` every tick until it holds or `limit` passes; whether it held.
+fn wait_until(limit: Duration, mut done: impl FnMut() -> bool) -> bool {
+    let t0 = Instant::now();
+    loop {
+        if done() {
+            return true;
+        }
+        if t0.elapsed() > limit {
+            return false;
+        }
+        std::thread::sleep(TICK);
+    }
+}
+
+fn lead_file(dir: &std::path::Path) -> PathBuf {
+    dir.join("lead")
+}
+
+/// Claims the lead (the file is created exclusively, so one rank wins); without a directory
+/// there is no one to race.
+fn claim_lead(dir: Option<&std::path::Path>) -> bool {
+    let Some(d) = dir else {
+        return true;
+    };
+    let _ = std::fs::create_dir_all(d);
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(lead_file(d))
+        .is_ok()
+}
+
+/// Removes the state exchange (`<out>/.watchdog`), so nothing of it is left in `--out`.
+fn clean_up(dir: Option<&std::path::Path>) {
+    if let Some(d) = dir {
+        let _ = std::fs::remove_dir_all(d);
+    }
 }
 
 /// Ends every rank of the job with exit 4.
@@ -336,6 +482,25 @@ mod tests {
             control_steps: steps,
             in_control,
         })
+    }
+
+    #[test]
+    fn the_grace_scales_with_the_limit_within_bounds() {
+        let g = |s: f64| gather_grace(Duration::from_secs_f64(s)).as_secs_f64();
+        assert_eq!(g(0.5), 1.0);
+        assert_eq!(g(3.0), 1.5);
+        assert_eq!(g(600.0), 5.0);
+    }
+
+    #[test]
+    fn one_rank_claims_the_lead() {
+        let d = std::env::temp_dir().join(format!("sb-lead-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        assert!(claim_lead(Some(&d)));
+        assert!(!claim_lead(Some(&d)));
+        clean_up(Some(&d));
+        assert!(!d.exists());
+        assert!(claim_lead(None));
     }
 
     #[test]

@@ -208,7 +208,13 @@ fn mem_total_bytes(meminfo: &str) -> u64 {
         .lines()
         .find_map(|l| l.strip_prefix("MemTotal:"))
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-        .map_or(0, |kb| kb * 1024)
+        .map_or(0, |kb| kb.saturating_mul(1024))
+}
+
+/// This host's memory (`MemTotal`), bytes; `None` where /proc/meminfo does not say.
+pub fn mem_total_bytes_now() -> Option<u64> {
+    let meminfo = std::fs::read_to_string("/proc/meminfo").ok()?;
+    Some(mem_total_bytes(&meminfo)).filter(|b| *b > 0)
 }
 
 /// Environment variable prefixes that shape performance and are recorded with results.

@@ -15,7 +15,7 @@ use super::{agree, CaseError, Measured, RunSettings};
 use crate::backend::{Backend, BackendError, GemmBatch, HostBuf, OverlapTiming};
 use crate::comm::HostComm;
 use crate::measure::{self, IterCounts, RankSamples};
-use crate::params::{CaseParams, Collect, Dtype, MatmulShape, Scaling, Timing};
+use crate::params::{BufferOffset, CaseParams, Collect, Dtype, MatmulShape, Scaling, Timing};
 use crate::results::schema::{Calibration, PhaseResult};
 use crate::stats;
 use std::time::Instant;
@@ -55,7 +55,10 @@ pub fn run<B: Backend, C: HostComm>(
     settings: &RunSettings,
 ) -> Result<Measured, CaseError> {
     let layout = Layout::new(backend, comm, params)?;
-    let mut st = agree(comm, layout.buffers(backend, comm))?;
+    let off = settings.buffer_offset;
+    let mut st = agree(comm, layout.buffers(backend, comm, off))?;
+    // Each device's A sits at the send offset, its C at the receive offset.
+    let buffers = super::collective::placement(backend, comm, off, &st.a, &st.c);
     let (counts, calibration, ph) = time_steps(&mut st, backend, comm, params, settings)?;
     let timing = measure::combine(
         comm,
@@ -82,6 +85,7 @@ pub fn run<B: Backend, C: HostComm>(
         tolerance,
         flops_total: Some(layout.total as f64 * MatmulShape::square(layout.dim).flops()),
         phases,
+        buffers,
         ..Measured::default()
     })
 }
@@ -163,11 +167,12 @@ impl Layout {
     }
 
     /// This rank's buffers: the whole batch and the output at the root, the staged share
-    /// and each device's A and C.
+    /// (page-aligned) and each device's A (at the send offset) and C (the receive offset).
     fn buffers<'p, B: Backend, C: HostComm>(
         &'p self,
         backend: &mut B,
         comm: &C,
+        off: BufferOffset,
     ) -> Result<State<'p, B::Buf>, BackendError> {
         let (dtype, mat, total, dim) = (self.dtype, self.mat, self.total, self.dim);
         let root = comm.is_root();
@@ -193,8 +198,8 @@ impl Layout {
         let mut a = Vec::new();
         let mut c = Vec::new();
         for (dev, (cnt, _)) in self.mine.iter().enumerate() {
-            a.push(backend.alloc(dev, dtype, *cnt as usize * mat)?);
-            c.push(backend.alloc(dev, dtype, *cnt as usize * mat)?);
+            a.push(backend.alloc_at(dev, dtype, *cnt as usize * mat, off.send_bytes)?);
+            c.push(backend.alloc_at(dev, dtype, *cnt as usize * mat, off.recv_bytes)?);
         }
         let local_sum = HostBuf::zeros(dtype, mat)?;
         Ok(State {

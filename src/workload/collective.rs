@@ -278,7 +278,7 @@ pub const COLD_FIRST_OP: std::time::Duration = std::time::Duration::from_millis(
 
 /// Where every rank's buffers sit within their pages (at the root; None where the backend
 /// cannot say, e.g. device memory).
-fn placement<B: Backend, C: HostComm>(
+pub(super) fn placement<B: Backend, C: HostComm>(
     backend: &B,
     comm: &C,
     off: BufferOffset,

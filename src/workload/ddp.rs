@@ -43,60 +43,8 @@ use crate::results::schema::{PhaseResult, TimingResult};
 
 // The model grammar and the defaults live in params (config and plan read them too).
 pub(crate) use crate::params::ddp::{
-    Model, DEFAULT_BATCH, DEFAULT_BUCKET_BYTES, DEFAULT_MODEL, DEFAULT_PROGRESS,
+    BucketPlan, Model, DEFAULT_BATCH, DEFAULT_BUCKET_BYTES, DEFAULT_MODEL, DEFAULT_PROGRESS,
 };
-
-/// Where layer gradients go: buckets in backward order (bucket 0 holds the last layers).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct BucketPlan {
-    /// Elements of each bucket.
-    pub lens: Vec<usize>,
-    /// For each layer: (bucket, element offset in it).
-    pub slot: Vec<(usize, usize)>,
-    /// For each bucket: the layer whose gradient completes it (its lowest layer index).
-    pub last_layer: Vec<usize>,
-}
-
-impl BucketPlan {
-    /// DDP's assignment by size, in backward order: a bucket is closed once it holds at least
-    /// its cap (so a layer larger than the cap is alone in its bucket). The first bucket's
-    /// cap is `first_cap_bytes` (DDP's `_DEFAULT_FIRST_BUCKET_BYTES`, 1 MiB: the first
-    /// all-reduce starts early), every later bucket's `cap_bytes`; `first_cap_bytes = 0`
-    /// gives the first bucket the same cap as the others.
-    pub(crate) fn new(
-        model: &Model,
-        elem_bytes: u64,
-        cap_bytes: u64,
-        first_cap_bytes: u64,
-    ) -> BucketPlan {
-        let mut plan = BucketPlan {
-            lens: Vec::new(),
-            slot: vec![(0, 0); model.layers.len()],
-            last_layer: Vec::new(),
-        };
-        let mut open = false;
-        for (l, layer) in model.layers.iter().enumerate().rev() {
-            if !open {
-                plan.lens.push(0);
-                plan.last_layer.push(l);
-                open = true;
-            }
-            let k = plan.lens.len() - 1;
-            plan.slot[l] = (k, plan.lens[k]);
-            plan.lens[k] += layer.params() as usize;
-            plan.last_layer[k] = l;
-            let cap = if k == 0 && first_cap_bytes > 0 {
-                first_cap_bytes
-            } else {
-                cap_bytes
-            };
-            if plan.lens[k] as u64 * elem_bytes >= cap {
-                open = false;
-            }
-        }
-        plan
-    }
-}
 
 /// F and G of the gradient patterns (see the module docs).
 const P: usize = 7;

@@ -6,7 +6,7 @@ use super::{agree, CaseError, Measured, RunSettings};
 use crate::backend::{Backend, BackendError, GemmBatch, HostBuf};
 use crate::comm::HostComm;
 use crate::measure;
-use crate::params::{CaseParams, Dtype, MatmulShape, Scaling};
+use crate::params::{BufferOffset, CaseParams, Dtype, MatmulShape, Scaling};
 
 /// Sampled entries checked per device and iteration.
 pub const CHECK_SAMPLES: usize = 256;
@@ -80,7 +80,10 @@ pub fn run<B: Backend, C: HostComm>(
         })
         .collect();
     let batches: Vec<GemmBatch> = plan.iter().map(|(b, _)| *b).collect();
-    let mut ops = agree(comm, operands(backend, &plan, dtype))?;
+    let off = settings.buffer_offset;
+    let mut ops = agree(comm, operands(backend, &plan, dtype, off))?;
+    // The operands A (and B) sit at the send offset, C at the receive offset.
+    let buffers = super::collective::placement(backend, comm, off, &ops.a, &ops.c);
 
     let timed = measure::time_op(backend, comm, params.timing, &settings.policy, None, |be| {
         be.gemm(&batches, &ops.a, &ops.b, &mut ops.c)
@@ -100,15 +103,18 @@ pub fn run<B: Backend, C: HostComm>(
         check_iters: settings.check_iters,
         tolerance: tol,
         flops_total: Some(total_flops(total, scaling, devices)),
+        buffers,
         ..Measured::default()
     })
 }
 
-/// Each local device's A and B (uploaded) and C, for its (batch, first row) in `plan`.
+/// Each local device's A and B (uploaded, at the send offset) and C (at the receive offset),
+/// for its (batch, first row) in `plan`.
 fn operands<B: Backend>(
     backend: &mut B,
     plan: &[(GemmBatch, u64)],
     dtype: Dtype,
+    off: BufferOffset,
 ) -> Result<Operands<B::Buf>, BackendError> {
     let (mut a, mut b, mut c) = (Vec::new(), Vec::new(), Vec::new());
     for (dev, (g, row0)) in plan.iter().enumerate() {
@@ -117,13 +123,13 @@ fn operands<B: Backend>(
         gemm_check::fill_a(&mut ha, 0, SEED, *row0, m, k);
         let mut hb = HostBuf::zeros(dtype, g.b_len())?;
         gemm_check::fill_b(&mut hb, 0, SEED, k, n);
-        let mut da = backend.alloc(dev, dtype, g.a_len())?;
+        let mut da = backend.alloc_at(dev, dtype, g.a_len(), off.send_bytes)?;
         backend.upload(dev, &mut da, &ha)?;
-        let mut db = backend.alloc(dev, dtype, g.b_len())?;
+        let mut db = backend.alloc_at(dev, dtype, g.b_len(), off.send_bytes)?;
         backend.upload(dev, &mut db, &hb)?;
         a.push(da);
         b.push(db);
-        c.push(backend.alloc(dev, dtype, g.c_len())?);
+        c.push(backend.alloc_at(dev, dtype, g.c_len(), off.recv_bytes)?);
     }
     Ok(Operands { a, b, c })
 }
