@@ -356,11 +356,15 @@ fn plan_attempts(
         match groups.iter_mut().find(|g| {
             scripts::resources(profile, &g.shape) == res && g.shape.placement == l.shape.placement
         }) {
-            Some(g) => g.attempts.push(dir.clone()),
+            Some(g) => {
+                g.attempts.push(dir.clone());
+                g.labels.push(l.shape.label());
+            }
             None => groups.push(JobPlan {
                 name: String::new(),
                 shape: l.shape,
                 attempts: vec![dir.clone()],
+                labels: vec![l.shape.label()],
                 launch_timeout_s,
             }),
         }
@@ -991,5 +995,48 @@ fn print_collected(
             "# next: scalebench report {}",
             dir.join(RESULTS_FILE).display()
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn failed(stderr: &str) -> ToolError {
+        ToolError::Failed {
+            program: "sbatch".into(),
+            code: "1".into(),
+            stderr: stderr.into(),
+        }
+    }
+
+    #[test]
+    fn a_failed_submit_names_its_likely_cause() {
+        let no_conf = failed("sbatch: error: resolve_ctls_from_dns_srv: res_nsearch error: Unknown host\nsbatch: error: fetch_config: DNS SRV lookup failed\nsbatch: error: _establish_config_source: failed to fetch config\nsbatch: fatal: Could not establish a configuration source");
+        let h = submit_hint(&no_conf, false);
+        assert!(
+            h.contains("export SLURM_CONF=") && h.contains("start.sh"),
+            "{h}"
+        );
+        assert!(submit_hint(&no_conf, true).contains("readable slurm.conf"));
+        let down = failed("sbatch: error: Batch job submission failed: Unable to contact slurm controller (connect failure)");
+        assert!(submit_hint(&down, true).contains("unreachable"));
+        let acct = failed("sbatch: error: Batch job submission failed: Invalid account or account/partition combination specified");
+        assert!(submit_hint(&acct, true).contains("--account"));
+        let part =
+            failed("sbatch: error: Batch job submission failed: Invalid partition name specified");
+        assert!(submit_hint(&part, true).contains("--partition"));
+        let spawn = ToolError::Spawn {
+            program: "sbatch".into(),
+            source: std::io::Error::from(std::io::ErrorKind::NotFound),
+        };
+        assert!(submit_hint(&spawn, false).contains("not on PATH"));
+        let slow = ToolError::TimedOut {
+            program: "sbatch".into(),
+            timeout_s: 60,
+            stderr: String::new(),
+        };
+        assert!(submit_hint(&slow, true).contains("did not answer"));
+        assert!(submit_hint(&failed("odd"), true).contains("message is above"));
     }
 }
