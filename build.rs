@@ -8,11 +8,20 @@ fn main() {
     println!("cargo:rerun-if-changed=csrc/mpi_shim.c");
     println!("cargo:rerun-if-env-changed=SCALEBENCH_GIT_SHA");
     // Rebuild when HEAD moves so the recorded commit stays true (also after a failed `git`).
-    println!("cargo:rerun-if-changed=.git/HEAD");
-    if let Ok(head) = std::fs::read_to_string(".git/HEAD") {
+    // In a worktree `.git` is a file: ask git where HEAD and the branch's ref live.
+    let git_dir = git(&["rev-parse", "--absolute-git-dir"]).unwrap_or_else(|| ".git".into());
+    let common = git(&["rev-parse", "--git-common-dir"]).unwrap_or_else(|| git_dir.clone());
+    println!("cargo:rerun-if-changed={git_dir}/HEAD");
+    if let Ok(head) = std::fs::read_to_string(format!("{git_dir}/HEAD")) {
         if let Some(r) = head.strip_prefix("ref: ") {
-            println!("cargo:rerun-if-changed=.git/{}", r.trim());
+            println!("cargo:rerun-if-changed={common}/{}", r.trim());
+            println!("cargo:rerun-if-changed={common}/packed-refs");
         }
+    }
+    // ... and when what the binary is built from changes, so `-dirty` stays true too (these
+    // changes recompile the crate anyway).
+    for p in BUILT_FROM {
+        println!("cargo:rerun-if-changed={p}");
     }
     let sha = std::env::var("SCALEBENCH_GIT_SHA")
         .ok()
@@ -47,17 +56,32 @@ fn main() {
     }
 }
 
+/// What the binary is built from: a change to these (uncommitted) makes the build `-dirty`.
+const BUILT_FROM: &[&str] = &[
+    "src",
+    "Cargo.toml",
+    "Cargo.lock",
+    "build.rs",
+    "csrc",
+    "profiles",
+    "assets",
+];
+
+/// A git command's trimmed output, if it succeeded.
+fn git(args: &[&str]) -> Option<String> {
+    let out = Command::new("git").args(args).output().ok()?;
+    out.status
+        .success()
+        .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
+        .filter(|s| !s.is_empty())
+}
+
 fn git_sha() -> Option<String> {
-    let out = Command::new("git")
-        .args(["rev-parse", "--short=12", "HEAD"])
-        .output()
-        .ok()?;
-    if !out.status.success() {
-        return None;
-    }
-    let mut sha = String::from_utf8(out.stdout).ok()?.trim().to_string();
+    let mut sha = git(&["rev-parse", "--short=12", "HEAD"])?;
+    let mut args = vec!["status", "--porcelain", "--untracked-files=no", "--"];
+    args.extend(BUILT_FROM);
     let dirty = Command::new("git")
-        .args(["status", "--porcelain", "--untracked-files=no"])
+        .args(&args)
         .output()
         .map(|o| !o.stdout.is_empty())
         .unwrap_or(false);

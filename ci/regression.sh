@@ -64,9 +64,32 @@ if [ -z "${SCALEBENCH_BIN:-}" ]; then
 fi
 cp "$SCALEBENCH_BIN" "$work/bin/candidate"
 
-# The baseline: the recorded commit, built in a worktree of its own that shares the target
-# directory (only the crate itself recompiles). Its binary is copied out at once, since both
-# builds write target/release/scalebench.
+# Seeds a target profile directory $2 from $1 (see above): deps/ as hard links except the
+# scalebench crate's own files, build/ and .fingerprint/ as copies without the crate's own.
+seed_baseline_target() {
+  local from=$1 to=$2
+  rm -rf "$to"
+  mkdir -p "$to/deps" "$to/build" "$to/.fingerprint"
+  [ -d "$from/deps" ] || return 0
+  (cd "$from/deps" && find . -maxdepth 1 -type f ! -name '*scalebench*' -print0 |
+    xargs -0 -r cp -l -t "$to/deps" 2>/dev/null) ||
+    (cd "$from/deps" && find . -maxdepth 1 -type f ! -name '*scalebench*' -print0 |
+      xargs -0 -r cp -p -t "$to/deps")
+  local d
+  for d in build .fingerprint; do
+    [ -d "$from/$d" ] || continue
+    (cd "$from/$d" && find . -mindepth 1 -maxdepth 1 ! -name 'scalebench-*' -print0 |
+      xargs -0 -r cp -a -t "$to/$d")
+  done
+}
+
+# The baseline: the recorded commit, built in a worktree of its own into a target directory
+# of its own ($target/regression-baseline), so it can never replace or touch this tree's
+# binary or build-script output. That directory is seeded from this tree's target: the
+# dependencies' artifacts as hard links (same name = same crate, version and flags, so even a
+# rewrite puts the same bytes there), build-script outputs and fingerprints as real copies
+# (cargo rewrites those in place); nothing of the scalebench crate itself, which the baseline
+# builds anew. Only the crate recompiles.
 base=${REGRESSION_BASELINE:-$(cat "$commit_file" 2>/dev/null || true)}
 [ -n "$base" ] || die "no baseline commit in $commit_file: record one with bash ci/regression.sh --accept"
 if ! git cat-file -e "$base^{commit}" 2>/dev/null; then
@@ -85,22 +108,16 @@ else
   git worktree add --detach --quiet "$src" "$base"
   trap 'git worktree remove --force "$src" 2>/dev/null || true' EXIT
   echo "ci/regression.sh: building the baseline $(git rev-parse --short=12 "$base") in $src"
-  # The baseline build overwrites $target/release/scalebench: put the candidate back there
-  # afterwards (also when the build fails), so the user's next run is not silently old code.
-  restore=
-  [ -e "$target/release/scalebench" ] && restore=$work/bin/tree-binary &&
-    cp -p "$target/release/scalebench" "$restore"
-  # The baseline build also left its build-script output (its commit) in the shared target:
-  # touching build.rs makes this tree's next cargo build run its own build script again.
-  put_back() {
-    [ -z "$restore" ] || cp -p "$restore" "$target/release/scalebench"
-    touch build.rs
-  }
-  trap 'put_back; git worktree remove --force "$src" 2>/dev/null || true' EXIT
-  (cd "$src" && SCALEBENCH_GIT_SHA=$(git rev-parse --short=12 HEAD) CARGO_TARGET_DIR=$target \
+  btarget=$target/regression-baseline
+  seed_t0=$(date +%s%N)
+  seed_baseline_target "$target/release" "$btarget/release"
+  echo "ci/regression.sh: seeded $btarget in $(( ($(date +%s%N) - seed_t0) / 1000000 )) ms"
+  mine=$(stat -c '%i %Y' "$target/release/scalebench" 2>/dev/null || true)
+  (cd "$src" && SCALEBENCH_GIT_SHA=$(git rev-parse --short=12 HEAD) CARGO_TARGET_DIR=$btarget \
     cargo build --release --locked --all-features --bin scalebench)
-  cp "$target/release/scalebench" "$work/bin/baseline"
-  put_back
+  cp "$btarget/release/scalebench" "$work/bin/baseline"
+  [ "$(stat -c '%i %Y' "$target/release/scalebench" 2>/dev/null || true)" = "$mine" ] ||
+    die "the baseline build changed $target/release/scalebench (it must not): report this"
   git worktree remove --force "$src"
   trap - EXIT
 fi

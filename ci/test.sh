@@ -32,10 +32,10 @@ cargo bench --locked --all-features -- --test
 
 step "performance gate: this tree against the baseline commit, measured here, A/B alternating"
 # The candidate is the binary the test step built (same features); the baseline commit is built
-# beside it in a worktree sharing the target directory (only the crate recompiles).
+# beside it in a worktree with a target directory of its own, seeded from this one by hard links (only the crate recompiles).
 SCALEBENCH_BIN=${CARGO_TARGET_DIR:-target}/release/scalebench bash ci/regression.sh
 
-step "target/release/scalebench is this tree's build (the gate built the baseline beside it)"
+step "target/release/scalebench is this tree's build (the gate built the baseline in its own target)"
 bin=${CARGO_TARGET_DIR:-target}/release/scalebench
 version=$("$bin" --version)
 head=$(git rev-parse --short=12 HEAD)

@@ -180,7 +180,7 @@ pub struct SubmitArgs {
 
 #[derive(Debug, Clone, Args)]
 #[command(
-    after_help = "Exit codes: 0 every job ended and recorded success; 3 a job failed, timed out or never ran; 4 --wait ran out of time."
+    after_help = "Exit codes: 0 the run is healthy (every launch queued, running or finished ok); 3 a launch failed, timed out or was lost (its job ended without recording its end); 4 --wait ran out of time. Array jobs are followed task by task (JOB_INDEX)."
 )]
 pub struct StatusArgs {
     /// The run directory.
@@ -286,7 +286,8 @@ pub struct RunArgs {
     pub workloads: Vec<Workload>,
 
     /// Collective sizes in bytes with binary units: a list and/or ranges START:END:STEP,
-    /// with STEP xF (multiply) or +SIZE (add). Sizes mean what they mean in nccl-tests.
+    /// with STEP xF (multiply) or +SIZE (add); a range stops at its last step not past END
+    /// (8B:1MiB:x4 ends at 512KiB). Sizes mean what they mean in nccl-tests.
     #[arg(short, long, value_parser = parse_sizes, default_value = "8B:4MiB:x4", allow_hyphen_values = true)]
     pub sizes: SizeList,
 

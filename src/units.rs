@@ -315,9 +315,19 @@ mod tests {
         let v = parse_size_list("8B:1GiB:x2").unwrap();
         assert_eq!(v.len(), 28);
         assert_eq!(*v.last().unwrap(), Bytes(1 << 30));
-        // an end that is not on the step grid stops below it
+        // an end that is not on the step grid stops below it (documented in docs/sweeps.md
+        // and `--help`): 8B:1MiB:x4 ends at 512 KiB, since 2 MiB is past the end
         let v = parse_size_list("8:100:x4").unwrap();
         assert_eq!(v, vec![Bytes(8), Bytes(32)]);
+        let v = parse_size_list("8B:1MiB:x4").unwrap();
+        assert_eq!(v.len(), 9);
+        assert_eq!(*v.last().unwrap(), Bytes(512 << 10));
+        assert!(!v.contains(&Bytes(1 << 20)));
+        // an end on the grid is included
+        let v = parse_size_list("8B:2MiB:x4").unwrap();
+        assert_eq!(*v.last().unwrap(), Bytes(2 << 20));
+        let v = parse_size_list("1MiB:3500KiB:+1MiB").unwrap();
+        assert_eq!(*v.last().unwrap(), Bytes(3 << 20));
     }
 
     #[test]

@@ -306,3 +306,39 @@ fn values_that_cannot_be_made_safe_are_refused() {
     ran.assert_code(2);
     assert!(ran.stderr.contains("4 per node"), "{}", ran.stderr);
 }
+
+#[test]
+fn an_array_script_names_every_launch_it_runs() {
+    let dir = tmpdir("scripts-array");
+    let spec = dir.join("a.toml");
+    // Pure and hybrid with one device per node share an allocation: one array, two shapes.
+    std::fs::write(
+        &spec,
+        "name = \"arr\"\n[axes]\nranks_per_node = 1\ntopology = [\"pure\", \"hybrid\"]\nsizes = \"64\"\n",
+    )
+    .unwrap();
+    let ran = solo(&[
+        "submit",
+        spec.to_str().unwrap(),
+        "--profile",
+        "local-slurm",
+        "--dry-run",
+        "--out",
+        dir.join("run").to_str().unwrap(),
+    ]);
+    ran.assert_code(0);
+    let jobs: Vec<(String, String)> = scripts(&ran.stdout)
+        .into_iter()
+        .filter(|(n, _)| n.starts_with("job-"))
+        .collect();
+    assert_eq!(jobs.len(), 1, "{}", ran.stdout);
+    let text = &jobs[0].1;
+    assert!(text.contains("#SBATCH --array=0-1"), "{text}");
+    assert!(text.contains("an array of 2 launches"), "{text}");
+    let task = |i: usize, topology: &str| {
+        text.lines().any(|l| {
+            l.starts_with(&format!("#   task {i}: 00{}-", i + 1)) && l.contains(topology)
+        })
+    };
+    assert!(task(0, "pure") && task(1, "hybrid"), "{text}");
+}

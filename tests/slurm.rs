@@ -100,6 +100,39 @@ fn a_submitted_sweep_runs_on_two_slurm_nodes_and_is_collected_after_its_jobs() {
         if l.shape.nodes == 2 {
             assert_eq!(names, vec!["n1", "n2"]);
         }
+        // Shared memory within a node, TCP across emulated nodes, each recorded; every node
+        // has its own shared-memory directory (one shared by two nodes crashes 2×2 launches).
+        let env = &p.environment;
+        assert_eq!(
+            env.get("OMPI_MCA_btl").map(String::as_str),
+            Some("self,vader,tcp"),
+            "{env:?}"
+        );
+        let shm = env
+            .get("OMPI_MCA_btl_vader_backing_directory")
+            .expect("the per-node shared-memory directory is recorded");
+        assert!(shm.ends_with(&format!("-{}", names[0])), "{shm}");
+    }
+    // Exclusive nodes: launches that overlapped in time ran on different nodes.
+    let spans: Vec<(f64, f64, Vec<String>)> = r
+        .launches
+        .iter()
+        .map(|l| {
+            let p = l.provenance.as_ref().unwrap();
+            let mut n: Vec<String> = p.ranks.iter().map(|x| x.node_name.clone()).collect();
+            n.dedup();
+            (l.started_unix_s, l.finished_unix_s.unwrap(), n)
+        })
+        .collect();
+    for (i, a) in spans.iter().enumerate() {
+        for b in &spans[i + 1..] {
+            if a.0 < b.1 && b.0 < a.1 {
+                assert!(
+                    a.2.iter().all(|n| !b.2.contains(n)),
+                    "two launches shared a node at once: {a:?} {b:?}"
+                );
+            }
+        }
     }
     // The collect job ran after every other job had ended.
     let collect: serde_json::Value =
@@ -231,4 +264,242 @@ fn a_world_that_does_not_match_the_request_is_a_clear_error_under_srun() {
         "{stderr}"
     );
     assert!(!out.join("results.json").exists());
+}
+
+fn status(out: &Path) -> Ran {
+    solo(&["status", out.to_str().unwrap()])
+}
+
+fn slurm(args: &[&str]) -> String {
+    let o = Command::new("timeout")
+        .arg("20")
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// The `state` column of each attempt row of `status` output, by attempt directory.
+fn states(stdout: &str) -> Vec<(String, String, String)> {
+    stdout
+        .lines()
+        .filter(|l| l.starts_with("  "))
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            (f.len() >= 4).then(|| (f[0].to_string(), f[1].to_string(), f[2].to_string()))
+        })
+        .collect()
+}
+
+#[test]
+fn status_follows_each_array_task_and_a_cancelled_task_is_lost() {
+    let Some(_c) = cluster() else { return };
+    let dir = tmpdir("slurm-array");
+    // Two launches of one allocation shape: one job array of two tasks, each long enough
+    // (8 sizes × 1 s) to be seen queued or running.
+    let spec = write(
+        &dir,
+        "a.toml",
+        "name = \"slurm-array\"\n[axes]\nranks_per_node = 1\ntopology = [\"pure\", \"hybrid\"]\nsizes = \"8B:16KiB:x2\"\nin_place = \"no\"\n[run]\ntime_budget_s = 1.0\n[launch]\ntimeout_s = 120\n",
+    );
+    let out = dir.join("run");
+    submit(&spec, &out).assert_code(0);
+    let jobs: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("jobs.json")).unwrap()).unwrap();
+    let job = jobs["submissions"][0]["jobs"][0]["job_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_eq!(jobs["submissions"][0]["jobs"].as_array().unwrap().len(), 1);
+    let st = status(&out);
+    st.assert_code(0);
+    let rows = states(&st.stdout);
+    assert_eq!(rows.len(), 2, "{}", st.stdout);
+    for (i, (_, id, state)) in rows.iter().enumerate() {
+        assert_eq!(
+            id,
+            &format!("{job}_{i}"),
+            "the job column names the array task"
+        );
+        assert!(
+            matches!(state.as_str(), "pending" | "running"),
+            "a queued or running task is healthy: {}",
+            st.stdout
+        );
+    }
+    // Cancel the second task: it ends without recording its end.
+    slurm(&["scancel", &format!("{job}_1")]);
+    let st = wait(&out);
+    st.assert_code(3);
+    let rows = states(&st.stdout);
+    assert_eq!(rows[0].2, "ok", "{}", st.stdout);
+    assert_eq!(rows[1].2, "lost", "{}", st.stdout);
+    assert!(st.stdout.contains("(cancelled)"), "{}", st.stdout);
+    assert!(
+        st.stdout.contains("submits only the failed and lost cases"),
+        "{}",
+        st.stdout
+    );
+}
+
+#[test]
+fn a_failed_submit_writes_nothing_and_a_retry_leaves_no_phantom_attempts() {
+    let dir = tmpdir("slurm-nosched");
+    let spec = write(
+        &dir,
+        "n.toml",
+        "name = \"slurm-nosched\"\n[axes]\nranks_per_node = 1\ntopology = [\"pure\", \"hybrid\"]\nsizes = \"64\"\nin_place = \"no\"\n[run]\ntime_budget_s = 0.02\n[launch]\ntimeout_s = 120\n",
+    );
+    let out = dir.join("run");
+    // No scheduler configuration (nor a system-wide one to fall back on).
+    let system_conf = Path::new("/etc/slurm/slurm.conf").exists();
+    let o = Command::new(bin())
+        .args(["submit", spec.to_str().unwrap(), "--profile", "local-slurm"])
+        .args(["--out", out.to_str().unwrap()])
+        .env_remove("SLURM_CONF")
+        .output()
+        .unwrap();
+    let failed = Ran::from(o);
+    if !system_conf {
+        failed.assert_code(2);
+        assert!(failed.stderr.contains("hint: "), "{}", failed.stderr);
+        let has_sbatch = Command::new("sh")
+            .args(["-c", "command -v sbatch"])
+            .output()
+            .unwrap()
+            .status
+            .success();
+        let cause = if has_sbatch {
+            "SLURM_CONF"
+        } else {
+            "not on PATH"
+        };
+        assert!(failed.stderr.contains(cause), "{}", failed.stderr);
+        assert!(!out.exists(), "a failed submit wrote {}", out.display());
+    }
+    let Some(_c) = cluster() else { return };
+    submit(&spec, &out).assert_code(0);
+    let attempts = std::fs::read_dir(out.join("launches"))
+        .unwrap()
+        .filter(|e| e.as_ref().unwrap().path().is_dir())
+        .count();
+    assert_eq!(
+        attempts, 2,
+        "one attempt per launch, none left by the failure"
+    );
+    let st = wait(&out);
+    st.assert_code(0);
+    assert!(
+        st.stdout.contains("2 ok, 0 failed, 0 lost"),
+        "{}",
+        st.stdout
+    );
+}
+
+#[test]
+fn collect_during_a_run_merges_only_finished_launches() {
+    let Some(_c) = cluster() else { return };
+    let dir = tmpdir("slurm-collect");
+    let spec = write(
+        &dir,
+        "c.toml",
+        "name = \"slurm-collect\"\n[axes]\nranks_per_node = 1\nsizes = \"8B:16KiB:x2\"\nin_place = \"no\"\n[run]\ntime_budget_s = 1.0\n[launch]\ntimeout_s = 120\n",
+    );
+    let out = dir.join("run");
+    submit(&spec, &out).assert_code(0);
+    let ran = solo(&["collect", out.to_str().unwrap()]);
+    ran.assert_code(0);
+    assert!(
+        ran.stdout.contains("not merged yet") && !ran.stdout.contains("submit the spec again"),
+        "a running launch is neither missing nor to resubmit: {}",
+        ran.stdout
+    );
+    let st = status(&out);
+    st.assert_code(0);
+    assert!(st.stdout.contains("results: not final"), "{}", st.stdout);
+    assert!(!st.stdout.contains("results merged"), "{}", st.stdout);
+    wait(&out).assert_code(0);
+    let st = status(&out);
+    assert!(st.stdout.contains("results merged"), "{}", st.stdout);
+    assert!(
+        st.stdout.contains("next: scalebench report"),
+        "{}",
+        st.stdout
+    );
+    let plan: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("plan.json")).unwrap()).unwrap();
+    let planned: usize = plan["launches"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l["cases"].as_array().unwrap().len())
+        .sum();
+    assert_eq!(read_results(&out).cases.len(), planned);
+}
+
+#[test]
+fn starting_the_cluster_again_attaches_and_its_jobs_run_on() {
+    let Some(_c) = cluster() else { return };
+    let conf = PathBuf::from(std::env::var("SLURM_CONF").unwrap());
+    let state = conf.parent().unwrap().to_path_buf();
+    let nodes = slurm(&["sinfo", "-h", "-N", "-o", "%N"]).lines().count();
+    let job = slurm(&[
+        "sbatch",
+        "--parsable",
+        "-o",
+        "/dev/null",
+        "--wrap",
+        "sleep 6",
+    ])
+    .trim()
+    .to_string();
+    let pids = std::fs::read_to_string(state.join("pids")).unwrap();
+    let start = |n: usize| {
+        Ran::from(
+            Command::new("bash")
+                .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("ci/slurm/start.sh"))
+                .arg(n.to_string())
+                .env("SCALEBENCH_SLURM_DIR", &state)
+                .output()
+                .unwrap(),
+        )
+    };
+    let again = start(nodes);
+    again.assert_code(0);
+    assert_eq!(
+        again.stdout.trim(),
+        format!("export SLURM_CONF={}", conf.display())
+    );
+    assert!(again.stderr.contains("attached"), "{}", again.stderr);
+    let other = start(if nodes == 1 { 2 } else { 1 });
+    other.assert_code(3);
+    assert!(
+        other.stderr.contains("refusing") && other.stderr.contains("export SLURM_CONF="),
+        "{}",
+        other.stderr
+    );
+    assert_eq!(
+        std::fs::read_to_string(state.join("pids")).unwrap(),
+        pids,
+        "the running cluster was left alone"
+    );
+    // Its job runs to the end.
+    let t0 = std::time::Instant::now();
+    loop {
+        let s = slurm(&["squeue", "-h", "-t", "all", "-j", &job, "-o", "%T"]);
+        if s.trim() == "COMPLETED" {
+            break;
+        }
+        assert!(
+            matches!(s.trim(), "PENDING" | "RUNNING" | "COMPLETING"),
+            "job {job}: {s}"
+        );
+        assert!(t0.elapsed().as_secs() < 120);
+        std::thread::sleep(std::time::Duration::from_millis(300));
+    }
 }

@@ -528,3 +528,182 @@ fn every_example_spec_plans() {
     }
     assert!(n >= 6, "examples/ holds the specs users copy");
 }
+
+/// A slow one-launch sweep (14 sizes × 0.3 s) started in the background, optionally through
+/// `mpirun_wrapper`; returns the driver once its launch has journaled `cases` cases.
+fn slow_sweep(dir: &Path, out: &Path, mpirun: Option<&Path>, cases: usize) -> std::process::Child {
+    let spec = write_spec(
+        dir,
+        "slow.toml",
+        "[axes]\nranks_per_node = 2\nsizes = \"8B:64KiB:x2\"\nin_place = \"no\"\n[run]\ntime_budget_s = 0.3\n[launch]\noversubscribe = true\n",
+    );
+    let mut cmd = Command::new(bin());
+    cmd.args([
+        "sweep",
+        spec.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "-q",
+    ]);
+    if let Some(m) = mpirun {
+        cmd.args(["--mpirun", m.to_str().unwrap()]);
+    }
+    let mut child = cmd
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let t0 = Instant::now();
+    while journaled(out).len() < cases {
+        assert!(child.try_wait().unwrap().is_none(), "the sweep ended early");
+        assert!(t0.elapsed() < Duration::from_secs(120));
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child
+}
+
+/// Processes whose command line holds `marker` (the launch's directory).
+fn running_with(marker: &Path) -> String {
+    let o = Command::new("pgrep")
+        .args(["-f", marker.to_str().unwrap()])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// (id, started, finished) of every case an attempt directory's journal holds.
+fn attempt_cases(attempt: &Path) -> Vec<(String, f64, f64)> {
+    std::fs::read_to_string(attempt.join("journal.jsonl"))
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|v| v["type"] == "case")
+        .map(|v| {
+            (
+                v["id"].as_str().unwrap().to_string(),
+                v["started_unix_s"].as_f64().unwrap(),
+                v["finished_unix_s"].as_f64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn a_resume_ends_the_launch_a_killed_driver_left_running_before_measuring() {
+    let dir = tmpdir("sweep-orphan");
+    let out = dir.join("out");
+    // A launcher that outlives its driver: it ignores the SIGTERM the driver's death sends it
+    // (as a slow mpirun does for a while), and its ranks go on measuring.
+    let wrapper = dir.join("mpirun-wrapper");
+    std::fs::write(
+        &wrapper,
+        "#!/bin/bash\nmpirun \"$@\" &\nchild=$!\ntrap '' TERM HUP\nwait $child\n",
+    )
+    .unwrap();
+    Command::new("chmod")
+        .arg("+x")
+        .arg(&wrapper)
+        .status()
+        .unwrap();
+    let mut driver = slow_sweep(&dir, &out, Some(&wrapper), 2);
+    let attempt = out
+        .join("launches")
+        .read_dir()
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let live: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(attempt.join("live.json")).unwrap()).unwrap();
+    assert!(live["pgid"].as_i64().unwrap() > 1, "{live}");
+    assert!(live["heartbeat_unix_s"].as_f64() >= live["started_unix_s"].as_f64());
+    driver.kill().unwrap(); // SIGKILL: no chance to stop its launch
+    driver.wait().unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(
+        !running_with(&attempt).is_empty(),
+        "the scenario needs the launch to outlive its driver"
+    );
+    let ran = solo(&[
+        "sweep",
+        out.join("spec.toml").to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--resume",
+    ]);
+    ran.assert_code(0);
+    assert!(
+        ran.stderr.contains("was still running") && ran.stderr.contains("ended it"),
+        "{}",
+        ran.stderr
+    );
+    assert!(
+        running_with(&attempt).is_empty(),
+        "the old launch still runs"
+    );
+    assert!(!attempt.join("live.json").exists());
+    // No case was measured twice, nor while the old launch still ran.
+    let mut attempts: Vec<PathBuf> = out
+        .join("launches")
+        .read_dir()
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    attempts.sort();
+    assert_eq!(attempts.len(), 2);
+    let (old, new) = (attempt_cases(&attempts[0]), attempt_cases(&attempts[1]));
+    assert!(!old.is_empty() && !new.is_empty());
+    for (id, ..) in &new {
+        assert!(old.iter().all(|o| &o.0 != id), "case {id} measured twice");
+    }
+    let old_end = old.iter().map(|c| c.2).fold(0.0, f64::max);
+    let new_start = new.iter().map(|c| c.1).fold(f64::INFINITY, f64::min);
+    assert!(
+        old_end <= new_start,
+        "the launches overlapped: {old_end} > {new_start}"
+    );
+    let r: ResultsFile = read_results(&out);
+    assert_eq!(r.cases.len(), 14);
+    assert!(r.cases.iter().all(|c| c.status == "ok"));
+    assert_eq!(r.launches.len(), 1, "the launch is listed once");
+}
+
+#[test]
+fn sighup_stops_a_sweep_as_sigterm_does() {
+    let dir = tmpdir("sweep-hup");
+    let out = dir.join("out");
+    let mut driver = slow_sweep(&dir, &out, None, 1);
+    let attempt = out
+        .join("launches")
+        .read_dir()
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    Command::new("kill")
+        .args(["-HUP", &driver.id().to_string()])
+        .status()
+        .unwrap();
+    let t0 = Instant::now();
+    let code = loop {
+        if let Some(s) = driver.try_wait().unwrap() {
+            break s.code();
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(30),
+            "SIGHUP did not stop the sweep"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(code, Some(130), "interrupted, as with SIGTERM");
+    assert!(running_with(&attempt).is_empty(), "its launch was stopped");
+    assert!(!attempt.join("live.json").exists());
+    assert!(
+        !read_results(&out).cases.is_empty(),
+        "finished cases are kept"
+    );
+}

@@ -1,8 +1,16 @@
 #!/usr/bin/env bash
 # Starts a real Slurm cluster of N emulated nodes on this machine (default 2, at most 4):
-# munged, slurmctld and one slurmd per node (`slurmd -N nX`), all on loopback, with state in
-# $SCALEBENCH_SLURM_DIR (default /tmp/scalebench-slurm). Prints `export SLURM_CONF=...`.
-# Stop it with ci/slurm/stop.sh, which kills only the PIDs recorded here.
+# munged, slurmctld and one slurmd per node (`slurmd -N nX`), all on loopback. Prints
+# `export SLURM_CONF=...`, so `eval "$(bash ci/slurm/start.sh 2)"` starts it and points this
+# shell at it. Stop it with ci/slurm/stop.sh, which kills only the PIDs recorded here.
+#
+# A cluster already running from the same state directory is never torn down: with the same
+# node count this attaches (prints its SLURM_CONF, exit 0); with another it refuses (exit 3)
+# and says how to attach or stop it.
+#
+# Variables (see docs/clusters.md):
+#   SCALEBENCH_SLURM_DIR     state, logs, slurm.conf, PIDs (default /tmp/scalebench-slurm)
+#   SCALEBENCH_SLURM_SHARED  1: several jobs may share a node (default: one job per node)
 # Nodes share this host, so results from them say `emulated_nodes: true`.
 set -euo pipefail
 nodes=${1:-2}
@@ -10,7 +18,24 @@ nodes=${1:-2}
 here=$(cd "$(dirname "$0")" && pwd)
 bash "$here/../setup.sh" --slurm
 dir=${SCALEBENCH_SLURM_DIR:-/tmp/scalebench-slurm}
+alive() { [ -e "/proc/$1" ] && ! grep -q '^State:[[:space:]]*Z' "/proc/$1/status" 2>/dev/null; }
 if [ -f "$dir/pids" ]; then
+  ctld=$(awk '$1 == "slurmctld" {print $2}' "$dir/pids")
+  if [ -n "$ctld" ] && alive "$ctld"; then
+    running=$(awk '$1 ~ /^slurmd-/' "$dir/pids" | wc -l)
+    jobs=$(SLURM_CONF="$dir/slurm.conf" timeout 5 squeue -h 2>/dev/null | wc -l || true)
+    if [ "$running" = "$nodes" ]; then
+      echo "ci/slurm/start.sh: a cluster of $nodes node(s) already runs from $dir ($jobs job(s) queued or running): attached to it, not restarted" >&2
+      echo "export SLURM_CONF=$dir/slurm.conf"
+      exit 0
+    fi
+    echo "ci/slurm/start.sh: a cluster of $running node(s) already runs from $dir ($jobs job(s) queued or running); refusing to replace it with $nodes node(s)." >&2
+    echo "  attach to it:  export SLURM_CONF=$dir/slurm.conf" >&2
+    echo "  or stop it first (cancels its jobs): bash ci/slurm/stop.sh" >&2
+    echo "  or start another beside it: SCALEBENCH_SLURM_DIR=/tmp/other bash ci/slurm/start.sh $nodes" >&2
+    exit 3
+  fi
+  # Recorded, but its controller is gone: clean up what is left of it.
   bash "$here/stop.sh" >/dev/null 2>&1 || true
 fi
 rm -rf "$dir"
@@ -28,6 +53,9 @@ echo "munged $!" >> "$dir/pids"
 
 cpus=$(nproc)
 mem=$(( $(awk '/MemTotal/ {print int($2/1024)}' /proc/meminfo) / 8 ))
+# Exclusive nodes: two jobs on one node would measure each other's load.
+oversubscribe=EXCLUSIVE
+[ "${SCALEBENCH_SLURM_SHARED:-0}" = 1 ] && oversubscribe=NO
 port0=$(( 17000 + RANDOM % 2000 ))
 ctld_port=$(( port0 + 10 ))
 cat > "$dir/slurm.conf" <<CONF
@@ -63,7 +91,7 @@ SlurmdTimeout=30
 InactiveLimit=0
 KillWait=5
 NodeName=n[1-$nodes] NodeAddr=127.0.0.1 Port=[$port0-$(( port0 + nodes - 1 ))] CPUs=$cpus RealMemory=$mem State=UNKNOWN
-PartitionName=debug Nodes=n[1-$nodes] Default=YES MaxTime=INFINITE State=UP OverSubscribe=NO
+PartitionName=debug Nodes=n[1-$nodes] Default=YES MaxTime=INFINITE State=UP OverSubscribe=$oversubscribe
 CONF
 for n in $(seq 1 "$nodes"); do mkdir -p "$dir/spool/n$n" "$dir/tmp/n$n"; done
 export SLURM_CONF="$dir/slurm.conf"

@@ -42,6 +42,10 @@ const ENV_IDENTITY: &[&str] = &[
     "CLUSTER_NAME",
     "SLURM_CONF",
     "SLURM_WORKING_DIR",
+    // Random per cluster start or job step (Slurm's PMIx abort agent port, the controller's
+    // address and port): set-up noise, not set-up.
+    "_PORT",
+    "SLURM_WORKING_CLUSTER",
 ];
 
 fn provenances(f: &ResultsFile) -> impl Iterator<Item = &Provenance> {
@@ -348,6 +352,12 @@ mod tests {
         p.ranks[1].cpus = "0".into();
         p.environment.insert("UCX_TLS".into(), "rc".into());
         p.environment.insert("SLURM_JOB_ID".into(), "1234".into());
+        p.environment
+            .insert("SLURM_PMIXP_ABORT_AGENT_PORT".into(), "44839".into());
+        p.environment.insert(
+            "SLURM_WORKING_CLUSTER".into(),
+            "scalebench:localhost:18065:9728:109".into(),
+        );
         b.run.emulated_nodes = true;
         b.launches[0].status = LaunchStatus::Failed;
         let d = differences(&[&a], &[&b]);

@@ -7,7 +7,9 @@
 //! with the tail of its stderr and the sweep goes on; Ctrl-C stops the current launch and keeps
 //! everything finished; `--resume` runs only cases that are missing or failed.
 
+use super::jobs::journal_cases;
 use super::process::{self, Spawned};
+use super::progress::{Counts, ProgressLine};
 use super::rundir::{self, LaunchOutcome, SweepRecord, OUTCOME_FILE, PLAN_FILE};
 use crate::config::{self, SweepSpec};
 use crate::error::{Error, Result, EXIT_CASES_FAILED, EXIT_OK};
@@ -148,66 +150,44 @@ fn lock(dir: &Path) -> Result<Lock> {
     Ok(Lock { _file: file })
 }
 
-struct Progress {
-    quiet: bool,
-    tty: bool,
-    total: usize,
-    done_before: usize,
-    started: Instant,
-    /// Last (cases done, launch) shown, so logs get a line only when something changed.
-    last: std::cell::Cell<(usize, usize)>,
+/// A launch in flight, recorded in its attempt directory (`live.json`) while it runs: if the
+/// driver dies without stopping it (SIGKILL), `--resume` finds it there and ends it before
+/// running anything, so no case is measured twice on shared cores.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub(crate) struct LiveLaunch {
+    pub driver_pid: u32,
+    /// The launch's process group (its launcher leads it).
+    pub pgid: i32,
+    pub launcher_pid: u32,
+    /// Unique to the launch and on every rank's command line (its plan file's path).
+    pub marker: String,
+    pub started_unix_s: f64,
+    /// Rewritten about once a second while the driver waits on the launch.
+    pub heartbeat_unix_s: f64,
 }
 
-impl Progress {
-    fn show(&self, done_now: usize, launch: &str, index: usize, launches: usize) {
-        if self.quiet {
-            return;
-        }
-        let done = self.done_before + done_now;
-        if !self.tty && self.last.replace((done, index)) == (done, index) {
-            return;
-        }
-        let el = self.started.elapsed().as_secs_f64();
-        let eta = if done > 0 && done < self.total {
-            let per = el / done as f64;
-            format!(", ETA {}", clock(per * (self.total - done) as f64))
-        } else {
-            String::new()
+pub(crate) const LIVE_FILE: &str = "live.json";
+
+/// Ends launches that a driver which died left running (their `live.json` remains), before a
+/// resume runs anything.
+fn end_orphaned_launches(out: &Path, quiet: bool) {
+    for d in rundir::attempt_dirs(out) {
+        let path = d.join(LIVE_FILE);
+        let Ok(live) = rundir::read_json::<LiveLaunch>(&path) else {
+            continue;
         };
-        let line = format!(
-            "[{done:>4}/{} cases | launch {index}/{launches}: {launch} | {} elapsed{eta}]",
-            self.total,
-            clock(el)
-        );
-        let mut e = std::io::stderr().lock();
-        if self.tty {
-            let _ = write!(e, "\r\x1b[2K{line}");
-        } else {
-            let _ = writeln!(e, "{line}");
+        let n = process::end_orphan(live.pgid, &live.marker, Duration::from_secs(10));
+        if n > 0 && !quiet {
+            eprintln!(
+                "# {}: its launch was still running, left by a sweep (pid {}) that ended without stopping it (last heartbeat {:.0} s ago): ended it (process group {}, {n} process(es)) before resuming",
+                d.display(),
+                live.driver_pid,
+                now_unix_s() - live.heartbeat_unix_s,
+                live.pgid
+            );
         }
-        let _ = e.flush();
+        let _ = std::fs::remove_file(&path);
     }
-
-    fn end_line(&self) {
-        if !self.quiet && self.tty {
-            let _ = writeln!(std::io::stderr());
-        }
-    }
-}
-
-fn clock(s: f64) -> String {
-    let s = s.max(0.0) as u64;
-    format!("{}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60)
-}
-
-fn journal_cases(path: &Path) -> usize {
-    std::fs::read_to_string(path)
-        .map(|t| {
-            t.lines()
-                .filter(|l| l.starts_with("{\"type\":\"case\""))
-                .count()
-        })
-        .unwrap_or(0)
 }
 
 /// Runs `scalebench sweep`.
@@ -229,6 +209,8 @@ pub fn sweep(req: &SweepRequest, argv: &[String]) -> Result<u8> {
     let _lock = lock(&out)?;
     if req.resume {
         rundir::check_same_plan(&out, &plan.launches, "--resume")?;
+        // We hold the lock, so the sweep that started these is gone.
+        end_orphaned_launches(&out, req.quiet);
     }
     let record = SweepRecord::new(&out, req.resume, &spec, &req.spec, argv, &plan.launches);
     let spec_copy = out.join("spec.toml");
@@ -257,6 +239,7 @@ pub fn sweep(req: &SweepRequest, argv: &[String]) -> Result<u8> {
     write_results(&out.join(RESULTS_FILE), &merged)?;
     if !req.quiet {
         print_summary(&merged);
+        closing_line(&out, &merged, interrupted);
     }
     if interrupted {
         eprintln!(
@@ -310,6 +293,37 @@ fn check_out(req: &SweepRequest, out: &Path) -> Result<()> {
     Ok(())
 }
 
+/// The line that closes a sweep: the next command, and the warnings so far (launches whose
+/// measurements may not represent their set-up, which the report sets apart).
+fn closing_line(out: &Path, merged: &ResultsFile, interrupted: bool) {
+    let results = out.join(RESULTS_FILE);
+    let needs_rerun = merged.cases.iter().any(|c| c.status.needs_rerun());
+    let next = if interrupted || needs_rerun {
+        format!(
+            "scalebench sweep {} --out {} --resume (runs only what is missing or failed)",
+            out.join("spec.toml").display(),
+            out.display()
+        )
+    } else {
+        format!("scalebench report {}", results.display())
+    };
+    let mut kinds: BTreeMap<&str, usize> = BTreeMap::new();
+    for u in merged.launches.iter().flat_map(|l| &l.unrepresentative) {
+        *kinds.entry(u.kind.as_str()).or_default() += 1;
+    }
+    let warnings = if kinds.is_empty() {
+        "no warnings".to_string()
+    } else {
+        let list: Vec<String> = kinds.iter().map(|(k, n)| format!("{k} ×{n}")).collect();
+        format!(
+            "warnings so far: {} launch(es) may not represent their set-up ({}; the report sets them apart)",
+            kinds.values().sum::<usize>(),
+            list.join(", ")
+        )
+    };
+    eprintln!("# done: {warnings}; next: {next}");
+}
+
 /// The line that opens a sweep: its size, what is left of it when resuming, where results go.
 fn announce(req: &SweepRequest, spec: &SweepSpec, plan: &SweepPlan, total: usize, out: &Path) {
     let kept = plan.case_count() - total;
@@ -325,6 +339,30 @@ fn announce(req: &SweepRequest, spec: &SweepSpec, plan: &SweepPlan, total: usize
         },
         out.join(RESULTS_FILE).display()
     );
+}
+
+/// The sweep's progress: cases done in earlier launches, and the live line.
+struct Progress {
+    line: std::cell::RefCell<ProgressLine>,
+    total: usize,
+    done_before: usize,
+}
+
+impl Progress {
+    /// Shows `done_now` cases of launch `index` (of `launches`) done: one launch runs at a
+    /// time, the rest are queued; the ETA is from the wall time a case has taken so far.
+    fn show(&self, done_now: usize, index: usize, launches: usize) {
+        let done = self.done_before + done_now;
+        let mut line = self.line.borrow_mut();
+        let case_s = (done > 0).then(|| line.elapsed_s() / done as f64);
+        let c = Counts {
+            cases_done: done,
+            cases_total: self.total,
+            running: 1,
+            queued: launches - index,
+        };
+        line.show(&c, case_s);
+    }
 }
 
 /// What every launch of one sweep shares.
@@ -351,14 +389,10 @@ impl Sweep<'_> {
         todo: &BTreeMap<String, Vec<CaseParams>>,
         total: usize,
     ) -> Result<bool> {
-        let tty = std::io::IsTerminal::is_terminal(&std::io::stderr());
         let mut progress = Progress {
-            quiet: self.req.quiet,
-            tty,
+            line: std::cell::RefCell::new(ProgressLine::new(self.req.quiet)),
             total,
             done_before: 0,
-            started: Instant::now(),
-            last: std::cell::Cell::new((usize::MAX, 0)),
         };
         let mut interrupted = false;
         let runnable: Vec<&LaunchPlan> = plan
@@ -380,7 +414,7 @@ impl Sweep<'_> {
                 break;
             }
         }
-        progress.end_line();
+        progress.line.borrow_mut().finish();
         Ok(interrupted)
     }
 
@@ -401,9 +435,31 @@ impl Sweep<'_> {
         let started = now_unix_s();
         let t0 = Instant::now();
         let mut child = self.spawn(&argv, &dir, &plan_file)?;
+        let (pgid, launcher_pid) = child.ids();
+        let mut live = LiveLaunch {
+            driver_pid: std::process::id(),
+            pgid,
+            launcher_pid,
+            marker: plan_file.display().to_string(),
+            started_unix_s: started,
+            heartbeat_unix_s: started,
+        };
+        let live_path = dir.join(LIVE_FILE);
+        rundir::write_json(&live_path, &live)?;
         let journal = dir.join(JOURNAL_FILE);
-        let show = || progress.show(journal_cases(&journal), &label, index, launches);
-        let (status, exit_code, interrupted) = self.wait(&mut child, &plan.launch_id, t0, show)?;
+        let mut beat = Instant::now();
+        let show = || {
+            progress.show(journal_cases(&journal), index, launches);
+            if beat.elapsed() >= Duration::from_secs(1) {
+                beat = Instant::now();
+                live.heartbeat_unix_s = now_unix_s();
+                let _ = rundir::write_json(&live_path, &live);
+            }
+        };
+        let waited = self.wait(&mut child, &plan.launch_id, t0, show);
+        // Ended (or stopped) by us: nothing is left to end on a resume.
+        let _ = std::fs::remove_file(&live_path);
+        let (status, exit_code, interrupted) = waited?;
         let finished = now_unix_s();
         let stderr_tail = rundir::stderr_digest(&dir.join("stderr.log"), 12);
         let outcome = LaunchOutcome {
@@ -423,9 +479,9 @@ impl Sweep<'_> {
             rundir::write_json(&dir.join(OUTCOME_FILE), &outcome)?;
         }
         let cases = journal_cases(&journal);
-        progress.show(cases, &label, index, launches);
+        progress.show(cases, index, launches);
         if !self.req.quiet && status != LaunchStatus::Ok {
-            progress.end_line();
+            progress.line.borrow_mut().finish();
             eprintln!(
                 "# launch {index}/{launches} ({label}) {}: {}",
                 self.ended(status, exit_code),
@@ -443,7 +499,7 @@ impl Sweep<'_> {
         child: &mut Spawned,
         launch_id: &str,
         t0: Instant,
-        show: impl Fn(),
+        mut show: impl FnMut(),
     ) -> Result<(LaunchStatus, Option<i32>, bool)> {
         loop {
             match child.try_wait() {

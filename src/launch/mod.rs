@@ -5,10 +5,13 @@
 //!   (Slurm, UGE, PBS), site [`profile`]s and [`shell`] safety.
 //! - [`rundir`]: the run directory layout and merging it into one results file.
 //! - [`process`]: child processes that can always be stopped.
+//! - [`jobs`]: where a submitted run's jobs (array tasks) stand; [`progress`]: the live line.
 
+pub(crate) mod jobs;
 pub mod local;
 pub(crate) mod process;
 pub(crate) mod profile;
+pub(crate) mod progress;
 pub(crate) mod rundir;
 pub(crate) mod scripts;
 pub(crate) mod shell;

@@ -45,6 +45,11 @@ pub(crate) fn spawn(mut cmd: Command, marker: &str) -> io::Result<Spawned> {
 }
 
 impl Spawned {
+    /// The launch's process group and its leader's pid.
+    pub(crate) fn ids(&self) -> (i32, u32) {
+        (self.pgid, self.child.id())
+    }
+
     pub(crate) fn try_wait(&mut self) -> io::Result<Option<ExitStatus>> {
         self.child.try_wait()
     }
@@ -112,14 +117,51 @@ pub(crate) fn pids_with_marker(marker: &str) -> Vec<i32> {
         .collect()
 }
 
+/// Ends a launch left running by a driver that died without stopping it: SIGTERM to its
+/// process group (only if a process carrying its marker is still in that group, so a reused
+/// group id is never signalled) and to every process carrying the marker, up to `grace` to
+/// exit, then SIGKILL. Returns how many processes were found.
+pub(crate) fn end_orphan(pgid: i32, marker: &str, grace: Duration) -> usize {
+    let found = pids_with_marker(marker);
+    if found.is_empty() {
+        return 0;
+    }
+    // SAFETY: getpgid passes no pointers and only reads the kernel's process table.
+    let ours = found.iter().any(|p| unsafe { libc::getpgid(*p) } == pgid);
+    let signal_all = |sig: i32| {
+        if ours {
+            signal_group(pgid, sig);
+        }
+        for pid in pids_with_marker(marker) {
+            // SAFETY: as in kill_strays: no pointers; a positive pid read from /proc just now
+            // with the launch's unique marker in its command line.
+            unsafe {
+                libc::kill(pid, sig);
+            }
+        }
+    };
+    signal_all(libc::SIGTERM);
+    let until = Instant::now() + grace;
+    while Instant::now() < until && !pids_with_marker(marker).is_empty() {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    signal_all(libc::SIGKILL);
+    // Bounded: a process in uninterruptible sleep may take a moment to go.
+    let until = Instant::now() + Duration::from_secs(5);
+    while Instant::now() < until && !pids_with_marker(marker).is_empty() {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    found.len()
+}
+
 static INTERRUPTED: AtomicBool = AtomicBool::new(false);
 
 extern "C" fn on_signal(_: libc::c_int) {
     INTERRUPTED.store(true, Ordering::SeqCst);
 }
 
-/// Makes SIGINT and SIGTERM set a flag instead of killing the driver, so it can stop its
-/// launch and keep everything finished.
+/// Makes SIGINT, SIGTERM and SIGHUP (a closed terminal or ssh session) set a flag instead of
+/// killing the driver, so it can stop its launch and keep everything finished.
 pub(crate) fn catch_interrupts() {
     // SAFETY: all-zero is a valid sigaction (empty mask, no flags); `sa` is a live local the
     // kernel only reads, and a null old-action pointer is allowed. Without SA_SIGINFO the
@@ -131,10 +173,11 @@ pub(crate) fn catch_interrupts() {
         libc::sigemptyset(&mut sa.sa_mask);
         libc::sigaction(libc::SIGINT, &sa, std::ptr::null_mut());
         libc::sigaction(libc::SIGTERM, &sa, std::ptr::null_mut());
+        libc::sigaction(libc::SIGHUP, &sa, std::ptr::null_mut());
     }
 }
 
-/// Whether SIGINT/SIGTERM arrived since [`catch_interrupts`].
+/// Whether SIGINT/SIGTERM/SIGHUP arrived since [`catch_interrupts`].
 pub(crate) fn interrupted() -> bool {
     INTERRUPTED.load(Ordering::SeqCst)
 }
@@ -161,5 +204,41 @@ mod tests {
         assert!(t0.elapsed() < Duration::from_secs(5));
         std::thread::sleep(Duration::from_millis(100));
         assert!(pids_with_marker(&marker).is_empty());
+    }
+
+    #[test]
+    fn a_launch_orphaned_by_its_driver_is_ended_by_group_and_marker() {
+        let marker = format!("scalebench-test-orphan-{}", std::process::id());
+        let mut cmd = Command::new("bash");
+        cmd.args([
+            "-c",
+            &format!("trap '' TERM HUP; sleep 300 & sleep 300; : {marker}"),
+        ]);
+        let s = spawn(cmd, &marker).unwrap();
+        let (pgid, _) = s.ids();
+        // The driver "dies": nothing stops the launch.
+        drop(s);
+        std::thread::sleep(Duration::from_millis(200));
+        assert!(!pids_with_marker(&marker).is_empty());
+        let found = end_orphan(pgid, &marker, Duration::from_millis(300));
+        assert!(found >= 1, "{found}");
+        assert!(pids_with_marker(&marker).is_empty());
+        // The sleeps carry no marker but share the group: they are gone too (zombies aside).
+        let live_in_group = || {
+            std::fs::read_dir("/proc")
+                .unwrap()
+                .filter_map(|e| std::fs::read_to_string(e.ok()?.path().join("stat")).ok())
+                .filter(|st| {
+                    let rest: Vec<&str> = st
+                        .rsplit_once(')')
+                        .map_or("", |x| x.1)
+                        .split_whitespace()
+                        .collect();
+                    rest.len() > 2 && rest[2] == pgid.to_string() && rest[0] != "Z"
+                })
+                .count()
+        };
+        assert_eq!(live_in_group(), 0, "group {pgid} still has live members");
+        assert_eq!(end_orphan(pgid, &marker, Duration::from_millis(10)), 0);
     }
 }

@@ -322,10 +322,32 @@ pub(crate) fn merge(dir: &Path, sweep: &SweepRecord) -> ResultsFile {
 /// [`merge`], with what was skipped on the way (unreadable journal lines: their cases are
 /// missing, so `--resume` runs them again), for the caller to say once.
 pub(crate) fn merge_with_warnings(dir: &Path, sweep: &SweepRecord) -> (ResultsFile, Vec<String>) {
+    merge_some(dir, sweep, &|_| true)
+}
+
+/// [`merge`] of only the attempts `keep` accepts (`collect` leaves out launches still queued
+/// or running: half a launch would read as an incomplete one).
+pub(crate) fn merge_attempts(
+    dir: &Path,
+    sweep: &SweepRecord,
+    keep: &dyn Fn(&Path) -> bool,
+) -> ResultsFile {
+    merge_some(dir, sweep, keep).0
+}
+
+fn merge_some(
+    dir: &Path,
+    sweep: &SweepRecord,
+    keep: &dyn Fn(&Path) -> bool,
+) -> (ResultsFile, Vec<String>) {
     let mut cases: Vec<CaseResult> = Vec::new();
     let mut launches: Vec<LaunchRecord> = Vec::new();
     let mut warnings = Vec::new();
-    let attempts: Vec<Attempt> = attempt_dirs(dir).iter().map(|d| Attempt::read(d)).collect();
+    let attempts: Vec<Attempt> = attempt_dirs(dir)
+        .iter()
+        .filter(|d| keep(d))
+        .map(|d| Attempt::read(d))
+        .collect();
     for (i, a) in attempts.iter().enumerate() {
         let d = &a.dir;
         warnings.extend(a.journal.warnings.iter().map(|w| {

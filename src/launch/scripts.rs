@@ -18,6 +18,9 @@ pub(crate) struct JobPlan {
     pub shape: LaunchShape,
     /// Attempt directories (each holds `plan.json`); several make a job array.
     pub attempts: Vec<PathBuf>,
+    /// Each attempt's launch shape, in words (launches of one array may differ, e.g. pure and
+    /// hybrid with one device per node share an allocation).
+    pub labels: Vec<String>,
     /// Seconds a launch may run before `timeout` stops it inside the job.
     pub launch_timeout_s: u64,
 }
@@ -203,13 +206,26 @@ fn header(ctx: &Context<'_>, job: &JobPlan) -> String {
         .collect();
     let mut s = String::from("#!/bin/bash\n");
     // Comments carry no user text verbatim beyond safe names: newlines could end them.
+    let one_shape = job.labels.iter().all(|l| job.labels.first() == Some(l));
+    if ids.len() < 2 || one_shape {
+        let _ = writeln!(
+            s,
+            "# scalebench job: sweep {}, {} ({})",
+            job_name(ctx.sweep_name),
+            job.shape.label(),
+            ids.join(" ")
+        );
+        return s;
+    }
     let _ = writeln!(
         s,
-        "# scalebench job: sweep {}, {} ({})",
+        "# scalebench job: sweep {}, an array of {} launches:",
         job_name(ctx.sweep_name),
-        job.shape.label(),
-        ids.join(" ")
+        ids.len()
     );
+    for (i, (id, label)) in ids.iter().zip(&job.labels).enumerate() {
+        let _ = writeln!(s, "#   task {i}: {id} ({label})");
+    }
     s
 }
 

@@ -7,7 +7,9 @@
 //! merges everything into `results.json` and records which jobs failed or never ran.
 //! Submitting into an existing run submits only the cases that are missing or failed.
 
+use super::jobs::{phase, Phase, SchedulerView};
 use super::profile::{self, GpuRequest, Profile, Scheduler};
+use super::progress::{Counts, ProgressLine};
 use super::rundir::{self, LaunchOutcome, SweepRecord, OUTCOME_FILE, PLAN_FILE};
 use super::scripts::{self, Context, JobPlan};
 use crate::config;
@@ -23,7 +25,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-pub const JOBS_FILE: &str = "jobs.json";
+pub use super::jobs::{AttemptState, JobRecord, JobsFile, Submission, JOBS_FILE};
 pub const COLLECT_FILE: &str = "collect.json";
 
 /// What `scalebench submit` was asked to do.
@@ -37,30 +39,6 @@ pub struct SubmitRequest {
     pub account: Option<String>,
     pub partition: Option<String>,
     pub quiet: bool,
-}
-
-/// Every submission of a run.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub struct JobsFile {
-    pub scheduler: Option<Scheduler>,
-    pub submissions: Vec<Submission>,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Submission {
-    pub submitted_unix_s: f64,
-    /// Seconds spent planning, writing scripts and submitting.
-    pub overhead_s: f64,
-    pub jobs: Vec<JobRecord>,
-    pub collect_job: Option<String>,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct JobRecord {
-    pub job_id: String,
-    pub script: PathBuf,
-    /// Attempt directories (relative to the run), one per array task.
-    pub attempts: Vec<String>,
 }
 
 /// A profile for a scheduler when none is named: this machine's cores, GPUs by the spec.
@@ -186,7 +164,7 @@ pub enum ToolError {
     },
 }
 
-fn run_tool(
+pub(crate) fn run_tool(
     program: &str,
     args: &[String],
     timeout_s: u64,
@@ -217,48 +195,6 @@ fn run_tool(
         });
     }
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
-}
-
-/// Scheduler states of `ids` that are still queued or running (bounded; Slurm only).
-fn active_jobs(ids: &[String]) -> std::result::Result<BTreeMap<String, String>, ToolError> {
-    if ids.is_empty() {
-        return Ok(BTreeMap::new());
-    }
-    let text = run_tool(
-        "squeue",
-        &[
-            "-h".into(),
-            "-o".into(),
-            "%i|%T".into(),
-            "-j".into(),
-            ids.join(","),
-        ],
-        15,
-    )?;
-    Ok(text
-        .lines()
-        .filter_map(|l| l.split_once('|'))
-        .filter(|(_, s)| {
-            matches!(
-                *s,
-                "PENDING" | "RUNNING" | "CONFIGURING" | "COMPLETING" | "SUSPENDED" | "REQUEUED"
-            )
-        })
-        .map(|(i, s)| (i.trim().to_string(), s.trim().to_string()))
-        .collect())
-}
-
-fn all_job_ids(jobs: &JobsFile) -> Vec<String> {
-    jobs.submissions
-        .iter()
-        .flat_map(|s| {
-            s.jobs
-                .iter()
-                .map(|j| j.job_id.clone())
-                .chain(s.collect_job.clone())
-        })
-        .filter(|i| !i.is_empty())
-        .collect()
 }
 
 /// Runs `scalebench submit`.
@@ -307,8 +243,16 @@ pub fn submit(req: &SubmitRequest, argv: &[String]) -> Result<u8> {
         print_dry_run(&scripts, attempts.len());
         return Ok(EXIT_OK);
     }
-    write_run(&out, &spec, &record, &attempts, &scripts)?;
-    let (records, collect_job) = submit_scripts(&profile, &out, &scripts)?;
+    // All or nothing: a submission that fails cancels what it submitted and removes what it
+    // wrote, so a retry finds the run as it was (no phantom attempts).
+    let written = write_run(&out, &spec, &record, &attempts, &scripts)?;
+    let (records, collect_job) = match submit_scripts(&profile, &out, &scripts) {
+        Ok(x) => x,
+        Err(e) => {
+            written.undo();
+            return Err(e);
+        }
+    };
     let overhead_s = t0.elapsed().as_secs_f64();
     if !req.quiet {
         let cases: usize = todo.values().map(Vec::len).sum();
@@ -333,6 +277,7 @@ pub fn submit(req: &SubmitRequest, argv: &[String]) -> Result<u8> {
         );
     }
     jobs.scheduler = Some(profile.scheduler);
+    jobs.profile = Some(req.profile.clone().unwrap_or(profile.name.clone()));
     jobs.submissions.push(Submission {
         submitted_unix_s: now_unix_s(),
         overhead_s,
@@ -365,14 +310,19 @@ fn run_dir(req: &SubmitRequest, spec: &config::SweepSpec) -> Result<PathBuf> {
 
 /// Refuses to submit into a run whose jobs are still queued or running (Slurm).
 fn refuse_active(out: &Path, jobs: &JobsFile) -> Result<()> {
-    let active = active_jobs(&all_job_ids(jobs))
+    let ids = jobs.job_ids();
+    let sched = super::jobs::query_slurm(&ids)
         .map_err(|e| Error::Environment(format!("cannot check this run's jobs: {e}")))?;
+    let active: Vec<String> = sched
+        .iter()
+        .filter(|(_, s)| super::jobs::phase(s) != super::jobs::Phase::Ended)
+        .map(|(i, s)| format!("{i} {s}"))
+        .collect();
     if !active.is_empty() {
-        let list: Vec<String> = active.iter().map(|(i, s)| format!("{i} {s}")).collect();
         return Err(Error::Input(format!(
                 "{}: jobs of this run are still queued or running ({}): wait for them (scalebench status --wait) or scancel them, then submit again",
                 out.display(),
-                list.join(", ")
+                active.join(", ")
             )));
     }
     Ok(())
@@ -408,11 +358,15 @@ fn plan_attempts(
         match groups.iter_mut().find(|g| {
             scripts::resources(profile, &g.shape) == res && g.shape.placement == l.shape.placement
         }) {
-            Some(g) => g.attempts.push(dir.clone()),
+            Some(g) => {
+                g.attempts.push(dir.clone());
+                g.labels.push(l.shape.label());
+            }
             None => groups.push(JobPlan {
                 name: String::new(),
                 shape: l.shape,
                 attempts: vec![dir.clone()],
+                labels: vec![l.shape.label()],
                 launch_timeout_s,
             }),
         }
@@ -487,6 +441,42 @@ fn print_dry_run(scripts: &Scripts, attempts: usize) {
     );
 }
 
+/// What one submission wrote, so a failed submission can take it back.
+struct Written {
+    out: PathBuf,
+    /// The run directory did not exist before: remove it whole.
+    created_out: bool,
+    /// The run's files as they were (a resubmission), restored on undo; None: remove.
+    before: Vec<(PathBuf, Option<Vec<u8>>)>,
+    /// Attempt directories and scripts this submission added.
+    added: Vec<PathBuf>,
+}
+
+impl Written {
+    /// Puts the run directory back as it was before this submission (best effort: a failed
+    /// removal leaves a file that a retry overwrites or ignores, never a phantom attempt
+    /// with a plan, since attempt directories go first).
+    fn undo(&self) {
+        if self.created_out {
+            let _ = std::fs::remove_dir_all(&self.out);
+            return;
+        }
+        for p in &self.added {
+            let _ = if p.is_dir() {
+                std::fs::remove_dir_all(p)
+            } else {
+                std::fs::remove_file(p)
+            };
+        }
+        for (p, old) in &self.before {
+            let _ = match old {
+                Some(bytes) => crate::results::io::write_atomic(p, bytes).map_err(|_| ()),
+                None => std::fs::remove_file(p).map_err(|_| ()),
+            };
+        }
+    }
+}
+
 /// Writes the run directory: the spec, the sweep's plan, each attempt's plan and the scripts.
 fn write_run(
     out: &Path,
@@ -494,80 +484,164 @@ fn write_run(
     record: &SweepRecord,
     attempts: &[Attempt],
     scripts: &Scripts,
+) -> Result<Written> {
+    let before = ["spec.toml", PLAN_FILE]
+        .iter()
+        .map(|f| (out.join(f), std::fs::read(out.join(f)).ok()))
+        .collect();
+    let mut w = Written {
+        out: out.to_path_buf(),
+        created_out: !out.exists(),
+        before,
+        added: Vec::new(),
+    };
+    let r = write_run_files(out, spec, record, attempts, scripts, &mut w.added);
+    if r.is_err() {
+        w.undo();
+    }
+    r.map(|()| w)
+}
+
+fn write_run_files(
+    out: &Path,
+    spec: &config::SweepSpec,
+    record: &SweepRecord,
+    attempts: &[Attempt],
+    scripts: &Scripts,
+    added: &mut Vec<PathBuf>,
 ) -> Result<()> {
     std::fs::create_dir_all(out).map_err(|e| Error::Runtime(format!("{}: {e}", out.display())))?;
     crate::results::io::write_atomic(&out.join("spec.toml"), spec.text.as_bytes())?;
     rundir::write_json(&out.join(PLAN_FILE), record)?;
     for (dir, attempt) in attempts {
+        added.push(dir.clone());
         std::fs::create_dir_all(dir)
             .map_err(|e| Error::Runtime(format!("{}: {e}", dir.display())))?;
         rundir::write_json(&dir.join(PLAN_FILE), attempt)?;
     }
-    for (path, text, _) in &scripts.jobs {
-        crate::results::io::write_atomic(path, text.as_bytes())?;
-    }
-    if let Some((path, text)) = &scripts.collect {
+    let collect = scripts.collect.iter().map(|(p, t)| (p, t));
+    for (path, text) in scripts.jobs.iter().map(|(p, t, _)| (p, t)).chain(collect) {
+        added.push(path.clone());
         crate::results::io::write_atomic(path, text.as_bytes())?;
     }
     Ok(())
 }
 
+/// Pure: what most likely made a submission fail, from the tool's error, as advice.
+pub(crate) fn submit_hint(e: &ToolError, slurm_conf_set: bool) -> String {
+    let text = match e {
+        ToolError::Spawn { program, .. } => {
+            return format!("{program} is not on PATH here: submit from a login node of the cluster (or install its client tools)");
+        }
+        ToolError::TimedOut { .. } => {
+            return "the scheduler did not answer: is its controller up and reachable from here? (try `sinfo`)".into();
+        }
+        ToolError::Failed { stderr, .. } => stderr.to_lowercase(),
+    };
+    if text.contains("configuration source") || text.contains("slurm.conf") {
+        return if slurm_conf_set {
+            "Slurm cannot read its configuration: check that SLURM_CONF names a readable slurm.conf"
+                .into()
+        } else {
+            "no Slurm configuration: export SLURM_CONF=/path/to/slurm.conf (the local cluster prints it: eval \"$(bash ci/slurm/start.sh 2)\")".into()
+        };
+    }
+    if [
+        "unable to contact",
+        "connection refused",
+        "socket timed out",
+        "communication",
+    ]
+    .iter()
+    .any(|k| text.contains(k))
+    {
+        return "the scheduler is unreachable: is its controller up? (try `sinfo`; the local cluster: bash ci/slurm/start.sh 2)".into();
+    }
+    if text.contains("account") || text.contains("association") {
+        return "the account was rejected: give one you may charge with --account (Slurm: sacctmgr show assoc user=$USER)".into();
+    }
+    if text.contains("partition") || text.contains("qos") {
+        return "the partition (or QOS) was rejected: give a valid --partition (sinfo -s lists them)".into();
+    }
+    if text.contains("node configuration") || text.contains("more processors") {
+        return "the cluster has no nodes this large: check the profile's cores_per_node, gpus_per_node and memory".into();
+    }
+    "the scheduler's own message is above".into()
+}
+
+/// Cancels jobs of a submission that could not finish (best effort, bounded).
+fn cancel(profile: &Profile, ids: &[String]) {
+    if ids.is_empty() {
+        return;
+    }
+    let program = match profile.scheduler {
+        Scheduler::Slurm => "scancel",
+        Scheduler::Uge | Scheduler::Pbs => "qdel",
+    };
+    let _ = run_tool(program, ids, 30);
+}
+
+/// `sbatch`/`qsub` one script; its job id.
+fn submit_one(
+    profile: &Profile,
+    script: &Path,
+    extra: &[String],
+) -> std::result::Result<String, ToolError> {
+    let mut args: Vec<String> = match profile.scheduler {
+        Scheduler::Slurm => vec!["--parsable".into()],
+        Scheduler::Uge | Scheduler::Pbs => Vec::new(),
+    };
+    args.extend(extra.iter().cloned());
+    args.push(script.display().to_string());
+    let program = match profile.scheduler {
+        Scheduler::Slurm => "sbatch",
+        Scheduler::Uge | Scheduler::Pbs => "qsub",
+    };
+    let id = run_tool(program, &args, 60)?;
+    Ok(id.trim().split(';').next().unwrap_or("").to_string())
+}
+
 /// Submits every job script, then the collect job after them all; returns the jobs' records
-/// and the collect job's id.
+/// and the collect job's id. If one submission fails, the jobs already submitted are
+/// cancelled and the error names the likely cause.
 fn submit_scripts(
     profile: &Profile,
     out: &Path,
     scripts: &Scripts,
 ) -> Result<(Vec<JobRecord>, Option<String>)> {
-    let collect = scripts.collect.as_ref().map(|(p, _)| p);
     let rel = |d: &Path| d.strip_prefix(out).unwrap_or(d).display().to_string();
-    let mut records = Vec::new();
+    let mut records: Vec<JobRecord> = Vec::new();
+    let fail = |records: &[JobRecord], script: &Path, e: ToolError| {
+        cancel(
+            profile,
+            &records.iter().map(|r| r.job_id.clone()).collect::<Vec<_>>(),
+        );
+        let hint = submit_hint(&e, std::env::var_os("SLURM_CONF").is_some());
+        Error::Environment(format!(
+            "submitting {}: {e}\nhint: {hint}\nnothing was submitted and {} is as it was before this submit",
+            script.file_name().map_or(String::new(), |n| n.to_string_lossy().into_owned()),
+            out.display()
+        ))
+    };
     for (script, _, attempts) in &scripts.jobs {
-        let id = match profile.scheduler {
-            Scheduler::Slurm => run_tool(
-                "sbatch",
-                &["--parsable".into(), script.display().to_string()],
-                60,
-            ),
-            Scheduler::Uge | Scheduler::Pbs => {
-                run_tool("qsub", &[script.display().to_string()], 60)
-            }
-        }
-        .map_err(|e| Error::Environment(format!("submitting {}: {e}", script.display())))?;
-        let id = id.trim().split(';').next().unwrap_or("").to_string();
-        for a in attempts {
-            std::fs::write(a.join("job_id"), &id)
-                .map_err(|e| Error::Runtime(format!("{}: {e}", a.display())))?;
-        }
-        records.push(JobRecord {
+        let id = submit_one(profile, script, &[]).map_err(|e| fail(&records, script, e))?;
+        let sched = profile.scheduler;
+        let record = JobRecord {
             job_id: id,
             script: script.clone(),
             attempts: attempts.iter().map(|a| rel(a)).collect(),
-        });
+        };
+        for (i, a) in attempts.iter().enumerate() {
+            std::fs::write(a.join("job_id"), record.task_id(sched, i))
+                .map_err(|e| Error::Runtime(format!("{}: {e}", a.display())))?;
+        }
+        records.push(record);
     }
-    let collect_job = match collect {
-        Some(c) => {
-            let dep = format!(
-                "--dependency=afterany:{}",
-                records
-                    .iter()
-                    .map(|r| r.job_id.as_str())
-                    .collect::<Vec<_>>()
-                    .join(":")
-            );
-            Some(
-                run_tool(
-                    "sbatch",
-                    &["--parsable".into(), dep, c.display().to_string()],
-                    60,
-                )
-                .map_err(|e| Error::Environment(format!("submitting {}: {e}", c.display())))?
-                .trim()
-                .split(';')
-                .next()
-                .unwrap_or("")
-                .to_string(),
-            )
+    let collect_job = match &scripts.collect {
+        Some((c, _)) => {
+            let ids: Vec<&str> = records.iter().map(|r| r.job_id.as_str()).collect();
+            let dep = format!("--dependency=afterany:{}", ids.join(":"));
+            Some(submit_one(profile, c, &[dep]).map_err(|e| fail(&records, c, e))?)
         }
         None => None,
     };
@@ -611,116 +685,192 @@ pub fn finish_launch(
     Ok(EXIT_OK)
 }
 
-/// One attempt's state for `status` and `collect`.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct AttemptState {
-    pub attempt: String,
-    pub job_id: Option<String>,
-    /// `ok`, `failed`, `timeout`, a scheduler state (`PENDING`, `RUNNING`), or `never_ran`
-    /// (the job ended without the launch recording its end: never started, or was killed).
-    pub state: String,
-    pub cases_done: usize,
-    pub cases_planned: usize,
+/// The run's jobs file, named in the error when it is not a submitted run.
+fn read_jobs(dir: &Path) -> Result<JobsFile> {
+    rundir::read_json(&dir.join(JOBS_FILE))
+        .map_err(|e| Error::Input(format!("{e} (is {} a submitted run?)", dir.display())))
 }
 
-fn attempt_states(dir: &Path, active: &BTreeMap<String, String>) -> Vec<AttemptState> {
-    rundir::attempt_dirs(dir)
-        .into_iter()
-        .map(|d| {
-            let job_id = std::fs::read_to_string(d.join("job_id"))
-                .ok()
-                .map(|s| s.trim().to_string());
-            let outcome = rundir::read_json::<LaunchOutcome>(&d.join(OUTCOME_FILE)).ok();
-            let planned = rundir::read_json::<crate::plan::LaunchPlan>(&d.join(PLAN_FILE))
-                .map(|p| p.cases.len())
-                .unwrap_or(0);
-            let done = std::fs::read_to_string(d.join(JOURNAL_FILE))
-                .map(|t| {
-                    t.lines()
-                        .filter(|l| l.starts_with("{\"type\":\"case\""))
-                        .count()
-                })
-                .unwrap_or(0);
-            let base = job_id
-                .as_deref()
-                .map(|j| j.split('_').next().unwrap_or(j).to_string());
-            let state = match (&outcome, base.as_ref().and_then(|j| active.get(j))) {
-                (Some(o), _) => format!("{:?}", o.status).to_lowercase(),
-                (None, Some(s)) => s.clone(),
-                (None, None) => "never_ran".to_string(),
-            };
-            AttemptState {
-                attempt: d
-                    .file_name()
-                    .map(|n| n.to_string_lossy().into_owned())
-                    .unwrap_or_default(),
-                job_id,
-                state,
-                cases_done: done,
-                cases_planned: planned,
-            }
+/// A snapshot of a submitted run: every attempt's state and the collect jobs' phases.
+struct Snapshot {
+    states: Vec<AttemptState>,
+    /// A collect job is still queued or running.
+    collect_active: bool,
+}
+
+impl Snapshot {
+    fn take(dir: &Path, jobs: &JobsFile) -> Result<Snapshot> {
+        let sched = super::jobs::query_slurm(&jobs.job_ids())
+            .map_err(|e| Error::Environment(format!("{e} (is SLURM_CONF exported?)")))?;
+        let states = super::jobs::attempt_states(dir, jobs, &SchedulerView::Asked(&sched));
+        let collect_active = jobs
+            .submissions
+            .iter()
+            .filter_map(|s| s.collect_job.as_ref())
+            .any(|c| sched.get(c).is_some_and(|s| phase(s) != Phase::Ended));
+        Ok(Snapshot {
+            states,
+            collect_active,
         })
-        .collect()
+    }
+
+    fn active(&self) -> bool {
+        self.collect_active || self.states.iter().any(AttemptState::active)
+    }
+
+    fn count(&self, state: &str) -> usize {
+        self.states.iter().filter(|s| s.state == state).count()
+    }
+
+    fn progress(&self) -> Counts {
+        let done: usize = self.states.iter().map(|s| s.cases_done).sum();
+        Counts {
+            cases_done: done,
+            cases_total: self
+                .states
+                .iter()
+                .map(|s| s.cases_planned.max(s.cases_done))
+                .sum(),
+            running: self.count("running"),
+            queued: self.count("pending"),
+        }
+    }
 }
 
-/// `scalebench status`: the state of every job of a run, polled within bounds.
+/// `scalebench status`: the state of every job of a run (array tasks one by one), polled
+/// within bounds. Exit 0 for a healthy run in any state (queued, running, finished); 3 when
+/// work failed or was lost; 4 when `--wait` ran out of time.
 pub fn status(dir: &Path, wait: bool, timeout_s: f64, quiet: bool) -> Result<u8> {
     // NaN would never compare greater: `--wait` would poll forever.
     crate::config::limits::check_seconds("--timeout", timeout_s, "3600")
         .map_err(|e| Error::Input(e.to_string()))?;
-    let jobs: JobsFile = rundir::read_json(&dir.join(JOBS_FILE))
-        .map_err(|e| Error::Input(format!("{e} (is {} a submitted run?)", dir.display())))?;
-    let ids = all_job_ids(&jobs);
+    let jobs = read_jobs(dir)?;
     let t0 = Instant::now();
-    let mut active = active_jobs(&ids).map_err(|e| Error::Environment(e.to_string()))?;
-    while wait && !active.is_empty() {
+    let mut line = ProgressLine::new(quiet);
+    let mut snap = Snapshot::take(dir, &jobs)?;
+    while wait && snap.active() {
         if t0.elapsed().as_secs_f64() > timeout_s {
+            line.finish();
             if !quiet {
-                print_states(dir, &active);
+                print_states(dir, &jobs, &snap);
             }
             eprintln!(
-                "scalebench: status: {} job(s) still queued or running after {timeout_s:.0} s",
-                active.len()
+                "scalebench: status: {} launch(es) still queued or running after {timeout_s:.0} s",
+                snap.states.iter().filter(|s| s.active()).count()
             );
             return Ok(EXIT_RUNTIME);
         }
-        std::thread::sleep(Duration::from_millis(500));
-        active = active_jobs(&ids).map_err(|e| Error::Environment(e.to_string()))?;
+        line.show(&snap.progress(), case_rate_s(dir));
+        std::thread::sleep(Duration::from_millis(1000));
+        snap = Snapshot::take(dir, &jobs)?;
     }
-    let states = attempt_states(dir, &active);
+    line.finish();
     if !quiet {
-        print_states(dir, &active);
+        print_states(dir, &jobs, &snap);
     }
-    let bad = states
-        .iter()
-        .any(|s| matches!(s.state.as_str(), "failed" | "timeout" | "never_ran"));
+    let bad = snap.states.iter().any(AttemptState::bad);
     Ok(if bad { EXIT_CASES_FAILED } else { EXIT_OK })
 }
 
-fn print_states(dir: &Path, active: &BTreeMap<String, String>) {
+/// Mean wall seconds of a case measured so far in `dir`'s journals (for the ETA).
+fn case_rate_s(dir: &Path) -> Option<f64> {
+    let (mut n, mut sum) = (0usize, 0.0f64);
+    for d in rundir::attempt_dirs(dir) {
+        let text = std::fs::read_to_string(d.join(JOURNAL_FILE)).unwrap_or_default();
+        for l in text.lines().filter(|l| l.starts_with("{\"type\":\"case\"")) {
+            if let Ok(v) = serde_json::from_str::<serde_json::Value>(l) {
+                let (a, b) = (v["started_unix_s"].as_f64(), v["finished_unix_s"].as_f64());
+                if let (Some(a), Some(b)) = (a, b) {
+                    n += 1;
+                    sum += (b - a).max(0.0);
+                }
+            }
+        }
+    }
+    (n > 0).then(|| sum / n as f64)
+}
+
+/// When results.json was last merged, and whether that merge was final.
+fn collected(dir: &Path) -> Option<CollectRecord> {
+    rundir::read_json::<CollectRecord>(&dir.join(COLLECT_FILE)).ok()
+}
+
+fn print_states(dir: &Path, jobs: &JobsFile, snap: &Snapshot) {
     println!(
-        "# {:<28} {:>10} {:>10} {:>13}",
+        "# {:<28} {:>12} {:>10} {:>13}",
         "attempt", "job", "state", "cases done"
     );
-    for s in attempt_states(dir, active) {
+    for s in &snap.states {
+        let state = match (&s.scheduler_state, s.state.as_str()) {
+            (Some(x), "lost") => format!("lost ({})", x.to_lowercase()),
+            _ => s.state.clone(),
+        };
         println!(
-            "  {:<28} {:>10} {:>10} {:>6}/{:<6}",
+            "  {:<28} {:>12} {:>10} {:>6}/{:<6}",
             s.attempt,
-            s.job_id.unwrap_or_default(),
-            s.state,
+            s.job_id.clone().unwrap_or_default(),
+            state,
             s.cases_done,
             s.cases_planned
         );
     }
-    let collect_done = dir.join(COLLECT_FILE).exists();
-    println!(
-        "# results merged: {}",
-        if collect_done {
-            dir.join(RESULTS_FILE).display().to_string()
-        } else {
-            "not yet (scalebench collect DIR merges by hand)".into()
-        }
+    let (ok, failed, lost) = (
+        snap.count("ok"),
+        snap.count("failed") + snap.count("timeout"),
+        snap.count("lost"),
     );
+    let (running, queued) = (snap.count("running"), snap.count("pending"));
+    println!(
+        "# launches: {ok} ok, {failed} failed, {lost} lost, {running} running, {queued} queued"
+    );
+    if lost > 0 {
+        println!("# lost: the job ended (cancelled, killed, or forgotten by the scheduler) before the launch recorded its end");
+    }
+    let results = dir.join(RESULTS_FILE).display().to_string();
+    let merged = collected(dir);
+    let last_end = last_outcome_s(dir);
+    let final_merge = merged
+        .as_ref()
+        .is_some_and(|c| !c.partial && c.collected_unix_s >= last_end);
+    let resubmit = format!(
+        "scalebench submit {} --profile {} --out {}",
+        dir.join("spec.toml").display(),
+        jobs.profile.as_deref().unwrap_or("PROFILE"),
+        dir.display()
+    );
+    if snap.active() {
+        println!(
+            "# results: not final ({running} launch(es) running, {queued} queued); {}",
+            match merged {
+                Some(_) => format!("{results} holds what had finished when last collected"),
+                None => "the collect job merges them when every job has ended".into(),
+            }
+        );
+        println!("# next: scalebench status {} --wait", dir.display());
+    } else if final_merge {
+        println!("# results merged: {results}");
+    } else {
+        println!(
+            "# results: not merged yet: scalebench collect {}",
+            dir.display()
+        );
+    }
+    if !snap.active() {
+        if failed + lost > 0 {
+            println!("# next: {resubmit}  (submits only the failed and lost cases)");
+        } else if final_merge {
+            println!("# next: scalebench report {results}");
+        }
+    }
+}
+
+/// The latest recorded end of any launch of the run.
+fn last_outcome_s(dir: &Path) -> f64 {
+    rundir::attempt_dirs(dir)
+        .iter()
+        .filter_map(|d| rundir::read_json::<LaunchOutcome>(&d.join(OUTCOME_FILE)).ok())
+        .map(|o| o.finished_unix_s)
+        .fold(0.0, f64::max)
 }
 
 /// What `collect` records besides results.json.
@@ -730,37 +880,82 @@ pub struct CollectRecord {
     /// The job that ran the collection, if any (the dependent collect job).
     pub collect_job: Option<String>,
     pub attempts: Vec<AttemptState>,
-    /// Planned cases without a result.
+    /// Planned cases without a result (of launches that are not queued or running).
     pub missing_cases: usize,
+    /// Cases of launches still queued or running (not merged yet).
+    #[serde(default)]
+    pub pending_cases: usize,
+    /// Collected while launches were still queued or running (or of unknown state).
+    #[serde(default)]
+    pub partial: bool,
 }
 
-/// `scalebench collect`: merge a run's results, and record which jobs failed or never ran.
+/// The scheduler's view for `collect`: the collect job runs after every other job ended; by
+/// hand, the scheduler is asked when the run was submitted (and it answers).
+fn collect_view(
+    dir: &Path,
+    from_job: bool,
+) -> (
+    Option<JobsFile>,
+    Option<BTreeMap<String, String>>,
+    Option<String>,
+) {
+    let jobs = rundir::read_json::<JobsFile>(&dir.join(JOBS_FILE)).ok();
+    if from_job {
+        return (jobs, None, None);
+    }
+    match &jobs {
+        Some(j) if j.scheduler == Some(Scheduler::Slurm) => {
+            match super::jobs::query_slurm(&j.job_ids()) {
+                Ok(m) => (jobs, Some(m), None),
+                Err(e) => (jobs, None, Some(e.to_string())),
+            }
+        }
+        _ => (jobs, None, None),
+    }
+}
+
+/// `scalebench collect`: merge the finished launches of a run into results.json, and record
+/// which are finished, failed, lost, or still queued or running (not merged).
 pub fn collect(dir: &Path, from_job: Option<String>, quiet: bool) -> Result<u8> {
     let record: SweepRecord = rundir::read_json(&dir.join(PLAN_FILE))
         .map_err(|e| Error::Input(format!("{e} (is {} a run directory?)", dir.display())))?;
-    let merged = rundir::merge(dir, &record);
+    let from_job = from_job.filter(|j| !j.is_empty());
+    let (jobs, sched, unasked) = collect_view(dir, from_job.is_some());
+    let view = match (&sched, from_job.is_some()) {
+        (Some(m), _) => SchedulerView::Asked(m),
+        (None, true) => SchedulerView::AllEnded,
+        (None, false) => SchedulerView::Unknown,
+    };
+    let attempts = super::jobs::attempt_states(dir, &jobs.unwrap_or_default(), &view);
+    // Only what finished is merged: a running launch's journal is half a launch.
+    let open: std::collections::BTreeSet<&str> = attempts
+        .iter()
+        .filter(|a| a.active() || a.state == "unknown")
+        .map(|a| a.attempt.as_str())
+        .collect();
+    let merged = rundir::merge_attempts(dir, &record, &|d: &Path| {
+        !d.file_name()
+            .is_some_and(|n| open.contains(n.to_string_lossy().as_ref()))
+    });
     write_results(&dir.join(RESULTS_FILE), &merged)?;
     let planned = record.launches.iter().map(|l| l.cases.len()).sum::<usize>();
+    let pending_cases: usize = attempts
+        .iter()
+        .filter(|a| open.contains(a.attempt.as_str()))
+        .map(|a| a.cases_planned)
+        .sum();
     let rec = CollectRecord {
         collected_unix_s: now_unix_s(),
-        collect_job: from_job.filter(|j| !j.is_empty()),
-        attempts: attempt_states(dir, &BTreeMap::new()),
-        missing_cases: planned.saturating_sub(merged.cases.len()),
+        collect_job: from_job,
+        missing_cases: planned.saturating_sub(merged.cases.len() + pending_cases),
+        pending_cases,
+        partial: !open.is_empty(),
+        attempts,
     };
     rundir::write_json(&dir.join(COLLECT_FILE), &rec)?;
     if !quiet {
-        super::local::print_summary(&merged);
-        for a in rec.attempts.iter().filter(|a| a.state != "ok") {
-            println!(
-                "# attempt {} (job {}): {}",
-                a.attempt,
-                a.job_id.clone().unwrap_or_default(),
-                a.state
-            );
-        }
-        if rec.missing_cases > 0 {
-            println!("# {} planned case(s) have no result: submit the spec again into this run to run them", rec.missing_cases);
-        }
+        print_collected(dir, &merged, &rec, unasked.as_deref());
     }
     let failed = merged
         .cases
@@ -768,4 +963,82 @@ pub fn collect(dir: &Path, from_job: Option<String>, quiet: bool) -> Result<u8> 
         .any(|c| c.status.needs_rerun() || c.status == CaseStatus::Timeout)
         || rec.missing_cases > 0;
     Ok(if failed { EXIT_CASES_FAILED } else { EXIT_OK })
+}
+
+fn print_collected(
+    dir: &Path,
+    merged: &crate::results::schema::ResultsFile,
+    rec: &CollectRecord,
+    unasked: Option<&str>,
+) {
+    super::local::print_summary(merged);
+    for a in rec.attempts.iter().filter(|a| a.state != "ok") {
+        println!(
+            "# attempt {} (job {}): {}",
+            a.attempt,
+            a.job_id.clone().unwrap_or_default(),
+            a.state
+        );
+    }
+    if let Some(e) = unasked {
+        println!("# could not ask the scheduler ({e}): launches without a recorded end are left out as of unknown state");
+    }
+    if rec.pending_cases > 0 {
+        println!(
+            "# {} case(s) of launches still queued or running (or of unknown state) are not merged yet: collect again when they end (scalebench status {} --wait)",
+            rec.pending_cases,
+            dir.display()
+        );
+    }
+    if rec.missing_cases > 0 {
+        println!("# {} planned case(s) of finished or lost launches have no result: submit the spec again into this run to run them", rec.missing_cases);
+    } else if !rec.partial {
+        println!(
+            "# next: scalebench report {}",
+            dir.join(RESULTS_FILE).display()
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn failed(stderr: &str) -> ToolError {
+        ToolError::Failed {
+            program: "sbatch".into(),
+            code: "1".into(),
+            stderr: stderr.into(),
+        }
+    }
+
+    #[test]
+    fn a_failed_submit_names_its_likely_cause() {
+        let no_conf = failed("sbatch: error: resolve_ctls_from_dns_srv: res_nsearch error: Unknown host\nsbatch: error: fetch_config: DNS SRV lookup failed\nsbatch: error: _establish_config_source: failed to fetch config\nsbatch: fatal: Could not establish a configuration source");
+        let h = submit_hint(&no_conf, false);
+        assert!(
+            h.contains("export SLURM_CONF=") && h.contains("start.sh"),
+            "{h}"
+        );
+        assert!(submit_hint(&no_conf, true).contains("readable slurm.conf"));
+        let down = failed("sbatch: error: Batch job submission failed: Unable to contact slurm controller (connect failure)");
+        assert!(submit_hint(&down, true).contains("unreachable"));
+        let acct = failed("sbatch: error: Batch job submission failed: Invalid account or account/partition combination specified");
+        assert!(submit_hint(&acct, true).contains("--account"));
+        let part =
+            failed("sbatch: error: Batch job submission failed: Invalid partition name specified");
+        assert!(submit_hint(&part, true).contains("--partition"));
+        let spawn = ToolError::Spawn {
+            program: "sbatch".into(),
+            source: std::io::Error::from(std::io::ErrorKind::NotFound),
+        };
+        assert!(submit_hint(&spawn, false).contains("not on PATH"));
+        let slow = ToolError::TimedOut {
+            program: "sbatch".into(),
+            timeout_s: 60,
+            stderr: String::new(),
+        };
+        assert!(submit_hint(&slow, true).contains("did not answer"));
+        assert!(submit_hint(&failed("odd"), true).contains("message is above"));
+    }
 }
