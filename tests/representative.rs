@@ -290,10 +290,10 @@ fn the_ddp_progress_thread_is_counted_and_named() {
     // The launch's own reasons: none but what other work on the host may have added.
     let launch_reasons = r["launches"][0]["unrepresentative"].as_array().cloned();
     assert!(
-        launch_reasons.unwrap_or_default().iter().all(|w| matches!(
-            w["kind"].as_str(),
-            Some("host_busy" | "co_scheduled")
-        )),
+        launch_reasons
+            .unwrap_or_default()
+            .iter()
+            .all(|w| matches!(w["kind"].as_str(), Some("host_busy" | "co_scheduled"))),
         "{}",
         r["launches"][0]["unrepresentative"]
     );
