@@ -336,9 +336,8 @@ fn an_array_script_names_every_launch_it_runs() {
     assert!(text.contains("#SBATCH --array=0-1"), "{text}");
     assert!(text.contains("an array of 2 launches"), "{text}");
     let task = |i: usize, topology: &str| {
-        text.lines().any(|l| {
-            l.starts_with(&format!("#   task {i}: 00{}-", i + 1)) && l.contains(topology)
-        })
+        text.lines()
+            .any(|l| l.starts_with(&format!("#   task {i}: 00{}-", i + 1)) && l.contains(topology))
     };
     assert!(task(0, "pure") && task(1, "hybrid"), "{text}");
 }
