@@ -339,7 +339,8 @@ fn status_follows_each_array_task_and_a_cancelled_task_is_lost() {
     let rows = states(&st.stdout);
     assert_eq!(rows[0].2, "ok", "{}", st.stdout);
     assert_eq!(rows[1].2, "lost", "{}", st.stdout);
-    assert!(st.stdout.contains("(cancelled)"), "{}", st.stdout);
+    // Slurm may drop a task cancelled while pending from squeue: then no state is shown.
+    assert!(st.stdout.contains("# lost: the job ended"), "{}", st.stdout);
     assert!(
         st.stdout.contains("submits only the failed and lost cases"),
         "{}",
