@@ -297,9 +297,24 @@ impl CollectiveCall {
 }
 
 /// A collective bound to its buffers (see [`Backend::prepare_collective`]).
-pub struct PreparedCollective<'a>(crate::comm::raw::Prepared<'a>);
+pub struct PreparedCollective<'a>(Prepared<'a>);
+
+#[cfg(feature = "mpi")]
+type Prepared<'a> = crate::comm::raw::Prepared<'a>;
+
+/// Without MPI no backend prepares a call: the type exists for the trait, never a value.
+#[cfg(not(feature = "mpi"))]
+struct Prepared<'a>(std::convert::Infallible, std::marker::PhantomData<&'a ()>);
+
+#[cfg(not(feature = "mpi"))]
+impl Prepared<'_> {
+    fn issue(&mut self) {
+        match self.0 {}
+    }
+}
 
 impl<'a> PreparedCollective<'a> {
+    #[cfg(feature = "mpi")]
     pub(crate) fn mpi(call: crate::comm::raw::Prepared<'a>) -> Self {
         PreparedCollective(call)
     }
