@@ -233,7 +233,13 @@ pub fn shorten(text: &str) -> String {
 
 /// A number a user gave, as short as it reads: `1e308`, not its 309 digits (`Display`).
 pub fn echo_f64(v: f64) -> String {
-    shorten(&format!("{v:?}"))
+    // Display reads best (`3000000`, `0.5`) until it runs long; Debug switches to exponents.
+    let plain = format!("{v}");
+    if plain.len() <= 20 {
+        plain
+    } else {
+        shorten(&format!("{v:?}"))
+    }
 }
 
 /// Formats seconds with a unit that keeps 3–4 significant digits (`12.3 µs`, `4.56 ms`).
@@ -268,6 +274,7 @@ mod tests {
         );
         assert_eq!(echo_f64(1e308), "1e308");
         assert_eq!(echo_f64(0.5), "0.5");
+        assert_eq!(echo_f64(3e6), "3000000");
         assert_eq!(format_gib(3 << 29), "1.5 GiB");
     }
 
