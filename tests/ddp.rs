@@ -210,7 +210,12 @@ fn exact_gradients_on_four_oversubscribed_ranks_with_an_uneven_strong_split() {
             cells[eff], "",
             "no efficiency from an oversubscribed step: {r}"
         );
-        assert!(cells[rep].contains("no: oversubscribed"), "{r}");
+        // Other reasons may join (an oversubscribed launch's launcher and kernel time can
+        // read as another load on the host): oversubscription must be among them.
+        assert!(
+            cells[rep].starts_with("no: ") && cells[rep].contains("oversubscribed"),
+            "{r}"
+        );
     }
     // --include-unrepresentative uses them, marked
     let csv = ddp_report_csv("ddp4-ri", &run_dir, &["--include-unrepresentative"]);
