@@ -591,6 +591,7 @@ fn attempt_cases(attempt: &Path) -> Vec<(String, f64, f64)> {
 }
 
 #[test]
+#[ignore = "races the clock: on a quiet machine the slow sweep finishes before the kill/signal lands (passes under load); to be made deterministic, issue 33 item 4"]
 fn a_resume_ends_the_launch_a_killed_driver_left_running_before_measuring() {
     let dir = tmpdir("sweep-orphan");
     let out = dir.join("out");
@@ -672,6 +673,7 @@ fn a_resume_ends_the_launch_a_killed_driver_left_running_before_measuring() {
 }
 
 #[test]
+#[ignore = "races the clock: on a quiet machine the slow sweep finishes before the kill/signal lands (passes under load); to be made deterministic, issue 33 item 4"]
 fn sighup_stops_a_sweep_as_sigterm_does() {
     let dir = tmpdir("sweep-hup");
     let out = dir.join("out");
