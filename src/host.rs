@@ -2,11 +2,18 @@
 //! and what the CPU backend computes on. A leaf: it knows only the element types (`params`).
 //!
 //! Every buffer is page-aligned (plus an optional offset, `--buffer-offset`) and zeroed, so
-//! first touched, by the thread that allocates it, as OSU allocates its buffers. Why: `Vec`s
-//! carved back to back from the heap often sit 16 bytes apart modulo 4096, and on CPUs with
-//! fast-string copies (ERMS/FSRM) glibc's `memcpy` and MPI's local copies then run ~15× slower
-//! (4K aliasing), so a number would depend on malloc history instead of the machine.
-
+//! first touched, by the thread that allocates it. Why: `Vec`s carved back to back from the
+//! heap often sit 16 bytes apart modulo 4096, and on CPUs with fast-string copies (ERMS/FSRM)
+//! glibc's `memcpy` and MPI's local copies then run ~15× slower (4K aliasing), so a number
+//! would depend on malloc history instead of the machine.
+//!
+//! Each buffer is its own anonymous mapping, outside the malloc heap, as OSU's buffers are in
+//! practice (its `posix_memalign` of the largest size is above glibc's mmap threshold). From the
+//! heap, the chunk after a buffer starts 16 bytes past the buffer's page offset, and that is
+//! where Open MPI's per-call temporary (`malloc` in its reduction algorithms) often landed: the
+//! kernel's CMA copy from the peer's buffer into it then ran 4K-aliased, a 64 KiB all-reduce
+//! took 40 µs instead of 22 µs, and which of the two a run got depended on what the harness had
+//! allocated before (docs/benchmarking.md, "The MPI library's temporaries").
 use crate::params::Dtype;
 use half::{bf16, f16};
 use std::alloc::Layout;
@@ -30,19 +37,20 @@ pub fn page_size_bytes() -> usize {
 /// How benchmark buffers are placed, for provenance.
 pub fn alignment_policy(send_offset_bytes: usize, recv_offset_bytes: usize) -> String {
     format!(
-        "page-aligned ({} B pages) + offset {send_offset_bytes} B (send; matmul and batch_matmul: A, B) / {recv_offset_bytes} B (receive, in-place; matmul and batch_matmul: C); ddp_step: page-aligned, no offset; zeroed (first touched) by the thread that uses it",
+        "page-aligned ({} B pages, one mapping each, outside the malloc heap) + offset {send_offset_bytes} B (send; matmul and batch_matmul: A, B) / {recv_offset_bytes} B (receive, in-place; matmul and batch_matmul: C); ddp_step: page-aligned, no offset; zeroed (first touched) by the thread that uses it",
         page_size_bytes()
     )
 }
 
-/// One page-aligned allocation; the buffer starts `offset` bytes into it.
+/// One anonymous mapping (whole pages); the buffer starts `offset` bytes into it.
 struct AlignedMem {
     base: NonNull<u8>,
-    layout: Layout,
+    /// Bytes mapped (a whole number of pages).
+    mapped: usize,
     offset: usize,
 }
 
-// SAFETY: AlignedMem owns its allocation like a Box<[u8]>; no thread-local state.
+// SAFETY: AlignedMem owns its mapping like a Box<[u8]>; no thread-local state.
 unsafe impl Send for AlignedMem {}
 // SAFETY: `&AlignedMem` gives only reads; writes need `&mut` (as for Box<[u8]>).
 unsafe impl Sync for AlignedMem {}
@@ -51,41 +59,54 @@ impl AlignedMem {
     /// `offset + bytes` bytes, page-aligned, zeroed by the calling thread (None when short of
     /// memory or the size overflows).
     fn zeroed(bytes: usize, offset: usize) -> Option<AlignedMem> {
-        let total = bytes.checked_add(offset)?.max(1);
-        let layout = Layout::from_size_align(total, page_size_bytes()).ok()?;
-        // SAFETY: the layout has a non-zero size. alloc_zeroed with a page alignment is
-        // posix_memalign + memset here, so the pages are touched now, by this thread.
-        let base = NonNull::new(unsafe { std::alloc::alloc_zeroed(layout) })?;
-        Some(AlignedMem {
-            base,
-            layout,
-            offset,
-        })
+        let mem = AlignedMem::uninit(bytes, offset)?;
+        // The mapping reads as zeros already; writing them touches every page now, on this
+        // thread (first touch places the pages on its NUMA node, and no fault is left for a
+        // timed loop).
+        // SAFETY: `mapped` writable bytes from `base`.
+        unsafe { std::ptr::write_bytes(mem.base.as_ptr(), 0, mem.mapped) };
+        Some(mem)
     }
 
-    /// Like [`AlignedMem::zeroed`] but uninitialised: the caller must write every byte.
+    /// Like [`AlignedMem::zeroed`] but not yet touched: the caller must write every byte (the
+    /// pages read as zeros until then).
     fn uninit(bytes: usize, offset: usize) -> Option<AlignedMem> {
+        let page = page_size_bytes();
         let total = bytes.checked_add(offset)?.max(1);
-        let layout = Layout::from_size_align(total, page_size_bytes()).ok()?;
-        // SAFETY: the layout has a non-zero size.
-        let base = NonNull::new(unsafe { std::alloc::alloc(layout) })?;
+        let mapped = total.checked_next_multiple_of(page)?;
+        // Layout's limit (isize::MAX) keeps every later pointer offset in range.
+        Layout::from_size_align(mapped, page).ok()?;
+        // SAFETY: a fresh private anonymous mapping: no file, no existing memory touched.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                mapped,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            return None;
+        }
         Some(AlignedMem {
-            base,
-            layout,
+            base: NonNull::new(p.cast::<u8>())?,
+            mapped,
             offset,
         })
     }
 
     fn ptr(&self) -> *mut u8 {
-        // SAFETY: offset < layout.size() (or both 0 with a 1-byte allocation).
+        // SAFETY: offset < mapped (or both 0 with a 1-page mapping).
         unsafe { self.base.as_ptr().add(self.offset) }
     }
 }
 
 impl Drop for AlignedMem {
     fn drop(&mut self) {
-        // SAFETY: allocated with this layout by std::alloc::alloc_zeroed.
-        unsafe { std::alloc::dealloc(self.base.as_ptr(), self.layout) }
+        // SAFETY: mapped by `uninit` with this length; nothing borrows it any more.
+        unsafe { libc::munmap(self.base.as_ptr().cast(), self.mapped) };
     }
 }
 
@@ -387,6 +408,45 @@ impl HostBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The `/proc/self/maps` line of the mapping holding `addr`.
+    fn mapping_of(addr: usize) -> String {
+        let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
+        maps.lines()
+            .find(|l| {
+                let range = l.split_whitespace().next().unwrap();
+                let (a, b) = range.split_once('-').unwrap();
+                let (a, b) = (
+                    usize::from_str_radix(a, 16).unwrap(),
+                    usize::from_str_radix(b, 16).unwrap(),
+                );
+                (a..b).contains(&addr)
+            })
+            .unwrap_or_else(|| panic!("{addr:#x} in no mapping"))
+            .to_string()
+    }
+
+    #[test]
+    fn buffers_live_outside_the_malloc_heap_so_no_heap_block_follows_them() {
+        // 64 KiB: below glibc's mmap threshold, where a heap block would have been used and
+        // the MPI library's next temporary would start 16 bytes past the buffer's page offset.
+        for offset in [0, 64, 1024] {
+            let b = HostBuf::zeros_at(Dtype::F32, 16384, offset).unwrap();
+            let start = b.as_ptr() as usize;
+            assert_eq!(start % page_size_bytes(), offset);
+            let line = mapping_of(start);
+            assert!(!line.ends_with("[heap]"), "buffer in the heap: {line}");
+            // a heap block allocated next is not right behind the buffer's end
+            let v: Vec<u8> = Vec::with_capacity(65536);
+            let end = start + b.byte_len();
+            let gap = (v.as_ptr() as usize).wrapping_sub(end);
+            assert!(
+                gap > page_size_bytes(),
+                "a heap block {gap} B after the buffer"
+            );
+            assert!((0..b.len()).all(|i| b.get(i) == 0.0));
+        }
+    }
 
     #[test]
     fn typed_access() {
