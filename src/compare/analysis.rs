@@ -120,9 +120,10 @@ pub enum Verdict {
     WithinNoise,
     /// Not significant after the correction.
     NoChange,
-    /// Not significant, and the interval reaches beyond the noise band on both sides (or is
-    /// not finite, e.g. [−100 %, +∞ %]): it rules out neither a regression nor an improvement,
-    /// so it says nothing.
+    /// Not significant after the correction, and the interval either reaches beyond the noise
+    /// band on both sides (or is not finite, e.g. [−100 %, +∞ %]): it rules out neither a
+    /// regression nor an improvement; or lies wholly beyond one edge: a likely change the
+    /// correction cannot confirm. Either way more runs would tell.
     Inconclusive,
     /// Present on both sides but without numbers to compare (both failed or skipped, too few
     /// samples, a zero time).
@@ -968,12 +969,27 @@ fn judge(s: &CaseStats, settings: &Settings) -> (Verdict, Option<String>) {
             (Verdict::Improved, None)
         };
     }
-    let note = beyond.then(|| {
-        format!(
-            "interval beyond the noise band but not significant after the correction (band p = {:.2e}, corrected {:.2e} > α = {alpha}); more runs would tell",
-            s.p_band, s.p_band_adjusted
-        )
-    });
+    // The whole interval past one edge, yet not significant once corrected for the number of
+    // cases: a likely change the correction cannot confirm, never "no change" or "within
+    // noise" (seen in the gate: −40.7 %, interval −59.9 … −12.4 %, read "no change").
+    if beyond {
+        let side = if s.worsening() > 0.0 {
+            "a regression"
+        } else {
+            "an improvement"
+        };
+        return (
+            Verdict::Inconclusive,
+            Some(format!(
+                "interval {} … {} lies beyond the ±{} band, which suggests {side}, but it is not significant after the correction over the cases (band p = {:.2e}, corrected {:.2e} > α = {alpha}); more runs would tell",
+                signed_pct(lo),
+                signed_pct(hi),
+                signed_pct(n).trim_start_matches('+'),
+                s.p_band,
+                s.p_band_adjusted
+            )),
+        );
+    }
     // Reaching past both edges, the interval is as consistent with a regression as with an
     // improvement: "no change" would claim what it cannot.
     let wide = !(lo.is_finite() && hi.is_finite()) || (lo < -n && hi > n);
@@ -993,9 +1009,9 @@ fn judge(s: &CaseStats, settings: &Settings) -> (Verdict, Option<String>) {
         );
     }
     if s.p_adjusted <= alpha {
-        (Verdict::WithinNoise, note)
+        (Verdict::WithinNoise, None)
     } else {
-        (Verdict::NoChange, note)
+        (Verdict::NoChange, None)
     }
 }
 
@@ -1439,11 +1455,17 @@ mod tests {
         base.cases[0].timing.as_mut().unwrap().samples_s = vec![1.0, 1.01, 0.99];
         cand.cases[0].timing.as_mut().unwrap().samples_s = vec![2.0, 2.02, 1.98];
         let r = compare(&base, &cand, &Settings::default());
-        assert_eq!(r.cases[0].verdict, Verdict::NoChange);
-        assert!(r.cases[0]
-            .note
-            .as_deref()
-            .unwrap()
-            .contains("not significant"));
+        // twice the time, the interval wholly beyond the band, yet not significant: a likely
+        // regression the test cannot confirm — inconclusive, never "no change"
+        assert_eq!(r.cases[0].verdict, Verdict::Inconclusive);
+        let note = r.cases[0].note.as_deref().unwrap();
+        assert!(note.contains("suggests a regression"), "{note}");
+        assert!(note.contains("not significant"), "{note}");
+        // the mirror image: half the time suggests an improvement
+        cand.cases[0].timing.as_mut().unwrap().samples_s = vec![0.5, 0.505, 0.495];
+        let r = compare(&base, &cand, &Settings::default());
+        assert_eq!(r.cases[0].verdict, Verdict::Inconclusive);
+        let note = r.cases[0].note.as_deref().unwrap();
+        assert!(note.contains("suggests an improvement"), "{note}");
     }
 }

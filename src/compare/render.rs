@@ -213,16 +213,13 @@ fn terminal_sections(doc: &mut Doc, c: &Comparison, all: bool, level: u8) {
         status_table(c, &of(c, &STATUS_VERDICTS)),
     );
     section(
-        "Inconclusive (interval too wide to tell)",
+        "Inconclusive (more runs would tell)",
         stat_table(c, &of(c, &[Verdict::Inconclusive]), true),
     );
     let noted: Vec<&CaseComparison> = c
         .cases
         .iter()
-        .filter(|x| {
-            x.verdict == Verdict::NotCompared
-                || (x.verdict == Verdict::NoChange && x.note.is_some())
-        })
+        .filter(|x| x.verdict == Verdict::NotCompared)
         .collect();
     section("Not judged (see the note)", status_table(c, &noted));
     if all {
