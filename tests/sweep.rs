@@ -529,13 +529,14 @@ fn every_example_spec_plans() {
     assert!(n >= 6, "examples/ holds the specs users copy");
 }
 
-/// A slow one-launch sweep (14 sizes × 0.3 s) started in the background, optionally through
+/// A slow one-launch sweep (14 sizes, each paused 0.7 s before it is measured, so it runs for
+/// 10 s or more on any machine) started in the background, optionally through
 /// `mpirun_wrapper`; returns the driver once its launch has journaled `cases` cases.
 fn slow_sweep(dir: &Path, out: &Path, mpirun: Option<&Path>, cases: usize) -> std::process::Child {
     let spec = write_spec(
         dir,
         "slow.toml",
-        "[axes]\nranks_per_node = 2\nsizes = \"8B:64KiB:x2\"\nin_place = \"no\"\n[run]\ntime_budget_s = 0.3\n[launch]\noversubscribe = true\n",
+        "[axes]\nranks_per_node = 2\nsizes = \"8B:64KiB:x2\"\nin_place = \"no\"\nfault = \"pause:700\"\n[run]\ntime_budget_s = 0.05\n[launch]\noversubscribe = true\n",
     );
     let mut cmd = Command::new(bin());
     cmd.args([
@@ -591,7 +592,6 @@ fn attempt_cases(attempt: &Path) -> Vec<(String, f64, f64)> {
 }
 
 #[test]
-#[ignore = "races the clock: on a quiet machine the slow sweep finishes before the kill/signal lands (passes under load); to be made deterministic, issue 33 item 4"]
 fn a_resume_ends_the_launch_a_killed_driver_left_running_before_measuring() {
     let dir = tmpdir("sweep-orphan");
     let out = dir.join("out");
@@ -673,7 +673,6 @@ fn a_resume_ends_the_launch_a_killed_driver_left_running_before_measuring() {
 }
 
 #[test]
-#[ignore = "races the clock: on a quiet machine the slow sweep finishes before the kill/signal lands (passes under load); to be made deterministic, issue 33 item 4"]
 fn sighup_stops_a_sweep_as_sigterm_does() {
     let dir = tmpdir("sweep-hup");
     let out = dir.join("out");

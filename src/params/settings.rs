@@ -80,6 +80,9 @@ pub enum Fault {
     /// The first operation of a collective case sleeps on every rank (a cold first call, like
     /// NCCL's lazy connection set-up): calibration must not shrink the counts for it.
     Cold,
+    /// `pause:MS`: every rank sleeps MS milliseconds before the case (a case of known length,
+    /// so a test can signal or kill a sweep while it certainly still runs).
+    Pause(u32),
 }
 
 impl Fault {
@@ -91,11 +94,16 @@ impl Fault {
             "freeze" => Some(Fault::Freeze),
             "crash" => Some(Fault::Crash),
             "cold" => Some(Fault::Cold),
-            _ => s
-                .strip_prefix("slow_comm:")
-                .and_then(|ms| ms.parse::<u32>().ok())
-                .filter(|ms| (1..=60_000).contains(ms))
-                .map(Fault::SlowComm),
+            _ => {
+                let ms = |prefix: &str| {
+                    s.strip_prefix(prefix)
+                        .and_then(|ms| ms.parse::<u32>().ok())
+                        .filter(|ms| (1..=60_000).contains(ms))
+                };
+                ms("slow_comm:")
+                    .map(Fault::SlowComm)
+                    .or_else(|| ms("pause:").map(Fault::Pause))
+            }
         }
     }
     pub const NAMES: &'static [&'static str] = &[
@@ -106,5 +114,6 @@ impl Fault {
         "crash",
         "cold",
         "slow_comm:MS",
+        "pause:MS",
     ];
 }

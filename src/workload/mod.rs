@@ -112,6 +112,10 @@ pub fn run_case<B: Backend, C: HostComm>(
             // until a SIGCONT (the test's launcher kills the job instead).
             unsafe { libc::raise(libc::SIGSTOP) };
         },
+        Some(Fault::Pause(ms)) => {
+            std::thread::sleep(std::time::Duration::from_millis(u64::from(ms)));
+            comm.barrier();
+        }
         Some(Fault::Crash) if comm.rank() == last => {
             eprintln!("scalebench: rank {last}: aborting on purpose (fault=crash)");
             std::process::abort();
