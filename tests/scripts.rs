@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{solo, tmpdir};
+use common::{solo, solo_env, tmpdir};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -340,4 +340,129 @@ fn an_array_script_names_every_launch_it_runs() {
             .any(|l| l.starts_with(&format!("#   task {i}: 00{}-", i + 1)) && l.contains(topology))
     };
     assert!(task(0, "pure") && task(1, "hybrid"), "{text}");
+}
+
+/// The `(attempt, job id, state)` of each attempt row of `status` output.
+fn status_rows(stdout: &str) -> Vec<(String, String, String)> {
+    stdout
+        .lines()
+        .filter(|l| l.starts_with("  "))
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            (f.len() >= 4).then(|| (f[0].to_string(), f[1].to_string(), f[2].to_string()))
+        })
+        .collect()
+}
+
+#[test]
+fn uge_and_pbs_runs_are_submitted_held_and_followed_with_their_own_tools() {
+    // Stand-in qsub, qstat and qdel (no UGE or PBS here): qsub records its arguments and
+    // answers as the real one does (UGE with -terse: `500.1-2:1` for an array; PBS:
+    // `500[].srv`); qstat lists the array's two tasks, one running and one queued, and the
+    // collect job held.
+    for (profile, array_id, collect_id, listing, tasks, hold, running) in [
+        (
+            "apocrita",
+            "500.1-2:1",
+            "501",
+            "job-ID prior name user state submit/start at queue slots ja-task-ID\n\
+             ------------------------------------------------------------------\n    \
+             500 0.5 sb me r 11/26/2026 01:00:00 all.q@n1 1 1\n    \
+             500 0.5 sb me qw 11/26/2026 01:00:00 1 2\n    \
+             501 0.0 sbc me hqw 11/26/2026 01:00:01 1\n",
+            ["500.1", "500.2"],
+            "-hold_jid 500",
+            " r ",
+        ),
+        (
+            "pbs-example",
+            "500[].srv",
+            "501.srv",
+            "Job id Name User Time Use S Queue\n\
+             ---------------- ---- ---- -------- - -----\n\
+             500[].srv sb me 0 B workq\n\
+             500[0].srv sb me 00:00:01 R workq\n\
+             500[1].srv sb me 0 Q workq\n\
+             501.srv sbc me 0 H workq\n",
+            ["500[0].srv", "500[1].srv"],
+            "-W depend=afterany:500[].srv",
+            " R ",
+        ),
+    ] {
+        let dir = tmpdir(&format!("scripts-{profile}"));
+        let bin = dir.join("bin");
+        std::fs::create_dir_all(&bin).unwrap();
+        let log = dir.join("qsub.log");
+        stub(
+            &bin,
+            "qsub",
+            &format!(
+                "echo \"$*\" >> {log}\nn=$(wc -l < {log})\nif [ \"$n\" = 1 ]; then echo '{array_id}'; else echo '{collect_id}'; fi",
+                log = log.display()
+            ),
+        );
+        std::fs::write(dir.join("listing"), listing).unwrap();
+        stub(
+            &bin,
+            "qstat",
+            &format!("cat {}", dir.join("listing").display()),
+        );
+        stub(&bin, "qdel", "exit 0");
+        let spec = dir.join("a.toml");
+        std::fs::write(
+            &spec,
+            "name = \"arr\"\n[axes]\nranks_per_node = 1\ntopology = [\"pure\", \"hybrid\"]\nsizes = \"64\"\n",
+        )
+        .unwrap();
+        let out = dir.join("run");
+        let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap());
+        let env = [("PATH", path.as_str()), ("USER", "me")];
+        let ran = solo_env(
+            &[
+                "submit",
+                spec.to_str().unwrap(),
+                "--profile",
+                profile,
+                "--out",
+                out.to_str().unwrap(),
+            ],
+            &env,
+        );
+        ran.assert_code(0);
+        let calls = std::fs::read_to_string(&log).unwrap();
+        let calls: Vec<&str> = calls.lines().collect();
+        assert_eq!(calls.len(), 2, "an array and its collect job: {calls:?}");
+        if profile == "apocrita" {
+            assert!(calls[0].starts_with("-terse "), "{calls:?}");
+        }
+        assert!(calls[1].contains(hold), "{profile}: {calls:?}");
+        let st = solo_env(&["status", out.to_str().unwrap()], &env);
+        st.assert_code(0);
+        let rows = status_rows(&st.stdout);
+        assert_eq!(rows.len(), 2, "{profile}: {}", st.stdout);
+        assert_eq!(
+            (rows[0].1.as_str(), rows[0].2.as_str()),
+            (tasks[0], "running"),
+            "{}",
+            st.stdout
+        );
+        assert_eq!(
+            (rows[1].1.as_str(), rows[1].2.as_str()),
+            (tasks[1], "pending"),
+            "{}",
+            st.stdout
+        );
+        // The scheduler forgets the running task without the launch recording its end: lost.
+        let forgot: String = listing
+            .lines()
+            .filter(|l| !l.contains(running))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        std::fs::write(dir.join("listing"), forgot).unwrap();
+        let st = solo_env(&["status", out.to_str().unwrap()], &env);
+        st.assert_code(3);
+        let rows = status_rows(&st.stdout);
+        assert_eq!(rows[0].2, "lost", "{profile}: {}", st.stdout);
+        assert_eq!(rows[1].2, "pending", "{profile}: {}", st.stdout);
+    }
 }

@@ -1,7 +1,8 @@
 //! Where a submitted run's jobs stand: attempts ↔ scheduler (array) task ids both ways, each
 //! task's scheduler state, and each attempt's phase (queued, running, finished, lost).
 //!
-//! An attempt of a job array is the array task `<job>_<index>` (Slurm): `squeue -r` lists
+//! An attempt of a job array is the array task `<job>_<index>` (Slurm; `<job>.<index+1>` on
+//! UGE, `<job>[<index>].<server>` on PBS): `squeue -r`, `qstat` (UGE) and `qstat -t` (PBS) list
 //! tasks one by one, and a task that ended without `finish-launch` recording its end (cancelled,
 //! killed by a node failure, forgotten by the scheduler) is *lost*, never "still running".
 
@@ -96,13 +97,31 @@ pub(crate) enum Phase {
     Ended,
 }
 
-/// Pure: a Slurm state name (`squeue %T`) → its phase.
+/// Pure: a scheduler's state name → its phase. Slurm's names (`squeue %T`) are words in
+/// capitals; UGE's (`qstat` "state") letter codes such as `qw`, `hqw`, `Eqw`, `r`, `t`, `Rr`,
+/// `dr`; PBS's (`qstat` "S") single capitals. They share only `S` and `T`, which keep a task
+/// active on both (suspended; UGE threshold-suspended, PBS in transit).
 pub(crate) fn phase(state: &str) -> Phase {
     match state {
         "PENDING" | "CONFIGURING" | "REQUEUED" | "REQUEUE_HOLD" | "REQUEUE_FED"
         | "RESV_DEL_HOLD" | "SPECIAL_EXIT" => Phase::Pending,
         "RUNNING" | "COMPLETING" | "SUSPENDED" | "STOPPED" | "SIGNALING" | "STAGE_OUT"
         | "RESIZING" => Phase::Running,
+        // PBS: queued, held, waiting / running, exiting, array begun, suspended, user
+        // suspended, in transit; F (finished), X (subjob done), M (moved) have ended.
+        "Q" | "H" | "W" => Phase::Pending,
+        "R" | "E" | "B" | "S" | "U" | "T" => Phase::Running,
+        // UGE: a `q` (queued) or an error or hold without `r`/`t` waits; `r`, `t` (transferring)
+        // and the suspended `s`, `S` run; a `d` (being deleted) job is there until it is gone.
+        s if s.chars().all(|c| "qwhEdrtRsST".contains(c)) && !s.is_empty() => {
+            if s.contains(['r', 't', 's', 'S', 'T']) {
+                Phase::Running
+            } else if s.contains('q') {
+                Phase::Pending
+            } else {
+                Phase::Ended
+            }
+        }
         _ => Phase::Ended,
     }
 }
@@ -144,6 +163,99 @@ fn expand_task_ids(id: &str) -> Vec<String> {
         }
     }
     out
+}
+
+/// Pure: UGE `qstat` output → task id → state, for the jobs `jobs` (base ids). Array tasks
+/// read `<job>.<task>` (tasks from 1, as `JobRecord::task_id` names them); a pending range
+/// (`2-4:1`, or a list `1,3`) is expanded. The columns: job-ID prior name user state date time
+/// [queue, holding `@`] slots [ja-task-ID].
+pub(crate) fn parse_qstat_uge(text: &str, jobs: &[String]) -> BTreeMap<String, String> {
+    let mut m = BTreeMap::new();
+    for line in text.lines() {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        if f.len() < 8 || !jobs.iter().any(|j| j == f[0]) {
+            continue;
+        }
+        let (id, state) = (f[0], f[4].to_string());
+        let queue = f.get(7).is_some_and(|q| q.contains('@'));
+        let tasks = f.get(if queue { 9 } else { 8 });
+        match tasks {
+            None => {
+                m.insert(id.to_string(), state);
+            }
+            Some(t) => {
+                for task in expand_uge_tasks(t) {
+                    m.insert(format!("{id}.{task}"), state.clone());
+                }
+            }
+        }
+    }
+    m
+}
+
+/// Pure: `2-6:2,9` → 2 4 6 9 (bounded, as [`expand_task_ids`]).
+fn expand_uge_tasks(list: &str) -> Vec<u64> {
+    let mut out = Vec::new();
+    for part in list.split(',') {
+        let (range, step) = part.split_once(':').unwrap_or((part, "1"));
+        let (a, b) = range.split_once('-').unwrap_or((range, range));
+        if let (Ok(a), Ok(b), Ok(step)) = (a.parse::<u64>(), b.parse::<u64>(), step.parse()) {
+            if a <= b && b - a < 100_000 && step > 0 {
+                out.extend((a..=b).step_by(step));
+            }
+        }
+    }
+    out
+}
+
+/// Pure: PBS `qstat -t` output → task id → state (the `S` column, second to last), for the
+/// jobs `jobs`: plain ids and array ids `<n>[].<server>`, whose subjobs read `<n>[i].<server>`.
+pub(crate) fn parse_qstat_pbs(text: &str, jobs: &[String]) -> BTreeMap<String, String> {
+    let mut m = BTreeMap::new();
+    for line in text.lines() {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        if f.len() < 3 {
+            continue;
+        }
+        let id = f[0];
+        // `12[3].srv` → `12[].srv`: the array it belongs to.
+        let base = match (id.find('['), id.find(']')) {
+            (Some(a), Some(b)) if a < b => format!("{}[]{}", &id[..a], &id[b + 1..]),
+            _ => id.to_string(),
+        };
+        // qstat may cut a long id, marking the cut with `*` (PBS Pro) or `+`.
+        let known = jobs.iter().any(|j| {
+            j == &base
+                || (base.ends_with(['+', '*']) && j.starts_with(base.trim_end_matches(['+', '*'])))
+        });
+        if known {
+            m.insert(id.to_string(), f[f.len() - 2].to_string());
+        }
+    }
+    m
+}
+
+/// The scheduler's view of this user's tasks of `jobs`, in any state it still remembers
+/// (bounded `squeue`, UGE `qstat -u`, PBS `qstat -t` call).
+pub(crate) fn query(
+    scheduler: Scheduler,
+    jobs: &[String],
+) -> Result<BTreeMap<String, String>, super::submit::ToolError> {
+    match scheduler {
+        Scheduler::Slurm => query_slurm(jobs),
+        _ if jobs.is_empty() => Ok(BTreeMap::new()),
+        Scheduler::Uge => {
+            let user = std::env::var("USER")
+                .or_else(|_| std::env::var("LOGNAME"))
+                .unwrap_or_else(|_| "*".into());
+            let text = super::submit::run_tool("qstat", &["-u".into(), user], 15)?;
+            Ok(parse_qstat_uge(&text, jobs))
+        }
+        Scheduler::Pbs => {
+            let text = super::submit::run_tool("qstat", &["-t".into()], 15)?;
+            Ok(parse_qstat_pbs(&text, jobs))
+        }
+    }
 }
 
 /// The scheduler's view of this user's tasks of `jobs`, in any state it still remembers
@@ -340,6 +452,65 @@ mod tests {
         assert!(!m.contains_key("99_1") && !m.contains_key("160"), "{m:?}");
         assert_eq!(expand_task_ids("7_[0-3%2]").len(), 4);
         assert_eq!(expand_task_ids("7_[x]"), vec!["7_[x]"]);
+    }
+
+    #[test]
+    fn uge_qstat_gives_per_task_states_of_this_run_only() {
+        let text = "\
+job-ID  prior   name       user         state submit/start at     queue                          slots ja-task-ID
+-----------------------------------------------------------------------------------------------------------------
+     16 0.55500 sb-a       me           r     11/26/2026 01:00:00 all.q@node1                        1 1
+     16 0.55500 sb-a       me           qw    11/26/2026 01:00:00                                    1 2-6:2,9
+     17 0.55500 sb-b       me           r     11/26/2026 01:00:01 all.q@node2                        2
+     18 0.00000 sb-collect me           hqw   11/26/2026 01:00:02                                    1
+    160 0.55500 other      me           r     11/26/2026 01:00:03 all.q@node3                        1
+";
+        let m = parse_qstat_uge(text, &["16".into(), "17".into(), "18".into()]);
+        assert_eq!(m["16.1"], "r");
+        for t in ["16.2", "16.4", "16.6", "16.9"] {
+            assert_eq!(m[t], "qw", "{t} in {m:?}");
+        }
+        assert!(!m.contains_key("16.3"));
+        assert_eq!(m["17"], "r");
+        assert_eq!(m["18"], "hqw");
+        assert!(!m.contains_key("160"));
+        assert_eq!(m.len(), 7);
+        assert_eq!(phase("r"), Phase::Running);
+        assert_eq!(phase("qw"), Phase::Pending);
+        assert_eq!(phase("hqw"), Phase::Pending);
+        assert_eq!(phase("Eqw"), Phase::Pending);
+        assert_eq!(phase("dr"), Phase::Running);
+        assert_eq!(phase("t"), Phase::Running);
+    }
+
+    #[test]
+    fn pbs_qstat_gives_per_subjob_states_of_this_run_only() {
+        let text = "\
+Job id            Name             User              Time Use S Queue
+----------------  ---------------- ----------------  -------- - -----
+5[].pbs           sb-a             me                       0 B workq
+5[0].pbs          sb-a             me                00:00:01 R workq
+5[1].pbs          sb-a             me                       0 Q workq
+6.pbs             sb-collect       me                       0 H workq
+7.pbs             other            me                       0 R workq
+";
+        let m = parse_qstat_pbs(text, &["5[].pbs".into(), "6.pbs".into()]);
+        assert_eq!(m["5[0].pbs"], "R");
+        assert_eq!(m["5[1].pbs"], "Q");
+        assert_eq!(m["6.pbs"], "H");
+        assert!(!m.contains_key("7.pbs"));
+        assert_eq!(phase("R"), Phase::Running);
+        assert_eq!(phase("Q"), Phase::Pending);
+        assert_eq!(phase("H"), Phase::Pending);
+        assert_eq!(phase("F"), Phase::Ended);
+        assert_eq!(phase("X"), Phase::Ended);
+        // the attempts map onto these ids
+        let r = JobRecord {
+            job_id: "5[].pbs".into(),
+            script: "j".into(),
+            attempts: vec!["a".into(), "b".into()],
+        };
+        assert_eq!(r.task_id(Scheduler::Pbs, 1), "5[1].pbs");
     }
 
     #[test]

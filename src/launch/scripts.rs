@@ -340,6 +340,54 @@ pub(crate) fn slurm_collect(ctx: &Context<'_>) -> Result<String, ScriptError> {
     Ok(s)
 }
 
+/// The UGE collect job: one slot for ten minutes, held until the run's jobs have ended
+/// (`qsub -hold_jid`, which waits however they ended).
+pub(crate) fn uge_collect(ctx: &Context<'_>) -> Result<String, ScriptError> {
+    let p = ctx.profile;
+    let mut s = String::from("#!/bin/bash\n# scalebench: merge the run's results after all its jobs (submitted with -hold_jid)\n");
+    let _ = writeln!(s, "#$ -N {}-collect", job_name(ctx.sweep_name));
+    let _ = writeln!(s, "#$ -S /bin/bash\n#$ -j y\n#$ -l h_rt=00:10:00");
+    let _ = writeln!(s, "#$ -o {}/", directive_path(ctx.run_dir)?);
+    if let Some(x) = &p.partition {
+        let _ = writeln!(s, "#$ -q {x}");
+    }
+    if let Some(x) = &p.account {
+        let _ = writeln!(s, "#$ -P {x}");
+    }
+    let _ = writeln!(s, "set -u");
+    let _ = writeln!(
+        s,
+        "exec {} collect {} --from-job \"${{JOB_ID:-}}\"",
+        quote(ctx.scalebench),
+        quote(&ctx.run_dir.display().to_string())
+    );
+    Ok(s)
+}
+
+/// The PBS collect job: one CPU for ten minutes, held until the run's jobs have ended
+/// (`qsub -W depend=afterany:`).
+pub(crate) fn pbs_collect(ctx: &Context<'_>) -> Result<String, ScriptError> {
+    let p = ctx.profile;
+    let mut s = String::from("#!/bin/bash\n# scalebench: merge the run's results after all its jobs (submitted with -W depend=afterany)\n");
+    let _ = writeln!(s, "#PBS -N {}-collect", job_name(ctx.sweep_name));
+    let _ = writeln!(s, "#PBS -l select=1:ncpus=1\n#PBS -l walltime=00:10:00");
+    if let Some(x) = &p.partition {
+        let _ = writeln!(s, "#PBS -q {x}");
+    }
+    if let Some(x) = &p.account {
+        let _ = writeln!(s, "#PBS -A {x}");
+    }
+    let _ = writeln!(s, "#PBS -j oe\n#PBS -o {}/", directive_path(ctx.run_dir)?);
+    let _ = writeln!(s, "set -u");
+    let _ = writeln!(
+        s,
+        "exec {} collect {} --from-job \"${{PBS_JOBID:-}}\"",
+        quote(ctx.scalebench),
+        quote(&ctx.run_dir.display().to_string())
+    );
+    Ok(s)
+}
+
 /// A UGE/SGE script (Apocrita style): whole nodes through a parallel environment, GPUs per
 /// node with `-l gpu=`, ranks round-robin with `mpirun -rr` when asked.
 pub(crate) fn uge(ctx: &Context<'_>, job: &JobPlan) -> Result<String, ScriptError> {

@@ -214,8 +214,8 @@ pub fn submit(req: &SubmitRequest, argv: &[String]) -> Result<u8> {
     } else {
         JobsFile::default()
     };
-    if resubmit && !req.dry_run && profile.scheduler == Scheduler::Slurm {
-        refuse_active(&out, &jobs)?;
+    if resubmit && !req.dry_run {
+        refuse_active(&out, &jobs, profile.scheduler)?;
     }
     if resubmit {
         rundir::check_same_plan(&out, &plan.launches, "--out")?;
@@ -254,18 +254,45 @@ pub fn submit(req: &SubmitRequest, argv: &[String]) -> Result<u8> {
         }
     };
     let overhead_s = t0.elapsed().as_secs_f64();
+    jobs.scheduler = Some(profile.scheduler);
+    jobs.profile = Some(req.profile.clone().unwrap_or(profile.name.clone()));
+    jobs.submissions.push(Submission {
+        submitted_unix_s: now_unix_s(),
+        overhead_s,
+        jobs: records,
+        collect_job,
+    });
+    if let Err(e) = rundir::write_json(&out.join(JOBS_FILE), &jobs) {
+        // Unrecorded jobs could be neither followed nor collected: cancel them all.
+        let last = jobs.submissions.last().expect("just pushed");
+        let ids = last
+            .jobs
+            .iter()
+            .map(|r| r.job_id.clone())
+            .chain(last.collect_job.clone())
+            .collect::<Vec<_>>();
+        cancel(&profile, &ids);
+        written.undo();
+        return Err(Error::Runtime(format!(
+            "{e}: the run's jobs could not be recorded, so they were cancelled ({} {}) and {} is as it was before this submit",
+            cancel_program(profile.scheduler),
+            ids.join(" "),
+            out.display()
+        )));
+    }
+    let last = jobs.submissions.last().expect("just pushed");
     if !req.quiet {
         let cases: usize = todo.values().map(Vec::len).sum();
         println!(
             "# submitted {} job(s) for {cases} case(s) of {} ({}){}; run: {}",
-            records.len(),
+            last.jobs.len(),
             spec.name,
-            records
+            last.jobs
                 .iter()
                 .map(|r| r.job_id.as_str())
                 .collect::<Vec<_>>()
                 .join(" "),
-            collect_job
+            last.collect_job
                 .as_ref()
                 .map(|c| format!(", collect job {c} after them"))
                 .unwrap_or_default(),
@@ -276,15 +303,6 @@ pub fn submit(req: &SubmitRequest, argv: &[String]) -> Result<u8> {
             out.display()
         );
     }
-    jobs.scheduler = Some(profile.scheduler);
-    jobs.profile = Some(req.profile.clone().unwrap_or(profile.name.clone()));
-    jobs.submissions.push(Submission {
-        submitted_unix_s: now_unix_s(),
-        overhead_s,
-        jobs: records,
-        collect_job,
-    });
-    rundir::write_json(&out.join(JOBS_FILE), &jobs)?;
     Ok(EXIT_OK)
 }
 
@@ -308,10 +326,10 @@ fn run_dir(req: &SubmitRequest, spec: &config::SweepSpec) -> Result<PathBuf> {
     Ok(out)
 }
 
-/// Refuses to submit into a run whose jobs are still queued or running (Slurm).
-fn refuse_active(out: &Path, jobs: &JobsFile) -> Result<()> {
+/// Refuses to submit into a run whose jobs are still queued or running.
+fn refuse_active(out: &Path, jobs: &JobsFile, scheduler: Scheduler) -> Result<()> {
     let ids = jobs.job_ids();
-    let sched = super::jobs::query_slurm(&ids)
+    let sched = super::jobs::query(jobs.scheduler.unwrap_or(scheduler), &ids)
         .map_err(|e| Error::Environment(format!("cannot check this run's jobs: {e}")))?;
     let active: Vec<String> = sched
         .iter()
@@ -320,9 +338,10 @@ fn refuse_active(out: &Path, jobs: &JobsFile) -> Result<()> {
         .collect();
     if !active.is_empty() {
         return Err(Error::Input(format!(
-                "{}: jobs of this run are still queued or running ({}): wait for them (scalebench status --wait) or scancel them, then submit again",
+                "{}: jobs of this run are still queued or running ({}): wait for them (scalebench status --wait) or cancel them ({}), then submit again",
                 out.display(),
-                active.join(", ")
+                active.join(", "),
+                cancel_program(jobs.scheduler.unwrap_or(scheduler))
             )));
     }
     Ok(())
@@ -376,7 +395,7 @@ fn plan_attempts(
 }
 
 /// The scripts of one submission: per job its path, text and attempt directories; and the
-/// collect job's path and text (Slurm).
+/// collect job's path and text.
 struct Scripts {
     jobs: Vec<(PathBuf, String, Vec<PathBuf>)>,
     collect: Option<(PathBuf, String)>,
@@ -411,13 +430,16 @@ fn job_scripts(
             g.attempts.clone(),
         ));
     }
-    let collect = match profile.scheduler {
-        Scheduler::Slurm => Some((
-            jobs_dir.join(format!("collect-{}.sh", jobs.submissions.len() + 1)),
-            scripts::slurm_collect(&ctx).map_err(|e| Error::Input(e.to_string()))?,
-        )),
-        _ => None,
-    };
+    let collect_text = match profile.scheduler {
+        Scheduler::Slurm => scripts::slurm_collect(&ctx),
+        Scheduler::Uge => scripts::uge_collect(&ctx),
+        Scheduler::Pbs => scripts::pbs_collect(&ctx),
+    }
+    .map_err(|e| Error::Input(e.to_string()))?;
+    let collect = Some((
+        jobs_dir.join(format!("collect-{}.sh", jobs.submissions.len() + 1)),
+        collect_text,
+    ));
     Ok(Scripts {
         jobs: scripts_text,
         collect,
@@ -574,11 +596,15 @@ fn cancel(profile: &Profile, ids: &[String]) {
     if ids.is_empty() {
         return;
     }
-    let program = match profile.scheduler {
+    let _ = run_tool(cancel_program(profile.scheduler), ids, 30);
+}
+
+/// The scheduler's command that cancels jobs.
+fn cancel_program(scheduler: Scheduler) -> &'static str {
+    match scheduler {
         Scheduler::Slurm => "scancel",
         Scheduler::Uge | Scheduler::Pbs => "qdel",
-    };
-    let _ = run_tool(program, ids, 30);
+    }
 }
 
 /// `sbatch`/`qsub` one script; its job id.
@@ -587,9 +613,12 @@ fn submit_one(
     script: &Path,
     extra: &[String],
 ) -> std::result::Result<String, ToolError> {
+    // Machine-readable ids: Slurm `--parsable` prints `id[;cluster]`, UGE `-terse` prints `id`
+    // (`id.1-4:1` for an array); PBS prints `id.server` (`id[].server`) anyway.
     let mut args: Vec<String> = match profile.scheduler {
         Scheduler::Slurm => vec!["--parsable".into()],
-        Scheduler::Uge | Scheduler::Pbs => Vec::new(),
+        Scheduler::Uge => vec!["-terse".into()],
+        Scheduler::Pbs => Vec::new(),
     };
     args.extend(extra.iter().cloned());
     args.push(script.display().to_string());
@@ -598,7 +627,28 @@ fn submit_one(
         Scheduler::Uge | Scheduler::Pbs => "qsub",
     };
     let id = run_tool(program, &args, 60)?;
-    Ok(id.trim().split(';').next().unwrap_or("").to_string())
+    Ok(parse_job_id(profile.scheduler, &id))
+}
+
+/// Pure: the job id in a submit command's output (see [`submit_one`]'s flags).
+fn parse_job_id(scheduler: Scheduler, out: &str) -> String {
+    let first = out.trim().lines().next().unwrap_or("").trim();
+    match scheduler {
+        Scheduler::Slurm => first.split(';').next().unwrap_or(""),
+        // `1234.1-4:1` → `1234` (task ids are built from it: `1234.2`)
+        Scheduler::Uge => first.split('.').next().unwrap_or(""),
+        Scheduler::Pbs => first,
+    }
+    .to_string()
+}
+
+/// The submit option that holds a job until every job of `ids` has ended, however it ended.
+fn after_all(scheduler: Scheduler, ids: &[&str]) -> Vec<String> {
+    match scheduler {
+        Scheduler::Slurm => vec![format!("--dependency=afterany:{}", ids.join(":"))],
+        Scheduler::Uge => vec!["-hold_jid".into(), ids.join(",")],
+        Scheduler::Pbs => vec!["-W".into(), format!("depend=afterany:{}", ids.join(":"))],
+    }
 }
 
 /// Submits every job script, then the collect job after them all; returns the jobs' records
@@ -631,17 +681,29 @@ fn submit_scripts(
             script: script.clone(),
             attempts: attempts.iter().map(|a| rel(a)).collect(),
         };
-        for (i, a) in attempts.iter().enumerate() {
-            std::fs::write(a.join("job_id"), record.task_id(sched, i))
-                .map_err(|e| Error::Runtime(format!("{}: {e}", a.display())))?;
-        }
         records.push(record);
+        let record = records.last().expect("just pushed");
+        for (i, a) in attempts.iter().enumerate() {
+            if let Err(e) = std::fs::write(a.join("job_id"), record.task_id(sched, i)) {
+                // Jobs nobody can find again must not run: cancel this one and those before.
+                cancel(
+                    profile,
+                    &records.iter().map(|r| r.job_id.clone()).collect::<Vec<_>>(),
+                );
+                return Err(Error::Runtime(format!(
+                    "{}: cannot record its job id: {e}; the jobs submitted so far were cancelled ({}) and {} is as it was before this submit",
+                    a.join("job_id").display(),
+                    cancel_program(sched),
+                    out.display()
+                )));
+            }
+        }
     }
     let collect_job = match &scripts.collect {
         Some((c, _)) => {
             let ids: Vec<&str> = records.iter().map(|r| r.job_id.as_str()).collect();
-            let dep = format!("--dependency=afterany:{}", ids.join(":"));
-            Some(submit_one(profile, c, &[dep]).map_err(|e| fail(&records, c, e))?)
+            let dep = after_all(profile.scheduler, &ids);
+            Some(submit_one(profile, c, &dep).map_err(|e| fail(&records, c, e))?)
         }
         None => None,
     };
@@ -700,8 +762,13 @@ struct Snapshot {
 
 impl Snapshot {
     fn take(dir: &Path, jobs: &JobsFile) -> Result<Snapshot> {
-        let sched = super::jobs::query_slurm(&jobs.job_ids())
-            .map_err(|e| Error::Environment(format!("{e} (is SLURM_CONF exported?)")))?;
+        let scheduler = jobs.scheduler.unwrap_or(Scheduler::Slurm);
+        let sched = super::jobs::query(scheduler, &jobs.job_ids()).map_err(|e| {
+            Error::Environment(match scheduler {
+                Scheduler::Slurm => format!("{e} (is SLURM_CONF exported?)"),
+                _ => format!("{e} (is qstat on PATH, on a host that may submit?)"),
+            })
+        })?;
         let states = super::jobs::attempt_states(dir, jobs, &SchedulerView::Asked(&sched));
         let collect_active = jobs
             .submissions
@@ -905,13 +972,13 @@ fn collect_view(
         return (jobs, None, None);
     }
     match &jobs {
-        Some(j) if j.scheduler == Some(Scheduler::Slurm) => {
-            match super::jobs::query_slurm(&j.job_ids()) {
+        Some(j) => {
+            match super::jobs::query(j.scheduler.unwrap_or(Scheduler::Slurm), &j.job_ids()) {
                 Ok(m) => (jobs, Some(m), None),
                 Err(e) => (jobs, None, Some(e.to_string())),
             }
         }
-        _ => (jobs, None, None),
+        None => (jobs, None, None),
     }
 }
 
@@ -1003,6 +1070,26 @@ fn print_collected(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn job_ids_and_dependencies_follow_the_scheduler() {
+        assert_eq!(parse_job_id(Scheduler::Slurm, "42;cluster\n"), "42");
+        assert_eq!(parse_job_id(Scheduler::Uge, "1234.1-4:1\n"), "1234");
+        assert_eq!(parse_job_id(Scheduler::Uge, "1235\n"), "1235");
+        assert_eq!(parse_job_id(Scheduler::Pbs, "5[].pbs01\n"), "5[].pbs01");
+        assert_eq!(
+            after_all(Scheduler::Slurm, &["1", "2"]),
+            vec!["--dependency=afterany:1:2"]
+        );
+        assert_eq!(
+            after_all(Scheduler::Uge, &["1", "2"]),
+            vec!["-hold_jid", "1,2"]
+        );
+        assert_eq!(
+            after_all(Scheduler::Pbs, &["5[].s", "6.s"]),
+            vec!["-W", "depend=afterany:5[].s:6.s"]
+        );
+    }
 
     fn failed(stderr: &str) -> ToolError {
         ToolError::Failed {
