@@ -32,6 +32,15 @@ pub(crate) const HOST_BUSY: &str = "host_busy";
 const FOREIGN_MARGIN_CPUS: f64 = 0.25;
 /// Other scalebench processes count as co-scheduled from this share of a CPU over the window.
 const CO_SCHEDULED_SHARE: f64 = 0.10;
+/// Another launch's rank (`scalebench run`) counts from this much CPU in the window, however
+/// short its overlap was: its ranks busy-poll, so any overlap competes (seen in CI: a launch of
+/// ~1 s inside a 5.4 s window used 0.52 CPU-s, under the share).
+const CO_SCHEDULED_RANK_CPU_S: f64 = 0.05;
+
+/// Whether `command` is a launch's rank (`… scalebench run …`), not a driver such as `sweep`.
+fn is_rank(command: &str) -> bool {
+    command.split_whitespace().nth(1) == Some("run")
+}
 
 /// The CPU clock changed by more than [`FREQUENCY_CHANGE`] while the case ran.
 #[cfg_attr(not(feature = "mpi"), allow(dead_code))] // used by the run stage
@@ -205,7 +214,15 @@ pub(crate) fn co_scheduling(h: &HostLoad, busy: u32) -> Vec<Unrepresentative> {
         return out;
     }
     let others: f64 = h.other_scalebench.iter().map(|o| o.cpu_s).sum();
-    if !h.other_scalebench.is_empty() && others >= CO_SCHEDULED_SHARE * h.window_s {
+    let rank_cpu_s: f64 = h
+        .other_scalebench
+        .iter()
+        .filter(|o| is_rank(&o.command))
+        .map(|o| o.cpu_s)
+        .sum();
+    if !h.other_scalebench.is_empty()
+        && (others >= CO_SCHEDULED_SHARE * h.window_s || rank_cpu_s >= CO_SCHEDULED_RANK_CPU_S)
+    {
         let pids: Vec<String> = h
             .other_scalebench
             .iter()
@@ -931,7 +948,18 @@ mod tests {
         assert_eq!(kinds(&w), [CO_SCHEDULED, HOST_BUSY]);
         assert!(w[0].detail.contains("pid 7, 8") && w[0].detail.contains("2.90 CPU-s"));
         // An idle scalebench (a sweep's parent waiting) is not another launch.
-        assert!(co_scheduling(&busy_host(0.1, &[(9, 0.1)]), 1).is_empty());
+        let mut idle = busy_host(0.1, &[(9, 0.1)]);
+        idle.other_scalebench[0].command = "/x/scalebench sweep s.toml".into();
+        assert!(co_scheduling(&idle, 1).is_empty());
+        // Another launch's rank seen briefly (0.52 CPU-s of a 5.4 s window, under the share):
+        // co-scheduled all the same.
+        let mut brief = busy_host(0.6, &[(10, 0.52)]);
+        brief.window_s = 5.4;
+        brief.other_scalebench[0].command = "/x/scalebench run -q -w allreduce".into();
+        assert_eq!(kinds(&co_scheduling(&brief, 1)), [CO_SCHEDULED]);
+        // ... but not a driver using as little
+        brief.other_scalebench[0].command = "/x/scalebench sweep s.toml".into();
+        assert!(co_scheduling(&brief, 1).is_empty());
         // Through the launch's assessment, which counts its busy threads itself.
         let mut l = launch(2, 1, "0-1", Binding::None, |d| d.to_string());
         l.host_load = Some(busy_host(3.0, &[(7, 2.9)]));
