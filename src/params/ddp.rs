@@ -67,18 +67,10 @@ pub(crate) enum ModelError {
     TooManyLayers { model: String },
 }
 
-/// Longest stretch of a user's model text echoed in a message.
-const ECHO_CHARS: usize = 60;
-
-/// `text`, or its first [`ECHO_CHARS`] characters and how many more there were: a
-/// 10,001-layer model echoed in full made a 40 KB message.
+/// A user's model text as errors echo it: the shared rule ([`crate::units::shorten`]), so a
+/// 10,001-layer model reads like any other long input (its first characters and its length).
 fn shorten(text: &str) -> String {
-    let n = text.chars().count();
-    if n <= ECHO_CHARS {
-        return text.to_string();
-    }
-    let head: String = text.chars().take(ECHO_CHARS).collect();
-    format!("{head}… ({} more characters)", n - ECHO_CHARS)
+    crate::units::shorten(text)
 }
 
 fn preset_names() -> String {
@@ -237,7 +229,11 @@ mod tests {
         let long = vec!["64x64"; 10_001].join("+");
         let msg = Model::parse(&long).unwrap_err().to_string();
         assert!(msg.len() < 300, "{} bytes: {msg}", msg.len());
-        assert!(msg.contains("more characters") && msg.contains("more than 10000 layers"));
+        let said = format!("…({} chars)", long.chars().count());
+        assert!(
+            msg.contains(&said) && msg.contains("more than 10000 layers"),
+            "{msg}"
+        );
         let msg = Model::parse(&format!("{}oops", "8x8+".repeat(50)))
             .unwrap_err()
             .to_string();
