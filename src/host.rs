@@ -48,6 +48,9 @@ struct AlignedMem {
     /// Bytes mapped (a whole number of pages).
     mapped: usize,
     offset: usize,
+    /// From the heap instead (page-aligned, this layout): `mmap` failed, e.g. at the kernel's
+    /// limit on mappings (`vm.max_map_count`), and a buffer next to a heap temporary beats none.
+    heap: Option<Layout>,
 }
 
 // SAFETY: AlignedMem owns its mapping like a Box<[u8]>; no thread-local state.
@@ -75,7 +78,7 @@ impl AlignedMem {
         let total = bytes.checked_add(offset)?.max(1);
         let mapped = total.checked_next_multiple_of(page)?;
         // Layout's limit (isize::MAX) keeps every later pointer offset in range.
-        Layout::from_size_align(mapped, page).ok()?;
+        let layout = Layout::from_size_align(mapped, page).ok()?;
         // SAFETY: a fresh private anonymous mapping: no file, no existing memory touched.
         let p = unsafe {
             libc::mmap(
@@ -88,12 +91,20 @@ impl AlignedMem {
             )
         };
         if p == libc::MAP_FAILED {
-            return None;
+            // SAFETY: the layout has a non-zero size.
+            let base = NonNull::new(unsafe { std::alloc::alloc(layout) })?;
+            return Some(AlignedMem {
+                base,
+                mapped,
+                offset,
+                heap: Some(layout),
+            });
         }
         Some(AlignedMem {
             base: NonNull::new(p.cast::<u8>())?,
             mapped,
             offset,
+            heap: None,
         })
     }
 
@@ -105,8 +116,14 @@ impl AlignedMem {
 
 impl Drop for AlignedMem {
     fn drop(&mut self) {
-        // SAFETY: mapped by `uninit` with this length; nothing borrows it any more.
-        unsafe { libc::munmap(self.base.as_ptr().cast(), self.mapped) };
+        match self.heap {
+            // SAFETY: allocated by `uninit` with this layout; nothing borrows it any more.
+            Some(layout) => unsafe { std::alloc::dealloc(self.base.as_ptr(), layout) },
+            // SAFETY: mapped by `uninit` with this length; nothing borrows it any more.
+            None => unsafe {
+                libc::munmap(self.base.as_ptr().cast(), self.mapped);
+            },
+        }
     }
 }
 
