@@ -342,18 +342,6 @@ fn an_array_script_names_every_launch_it_runs() {
     assert!(task(0, "pure") && task(1, "hybrid"), "{text}");
 }
 
-/// The `(attempt, job id, state)` of each attempt row of `status` output.
-fn status_rows(stdout: &str) -> Vec<(String, String, String)> {
-    stdout
-        .lines()
-        .filter(|l| l.starts_with("  "))
-        .filter_map(|l| {
-            let f: Vec<&str> = l.split_whitespace().collect();
-            (f.len() >= 4).then(|| (f[0].to_string(), f[1].to_string(), f[2].to_string()))
-        })
-        .collect()
-}
-
 #[test]
 fn uge_and_pbs_runs_are_submitted_held_and_followed_with_their_own_tools() {
     // Stand-in qsub, qstat and qdel (no UGE or PBS here): qsub records its arguments and
@@ -438,7 +426,7 @@ fn uge_and_pbs_runs_are_submitted_held_and_followed_with_their_own_tools() {
         assert!(calls[1].contains(hold), "{profile}: {calls:?}");
         let st = solo_env(&["status", out.to_str().unwrap()], &env);
         st.assert_code(0);
-        let rows = status_rows(&st.stdout);
+        let rows = common::status_rows(&st.stdout);
         assert_eq!(rows.len(), 2, "{profile}: {}", st.stdout);
         assert_eq!(
             (rows[0].1.as_str(), rows[0].2.as_str()),
@@ -461,7 +449,7 @@ fn uge_and_pbs_runs_are_submitted_held_and_followed_with_their_own_tools() {
         std::fs::write(dir.join("listing"), forgot).unwrap();
         let st = solo_env(&["status", out.to_str().unwrap()], &env);
         st.assert_code(3);
-        let rows = status_rows(&st.stdout);
+        let rows = common::status_rows(&st.stdout);
         assert_eq!(rows[0].2, "lost", "{profile}: {}", st.stdout);
         assert_eq!(rows[1].2, "pending", "{profile}: {}", st.stdout);
     }

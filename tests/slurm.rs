@@ -284,18 +284,6 @@ fn slurm(args: &[&str]) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
 
-/// The `state` column of each attempt row of `status` output, by attempt directory.
-fn states(stdout: &str) -> Vec<(String, String, String)> {
-    stdout
-        .lines()
-        .filter(|l| l.starts_with("  "))
-        .filter_map(|l| {
-            let f: Vec<&str> = l.split_whitespace().collect();
-            (f.len() >= 4).then(|| (f[0].to_string(), f[1].to_string(), f[2].to_string()))
-        })
-        .collect()
-}
-
 #[test]
 fn status_follows_each_array_task_and_a_cancelled_task_is_lost() {
     let Some(_c) = cluster() else { return };
@@ -318,7 +306,7 @@ fn status_follows_each_array_task_and_a_cancelled_task_is_lost() {
     assert_eq!(jobs["submissions"][0]["jobs"].as_array().unwrap().len(), 1);
     let st = status(&out);
     st.assert_code(0);
-    let rows = states(&st.stdout);
+    let rows = common::status_rows(&st.stdout);
     assert_eq!(rows.len(), 2, "{}", st.stdout);
     for (i, (_, id, state)) in rows.iter().enumerate() {
         assert_eq!(
@@ -336,7 +324,7 @@ fn status_follows_each_array_task_and_a_cancelled_task_is_lost() {
     slurm(&["scancel", &format!("{job}_1")]);
     let st = wait(&out);
     st.assert_code(3);
-    let rows = states(&st.stdout);
+    let rows = common::status_rows(&st.stdout);
     assert_eq!(rows[0].2, "ok", "{}", st.stdout);
     assert_eq!(rows[1].2, "lost", "{}", st.stdout);
     // Slurm may drop a task cancelled while pending from squeue: then no state is shown.

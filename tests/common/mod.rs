@@ -162,3 +162,15 @@ pub fn read_results(dir: &Path) -> wire::ResultsFile {
         )
     })
 }
+
+/// The `(attempt, job id, state)` of each attempt row of `scalebench status` output.
+pub fn status_rows(stdout: &str) -> Vec<(String, String, String)> {
+    stdout
+        .lines()
+        .filter(|l| l.starts_with("  "))
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            (f.len() >= 4).then(|| (f[0].to_string(), f[1].to_string(), f[2].to_string()))
+        })
+        .collect()
+}
