@@ -98,9 +98,11 @@ fn the_demo_study_says_what_ran_where_without_filler() {
         let h = l.host_load.as_ref().expect("host load recorded");
         assert!(h.window_s > 0.0 && h.logical_cpus >= 1);
         assert!(h.loadavg_1m_before.is_some() && h.loadavg_1m_after.is_some());
-        // The ranks' CPU time cannot exceed what the host's counters saw (10 ms ticks).
+        // The ranks' CPU time cannot exceed what the host's counters saw (10 ms ticks). Under a
+        // hypervisor a tick that held stolen time is counted as steal, not busy, while the task's
+        // own clock ran on (CI at 1756cb4: own 1.03 s, busy 0.97 s, steal 0.33 s): steal counts.
         assert!(
-            h.own_cpu_s <= h.busy_cpu_s + 0.05 * p.world_size as f64,
+            h.own_cpu_s <= h.busy_cpu_s + h.steal_cpu_s + 0.05 * p.world_size as f64,
             "{h:?}"
         );
     }

@@ -180,7 +180,9 @@ pub struct HostLoad {
     pub busy_cpu_s: f64,
     /// CPU time the hypervisor gave other guests over the window, seconds (/proc/stat steal).
     pub steal_cpu_s: f64,
-    /// CPU time of this launch's ranks on this host over the window, seconds (getrusage).
+    /// CPU time of this launch's ranks on this host over the window, seconds (getrusage). Under a
+    /// hypervisor it can exceed `busy_cpu_s` by up to `steal_cpu_s`: a tick that held stolen time
+    /// is counted as steal, while the task's own clock is not cut by it.
     pub own_cpu_s: f64,
     /// busy − own, at least 0: what other processes (the launcher included) used, seconds.
     pub other_cpu_s: f64,
