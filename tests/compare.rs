@@ -232,6 +232,23 @@ fn bandwidth_drop_regresses_and_direction_follows_the_metric() {
         (Some("busbw"), Some(true))
     );
     assert!(bw["change"].as_f64().unwrap() < -0.15);
+    // What `report` headlines (the file's busbw: a mean over ranks) rides along with the
+    // medians, in JSON and in the tables, so a reader of both sees why they differ.
+    let cand = simple(6, 8, &scale);
+    let rec = |f: &ResultsFile| f.cases[0].busbw_gbps.unwrap();
+    assert_eq!(bw["baseline_headline"].as_f64(), Some(rec(&base)));
+    assert_eq!(bw["candidate_headline"].as_f64(), Some(rec(&cand)));
+    let text = run_compare(&[p(&b), p(&c)]).stdout;
+    assert!(text.contains("report's figure"), "{text}");
+    let row = text
+        .lines()
+        .find(|l| l.contains(&base.cases[0].id))
+        .unwrap_or_else(|| panic!("no row for case 0: {text}"));
+    let arrow = row.split_whitespace().position(|w| w == "→").unwrap();
+    let words: Vec<&str> = row.split_whitespace().collect();
+    let near = |w: &str, want: f64| (w.parse::<f64>().unwrap() / want - 1.0).abs() < 0.01;
+    assert!(near(words[arrow - 1], rec(&base)), "{row}");
+    assert!(near(words[arrow + 1], rec(&cand)), "{row}");
     assert_eq!(verdict_of(&v, &base.cases[1].id)["verdict"], "improved");
     let mm = verdict_of(&v, &base.cases[4].id);
     assert_eq!(mm["verdict"], "regressed");

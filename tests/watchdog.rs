@@ -201,6 +201,52 @@ fn rank_0_stuck_leaves_results_and_nothing_else() {
     eprintln!("rank 0 stuck: 3/3 ended with exit 4 in {took:.1?} s");
 }
 
+/// Rank 1 stuck in a case (rank 0 waiting in the case's first collective): rank 0's watchdog
+/// names rank 1, keeps the case as `timeout` in results.json and ends the job within
+/// --op-timeout + grace; `--out` is left clean. Three trials.
+#[test]
+fn rank_1_stuck_is_named_by_rank_0_within_the_grace() {
+    let dir = tmpdir("wd-rank1");
+    let mut took = Vec::new();
+    for t in 0..3 {
+        let out = dir.join(format!("out{t}"));
+        let o = out.to_str().unwrap();
+        let cl = mpirun2(
+            o,
+            &[
+                "-w",
+                "allreduce",
+                "--sizes",
+                "8B",
+                "--in-place",
+                "no",
+                "--fault",
+                "hang_last",
+                "--op-timeout",
+                "2",
+            ],
+        );
+        let (r, d) = bounded(60, &cl, &[]);
+        assert_eq!(r.code, 4, "{}", r.stderr);
+        // 2 s + 1 s grace + MPI_Abort (the issue saw 2 s + 5 s).
+        assert!(d < Duration::from_secs(12), "{d:?}");
+        assert!(
+            r.stderr
+                .contains("rank(s) 1 had not arrived at control step"),
+            "{}",
+            r.stderr
+        );
+        let res = read_results(&out);
+        assert_eq!(res.cases.len(), 1);
+        assert_eq!(res.cases[0].status, "timeout");
+        let msg = res.cases[0].message.as_deref().unwrap_or_default();
+        assert!(msg.contains("rank(s) 1 had not arrived"), "{msg}");
+        assert_clean(&out);
+        took.push(d.as_secs_f64());
+    }
+    eprintln!("rank 1 stuck: 3/3 ended with exit 4 in {took:.1?} s");
+}
+
 /// Rank 0 stopped entirely (SIGSTOP: its watchdog too), after one finished case: rank 1 takes
 /// the lead, names rank 0, and writes results.json from the journal with the finished case and
 /// the stuck one. Before: rank 1 waited 15 s, named no one and wrote no results.

@@ -11,7 +11,7 @@ use super::gate::{DropKind, Report, Side};
 use super::metric::MetricChoice;
 use super::stats::Correction;
 use crate::present::doc::{text as plain, Block, Doc, Span};
-use crate::present::table::{Cell, NumFmt, Table, Tone};
+use crate::present::table::{format_num, Cell, NumFmt, Table, Tone};
 use crate::present::{markdown, text};
 use crate::results::schema::CaseStatus;
 use serde::Serialize;
@@ -67,7 +67,7 @@ pub(crate) fn thresholds(c: &Comparison) -> String {
         ""
     };
     format!(
-        "Metric: {metric}; a run's value is the median of its samples (a sample: one batch's time per operation on the slowest rank), not the mean over ranks that `scalebench report` headlines (json: baseline_headline, candidate_headline). {method} Regressed / improved: the band test (null: the true change lies anywhere inside ±{}) {control}, corrected p ≤ {} and the change on the worse / better side, so the whole {} interval lies beyond the band; within noise: a significant change (point test, corrected alike) inside the band. MDE: the distance beyond the band's edge a change needs to be caught with {} probability at the level of the correction's first step (α / cases); the gate refuses (exit 2) when the median MDE exceeds the band.{across}",
+        "Metric: {metric}; a run's value is the median of its samples (a sample: one batch's time per operation on the slowest rank), not the mean over ranks of each rank's mean that `scalebench report` headlines (nccl-tests' convention): that figure is in the column \"report's figure\", baseline → candidate (json: baseline_headline, candidate_headline). {method} Regressed / improved: the band test (null: the true change lies anywhere inside ±{}) {control}, corrected p ≤ {} and the change on the worse / better side, so the whole {} interval lies beyond the band; within noise: a significant change (point test, corrected alike) inside the band. MDE: the distance beyond the band's edge a change needs to be caught with {} probability at the level of the correction's first step (α / cases); the gate refuses (exit 2) when the median MDE exceeds the band.{across}",
         pct0(s.noise),
         trim_num(s.alpha()),
         pct0(s.confidence),
@@ -306,8 +306,8 @@ fn status_name(s: Option<CaseStatus>) -> &'static str {
 }
 
 /// Cells of a case with statistics: change, interval, corrected band p, MDE, metric,
-/// baseline, candidate, samples.
-fn stat_cells(s: &CaseStats) -> [Cell; 8] {
+/// baseline, candidate, what `scalebench report` shows for each side, samples.
+fn stat_cells(s: &CaseStats) -> [Cell; 9] {
     let m = s.metric;
     [
         Cell::num(s.change.change, NumFmt::Change),
@@ -325,6 +325,16 @@ fn stat_cells(s: &CaseStats) -> [Cell; 8] {
         Cell::Text(format!("{} ({})", m.name(), m.unit())),
         Cell::num(s.change.median_a, m.value_fmt()),
         Cell::num(s.change.median_b, m.value_fmt()),
+        // The report headlines another statistic (mean over ranks, as nccl-tests): shown beside
+        // the medians so a reader holding both documents sees why they differ.
+        Cell::Text(match (s.headline_baseline, s.headline_candidate) {
+            (None, None) => String::new(),
+            (b, c) => {
+                let f =
+                    |x: Option<f64>| x.map_or("–".to_string(), |v| format_num(v, m.value_fmt()));
+                format!("{} → {}", f(b), f(c))
+            }
+        }),
         Cell::Text(match s.basis {
             Basis::Batches => format!("{}/{}", s.n_baseline, s.n_candidate),
             b => format!("{}/{} {}", s.n_baseline, s.n_candidate, b.unit()),
@@ -343,6 +353,7 @@ fn stat_table(cmp: &Comparison, cases: &[&CaseComparison], note: bool) -> Table 
         "metric",
         "baseline",
         "candidate",
+        "report's figure",
         "n",
         "case",
         "id",
@@ -355,7 +366,7 @@ fn stat_table(cmp: &Comparison, cases: &[&CaseComparison], note: bool) -> Table 
         let mut row = vec![verdict_cell(cmp, c.verdict)];
         match &c.stats {
             Some(s) => row.extend(stat_cells(s)),
-            None => row.extend(std::iter::repeat_n(Cell::Empty, 8)),
+            None => row.extend(std::iter::repeat_n(Cell::Empty, 9)),
         }
         row.push(Cell::text(c.display_label()));
         row.push(Cell::text(c.id.clone()));

@@ -68,6 +68,8 @@ pub enum Fault {
     Fail,
     /// Rank 0 blocks forever before the case (the launch must be timed out).
     Hang,
+    /// The last rank blocks forever before the case (rank 0's watchdog must name it).
+    HangLast,
     /// Rank 0 stops itself (SIGSTOP) before the case, its watchdog thread with it: another
     /// rank must end the job and keep what finished.
     Freeze,
@@ -91,6 +93,7 @@ impl Fault {
             "corrupt" => Some(Fault::Corrupt),
             "fail" => Some(Fault::Fail),
             "hang" => Some(Fault::Hang),
+            "hang_last" => Some(Fault::HangLast),
             "freeze" => Some(Fault::Freeze),
             "crash" => Some(Fault::Crash),
             "cold" => Some(Fault::Cold),
@@ -110,6 +113,7 @@ impl Fault {
         "corrupt",
         "fail",
         "hang",
+        "hang_last",
         "freeze",
         "crash",
         "cold",

@@ -11,7 +11,7 @@ use crate::stats;
 pub(crate) const DEFINITIONS: &[(&str, &str)] = &[
     (
         "time",
-        "`time_s` of the results file: the mean over ranks of each rank's mean time per operation (nccl-tests `-a 1`, OSU's average latency).",
+        "`time_s` of the results file: the mean over ranks of each rank's mean time per operation (nccl-tests `-a 1`, OSU's average latency). `scalebench compare` judges a change by the median of the samples instead (robust to one slow batch) and shows this figure beside its medians as the report's figure.",
     ),
     (
         "algbw, busbw",

@@ -107,6 +107,9 @@ pub fn run_case<B: Backend, C: HostComm>(
         Some(Fault::Hang) if comm.rank() == 0 => loop {
             std::thread::sleep(std::time::Duration::from_secs(3600));
         },
+        Some(Fault::HangLast) if comm.rank() == last => loop {
+            std::thread::sleep(std::time::Duration::from_secs(3600));
+        },
         Some(Fault::Freeze) if comm.rank() == 0 => loop {
             // SAFETY: raise() only sends a signal to this process; SIGSTOP stops every thread
             // until a SIGCONT (the test's launcher kills the job instead).
