@@ -2,7 +2,8 @@
 //! loader cannot block, and what it leaves when it ends a job (the rank it names, results.json,
 //! nothing else in `--out`). Every test here failed before the fix: the FIFO and the slow
 //! constructor hung the job (or ended it only after rank 1's 15 s), a frozen rank 0 left no
-//! results.json, and `.watchdog/` or temporaries were left in `--out`.
+//! results.json, and `.watchdog/` or temporaries were left in `--out`; a job ended during its
+//! start-up wrote no results.json.
 
 mod common;
 
@@ -82,6 +83,30 @@ fn assert_loader_diagnosis(r: &Ran, lib: &str, took: Duration) {
     assert!(r.stderr.contains("--op-timeout 3 s"), "{}", r.stderr);
 }
 
+/// A job ended during its start-up still leaves results.json: the launch failed, its planned
+/// case not measured (`timeout`, the diagnosis in the message). Before: no results at all.
+fn assert_start_up_recorded(r: &Ran, out: &Path) {
+    assert!(
+        r.stderr.contains(&format!(
+            "No case ran: the launch and its planned cases (as timeout) are recorded in {}",
+            out.join("results.json").display()
+        )),
+        "{}",
+        r.stderr
+    );
+    let res = read_results(out);
+    assert_eq!(res.launches.len(), 1);
+    assert_eq!(res.launches[0].status, "failed");
+    assert_eq!(res.cases.len(), 1, "{:?}", res.cases);
+    assert_eq!(res.cases[0].status, "timeout");
+    let msg = res.cases[0].message.as_deref().unwrap_or_default();
+    assert!(
+        msg.starts_with("not measured: the watchdog ended the job during the backend's start-up")
+            && msg.contains("SCALEBENCH_BLAS"),
+        "{msg}"
+    );
+}
+
 /// SCALEBENCH_BLAS naming a FIFO: `open` in `dlopen` blocks with the loader's lock held. 9 of
 /// 14 runs never ended before; repeated here so a race shows.
 #[test]
@@ -98,6 +123,7 @@ fn a_fifo_as_the_blas_does_not_block_the_watchdog() {
         let (r, d) = blas_run(&out, lib);
         assert_loader_diagnosis(&r, lib, d);
         took.push(d.as_secs_f64());
+        assert_start_up_recorded(&r, &out);
         assert_clean(&out);
     }
     eprintln!("FIFO as SCALEBENCH_BLAS: {trials}/{trials} ended with exit 4, in {took:.1?} s");
@@ -126,6 +152,7 @@ fn a_slow_library_constructor_does_not_block_the_watchdog() {
     let out = dir.join("out");
     let (r, d) = blas_run(&out, lib);
     assert_loader_diagnosis(&r, lib, d);
+    assert_start_up_recorded(&r, &out);
     eprintln!("slow constructor: exit 4 in {:.1} s", d.as_secs_f64());
     assert_clean(&out);
 }

@@ -230,6 +230,11 @@ fn run_in_world(
         Cases::Options(o) => plan::expand(o, shape)?,
         Cases::Plan(c) => c.clone(),
     };
+    if comm.is_root() {
+        keep_start_up(
+            &keep, &out_dir, &run_id, argv, &layout, &req, shape, &env, &cases,
+        );
+    }
     let (mut device_plan, notes) = agree_input(comm, device_plan(&req, &shape, &layout, rank))?;
     // Load a BLAS only where a case multiplies (it starts threads; collectives need none).
     device_plan.gemm = cases
@@ -339,6 +344,54 @@ struct Kept {
     cases: Vec<CaseResult>,
     /// The case running now: its parameters, start time, devices and ranks.
     current: Option<(CaseParams, f64, u32, u32)>,
+    /// The launch's cases while it is still starting (rank 0): a watchdog ending the start-up
+    /// records them as not measured, so results.json says what the job was for.
+    unstarted: Vec<CaseParams>,
+}
+
+/// Rank 0, once its cases are known: what the watchdog keeps if the rest of the start-up (the
+/// device plan, the backend, a BLAS's `dlopen`) never finishes — the run, the launch without
+/// its provenance (not gathered yet) and the planned cases. No journal is opened for it.
+#[allow(clippy::too_many_arguments)]
+fn keep_start_up(
+    keep: &Mutex<Kept>,
+    out_dir: &std::path::Path,
+    run_id: &str,
+    argv: &[String],
+    layout: &NodeLayout,
+    req: &Launch,
+    shape: LaunchShape,
+    env: &LauncherEnv,
+    cases: &[CaseParams],
+) {
+    let started = now_unix_s();
+    let mut k = lock_kept(keep);
+    k.results_path = Some(out_dir.join(RESULTS_FILE));
+    k.run = Some(RunInfo {
+        run_id: run_id.to_string(),
+        started_unix_s: started,
+        written_unix_s: started,
+        command_line: argv.to_vec(),
+        emulated_nodes: layout.emulated,
+        labels: Default::default(),
+    });
+    k.launch = Some(LaunchRecord {
+        launch_id: req.launch_id.clone().unwrap_or_else(|| shape.id()),
+        shape,
+        status: LaunchStatus::Incomplete,
+        launcher: env.source.map_or("direct".to_string(), |s| s.to_string()),
+        command_line: argv.to_vec(),
+        started_unix_s: started,
+        finished_unix_s: None,
+        wall_s: None,
+        overhead_s: None,
+        stderr_tail: None,
+        provenance: None,
+        unrepresentative: Vec::new(),
+        transport: None,
+        host_load: None,
+    });
+    k.unstarted = cases.to_vec();
 }
 
 fn lock_kept(k: &Mutex<Kept>) -> std::sync::MutexGuard<'_, Kept> {
@@ -360,6 +413,22 @@ fn keep_on_expiry(keep: &Arc<Mutex<Kept>>) -> crate::run::watchdog::OnExpiry {
             }
         };
         let now = now_unix_s();
+        let during_start_up = !k.unstarted.is_empty();
+        for params in &k.unstarted {
+            let mut rec = crate::run::record(
+                params,
+                &launch.launch_id,
+                now,
+                now,
+                params.devices(),
+                params.ranks(),
+                Err(workload::CaseError::Failed(format!(
+                    "not measured: the watchdog ended the job during {what}: {diagnosis}"
+                ))),
+            );
+            rec.status = CaseStatus::Timeout;
+            cases.push(rec);
+        }
         let mut journal = k
             .journal_path
             .as_deref()
@@ -391,8 +460,19 @@ fn keep_on_expiry(keep: &Arc<Mutex<Kept>>) -> crate::run::watchdog::OnExpiry {
         }
         let mut info = run;
         info.written_unix_s = now;
+        if during_start_up {
+            // The run directory may not exist yet: nothing was journalled.
+            std::fs::create_dir_all(path.parent()?).ok()?;
+        }
         write_results(&path, &new_results(info, vec![launch], cases)).ok()?;
-        Some(path.display().to_string())
+        Some(if during_start_up {
+            format!(
+                "No case ran: the launch and its planned cases (as timeout) are recorded in {}.",
+                path.display()
+            )
+        } else {
+            format!("Finished cases are kept in {}.", path.display())
+        })
     })
 }
 
@@ -559,6 +639,7 @@ impl Job<'_> {
                 k.run = Some(run_info.clone());
                 k.launch = Some(launch.clone());
             }
+            k.unstarted.clear();
         }
         append(&mut journal, JournalRecord::Run(run_info.clone()))?;
         append(

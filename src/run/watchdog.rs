@@ -155,8 +155,8 @@ struct Shared {
 }
 
 /// What the rank that ends the job (rank 0, or the rank that took the lead) does with the
-/// diagnosis before the job is aborted: keep finished results. It returns where they were
-/// kept, for the message.
+/// diagnosis before the job is aborted: keep finished results. It returns the sentence saying
+/// where they were kept, for the message.
 pub(crate) type OnExpiry = Box<dyn FnOnce(&str, &str) -> Option<String> + Send>;
 
 /// The watchdog thread of one rank; stops when dropped.
@@ -412,7 +412,7 @@ fn lead(
     clean_up(dir.as_deref());
     eprintln!(
         "{opening}{diagnosis}. {}Ending the job (MPI_Abort, exit {EXIT_WATCHDOG}); raise --op-timeout if the case is merely slow.",
-        kept.map(|k| format!("Finished cases are kept in {k}. "))
+        kept.map(|k| format!("{k} "))
             .unwrap_or_else(|| "No results file was written (no launch had started, or the run directory is not shared with this rank). ".into())
     );
     abort_job()
