@@ -13,7 +13,8 @@
 #     interleaved; TRIALS draws of RUNS default vs RUNS knob runs → per case, how often it is
 #     flagged "regressed", against the case's true slowdown (all runs pooled). Draws reuse
 #     runs, so these rates describe this pool of runs, not independent replications.
-# Comparisons the gate refuses for too little power (exit 2) are counted as such.
+# Comparisons the gate refuses for too little power (exit 2) are counted as such, and judged
+# anyway with --allow-low-power (what ci/regression.sh does after its NOT DECISIVE warning).
 # Prints a Markdown summary (also results/ci/gate-study/summary.md).
 #
 #   bash ci/gate-study.sh            # AA_ROUNDS=20 ROUNDS=8 RUNS=8 TRIALS=20 BANDS="0.05 0.10 0.15 0.20"
@@ -177,6 +178,7 @@ for band in bands:
     p(f"| ±{band:.0%} | {flagged} | {n - judged} | {judged} | {upper95(flagged, judged):.1%} | {anyway} of {n} | {upper95(anyway, n):.1%} |")
 p("")
 rows = []
+knob_refused = {}
 for knob, pool in pools.items():
     kk = min(k, len(pool))
     hits = {band: {i: 0 for i in ids} for band in bands}
@@ -184,12 +186,18 @@ for knob, pool in pools.items():
         a = rng.sample(default, k)
         b = rng.sample(pool, kk)
         for band in bands:
-            for i in gate(a, b, band) or ():
+            got = gate(a, b, band)
+            if got is None:
+                # Refused for power: judged anyway, as ci/regression.sh does after its warning.
+                knob_refused[band] = knob_refused.get(band, 0) + 1
+                got = gate(a, b, band, anyway=True)
+            for i in got:
                 hits[band][i] += 1
     for i in ids:
         slow = center(pool, i) / center(default, i) - 1
         rows.append((knob, i, slow, {band: hits[band][i] / trials for band in bands}))
 p(f"Sensitivity: {trials} draws of {k} default vs {k} knob runs from one pool ({len(default)} default runs); draws reuse runs, so these are not independent trials.\n")
+p("Trials compare refused for too little power, per band (then judged anyway with --allow-low-power, as ci/regression.sh does): " + ", ".join(f"±{b:.0%} {knob_refused.get(b, 0)} of {trials * len(pools)}" for b in bands) + ".\n")
 p("Per knob and case: true slowdown (median time over all knob runs / over all default runs − 1) and the share of trials that flagged the case regressed")
 p("")
 p("| knob | case | slowdown | " + " | ".join(f"power ±{b:.0%}" for b in bands) + " |")

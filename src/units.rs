@@ -259,6 +259,11 @@ pub fn format_seconds(s: f64) -> String {
     }
 }
 
+/// `n thing` or `n things`: text says "1 case", "2 cases", never "case(s)".
+pub fn count(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

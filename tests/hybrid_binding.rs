@@ -100,8 +100,10 @@ fn two_hybrid_ranks_with_a_worker_per_cpu_each_are_oversubscribed() {
         .find(|w| w.kind == "oversubscribed")
         .unwrap_or_else(|| panic!("not flagged: {:?}", l.unrepresentative));
     assert!(
-        over.detail.contains(&format!("{} busy thread(s)", 2 * g))
-            && over.detail.contains(&format!("{g} CPU(s) offered")),
+        over.detail.contains(&format!("{} busy threads", 2 * g))
+            && over
+                .detail
+                .contains(&format!("{g} CPU{} offered", if g == 1 { "" } else { "s" })),
         "{}",
         over.detail
     );

@@ -564,8 +564,8 @@ fn demo_findings_never_call_a_tie_where_sizes_disagree() {
 }
 
 /// The set-up line of a per-size block: (workload, timing, nodes, devices per node,
-/// topology, binding, placement), parsed from `allreduce (pipelined timing) on 2 device(s):
-/// 1 node(s) × 2 device(s), pure topology, 2 rank(s), binding core, placement fill`.
+/// topology, binding, placement), parsed from `allreduce (pipelined timing) on 2 devices:
+/// 1 node × 2 devices, pure topology, 2 ranks, binding core, placement fill`.
 fn block_key(line: &str) -> Option<[String; 7]> {
     let line = line.trim_matches('*').replace('\\', "");
     let (head, rest) = line.split_once(" on ")?;
@@ -573,12 +573,13 @@ fn block_key(line: &str) -> Option<[String; 7]> {
     let timing = timing.strip_suffix(" timing)")?;
     let rest = rest.split_once(": ")?.1;
     let parts: Vec<&str> = rest.split(", ").collect();
-    let (nodes, dpn) = parts[0].split_once(" node(s) × ")?;
+    let (nodes, dpn) = parts[0].split_once(" × ")?;
+    let number = |s: &str| s.split_once(' ').map(|(n, _)| n.to_string());
     Some([
         workload.to_string(),
         timing.to_string(),
-        nodes.to_string(),
-        dpn.strip_suffix(" device(s)")?.to_string(),
+        number(nodes)?,
+        number(dpn)?,
         parts[1].strip_suffix(" topology")?.to_string(),
         parts[3].strip_prefix("binding ")?.to_string(),
         parts[4]
@@ -683,7 +684,7 @@ fn report_from_the_golden_file() {
     // Two sizes cannot carry a two-coefficient fit: the report says so instead of fitting.
     let md = std::fs::read_to_string(out.join("report.md")).unwrap();
     assert!(
-        md.contains("2 usable point(s); a fit needs at least 3"),
+        md.contains("2 points usable; a fit needs at least 3"),
         "{md}"
     );
     // CPU results carry no NVML telemetry: no GPU section.
@@ -1049,7 +1050,7 @@ fn gpu_telemetry_is_reported_least_busy_first() {
         "{md}"
     );
     assert!(
-        md.contains("3 GPU-case(s) sampled; 1 averaged under 50 % utilisation"),
+        md.contains("3 GPU cases sampled; 1 averaged under 50 % utilisation"),
         "{md}"
     );
     assert!(md.contains("1 could not be sampled"), "{md}");

@@ -127,7 +127,7 @@ fn an_oversubscribed_launch_is_recorded_and_names_no_winner() {
             .collect();
         assert_eq!(w.len(), 1, "{}: {:?}", l.launch_id, l.unrepresentative);
         assert!(
-            w[0].detail.contains("2 busy thread(s)") && w[0].detail.contains("1 CPU(s) offered"),
+            w[0].detail.contains("2 busy threads") && w[0].detail.contains("1 CPU offered"),
             "{}",
             w[0].detail
         );
@@ -279,7 +279,7 @@ fn the_ddp_progress_thread_is_counted_and_named() {
             Some("thread") => assert!(
                 reasons
                     .iter()
-                    .any(|w| w.contains("2 ddp_step progress thread(s)")
+                    .any(|w| w.contains("2 ddp_step progress threads")
                         || w.contains("rank 0 progress thread")),
                 "{:?}",
                 c["unrepresentative"]

@@ -12,3 +12,5 @@ pub(crate) mod nccl;
 pub(crate) mod table;
 pub(crate) mod text;
 pub mod untrusted;
+
+pub(crate) use crate::units::count;

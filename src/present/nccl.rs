@@ -61,14 +61,14 @@ impl std::fmt::Display for BlockTitle<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "{} ({} timing) on {} device(s): {} node(s) × {} device(s), {} topology, {} rank(s), binding {}, placement {}",
+            "{} ({} timing) on {}: {} × {}, {} topology, {}, binding {}, placement {}",
             self.workload,
             self.timing,
-            self.devices,
-            self.nodes,
-            self.devices_per_node,
+            super::count(self.devices as usize, "device", "devices"),
+            super::count(self.nodes as usize, "node", "nodes"),
+            super::count(self.devices_per_node as usize, "device", "devices"),
             self.topology,
-            self.ranks,
+            super::count(self.ranks as usize, "rank", "ranks"),
             self.binding,
             self.placement
         )

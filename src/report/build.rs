@@ -111,11 +111,11 @@ pub fn run(req: &Request) -> Result<u8, Error> {
         "results.csv"
     };
     println!(
-        "scalebench report: {} ({} case(s), {} chart(s), {} file(s))",
+        "scalebench report: {} ({}, {}, {})",
         visible(&w.dir.join(main).display().to_string()),
-        w.cases,
-        w.charts,
-        w.files.len()
+        crate::present::count(w.cases, "case", "cases"),
+        crate::present::count(w.charts, "chart", "charts"),
+        crate::present::count(w.files.len(), "file", "files")
     );
     Ok(EXIT_OK)
 }

@@ -175,7 +175,9 @@ pub(crate) fn section(doc: &mut Doc, a: &Analysis<'_>, figs: &[Figure]) {
     let left_out = pts.iter().filter(|p| !p.usable).count();
     if left_out > 0 {
         doc.para(vec![text(format!(
-            "{left_out} row(s) cannot represent their set-up (see the representative column): shown, greyed in the charts, and without a scaling efficiency. --include-unrepresentative uses them, marked."
+            "{} (see the representative column): shown, greyed in the charts, and without a scaling efficiency. --include-unrepresentative uses {}, marked.",
+            if left_out == 1 { "1 row cannot represent its set-up".to_string() } else { format!("{left_out} rows cannot represent their set-up") },
+            if left_out == 1 { "it" } else { "them" }
         ))]);
     }
     doc.table(step_table(&pts), "ddp_step", None);

@@ -14,6 +14,7 @@ use super::schema::{
 };
 use crate::params::cpulist::{format_cpulist, parse_cpulist};
 use crate::params::{BackendKind, Binding, CaseParams, Progress, Workload};
+use crate::units::count;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// More busy threads on a host than CPUs it offered the job.
@@ -153,9 +154,9 @@ pub(crate) fn assess_launch(launch: &LaunchRecord, load: &Load) -> Vec<Unreprese
         out.push(warning(
             EMULATED_NODES,
             format!(
-                "{} nodes emulated on {} host(s): ranks are grouped on one machine, so no network lies between the nodes",
+                "{} nodes emulated on {}: ranks are grouped on one machine, so no network lies between the nodes",
                 p.nodes,
-                hosts.len().max(1)
+                count(hosts.len().max(1), "host", "hosts")
             ),
         ));
     }
@@ -177,15 +178,21 @@ pub(crate) fn assess_launch(launch: &LaunchRecord, load: &Load) -> Vec<Unreprese
         };
         if h.busy > offered {
             let unit = if load.compute_bound && cores < h.offered {
-                format!("; {cores} physical core(s), SMT siblings counted as one for compute-bound work")
+                format!(
+                    "; {}, SMT siblings counted as one for compute-bound work",
+                    count(cores as usize, "physical core", "physical cores")
+                )
             } else {
-                format!("; {cores} physical core(s)")
+                format!(
+                    "; {}",
+                    count(cores as usize, "physical core", "physical cores")
+                )
             };
             over.push(format!(
-                "host {host}: {} busy thread(s) ({}) on {} CPU(s) offered ({}{unit})",
-                h.busy,
+                "host {host}: {} ({}) on {} offered ({}{unit})",
+                count(h.busy as usize, "busy thread", "busy threads"),
                 h.why.join(" + "),
-                h.offered,
+                count(h.offered as usize, "CPU", "CPUs"),
                 format_cpulist(&h.cpus)
             ));
         }
@@ -246,11 +253,12 @@ pub(crate) fn co_scheduling(h: &HostLoad, busy: u32) -> Vec<Unrepresentative> {
         out.push(warning(
             HOST_BUSY,
             format!(
-                "host {}: other processes kept {foreign:.2} CPU(s) busy on average over {:.2} s, while this launch's {busy} busy thread(s) left {:.0} of {} CPU(s) free",
+                "host {}: other processes kept {foreign:.2} CPUs busy on average over {:.2} s, while this launch's {} left {:.0} of {} free",
                 h.host,
                 h.window_s,
+                count(busy as usize, "busy thread", "busy threads"),
                 free.max(0.0),
-                h.logical_cpus
+                count(h.logical_cpus as usize, "CPU", "CPUs")
             ),
         ));
     }
@@ -426,12 +434,22 @@ fn per_host(p: &Provenance, groups: &[Busy], load: &Load) -> BTreeMap<String, Ho
     for ((host, role), (n, threads)) in by_role {
         let text = match role {
             Role::Device if threads > n => {
-                format!("{n} device(s) × {} thread(s)", threads / n.max(1))
+                let per = threads / n.max(1);
+                format!(
+                    "{} × {}",
+                    crate::units::count(n as usize, "device", "devices"),
+                    crate::units::count(per as usize, "thread", "threads")
+                )
             }
-            Role::Device => format!("{n} device thread(s)"),
-            Role::Progress => format!("{n} ddp_step progress thread(s)"),
+            Role::Device => crate::units::count(n as usize, "device thread", "device threads"),
+            Role::Progress => crate::units::count(
+                n as usize,
+                "ddp_step progress thread",
+                "ddp_step progress threads",
+            ),
             Role::AsyncProgress => format!(
-                "{n} MPI progress thread(s): {}",
+                "{}: {}",
+                count(n as usize, "MPI progress thread", "MPI progress threads"),
                 progress_threads(p).unwrap_or_default()
             ),
         };
@@ -478,11 +496,12 @@ fn shared_cores(
             };
             if who.len() >= 2 && threads > room {
                 out.push(format!(
-                    "host {host}: {} bound to CPU(s) {} ({} CPU(s), {} core(s), for {threads} busy thread(s))",
+                    "host {host}: {} bound to CPUs {} ({}, {}, for {})",
                     who.join(", "),
                     format_cpulist(&cpus),
-                    cpus.len(),
-                    cores_of(&cpus, siblings)
+                    count(cpus.len(), "CPU", "CPUs"),
+                    count(cores_of(&cpus, siblings) as usize, "core", "cores"),
+                    count(threads as usize, "busy thread", "busy threads")
                 ));
             }
         }
@@ -664,7 +683,7 @@ mod tests {
         let w = assess_launch(&launch(4, 1, "0-1", Binding::None, all), &C);
         assert_eq!(kinds(&w), [OVERSUBSCRIBED]);
         assert!(
-            w[0].detail.contains("4 busy thread(s)") && w[0].detail.contains("2 CPU(s) offered"),
+            w[0].detail.contains("4 busy threads") && w[0].detail.contains("2 CPUs offered"),
             "{}",
             w[0].detail
         );
@@ -693,7 +712,7 @@ mod tests {
         assert!(kinds(&w).contains(&OVERSUBSCRIBED), "{w:?}");
         let over = w.iter().find(|x| x.kind == OVERSUBSCRIBED).unwrap();
         assert!(
-            over.detail.contains("4 busy thread(s)") && over.detail.contains("2 CPU(s) offered"),
+            over.detail.contains("4 busy threads") && over.detail.contains("2 CPUs offered"),
             "{}",
             over.detail
         );
@@ -812,8 +831,8 @@ mod tests {
         assert!(kinds(&w).contains(&OVERSUBSCRIBED), "{w:?}");
         let over = &w.iter().find(|x| x.kind == OVERSUBSCRIBED).unwrap().detail;
         assert!(
-            over.contains("4 busy thread(s) (2 device thread(s) + 2 ddp_step progress thread(s))")
-                && over.contains("2 CPU(s) offered"),
+            over.contains("4 busy threads (2 device threads + 2 ddp_step progress threads)")
+                && over.contains("2 CPUs offered"),
             "{over}"
         );
         let test = Load::of(&ddp_case(Progress::Test), l.provenance.as_ref());
@@ -855,9 +874,8 @@ mod tests {
         let w = assess_launch(&l, &gemm(1));
         assert_eq!(kinds(&w), [OVERSUBSCRIBED]);
         assert!(
-            w[0].detail.contains(
-                "on 2 CPU(s) offered (0-1; 1 physical core(s), SMT siblings counted as one"
-            ),
+            w[0].detail
+                .contains("on 2 CPUs offered (0-1; 1 physical core, SMT siblings counted as one"),
             "{}",
             w[0].detail
         );
@@ -885,7 +903,7 @@ mod tests {
         let w = case_specific(&l, &p);
         assert_eq!(kinds(&w), [OVERSUBSCRIBED]);
         assert!(
-            w[0].detail.contains("1 device(s) × 8 thread(s)"),
+            w[0].detail.contains("1 device × 8 threads"),
             "{}",
             w[0].detail
         );
@@ -940,7 +958,7 @@ mod tests {
         assert!(co_scheduling(&busy_host(0.4, &[]), 2).is_empty());
         let w = co_scheduling(&busy_host(0.6, &[]), 2);
         assert_eq!(kinds(&w), [HOST_BUSY]);
-        assert!(w[0].detail.contains("0.30 CPU(s)"), "{}", w[0].detail);
+        assert!(w[0].detail.contains("0.30 CPUs"), "{}", w[0].detail);
         // One busy thread leaves a CPU: the same foreign work fits.
         assert!(co_scheduling(&busy_host(0.6, &[]), 1).is_empty());
         // Another launch's ranks: co-scheduled, and their CPU makes the host busy too.

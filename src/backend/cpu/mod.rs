@@ -251,10 +251,14 @@ impl Backend for CpuBackend {
         BackendInfo {
             kind: BackendKind::Cpu,
             detail: format!(
-                "MPI collectives on host buffers ({}); GEMM: {gemm}, {} thread(s) per device; {} device(s) per rank{}",
-                if self.g > 1 { "hierarchical: shared-memory combine among persistent bound worker threads with a spin-then-park barrier, MPI among node leaders" } else { "one MPI call per collective" },
-                self.cfg.threads_per_device.max(1),
-                self.g,
+                "MPI collectives on host buffers ({}); GEMM: {gemm}, {} per device; {} per rank{}",
+                if self.g > 1 {
+                    "hierarchical: shared-memory combine among persistent bound worker threads with a spin-then-park barrier, MPI among node leaders"
+                } else {
+                    "one MPI call per collective"
+                },
+                crate::units::count(self.cfg.threads_per_device.max(1), "thread", "threads"),
+                crate::units::count(self.g, "device", "devices"),
                 if self.g > 1 { " as worker threads" } else { "" }
             ),
         }

@@ -23,7 +23,10 @@ impl Family {
         match self {
             Family::AllLayouts => "across layouts".to_string(),
             Family::SingleNode => "within 1 node".to_string(),
-            Family::PerNode(d) => format!("{d} device(s) per node, across nodes"),
+            Family::PerNode(d) => format!(
+                "{} per node, across nodes",
+                crate::present::count(*d as usize, "device", "devices")
+            ),
         }
     }
 }

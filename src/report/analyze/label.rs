@@ -37,7 +37,10 @@ pub fn pretty_pair(k: &str, v: &str) -> Option<String> {
         }
         "binding" => format!("bind={v}"),
         "placement" => format!("place={v}"),
-        "nodes" => format!("{v} node(s)"),
+        "nodes" => match v {
+            "1" => "1 node".to_string(),
+            _ => format!("{v} nodes"),
+        },
         "devices_per_node" => format!("{v} dev/node"),
         "in_place" => if v == "true" {
             "in-place"

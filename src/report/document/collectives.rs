@@ -27,8 +27,8 @@ pub(super) fn collectives(doc: &mut Doc, a: &Analysis<'_>, figs: &[Figure], foun
         doc.para(vec![
             Span::Strong(format!("{} {}", v.workload, v.label)),
             text(format!(
-                ": {} case(s){}.",
-                v.cases,
+                ": {}{}.",
+                crate::present::count(v.cases, "case", "cases"),
                 if v.charted { ", charted above" } else { "" }
             )),
         ]);

@@ -4,17 +4,13 @@
 //! show. Read from the launches' provenance, transport and host-load records only.
 
 use super::setup_text;
+use crate::present::count;
 use crate::present::doc::{text, Block, Doc};
 use crate::present::table::{Cell, Table};
 use crate::report::analyze::Analysis;
 use crate::results::schema::{HostInfo, LaunchRecord, Provenance};
 use crate::units::format_bytes;
 use std::collections::{BTreeMap, BTreeSet};
-
-/// `n thing` or `n things`.
-pub(super) fn count(n: usize, one: &str, many: &str) -> String {
-    format!("{n} {}", if n == 1 { one } else { many })
-}
 
 /// The launches that ran the selected cases, once each, in input order.
 fn launches<'a>(a: &Analysis<'a>) -> Vec<&'a LaunchRecord> {

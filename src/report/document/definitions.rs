@@ -9,11 +9,11 @@ pub(super) fn definitions(doc: &mut Doc, a: &Analysis<'_>) {
     doc.heading(2, "Appendix B: definitions");
     let o = a.options;
     doc.para(vec![text(format!(
-        "Thresholds used here: a case is noisy when cv > {} ({:.0} %); a ratio within 1 ± {} is a tie; charts show the {} variant(s) with the most cases per workload (the rest are in the tables and results.csv).",
+        "Thresholds used here: a case is noisy when cv > {} ({:.0} %); a ratio within 1 ± {} is a tie; charts show the {} with the most cases per workload (the rest are in the tables and results.csv).",
         o.noisy_cv,
         o.noisy_cv * 100.0,
         o.tie_band,
-        o.chart_variants
+        crate::present::count(o.chart_variants, "variant", "variants")
     ))]);
     let defs: Vec<(String, Vec<Span>)> = derive::DEFINITIONS
         .iter()

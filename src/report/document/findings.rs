@@ -125,7 +125,7 @@ pub(super) fn findings(doc: &mut Doc, a: &Analysis<'_>, mut found: Findings) -> 
     doc.para(vec![text(if found.items.is_empty() {
         "No finding can be stated: no measured case supports one (see the sections below).".to_string()
     } else if left_out > 0 && !a.options.include_unrepresentative {
-        format!("What the measurements support, each with its table and chart. {left_out} case(s) that cannot represent their set-up are left out of these (see Not representative).")
+        format!("What the measurements support, each with its table and chart. {} that cannot represent {} set-up {} left out of these (see Not representative).", crate::present::count(left_out, "case", "cases"), if left_out == 1 { "its" } else { "their" }, if left_out == 1 { "is" } else { "are" })
     } else {
         "What the measurements support, each with its table and chart.".to_string()
     })]);

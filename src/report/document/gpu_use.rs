@@ -30,8 +30,8 @@ pub(super) fn gpu_use(doc: &mut Doc, a: &Analysis<'_>) {
     let low = rows.iter().filter(|(_, t)| under_used(t)).count();
     let failed = rows.iter().filter(|(_, t)| t.error.is_some()).count();
     doc.para(vec![text(format!(
-        "{} GPU-case(s) sampled; {low} averaged under {BUSY_UTIL_PERCENT} % utilisation (NVML: share of time a kernel ran), {failed} could not be sampled. Utilisation is coarse for cases shorter than a second; a minimum SM clock far below the maximum means idling or throttling. Least busy first:",
-        rows.len()
+        "{} sampled; {low} averaged under {BUSY_UTIL_PERCENT} % utilisation (NVML: share of time a kernel ran), {failed} could not be sampled. Utilisation is coarse for cases shorter than a second; a minimum SM clock far below the maximum means idling or throttling. Least busy first:",
+        crate::present::count(rows.len(), "GPU case", "GPU cases")
     ))]);
     let mut order = rows;
     order.sort_by(|x, y| {

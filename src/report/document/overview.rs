@@ -22,8 +22,8 @@ pub(super) fn overview(doc: &mut Doc, a: &Analysis<'_>) {
     let version = env!("CARGO_PKG_VERSION");
     doc.para(vec![text(format!(
         "scalebench {version} report from {}: {} ({}), {measured} measured and validated; workloads: {}; layouts (nodes × devices per node): {}.",
-        super::context::count(a.sources.len(), "input file", "input files"),
-        super::context::count(n, "case", "cases"),
+        crate::present::count(a.sources.len(), "input file", "input files"),
+        crate::present::count(n, "case", "cases"),
         by_status
             .iter()
             .map(|(k, v)| format!("{v} {k}"))
@@ -60,8 +60,18 @@ pub(super) fn overview(doc: &mut Doc, a: &Analysis<'_>) {
     let sel = a.selection;
     if sel.duplicates > 0 || sel.filtered_out > 0 {
         doc.para(vec![text(format!(
-            "{} case(s) were measured in more than one input (the newest measurement of each is used); {} case(s) were left out by --only.",
-            sel.duplicates, sel.filtered_out
+            "{} measured in more than one input (the newest measurement of each is used); {} left out by --only.",
+            were(sel.duplicates),
+            were(sel.filtered_out)
         ))]);
     }
+}
+
+/// `1 case was` / `2 cases were`.
+fn were(n: usize) -> String {
+    format!(
+        "{} {}",
+        crate::present::count(n, "case", "cases"),
+        if n == 1 { "was" } else { "were" }
+    )
 }

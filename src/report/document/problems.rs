@@ -41,7 +41,7 @@ pub(super) fn problems(doc: &mut Doc, a: &Analysis<'_>) {
     if !bad.is_empty() {
         doc.para(vec![text(format!(
             "{} not measured or not valid; wrong results first.",
-            super::context::count(bad.len(), "case", "cases")
+            crate::present::count(bad.len(), "case", "cases")
         ))]);
     }
     doc.table(t, "problems", None);

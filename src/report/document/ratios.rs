@@ -112,8 +112,11 @@ pub(super) fn ratios(
     doc.table(bands_table(&groups), &format!("{stem}_bands"), None);
     if !apart.is_empty() {
         doc.para(vec![text(format!(
-            "{} comparison(s) involve cases that are not representative: shown apart, without a verdict.",
-            apart.len()
+            "{} cases that are not representative: shown apart, without a verdict.",
+            match apart.len() {
+                1 => "1 comparison involves".to_string(),
+                n => format!("{n} comparisons involve"),
+            }
         ))]);
         apart_table(doc, &apart, stem);
     }

@@ -71,7 +71,7 @@ fn gemm_series_table(
             ", {kind} scaling, {}; baseline: {} ({}), time {}.",
             s.family.label(),
             base.layout().label(),
-            super::context::count(base.layout().devices() as usize, "device", "devices"),
+            crate::present::count(base.layout().devices() as usize, "device", "devices"),
             base.time_s()
                 .map_or_else(|| "-".into(), crate::units::format_seconds)
         )),
@@ -117,7 +117,7 @@ fn gemm_series_table(
                     " devices (layout {}, {}), against {}{caveat}.",
                     a.entries[s.points[last]].layout().label(),
                     s.family.label(),
-                    super::context::count(base.layout().devices() as usize, "device", "devices")
+                    crate::present::count(base.layout().devices() as usize, "device", "devices")
                 ))
                 .done(
                     format!("{} {}", s.workload, s.label),

@@ -11,7 +11,7 @@ pub(super) fn spread(doc: &mut Doc, a: &Analysis<'_>) {
     doc.para(vec![text(format!(
         "{} of {} with samples are noisy (cv > {}). The {} noisiest:",
         a.noisy.len(),
-        super::context::count(with, "case", "cases"),
+        crate::present::count(with, "case", "cases"),
         a.options.noisy_cv,
         a.noisy.len().min(TOP)
     ))]);

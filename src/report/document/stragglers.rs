@@ -16,7 +16,7 @@ pub(super) fn stragglers(doc: &mut Doc, a: &Analysis<'_>, found: &mut Findings) 
     }
     doc.para(vec![text(format!(
         "{} with 2 or more ranks. Straggler score = geometric mean of (rank mean / median rank mean); see Definitions.",
-        super::context::count(s.cases, "measured case", "measured cases")
+        crate::present::count(s.cases, "measured case", "measured cases")
     ))]);
     node_table(doc, s, &section, found);
     rank_table(doc, s);
@@ -52,6 +52,11 @@ fn node_table(doc: &mut Doc, s: &Stragglers, section: &str, found: &mut Findings
         ));
     }
     if t.rows.len() >= 2 && hosts.len() >= 2 {
+        let one_case = t
+            .columns
+            .iter()
+            .position(|c| c == "cases")
+            .is_some_and(|j| t.rows[0][j].raw() == "1");
         list.push(
             Sentence::new(&t, 0)
                 .text("slowest node ")
@@ -64,7 +69,7 @@ fn node_table(doc: &mut Doc, s: &Stragglers, section: &str, found: &mut Findings
                 .fig("slowest in")
                 .text(" of ")
                 .fig("cases")
-                .text(" case(s).")
+                .text(if one_case { " case." } else { " cases." })
                 .done("Stragglers", None, section),
         );
     }

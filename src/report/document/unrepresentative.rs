@@ -15,9 +15,9 @@ pub(super) fn unrepresentative(doc: &mut Doc, a: &Analysis<'_>, found: &mut Find
     doc.heading(2, "Not representative");
     let section = doc.last_heading_id().unwrap_or_default().to_string();
     doc.para(vec![text(if a.options.include_unrepresentative {
-        format!("{} case(s) ran on a set-up that cannot represent what it names. --include-unrepresentative was given: they are used in winners, scaling and fits, and marked there.", a.unrepresentative.len())
+        format!("{} on a set-up that cannot represent what it names. --include-unrepresentative was given: {} used in winners, scaling and fits, and marked there.", ran(a.unrepresentative.len()), it_they(a.unrepresentative.len()))
     } else {
-        format!("{} case(s) ran on a set-up that cannot represent what it names: they are shown apart (greyed in charts, in separate tables) and left out of winners, scaling efficiencies, fits and findings. --include-unrepresentative uses them, marked.", a.unrepresentative.len())
+        format!("{} on a set-up that cannot represent what it names: {} shown apart (greyed in charts, in separate tables) and left out of winners, scaling efficiencies, fits and findings. --include-unrepresentative uses them, marked.", ran(a.unrepresentative.len()), it_they(a.unrepresentative.len()))
     })]);
     // (kind, launch, detail) → cases
     let mut groups: BTreeMap<(String, usize, String, String), (String, usize)> = BTreeMap::new();
@@ -47,11 +47,14 @@ pub(super) fn unrepresentative(doc: &mut Doc, a: &Analysis<'_>, found: &mut Find
     }
     let list: Vec<Finding> = (0..t.rows.len())
         .map(|r| {
+            let one = t.rows[r][1].raw() == "1";
             Sentence::new(&t, r)
                 .fig("cases")
                 .text(format!(
-                    " case(s) are not representative ({}) and are {}",
+                    " {} not representative ({}) and {} {}",
+                    if one { "case is" } else { "cases are" },
                     t.rows[r][0].raw().replace('_', " "),
+                    if one { "is" } else { "are" },
                     if a.options.include_unrepresentative {
                         "included, marked, in what follows"
                     } else {
@@ -75,4 +78,18 @@ pub(super) fn unrepresentative(doc: &mut Doc, a: &Analysis<'_>, found: &mut Find
         ]);
     }
     doc.table(t, "unrepresentative", None);
+}
+
+/// `1 case ran` / `3 cases ran`.
+fn ran(n: usize) -> String {
+    format!("{} ran", crate::present::count(n, "case", "cases"))
+}
+
+/// `it is` / `they are`, agreeing with [`ran`].
+fn it_they(n: usize) -> &'static str {
+    if n == 1 {
+        "it is"
+    } else {
+        "they are"
+    }
 }

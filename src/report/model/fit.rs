@@ -49,7 +49,7 @@ impl Fit {
 /// Why a fit was not made; the text goes into the report as is.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum FitError {
-    #[error("{have} usable point(s); a fit needs at least {need}")]
+    #[error("{} usable; a fit needs at least {need}", crate::present::count(*have, "point", "points"))]
     TooFew { have: usize, need: usize },
     #[error("the points do not separate the latency term from the per-byte term (e.g. every point has the same size)")]
     Degenerate,

@@ -236,8 +236,8 @@ pub(crate) fn fit_scales(w: Workload, points: &[ScalePoint]) -> Result<ScaleMode
     devices.dedup();
     if devices.len() < 2 {
         return Err(FitError::NotApplicable(format!(
-            "measured at {} device count(s) ≥ 2; forms across scales need at least 2",
-            devices.len()
+            "measured at {} ≥ 2; forms across scales need at least 2",
+            crate::present::count(devices.len(), "device count", "device counts")
         )));
     }
     let pmax = *devices.last().expect("two device counts");

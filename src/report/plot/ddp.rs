@@ -58,7 +58,8 @@ fn breakdowns(pts: &[Point]) -> Vec<Figure> {
             workload: Workload::DdpStep,
             stem: format!("ddp_breakdown_{}", k + 1),
             title: format!(
-                "ddp_step: step time, compute vs exposed communication — {setup}, {dpn} device(s) per node{}",
+                "ddp_step: step time, compute vs exposed communication — {setup}, {} per node{}",
+                crate::present::count(dpn as usize, "device", "devices"),
                 not_representative_suffix(concerns)
             ),
             caption: "Where one training step's time goes, per device count: the lower bar is the mean rank's step without communication (`compute_s`), the middle bar what the slowest rank's compute adds (`compute_imbalance_s`), the upper bar the communication on the critical path (`exposed_comm_s`, drawn from 0 when it reads negative within noise); together they are the step at the slowest rank's pace. The dashed line is the same step with every all-reduce after backward (no overlap). Grey bars: not representative of the set-up.".to_string(),
@@ -213,7 +214,8 @@ fn overlap_vs_bucket(pts: &[Point]) -> Vec<Figure> {
             v.sort_by(|a, b| a.x.total_cmp(&b.x));
             Curve {
                 label: format!(
-                    "{nodes} node(s), {devices} devices: {setup}{}",
+                    "{}, {devices} devices: {setup}{}",
+                    crate::present::count(nodes as usize, "node", "nodes"),
                     not_representative_suffix(&concerns)
                 ),
                 greyed: !concerns.is_empty(),
