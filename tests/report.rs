@@ -1065,3 +1065,158 @@ fn gpu_telemetry_is_reported_least_busy_first() {
     assert_eq!(num(&rows[1]["power max (W)"]), 585.0);
     assert!(rows[2]["note"].contains("GPU is lost"), "{:?}", rows[2]);
 }
+
+/// A study at the scale the issue names: 1 to 1,024 devices (1–256 nodes × 4), pure and
+/// hybrid, 30 sizes (8 B – 4 GiB) of an all-reduce with ring-model times. Every chart stays
+/// readable: at most 12 labelled sizes on an x axis, no two tick labels of one axis closer than
+/// their width, and a legend no taller than the plot. `SCALEBENCH_KEEP` keeps the report.
+#[test]
+fn charts_stay_readable_at_1024_devices_and_30_sizes() {
+    use scalebench::params::{BackendKind, LaunchShape, Placement, ReduceOp};
+    let mut launches = Vec::new();
+    let mut cases = Vec::new();
+    let mut rng = fixture::Rng(7);
+    for nodes in [1u32, 4, 16, 64, 256] {
+        for topology in [Topology::Pure, Topology::Hybrid] {
+            let shape = LaunchShape {
+                backend: BackendKind::Cpu,
+                topology,
+                nodes,
+                devices_per_node: 4,
+                binding: Binding::Core,
+                placement: Placement::Fill,
+            };
+            let mut launch = fixture::launch(shape);
+            if topology == Topology::Hybrid {
+                // One rank per node drives its 4 devices: give it their 4 CPUs, one each.
+                if let Some(prov) = launch.provenance.as_mut() {
+                    for r in &mut prov.ranks {
+                        r.cpus = "0-3".into();
+                        for d in &mut r.devices {
+                            d.cpus = d.local_index.to_string();
+                        }
+                    }
+                }
+            }
+            launches.push(launch);
+            let p = f64::from(shape.devices());
+            for e in 3..33u32 {
+                let bytes = 1u64 << e;
+                let t = 2.0 * (p - 1.0) * 2e-6 + 2.0 * (p - 1.0) / p * bytes as f64 / 20e9 + 1e-6;
+                let params = scalebench::params::CaseParams {
+                    topology,
+                    binding: Binding::Core,
+                    op: Some(ReduceOp::Sum),
+                    in_place: Some(false),
+                    requested_bytes: Some(bytes),
+                    ..scalebench::params::CaseParams::new(Workload::Allreduce, nodes, 4)
+                };
+                let per_rank = (0..params.ranks())
+                    .map(|_| t * (1.0 + 0.02 * rng.uniform()))
+                    .collect();
+                let samples = (0..10).map(|_| t * (1.0 + 0.1 * rng.uniform())).collect();
+                cases.push(fixture::case(&params, &shape.id(), per_rank, samples));
+            }
+        }
+    }
+    let file = fixture::results("scale", launches, cases);
+    let dir = match std::env::var_os("SCALEBENCH_KEEP") {
+        Some(d) => PathBuf::from(d),
+        None => tmpdir("report-scale"),
+    };
+    let input = fixture::write(&dir, "scale.json", &file);
+    let out = dir.join("rep");
+    report(&[s(&input), "--out", s(&out)]).assert_code(0);
+    let charts: Vec<PathBuf> = std::fs::read_dir(out.join("charts"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "svg"))
+        .collect();
+    assert!(charts.len() >= 4, "{charts:?}");
+    for c in &charts {
+        check_png(&c.with_extension("png"));
+        check_readable_svg(c);
+    }
+    // The five hybrid/pure comparisons: in numeric order of their layouts, split evenly
+    // (3 + 2) across charts, never 4 + 1 in string order (1×4, 16×4, 256×4, 4×4).
+    let mut per_chart = Vec::new();
+    for k in 1..=2 {
+        let svg = std::fs::read_to_string(out.join(format!("charts/topology_allreduce_{k}.svg")))
+            .unwrap();
+        let nodes: Vec<u32> = svg_texts(&svg)
+            .iter()
+            .filter_map(|(_, _, t)| {
+                t.split_once(" / pure at ")?
+                    .1
+                    .split('×')
+                    .next()?
+                    .parse()
+                    .ok()
+            })
+            .collect();
+        per_chart.push(nodes);
+    }
+    assert_eq!(per_chart, vec![vec![1, 4, 16], vec![64, 256]]);
+}
+
+/// The tick labels of an SVG chart: (x, y, text) of every `<text>` element.
+fn svg_texts(svg: &str) -> Vec<(f64, f64, String)> {
+    let mut out = Vec::new();
+    for part in svg.split("<text").skip(1) {
+        let attr = |name: &str| -> Option<f64> {
+            let at = part.find(&format!(" {name}=\""))? + name.len() + 3;
+            part[at..].split('"').next()?.parse().ok()
+        };
+        let (Some(x), Some(y)) = (attr("x"), attr("y")) else {
+            continue;
+        };
+        let Some(body) = part.split_once('>').map(|(_, b)| b) else {
+            continue;
+        };
+        let text = body.split("</text>").next().unwrap_or_default().to_string();
+        out.push((x, y, text));
+    }
+    out
+}
+
+/// No two labels on one line (same y) overlap: their centres lie at least half of both widths
+/// apart (a label is about 0.6 × the font's 14–16 px per character).
+fn check_readable_svg(path: &Path) {
+    let svg = std::fs::read_to_string(path).unwrap();
+    let texts = svg_texts(&svg);
+    assert!(!texts.is_empty(), "{}: no text", path.display());
+    let mut rows: BTreeMap<i64, Vec<(f64, usize)>> = BTreeMap::new();
+    for (x, y, t) in &texts {
+        rows.entry(y.round() as i64)
+            .or_default()
+            .push((*x, t.chars().count()));
+    }
+    let sizes = texts
+        .iter()
+        .filter(|(_, _, t)| {
+            t.ends_with('B')
+                && t.trim_end_matches("KiB")
+                    .trim_end_matches("MiB")
+                    .trim_end_matches("GiB")
+                    .trim_end_matches('B')
+                    .parse::<u64>()
+                    .is_ok()
+        })
+        .count();
+    assert!(sizes <= 12 * 4, "{}: {sizes} size labels", path.display());
+    for (y, mut row) in rows {
+        row.sort_by(|a, b| a.0.total_cmp(&b.0));
+        for w in row.windows(2) {
+            let need = 0.5 * 8.0 * (w[0].1 + w[1].1) as f64 * 0.9;
+            assert!(
+                w[1].0 - w[0].0 >= need.min(40.0),
+                "{}: labels at y={y} overlap: x {} and {} ({:?})",
+                path.display(),
+                w[0].0,
+                w[1].0,
+                row
+            );
+        }
+    }
+}

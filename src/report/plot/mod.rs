@@ -353,8 +353,10 @@ pub(crate) fn chunk_by<T, K: Ord + Clone>(
     let mut out: Vec<Vec<T>> = Vec::new();
     let mut cur: Vec<T> = Vec::new();
     for (_, mut g) in groups {
+        // A group too big for one chart is split evenly (5 → 3 + 2, not 4 + 1).
+        let per = g.len().div_ceil(g.len().div_ceil(max));
         while g.len() > max {
-            let rest = g.split_off(max);
+            let rest = g.split_off(per);
             out.push(std::mem::replace(&mut g, rest));
         }
         if cur.len() + g.len() > max {
@@ -471,7 +473,9 @@ pub(crate) fn ratio_figures(a: &Analysis<'_>, kind: RatioKind, text: &RatioText)
         by_wl.entry(g.workload).or_default().push(g);
     }
     let mut out = Vec::new();
-    for (wl, groups) in by_wl {
+    for (wl, mut groups) in by_wl {
+        // Layouts in numeric order (1×4 before 16×4), in the legend and across charts.
+        groups.sort_by_key(|g| (g.layout.devices(), g.layout.nodes));
         // Ratios of neighbouring set-ups lie close together: fewer lines per chart.
         let parts = chunk_by(groups, MAX_RATIO_SERIES, |g| a.palette.style_index(g.style));
         let many = parts.len() > 1;
