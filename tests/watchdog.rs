@@ -176,13 +176,13 @@ fn assert_clean(out: &Path) {
     }
 }
 
-/// Rank 0 stuck in a case (its watchdog working), three trials: exit 4 within the documented
-/// bound (--op-timeout + grace), rank 0 named, results.json written, `--out` clean. Before:
-/// `.watchdog/` or temporaries were left in 5 of 6 trials.
-#[test]
-fn rank_0_stuck_leaves_results_and_nothing_else() {
-    let dir = tmpdir("wd-rank0");
+/// Three trials of one rank stuck before its case (`fault`), the other ranks' watchdogs
+/// working: exit 4 within `limit`, the stuck rank named, the case kept as `timeout` with that
+/// diagnosis in results.json (and the message saying where), `--out` clean. Returns the times.
+fn stuck_rank_trials(tag: &str, fault: &str, rank: u32, limit: Duration) -> Vec<f64> {
+    let dir = tmpdir(tag);
     let mut took = Vec::new();
+    let named = format!("rank(s) {rank} had not arrived at control step");
     for t in 0..3 {
         let out = dir.join(format!("out{t}"));
         let o = out.to_str().unwrap();
@@ -196,21 +196,15 @@ fn rank_0_stuck_leaves_results_and_nothing_else() {
                 "--in-place",
                 "no",
                 "--fault",
-                "hang",
+                fault,
                 "--op-timeout",
                 "2",
             ],
         );
         let (r, d) = bounded(60, &cl, &[]);
         assert_eq!(r.code, 4, "{}", r.stderr);
-        // 2 s + 1 s grace + MPI_Abort (it was 2 s + 5 s before).
-        assert!(d < Duration::from_secs(12), "{d:?}");
-        assert!(
-            r.stderr
-                .contains("rank(s) 0 had not arrived at control step"),
-            "{}",
-            r.stderr
-        );
+        assert!(d < limit, "{d:?}");
+        assert!(r.stderr.contains(&named), "{}", r.stderr);
         assert!(
             r.stderr.contains(&format!(
                 "Finished cases are kept in {}",
@@ -222,56 +216,30 @@ fn rank_0_stuck_leaves_results_and_nothing_else() {
         let res = read_results(&out);
         assert_eq!(res.cases.len(), 1);
         assert_eq!(res.cases[0].status, "timeout");
+        let msg = res.cases[0].message.as_deref().unwrap_or_default();
+        assert!(msg.contains(&named), "{msg}");
         assert_clean(&out);
         took.push(d.as_secs_f64());
     }
+    took
+}
+
+/// Rank 0 stuck in a case (its watchdog working): ended by --op-timeout + grace. Before:
+/// `.watchdog/` or temporaries were left in 5 of 6 trials.
+#[test]
+fn rank_0_stuck_leaves_results_and_nothing_else() {
+    // 2 s + 1 s grace + MPI_Abort (it was 2 s + 5 s before).
+    let took = stuck_rank_trials("wd-rank0", "hang", 0, Duration::from_secs(12));
     eprintln!("rank 0 stuck: 3/3 ended with exit 4 in {took:.1?} s");
 }
 
 /// Rank 1 stuck in a case (rank 0 waiting in the case's first collective): rank 0's watchdog
-/// names rank 1, keeps the case as `timeout` in results.json and ends the job within
-/// --op-timeout + grace; `--out` is left clean. Three trials.
+/// names rank 1 within --op-timeout + grace.
 #[test]
 fn rank_1_stuck_is_named_by_rank_0_within_the_grace() {
-    let dir = tmpdir("wd-rank1");
-    let mut took = Vec::new();
-    for t in 0..3 {
-        let out = dir.join(format!("out{t}"));
-        let o = out.to_str().unwrap();
-        let cl = mpirun2(
-            o,
-            &[
-                "-w",
-                "allreduce",
-                "--sizes",
-                "8B",
-                "--in-place",
-                "no",
-                "--fault",
-                "hang_last",
-                "--op-timeout",
-                "2",
-            ],
-        );
-        let (r, d) = bounded(60, &cl, &[]);
-        assert_eq!(r.code, 4, "{}", r.stderr);
-        // 2 s + 1 s grace + start-up and MPI_Abort (2.3–2.4 s here); the old fixed 5 s grace
-        // took at least 7 s.
-        assert!(d < Duration::from_millis(6500), "{d:?}");
-        assert!(
-            r.stderr
-                .contains("rank(s) 1 had not arrived at control step"),
-            "{}",
-            r.stderr
-        );
-        let res = read_results(&out);
-        assert_eq!(res.cases.len(), 1);
-        assert_eq!(res.cases[0].status, "timeout");
-        let msg = res.cases[0].message.as_deref().unwrap_or_default();
-        assert!(msg.contains("rank(s) 1 had not arrived"), "{msg}");
-        assert_clean(&out);
-        took.push(d.as_secs_f64());
-    }
+    // 2 s + 1 s grace + start-up and MPI_Abort (2.3–2.4 s here); the old fixed 5 s grace took
+    // at least 7 s.
+    let took = stuck_rank_trials("wd-rank1", "hang_last", 1, Duration::from_millis(6500));
     eprintln!("rank 1 stuck: 3/3 ended with exit 4 in {took:.1?} s");
 }
 

@@ -275,22 +275,15 @@ impl Attempt {
             }
             (Some(l), None, _) => Some(l),
             (None, Some(o), Some(p)) => {
-                let mut l = LaunchRecord {
-                    launch_id: p.launch_id.clone(),
-                    shape: p.shape,
-                    status: o.status,
-                    launcher: o.launcher.clone(),
-                    command_line: o.command_line.clone(),
-                    started_unix_s: o.started_unix_s,
-                    finished_unix_s: Some(o.finished_unix_s),
-                    wall_s: None,
-                    overhead_s: None,
-                    stderr_tail: None,
-                    provenance: None,
-                    unrepresentative: Vec::new(),
-                    transport: None,
-                    host_load: None,
-                };
+                let mut l = LaunchRecord::starting(
+                    p.launch_id.clone(),
+                    p.shape,
+                    o.status,
+                    o.launcher.clone(),
+                    o.command_line.clone(),
+                    o.started_unix_s,
+                );
+                l.finished_unix_s = Some(o.finished_unix_s);
                 apply_outcome(&mut l, o, &[]);
                 Some(l)
             }

@@ -125,6 +125,36 @@ pub struct LaunchRecord {
     pub host_load: Option<HostLoad>,
 }
 
+impl LaunchRecord {
+    /// A launch as its driver or its rank 0 first knows it: who started what and when, and
+    /// nothing measured yet (no end, provenance, transport or load).
+    pub fn starting(
+        launch_id: String,
+        shape: LaunchShape,
+        status: LaunchStatus,
+        launcher: String,
+        command_line: Vec<String>,
+        started_unix_s: f64,
+    ) -> LaunchRecord {
+        LaunchRecord {
+            launch_id,
+            shape,
+            status,
+            launcher,
+            command_line,
+            started_unix_s,
+            finished_unix_s: None,
+            wall_s: None,
+            overhead_s: None,
+            stderr_tail: None,
+            provenance: None,
+            unrepresentative: Vec::new(),
+            transport: None,
+            host_load: None,
+        }
+    }
+}
+
 /// What carried a launch's MPI messages. Evidence and its limits: docs/results-format.md.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Transport {

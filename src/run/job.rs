@@ -375,22 +375,14 @@ fn keep_start_up(
         emulated_nodes: layout.emulated,
         labels: Default::default(),
     });
-    k.launch = Some(LaunchRecord {
-        launch_id: req.launch_id.clone().unwrap_or_else(|| shape.id()),
+    k.launch = Some(LaunchRecord::starting(
+        req.launch_id.clone().unwrap_or_else(|| shape.id()),
         shape,
-        status: LaunchStatus::Incomplete,
-        launcher: env.source.map_or("direct".to_string(), |s| s.to_string()),
-        command_line: argv.to_vec(),
-        started_unix_s: started,
-        finished_unix_s: None,
-        wall_s: None,
-        overhead_s: None,
-        stderr_tail: None,
-        provenance: None,
-        unrepresentative: Vec::new(),
-        transport: None,
-        host_load: None,
-    });
+        LaunchStatus::Incomplete,
+        env.source.map_or("direct".to_string(), |s| s.to_string()),
+        argv.to_vec(),
+        started,
+    ));
     k.unstarted = cases.to_vec();
 }
 
@@ -724,25 +716,17 @@ impl Job<'_> {
                 record_thread_level(&mut p, self.thread_level);
                 p
             });
-        let mut launch = LaunchRecord {
-            launch_id: self.launch_id.clone(),
-            shape: self.shape,
-            status: LaunchStatus::Incomplete,
-            launcher: self
-                .env
+        let mut launch = LaunchRecord::starting(
+            self.launch_id.clone(),
+            self.shape,
+            LaunchStatus::Incomplete,
+            self.env
                 .source
                 .map_or("direct".to_string(), |s| s.to_string()),
-            command_line: self.argv.to_vec(),
-            started_unix_s: started,
-            finished_unix_s: None,
-            wall_s: None,
-            overhead_s: None,
-            stderr_tail: None,
-            provenance,
-            unrepresentative: Vec::new(),
-            transport: None,
-            host_load: None,
-        };
+            self.argv.to_vec(),
+            started,
+        );
+        launch.provenance = provenance;
         launch.unrepresentative =
             representative::assess_launch(&launch, &representative::Load::COLLECTIVE);
         launch
