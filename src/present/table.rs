@@ -25,6 +25,36 @@ pub enum NumFmt {
     PValue,
     /// A rate (GB/s, GFLOP/s): 1 to 4 decimals, fewer the larger it is (`12.35`, `0.0582`).
     Rate,
+    /// A measured figure with as many significant digits as its spread supports
+    /// ([`digits_for_spread`]): `12.3` at a 5 % spread, `12.35` below 1 %.
+    Measured(u8),
+    /// Seconds in a readable unit (as [`NumFmt::Seconds`]) with the digits of [`NumFmt::Measured`].
+    MeasuredSeconds(u8),
+}
+
+/// Significant digits a measured figure supports, from the relative spread (cv) of its
+/// samples: 2 from 10 % up, 3 from 1 %, 4 below (and when the spread is unknown). A digit
+/// finer than the spread would claim a precision the next run does not repeat.
+pub(crate) fn digits_for_spread(cv: Option<f64>) -> u8 {
+    match cv {
+        Some(r) if r.is_finite() && r >= 0.1 => 2,
+        Some(r) if r.is_finite() && r >= 0.01 => 3,
+        _ => 4,
+    }
+}
+
+/// `v` rounded to `digits` significant digits, in plain notation (`123456` at 2 digits is
+/// `120000`, `0.012345` is `0.012`).
+pub(crate) fn rounded(v: f64, digits: u8) -> String {
+    if v == 0.0 || !v.is_finite() {
+        return format!("{v}");
+    }
+    let digits = i32::from(digits.max(1));
+    let place = |x: f64| x.abs().log10().floor() as i32 + 1 - digits;
+    let r = (v / 10f64.powi(place(v))).round() * 10f64.powi(place(v));
+    // Rounding may carry into a new digit (9.96 at 2 digits is 10): the place of the result.
+    let decimals = (-place(r)).max(0) as usize;
+    format!("{r:.decimals$}")
 }
 
 /// How strongly a flagged cell asks for attention (HTML colours it by this).
@@ -137,6 +167,20 @@ pub(crate) fn format_num(v: f64, f: NumFmt) -> String {
                 4
             };
             format!("{v:.digits$}")
+        }
+        NumFmt::Measured(d) => rounded(v, d),
+        NumFmt::MeasuredSeconds(d) => {
+            let (scale, unit) = match v.abs() {
+                a if a >= 1.0 => (1.0, "s"),
+                a if a >= 1e-3 => (1e3, "ms"),
+                a if a >= 1e-6 => (1e6, "µs"),
+                _ => (1e9, "ns"),
+            };
+            if v.is_finite() {
+                format!("{} {unit}", rounded(v * scale, d))
+            } else {
+                format!("{v}")
+            }
         }
         NumFmt::ApproxBytes => {
             let (m, unit) = [(1u64 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")]
@@ -296,6 +340,41 @@ pub(crate) fn parse_csv(text: &str) -> Vec<Vec<String>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn measured_figures_keep_the_digits_their_spread_supports() {
+        assert_eq!(digits_for_spread(Some(0.05)), 3);
+        assert_eq!(digits_for_spread(Some(1.42)), 2);
+        assert_eq!(digits_for_spread(Some(0.1)), 2);
+        assert_eq!(digits_for_spread(Some(0.009)), 4);
+        assert_eq!(digits_for_spread(None), 4);
+        assert_eq!(digits_for_spread(Some(f64::NAN)), 4);
+        let m = |v, d| format_num(v, NumFmt::Measured(d));
+        assert_eq!(m(12.3456, 3), "12.3");
+        assert_eq!(m(12.3456, 4), "12.35");
+        assert_eq!(m(0.012345, 2), "0.012");
+        assert_eq!(m(123456.0, 2), "120000");
+        assert_eq!(m(1523.248, 4), "1523");
+        assert_eq!(m(9.96, 2), "10");
+        assert_eq!(m(0.0996, 2), "0.10");
+        assert_eq!(m(-0.25, 2), "-0.25");
+        assert_eq!(m(0.0, 3), "0");
+        let t = |v, d| format_num(v, NumFmt::MeasuredSeconds(d));
+        assert_eq!(t(12.345e-6, 3), "12.3 µs");
+        assert_eq!(t(0.5309e-6, 2), "530 ns");
+        assert_eq!(t(4.5678e-3, 4), "4.568 ms");
+        // the shown figure is within half a unit of its last digit
+        for v in [0.5309, 1.972, 40.27, 812.9, 3.3e-5] {
+            for d in 2..=4u8 {
+                let shown: f64 = m(v, d).parse().unwrap();
+                let unit = 10f64.powi(v.abs().log10().floor() as i32 + 1 - i32::from(d));
+                assert!(
+                    (shown - v).abs() <= 0.5 * unit * 1.000001,
+                    "{v} {d}: {shown}"
+                );
+            }
+        }
+    }
 
     #[test]
     fn csv_round_trips_awkward_text() {

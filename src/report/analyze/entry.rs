@@ -59,6 +59,10 @@ impl<'a> Entry<'a> {
     pub fn representative(&self) -> bool {
         self.concerns.is_empty()
     }
+    /// Significant digits its figures support: from the relative spread (cv) of its samples.
+    pub fn digits(&self) -> u8 {
+        crate::present::table::digits_for_spread(self.spread.map(|s| s.cv))
+    }
     /// The kinds of its concerns.
     pub fn concern_kinds(&self) -> BTreeSet<String> {
         self.concerns.iter().map(|c| c.kind.clone()).collect()

@@ -76,7 +76,7 @@ fn curve_row(a: &Analysis<'_>, c: &Curve) -> Vec<Cell> {
     let first = pts.first();
     let peak = pts
         .iter()
-        .filter_map(|e| Some((e.case.busbw_gbps?, e.bytes()?)))
+        .filter_map(|e| Some((e.case.busbw_gbps?, e.bytes()?, e.digits())))
         .max_by(|x, y| x.0.total_cmp(&y.0));
     let f = c.factor.filter(|f| *f > 0.0).unwrap_or(1.0);
     let (alpha, bw, r2, regimes, switch, half, note) = match &c.regimes {
@@ -109,8 +109,14 @@ fn curve_row(a: &Analysis<'_>, c: &Curve) -> Vec<Cell> {
         first
             .and_then(|e| e.bytes())
             .map_or(Cell::Empty, bytes_cell),
-        Cell::opt(first.and_then(|e| e.time_s()), NumFmt::Seconds),
-        Cell::opt(peak.map(|p| p.0).filter(|b| *b > 0.0), NumFmt::Sig),
+        Cell::opt(
+            first.and_then(|e| e.time_s()),
+            NumFmt::MeasuredSeconds(first.map_or(4, |e| e.digits())),
+        ),
+        Cell::opt(
+            peak.map(|p| p.0).filter(|b| *b > 0.0),
+            NumFmt::Measured(peak.map_or(4, |p| p.2)),
+        ),
         peak.filter(|p| p.0 > 0.0)
             .map_or(Cell::Empty, |p| bytes_cell(p.1)),
         Cell::opt(

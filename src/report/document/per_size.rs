@@ -43,7 +43,7 @@ pub(super) fn per_size(doc: &mut Doc, a: &Analysis<'_>) {
         return;
     }
     doc.heading(2, "Per-size results");
-    doc.prose("Every measured size of every collective and set-up, laid out as nccl-tests and the table a run prints: out-of-place and in-place side by side; time is the headline time (µs), algbw and busbw in GB/s (left empty on one device, where no data moves between devices), #wrong the wrong elements or the case's status.");
+    doc.prose("Every measured size of every collective and set-up, laid out as nccl-tests and the table a run prints: out-of-place and in-place side by side; time is the headline time (µs), algbw and busbw in GB/s (left empty on one device, where no data moves between devices), #wrong the wrong elements or the case's status. Each figure has the significant digits its samples' spread supports (2 from a cv of 10 %, 3 from 1 %, else 4).");
     for rows in blocks.values() {
         let first = rows
             .values()
@@ -122,15 +122,21 @@ fn place_cells(e: Option<&Entry<'_>>) -> [Cell; 4] {
     let c = e.case;
     // One device moves nothing between devices: no bandwidth to show (busbw factor 0).
     let moves = c.busbw_factor.is_none_or(|f| f > 0.0);
+    // As many digits as the case's spread supports (nccl-tests prints two decimals whatever
+    // the spread, so 0.53 and 1523.25 look equally certain).
+    let d = e.digits();
     let bw = |v: Option<f64>| {
         if moves {
-            Cell::opt(v, NumFmt::Rate)
+            Cell::opt(v, NumFmt::Measured(d))
         } else {
             Cell::Empty
         }
     };
     [
-        Cell::opt(c.timing.as_ref().map(|t| t.time_s * 1e6), NumFmt::Fixed(2)),
+        Cell::opt(
+            c.timing.as_ref().map(|t| t.time_s * 1e6),
+            NumFmt::Measured(d),
+        ),
         bw(c.algbw_gbps),
         bw(c.busbw_gbps),
         match c.status {

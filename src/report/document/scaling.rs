@@ -94,12 +94,12 @@ fn gemm_series_table(
             Cell::text(e.layout().label()),
             Cell::UInt(u64::from(e.layout().nodes)),
             Cell::UInt(u64::from(e.layout().devices())),
-            Cell::opt(e.time_s(), NumFmt::Seconds),
+            Cell::opt(e.time_s(), NumFmt::MeasuredSeconds(e.digits())),
             Cell::num(sc.speedup, NumFmt::Fixed(3)),
             Cell::num(sc.ideal_speedup, NumFmt::Fixed(3)),
             Cell::num(sc.efficiency, NumFmt::Fixed(3)),
-            Cell::opt(e.case.gflops, NumFmt::Sig),
-            Cell::opt(e.case.gflops_total, NumFmt::Sig),
+            Cell::opt(e.case.gflops, NumFmt::Measured(e.digits())),
+            Cell::opt(e.case.gflops_total, NumFmt::Measured(e.digits())),
             Cell::opt(e.spread.map(|x| x.cv), NumFmt::Percent),
         ]);
     }
@@ -189,9 +189,14 @@ fn retention_table(a: &Analysis<'_>, cs: &CollScale) -> Table {
                     .filter(|b| *b > 0.0)
             })
             .collect();
+        let digits = |j: usize| row[j].map_or(4, |i| a.entries[i].digits());
         let b0 = base.and_then(|b| bw[b]);
         let mut cells = vec![bytes_cell(*req)];
-        cells.extend(bw.iter().map(|b| Cell::opt(*b, NumFmt::Sig)));
+        cells.extend(
+            bw.iter()
+                .enumerate()
+                .map(|(j, b)| Cell::opt(*b, NumFmt::Measured(digits(j)))),
+        );
         cells.extend(bw.iter().enumerate().map(|(j, b)| match (b, b0, base) {
             (Some(b), Some(b0), Some(k)) if j >= k => Cell::num(b / b0, NumFmt::Fixed(3)),
             _ => Cell::Empty,
