@@ -1,6 +1,9 @@
 //! What else kept a host busy while a launch ran: /proc/stat and /proc/loadavg around the
-//! launch, this process's CPU time, and the other scalebench processes on the host. Parsers are
-//! pure (tested on text); the readers return empty snapshots where /proc is missing.
+//! launch, this process's CPU time, and the other scalebench processes on the host — those
+//! running (from /proc) and those that ended recently (each leaves its CPU time in a per-user
+//! folder of the host's temporary directory when it ends, so a launch that started and ended
+//! inside one long case is still seen). Parsers are pure (tested on text); the readers return
+//! empty snapshots where /proc is missing.
 
 use crate::results::schema::{HostLoad, OtherProcess};
 use std::collections::{BTreeMap, BTreeSet};
@@ -115,8 +118,106 @@ pub fn merge_seen(after: &mut HostSnapshot, during: BTreeMap<u32, (String, f64)>
     }
 }
 
-/// pid → (command line, CPU seconds so far) of every process named `scalebench`.
+/// A scalebench process that has ended: what it leaves for other launches on the host.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Ended {
+    pub pid: u32,
+    pub command: String,
+    pub cpu_s: f64,
+    pub ended_unix_s: f64,
+}
+
+/// How long an ended process stays visible: a launch inside one case longer than this is
+/// seen only if a look between cases caught it running.
+const ENDED_VISIBLE_S: f64 = 3600.0;
+/// Records older than this are removed by whoever reads the folder.
+const ENDED_KEPT_S: f64 = 86_400.0;
+
+/// The folder of ended processes: per user (others' files are not ours to read or remove),
+/// in the host's temporary directory (one per host, as the other launches are).
+fn ended_dir() -> std::path::PathBuf {
+    use std::os::unix::fs::MetadataExt;
+    let uid = std::fs::metadata("/proc/self").map_or(0, |m| m.uid());
+    std::env::temp_dir().join(format!("scalebench-ended-{uid}"))
+}
+
+fn now_unix_s() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
+}
+
+/// Leaves this process's CPU time for the other launches on the host, as it ends (best
+/// effort: a host without a writable temporary directory only loses the record). The name
+/// starts with the end time, so readers skip old records without opening them.
+pub fn record_ended() {
+    let dir = ended_dir();
+    let me = Ended {
+        pid: std::process::id(),
+        command: own_command(),
+        cpu_s: process_cpu_s(),
+        ended_unix_s: now_unix_s(),
+    };
+    let Ok(text) = serde_json::to_vec(&me) else {
+        return;
+    };
+    let name = format!("{:.3}-{}", me.ended_unix_s, me.pid);
+    let tmp = dir.join(format!(".{name}.tmp"));
+    let _ = std::fs::create_dir_all(&dir)
+        .and_then(|()| std::fs::write(&tmp, text))
+        .and_then(|()| std::fs::rename(&tmp, dir.join(format!("{name}.json"))));
+}
+
+fn own_command() -> String {
+    let cmd = std::fs::read_to_string("/proc/self/cmdline").unwrap_or_default();
+    cmd.replace('\0', " ").trim().chars().take(120).collect()
+}
+
+/// The end time a record's file name starts with.
+fn ended_at(name: &str) -> Option<f64> {
+    name.strip_suffix(".json")?.split_once('-')?.0.parse().ok()
+}
+
+/// Processes that ended within [`ENDED_VISIBLE_S`] of `now`; records past [`ENDED_KEPT_S`]
+/// are removed.
+fn ended_processes(dir: &std::path::Path, now: f64) -> Vec<Ended> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for e in entries.flatten() {
+        let name = e.file_name();
+        let Some(at) = name.to_str().and_then(ended_at) else {
+            continue;
+        };
+        if now - at > ENDED_KEPT_S {
+            let _ = std::fs::remove_file(e.path());
+        } else if now - at <= ENDED_VISIBLE_S {
+            let read = std::fs::read(e.path()).ok();
+            out.extend(read.and_then(|b| serde_json::from_slice::<Ended>(&b).ok()));
+        }
+    }
+    out
+}
+
+/// Adds ended processes to a look at the running ones: a running process keeps its pid (a
+/// record under the same pid is an earlier process whose pid was reused).
+fn add_ended(running: &mut BTreeMap<u32, (String, f64)>, ended: Vec<Ended>) {
+    for e in ended {
+        running.entry(e.pid).or_insert((e.command, e.cpu_s));
+    }
+}
+
+/// pid → (command line, CPU seconds) of every process named `scalebench` running now, and of
+/// those that ended within the last hour (their final CPU time).
 pub fn scalebench_processes() -> BTreeMap<u32, (String, f64)> {
+    let mut all = running_scalebench_processes();
+    add_ended(&mut all, ended_processes(&ended_dir(), now_unix_s()));
+    all
+}
+
+/// pid → (command line, CPU seconds so far) of every running process named `scalebench`.
+fn running_scalebench_processes() -> BTreeMap<u32, (String, f64)> {
     let read = |p: &str| std::fs::read_to_string(p).unwrap_or_default();
     let hz = ticks_per_s();
     let mut scalebench = BTreeMap::new();
@@ -141,7 +242,8 @@ pub fn scalebench_processes() -> BTreeMap<u32, (String, f64)> {
 
 /// What the host did between `before` and `after`: `own_cpu_s` is the launch's ranks' CPU time
 /// on this host, `own_pids` their pids and their ancestors (left out of the other scalebench
-/// processes). A process counts when it used at least 5 % of a CPU over the window.
+/// processes). A process counts when it used at least 5 % of a CPU over the window, or
+/// 0.05 CPU-s.
 pub fn host_load(
     host: &str,
     logical_cpus: u32,
@@ -161,7 +263,9 @@ pub fn host_load(
         .filter_map(|(pid, (cmd, t1))| {
             let t0 = before.scalebench.get(pid).map_or(0.0, |(_, t)| *t);
             let cpu_s = (t1 - t0).max(0.0);
-            (cpu_s >= 0.05 * window_s).then(|| OtherProcess {
+            // 5 % of a CPU over the window, or 0.05 CPU-s however long the window: a short
+            // launch inside a long one is listed (the representativeness rules judge it).
+            (cpu_s >= (0.05 * window_s).min(0.05)).then(|| OtherProcess {
                 pid: *pid,
                 command: cmd.clone(),
                 cpu_s,
@@ -246,5 +350,51 @@ mod tests {
         assert_eq!(pids, [20, 40, 50]);
         assert!(process_cpu_s() >= 0.0);
         assert!(own_lineage().contains(&std::process::id()));
+    }
+
+    #[test]
+    fn ended_launches_stay_visible_for_an_hour() {
+        let dir =
+            std::env::temp_dir().join(format!("scalebench-ended-test-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let now = 1_000_000.0;
+        let put = |at: f64, pid: u32, cpu_s: f64| {
+            let e = Ended {
+                pid,
+                command: format!("scalebench run {pid}"),
+                cpu_s,
+                ended_unix_s: at,
+            };
+            let name = format!("{at:.3}-{pid}.json");
+            std::fs::write(dir.join(name), serde_json::to_vec(&e).unwrap()).unwrap();
+        };
+        put(now - 10.0, 60, 0.8); // ended inside a long case: visible
+        put(now - 7200.0, 61, 5.0); // two hours ago: not visible, kept
+        put(now - 200_000.0, 62, 1.0); // two days ago: removed
+        std::fs::write(dir.join("not-a-record.txt"), "x").unwrap();
+        std::fs::write(dir.join(".5.000-63.json.tmp"), "partial").unwrap();
+        let ended = ended_processes(&dir, now);
+        assert_eq!(ended.iter().map(|e| e.pid).collect::<Vec<_>>(), [60]);
+        assert!(dir.join(format!("{:.3}-61.json", now - 7200.0)).exists());
+        assert!(!dir.join(format!("{:.3}-62.json", now - 200_000.0)).exists());
+        // A running process keeps its pid; an ended one joins the look.
+        let mut running: BTreeMap<u32, (String, f64)> = [(60, ("alive".into(), 0.1))].into();
+        add_ended(&mut running, ended);
+        assert_eq!(running[&60].0, "alive");
+        let mut running = BTreeMap::new();
+        add_ended(&mut running, ended_processes(&dir, now));
+        // Seen only in the look after the window (not before): its whole CPU time counts.
+        let before = HostSnapshot::default();
+        let after = HostSnapshot {
+            scalebench: running,
+            ..HostSnapshot::default()
+        };
+        let l = host_load("h", 2, 5.0, &before, &after, 0.0, &BTreeSet::new());
+        assert_eq!(l.other_scalebench.len(), 1);
+        assert!((l.other_scalebench[0].cpu_s - 0.8).abs() < 1e-9);
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(ended_at("1764140000.125-42.json"), Some(1_764_140_000.125));
+        assert_eq!(ended_at("x-42.json"), None);
     }
 }
