@@ -1194,6 +1194,67 @@ fn charts_stay_readable_at_1024_devices_and_30_sizes() {
 }
 
 /// The tick labels of an SVG chart: (x, y, text) of every `<text>` element.
+/// Sizes eight-fold apart and a fit chart: the x axis labels the measured sizes only (the
+/// model's curve, sampled between them, once labelled its samples: `29.34416…B` overlapping).
+#[test]
+fn size_axes_label_measured_sizes_not_a_models_samples() {
+    use scalebench::params::{BackendKind, LaunchShape, Placement, ReduceOp};
+    let shape = LaunchShape {
+        backend: BackendKind::Cpu,
+        topology: Topology::Pure,
+        nodes: 1,
+        devices_per_node: 2,
+        binding: Binding::Core,
+        placement: Placement::Fill,
+    };
+    let mut rng = fixture::Rng(11);
+    let mut cases = Vec::new();
+    let sizes: Vec<u64> = (0..6).map(|k| 8u64 << (3 * k)).collect(); // 8 B … 256 KiB
+    for &bytes in &sizes {
+        let t = 1e-6 + bytes as f64 / 5e9;
+        let params = scalebench::params::CaseParams {
+            op: Some(ReduceOp::Sum),
+            in_place: Some(false),
+            requested_bytes: Some(bytes),
+            ..scalebench::params::CaseParams::new(Workload::Allreduce, 1, 2)
+        };
+        let per_rank = (0..2).map(|_| t * (1.0 + 0.01 * rng.uniform())).collect();
+        let samples = (0..10).map(|_| t * (1.0 + 0.05 * rng.uniform())).collect();
+        cases.push(fixture::case(&params, &shape.id(), per_rank, samples));
+    }
+    let file = fixture::results("eightfold", vec![fixture::launch(shape)], cases);
+    let dir = tmpdir("report-eightfold");
+    let input = fixture::write(&dir, "eightfold.json", &file);
+    let out = dir.join("rep");
+    report(&[s(&input), "--out", s(&out)]).assert_code(0);
+    let measured = ["8B", "64B", "512B", "4KiB", "32KiB", "256KiB"];
+    let mut fits = 0;
+    for e in std::fs::read_dir(out.join("charts")).unwrap().flatten() {
+        let path = e.path();
+        if path.extension().is_none_or(|x| x != "svg") {
+            continue;
+        }
+        let name = path.file_name().unwrap().to_string_lossy().to_string();
+        fits += usize::from(name.starts_with("fit_"));
+        let svg = std::fs::read_to_string(&path).unwrap();
+        for (_, _, t) in svg_texts(&svg) {
+            let t = t.trim();
+            let number = t.trim_end_matches(|c: char| c.is_ascii_alphabetic());
+            let is_size = ["B", "KiB", "MiB", "GiB"].iter().any(|u| t.ends_with(u))
+                && !number.is_empty()
+                && number.chars().all(|c| c.is_ascii_digit() || c == '.');
+            if is_size {
+                assert!(
+                    measured.contains(&t),
+                    "{name}: x label {t:?} is no measured size"
+                );
+            }
+        }
+        check_readable_svg(&path);
+    }
+    assert!(fits >= 1, "the study has a fit chart");
+}
+
 fn svg_texts(svg: &str) -> Vec<(f64, f64, String)> {
     let mut out = Vec::new();
     for part in svg.split("<text").skip(1) {

@@ -9,7 +9,7 @@ use crate::present::doc::{text, Block, Doc};
 use crate::present::table::{Cell, Table};
 use crate::report::analyze::Analysis;
 use crate::results::schema::{HostInfo, LaunchRecord, Provenance};
-use crate::units::format_bytes;
+use crate::units::format_gib;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// The launches that ran the selected cases, once each, in input order.
@@ -81,7 +81,8 @@ fn hosts_text(hosts: &BTreeMap<&str, &HostInfo>) -> String {
             format!(
                 "{} ({model}, {cores}, {} memory)",
                 h.host,
-                format_bytes(h.memory_bytes)
+                // MemTotal is rarely a whole unit (24684092KiB): one decimal in GiB reads.
+                format_gib(h.memory_bytes)
             )
         })
         .collect();

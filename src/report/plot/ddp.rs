@@ -73,10 +73,13 @@ fn breakdowns(pts: &[Point]) -> Vec<Figure> {
             }],
             legend_title: "part of the step".to_string(),
             legend: marks.legend(),
-            notes: vec![
-                "bars stack to the slowest rank's step".to_string(),
-                "1 device: no communication".to_string(),
-            ],
+            notes: std::iter::once("bars stack to the slowest rank's step".to_string())
+                .chain(
+                    v.iter()
+                        .any(|p| p.devices == 1)
+                        .then(|| "1 device: no communication".to_string()),
+                )
+                .collect(),
         });
     }
     out

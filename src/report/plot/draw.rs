@@ -201,10 +201,15 @@ fn draw_axes<'c, DB: DrawingBackend<ErrorType: 'static>>(
 ) -> Res<ChartContext<'c, DB, Cartesian2d<Ticked, Ticked>>> {
     let (xs, ys) = (panel.x.scale, panel.y.scale);
     let (xb, xl) = if xs == Scale::Log2Bytes {
-        // Sizes: ticks where something was measured, not at powers of two between them.
+        // Sizes: ticks where something was measured, not at powers of two between them. A
+        // model's curve (a line without markers) is sampled between the measured sizes: its
+        // points are no sizes to label (they printed as `29.34416…B` over each other).
+        let measured = |s: &super::Series| s.mark.marker != Marker::None;
+        let any_marked = panel.series.iter().any(measured);
         let mut at: Vec<f64> = panel
             .series
             .iter()
+            .filter(|s| !any_marked || measured(s))
             .flat_map(|s| &s.points)
             .filter_map(|p| xs.to_coord(p.x))
             .collect();
