@@ -150,11 +150,16 @@ fn add_series(a: &Analysis<'_>, j: usize, s: &ScaleSeries, p: &mut Parts) {
         .iter()
         .flat_map(|&i| a.entries[i].concern_kinds())
         .collect();
-    // Included unrepresentative points: hollow, and the legend says why.
+    // Included unrepresentative points: grey and hollow as on every other chart, and the
+    // legend says why.
     let mark = Mark {
         hollow: !kinds.is_empty(),
         ..Mark::solid(
-            color(j),
+            if kinds.is_empty() {
+                color(j)
+            } else {
+                super::GREY
+            },
             marker(a.palette.style_index(style_key(&base.shape()))),
         )
     };
