@@ -208,7 +208,9 @@ mod layering {
         let offenders: Vec<String> = sources()
             .into_iter()
             .filter(|(p, _)| {
-                !["src/cli.rs", "src/main.rs", "src/lib.rs"].contains(&&*p.to_string_lossy())
+                // `src/cli/` is the edge itself (one file per command's arguments).
+                !p.starts_with("src/cli")
+                    && !["src/main.rs", "src/lib.rs"].contains(&&*p.to_string_lossy())
             })
             .filter(|(_, code)| crate_paths(code).iter().any(|m| top(m) == "cli"))
             .map(|(p, _)| p.display().to_string())

@@ -40,9 +40,16 @@ fn main() -> ExitCode {
 fn dispatch(cli: Cli, argv: &[String]) -> Result<u8, Error> {
     match cli.command {
         Command::Run(args) => run(&args.as_ref().into(), argv),
-        Command::Plan(args) => plan(&args),
+        Command::Plan(args) => {
+            scalebench::launch::plan_cmd::plan(&args.spec, args.json, args.cases)
+        }
         Command::Sweep(args) => scalebench::launch::local::sweep(&(&args).into(), argv),
-        Command::Topo(args) => topo(&args),
+        Command::Topo(args) => scalebench::topology::command::topo(
+            &args.reserved_cores,
+            args.devices_per_node,
+            args.json,
+            cuda_devices,
+        ),
         Command::Submit(args) => scalebench::launch::submit::submit(&args.request()?, argv),
         Command::Status(a) => {
             scalebench::launch::submit::status(&a.run, a.wait, a.timeout, a.quiet)
@@ -59,53 +66,6 @@ fn dispatch(cli: Cli, argv: &[String]) -> Result<u8, Error> {
         Command::Compare(args) => scalebench::compare::run(&args.request(argv)),
         Command::Report(args) => scalebench::report::run(&args.request()?),
     }
-}
-
-fn plan(args: &scalebench::cli::PlanArgs) -> Result<u8, Error> {
-    let (spec, plan, local) = scalebench::launch::local::plan_spec(&args.spec)?;
-    if let Some(why) = local {
-        eprintln!("note: this plan cannot run as a local sweep here (submit it to a cluster instead): {why}");
-    }
-    if args.json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&plan.launches)
-                .map_err(|e| Error::Runtime(e.to_string()))?
-        );
-    } else {
-        print!(
-            "{}",
-            scalebench::launch::describe(&spec.name, &args.spec, &plan, args.cases)
-        );
-    }
-    Ok(0)
-}
-
-#[cfg(feature = "mpi")]
-fn topo(args: &scalebench::cli::TopoArgs) -> Result<u8, Error> {
-    use scalebench::topology::{binding::Reserved, hwloc, report};
-    let reserved = Reserved::parse(&args.reserved_cores)
-        .map_err(|e| Error::Input(format!("--reserved-cores: {e}")))?;
-    let machine = hwloc::discover()?;
-    let devices = args.devices_per_node.unwrap_or(if machine.gpus.is_empty() {
-        2
-    } else {
-        machine.gpus.len() as u32
-    });
-    if devices == 0 {
-        return Err(Error::Input("--devices-per-node 0: give at least 1".into()));
-    }
-    let r = report::topo_report(machine, devices, &reserved)?;
-    if args.json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&r).map_err(|e| Error::Runtime(e.to_string()))?
-        );
-    } else {
-        print!("{}", report::render_text(&r));
-        print!("{}", cuda_devices());
-    }
-    Ok(0)
 }
 
 /// What the CUDA driver says about this node's GPUs (names, memory), next to hwloc's view.
@@ -130,14 +90,9 @@ fn cuda_devices() -> String {
     }
 }
 
-#[cfg(all(feature = "mpi", not(feature = "cuda")))]
+#[cfg(not(feature = "cuda"))]
 fn cuda_devices() -> String {
     String::new()
-}
-
-#[cfg(not(feature = "mpi"))]
-fn topo(_args: &scalebench::cli::TopoArgs) -> Result<u8, Error> {
-    Err(Error::Environment("this scalebench was built without the `mpi` feature, which brings hwloc: rebuild with default features to use `topo`".into()))
 }
 
 #[cfg(feature = "mpi")]

@@ -9,6 +9,7 @@
 
 pub(crate) mod jobs;
 pub mod local;
+pub mod plan_cmd;
 pub(crate) mod process;
 pub(crate) mod profile;
 pub(crate) mod progress;

@@ -1,32 +1,19 @@
-//! `scalebench submit`, `status`, `collect` and the job-side `finish-launch`.
-//!
-//! A submitted run has the same directory layout as a local sweep (see [`super::rundir`]),
-//! plus `jobs/` (the generated scripts) and `jobs.json` (every submission's job ids). Jobs run
-//! `scalebench run --plan` and then `scalebench finish-launch`, which records how the launch
-//! ended; a last job (`--dependency=afterany` on all others) runs `scalebench collect`, which
-//! merges everything into `results.json` and records which jobs failed or never ran.
-//! Submitting into an existing run submits only the cases that are missing or failed.
+//! `scalebench submit`: resolve the profile, plan the attempts, write the run directory and
+//! the job scripts, submit them (or print them with `--dry-run`).
 
-use super::jobs::{phase, Phase, SchedulerView};
-use super::profile::{self, GpuRequest, Profile, Scheduler};
-use super::progress::{Counts, ProgressLine};
-use super::rundir::{self, LaunchOutcome, SweepRecord, OUTCOME_FILE, PLAN_FILE};
-use super::scripts::{self, Context, JobPlan};
+use super::tool::{run_tool, submit_hint, ToolError};
+use super::{JobRecord, JobsFile, Submission, JOBS_FILE};
 use crate::config;
-use crate::error::{Error, Result, EXIT_CASES_FAILED, EXIT_OK, EXIT_RUNTIME};
+use crate::error::{Error, Result, EXIT_OK};
+use crate::launch::profile::{self, GpuRequest, Profile, Scheduler};
+use crate::launch::rundir::{self, SweepRecord, PLAN_FILE};
+use crate::launch::scripts::{self, Context, JobPlan};
 use crate::params::CaseParams;
 use crate::plan::{sweep, LaunchPlan};
-use crate::results::io::{write_results, JOURNAL_FILE, RESULTS_FILE};
 use crate::results::now_unix_s;
-use crate::results::schema::{CaseStatus, LaunchStatus};
-use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::Command;
-use std::time::{Duration, Instant};
-
-pub use super::jobs::{AttemptState, JobRecord, JobsFile, Submission, JOBS_FILE};
-pub const COLLECT_FILE: &str = "collect.json";
+use std::time::Instant;
 
 /// What `scalebench submit` was asked to do.
 #[derive(Debug, Clone)]
@@ -137,64 +124,6 @@ fn resolve_profile(req: &SubmitRequest, spec: &config::SweepSpec) -> Result<Prof
         p.reserved_cores = Some(spec.launch.reserved_cores.clone());
     }
     Ok(p)
-}
-
-/// A scheduler tool (`sbatch`, `qsub`, `squeue`) that could not be run or failed.
-#[derive(Debug, thiserror::Error)]
-pub enum ToolError {
-    #[error("cannot run {program}: {source}")]
-    Spawn {
-        program: String,
-        #[source]
-        source: std::io::Error,
-    },
-    /// The tool did not answer within its time limit (`timeout` exits with 124).
-    #[error("{program} did not answer within {timeout_s} s: {stderr}")]
-    TimedOut {
-        program: String,
-        timeout_s: u64,
-        stderr: String,
-    },
-    /// The tool exited with `code` (or "a signal").
-    #[error("{program} exited with {code}: {stderr}")]
-    Failed {
-        program: String,
-        code: String,
-        stderr: String,
-    },
-}
-
-pub(crate) fn run_tool(
-    program: &str,
-    args: &[String],
-    timeout_s: u64,
-) -> std::result::Result<String, ToolError> {
-    let out = Command::new("timeout")
-        .arg(timeout_s.to_string())
-        .arg(program)
-        .args(args)
-        .output()
-        .map_err(|source| ToolError::Spawn {
-            program: program.to_string(),
-            source,
-        })?;
-    if !out.status.success() {
-        let stderr = String::from_utf8_lossy(&out.stderr).trim().to_string();
-        let program = program.to_string();
-        return Err(match out.status.code() {
-            Some(124) => ToolError::TimedOut {
-                program,
-                timeout_s,
-                stderr,
-            },
-            code => ToolError::Failed {
-                program,
-                code: code.map_or("a signal".into(), |c| c.to_string()),
-                stderr,
-            },
-        });
-    }
-    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
 /// Runs `scalebench submit`.
@@ -311,7 +240,7 @@ fn run_dir(req: &SubmitRequest, spec: &config::SweepSpec) -> Result<PathBuf> {
     let out = req.out.clone().unwrap_or_else(|| {
         PathBuf::from("results").join(format!(
             "{}-{}",
-            super::shell::job_name(&spec.name),
+            crate::launch::shell::job_name(&spec.name),
             crate::results::utc_stamp(now_unix_s())
         ))
     });
@@ -329,11 +258,11 @@ fn run_dir(req: &SubmitRequest, spec: &config::SweepSpec) -> Result<PathBuf> {
 /// Refuses to submit into a run whose jobs are still queued or running.
 fn refuse_active(out: &Path, jobs: &JobsFile, scheduler: Scheduler) -> Result<()> {
     let ids = jobs.job_ids();
-    let sched = super::jobs::query(jobs.scheduler.unwrap_or(scheduler), &ids)
+    let sched = crate::launch::jobs::query(jobs.scheduler.unwrap_or(scheduler), &ids)
         .map_err(|e| Error::Environment(format!("cannot check this run's jobs: {e}")))?;
     let active: Vec<String> = sched
         .iter()
-        .filter(|(_, s)| super::jobs::phase(s) != super::jobs::Phase::Ended)
+        .filter(|(_, s)| crate::launch::jobs::phase(s) != crate::launch::jobs::Phase::Ended)
         .map(|(i, s)| format!("{i} {s}"))
         .collect();
     if !active.is_empty() {
@@ -549,48 +478,6 @@ fn write_run_files(
     Ok(())
 }
 
-/// Pure: what most likely made a submission fail, from the tool's error, as advice.
-pub(crate) fn submit_hint(e: &ToolError, slurm_conf_set: bool) -> String {
-    let text = match e {
-        ToolError::Spawn { program, .. } => {
-            return format!("{program} is not on PATH here: submit from a login node of the cluster (or install its client tools)");
-        }
-        ToolError::TimedOut { .. } => {
-            return "the scheduler did not answer: is its controller up and reachable from here? (try `sinfo`)".into();
-        }
-        ToolError::Failed { stderr, .. } => stderr.to_lowercase(),
-    };
-    if text.contains("configuration source") || text.contains("slurm.conf") {
-        return if slurm_conf_set {
-            "Slurm cannot read its configuration: check that SLURM_CONF names a readable slurm.conf"
-                .into()
-        } else {
-            "no Slurm configuration: export SLURM_CONF=/path/to/slurm.conf (the local cluster prints it: eval \"$(bash ci/slurm/start.sh 2)\")".into()
-        };
-    }
-    if [
-        "unable to contact",
-        "connection refused",
-        "socket timed out",
-        "communication",
-    ]
-    .iter()
-    .any(|k| text.contains(k))
-    {
-        return "the scheduler is unreachable: is its controller up? (try `sinfo`; the local cluster: bash ci/slurm/start.sh 2)".into();
-    }
-    if text.contains("account") || text.contains("association") {
-        return "the account was rejected: give one you may charge with --account (Slurm: sacctmgr show assoc user=$USER)".into();
-    }
-    if text.contains("partition") || text.contains("qos") {
-        return "the partition (or QOS) was rejected: give a valid --partition (sinfo -s lists them)".into();
-    }
-    if text.contains("node configuration") || text.contains("more processors") {
-        return "the cluster has no nodes this large: check the profile's cores_per_node, gpus_per_node and memory".into();
-    }
-    "the scheduler's own message is above".into()
-}
-
 /// Cancels jobs of a submission that could not finish (best effort, bounded).
 fn cancel(profile: &Profile, ids: &[String]) {
     if ids.is_empty() {
@@ -710,363 +597,6 @@ fn submit_scripts(
     Ok((records, collect_job))
 }
 
-/// `scalebench finish-launch`: run inside a job after the launch, records how it ended.
-pub fn finish_launch(
-    dir: &Path,
-    exit_code: i32,
-    started_unix_s: f64,
-    timeout_s: Option<f64>,
-    launcher: &str,
-    job_id: Option<String>,
-) -> Result<u8> {
-    let plan: crate::plan::LaunchPlan = rundir::read_json(&dir.join(PLAN_FILE))?;
-    // `timeout` exits 124 when it stopped the launch, 137 when it had to SIGKILL it; but a
-    // launcher also exits 137 when it kills its tasks after one died, so 137 is only a
-    // timeout if the launch ran up to its limit.
-    let elapsed = now_unix_s() - started_unix_s;
-    let status = match (exit_code, timeout_s) {
-        (0 | 3, _) => LaunchStatus::Ok,
-        (124, Some(_)) => LaunchStatus::Timeout,
-        (137, Some(limit)) if elapsed >= limit - 1.0 => LaunchStatus::Timeout,
-        _ => LaunchStatus::Failed,
-    };
-    let tail = rundir::stderr_digest(&dir.join("stderr.log"), 12);
-    let outcome = LaunchOutcome {
-        launch_id: plan.launch_id,
-        status,
-        exit_code: Some(exit_code),
-        started_unix_s,
-        finished_unix_s: now_unix_s(),
-        command_line: vec![launcher.to_string()],
-        launcher: launcher.to_string(),
-        stderr_tail: (!tail.is_empty()).then_some(tail),
-        job_id: job_id.filter(|j| !j.is_empty()),
-        timeout_s,
-    };
-    rundir::write_json(&dir.join(OUTCOME_FILE), &outcome)?;
-    Ok(EXIT_OK)
-}
-
-/// The run's jobs file, named in the error when it is not a submitted run.
-fn read_jobs(dir: &Path) -> Result<JobsFile> {
-    rundir::read_json(&dir.join(JOBS_FILE))
-        .map_err(|e| Error::Input(format!("{e} (is {} a submitted run?)", dir.display())))
-}
-
-/// A snapshot of a submitted run: every attempt's state and the collect jobs' phases.
-struct Snapshot {
-    states: Vec<AttemptState>,
-    /// A collect job is still queued or running.
-    collect_active: bool,
-}
-
-impl Snapshot {
-    fn take(dir: &Path, jobs: &JobsFile) -> Result<Snapshot> {
-        let scheduler = jobs.scheduler.unwrap_or(Scheduler::Slurm);
-        let sched = super::jobs::query(scheduler, &jobs.job_ids()).map_err(|e| {
-            Error::Environment(match scheduler {
-                Scheduler::Slurm => format!("{e} (is SLURM_CONF exported?)"),
-                _ => format!("{e} (is qstat on PATH, on a host that may submit?)"),
-            })
-        })?;
-        let states = super::jobs::attempt_states(dir, jobs, &SchedulerView::Asked(&sched));
-        let collect_active = jobs
-            .submissions
-            .iter()
-            .filter_map(|s| s.collect_job.as_ref())
-            .any(|c| sched.get(c).is_some_and(|s| phase(s) != Phase::Ended));
-        Ok(Snapshot {
-            states,
-            collect_active,
-        })
-    }
-
-    fn active(&self) -> bool {
-        self.collect_active || self.states.iter().any(AttemptState::active)
-    }
-
-    fn count(&self, state: &str) -> usize {
-        self.states.iter().filter(|s| s.state == state).count()
-    }
-
-    fn progress(&self) -> Counts {
-        let done: usize = self.states.iter().map(|s| s.cases_done).sum();
-        Counts {
-            cases_done: done,
-            cases_total: self
-                .states
-                .iter()
-                .map(|s| s.cases_planned.max(s.cases_done))
-                .sum(),
-            running: self.count("running"),
-            queued: self.count("pending"),
-        }
-    }
-}
-
-/// `scalebench status`: the state of every job of a run (array tasks one by one), polled
-/// within bounds. Exit 0 for a healthy run in any state (queued, running, finished); 3 when
-/// work failed or was lost; 4 when `--wait` ran out of time.
-pub fn status(dir: &Path, wait: bool, timeout_s: f64, quiet: bool) -> Result<u8> {
-    // NaN would never compare greater: `--wait` would poll forever.
-    crate::config::limits::check_seconds("--timeout", timeout_s, "3600")
-        .map_err(|e| Error::Input(e.to_string()))?;
-    let jobs = read_jobs(dir)?;
-    let t0 = Instant::now();
-    let mut line = ProgressLine::new(quiet);
-    let mut snap = Snapshot::take(dir, &jobs)?;
-    while wait && snap.active() {
-        if t0.elapsed().as_secs_f64() > timeout_s {
-            line.finish();
-            if !quiet {
-                print_states(dir, &jobs, &snap);
-            }
-            eprintln!(
-                "scalebench: status: {} launch(es) still queued or running after {timeout_s:.0} s",
-                snap.states.iter().filter(|s| s.active()).count()
-            );
-            return Ok(EXIT_RUNTIME);
-        }
-        line.show(&snap.progress(), case_rate_s(dir));
-        std::thread::sleep(Duration::from_millis(1000));
-        snap = Snapshot::take(dir, &jobs)?;
-    }
-    line.finish();
-    if !quiet {
-        print_states(dir, &jobs, &snap);
-    }
-    let bad = snap.states.iter().any(AttemptState::bad);
-    Ok(if bad { EXIT_CASES_FAILED } else { EXIT_OK })
-}
-
-/// Mean wall seconds of a case measured so far in `dir`'s journals (for the ETA).
-fn case_rate_s(dir: &Path) -> Option<f64> {
-    let (mut n, mut sum) = (0usize, 0.0f64);
-    for d in rundir::attempt_dirs(dir) {
-        let text = std::fs::read_to_string(d.join(JOURNAL_FILE)).unwrap_or_default();
-        for l in text.lines().filter(|l| l.starts_with("{\"type\":\"case\"")) {
-            if let Ok(v) = serde_json::from_str::<serde_json::Value>(l) {
-                let (a, b) = (v["started_unix_s"].as_f64(), v["finished_unix_s"].as_f64());
-                if let (Some(a), Some(b)) = (a, b) {
-                    n += 1;
-                    sum += (b - a).max(0.0);
-                }
-            }
-        }
-    }
-    (n > 0).then(|| sum / n as f64)
-}
-
-/// When results.json was last merged, and whether that merge was final.
-fn collected(dir: &Path) -> Option<CollectRecord> {
-    rundir::read_json::<CollectRecord>(&dir.join(COLLECT_FILE)).ok()
-}
-
-fn print_states(dir: &Path, jobs: &JobsFile, snap: &Snapshot) {
-    println!(
-        "# {:<28} {:>12} {:>10} {:>13}",
-        "attempt", "job", "state", "cases done"
-    );
-    for s in &snap.states {
-        let state = match (&s.scheduler_state, s.state.as_str()) {
-            (Some(x), "lost") => format!("lost ({})", x.to_lowercase()),
-            _ => s.state.clone(),
-        };
-        println!(
-            "  {:<28} {:>12} {:>10} {:>6}/{:<6}",
-            s.attempt,
-            s.job_id.clone().unwrap_or_default(),
-            state,
-            s.cases_done,
-            s.cases_planned
-        );
-    }
-    let (ok, failed, lost) = (
-        snap.count("ok"),
-        snap.count("failed") + snap.count("timeout"),
-        snap.count("lost"),
-    );
-    let (running, queued) = (snap.count("running"), snap.count("pending"));
-    println!(
-        "# launches: {ok} ok, {failed} failed, {lost} lost, {running} running, {queued} queued"
-    );
-    if lost > 0 {
-        println!("# lost: the job ended (cancelled, killed, or forgotten by the scheduler) before the launch recorded its end");
-    }
-    let results = dir.join(RESULTS_FILE).display().to_string();
-    let merged = collected(dir);
-    let last_end = last_outcome_s(dir);
-    let final_merge = merged
-        .as_ref()
-        .is_some_and(|c| !c.partial && c.collected_unix_s >= last_end);
-    let resubmit = format!(
-        "scalebench submit {} --profile {} --out {}",
-        dir.join("spec.toml").display(),
-        jobs.profile.as_deref().unwrap_or("PROFILE"),
-        dir.display()
-    );
-    if snap.active() {
-        println!(
-            "# results: not final ({running} launch(es) running, {queued} queued); {}",
-            match merged {
-                Some(_) => format!("{results} holds what had finished when last collected"),
-                None => "the collect job merges them when every job has ended".into(),
-            }
-        );
-        println!("# next: scalebench status {} --wait", dir.display());
-    } else if final_merge {
-        println!("# results merged: {results}");
-    } else {
-        println!(
-            "# results: not merged yet: scalebench collect {}",
-            dir.display()
-        );
-    }
-    if !snap.active() {
-        if failed + lost > 0 {
-            println!("# next: {resubmit}  (submits only the failed and lost cases)");
-        } else if final_merge {
-            println!("# next: scalebench report {results}");
-        }
-    }
-}
-
-/// The latest recorded end of any launch of the run.
-fn last_outcome_s(dir: &Path) -> f64 {
-    rundir::attempt_dirs(dir)
-        .iter()
-        .filter_map(|d| rundir::read_json::<LaunchOutcome>(&d.join(OUTCOME_FILE)).ok())
-        .map(|o| o.finished_unix_s)
-        .fold(0.0, f64::max)
-}
-
-/// What `collect` records besides results.json.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct CollectRecord {
-    pub collected_unix_s: f64,
-    /// The job that ran the collection, if any (the dependent collect job).
-    pub collect_job: Option<String>,
-    pub attempts: Vec<AttemptState>,
-    /// Planned cases without a result (of launches that are not queued or running).
-    pub missing_cases: usize,
-    /// Cases of launches still queued or running (not merged yet).
-    #[serde(default)]
-    pub pending_cases: usize,
-    /// Collected while launches were still queued or running (or of unknown state).
-    #[serde(default)]
-    pub partial: bool,
-}
-
-/// The scheduler's view for `collect`: the collect job runs after every other job ended; by
-/// hand, the scheduler is asked when the run was submitted (and it answers).
-fn collect_view(
-    dir: &Path,
-    from_job: bool,
-) -> (
-    Option<JobsFile>,
-    Option<BTreeMap<String, String>>,
-    Option<String>,
-) {
-    let jobs = rundir::read_json::<JobsFile>(&dir.join(JOBS_FILE)).ok();
-    if from_job {
-        return (jobs, None, None);
-    }
-    match &jobs {
-        Some(j) => {
-            match super::jobs::query(j.scheduler.unwrap_or(Scheduler::Slurm), &j.job_ids()) {
-                Ok(m) => (jobs, Some(m), None),
-                Err(e) => (jobs, None, Some(e.to_string())),
-            }
-        }
-        None => (jobs, None, None),
-    }
-}
-
-/// `scalebench collect`: merge the finished launches of a run into results.json, and record
-/// which are finished, failed, lost, or still queued or running (not merged).
-pub fn collect(dir: &Path, from_job: Option<String>, quiet: bool) -> Result<u8> {
-    let record: SweepRecord = rundir::read_json(&dir.join(PLAN_FILE))
-        .map_err(|e| Error::Input(format!("{e} (is {} a run directory?)", dir.display())))?;
-    let from_job = from_job.filter(|j| !j.is_empty());
-    let (jobs, sched, unasked) = collect_view(dir, from_job.is_some());
-    let view = match (&sched, from_job.is_some()) {
-        (Some(m), _) => SchedulerView::Asked(m),
-        (None, true) => SchedulerView::AllEnded,
-        (None, false) => SchedulerView::Unknown,
-    };
-    let attempts = super::jobs::attempt_states(dir, &jobs.unwrap_or_default(), &view);
-    // Only what finished is merged: a running launch's journal is half a launch.
-    let open: std::collections::BTreeSet<&str> = attempts
-        .iter()
-        .filter(|a| a.active() || a.state == "unknown")
-        .map(|a| a.attempt.as_str())
-        .collect();
-    let merged = rundir::merge_attempts(dir, &record, &|d: &Path| {
-        !d.file_name()
-            .is_some_and(|n| open.contains(n.to_string_lossy().as_ref()))
-    });
-    write_results(&dir.join(RESULTS_FILE), &merged)?;
-    let planned = record.launches.iter().map(|l| l.cases.len()).sum::<usize>();
-    let pending_cases: usize = attempts
-        .iter()
-        .filter(|a| open.contains(a.attempt.as_str()))
-        .map(|a| a.cases_planned)
-        .sum();
-    let rec = CollectRecord {
-        collected_unix_s: now_unix_s(),
-        collect_job: from_job,
-        missing_cases: planned.saturating_sub(merged.cases.len() + pending_cases),
-        pending_cases,
-        partial: !open.is_empty(),
-        attempts,
-    };
-    rundir::write_json(&dir.join(COLLECT_FILE), &rec)?;
-    if !quiet {
-        print_collected(dir, &merged, &rec, unasked.as_deref());
-    }
-    let failed = merged
-        .cases
-        .iter()
-        .any(|c| c.status.needs_rerun() || c.status == CaseStatus::Timeout)
-        || rec.missing_cases > 0;
-    Ok(if failed { EXIT_CASES_FAILED } else { EXIT_OK })
-}
-
-fn print_collected(
-    dir: &Path,
-    merged: &crate::results::schema::ResultsFile,
-    rec: &CollectRecord,
-    unasked: Option<&str>,
-) {
-    super::local::print_summary(merged);
-    for a in rec.attempts.iter().filter(|a| a.state != "ok") {
-        println!(
-            "# attempt {} (job {}): {}",
-            a.attempt,
-            a.job_id.clone().unwrap_or_default(),
-            a.state
-        );
-    }
-    if let Some(e) = unasked {
-        println!("# could not ask the scheduler ({e}): launches without a recorded end are left out as of unknown state");
-    }
-    if rec.pending_cases > 0 {
-        println!(
-            "# {} case(s) of launches still queued or running (or of unknown state) are not merged yet: collect again when they end (scalebench status {} --wait)",
-            rec.pending_cases,
-            dir.display()
-        );
-    }
-    if rec.missing_cases > 0 {
-        println!("# {} planned case(s) of finished or lost launches have no result: submit the spec again into this run to run them", rec.missing_cases);
-    } else if !rec.partial {
-        println!(
-            "# next: scalebench report {}",
-            dir.join(RESULTS_FILE).display()
-        );
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1089,43 +619,5 @@ mod tests {
             after_all(Scheduler::Pbs, &["5[].s", "6.s"]),
             vec!["-W", "depend=afterany:5[].s:6.s"]
         );
-    }
-
-    fn failed(stderr: &str) -> ToolError {
-        ToolError::Failed {
-            program: "sbatch".into(),
-            code: "1".into(),
-            stderr: stderr.into(),
-        }
-    }
-
-    #[test]
-    fn a_failed_submit_names_its_likely_cause() {
-        let no_conf = failed("sbatch: error: resolve_ctls_from_dns_srv: res_nsearch error: Unknown host\nsbatch: error: fetch_config: DNS SRV lookup failed\nsbatch: error: _establish_config_source: failed to fetch config\nsbatch: fatal: Could not establish a configuration source");
-        let h = submit_hint(&no_conf, false);
-        assert!(
-            h.contains("export SLURM_CONF=") && h.contains("start.sh"),
-            "{h}"
-        );
-        assert!(submit_hint(&no_conf, true).contains("readable slurm.conf"));
-        let down = failed("sbatch: error: Batch job submission failed: Unable to contact slurm controller (connect failure)");
-        assert!(submit_hint(&down, true).contains("unreachable"));
-        let acct = failed("sbatch: error: Batch job submission failed: Invalid account or account/partition combination specified");
-        assert!(submit_hint(&acct, true).contains("--account"));
-        let part =
-            failed("sbatch: error: Batch job submission failed: Invalid partition name specified");
-        assert!(submit_hint(&part, true).contains("--partition"));
-        let spawn = ToolError::Spawn {
-            program: "sbatch".into(),
-            source: std::io::Error::from(std::io::ErrorKind::NotFound),
-        };
-        assert!(submit_hint(&spawn, false).contains("not on PATH"));
-        let slow = ToolError::TimedOut {
-            program: "sbatch".into(),
-            timeout_s: 60,
-            stderr: String::new(),
-        };
-        assert!(submit_hint(&slow, true).contains("did not answer"));
-        assert!(submit_hint(&failed("odd"), true).contains("message is above"));
     }
 }

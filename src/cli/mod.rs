@@ -1,0 +1,105 @@
+//! Command-line definitions (clap): what the user wrote, and its translation into the typed
+//! requests the library's entry points take ([`crate::run::Request`], [`crate::plan::Request`],
+//! [`crate::report::Request`], [`crate::compare::Request`], and `launch`'s sweep and submit
+//! requests). Meaning (checks, defaults that need
+//! the library) is given in `plan` (for `run`) and in each subcommand's module; no module below
+//! this one imports it.
+//!
+//! Enums that exist only to derive `clap::ValueEnum` (their doc comments are the help text)
+//! stay in this module (in the file of the command that uses them), each with a conversion
+//! into the library's own type: the library's types differ
+//! in shape (a metric choice wraps a metric, a format list is a set of flags) and stay free of
+//! clap's derive.
+
+// One file per command's arguments; the re-exports keep every `cli::…` path as it was.
+mod compare;
+mod launch;
+mod report;
+mod run;
+#[cfg(test)]
+mod tests;
+
+pub use self::compare::*;
+pub use self::launch::*;
+pub use self::report::*;
+pub use self::run::*;
+
+use crate::units::{parse_size_list, Bytes};
+use clap::{Parser, Subcommand};
+
+const EXIT_CODES: &str =
+    "Exit codes: 0 ok; 1 regression found (compare); 2 bad input or unusable environment; \
+3 wrong results or failed cases (results are still written); 4 runtime failure (I/O, launcher, \
+a hung job ended by the --op-timeout watchdog).";
+
+/// `0.1.0 (commit 0123456789ab)`, with `-dirty` when the tree had uncommitted changes, or
+/// `(commit unknown)` outside git (build.rs): every binary says which code it runs.
+/// (A build whose build-script output predates the variable falls back to the bare version.)
+const VERSION: &str = match option_env!("SCALEBENCH_VERSION_LONG") {
+    Some(v) => v,
+    None => env!("CARGO_PKG_VERSION"),
+};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "scalebench",
+    version = VERSION,
+    about = "Scaling studies for GPU clusters: collectives and GEMM under MPI and Slurm, with reports and CI regression checks",
+    after_help = EXIT_CODES
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Measure collectives and GEMMs in this MPI job (start it with mpirun/srun, or alone as one rank).
+    Run(Box<RunArgs>),
+    /// Show the launches and cases a sweep spec expands to (nothing runs).
+    Plan(PlanArgs),
+    /// Run a sweep spec on this machine: one mpirun per launch, every finished case kept.
+    Sweep(SweepArgs),
+    /// Show this machine's topology (hwloc) and the CPUs each binding policy would give.
+    Topo(TopoArgs),
+    /// Submit a sweep spec to a scheduler: one job per allocation shape (job arrays where shapes
+    /// repeat), then a job that merges the results. UGE and PBS scripts with --dry-run.
+    Submit(SubmitArgs),
+    /// Show the jobs of a submitted run (bounded polling of the scheduler).
+    Status(StatusArgs),
+    /// Merge a run directory's results into results.json, recording failed or missing jobs.
+    Collect(CollectArgs),
+    /// Record how a launch ended (run inside job scripts).
+    #[command(hide = true)]
+    FinishLaunch(FinishLaunchArgs),
+    /// Compare two results files case by case: relative change of the median with a confidence
+    /// interval, multiple-comparison control, a noise band; exit 1 on a regression.
+    Compare(CompareArgs),
+    /// Build a report from results files: charts (SVG, PNG), report.html, report.md and
+    /// results.csv with scaling efficiency, α–β model fits, pure vs hybrid, binding, stragglers.
+    Report(ReportArgs),
+}
+
+/// A comma-separated size list with ranges, parsed as one value (`8B:1GiB:x2,3MiB`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SizeList(pub Vec<Bytes>);
+
+fn parse_sizes(s: &str) -> Result<SizeList, String> {
+    parse_size_list(s).map(SizeList).map_err(|e| e.to_string())
+}
+
+fn parse_buffer_offset(s: &str) -> Result<crate::params::BufferOffset, String> {
+    let num = |v: &str| {
+        v.trim().parse::<u64>().map_err(|_| {
+            format!("`{v}` is not a number of bytes: give BYTES or SEND,RECV, e.g. 0,16")
+        })
+    };
+    let (send, recv) = match s.split_once(',') {
+        Some((a, b)) => (num(a)?, num(b)?),
+        None => (num(s)?, num(s)?),
+    };
+    Ok(crate::params::BufferOffset {
+        send_bytes: send,
+        recv_bytes: recv,
+    })
+}

@@ -1,0 +1,24 @@
+//! `scalebench plan`: what a sweep spec expands to, printed (nothing runs). Here rather than
+//! in `main`, which only wires the command line to the library.
+
+use crate::error::{Error, Result};
+use std::path::Path;
+
+/// Prints the launches of the spec at `spec_path` (with every case when `cases`), or the
+/// launches as JSON; a note on stderr when the plan could not run as a local sweep here.
+pub fn plan(spec_path: &Path, json: bool, cases: bool) -> Result<u8> {
+    let (spec, plan, local) = super::local::plan_spec(spec_path)?;
+    if let Some(why) = local {
+        eprintln!("note: this plan cannot run as a local sweep here (submit it to a cluster instead): {why}");
+    }
+    if json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&plan.launches)
+                .map_err(|e| Error::Runtime(e.to_string()))?
+        );
+    } else {
+        print!("{}", super::describe(&spec.name, spec_path, &plan, cases));
+    }
+    Ok(0)
+}

@@ -1,0 +1,142 @@
+//! `scalebench collect`: merge a submitted run into results.json and record which jobs
+//! failed or never ran.
+
+use super::{AttemptState, JobsFile, COLLECT_FILE, JOBS_FILE};
+use crate::error::{Error, Result, EXIT_CASES_FAILED, EXIT_OK};
+use crate::launch::jobs::SchedulerView;
+use crate::launch::profile::Scheduler;
+use crate::launch::rundir::{self, SweepRecord, PLAN_FILE};
+use crate::results::io::{write_results, RESULTS_FILE};
+use crate::results::now_unix_s;
+use crate::results::schema::CaseStatus;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// What `collect` records besides results.json.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct CollectRecord {
+    pub collected_unix_s: f64,
+    /// The job that ran the collection, if any (the dependent collect job).
+    pub collect_job: Option<String>,
+    pub attempts: Vec<AttemptState>,
+    /// Planned cases without a result (of launches that are not queued or running).
+    pub missing_cases: usize,
+    /// Cases of launches still queued or running (not merged yet).
+    #[serde(default)]
+    pub pending_cases: usize,
+    /// Collected while launches were still queued or running (or of unknown state).
+    #[serde(default)]
+    pub partial: bool,
+}
+
+/// The scheduler's view for `collect`: the collect job runs after every other job ended; by
+/// hand, the scheduler is asked when the run was submitted (and it answers).
+fn collect_view(
+    dir: &Path,
+    from_job: bool,
+) -> (
+    Option<JobsFile>,
+    Option<BTreeMap<String, String>>,
+    Option<String>,
+) {
+    let jobs = rundir::read_json::<JobsFile>(&dir.join(JOBS_FILE)).ok();
+    if from_job {
+        return (jobs, None, None);
+    }
+    match &jobs {
+        Some(j) => {
+            match crate::launch::jobs::query(j.scheduler.unwrap_or(Scheduler::Slurm), &j.job_ids())
+            {
+                Ok(m) => (jobs, Some(m), None),
+                Err(e) => (jobs, None, Some(e.to_string())),
+            }
+        }
+        None => (jobs, None, None),
+    }
+}
+
+/// `scalebench collect`: merge the finished launches of a run into results.json, and record
+/// which are finished, failed, lost, or still queued or running (not merged).
+pub fn collect(dir: &Path, from_job: Option<String>, quiet: bool) -> Result<u8> {
+    let record: SweepRecord = rundir::read_json(&dir.join(PLAN_FILE))
+        .map_err(|e| Error::Input(format!("{e} (is {} a run directory?)", dir.display())))?;
+    let from_job = from_job.filter(|j| !j.is_empty());
+    let (jobs, sched, unasked) = collect_view(dir, from_job.is_some());
+    let view = match (&sched, from_job.is_some()) {
+        (Some(m), _) => SchedulerView::Asked(m),
+        (None, true) => SchedulerView::AllEnded,
+        (None, false) => SchedulerView::Unknown,
+    };
+    let attempts = crate::launch::jobs::attempt_states(dir, &jobs.unwrap_or_default(), &view);
+    // Only what finished is merged: a running launch's journal is half a launch.
+    let open: std::collections::BTreeSet<&str> = attempts
+        .iter()
+        .filter(|a| a.active() || a.state == "unknown")
+        .map(|a| a.attempt.as_str())
+        .collect();
+    let merged = rundir::merge_attempts(dir, &record, &|d: &Path| {
+        !d.file_name()
+            .is_some_and(|n| open.contains(n.to_string_lossy().as_ref()))
+    });
+    write_results(&dir.join(RESULTS_FILE), &merged)?;
+    let planned = record.launches.iter().map(|l| l.cases.len()).sum::<usize>();
+    let pending_cases: usize = attempts
+        .iter()
+        .filter(|a| open.contains(a.attempt.as_str()))
+        .map(|a| a.cases_planned)
+        .sum();
+    let rec = CollectRecord {
+        collected_unix_s: now_unix_s(),
+        collect_job: from_job,
+        missing_cases: planned.saturating_sub(merged.cases.len() + pending_cases),
+        pending_cases,
+        partial: !open.is_empty(),
+        attempts,
+    };
+    rundir::write_json(&dir.join(COLLECT_FILE), &rec)?;
+    if !quiet {
+        print_collected(dir, &merged, &rec, unasked.as_deref());
+    }
+    let failed = merged
+        .cases
+        .iter()
+        .any(|c| c.status.needs_rerun() || c.status == CaseStatus::Timeout)
+        || rec.missing_cases > 0;
+    Ok(if failed { EXIT_CASES_FAILED } else { EXIT_OK })
+}
+
+fn print_collected(
+    dir: &Path,
+    merged: &crate::results::schema::ResultsFile,
+    rec: &CollectRecord,
+    unasked: Option<&str>,
+) {
+    crate::launch::local::print_summary(merged);
+    for a in rec.attempts.iter().filter(|a| a.state != "ok") {
+        println!(
+            "# attempt {} (job {}): {}",
+            a.attempt,
+            a.job_id.clone().unwrap_or_default(),
+            a.state
+        );
+    }
+    if let Some(e) = unasked {
+        println!("# could not ask the scheduler ({e}): launches without a recorded end are left out as of unknown state");
+    }
+    if rec.pending_cases > 0 {
+        println!(
+            "# {} case(s) of launches still queued or running (or of unknown state) are not merged yet: collect again when they end (scalebench status {} --wait)",
+            rec.pending_cases,
+            dir.display()
+        );
+    }
+    if rec.missing_cases > 0 {
+        println!("# {} planned case(s) of finished or lost launches have no result: submit the spec again into this run to run them", rec.missing_cases);
+    } else if !rec.partial {
+        println!(
+            "# next: scalebench report {}",
+            dir.join(RESULTS_FILE).display()
+        );
+    }
+}

@@ -1,0 +1,200 @@
+//! `scalebench status`: the states of a submitted run's jobs, once or until they end.
+
+use super::collect::CollectRecord;
+use super::tool::read_jobs;
+use super::{AttemptState, JobsFile, COLLECT_FILE};
+use crate::error::{Error, Result, EXIT_CASES_FAILED, EXIT_OK, EXIT_RUNTIME};
+use crate::launch::jobs::{phase, Phase, SchedulerView};
+use crate::launch::profile::Scheduler;
+use crate::launch::progress::{Counts, ProgressLine};
+use crate::launch::rundir::{self, LaunchOutcome, OUTCOME_FILE};
+use crate::results::io::{JOURNAL_FILE, RESULTS_FILE};
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+/// A snapshot of a submitted run: every attempt's state and the collect jobs' phases.
+struct Snapshot {
+    states: Vec<AttemptState>,
+    /// A collect job is still queued or running.
+    collect_active: bool,
+}
+
+impl Snapshot {
+    fn take(dir: &Path, jobs: &JobsFile) -> Result<Snapshot> {
+        let scheduler = jobs.scheduler.unwrap_or(Scheduler::Slurm);
+        let sched = crate::launch::jobs::query(scheduler, &jobs.job_ids()).map_err(|e| {
+            Error::Environment(match scheduler {
+                Scheduler::Slurm => format!("{e} (is SLURM_CONF exported?)"),
+                _ => format!("{e} (is qstat on PATH, on a host that may submit?)"),
+            })
+        })?;
+        let states = crate::launch::jobs::attempt_states(dir, jobs, &SchedulerView::Asked(&sched));
+        let collect_active = jobs
+            .submissions
+            .iter()
+            .filter_map(|s| s.collect_job.as_ref())
+            .any(|c| sched.get(c).is_some_and(|s| phase(s) != Phase::Ended));
+        Ok(Snapshot {
+            states,
+            collect_active,
+        })
+    }
+
+    fn active(&self) -> bool {
+        self.collect_active || self.states.iter().any(AttemptState::active)
+    }
+
+    fn count(&self, state: &str) -> usize {
+        self.states.iter().filter(|s| s.state == state).count()
+    }
+
+    fn progress(&self) -> Counts {
+        let done: usize = self.states.iter().map(|s| s.cases_done).sum();
+        Counts {
+            cases_done: done,
+            cases_total: self
+                .states
+                .iter()
+                .map(|s| s.cases_planned.max(s.cases_done))
+                .sum(),
+            running: self.count("running"),
+            queued: self.count("pending"),
+        }
+    }
+}
+
+/// `scalebench status`: the state of every job of a run (array tasks one by one), polled
+/// within bounds. Exit 0 for a healthy run in any state (queued, running, finished); 3 when
+/// work failed or was lost; 4 when `--wait` ran out of time.
+pub fn status(dir: &Path, wait: bool, timeout_s: f64, quiet: bool) -> Result<u8> {
+    // NaN would never compare greater: `--wait` would poll forever.
+    crate::config::limits::check_seconds("--timeout", timeout_s, "3600")
+        .map_err(|e| Error::Input(e.to_string()))?;
+    let jobs = read_jobs(dir)?;
+    let t0 = Instant::now();
+    let mut line = ProgressLine::new(quiet);
+    let mut snap = Snapshot::take(dir, &jobs)?;
+    while wait && snap.active() {
+        if t0.elapsed().as_secs_f64() > timeout_s {
+            line.finish();
+            if !quiet {
+                print_states(dir, &jobs, &snap);
+            }
+            eprintln!(
+                "scalebench: status: {} launch(es) still queued or running after {timeout_s:.0} s",
+                snap.states.iter().filter(|s| s.active()).count()
+            );
+            return Ok(EXIT_RUNTIME);
+        }
+        line.show(&snap.progress(), case_rate_s(dir));
+        std::thread::sleep(Duration::from_millis(1000));
+        snap = Snapshot::take(dir, &jobs)?;
+    }
+    line.finish();
+    if !quiet {
+        print_states(dir, &jobs, &snap);
+    }
+    let bad = snap.states.iter().any(AttemptState::bad);
+    Ok(if bad { EXIT_CASES_FAILED } else { EXIT_OK })
+}
+
+/// Mean wall seconds of a case measured so far in `dir`'s journals (for the ETA).
+fn case_rate_s(dir: &Path) -> Option<f64> {
+    let (mut n, mut sum) = (0usize, 0.0f64);
+    for d in rundir::attempt_dirs(dir) {
+        let text = std::fs::read_to_string(d.join(JOURNAL_FILE)).unwrap_or_default();
+        for l in text.lines().filter(|l| l.starts_with("{\"type\":\"case\"")) {
+            if let Ok(v) = serde_json::from_str::<serde_json::Value>(l) {
+                let (a, b) = (v["started_unix_s"].as_f64(), v["finished_unix_s"].as_f64());
+                if let (Some(a), Some(b)) = (a, b) {
+                    n += 1;
+                    sum += (b - a).max(0.0);
+                }
+            }
+        }
+    }
+    (n > 0).then(|| sum / n as f64)
+}
+
+/// When results.json was last merged, and whether that merge was final.
+fn collected(dir: &Path) -> Option<CollectRecord> {
+    rundir::read_json::<CollectRecord>(&dir.join(COLLECT_FILE)).ok()
+}
+
+fn print_states(dir: &Path, jobs: &JobsFile, snap: &Snapshot) {
+    println!(
+        "# {:<28} {:>12} {:>10} {:>13}",
+        "attempt", "job", "state", "cases done"
+    );
+    for s in &snap.states {
+        let state = match (&s.scheduler_state, s.state.as_str()) {
+            (Some(x), "lost") => format!("lost ({})", x.to_lowercase()),
+            _ => s.state.clone(),
+        };
+        println!(
+            "  {:<28} {:>12} {:>10} {:>6}/{:<6}",
+            s.attempt,
+            s.job_id.clone().unwrap_or_default(),
+            state,
+            s.cases_done,
+            s.cases_planned
+        );
+    }
+    let (ok, failed, lost) = (
+        snap.count("ok"),
+        snap.count("failed") + snap.count("timeout"),
+        snap.count("lost"),
+    );
+    let (running, queued) = (snap.count("running"), snap.count("pending"));
+    println!(
+        "# launches: {ok} ok, {failed} failed, {lost} lost, {running} running, {queued} queued"
+    );
+    if lost > 0 {
+        println!("# lost: the job ended (cancelled, killed, or forgotten by the scheduler) before the launch recorded its end");
+    }
+    let results = dir.join(RESULTS_FILE).display().to_string();
+    let merged = collected(dir);
+    let last_end = last_outcome_s(dir);
+    let final_merge = merged
+        .as_ref()
+        .is_some_and(|c| !c.partial && c.collected_unix_s >= last_end);
+    let resubmit = format!(
+        "scalebench submit {} --profile {} --out {}",
+        dir.join("spec.toml").display(),
+        jobs.profile.as_deref().unwrap_or("PROFILE"),
+        dir.display()
+    );
+    if snap.active() {
+        println!(
+            "# results: not final ({running} launch(es) running, {queued} queued); {}",
+            match merged {
+                Some(_) => format!("{results} holds what had finished when last collected"),
+                None => "the collect job merges them when every job has ended".into(),
+            }
+        );
+        println!("# next: scalebench status {} --wait", dir.display());
+    } else if final_merge {
+        println!("# results merged: {results}");
+    } else {
+        println!(
+            "# results: not merged yet: scalebench collect {}",
+            dir.display()
+        );
+    }
+    if !snap.active() {
+        if failed + lost > 0 {
+            println!("# next: {resubmit}  (submits only the failed and lost cases)");
+        } else if final_merge {
+            println!("# next: scalebench report {results}");
+        }
+    }
+}
+
+/// The latest recorded end of any launch of the run.
+fn last_outcome_s(dir: &Path) -> f64 {
+    rundir::attempt_dirs(dir)
+        .iter()
+        .filter_map(|d| rundir::read_json::<LaunchOutcome>(&d.join(OUTCOME_FILE)).ok())
+        .map(|o| o.finished_unix_s)
+        .fold(0.0, f64::max)
+}

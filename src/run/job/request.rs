@@ -1,0 +1,136 @@
+//! Request resolution: the launch a `run` request asks for (options or a plan file), its MPI
+//! thread level, and the launch shape checked against the world we got. Pure: no MPI here.
+
+use crate::error::{Error, Result};
+use crate::params::{
+    BackendKind, Binding, CaseParams, LaunchShape, Placement, ThreadLevel, Topology,
+};
+use crate::plan::{self, LaunchPlan, RunOptions};
+use crate::topology::binding::Reserved;
+use crate::topology::identity::NodeLayout;
+use crate::workload::RunSettings;
+
+/// Where the cases come from, once read.
+pub(super) enum Cases {
+    /// Expanded from `run`'s options once the launch shape is known.
+    Options(Box<RunOptions>),
+    /// Given by a launch plan.
+    Plan(Vec<CaseParams>),
+}
+
+/// One launch, resolved from the options or a plan file.
+pub(super) struct Launch {
+    pub(super) backend: BackendKind,
+    pub(super) topology: Topology,
+    pub(super) nodes: Option<u32>,
+    pub(super) devices_per_node: Option<u32>,
+    pub(super) placement: Placement,
+    pub(super) binding: Binding,
+    pub(super) reserved: Reserved,
+    pub(super) emulate_nodes: bool,
+    pub(super) threads_per_device: u32,
+    pub(super) settings: RunSettings,
+    pub(super) cases: Cases,
+    pub(super) launch_id: Option<String>,
+}
+
+pub(super) fn resolve(req: &crate::run::Request) -> Result<Launch> {
+    let reserved = |text: &str, option: &str| {
+        Reserved::parse(text).map_err(|e| Error::Input(format!("{option}: {e}")))
+    };
+    let args = match &req.cases {
+        crate::run::Cases::Options(a) => a,
+        crate::run::Cases::PlanFile(path) => {
+            let p = LaunchPlan::read(path)?;
+            return Ok(Launch {
+                backend: p.shape.backend,
+                topology: p.shape.topology,
+                nodes: Some(p.shape.nodes),
+                devices_per_node: Some(p.shape.devices_per_node),
+                placement: p.shape.placement,
+                binding: p.shape.binding,
+                reserved: reserved(
+                    &p.reserved_cores,
+                    &format!("{} reserved_cores", path.display()),
+                )?,
+                emulate_nodes: p.emulate_nodes,
+                threads_per_device: p.threads_per_device,
+                settings: p.settings,
+                cases: Cases::Plan(p.cases),
+                launch_id: Some(p.launch_id),
+            });
+        }
+    };
+    let opts = RunOptions::from_request(args)?;
+    Ok(Launch {
+        backend: args.backend,
+        topology: args.topology,
+        nodes: args.nodes,
+        devices_per_node: args.devices_per_node,
+        placement: args.placement,
+        binding: args.binding,
+        reserved: reserved(&args.reserved_cores, "--reserved-cores")?,
+        emulate_nodes: args.emulate_nodes,
+        threads_per_device: args.threads_per_device,
+        settings: opts.settings.clone(),
+        cases: Cases::Options(Box::new(opts)),
+        launch_id: req.launch_id.clone(),
+    })
+}
+
+/// The MPI thread level of this launch: the one its options or plan give (a sweep gives all
+/// its launches one), else the lowest its cases need; below what they need is an input error.
+pub(super) fn thread_level(req: &Launch, request: &crate::run::Request) -> Result<ThreadLevel> {
+    let progress_thread = match &req.cases {
+        Cases::Options(o) => o.uses_progress_thread(),
+        Cases::Plan(c) => plan::cases_use_progress_thread(c),
+    };
+    let needed = plan::thread_level_needed(
+        req.backend,
+        req.topology,
+        req.threads_per_device,
+        progress_thread,
+    );
+    let option = match &request.cases {
+        crate::run::Cases::PlanFile(path) => format!("--plan {}: thread_level", path.display()),
+        crate::run::Cases::Options(_) => "--thread-level".to_string(),
+    };
+    plan::resolve_thread_level(req.settings.thread_level, needed, &option).map_err(Error::Input)
+}
+
+/// The launch shape from the request and the world we got; a mismatch is an input error that
+/// names both numbers.
+pub(super) fn launch_shape(req: &Launch, layout: &NodeLayout, size: u32) -> Result<LaunchShape> {
+    let nodes = req.nodes.unwrap_or(layout.nodes);
+    if nodes != layout.nodes {
+        return Err(Error::Input(format!(
+            "--nodes {nodes}: this job's ranks run on {} node(s) ({}): start the job on {nodes} node(s), or pass --emulate-nodes to group ranks on one host",
+            layout.nodes, layout.source
+        )));
+    }
+    let dpn = match req.topology {
+        Topology::Pure => req.devices_per_node.unwrap_or(size / nodes.max(1)),
+        Topology::Hybrid => req.devices_per_node.unwrap_or(1),
+    };
+    if dpn == 0 {
+        return Err(Error::input("--devices-per-node 0: give at least 1"));
+    }
+    let expected = match req.topology {
+        Topology::Pure => nodes * dpn,
+        Topology::Hybrid => nodes,
+    };
+    if expected != size {
+        return Err(Error::Input(format!(
+            "this job has {size} MPI rank(s), but {} topology on {nodes} node(s) × {dpn} device(s) needs {expected}: start {expected} rank(s) (mpirun -np {expected}) or change --nodes/--devices-per-node/--topology",
+            req.topology
+        )));
+    }
+    Ok(LaunchShape {
+        backend: req.backend,
+        topology: req.topology,
+        nodes,
+        devices_per_node: dpn,
+        binding: req.binding,
+        placement: req.placement,
+    })
+}

@@ -1,0 +1,142 @@
+//! World checks: every per-rank check agreed by all ranks (one collective on the outcome)
+//! before anyone acts, so no rank returns while the others wait for it.
+
+use super::request::Launch;
+use crate::backend::{Backend, BackendError};
+use crate::comm::mpi::MpiComm;
+use crate::comm::HostComm;
+use crate::error::{Error, Result};
+use crate::topology::identity::{self, LauncherEnv, NodeLayout, RankFacts};
+use crate::topology::{self};
+use crate::workload::{self};
+use std::path::PathBuf;
+
+/// Rank 0 names the output directory (a default one holds its clock's time, in `run_id`)
+/// and tells every rank.
+pub(super) fn agree_out_dir(
+    comm: &MpiComm,
+    request: &crate::run::Request,
+    run_id: &str,
+) -> Result<PathBuf> {
+    use std::os::unix::ffi::OsStrExt;
+    let mut out_bytes = if comm.is_root() {
+        let dir = request
+            .out
+            .clone()
+            .unwrap_or_else(|| PathBuf::from("results").join(run_id));
+        dir.as_os_str().as_bytes().to_vec()
+    } else {
+        Vec::new()
+    };
+    comm.broadcast_bytes(&mut out_bytes);
+    let out_dir = PathBuf::from(std::ffi::OsStr::from_bytes(&out_bytes));
+    if comm.is_root() {
+        // A file where the directory should be is the user's mistake (exit 2), not a crash.
+        if out_dir.exists() && !out_dir.is_dir() {
+            let msg = format!("--out {}: exists and is not a directory: give a directory (it is created if missing)", out_dir.display());
+            let _ = agree_input(comm, Err::<(), _>(msg.clone()));
+            return Err(Error::Input(msg));
+        }
+    }
+    agree_input(comm, Ok::<(), std::convert::Infallible>(()))?;
+    Ok(out_dir)
+}
+
+/// Makes every rank agree on a per-rank environment check (exit 2 everywhere, the failing
+/// ranks' messages printed by rank 0).
+pub(super) fn agree_env<E: std::fmt::Display>(
+    comm: &MpiComm,
+    local: std::result::Result<(), E>,
+) -> Result<()> {
+    workload::agree(
+        comm,
+        local.map_err(|e| BackendError::Unsupported(e.to_string())),
+    )
+    .map_err(|e| match e {
+        workload::CaseError::Failed(m) | workload::CaseError::Skipped(m) => Error::Environment(m),
+    })
+}
+
+/// A failure only rank 0 can see (writing the journal) while the others go on to the next
+/// collective: returning would leave them waiting, so the whole job ends (exit 4).
+pub(super) fn fail_alone(e: Error) -> ! {
+    eprintln!("scalebench: error: {e}; ending the job (MPI_Abort, exit 4) so the other ranks do not wait for rank 0");
+    crate::run::watchdog::abort_job()
+}
+
+/// Makes every rank agree on a per-rank input check: an error anywhere is an input error
+/// everywhere, with each failing rank's message (printed by rank 0).
+pub(super) fn agree_input<T, E: std::fmt::Display>(
+    comm: &MpiComm,
+    local: std::result::Result<T, E>,
+) -> Result<T> {
+    let local = local.map_err(|e| BackendError::Unsupported(e.to_string()));
+    workload::agree(comm, local).map_err(|e| match e {
+        workload::CaseError::Failed(m) | workload::CaseError::Skipped(m) => Error::Input(m),
+    })
+}
+
+/// Agrees on the backend's start: an unavailable backend (no driver, no device) is an
+/// environment error (exit 2) with the failing ranks' own sentences.
+pub(super) fn start_backend<B: Backend>(
+    comm: &MpiComm,
+    backend: crate::backend::BackendResult<B>,
+) -> Result<B> {
+    let unavailable = matches!(backend, Err(BackendError::Unavailable(_)));
+    let unavailable_anywhere = !comm.all_ok(!unavailable);
+    workload::agree(comm, backend).map_err(|e| {
+        let m = match e {
+            workload::CaseError::Failed(m) | workload::CaseError::Skipped(m) => m,
+        };
+        if unavailable_anywhere {
+            Error::Environment(m)
+        } else {
+            Error::Runtime(format!("backend set-up failed: {m}"))
+        }
+    })
+}
+
+/// Every rank's facts go to rank 0, which assigns nodes and tells everyone.
+pub(super) fn agree_layout(comm: &MpiComm, req: &Launch, env: &LauncherEnv) -> Result<NodeLayout> {
+    let facts = RankFacts {
+        host: topology::hostname(),
+        slurm_node_id: env.node_id,
+        slurm_node_name: env.node_name.clone(),
+        slurm_local_rank: if env.source == Some("slurm") {
+            env.local_rank
+        } else {
+            None
+        },
+    };
+    let all = comm.gather_bytes(&serde_json::to_vec(&facts).expect("facts serialise"));
+    let mut reply = Vec::new();
+    if comm.is_root() {
+        let facts: Vec<RankFacts> = all
+            .iter()
+            .map(|b| serde_json::from_slice(b).expect("facts from our own ranks"))
+            .collect();
+        let natural = identity::assign_nodes(&facts, None);
+        let emulate = match (&natural, req.nodes) {
+            _ if req.emulate_nodes => Some((req.nodes.unwrap_or(1), req.placement)),
+            // More nodes asked for than exist: emulate them on what there is, and say so.
+            (Ok(l), Some(n)) if n > l.nodes && l.nodes == 1 => Some((n, req.placement)),
+            _ => None,
+        };
+        let layout = match emulate {
+            Some(e) => identity::assign_nodes(&facts, Some(e)),
+            None => natural,
+        };
+        reply = serde_json::to_vec(&layout).expect("layout serialises");
+    }
+    comm.broadcast_bytes(&mut reply);
+    let mut layout: std::result::Result<NodeLayout, identity::IdentityError> =
+        serde_json::from_slice(&reply).expect("layout from rank 0");
+    // A cluster whose nodes stand in for real ones (ci/slurm/start.sh) says so through its
+    // profile's environment; nothing in Slurm's own variables can tell.
+    if std::env::var("SCALEBENCH_EMULATED_NODES").is_ok_and(|v| v == "1") {
+        if let Ok(l) = &mut layout {
+            l.emulated = true;
+        }
+    }
+    layout.map_err(|e| Error::Input(format!("--nodes {}: {e}", req.nodes.unwrap_or(1))))
+}
