@@ -224,36 +224,6 @@ impl Point {
     }
 }
 
-/// Position of an axis in the enumeration (smaller = varies slower).
-fn order(a: Axis) -> usize {
-    const ORDER: &[Axis] = &[
-        Axis::Backend,
-        Axis::Nodes,
-        Axis::RanksPerNode,
-        Axis::Topology,
-        Axis::Binding,
-        Axis::Placement,
-        Axis::ThreadsPerDevice,
-        Axis::Fault,
-        Axis::Workloads,
-        Axis::Dtypes,
-        Axis::Ops,
-        Axis::Roots,
-        Axis::Timing,
-        Axis::Scaling,
-        Axis::Collect,
-        Axis::Batch,
-        Axis::Dims,
-        Axis::Models,
-        Axis::Progress,
-        Axis::BucketSizes,
-        Axis::FirstBucketSizes,
-        Axis::Sizes,
-        Axis::InPlace,
-    ];
-    ORDER.iter().position(|x| *x == a).unwrap_or(ORDER.len())
-}
-
 /// The default values of axes a spec leaves out that have more than one value.
 fn implicit_dims(spec: &SweepSpec) -> Vec<crate::config::Dim> {
     let given: HashSet<Axis> = spec
@@ -405,7 +375,14 @@ fn one_thread_level(spec: &SweepSpec, launches: &mut [LaunchPlan]) -> Result<(),
 fn ordered_dims(spec: &SweepSpec) -> Vec<crate::config::Dim> {
     let mut dims = spec.dims.clone();
     dims.extend(implicit_dims(spec));
-    dims.sort_by_key(|d| d.axes.iter().map(|a| order(*a)).min().unwrap_or(usize::MAX));
+    // The order lives with the axis list (config), so a new axis must be given a place there.
+    dims.sort_by_key(|d| {
+        d.axes
+            .iter()
+            .map(|a| a.enumeration_rank())
+            .min()
+            .unwrap_or(usize::MAX)
+    });
     dims
 }
 

@@ -1,5 +1,5 @@
 //! Typed errors of the CUDA backend: one enum, a variant per library it drives (the driver,
-//! cuBLAS, NCCL) plus the panics [`super::probe::guarded`] catches, each keeping the library's
+//! cuBLAS, NCCL) plus the panics [`guarded`] catches, each keeping the library's
 //! own code as its source.
 //!
 //! Every variant displays as the sentence the backend printed when these were strings, so the
@@ -12,6 +12,9 @@ use crate::params::Workload;
 use cudarc::cublas::result::CublasError;
 use cudarc::driver::result::DriverError;
 use cudarc::nccl::result::NcclError;
+use std::cell::Cell;
+use std::panic::{self, AssertUnwindSafe};
+use std::sync::Mutex;
 
 /// A failed CUDA library call, or a panic inside cudarc caught on the way in.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -89,7 +92,7 @@ pub enum CudaError {
 
 pub type CudaResult<T> = Result<T, CudaError>;
 
-/// A panic inside a CUDA library's first touch, caught by [`super::probe::guarded`]:
+/// A panic inside a CUDA library's first touch, caught by [`guarded`]:
 /// `{what}: {panic message}`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{what}: {message}")]
@@ -141,7 +144,7 @@ impl CudaError {
     pub fn nccl(call: Option<&str>, code: NcclError) -> CudaError {
         CudaError::Nccl {
             call: call.map(str::to_string),
-            text: super::nccl::error_text(code.0),
+            text: error_text(code.0),
             code,
         }
     }
@@ -152,6 +155,84 @@ impl CudaError {
             what: what.into(),
             source: Box::new(self),
         }
+    }
+}
+
+/// Serialises panic-hook swaps, so two threads in [`guarded`] cannot lose the original hook.
+static HOOK_LOCK: Mutex<()> = Mutex::new(());
+
+thread_local! {
+    /// Depth of [`guarded`] calls on this thread (nested calls keep the outer silent hook).
+    static GUARD_DEPTH: Cell<u32> = const { Cell::new(0) };
+}
+
+/// Runs `f` and turns a panic inside it into `Err` of a [`Panicked`] (`{what}: {panic message}`).
+///
+/// The default panic hook is silenced while `f` runs, so nothing is printed for a panic that
+/// becomes an error sentence. The hook is process-wide, so swaps are serialised; this is
+/// only used around first touches of a CUDA library (set-up and device listing).
+pub fn guarded<T, E: From<Panicked>>(what: &str, f: impl FnOnce() -> Result<T, E>) -> Result<T, E> {
+    let outer = GUARD_DEPTH.with(|d| d.get()) == 0;
+    let lock = outer.then(|| HOOK_LOCK.lock().unwrap_or_else(|e| e.into_inner()));
+    let previous = outer.then(|| {
+        let p = panic::take_hook();
+        panic::set_hook(Box::new(|_| {}));
+        p
+    });
+    GUARD_DEPTH.with(|d| d.set(d.get() + 1));
+    let outcome = panic::catch_unwind(AssertUnwindSafe(f));
+    GUARD_DEPTH.with(|d| d.set(d.get() - 1));
+    if let Some(p) = previous {
+        panic::set_hook(p);
+    }
+    drop(lock);
+    match outcome {
+        Ok(r) => r,
+        Err(payload) => {
+            let msg = payload
+                .downcast_ref::<String>()
+                .map(String::as_str)
+                .or_else(|| payload.downcast_ref::<&str>().copied())
+                .unwrap_or("unknown panic");
+            Err(Panicked {
+                what: what.to_string(),
+                message: msg.to_string(),
+            }
+            .into())
+        }
+    }
+}
+
+/// `ncclXxx (description; last error)` for an NCCL result code. Never panics, even with an
+/// NCCL too old to have `ncclGetLastError` (2.13).
+fn error_text(code: cudarc::nccl::sys::ncclResult_t) -> String {
+    fn owned(p: *const std::ffi::c_char) -> String {
+        if p.is_null() {
+            return String::new();
+        }
+        // SAFETY: NCCL returns NUL-terminated strings it owns and never frees while loaded.
+        unsafe { std::ffi::CStr::from_ptr(p) }
+            .to_string_lossy()
+            .into_owned()
+    }
+    let what = guarded("ncclGetErrorString", || {
+        // SAFETY: takes any result code and returns a static string.
+        Ok::<_, Panicked>(owned(unsafe {
+            cudarc::nccl::sys::ncclGetErrorString(code)
+        }))
+    })
+    .unwrap_or_default();
+    let last = guarded("ncclGetLastError", || {
+        // SAFETY: a null communicator is allowed (documented); returns a string NCCL owns.
+        Ok::<_, Panicked>(owned(unsafe {
+            cudarc::nccl::sys::ncclGetLastError(std::ptr::null_mut())
+        }))
+    })
+    .unwrap_or_default();
+    match (what.is_empty(), last.is_empty()) {
+        (_, false) => format!("{code:?} ({what}; {last})"),
+        (false, true) => format!("{code:?} ({what})"),
+        (true, true) => format!("{code:?}"),
     }
 }
 

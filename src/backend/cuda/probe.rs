@@ -11,54 +11,10 @@ use super::error::Panicked;
 use super::{CudaError, CudaResult};
 use cudarc::driver::result as dres;
 use cudarc::driver::sys as dsys;
-use std::cell::Cell;
-use std::panic::{self, AssertUnwindSafe};
-use std::sync::Mutex;
 
-/// Serialises panic-hook swaps, so two threads in [`guarded`] cannot lose the original hook.
-static HOOK_LOCK: Mutex<()> = Mutex::new(());
-
-thread_local! {
-    /// Depth of [`guarded`] calls on this thread (nested calls keep the outer silent hook).
-    static GUARD_DEPTH: Cell<u32> = const { Cell::new(0) };
-}
-
-/// Runs `f` and turns a panic inside it into `Err` of a [`Panicked`] (`{what}: {panic message}`).
-///
-/// The default panic hook is silenced while `f` runs, so nothing is printed for a panic that
-/// becomes an error sentence. The hook is process-wide, so swaps are serialised; this is
-/// only used around first touches of a CUDA library (set-up and device listing).
-pub fn guarded<T, E: From<Panicked>>(what: &str, f: impl FnOnce() -> Result<T, E>) -> Result<T, E> {
-    let outer = GUARD_DEPTH.with(|d| d.get()) == 0;
-    let lock = outer.then(|| HOOK_LOCK.lock().unwrap_or_else(|e| e.into_inner()));
-    let previous = outer.then(|| {
-        let p = panic::take_hook();
-        panic::set_hook(Box::new(|_| {}));
-        p
-    });
-    GUARD_DEPTH.with(|d| d.set(d.get() + 1));
-    let outcome = panic::catch_unwind(AssertUnwindSafe(f));
-    GUARD_DEPTH.with(|d| d.set(d.get() - 1));
-    if let Some(p) = previous {
-        panic::set_hook(p);
-    }
-    drop(lock);
-    match outcome {
-        Ok(r) => r,
-        Err(payload) => {
-            let msg = payload
-                .downcast_ref::<String>()
-                .map(String::as_str)
-                .or_else(|| payload.downcast_ref::<&str>().copied())
-                .unwrap_or("unknown panic");
-            Err(Panicked {
-                what: what.to_string(),
-                message: msg.to_string(),
-            }
-            .into())
-        }
-    }
-}
+// `guarded` lives with the error it makes (error.rs), so error.rs needs nothing of this file;
+// it stays nameable here, where the first touches of the libraries are.
+pub use super::error::guarded;
 
 /// Which CUDA libraries can be loaded on this machine.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
