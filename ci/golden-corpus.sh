@@ -25,6 +25,11 @@ out=$(realpath "$out")
 work=$(mktemp -d /tmp/scalebench-corpus.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 cp -r "$inputs" "$work/in"
+# The binary runs from inside the work folder, so its path (in usage lines and job scripts)
+# is the same for every corpus.
+mkdir -p "$work/bin"
+cp "$bin" "$work/bin/scalebench"
+bin=$work/bin/scalebench
 cp -r "$repo/examples" "$work/examples"
 
 # One invocation: NAME, then the arguments; keeps stdout, stderr and the exit code.

@@ -90,6 +90,9 @@ pub fn run(request: &super::Request, argv: &[String]) -> Result<RunOutcome> {
     let rank = comm.rank();
     identity::set_mpi_rank(rank);
     let result = run_in_world(request, req, op_timeout, &world, &comm, argv, level);
+    // Other launches on this host that look only at their case boundaries still see this one
+    // (it may have started and ended inside one of their cases).
+    crate::topology::load::record_ended();
     if let Err(e) = &result {
         // Said now, before MPI_Finalize: every rank passes its fence before exiting, so a rank
         // that exits first (and so makes mpirun end the job) cannot cut rank 0 off before it
