@@ -323,3 +323,77 @@ fn two_launches_at_once_are_both_marked_and_name_no_winner() {
         "{reasons:?}"
     );
 }
+
+/// A launch that starts and ends inside one long case of another is named by it: rank 0 looks
+/// only at the start, after each case and at the end, but every scalebench process leaves its
+/// CPU time as it ends (`$TMPDIR/scalebench-ended-<uid>/`), and the looks read those records.
+#[test]
+fn a_launch_inside_one_long_case_is_named() {
+    let _g = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tmpdir("context-inside");
+    let (long, short) = (dir.join("long"), dir.join("short"));
+    // One case of several seconds (a 4 MiB all-reduce, thousands of times) …
+    let mut a = start(
+        2,
+        &[
+            "run",
+            "-q",
+            "-w",
+            "allreduce",
+            "--sizes",
+            "4MiB",
+            "--in-place",
+            "no",
+            "--iters",
+            "3000",
+            "--warmup",
+            "5",
+            "--out",
+            s(&long),
+        ],
+    );
+    // … and, once it runs, a short launch that is over well before that case ends.
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let mut b = start(
+        1,
+        &[
+            "run",
+            "-q",
+            "-w",
+            "allreduce",
+            "--sizes",
+            "8",
+            "--iters",
+            "200",
+            "--out",
+            s(&short),
+        ],
+    );
+    assert!(b.wait().unwrap().success());
+    assert!(a.wait().unwrap().success());
+    let (ra, rb) = (read_results(&long), read_results(&short));
+    assert_eq!(ra.cases.len(), 1, "the long launch is one case");
+    let (la, lb) = (&ra.launches[0], &rb.launches[0]);
+    let (a_end, b_end) = (la.finished_unix_s.unwrap(), lb.finished_unix_s.unwrap());
+    eprintln!(
+        "long launch {:.2}–{a_end:.2}, short launch {:.2}–{b_end:.2}",
+        la.started_unix_s, lb.started_unix_s
+    );
+    assert!(
+        lb.started_unix_s > la.started_unix_s && b_end < a_end,
+        "the short launch ran inside the long one"
+    );
+    let b_pid = lb.provenance.as_ref().unwrap().ranks[0].pid;
+    let h = la.host_load.as_ref().unwrap();
+    let seen: Vec<u32> = h.other_scalebench.iter().map(|p| p.pid).collect();
+    assert!(
+        seen.contains(&b_pid),
+        "the long launch did not name the short one's rank {b_pid}: {h:?}"
+    );
+    let kinds: Vec<&str> = la
+        .unrepresentative
+        .iter()
+        .map(|u| u.kind.as_str())
+        .collect();
+    assert!(kinds.contains(&"co_scheduled"), "{kinds:?}: {h:?}");
+}
