@@ -112,6 +112,29 @@ fn a_submitted_sweep_runs_on_two_slurm_nodes_and_is_collected_after_its_jobs() {
             .get("OMPI_MCA_btl_vader_backing_directory")
             .expect("the per-node shared-memory directory is recorded");
         assert!(shm.ends_with(&format!("-{}", names[0])), "{shm}");
+        // What the ranks actually used, from their own maps and sockets: shared memory
+        // between ranks of one node, TCP across nodes.
+        let t = l.transport.as_ref().expect("the transport is recorded");
+        let ranks = p.ranks.len() as u32;
+        if ranks >= 2 && l.shape.nodes == 1 {
+            assert_eq!(
+                (t.ranks_with_shared_memory, t.ranks_with_tcp),
+                (ranks, 0),
+                "{}: {t:?}",
+                l.launch_id
+            );
+        } else if ranks >= 2 {
+            // Across emulated nodes: TCP (over loopback). Not every rank need show a socket of
+            // its own (seen: 1 of 2 ranks in a 2 × 1 launch, 3 of 4 in 2 × 2).
+            assert!(
+                t.ranks_with_tcp >= 1 && t.summary.contains("TCP"),
+                "{}: {t:?}",
+                l.launch_id
+            );
+            if l.shape.devices_per_node == 1 || l.shape.topology == "hybrid" {
+                assert_eq!(t.ranks_with_shared_memory, 0, "{}: {t:?}", l.launch_id);
+            }
+        }
     }
     // Exclusive nodes: launches that overlapped in time ran on different nodes.
     let spans: Vec<(f64, f64, Vec<String>)> = r
