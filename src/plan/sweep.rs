@@ -181,12 +181,7 @@ impl Point {
         let coll = w.is_collective();
         let ddp = w == Workload::DdpStep;
         let cpu = self.backend == BackendKind::Cpu;
-        // MPI_Bcast exists only in place: the CPU backend measures that one form.
-        let in_place = if w == Workload::Broadcast && self.backend == BackendKind::Cpu {
-            true
-        } else {
-            self.in_place
-        };
+        let in_place = super::in_place_only(w, self.backend) || self.in_place;
         CaseParams {
             workload: w,
             backend: self.backend,
