@@ -43,7 +43,7 @@ name = "bench-100k"
 description = "a large collective study, for the planner bench"
 [axes]
 nodes = [1, 2, 4, 8, 16]
-ranks_per_node = [1, 2, 4, 8]
+devices_per_node = [1, 2, 4, 8]
 topology = ["pure", "hybrid"]
 workloads = ["allreduce", "reduce", "broadcast", "allgather", "reduce_scatter", "alltoall"]
 dtypes = ["f32", "f64", "i32"]

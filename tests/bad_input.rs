@@ -177,7 +177,7 @@ fn plan_and_the_dry_runs_refuse_ddp_cases_that_cannot_run() {
     let cases = [
         (
             "strong",
-            "ranks_per_node = 2\nscaling = \"strong\"\nbatch = 1\n",
+            "devices_per_node = 2\nscaling = \"strong\"\nbatch = 1\n",
             "s.toml:6",
             "give a batch of at least 2",
         ),
@@ -242,4 +242,43 @@ fn an_existing_file_as_out_is_exit_2_everywhere() {
         );
         assert_eq!(std::fs::read_to_string(&file).unwrap(), "x");
     }
+}
+
+/// Issue 27 item 3: the axis is `devices_per_node`; the old key `ranks_per_node` (same meaning)
+/// is still read, with a warning naming the file and the new key, and plans exactly as the new
+/// key does; both keys at once are an error naming both.
+#[test]
+fn the_old_ranks_per_node_key_is_read_with_a_warning_and_plans_the_same() {
+    let dir = tmpdir("deprecated-key");
+    let p = dir.join("spec.toml");
+    let s = p.to_str().unwrap();
+    let text = |key: &str| {
+        format!("name = \"d\"\n[axes]\nnodes = [1, 2]\n{key} = [1, 2]\ntopology = [\"pure\", \"hybrid\"]\nsizes = \"64\"\n[[exclude]]\ntopology = \"hybrid\"\n{key} = 1\n[launch]\noversubscribe = true\n")
+    };
+    let plans = |key: &str| {
+        std::fs::write(&p, text(key)).unwrap();
+        [vec!["plan", s], vec!["plan", s, "--cases", "--json"]].map(|args| {
+            let ran = solo(&args);
+            ran.assert_code(0);
+            (ran.stdout, ran.stderr)
+        })
+    };
+    let new = plans("devices_per_node");
+    let old = plans("ranks_per_node");
+    for ((new_out, new_err), (old_out, old_err)) in new.iter().zip(&old) {
+        assert_eq!(new_out, old_out, "the old key plans differently");
+        assert!(!new_err.contains("warning"), "{new_err}");
+        for table in ["[axes]", "[exclude[1]]"] {
+            let w = format!("scalebench: warning: {s}: {table} ranks_per_node is deprecated: write devices_per_node (same meaning)");
+            assert!(old_err.contains(&w), "expected {w:?} in:\n{old_err}");
+        }
+    }
+    std::fs::write(&p, "[axes]\nranks_per_node = 1\ndevices_per_node = 2\n").unwrap();
+    let ran = solo(&["plan", s]);
+    ran.assert_code(2);
+    assert!(
+        ran.stderr.contains("ranks_per_node") && ran.stderr.contains("axes.devices_per_node"),
+        "{}",
+        ran.stderr
+    );
 }

@@ -42,8 +42,8 @@ impl Rng {
 const AXIS_KEYS: &[&str] = &[
     "backend",
     "nodes",
-    "ranks_per_node",
     "devices_per_node",
+    "ranks_per_node", // deprecated, still read
     "topology",
     "binding",
     "placement",
@@ -224,7 +224,9 @@ fn table(r: &mut Rng, keys: &[&str], max: usize) -> String {
 /// Values each axis accepts, for specs that are mostly right (so planning goes deep).
 fn valid_values(axis: &str) -> &'static [&'static str] {
     match axis {
-        "nodes" | "ranks_per_node" | "threads_per_device" | "batch" => &["1", "2", "3"],
+        "nodes" | "devices_per_node" | "ranks_per_node" | "threads_per_device" | "batch" => {
+            &["1", "2", "3"]
+        }
         "roots" => &["0", "1"],
         "sizes" => &["\"64\"", "\"4KiB\"", "\"8B:1KiB:x4\"", "1024"],
         "workloads" => &[
@@ -252,7 +254,7 @@ fn valid_values(axis: &str) -> &'static [&'static str] {
 fn mostly_valid_spec(r: &mut Rng) -> String {
     const AXES: &[&str] = &[
         "nodes",
-        "ranks_per_node",
+        "devices_per_node",
         "threads_per_device",
         "batch",
         "roots",

@@ -194,7 +194,7 @@ fn a_sweep_keeps_what_finished_before_the_watchdog_fired() {
     let spec = write(
         &dir,
         "wd.toml",
-        "[axes]\nranks_per_node = 2\nsizes = \"64\"\nin_place = \"no\"\nfault = [\"none\", \"hang\"]\n[run]\ntime_budget_s = 0.02\n[launch]\noversubscribe = true\ntimeout_s = 200\nop_timeout_s = 3\n",
+        "[axes]\ndevices_per_node = 2\nsizes = \"64\"\nin_place = \"no\"\nfault = [\"none\", \"hang\"]\n[run]\ntime_budget_s = 0.02\n[launch]\noversubscribe = true\ntimeout_s = 200\nop_timeout_s = 3\n",
     );
     let out = dir.join("out");
     let t0 = Instant::now();
@@ -408,9 +408,9 @@ fn hostile_timeouts_are_bad_input() {
 fn limits_are_checked_when_the_input_is_read() {
     let dir = tmpdir("hostile-limits");
     for (extra, needle) in [
-        ("nodes = 65536\nranks_per_node = 65536\n", "limit of 1024"),
-        ("nodes = 65536\nranks_per_node = 1024\n", "limit of 1048576"),
-        ("ranks_per_node = 100000\n", "limit of 1024"),
+        ("nodes = 65536\ndevices_per_node = 65536\n", "limit of 1024"),
+        ("nodes = 65536\ndevices_per_node = 1024\n", "limit of 1048576"),
+        ("devices_per_node = 100000\n", "limit of 1024"),
         ("threads_per_device = 100000\n", "limit of 1024"),
         (
             "nodes = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]\nops = [\"sum\", \"prod\", \"min\", \"max\", \"avg\"]\ndtypes = [\"f32\", \"f64\", \"i32\"]\ntiming = [\"pipelined\", \"isolated\"]\n[[zip]]\nworkload = [\"allreduce\", \"reduce\"]\nroots = [0, 0]\n",

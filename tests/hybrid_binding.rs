@@ -30,7 +30,7 @@ fn hybrid_sweep(tag: &str, nodes: u32, per_node: usize) -> common::wire::Results
 name = "{tag}"
 [axes]
 nodes = {nodes}
-ranks_per_node = {per_node}
+devices_per_node = {per_node}
 topology = "hybrid"
 binding = "core"
 workloads = "allreduce"
@@ -163,7 +163,7 @@ fn the_local_launcher_never_binds_a_hybrid_rank_to_one_cpu() {
     let spec = dir.join("spec.toml");
     std::fs::write(
         &spec,
-        "name = \"d\"\n[axes]\nranks_per_node = 2\ntopology = [\"pure\", \"hybrid\"]\nsizes = \"8B\"\n",
+        "name = \"d\"\n[axes]\ndevices_per_node = 2\ntopology = [\"pure\", \"hybrid\"]\nsizes = \"8B\"\n",
     )
     .unwrap();
     let r = common::solo(&["sweep", "--dry-run", spec.to_str().unwrap()]);

@@ -96,7 +96,7 @@ fn a_sweep_spec_places_buffers_at_its_run_buffer_offset() {
     let spec = dir.join("spec.toml");
     std::fs::write(
         &spec,
-        "name = \"offsets\"\n[axes]\nranks_per_node = 2\ntopology = [\"pure\", \"hybrid\"]\nworkloads = [\"allreduce\", \"allgather\"]\nsizes = [\"64\", \"64KiB\"]\nin_place = \"both\"\n[run]\ntime_budget_s = 0.01\nbuffer_offset = [0, 16]\n[launch]\noversubscribe = true\ntimeout_s = 120\n",
+        "name = \"offsets\"\n[axes]\ndevices_per_node = 2\ntopology = [\"pure\", \"hybrid\"]\nworkloads = [\"allreduce\", \"allgather\"]\nsizes = [\"64\", \"64KiB\"]\nin_place = \"both\"\n[run]\ntime_budget_s = 0.01\nbuffer_offset = [0, 16]\n[launch]\noversubscribe = true\ntimeout_s = 120\n",
     )
     .unwrap();
     let out = dir.join("run");

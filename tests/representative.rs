@@ -88,7 +88,7 @@ const SPEC: &str = r#"
 name = "oversubscribed"
 [axes]
 nodes = 1
-ranks_per_node = 2
+devices_per_node = 2
 topology = ["pure", "hybrid"]
 workloads = "allreduce"
 sizes = "1KiB:64KiB:x4"

@@ -13,7 +13,7 @@ name = "golden"
 [axes]
 backend = "cuda"
 nodes = [1, 2]
-ranks_per_node = 4
+devices_per_node = 4
 topology = ["pure", "hybrid"]
 placement = ["fill", "round_robin"]
 workloads = ["allreduce", "matmul"]
@@ -163,7 +163,7 @@ fn hostile_values_from_specs_stay_inert_when_the_script_runs() {
     std::fs::write(
         &spec,
         format!(
-            "name = \"evil $(touch PWNED_NAME) `touch PWNED_TICK`; rm -rf /tmp/nothing\"\nlabels = {{ note = \"$(touch PWNED_LABEL)\" }}\n[axes]\nranks_per_node = 1\nsizes = \"64\"\n[launch.env]\nEVIL = {}\n[submit]\nscalebench = \"{}/sb\"\n",
+            "name = \"evil $(touch PWNED_NAME) `touch PWNED_TICK`; rm -rf /tmp/nothing\"\nlabels = {{ note = \"$(touch PWNED_LABEL)\" }}\n[axes]\ndevices_per_node = 1\nsizes = \"64\"\n[launch.env]\nEVIL = {}\n[submit]\nscalebench = \"{}/sb\"\n",
             toml_string(evil),
             stubs.display()
         ),
@@ -291,7 +291,7 @@ fn values_that_cannot_be_made_safe_are_refused() {
     // a GPU count the site does not have
     std::fs::write(
         &spec,
-        "[axes]\nbackend = \"cuda\"\nranks_per_node = 8\nsizes = \"64\"\n",
+        "[axes]\nbackend = \"cuda\"\ndevices_per_node = 8\nsizes = \"64\"\n",
     )
     .unwrap();
     let ran = solo(&[
@@ -314,7 +314,7 @@ fn an_array_script_names_every_launch_it_runs() {
     // Pure and hybrid with one device per node share an allocation: one array, two shapes.
     std::fs::write(
         &spec,
-        "name = \"arr\"\n[axes]\nranks_per_node = 1\ntopology = [\"pure\", \"hybrid\"]\nsizes = \"64\"\n",
+        "name = \"arr\"\n[axes]\ndevices_per_node = 1\ntopology = [\"pure\", \"hybrid\"]\nsizes = \"64\"\n",
     )
     .unwrap();
     let ran = solo(&[
@@ -399,7 +399,7 @@ fn uge_and_pbs_runs_are_submitted_held_and_followed_with_their_own_tools() {
         let spec = dir.join("a.toml");
         std::fs::write(
             &spec,
-            "name = \"arr\"\n[axes]\nranks_per_node = 1\ntopology = [\"pure\", \"hybrid\"]\nsizes = \"64\"\n",
+            "name = \"arr\"\n[axes]\ndevices_per_node = 1\ntopology = [\"pure\", \"hybrid\"]\nsizes = \"64\"\n",
         )
         .unwrap();
         let out = dir.join("run");

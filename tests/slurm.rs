@@ -61,7 +61,7 @@ fn a_submitted_sweep_runs_on_two_slurm_nodes_and_is_collected_after_its_jobs() {
     let spec = write(
         &dir,
         "s.toml",
-        "name = \"slurm-sweep\"\n[axes]\nnodes = [1, 2]\nranks_per_node = [1, 2]\ntopology = [\"pure\", \"hybrid\"]\nworkloads = [\"allreduce\", \"matmul\"]\nsizes = [\"64\", \"64KiB\"]\ndims = 32\nin_place = \"no\"\n[run]\ntime_budget_s = 0.02\n[launch]\ntimeout_s = 120\n",
+        "name = \"slurm-sweep\"\n[axes]\nnodes = [1, 2]\ndevices_per_node = [1, 2]\ntopology = [\"pure\", \"hybrid\"]\nworkloads = [\"allreduce\", \"matmul\"]\nsizes = [\"64\", \"64KiB\"]\ndims = 32\nin_place = \"no\"\n[run]\ntime_budget_s = 0.02\n[launch]\ntimeout_s = 120\n",
     );
     let out = dir.join("run");
     let ran = submit(&spec, &out);
@@ -195,7 +195,7 @@ fn a_case_that_fails_inside_a_job_is_kept_apart_and_resubmitted_alone() {
     let spec = write(
         &dir,
         "f.toml",
-        "name = \"slurm-fail\"\n[axes]\nranks_per_node = 2\nin_place = \"no\"\n[[zip]]\nsizes = [\"64\", \"128\"]\nfault = [\"none\", \"crash\"]\n[run]\ntime_budget_s = 0.02\n[launch]\ntimeout_s = 120\n",
+        "name = \"slurm-fail\"\n[axes]\ndevices_per_node = 2\nin_place = \"no\"\n[[zip]]\nsizes = [\"64\", \"128\"]\nfault = [\"none\", \"crash\"]\n[run]\ntime_budget_s = 0.02\n[launch]\ntimeout_s = 120\n",
     );
     let out = dir.join("run");
     submit(&spec, &out).assert_code(0);
@@ -316,7 +316,7 @@ fn status_follows_each_array_task_and_a_cancelled_task_is_lost() {
     let spec = write(
         &dir,
         "a.toml",
-        "name = \"slurm-array\"\n[axes]\nranks_per_node = 1\ntopology = [\"pure\", \"hybrid\"]\nsizes = \"8B:16KiB:x2\"\nin_place = \"no\"\n[run]\ntime_budget_s = 1.0\n[launch]\ntimeout_s = 120\n",
+        "name = \"slurm-array\"\n[axes]\ndevices_per_node = 1\ntopology = [\"pure\", \"hybrid\"]\nsizes = \"8B:16KiB:x2\"\nin_place = \"no\"\n[run]\ntime_budget_s = 1.0\n[launch]\ntimeout_s = 120\n",
     );
     let out = dir.join("run");
     submit(&spec, &out).assert_code(0);
@@ -365,7 +365,7 @@ fn a_failed_submit_writes_nothing_and_a_retry_leaves_no_phantom_attempts() {
     let spec = write(
         &dir,
         "n.toml",
-        "name = \"slurm-nosched\"\n[axes]\nranks_per_node = 1\ntopology = [\"pure\", \"hybrid\"]\nsizes = \"64\"\nin_place = \"no\"\n[run]\ntime_budget_s = 0.02\n[launch]\ntimeout_s = 120\n",
+        "name = \"slurm-nosched\"\n[axes]\ndevices_per_node = 1\ntopology = [\"pure\", \"hybrid\"]\nsizes = \"64\"\nin_place = \"no\"\n[run]\ntime_budget_s = 0.02\n[launch]\ntimeout_s = 120\n",
     );
     let out = dir.join("run");
     // No scheduler configuration (nor a system-wide one to fall back on).
@@ -420,7 +420,7 @@ fn collect_during_a_run_merges_only_finished_launches() {
     let spec = write(
         &dir,
         "c.toml",
-        "name = \"slurm-collect\"\n[axes]\nranks_per_node = 1\nsizes = \"8B:16KiB:x2\"\nin_place = \"no\"\n[run]\ntime_budget_s = 1.0\n[launch]\ntimeout_s = 120\n",
+        "name = \"slurm-collect\"\n[axes]\ndevices_per_node = 1\nsizes = \"8B:16KiB:x2\"\nin_place = \"no\"\n[run]\ntime_budget_s = 1.0\n[launch]\ntimeout_s = 120\n",
     );
     let out = dir.join("run");
     submit(&spec, &out).assert_code(0);

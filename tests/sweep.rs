@@ -73,7 +73,7 @@ const FULL: &str = r#"
 name = "full-product"
 [axes]
 nodes = [1, 2]
-ranks_per_node = [1, 2]
+devices_per_node = [1, 2]
 topology = ["pure", "hybrid"]
 binding = ["none", "core"]
 workloads = ["allreduce", "matmul"]
@@ -197,7 +197,7 @@ fn a_killed_sweep_resumes_without_losing_or_rerunning_cases() {
     let spec = write_spec(
         &dir,
         "kill.toml",
-        "[axes]\nnodes = [1, 2, 3]\nranks_per_node = [1, 2]\nsizes = [\"64\", \"4KiB\", \"64KiB\"]\n[run]\ntime_budget_s = 0.05\n[launch]\noversubscribe = true\n",
+        "[axes]\nnodes = [1, 2, 3]\ndevices_per_node = [1, 2]\nsizes = [\"64\", \"4KiB\", \"64KiB\"]\n[run]\ntime_budget_s = 0.05\n[launch]\noversubscribe = true\n",
     );
     let out = dir.join("out");
     let mut child = Command::new(bin())
@@ -294,7 +294,7 @@ fn hanging_and_crashing_launches_are_recorded_and_the_sweep_goes_on() {
     let spec = write_spec(
         &dir,
         "hang.toml",
-        "[axes]\nranks_per_node = 2\nsizes = [\"64\", \"128\"]\nin_place = \"no\"\n[[zip]]\nnodes = [1, 2, 3]\nfault = [\"hang\", \"none\", \"crash\"]\n[run]\ntime_budget_s = 0.02\n[launch]\noversubscribe = true\ntimeout_s = 4\n",
+        "[axes]\ndevices_per_node = 2\nsizes = [\"64\", \"128\"]\nin_place = \"no\"\n[[zip]]\nnodes = [1, 2, 3]\nfault = [\"hang\", \"none\", \"crash\"]\n[run]\ntime_budget_s = 0.02\n[launch]\noversubscribe = true\ntimeout_s = 4\n",
     );
     let out = dir.join("out");
     let t0 = Instant::now();
@@ -369,7 +369,7 @@ fn malformed_specs_are_rejected_with_file_line_and_fix() {
             "unknown workload 'allgathr'",
         ),
         ("[axes]\nnodes = \"two\"\n", 2, "expected a whole number"),
-        ("[axes]\nranks_per_node = 0\n", 2, "out of range"),
+        ("[axes]\ndevices_per_node = 0\n", 2, "out of range"),
         (
             "[[zip]]\nnodes = [1, 2]\ndims = [64]\n",
             2,
@@ -386,7 +386,7 @@ fn malformed_specs_are_rejected_with_file_line_and_fix() {
             "did you mean `topology`",
         ),
         (
-            "[axes]\nnodes = 2\nranks_per_node = 64\n",
+            "[axes]\nnodes = 2\ndevices_per_node = 64\n",
             3,
             "oversubscribe = true",
         ),
@@ -536,7 +536,7 @@ fn slow_sweep(dir: &Path, out: &Path, mpirun: Option<&Path>, cases: usize) -> st
     let spec = write_spec(
         dir,
         "slow.toml",
-        "[axes]\nranks_per_node = 2\nsizes = \"8B:64KiB:x2\"\nin_place = \"no\"\nfault = \"pause:700\"\n[run]\ntime_budget_s = 0.05\n[launch]\noversubscribe = true\n",
+        "[axes]\ndevices_per_node = 2\nsizes = \"8B:64KiB:x2\"\nin_place = \"no\"\nfault = \"pause:700\"\n[run]\ntime_budget_s = 0.05\n[launch]\noversubscribe = true\n",
     );
     let mut cmd = Command::new(bin());
     cmd.args([

@@ -252,7 +252,7 @@ fn rank_0_frozen_rank_1_names_it_and_keeps_the_finished_cases() {
     let spec = dir.join("freeze.toml");
     std::fs::write(
         &spec,
-        "[axes]\nranks_per_node = 2\nsizes = \"64\"\nin_place = \"no\"\nfault = [\"none\", \"freeze\"]\n[run]\ntime_budget_s = 0.02\n[launch]\noversubscribe = true\ntimeout_s = 200\nop_timeout_s = 3\n",
+        "[axes]\ndevices_per_node = 2\nsizes = \"64\"\nin_place = \"no\"\nfault = [\"none\", \"freeze\"]\n[run]\ntime_budget_s = 0.02\n[launch]\noversubscribe = true\ntimeout_s = 200\nop_timeout_s = 3\n",
     )
     .unwrap();
     let out = dir.join("out");

@@ -1,7 +1,7 @@
 //! Documented limits on what a spec or `scalebench run` may ask for, checked at parse time.
 //!
 //! They are far above any real study (the largest machines have ~10^4 nodes and 8 GPUs each)
-//! and exist so that a typo (`ranks_per_node = 100000`) or a hostile input gets a clear error
+//! and exist so that a typo (`devices_per_node = 100000`) or a hostile input gets a clear error
 //! instead of an overflow, a 3 GB plan or a process that spawns threads until it is killed.
 //! README ("Limits") lists the same numbers.
 
@@ -146,14 +146,14 @@ mod tests {
 
     #[test]
     fn limits_name_the_value_the_limit_and_a_fix() {
-        let e = shape(65_536, 65_536, 1, ["nodes", "ranks_per_node", "threads"]).unwrap_err();
+        let e = shape(65_536, 65_536, 1, ["nodes", "devices_per_node", "threads"]).unwrap_err();
         assert!(matches!(&e, LimitError::Count { max: 1024, .. }));
         let e = e.to_string();
         assert!(
-            e.contains("ranks_per_node 65536") && e.contains("1024"),
+            e.contains("devices_per_node 65536") && e.contains("1024"),
             "{e}"
         );
-        let e = shape(65_536, 1_024, 1, ["nodes", "ranks_per_node", "threads"])
+        let e = shape(65_536, 1_024, 1, ["nodes", "devices_per_node", "threads"])
             .unwrap_err()
             .to_string();
         assert!(e.contains("67108864 devices") && e.contains("fewer"), "{e}");

@@ -4,7 +4,7 @@
 //! name = "quick-local"
 //! [axes]                       # each a value or a list; the product of all is taken
 //! nodes = [1, 2]
-//! ranks_per_node = [1, 2]      # = GPUs per node on GPU nodes
+//! devices_per_node = [1, 2]    # = GPUs per node on GPU nodes
 //! topology = ["pure", "hybrid"]
 //! workloads = ["allreduce", "matmul"]
 //! sizes = ["8B:1MiB:x4"]
@@ -13,7 +13,7 @@
 //! dims = [1024, 2048]
 //! [[exclude]]                  # combinations to drop
 //! topology = "hybrid"
-//! ranks_per_node = 1
+//! devices_per_node = 1
 //! [run]                        # as `scalebench run`
 //! time_budget_s = 0.2
 //! [launch]                     # local launcher
@@ -47,7 +47,8 @@ pub struct SpecError {
 // Where text input is read (results::io) is where offsets become line:column.
 pub use crate::results::io::line_col;
 
-/// Reads and resolves a spec file.
+/// Reads and resolves a spec file, printing its warnings (deprecated keys) on stderr: every
+/// command that reads a spec comes through here, so each says them the same way.
 pub fn load(path: &Path) -> Result<SweepSpec, SpecError> {
     let text = crate::results::io::read_input_text(path).map_err(|e| SpecError {
         path: path.to_path_buf(),
@@ -61,7 +62,11 @@ pub fn load(path: &Path) -> Result<SweepSpec, SpecError> {
             other => format!("cannot read the spec: {other}"),
         },
     })?;
-    parse(path, &text)
+    let spec = parse(path, &text)?;
+    for w in &spec.warnings {
+        eprintln!("scalebench: warning: {w}");
+    }
+    Ok(spec)
 }
 
 /// Resolves spec text; `path` is used in messages.
@@ -129,7 +134,7 @@ mod tests {
         for (text, needle) in [
             ("[launch]\ntimeout_s = 1e308\n", "launch.timeout_s"),
             ("[launch]\ntimeout_s = nan\n", "launch.timeout_s"),
-            ("[axes]\nranks_per_node = 100000\n", "1024"),
+            ("[axes]\ndevices_per_node = 100000\n", "1024"),
             ("[axes]\nthreads_per_device = 100000\n", "1024"),
             ("[axes]\nnodes = 65537\n", "65536"),
             ("name = \"a\\u001b[31mb\"\n", "control characters"),

@@ -92,6 +92,9 @@ pub struct SweepSpec {
     pub axis_at: BTreeMap<Axis, (usize, usize)>,
     /// The file's text (for locating later errors).
     pub text: String,
+    /// What is read but should be written differently (deprecated keys), each naming the
+    /// file; [`crate::config::load`] prints them.
+    pub warnings: Vec<String>,
 }
 
 impl SweepSpec {

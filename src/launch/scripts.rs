@@ -89,7 +89,7 @@ pub(crate) enum ScriptError {
         source: ShellError,
     },
     /// The shape asks for more GPUs per node than the profile's nodes have.
-    #[error("{shape} needs {needed} GPU(s) per node but profile {profile} has {available} per node: use ranks_per_node ≤ {available}")]
+    #[error("{shape} needs {needed} GPU(s) per node but profile {profile} has {available} per node: use devices_per_node ≤ {available}")]
     Gpus {
         shape: String,
         needed: u32,
@@ -97,7 +97,7 @@ pub(crate) enum ScriptError {
         available: u32,
     },
     /// The shape's tasks × CPUs per task exceed the profile's cores per node.
-    #[error("{shape} needs {tasks_per_node} × {cpus_per_task} cores per node but profile {profile} has {available}: lower cpus_per_gpu or ranks_per_node")]
+    #[error("{shape} needs {tasks_per_node} × {cpus_per_task} cores per node but profile {profile} has {available}: lower cpus_per_gpu or devices_per_node")]
     Cores {
         shape: String,
         tasks_per_node: u32,

@@ -603,19 +603,23 @@ fn expand_ddp(o: &RunOptions, c: CaseParams, out: &mut Vec<CaseParams>) {
     }
 }
 
+/// Whether `workload` on `backend` is measured only in place: MPI_Bcast exists only in place,
+/// so the CPU backend measures that one form. Said once, for `run`'s expansion and the sweep's.
+pub(crate) fn in_place_only(workload: crate::params::Workload, backend: BackendKind) -> bool {
+    workload == crate::params::Workload::Broadcast && backend == BackendKind::Cpu
+}
+
 fn expand_collective(
     o: &RunOptions,
     c: CaseParams,
     devices: u32,
     out: &mut Vec<CaseParams>,
 ) -> Result<()> {
-    // MPI_Bcast exists only in place; the CPU backend measures that one form.
-    let places: Vec<bool> =
-        if c.workload == crate::params::Workload::Broadcast && c.backend == BackendKind::Cpu {
-            vec![true]
-        } else {
-            o.in_place.clone()
-        };
+    let places: Vec<bool> = if in_place_only(c.workload, c.backend) {
+        vec![true]
+    } else {
+        o.in_place.clone()
+    };
     for &bytes in &o.sizes_bytes {
         match counts(c.workload, bytes, c.dtype, devices) {
             Err(e @ CountError::NotDivisible { .. }) | Err(e @ CountError::TooLarge { .. }) => {

@@ -36,7 +36,7 @@ impl SweepPlan {
 struct Point {
     backend: BackendKind,
     nodes: u32,
-    ranks_per_node: u32,
+    devices_per_node: u32,
     topology: Topology,
     binding: Binding,
     placement: Placement,
@@ -70,7 +70,7 @@ impl Default for Point {
         Point {
             backend: BackendKind::Cpu,
             nodes: 1,
-            ranks_per_node: 1,
+            devices_per_node: 1,
             topology: Topology::Pure,
             binding: Binding::None,
             placement: Placement::Fill,
@@ -103,7 +103,7 @@ impl Point {
         match (axis, v) {
             (Axis::Backend, AxisValue::Backend(x)) => self.backend = *x,
             (Axis::Nodes, AxisValue::Count(x)) => self.nodes = *x,
-            (Axis::RanksPerNode, AxisValue::Count(x)) => self.ranks_per_node = *x,
+            (Axis::DevicesPerNode, AxisValue::Count(x)) => self.devices_per_node = *x,
             (Axis::Topology, AxisValue::Topology(x)) => self.topology = *x,
             (Axis::Binding, AxisValue::Binding(x)) => self.binding = *x,
             (Axis::Placement, AxisValue::Placement(x)) => self.placement = *x,
@@ -141,7 +141,7 @@ impl Point {
         match axis {
             Axis::Backend => AxisValue::Backend(self.backend),
             Axis::Nodes => AxisValue::Count(self.nodes),
-            Axis::RanksPerNode => AxisValue::Count(self.ranks_per_node),
+            Axis::DevicesPerNode => AxisValue::Count(self.devices_per_node),
             Axis::Topology => AxisValue::Topology(self.topology),
             Axis::Binding => AxisValue::Binding(self.binding),
             Axis::Placement => AxisValue::Placement(self.placement),
@@ -170,7 +170,7 @@ impl Point {
             backend: self.backend,
             topology: self.topology,
             nodes: self.nodes,
-            devices_per_node: self.ranks_per_node,
+            devices_per_node: self.devices_per_node,
             binding: self.binding,
             placement: self.placement,
         }
@@ -181,18 +181,13 @@ impl Point {
         let coll = w.is_collective();
         let ddp = w == Workload::DdpStep;
         let cpu = self.backend == BackendKind::Cpu;
-        // MPI_Bcast exists only in place: the CPU backend measures that one form.
-        let in_place = if w == Workload::Broadcast && self.backend == BackendKind::Cpu {
-            true
-        } else {
-            self.in_place
-        };
+        let in_place = super::in_place_only(w, self.backend) || self.in_place;
         CaseParams {
             workload: w,
             backend: self.backend,
             topology: self.topology,
             nodes: self.nodes,
-            devices_per_node: self.ranks_per_node,
+            devices_per_node: self.devices_per_node,
             binding: self.binding,
             placement: self.placement,
             timing: self.timing,
@@ -282,11 +277,11 @@ pub fn expand(spec: &SweepSpec) -> Result<SweepPlan, SpecError> {
         }
         limits::shape(
             p.nodes,
-            p.ranks_per_node,
+            p.devices_per_node,
             p.threads,
-            ["nodes", "ranks_per_node", "threads_per_device"],
+            ["nodes", "devices_per_node", "threads_per_device"],
         )
-        .map_err(|m| spec.error_at(Axis::RanksPerNode, m.to_string()))?;
+        .map_err(|m| spec.error_at(Axis::DevicesPerNode, m.to_string()))?;
         cases_so_far += 1;
         if cases_so_far > limits::MAX_CASES {
             return Err(spec.error_at(
@@ -436,11 +431,11 @@ fn check_point(
     p: &Point,
     checked: &mut HashSet<(Workload, u64, Dtype, u32)>,
 ) -> Result<(), SpecError> {
-    let devices = p.nodes * p.ranks_per_node;
+    let devices = p.nodes * p.devices_per_node;
     if p.workload.has_root() && p.root >= devices {
         return Err(spec.error_at(
             Axis::Roots,
-            format!("root {} is not a device of the {}-device launch ({} node(s) × {}): use roots below {devices}, or [[exclude]] the combination", p.root, devices, p.nodes, p.ranks_per_node),
+            format!("root {} is not a device of the {}-device launch ({} node(s) × {}): use roots below {devices}, or [[exclude]] the combination", p.root, devices, p.nodes, p.devices_per_node),
         ));
     }
     if p.workload.is_collective() && checked.insert((p.workload, p.size, p.dtype, devices)) {
@@ -482,7 +477,7 @@ pub fn check_local(spec: &SweepSpec, plan: &SweepPlan, usable_cpus: u32) -> Resu
         let devices = l.shape.devices();
         if devices > usable_cpus && !spec.launch.oversubscribe {
             return Err(spec.error_at(
-                Axis::RanksPerNode,
+                Axis::DevicesPerNode,
                 format!(
                     "the launch {} needs {devices} CPU(s) (one per device) but this machine has {usable_cpus}: set `oversubscribe = true` under [launch], or use fewer nodes/ranks per node",
                     l.shape.label()
@@ -521,13 +516,13 @@ mod tests {
                 .collect()
         };
         // Pure alone needs nothing; beside hybrid, the pure launch gets hybrid's level too.
-        let pure = "[axes]\nranks_per_node = 2\nsizes = \"8B\"\n";
+        let pure = "[axes]\ndevices_per_node = 2\nsizes = \"8B\"\n";
         assert_eq!(levels(pure), [Some(ThreadLevel::Single)]);
         let both =
-            "[axes]\nranks_per_node = 2\ntopology = [\"pure\", \"hybrid\"]\nsizes = \"8B\"\n";
+            "[axes]\ndevices_per_node = 2\ntopology = [\"pure\", \"hybrid\"]\nsizes = \"8B\"\n";
         assert_eq!(levels(both), [Some(ThreadLevel::Funneled); 2]);
         // A ddp_step progress thread anywhere: serialized everywhere.
-        let ddp = "[axes]\nranks_per_node = 2\nworkloads = [\"allreduce\", \"ddp_step\"]\nsizes = \"8B\"\nprogress = [\"thread\", \"test\"]\n";
+        let ddp = "[axes]\ndevices_per_node = 2\nworkloads = [\"allreduce\", \"ddp_step\"]\nsizes = \"8B\"\nprogress = [\"thread\", \"test\"]\n";
         let got = levels(ddp);
         assert!(
             !got.is_empty() && got.iter().all(|l| *l == Some(ThreadLevel::Serialized)),
@@ -559,7 +554,7 @@ mod tests {
             r#"
 [axes]
 nodes = [1, 2]
-ranks_per_node = [1, 2]
+devices_per_node = [1, 2]
 topology = ["pure", "hybrid"]
 workloads = ["allreduce", "matmul"]
 sizes = ["64", "1KiB"]
@@ -567,7 +562,7 @@ dims = 64
 in_place = "no"
 [[exclude]]
 topology = "hybrid"
-ranks_per_node = 1
+devices_per_node = 1
 "#,
         )
         .unwrap();
@@ -600,8 +595,8 @@ ranks_per_node = 1
     #[test]
     fn defaults_and_irrelevant_axes() {
         // no sizes given: nccl-tests-like default range; matmul ignores sizes (no duplicates)
-        let p =
-            plan("[axes]\nworkloads = [\"allreduce\", \"matmul\"]\nranks_per_node = 2\n").unwrap();
+        let p = plan("[axes]\nworkloads = [\"allreduce\", \"matmul\"]\ndevices_per_node = 2\n")
+            .unwrap();
         let l = &p.launches[0];
         assert_eq!(
             l.cases
@@ -624,7 +619,7 @@ ranks_per_node = 1
 
     #[test]
     fn case_level_errors_point_at_the_axis() {
-        let e = plan("[axes]\nranks_per_node = 2\nworkloads = \"reduce\"\nroots = [0, 3]\n")
+        let e = plan("[axes]\ndevices_per_node = 2\nworkloads = \"reduce\"\nroots = [0, 3]\n")
             .unwrap_err();
         assert_eq!((e.line, e.key.as_deref()), (4, Some("axes.roots")));
         let e = plan("[axes]\nsizes = [\"6B\"]\n").unwrap_err();
@@ -634,7 +629,7 @@ ranks_per_node = 1
 
     #[test]
     fn local_check_needs_cores_or_oversubscription() {
-        let text = "[axes]\nnodes = 2\nranks_per_node = 2\nsizes = \"64\"\n";
+        let text = "[axes]\nnodes = 2\ndevices_per_node = 2\nsizes = \"64\"\n";
         let spec = config::parse(Path::new("t.toml"), text).unwrap();
         let p = expand(&spec).unwrap();
         let e = check_local(&spec, &p, 2).unwrap_err();

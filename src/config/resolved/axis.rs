@@ -22,7 +22,7 @@ macro_rules! axes {
 axes! {
     Backend,
     Nodes,
-    RanksPerNode,
+    DevicesPerNode,
     Topology,
     Binding,
     Placement,
@@ -56,7 +56,7 @@ impl Axis {
         match self {
             Axis::Backend => "backend",
             Axis::Nodes => "nodes",
-            Axis::RanksPerNode => "ranks_per_node",
+            Axis::DevicesPerNode => "devices_per_node",
             Axis::Topology => "topology",
             Axis::Binding => "binding",
             Axis::Placement => "placement",
@@ -80,7 +80,8 @@ impl Axis {
         }
     }
 
-    /// The axis a key names (singular forms and `devices_per_node` are accepted too).
+    /// The axis a key names (singular forms, `gpus_per_node` and the deprecated
+    /// `ranks_per_node` are accepted too; see [`Axis::deprecated_key`]).
     pub fn from_key(key: &str) -> Option<Axis> {
         let alias = match key {
             "workload" => "workloads",
@@ -92,10 +93,19 @@ impl Axis {
             "model" => "models",
             "bucket_size" => "bucket_sizes",
             "first_bucket" | "first_bucket_size" => "first_bucket_sizes",
-            "devices_per_node" | "gpus_per_node" => "ranks_per_node",
+            "gpus_per_node" | "ranks_per_node" => "devices_per_node",
             k => k,
         };
         Axis::ALL.iter().copied().find(|a| a.name() == alias)
+    }
+
+    /// The key that replaces `key` when `key` is a deprecated spelling (still read, with a
+    /// warning): `ranks_per_node` meant devices per node, which is what the planner calls it.
+    pub(crate) fn deprecated_key(key: &str) -> Option<&'static str> {
+        match key {
+            "ranks_per_node" => Some(Axis::DevicesPerNode.name()),
+            _ => None,
+        }
     }
 
     /// Whether the axis decides the launch (allocation shape) rather than the case.
@@ -104,7 +114,7 @@ impl Axis {
             self,
             Axis::Backend
                 | Axis::Nodes
-                | Axis::RanksPerNode
+                | Axis::DevicesPerNode
                 | Axis::Topology
                 | Axis::Binding
                 | Axis::Placement
@@ -119,7 +129,7 @@ impl Axis {
         match self {
             Axis::Backend => 0,
             Axis::Nodes => 1,
-            Axis::RanksPerNode => 2,
+            Axis::DevicesPerNode => 2,
             Axis::Topology => 3,
             Axis::Binding => 4,
             Axis::Placement => 5,

@@ -17,7 +17,11 @@ pub(in crate::config) fn resolve(
     text: &str,
     raw: RawSpec,
 ) -> Result<SweepSpec, SpecError> {
-    let ctx = Ctx { path, text };
+    let ctx = Ctx {
+        path,
+        text,
+        warnings: Default::default(),
+    };
     let mut axes = Axes::default();
     for (k, v) in &raw.axes {
         axes.single(&ctx, k, v)?;
@@ -42,6 +46,7 @@ pub(in crate::config) fn resolve(
         submit: raw.submit,
         axis_at: axes.axis_at,
         text: text.to_string(),
+        warnings: ctx.warnings.into_inner(),
     })
 }
 

@@ -13,6 +13,9 @@ use toml::{Spanned, Value};
 pub(super) struct Ctx<'a> {
     pub(super) path: &'a Path,
     pub(super) text: &'a str,
+    /// Warnings found while resolving (deprecated keys), handed to
+    /// [`SweepSpec::warnings`](super::SweepSpec::warnings).
+    pub(super) warnings: std::cell::RefCell<Vec<String>>,
 }
 
 impl Ctx<'_> {
@@ -127,7 +130,7 @@ fn within_limits(axis: Axis, v: &AxisValue) -> Result<(), limits::LimitError> {
         (Axis::Nodes, AxisValue::Count(n)) => {
             count(name, (*n).into(), MAX_NODES.into(), "use fewer nodes")
         }
-        (Axis::RanksPerNode, AxisValue::Count(n)) => count(
+        (Axis::DevicesPerNode, AxisValue::Count(n)) => count(
             name,
             (*n).into(),
             MAX_DEVICES_PER_NODE.into(),
@@ -154,7 +157,7 @@ fn within_limits(axis: Axis, v: &AxisValue) -> Result<(), limits::LimitError> {
 
 fn scalar_unchecked(axis: Axis, v: &Value) -> Result<Vec<AxisValue>, ValueError> {
     match axis {
-        Axis::Nodes | Axis::RanksPerNode | Axis::ThreadsPerDevice | Axis::Batch => count(v, 1),
+        Axis::Nodes | Axis::DevicesPerNode | Axis::ThreadsPerDevice | Axis::Batch => count(v, 1),
         Axis::Roots => count(v, 0),
         Axis::Sizes => sizes(v),
         Axis::Dims => dims(v),
@@ -338,6 +341,13 @@ pub(super) fn axis_of(
     key: &Spanned<String>,
     table: &str,
 ) -> Result<Axis, SpecError> {
+    if let Some(new) = Axis::deprecated_key(key.get_ref()) {
+        ctx.warnings.borrow_mut().push(format!(
+            "{}: [{table}] {} is deprecated: write {new} (same meaning)",
+            ctx.path.display(),
+            key.get_ref()
+        ));
+    }
     Axis::from_key(key.get_ref()).ok_or_else(|| {
         let names: Vec<&str> = Axis::ALL
             .iter()
