@@ -9,8 +9,8 @@ use super::{
     Series, Unit, GREY,
 };
 use crate::params::Workload;
+use crate::report::analyze::ddp::{points, Point};
 use crate::report::analyze::{not_representative_suffix, Analysis};
-use crate::report::ddp::{points, Point};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Most breakdown charts in one report (one per set-up); the table lists every set-up.
