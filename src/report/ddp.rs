@@ -11,7 +11,7 @@
 
 use super::analyze::ddp::{points, scaling_efficiency, Point};
 use super::analyze::{kinds_text, Analysis};
-use super::plot::Figure;
+use super::plot::{Figure, FigureKind};
 use crate::params::Workload;
 use crate::present::doc::{text, Block, Doc, FigureBlock};
 use crate::present::table::{Cell, NumFmt, Table};
@@ -36,7 +36,7 @@ struct BucketRow {
 }
 
 /// Adds `figs`' ddp_step charts of kind `kind` (their index in `figs` is the figure number).
-fn add_figures(doc: &mut Doc, figs: &[Figure], kind: &str) {
+fn add_figures(doc: &mut Doc, figs: &[Figure], kind: FigureKind) {
     for (i, f) in figs.iter().enumerate() {
         if f.kind == kind && f.workload == Workload::DdpStep {
             doc.blocks.push(Block::Figure(FigureBlock {
@@ -69,14 +69,14 @@ pub(crate) fn section(doc: &mut Doc, a: &Analysis<'_>, figs: &[Figure]) {
         ))]);
     }
     doc.table(step_table(&pts), "ddp_step", None);
-    add_figures(doc, figs, "ddp_breakdown");
+    add_figures(doc, figs, FigureKind::DdpBreakdown);
     let by_bucket = bucket_rows(&pts);
     if !by_bucket.is_empty() {
         doc.para(vec![text(
             "Overlap efficiency and step time against the bucket capacity (set-ups measured with several):",
         )]);
         doc.table(bucket_table(by_bucket), "ddp_step_buckets", None);
-        add_figures(doc, figs, "ddp_overlap");
+        add_figures(doc, figs, FigureKind::DdpOverlap);
     }
 }
 
