@@ -57,9 +57,7 @@ pub(crate) fn section(doc: &mut Doc, a: &Analysis<'_>, figs: &[Figure]) {
         return;
     }
     doc.heading(2, "Training step (ddp_step)");
-    doc.prose(
-        "Each row is one data-parallel step (mean over ranks): `compute_s` is the step without communication (the mean rank's), `imbalance_s` what the slowest rank's compute adds every step (the overlapped step runs at its pace), `exposed_comm_s` the communication on the critical path (per step, the slowest rank's step minus the slowest rank's compute, averaged; its 95 % interval beside it, and within noise of 0 it may read slightly negative; its share is of the slowest rank's step, which the three parts add up to), `comm_s` the all-reduces alone, `overlap_efficiency = 1 − exposed_comm_s / comm_s` (clamped to [0, 1]). Scaling efficiency compares step times with the set-up's smallest representative device count: weak T(p₀)/T(p), strong p₀·T(p₀)/(p·T(p)). Files from versions before the critical-path definition have no imbalance or interval (their exposed time is step − compute on the means).",
-    );
+    doc.prose(crate::report::long_text::DDP_STEP);
     let left_out = pts.iter().filter(|p| !p.usable).count();
     if left_out > 0 {
         doc.para(vec![text(format!(

@@ -62,7 +62,7 @@ fn breakdowns(pts: &[Point]) -> Vec<Figure> {
                 crate::present::count(dpn as usize, "device", "devices"),
                 not_representative_suffix(concerns)
             ),
-            caption: "Where one training step's time goes, per device count: the lower bar is the mean rank's step without communication (`compute_s`), the middle bar what the slowest rank's compute adds (`compute_imbalance_s`), the upper bar the communication on the critical path (`exposed_comm_s`, drawn from 0 when it reads negative within noise); together they are the step at the slowest rank's pace. The dashed line is the same step with every all-reduce after backward (no overlap). Grey bars: not representative of the set-up.".to_string(),
+            caption: crate::report::long_text::DDP_BREAKDOWN_CAPTION.to_string(),
             panels: vec![Panel {
                 title: String::new(),
                 x: Axis::new("devices p (log2 scale)", Scale::Log2Count),
