@@ -2,114 +2,20 @@
 //! count (compute vs exposed communication), overlap efficiency per bucket size, and the
 //! scaling efficiency of step time. Also the live console's rows for ddp_step cases.
 //!
-//! Scaling efficiency follows the measurement notes: weak scaling (fixed batch per device)
-//! E(p) = T(p₀) / T(p); strong scaling (fixed global batch) E(p) = p₀·T(p₀) / (p·T(p)), where
-//! p₀ is the smallest device count measured for the set-up (1 when measured).
+//! The points and the scaling efficiency are the analysis in [`super::analyze::ddp`] (shared
+//! with the charts of [`super::plot::ddp`]); this file only writes them down.
 //!
 //! Cases that cannot represent their set-up (oversubscribed, emulated nodes, a progress
 //! thread sharing a core, …) are shown, marked, and kept out of scaling efficiencies unless
 //! `--include-unrepresentative`, as in every other section.
 
+use super::analyze::ddp::{points, scaling_efficiency, Point};
 use super::analyze::{kinds_text, Analysis};
-use super::plot::Figure;
-use crate::params::{CaseParams, Scaling, Workload};
+use super::plot::{Figure, FigureKind};
+use crate::params::Workload;
 use crate::present::doc::{text, Block, Doc, FigureBlock};
 use crate::present::table::{Cell, NumFmt, Table};
-use crate::results::schema::CaseStatus;
-use std::collections::{BTreeMap, BTreeSet};
-
-/// A ddp_step set-up: everything but the device count (nodes × devices per node). Every
-/// parameter a ddp_step case can be swept over appears, so two set-ups never share a key.
-fn setup_key(p: &CaseParams) -> String {
-    let bytes = crate::units::format_bytes;
-    format!(
-        "{} {} {} bucket={} first={} batch={} {} {} {} {} {}{}",
-        p.model.as_deref().unwrap_or("-"),
-        p.dtype,
-        p.backend,
-        p.bucket_bytes.map_or("-".into(), bytes),
-        match p.first_bucket_bytes {
-            None => "-".into(),
-            Some(0) => "cap".into(),
-            Some(b) => bytes(b),
-        },
-        p.batch.map_or("-".into(), |b| b.to_string()),
-        p.scaling.map_or("-".into(), |s| s.to_string()),
-        p.topology,
-        p.binding,
-        p.placement,
-        p.threads_per_device
-            .map_or("-".into(), |t| format!("threads={t}")),
-        p.progress
-            .map_or(String::new(), |x| format!(" progress={x}")),
-    )
-}
-
-/// One measured ddp_step case as the report uses it.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Point {
-    pub setup: String,
-    pub devices: u32,
-    pub nodes: u32,
-    pub scaling: Scaling,
-    pub step_s: f64,
-    pub compute_s: f64,
-    /// Slowest rank's compute beyond the mean's (absent in older files).
-    pub compute_imbalance_s: Option<f64>,
-    /// The step at the slowest rank's pace, which the parts add up to (absent in older files).
-    pub step_slowest_s: Option<f64>,
-    pub exposed_comm_s: f64,
-    /// 95 % interval of `exposed_comm_s` (absent in older files).
-    pub exposed_comm_ci_s: Option<[f64; 2]>,
-    pub comm_s: f64,
-    pub step_no_overlap_s: f64,
-    pub overlap_efficiency: Option<f64>,
-    pub samples_per_s: f64,
-    pub bucket_bytes: Option<u64>,
-    /// Why the case cannot represent its set-up (kinds; empty: representative).
-    pub concerns: BTreeSet<String>,
-    /// Whether it may support a conclusion (representative, or included by the user).
-    pub usable: bool,
-}
-
-/// The measured (ok) ddp_step cases, in set-up then device-count order.
-pub(crate) fn points(a: &Analysis<'_>) -> Vec<Point> {
-    let mut v: Vec<Point> = a
-        .entries
-        .iter()
-        .enumerate()
-        .filter(|(_, e)| {
-            e.case.params.workload == Workload::DdpStep && e.case.status == CaseStatus::Ok
-        })
-        .filter_map(|(i, e)| {
-            let c = e.case;
-            let m = c.ddp.as_ref()?;
-            Some(Point {
-                concerns: e.concern_kinds(),
-                usable: a.usable(i),
-                setup: setup_key(&c.params),
-                devices: c.devices,
-                nodes: c.params.nodes,
-                scaling: c.params.scaling.unwrap_or(Scaling::Weak),
-                step_s: m.step_s,
-                compute_s: m.compute_s,
-                compute_imbalance_s: m.compute_imbalance_s,
-                step_slowest_s: m.step_slowest_s,
-                exposed_comm_s: m.exposed_comm_s,
-                exposed_comm_ci_s: m.exposed_comm_ci_s,
-                comm_s: m.comm_s,
-                step_no_overlap_s: m.step_no_overlap_s,
-                overlap_efficiency: m.overlap_efficiency,
-                samples_per_s: m.samples_per_s,
-                bucket_bytes: c.params.bucket_bytes,
-            })
-        })
-        .collect();
-    v.sort_by(|a, b| {
-        (a.setup.as_str(), a.devices, a.nodes).cmp(&(b.setup.as_str(), b.devices, b.nodes))
-    });
-    v
-}
+use std::collections::BTreeMap;
 
 /// `yes`, or `no: <kinds>` (and `, included` when the user let it into conclusions).
 fn representative_cell(p: &Point) -> String {
@@ -122,24 +28,6 @@ fn representative_cell(p: &Point) -> String {
     }
 }
 
-/// Scaling efficiency of step time against the set-up's smallest device count (pure; see
-/// the module docs). `None` for a non-positive time.
-pub(crate) fn scaling_efficiency(
-    scaling: Scaling,
-    p0: u32,
-    t0_s: f64,
-    p: u32,
-    t_s: f64,
-) -> Option<f64> {
-    if t0_s <= 0.0 || t_s <= 0.0 || p == 0 {
-        return None;
-    }
-    Some(match scaling {
-        Scaling::Weak => t0_s / t_s,
-        Scaling::Strong => f64::from(p0) * t0_s / (f64::from(p) * t_s),
-    })
-}
-
 /// One bucket capacity's figures for one set-up.
 struct BucketRow {
     bucket_bytes: u64,
@@ -148,7 +36,7 @@ struct BucketRow {
 }
 
 /// Adds `figs`' ddp_step charts of kind `kind` (their index in `figs` is the figure number).
-fn add_figures(doc: &mut Doc, figs: &[Figure], kind: &str) {
+fn add_figures(doc: &mut Doc, figs: &[Figure], kind: FigureKind) {
     for (i, f) in figs.iter().enumerate() {
         if f.kind == kind && f.workload == Workload::DdpStep {
             doc.blocks.push(Block::Figure(FigureBlock {
@@ -169,9 +57,7 @@ pub(crate) fn section(doc: &mut Doc, a: &Analysis<'_>, figs: &[Figure]) {
         return;
     }
     doc.heading(2, "Training step (ddp_step)");
-    doc.prose(
-        "Each row is one data-parallel step (mean over ranks): `compute_s` is the step without communication (the mean rank's), `imbalance_s` what the slowest rank's compute adds every step (the overlapped step runs at its pace), `exposed_comm_s` the communication on the critical path (per step, the slowest rank's step minus the slowest rank's compute, averaged; its 95 % interval beside it, and within noise of 0 it may read slightly negative; its share is of the slowest rank's step, which the three parts add up to), `comm_s` the all-reduces alone, `overlap_efficiency = 1 − exposed_comm_s / comm_s` (clamped to [0, 1]). Scaling efficiency compares step times with the set-up's smallest representative device count: weak T(p₀)/T(p), strong p₀·T(p₀)/(p·T(p)). Files from versions before the critical-path definition have no imbalance or interval (their exposed time is step − compute on the means).",
-    );
+    doc.prose(crate::report::long_text::DDP_STEP);
     let left_out = pts.iter().filter(|p| !p.usable).count();
     if left_out > 0 {
         doc.para(vec![text(format!(
@@ -181,14 +67,14 @@ pub(crate) fn section(doc: &mut Doc, a: &Analysis<'_>, figs: &[Figure]) {
         ))]);
     }
     doc.table(step_table(&pts), "ddp_step", None);
-    add_figures(doc, figs, "ddp_breakdown");
+    add_figures(doc, figs, FigureKind::DdpBreakdown);
     let by_bucket = bucket_rows(&pts);
     if !by_bucket.is_empty() {
         doc.para(vec![text(
             "Overlap efficiency and step time against the bucket capacity (set-ups measured with several):",
         )]);
         doc.table(bucket_table(by_bucket), "ddp_step_buckets", None);
-        add_figures(doc, figs, "ddp_overlap");
+        add_figures(doc, figs, FigureKind::DdpOverlap);
     }
 }
 
@@ -310,26 +196,4 @@ fn bucket_table(by_bucket: BTreeMap<(String, u32, u32), Vec<BucketRow>>) -> Tabl
         }
     }
     t
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn scaling_efficiency_follows_the_definitions() {
-        // weak: same time at 4 devices = 100 %; twice the time = 50 %
-        assert_eq!(scaling_efficiency(Scaling::Weak, 1, 2.0, 4, 2.0), Some(1.0));
-        assert_eq!(scaling_efficiency(Scaling::Weak, 1, 2.0, 4, 4.0), Some(0.5));
-        // strong: 4 devices, a quarter of the time = 100 %
-        assert_eq!(
-            scaling_efficiency(Scaling::Strong, 1, 4.0, 4, 1.0),
-            Some(1.0)
-        );
-        assert_eq!(
-            scaling_efficiency(Scaling::Strong, 2, 4.0, 4, 4.0),
-            Some(0.5)
-        );
-        assert_eq!(scaling_efficiency(Scaling::Weak, 1, 0.0, 4, 1.0), None);
-    }
 }

@@ -15,7 +15,7 @@ pub(crate) const DEFINITIONS: &[(&str, &str)] = &[
     ),
     (
         "algbw, busbw",
-        "As in the results file and nccl-tests: algbw = S / time (GB = 10^9 bytes); busbw = algbw × F, F = 2(n−1)/n for allreduce, (n−1)/n for allgather, reduce_scatter and alltoall, 1 for broadcast and reduce (n = devices). busbw is a normalisation to a flat ring, not a link measurement; with 1 device F = 0 for allreduce, allgather, reduce_scatter and alltoall, so those points have no busbw and are not drawn on log axes.",
+        crate::report::long_text::DEF_ALGBW_BUSBW,
     ),
     (
         "sample interval",
@@ -47,7 +47,7 @@ pub(crate) const DEFINITIONS: &[(&str, &str)] = &[
     ),
     (
         "busbw retention",
-        "Collectives across device counts, same size and set-up: R(p) = busbw(p) / busbw(p0), p0 = the smallest device count ≥ 2 in the series. busbw already divides out the ring's (n−1)/n traffic growth, so R = 1 is ideal (a flat ring's per-link rate held) and R < 1 means the collective scales worse than a flat ring. Time and busbw are well defined at every scale; a speedup is not (a collective on more devices is a different operation), so none is reported.",
+        crate::report::long_text::DEF_BUSBW_RETENTION,
     ),
     (
         "topology ratio",
@@ -59,7 +59,7 @@ pub(crate) const DEFINITIONS: &[(&str, &str)] = &[
     ),
     (
         "call per size",
-        "Each size of a comparison is called from its time ratio r and the p5–p95 interval [lo, hi] of its sample-pair ratios, with the tie band b stated in the report: the first side faster when r < 1 − b and hi < 1; the second faster when r > 1 + b and lo > 1; even when 1 − b ≤ r ≤ 1 + b and the interval reaches into [1 − b, 1 + b]; unclear otherwise (a difference beyond the band that the samples do not bear out). Without samples r alone decides.",
+        crate::report::long_text::DEF_CALL_PER_SIZE,
     ),
     (
         "run-to-run spread",
@@ -67,7 +67,7 @@ pub(crate) const DEFINITIONS: &[(&str, &str)] = &[
     ),
     (
         "decision (crossover)",
-        "The sizes' calls in size order, unclear ones skipped, decide a comparison: one call at every size (a side faster, or even: a tie only when no size is unclear); a crossover when one call holds up to some size and another from the next measured size (pure faster up to 2KiB, hybrid from 4KiB), possibly with an even stretch between two opposite sides; inconclusive when more than a quarter of the sizes are unclear (noise) or the calls form any other pattern (a side faster, slower, then faster again). `by a–b×` is how many times faster the faster side is, smallest and largest over its sizes. Size bands (small ≤ 8 KiB, medium ≤ 1 MiB, large > 1 MiB; GEMMs one band) are decided the same way over their own sizes, with their geometric mean and min–max.",
+        crate::report::long_text::DEF_DECISION_CROSSOVER,
     ),
 ];
 

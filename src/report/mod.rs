@@ -7,6 +7,7 @@ pub(crate) mod ddp;
 pub(crate) mod derive;
 pub(crate) mod document;
 pub(crate) mod load;
+pub(crate) mod long_text;
 pub(crate) mod model;
 pub(crate) mod plot;
 pub(crate) mod table;

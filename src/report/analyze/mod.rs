@@ -13,6 +13,7 @@
 //! [`straggler`] (slow nodes and ranks). This file builds the [`Analysis`] from them.
 
 mod curve;
+pub(crate) mod ddp;
 mod entry;
 mod group;
 mod label;

@@ -8,7 +8,7 @@ use crate::present::doc::{text, Doc, Span};
 use crate::present::table::{Cell, NumFmt, Table};
 use crate::report::analyze::{kinds_text, Analysis, CollectiveView, Curve, Entry};
 use crate::report::model;
-use crate::report::plot::Figure;
+use crate::report::plot::{Figure, FigureKind};
 
 pub(super) fn collectives(doc: &mut Doc, a: &Analysis<'_>, figs: &[Figure], found: &mut Findings) {
     if a.collectives.is_empty() {
@@ -21,8 +21,8 @@ pub(super) fn collectives(doc: &mut Doc, a: &Analysis<'_>, figs: &[Figure], foun
         if wl != Some(v.workload) {
             wl = Some(v.workload);
             doc.heading(3, v.workload.to_string());
-            add_figures(doc, figs, "busbw", v.workload);
-            add_figures(doc, figs, "latency", v.workload);
+            add_figures(doc, figs, FigureKind::Busbw, v.workload);
+            add_figures(doc, figs, FigureKind::Latency, v.workload);
         }
         doc.para(vec![
             Span::Strong(format!("{} {}", v.workload, v.label)),
@@ -216,7 +216,11 @@ fn collective_findings(
                 .fig("set-up")
                 .text(caveat(k))
                 .text(".")
-                .done(topic.clone(), chart_of(figs, "busbw", v.workload), section)
+                .done(
+                    topic.clone(),
+                    chart_of(figs, FigureKind::Busbw, v.workload),
+                    section,
+                )
                 .about(v.workload),
         );
     }
@@ -244,7 +248,7 @@ fn collective_findings(
         out.push(
             s.text(caveat(k))
                 .text(".")
-                .done(topic, chart_of(figs, "fit", v.workload), section)
+                .done(topic, chart_of(figs, FigureKind::Fit, v.workload), section)
                 .about(v.workload),
         );
     }

@@ -7,7 +7,7 @@ use crate::present::doc::{text, Doc, Span};
 use crate::present::table::{Cell, NumFmt, Table};
 use crate::report::analyze::{Analysis, CollScale};
 use crate::report::model::{self, ScaleModel, ScaleRegime};
-use crate::report::plot::Figure;
+use crate::report::plot::{Figure, FigureKind};
 
 pub(super) fn cost_model(doc: &mut Doc, a: &Analysis<'_>, figs: &[Figure]) {
     if a.collectives.is_empty() {
@@ -18,7 +18,7 @@ pub(super) fn cost_model(doc: &mut Doc, a: &Analysis<'_>, figs: &[Figure]) {
     let mut wls: Vec<Workload> = a.collectives.iter().map(|v| v.workload).collect();
     wls.dedup();
     for w in &wls {
-        add_figures(doc, figs, "fit", *w);
+        add_figures(doc, figs, FigureKind::Fit, *w);
     }
     fit_residuals(doc, a);
     fit_regimes(doc, a);
@@ -31,7 +31,7 @@ pub(super) fn cost_model(doc: &mut Doc, a: &Analysis<'_>, figs: &[Figure]) {
         doc.prose("No forms across device counts: no collective series was measured at the two or more device counts (each ≥ 2) that such a fit needs.");
     }
     for w in &wls {
-        add_figures(doc, figs, "predict", *w);
+        add_figures(doc, figs, FigureKind::Predict, *w);
     }
     for cs in a.coll_scaling.iter().filter(|c| c.charted) {
         let Ok(m) = &cs.model else {

@@ -5,7 +5,7 @@ use crate::params::Workload;
 use crate::present::doc::{text, Block, Doc, Span};
 use crate::present::table::{Cell, Table};
 use crate::report::analyze::Analysis;
-use crate::report::plot::Figure;
+use crate::report::plot::{Figure, FigureKind};
 
 /// A piece of a finding's sentence: words, or a figure taken from a cell of its table.
 #[derive(Debug, Clone)]
@@ -104,7 +104,7 @@ impl Findings {
 }
 
 /// The first chart of `kind` for `w`, if one was drawn.
-pub(super) fn chart_of(figs: &[Figure], kind: &str, w: Workload) -> Option<String> {
+pub(super) fn chart_of(figs: &[Figure], kind: FigureKind, w: Workload) -> Option<String> {
     figs.iter()
         .find(|f| f.kind == kind && f.workload == w)
         .map(|f| f.stem.clone())

@@ -31,7 +31,7 @@ mod unrepresentative;
 pub(crate) use cases::case_block;
 
 use super::analyze::{style_key, Analysis, Entry, Layout, RatioKind};
-use super::plot::{setup_label, Figure};
+use super::plot::{setup_label, Figure, FigureKind};
 use crate::params::{LaunchShape, Workload};
 use crate::present::doc::{Block, Doc, FigureBlock};
 use crate::present::table::{Cell, NumFmt};
@@ -53,7 +53,7 @@ fn case_text(e: &Entry<'_>) -> String {
     e.params().label()
 }
 
-fn add_figures(doc: &mut Doc, figs: &[Figure], kind: &str, w: Workload) {
+fn add_figures(doc: &mut Doc, figs: &[Figure], kind: FigureKind, w: Workload) {
     for (i, f) in figs.iter().enumerate() {
         if f.kind == kind && f.workload == w {
             doc.blocks.push(Block::Figure(FigureBlock {

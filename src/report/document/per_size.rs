@@ -43,7 +43,7 @@ pub(super) fn per_size(doc: &mut Doc, a: &Analysis<'_>) {
         return;
     }
     doc.heading(2, "Per-size results");
-    doc.prose("Every measured size of every collective and set-up, laid out as nccl-tests and the table a run prints: out-of-place and in-place side by side; time is the headline time (µs), algbw and busbw in GB/s (left empty on one device, where no data moves between devices), #wrong the wrong elements or the case's status. Each figure has the significant digits its samples' spread supports (2 from a cv of 10 %, 3 from 1 %, else 4).");
+    doc.prose(crate::report::long_text::PER_SIZE);
     for rows in blocks.values() {
         let first = rows
             .values()

@@ -9,7 +9,7 @@ use crate::present::doc::{text, Doc};
 use crate::present::table::{Cell, NumFmt, Table};
 use crate::report::analyze::{kinds_text, Analysis, RatioGroup, RatioKind, RatioRow};
 use crate::report::derive::{self, Decision, SizeCall, SizeRun};
-use crate::report::plot::Figure;
+use crate::report::plot::{Figure, FigureKind};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// The side a call favours, in words (`hybrid`, `pure`, `even`, `unclear`).
@@ -69,14 +69,13 @@ pub(super) fn ratios(
     let include = a.options.include_unrepresentative;
     let (groups, apart): (Vec<&RatioGroup>, Vec<&RatioGroup>) =
         all.iter().partition(|g| include || g.concerns.is_empty());
-    let (title, stem, what) = match kind {
-        RatioKind::Topology => (
-            "Pure MPI vs hybrid",
-            "topology",
-            "time(hybrid) / time(pure MPI)",
-        ),
-        RatioKind::Binding => ("CPU binding", "binding", "time(policy) / time(reference)"),
+    let (title, what) = match kind {
+        RatioKind::Topology => ("Pure MPI vs hybrid", "time(hybrid) / time(pure MPI)"),
+        RatioKind::Binding => ("CPU binding", "time(policy) / time(reference)"),
     };
+    // The chart's kind also names this section's tables (`topology_decisions`, …).
+    let chart = FigureKind::of_ratio(kind);
+    let stem = chart.as_str();
     doc.heading(2, title);
     let section = doc.last_heading_id().unwrap_or_default().to_string();
     if groups.is_empty() && !apart.is_empty() {
@@ -94,7 +93,7 @@ pub(super) fn ratios(
     wls.sort();
     wls.dedup();
     for w in wls {
-        add_figures(doc, figs, stem, w);
+        add_figures(doc, figs, chart, w);
     }
     let b = a.options.tie_band;
     doc.prose(&format!(
@@ -103,7 +102,7 @@ pub(super) fn ratios(
     let (t, cited) = decisions_table(&groups);
     let list: Vec<Finding> = cited
         .into_iter()
-        .map(|c| c.finding(&t, figs, title, stem, &section))
+        .map(|c| c.finding(&t, figs, title, chart, &section))
         .collect();
     found.cite(doc.table(t, &format!("{stem}_decisions"), None), list);
     doc.prose(
@@ -183,7 +182,7 @@ impl Cited {
         t: &Table,
         figs: &[Figure],
         title: &str,
-        stem: &str,
+        chart: FigureKind,
         section: &str,
     ) -> Finding {
         let w = self.workload;
@@ -263,7 +262,7 @@ impl Cited {
             ));
         }
         s.text(".")
-            .done(format!("{w}, {title}"), chart_of(figs, stem, w), section)
+            .done(format!("{w}, {title}"), chart_of(figs, chart, w), section)
             .about(w)
     }
 

@@ -9,7 +9,7 @@ use crate::present::doc::{text, Doc, Span};
 use crate::present::table::{Cell, NumFmt, Table};
 use crate::report::analyze::{kinds_text, Analysis, CollScale, ScaleSeries};
 use crate::report::derive::ScalingKind;
-use crate::report::plot::Figure;
+use crate::report::plot::{Figure, FigureKind};
 
 pub(super) fn scaling(doc: &mut Doc, a: &Analysis<'_>, figs: &[Figure], found: &mut Findings) {
     if a.scaling.is_empty() && a.coll_scaling.is_empty() {
@@ -22,7 +22,7 @@ pub(super) fn scaling(doc: &mut Doc, a: &Analysis<'_>, figs: &[Figure], found: &
     wls.dedup();
     for w in wls {
         doc.heading(3, format!("{w}: speedup and efficiency"));
-        add_figures(doc, figs, "scaling", w);
+        add_figures(doc, figs, FigureKind::Scaling, w);
         for s in a.scaling.iter().filter(|s| s.workload == w) {
             gemm_series_table(doc, a, s, figs, found, &section);
         }
@@ -121,7 +121,7 @@ fn gemm_series_table(
                 ))
                 .done(
                     format!("{} {}", s.workload, s.label),
-                    chart_of(figs, "scaling", s.workload),
+                    chart_of(figs, FigureKind::Scaling, s.workload),
                     section,
                 )
                 .about(s.workload),

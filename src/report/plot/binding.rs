@@ -5,7 +5,6 @@ use super::{ratio_figures, Figure, RatioText};
 use crate::report::analyze::{Analysis, RatioKind};
 
 const TEXT: RatioText = RatioText {
-    stem: "binding",
     title: "CPU binding policies, time ratio vs size",
     y_title: "time policy / time reference (log scale)",
     caption: "Time with each CPU binding policy divided by the time with the reference policy (`none` when measured), for cases equal in everything else. Below 1: the policy is faster. Bars span p5–p95 of the ratios of every pairing of their samples.",

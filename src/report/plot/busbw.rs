@@ -2,8 +2,8 @@
 //! one curve per set-up, bars from the samples.
 
 use super::{
-    curve_label, curve_mark, curve_sets, in_place_series, size_point, Axis, Figure, LegendEntry,
-    Panel, Quantity, Scale, Series, Unit, SETUP_LEGEND,
+    curve_label, curve_mark, curve_sets, in_place_series, size_point, Axis, Figure, FigureKind,
+    LegendEntry, Panel, Quantity, Scale, Series, Unit, SETUP_LEGEND,
 };
 use crate::report::analyze::Analysis;
 
@@ -56,9 +56,9 @@ pub(crate) fn figures(a: &Analysis<'_>) -> Vec<Figure> {
         }
         let w = set.view.workload;
         out.push(Figure {
-            kind: "busbw",
+            kind: FigureKind::Busbw,
             workload: w,
-            stem: format!("busbw_{w}_{}", set.suffix),
+            stem: format!("{}_{w}_{}", FigureKind::Busbw, set.suffix),
             title: format!("{w}: bus bandwidth vs size — {}", set.view.label),
             caption: format!(
                 "Bus bandwidth of {w} ({}) against the size S, one curve per set-up (each set-up keeps its colour in every chart; the marker shows topology and binding); 1-device set-ups move no data between devices and are left out. Bars span the bandwidth at the p5 and p95 sample times.",

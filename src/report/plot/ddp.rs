@@ -5,12 +5,12 @@
 //! chart kind, which covers ddp_step as it covers the GEMM workloads.
 
 use super::{
-    chunk, color, marker, Axis, Figure, LegendEntry, Line, Mark, Marker, Panel, Pt, RefLine, Scale,
-    Series, Unit, GREY,
+    chunk, color, marker, Axis, Figure, FigureKind, LegendEntry, Line, Mark, Marker, Panel, Pt,
+    RefLine, Scale, Series, Unit, GREY,
 };
 use crate::params::Workload;
+use crate::report::analyze::ddp::{points, Point};
 use crate::report::analyze::{not_representative_suffix, Analysis};
-use crate::report::ddp::{points, Point};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Most breakdown charts in one report (one per set-up); the table lists every set-up.
@@ -54,15 +54,15 @@ fn breakdowns(pts: &[Point]) -> Vec<Figure> {
         let marks = BreakdownMarks::new(!concerns.is_empty());
         v.sort_by_key(|p| p.devices);
         out.push(Figure {
-            kind: "ddp_breakdown",
+            kind: FigureKind::DdpBreakdown,
             workload: Workload::DdpStep,
-            stem: format!("ddp_breakdown_{}", k + 1),
+            stem: format!("{}_{}", FigureKind::DdpBreakdown, k + 1),
             title: format!(
                 "ddp_step: step time, compute vs exposed communication — {setup}, {} per node{}",
                 crate::present::count(dpn as usize, "device", "devices"),
                 not_representative_suffix(concerns)
             ),
-            caption: "Where one training step's time goes, per device count: the lower bar is the mean rank's step without communication (`compute_s`), the middle bar what the slowest rank's compute adds (`compute_imbalance_s`), the upper bar the communication on the critical path (`exposed_comm_s`, drawn from 0 when it reads negative within noise); together they are the step at the slowest rank's pace. The dashed line is the same step with every all-reduce after backward (no overlap). Grey bars: not representative of the set-up.".to_string(),
+            caption: crate::report::long_text::DDP_BREAKDOWN_CAPTION.to_string(),
             panels: vec![Panel {
                 title: String::new(),
                 x: Axis::new("devices p (log2 scale)", Scale::Log2Count),
@@ -253,12 +253,12 @@ fn overlap_vs_bucket(pts: &[Point]) -> Vec<Figure> {
             });
         }
         out.push(Figure {
-            kind: "ddp_overlap",
+            kind: FigureKind::DdpOverlap,
             workload: Workload::DdpStep,
             stem: if many {
-                format!("ddp_overlap_{}", k + 1)
+                format!("{}_{}", FigureKind::DdpOverlap, k + 1)
             } else {
-                "ddp_overlap".to_string()
+                FigureKind::DdpOverlap.to_string()
             },
             title: "ddp_step: overlap efficiency vs gradient bucket capacity".to_string(),
             caption: "How much of the all-reduce time the step hides behind backward compute, against the bucket capacity: overlap_efficiency = 1 − exposed_comm_s / comm_s (1: all hidden; 0: none). Small buckets start communication early but pay a per-call cost; one huge bucket cannot start before backward ends.".to_string(),
@@ -321,7 +321,7 @@ mod tests {
         assert_eq!(figs.len(), 3);
         // (1 MiB, 2 per node): 2 devices on 1 node and 4 on 2 nodes
         let f = &figs[1];
-        assert_eq!(f.kind, "ddp_breakdown");
+        assert_eq!(f.kind, FigureKind::DdpBreakdown);
         assert_eq!(f.panels[0].series[0].points.len(), 2);
         let s = &f.panels[0].series;
         assert_eq!(s[0].mark.line, Line::Bar);

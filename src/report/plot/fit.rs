@@ -3,8 +3,8 @@
 //! sizes; switch sizes are marked with vertical lines.
 
 use super::{
-    curve_label, curve_mark, curve_sets, Axis, Figure, LegendEntry, Line, Marker, Panel, Pt,
-    RefLine, Scale, Series, Unit, SETUP_LEGEND,
+    curve_label, curve_mark, curve_sets, Axis, Figure, FigureKind, LegendEntry, Line, Marker,
+    Panel, Pt, RefLine, Scale, Series, Unit, SETUP_LEGEND,
 };
 use crate::present::table::sig;
 use crate::report::analyze::{Analysis, Curve};
@@ -38,9 +38,9 @@ pub(crate) fn figures(a: &Analysis<'_>) -> Vec<Figure> {
             .collect();
         let w = set.view.workload;
         out.push(Figure {
-            kind: "fit",
+            kind: FigureKind::Fit,
             workload: w,
-            stem: format!("fit_{w}_{}", set.suffix),
+            stem: format!("{}_{w}_{}", FigureKind::Fit, set.suffix),
             title: format!("{w}: α–β model per regime vs measurement — {}", set.view.label),
             caption: format!(
                 "Hockney model time = α + β·F·S fitted per set-up and regime to {w} ({}) by robust (Huber-reweighted) least squares on relative residuals; regimes (protocol or algorithm switches) are found by segmented least squares with a penalty per extra segment (markers: each size's median time, the value fitted; lines: each regime's fit over its sizes; dashed verticals: where a set-up switches regime). 1/β is the asymptotic bus bandwidth of a regime. Grey: not representative.",

@@ -2,8 +2,8 @@
 //! the samples.
 
 use super::{
-    curve_label, curve_mark, curve_sets, in_place_series, size_point, Axis, Figure, LegendEntry,
-    Panel, Quantity, Scale, Series, Unit, SETUP_LEGEND,
+    curve_label, curve_mark, curve_sets, in_place_series, size_point, Axis, Figure, FigureKind,
+    LegendEntry, Panel, Quantity, Scale, Series, Unit, SETUP_LEGEND,
 };
 use crate::report::analyze::Analysis;
 
@@ -36,9 +36,9 @@ pub(crate) fn figures(a: &Analysis<'_>) -> Vec<Figure> {
         legend.extend(twin_entry);
         let w = set.view.workload;
         out.push(Figure {
-            kind: "latency",
+            kind: FigureKind::Latency,
             workload: w,
-            stem: format!("latency_{w}_{}", set.suffix),
+            stem: format!("{}_{w}_{}", FigureKind::Latency, set.suffix),
             title: format!("{w}: time per operation vs size — {}", set.view.label),
             caption: format!(
                 "Time per {w} operation ({}) against the size S, log-log, one curve per set-up. Points are time_s (mean over ranks); bars span p5–p95 of the samples (slowest rank per sample).",

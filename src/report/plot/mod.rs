@@ -192,8 +192,8 @@ pub(crate) struct LegendEntry {
 /// One chart, written as `charts/<stem>.svg` and `charts/<stem>.png`.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Figure {
-    /// The chart kind (`busbw`, `latency`, `fit`, `predict`, `scaling`, `topology`, `binding`).
-    pub kind: &'static str,
+    /// The chart kind; its name starts the stem and picks the report section.
+    pub kind: FigureKind,
     pub workload: crate::params::Workload,
     /// File name without extension: kind, workload, index (`busbw_allreduce_1`).
     pub stem: String,
@@ -205,6 +205,52 @@ pub(crate) struct Figure {
     pub legend: Vec<LegendEntry>,
     /// Short notes printed under the legend (what bars and lines mean).
     pub notes: Vec<String>,
+}
+
+/// Which chart a [`Figure`] is. A closed set, so that sections match on it exhaustively;
+/// [`FigureKind::as_str`] is the name that outputs carry (file stems, table names).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum FigureKind {
+    Busbw,
+    Latency,
+    Fit,
+    Predict,
+    Scaling,
+    Topology,
+    Binding,
+    DdpBreakdown,
+    DdpOverlap,
+}
+
+impl FigureKind {
+    /// The name in outputs (unchanged from when kinds were strings).
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            FigureKind::Busbw => "busbw",
+            FigureKind::Latency => "latency",
+            FigureKind::Fit => "fit",
+            FigureKind::Predict => "predict",
+            FigureKind::Scaling => "scaling",
+            FigureKind::Topology => "topology",
+            FigureKind::Binding => "binding",
+            FigureKind::DdpBreakdown => "ddp_breakdown",
+            FigureKind::DdpOverlap => "ddp_overlap",
+        }
+    }
+
+    /// The chart of a ratio comparison.
+    pub(crate) fn of_ratio(kind: RatioKind) -> FigureKind {
+        match kind {
+            RatioKind::Topology => FigureKind::Topology,
+            RatioKind::Binding => FigureKind::Binding,
+        }
+    }
+}
+
+impl std::fmt::Display for FigureKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 impl Figure {
@@ -505,9 +551,9 @@ pub(crate) fn ratio_figures(a: &Analysis<'_>, kind: RatioKind, text: &RatioText)
                 String::new()
             };
             out.push(Figure {
-                kind: text.stem,
+                kind: FigureKind::of_ratio(kind),
                 workload: wl,
-                stem: format!("{}_{wl}{part_s}", text.stem),
+                stem: format!("{}_{wl}{part_s}", FigureKind::of_ratio(kind)),
                 title: format!("{wl}: {} — {variant}", text.title),
                 caption: text.caption.to_string(),
                 panels: vec![Panel {
@@ -580,7 +626,6 @@ fn ratio_series(
 
 /// The words of a ratio chart.
 pub(crate) struct RatioText {
-    pub stem: &'static str,
     pub title: &'static str,
     pub y_title: &'static str,
     pub caption: &'static str,

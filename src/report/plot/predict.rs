@@ -2,7 +2,10 @@
 //! against devices at a few sizes (solid), the model (dashed) extended to 4× the largest measured
 //! scale, and the predictions at 2× and 4× as hollow markers.
 
-use super::{color, Axis, Figure, LegendEntry, Line, Mark, Marker, Panel, Pt, Scale, Series, Unit};
+use super::{
+    color, Axis, Figure, FigureKind, LegendEntry, Line, Mark, Marker, Panel, Pt, Scale, Series,
+    Unit,
+};
 use crate::report::analyze::{Analysis, CollScale};
 use crate::report::model::{ScaleModel, ScaleRegime};
 use crate::units::format_bytes;
@@ -57,9 +60,9 @@ pub(crate) fn figures(a: &Analysis<'_>) -> Vec<Figure> {
         let n = n_by_wl.entry(wl.clone()).or_default();
         *n += 1;
         out.push(Figure {
-            kind: "predict",
+            kind: FigureKind::Predict,
             workload: cs.workload,
-            stem: format!("predict_{wl}_{n}"),
+            stem: format!("{}_{wl}_{n}", FigureKind::Predict),
             title: format!(
                 "{wl}: time vs devices with the {forms} model — {} ({})",
                 cs.label,

@@ -2,7 +2,8 @@
 //! per set-up and shape, with the ideal lines. Strong and weak scaling get separate charts.
 
 use super::{
-    chunk, color, marker, Axis, Figure, LegendEntry, Mark, Panel, Pt, RefLine, Scale, Series, Unit,
+    chunk, color, marker, Axis, Figure, FigureKind, LegendEntry, Mark, Panel, Pt, RefLine, Scale,
+    Series, Unit,
 };
 use crate::params::Workload;
 use crate::report::analyze::{style_key, Analysis, ScaleSeries};
@@ -125,9 +126,9 @@ fn part_figure(
         });
     }
     Some(Figure {
-        kind: "scaling",
+        kind: FigureKind::Scaling,
         workload: wl,
-        stem: format!("scaling_{wl}_{kind}{part_s}"),
+        stem: format!("{}_{wl}_{kind}{part_s}", FigureKind::Scaling),
         title: format!("{wl}: {kind} scaling, speedup and efficiency vs devices"),
         caption: format!(
             "{kind} scaling of {wl}: speedup (left, log2 axes; grey dashed: ideal), efficiency (middle; ideal 1) and the aggregate GFLOP/s of the results (right, where recorded; dashed: the baseline's rate × p/p0) against the total devices p. Each series names its baseline point."

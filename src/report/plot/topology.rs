@@ -5,7 +5,6 @@ use super::{ratio_figures, Figure, RatioText};
 use crate::report::analyze::{Analysis, RatioKind};
 
 const TEXT: RatioText = RatioText {
-    stem: "topology",
     title: "hybrid vs pure MPI, time ratio vs size",
     y_title: "time hybrid / time pure (log scale)",
     caption: "Time of hybrid (one rank per node driving its devices) divided by time of pure MPI (one rank per device), for cases equal in everything else. Above 1: pure MPI is faster; below 1: hybrid is faster. Bars span p5–p95 of the ratios of every pairing of their samples.",
