@@ -432,14 +432,20 @@ fn check_findings(out: &Path) -> Vec<BTreeMap<String, String>> {
         // The printed figure is the cell's exact value, rounded for people.
         if let (Some(shown), Ok(exact)) = (printed_number(&f["figure"]), f["value"].parse::<f64>())
         {
-            // 4 significant digits or 3 decimals; estimated sizes (`1.23MiB`) keep 3 digits
-            let rel = if f["figure"].ends_with("iB") {
-                5e-3
-            } else {
-                5e-4
+            // Rounded at the figure's own last digit (measured figures keep the digits their
+            // spread supports, at least 2), never by more than 5 %.
+            let t = f["figure"].trim().trim_end_matches('×');
+            let digits_text = t.trim_end_matches(|c: char| c.is_ascii_alphabetic());
+            let scale = shown / digits_text.parse::<f64>().unwrap_or(shown);
+            let last_digit = match digits_text.split_once('.') {
+                Some((_, d)) => 10f64.powi(-(d.len() as i32)),
+                None => {
+                    10f64.powi((digits_text.len() - digits_text.trim_end_matches('0').len()) as i32)
+                }
             };
             assert!(
-                (shown - exact).abs() <= rel * exact.abs() + 5e-4,
+                (shown - exact).abs() <= 0.5 * last_digit * scale * 1.0001 + 5e-9
+                    && (shown - exact).abs() <= 0.05 * exact.abs() + 5e-4,
                 "{f:?}: {shown} vs {exact}"
             );
         }
