@@ -76,13 +76,20 @@ fn draw<DB: DrawingBackend<ErrorType: 'static>>(
 ) -> Res<()> {
     root.fill(&WHITE)?;
     let (w, _) = root.dim_in_pixel();
-    // Title: wrapped to the figure width.
-    let title_font = (FONT, 22).into_font().color(&BLACK);
-    let lines = wrap(root, &fig.title, &title_font, w.saturating_sub(40));
-    for (i, l) in lines.iter().take(2).enumerate() {
+    // Title: wrapped to the figure width, in a smaller font when it needs more lines, and
+    // never losing its not-representative warning (that part is what a reader must see).
+    let width = w.saturating_sub(40);
+    let fits = |s: &str, size: u32| {
+        let font = (FONT, size).into_font().color(&BLACK);
+        root.estimate_text_size(s, &font)
+            .map_or(true, |(tw, _)| tw <= width)
+    };
+    let (size, lines) = fit_title(&fig.title, fits);
+    let title_font = (FONT, size).into_font().color(&BLACK);
+    for (i, l) in lines.iter().enumerate() {
         root.draw(&Text::new(
             l.clone(),
-            (w as i32 / 2, 10 + 24 * i as i32),
+            (w as i32 / 2, TITLE_TOP + title_step(size) * i as i32),
             title_font.clone().pos(Pos::new(HPos::Center, VPos::Top)),
         ))?;
     }
@@ -463,6 +470,57 @@ fn draw_marker<DB: DrawingBackend<ErrorType: 'static>>(
     }
 }
 
+const TITLE_TOP: i32 = 6;
+/// Title font sizes tried in turn; the smallest fits three lines in [`TITLE_H`].
+const TITLE_SIZES: [u32; 4] = [22, 19, 16, 14];
+
+fn title_step(size: u32) -> i32 {
+    size as i32 + 1
+}
+
+/// The title's font size and lines: the largest size at which the whole title fits the
+/// lines [`TITLE_H`] holds. Where none does, the smallest size is used and the head is cut
+/// with "…", keeping a trailing " — NOT REPRESENTATIVE: …" whole (its own lines).
+/// `fits(text, size)` says whether one line fits the width.
+fn fit_title(title: &str, fits: impl Fn(&str, u32) -> bool) -> (u32, Vec<String>) {
+    let max_lines = |size: u32| ((TITLE_H as i32 - TITLE_TOP) / title_step(size)).max(1) as usize;
+    for size in TITLE_SIZES {
+        let lines = wrap_with(title, |s| fits(s, size));
+        if lines.len() <= max_lines(size) {
+            return (size, lines);
+        }
+    }
+    let size = TITLE_SIZES[TITLE_SIZES.len() - 1];
+    let n = max_lines(size);
+    let (head, warning) = match title.find(" — NOT REPRESENTATIVE") {
+        Some(i) => (&title[..i], title[i..].trim_start_matches(" — ")),
+        None => (title, ""),
+    };
+    let mut tail = if warning.is_empty() {
+        Vec::new()
+    } else {
+        wrap_with(warning, |s| fits(s, size))
+    };
+    tail.truncate(n.saturating_sub(1).max(1));
+    let room = n
+        .saturating_sub(tail.len())
+        .max(usize::from(tail.is_empty()));
+    let mut lines = wrap_with(head, |s| fits(s, size));
+    if lines.len() > room {
+        lines.truncate(room);
+        if let Some(last) = lines.last_mut() {
+            // drop words until the ellipsis fits
+            while !fits(&format!("{last} …"), size) && last.contains(' ') {
+                let cut = last.rfind(' ').unwrap_or(0);
+                last.truncate(cut);
+            }
+            last.push_str(" …");
+        }
+    }
+    lines.extend(tail);
+    (size, lines)
+}
+
 /// Greedy word wrap to `width` pixels.
 fn wrap<DB: DrawingBackend<ErrorType: 'static>>(
     area: &DrawingArea<DB, Shift>,
@@ -470,10 +528,14 @@ fn wrap<DB: DrawingBackend<ErrorType: 'static>>(
     font: &TextStyle<'_>,
     width: u32,
 ) -> Vec<String> {
-    let fits = |s: &str| {
+    wrap_with(text, |s| {
         area.estimate_text_size(s, font)
             .map_or(true, |(w, _)| w <= width)
-    };
+    })
+}
+
+/// Greedy word wrap: `fits(line)` says whether a line fits.
+fn wrap_with(text: &str, fits: impl Fn(&str) -> bool) -> Vec<String> {
     let mut lines = Vec::new();
     let mut cur = String::new();
     for word in text.split_whitespace() {
@@ -597,5 +659,49 @@ mod tests {
         // a dash continues around a corner
         let d = dashes(&[(0, 0), (4, 0), (4, 10)], 7.0, 5.0);
         assert_eq!(d[0], vec![(0, 0), (4, 0), (4, 3)]);
+    }
+
+    /// A line fits when it has at most `chars` characters at size 22, proportionally more
+    /// at smaller sizes (a stand-in for the font's measure).
+    fn fits_chars(chars: usize) -> impl Fn(&str, u32) -> bool {
+        move |s: &str, size: u32| s.chars().count() * size as usize <= chars * 22
+    }
+
+    #[test]
+    fn a_short_title_keeps_the_large_font() {
+        let (size, lines) = fit_title("allreduce busbw", fits_chars(60));
+        assert_eq!((size, lines), (22, vec!["allreduce busbw".to_string()]));
+    }
+
+    #[test]
+    fn a_long_title_shrinks_and_keeps_every_word() {
+        let t = "ddp_step: step time, compute vs exposed communication — 64x48x3+200x40 f32 \
+                 cpu bucket=1B first=cap batch=8 weak pure none fill threads=1 progress=test, \
+                 2 devices per node — NOT REPRESENTATIVE: host_busy";
+        let (size, lines) = fit_title(t, fits_chars(90));
+        assert!(size < 22, "{size}");
+        assert_eq!(
+            lines.join(" "),
+            t.split_whitespace().collect::<Vec<_>>().join(" ")
+        );
+        assert!(lines.len() <= 3);
+    }
+
+    #[test]
+    fn a_title_too_long_for_any_size_keeps_its_warning() {
+        let head = "word ".repeat(200);
+        let t = format!("{head}— NOT REPRESENTATIVE: host_busy, oversubscribed");
+        let (size, lines) = fit_title(&t, fits_chars(60));
+        assert_eq!(size, 14);
+        assert!(lines.len() <= 3, "{lines:?}");
+        let all = lines.join(" ");
+        assert!(
+            all.ends_with("NOT REPRESENTATIVE: host_busy, oversubscribed"),
+            "{all}"
+        );
+        assert!(all.contains("word …"), "{all}");
+        for l in &lines {
+            assert!(fits_chars(60)(l, 14), "{l}");
+        }
     }
 }

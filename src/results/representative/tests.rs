@@ -418,6 +418,14 @@ fn other_launches_and_a_busy_host_are_named() {
     // ... but not a driver using as little
     brief.other_scalebench[0].command = "/x/scalebench sweep s.toml".into();
     assert!(co_scheduling(&brief, 1).is_empty());
+    // A launch of 0.03 s: 18 ms of foreign time is within two 10 ms ticks per CPU of
+    // /proc/stat, not a busy host (CI at 0dc21b4 said "0.60 CPUs" here) ...
+    let mut short = busy_host(0.018, &[]);
+    short.window_s = 0.03;
+    assert!(co_scheduling(&short, 2).is_empty());
+    // ... while a whole CPU's worth over the same window is seen.
+    short.other_cpu_s = 0.06;
+    assert_eq!(kinds(&co_scheduling(&short, 2)), [HOST_BUSY]);
     // Through the launch's assessment, which counts its busy threads itself.
     let mut l = launch(2, 1, "0-1", Binding::None, |d| d.to_string());
     l.host_load = Some(busy_host(3.0, &[(7, 2.9)]));
