@@ -50,6 +50,7 @@ fn dispatch(cli: Cli, argv: &[String]) -> Result<u8, Error> {
             args.json,
             cuda_devices,
         ),
+        Command::Ceilings(args) => scalebench::run::ceilings::command(&(&args).into()),
         Command::Submit(args) => scalebench::launch::submit::submit(&args.request()?, argv),
         Command::Status(a) => {
             scalebench::launch::submit::status(&a.run, a.wait, a.timeout, a.quiet)

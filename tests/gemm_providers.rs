@@ -101,7 +101,14 @@ fn both_providers_give_exact_products_square_and_rectangular_1_and_2_threads() {
     let plan = DevicePlan::unbound(1, 2).with_gemm(GemmChoice::Blas);
     let s = set_up(GemmChoice::Blas, &plan).expect(NO_BLAS);
     assert_eq!(s.provenance.library_threads, Some(2), "{:?}", s.warnings);
-    assert!(s.warnings.is_empty(), "{:?}", s.warnings);
+    // (a kernel older than this CPU is warned about where the machine forces one, e.g. a
+    // machine-wide OPENBLAS_CORETYPE: not a thread-count warning, and tested with the ceilings)
+    let others: Vec<&String> = s
+        .warnings
+        .iter()
+        .filter(|w| !w.starts_with("GEMM runs "))
+        .collect();
+    assert!(others.is_empty(), "{others:?}");
 }
 
 /// matmul, square and MxNxK, and batch_matmul (square only), in f32 and f64.

@@ -12,6 +12,7 @@
 //! clap's derive.
 
 // One file per command's arguments; the re-exports keep every `cli::…` path as it was.
+mod ceilings;
 mod compare;
 mod launch;
 mod report;
@@ -19,6 +20,7 @@ mod run;
 #[cfg(test)]
 mod tests;
 
+pub use self::ceilings::*;
 pub use self::compare::*;
 pub use self::launch::*;
 pub use self::report::*;
@@ -62,6 +64,9 @@ pub enum Command {
     Sweep(SweepArgs),
     /// Show this machine's topology (hwloc) and the CPUs each binding policy would give.
     Topo(TopoArgs),
+    /// Measure this host's ceilings (FMA peak per instruction set, STREAM memory bandwidth,
+    /// on one CPU and on all offered) and check the GEMM library's kernel; no study runs.
+    Ceilings(CeilingsArgs),
     /// Submit a sweep spec to a scheduler: one job per allocation shape (job arrays where shapes
     /// repeat), then a job that merges the results. UGE and PBS scripts with --dry-run.
     Submit(SubmitArgs),

@@ -2,6 +2,7 @@
 //! a typed [`Request`]), the pure step that turns a measurement into a result record
 //! ([`record`]), and the live table rank 0 prints ([`console`]).
 
+pub mod ceilings;
 pub(crate) mod console;
 #[cfg(feature = "mpi")]
 pub mod job;

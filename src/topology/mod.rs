@@ -2,6 +2,7 @@
 
 pub mod affinity;
 pub mod binding;
+pub mod ceilings;
 pub mod command;
 #[cfg(feature = "mpi")]
 pub mod hwloc;

@@ -126,6 +126,8 @@ pub struct Blas {
     path: String,
     /// Version and build configuration, as the library reports them.
     version: String,
+    /// The kernel family it says it runs (OpenBLAS's core name, BLIS's configuration).
+    kernel: Option<String>,
     // Never closed: a BLAS's worker threads may still be parked inside it, and unloading
     // code under them crashes the process. Opening it again only raises a count.
     _lib: std::mem::ManuallyDrop<Library>,
@@ -220,12 +222,14 @@ impl Blas {
         });
         let path = object_path(sgemm as *const c_void).unwrap_or_else(shown);
         let version = describe(&library, &path);
+        let kernel = kernel_name(&library);
         Ok(Blas {
             sgemm,
             dgemm,
             threads,
             path,
             version,
+            kernel,
             _lib: std::mem::ManuallyDrop::new(library),
         })
     }
@@ -238,6 +242,12 @@ impl Blas {
     /// Version and configuration, e.g. `OpenBLAS 0.3.21 DYNAMIC_ARCH NO_AFFINITY Zen MAX_THREADS=64`.
     pub fn version(&self) -> &str {
         &self.version
+    }
+
+    /// The kernel family the library says it runs, e.g. OpenBLAS's `Haswell` (`None`: it has
+    /// no call scalebench knows to ask).
+    pub fn kernel(&self) -> Option<&str> {
+        self.kernel.as_deref()
     }
 
     /// The library's thread setter, if scalebench knows one it has.
@@ -337,6 +347,27 @@ fn object_path(addr: *const c_void) -> Option<String> {
             .map(|c| c.display().to_string())
             .unwrap_or(name),
     )
+}
+
+/// The kernel family the library runs: OpenBLAS's `openblas_get_corename()`, BLIS's
+/// `bli_arch_string(bli_arch_query_id())`.
+fn kernel_name(lib: &Library) -> Option<String> {
+    // SAFETY: each symbol is typed with its vendor's prototype; the strings returned are the
+    // library's static text, copied out at once.
+    unsafe {
+        if let Ok(f) =
+            lib.get::<unsafe extern "C" fn() -> *const c_char>(b"openblas_get_corename\0")
+        {
+            return c_string((*f)()).filter(|s| !s.is_empty());
+        }
+        if let (Ok(q), Ok(name)) = (
+            lib.get::<unsafe extern "C" fn() -> c_int>(b"bli_arch_query_id\0"),
+            lib.get::<unsafe extern "C" fn(c_int) -> *const c_char>(b"bli_arch_string\0"),
+        ) {
+            return c_string((*name)((*q)())).filter(|s| !s.is_empty());
+        }
+    }
+    None
 }
 
 /// What the library says it is: the vendor's version/config call, or the file name.

@@ -131,6 +131,16 @@ fn with_blas(
             plan.devices_per_rank
         ));
     }
+    // A kernel older than the CPU computes at a fraction of it, and nothing else says so.
+    let kernel = crate::topology::ceilings::kernel::BlasKernel {
+        library: lib.version().to_string(),
+        kernel: lib.kernel().map(str::to_string),
+    };
+    warnings.extend(crate::topology::ceilings::kernel::check(
+        crate::topology::ceilings::kernel::host_tier(),
+        &kernel,
+        |v| std::env::var(v).ok(),
+    ));
     let provenance = GemmProvenance {
         requested,
         provider: GemmProvider::Blas,

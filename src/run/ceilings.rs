@@ -1,0 +1,134 @@
+//! `scalebench ceilings`: this host's ceilings (measured here, each with how) and whether the
+//! GEMM library runs the CPU's best kernel, without running a study.
+
+use crate::backend::gemm::blas::Blas;
+use crate::error::Error;
+use crate::results::ceilings::Ceiling;
+use crate::topology::ceilings::{self, kernel, CpuOptions};
+use serde::Serialize;
+
+/// What `scalebench ceilings` is asked to do.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Request {
+    /// JSON instead of text.
+    pub json: bool,
+    /// Leave out STREAM (the FMA peaks alone take a fraction of a second).
+    pub no_stream: bool,
+    /// Only the best instruction set's peaks.
+    pub best_only: bool,
+}
+
+/// What the command found.
+#[derive(Debug, Serialize)]
+pub struct HostCeilings {
+    pub host: String,
+    pub cpu_model: String,
+    /// The CPUs this process may run on (cpulist).
+    pub cpus: String,
+    pub ceilings: Vec<Ceiling>,
+    /// The GEMM library and its kernel (`None`: no CBLAS found, and why).
+    pub gemm_library: Option<String>,
+    pub gemm_kernel: Option<String>,
+    pub warnings: Vec<String>,
+}
+
+/// Measures and gathers; nothing is written.
+pub fn gather(req: &Request) -> Result<HostCeilings, Error> {
+    let cpus = crate::topology::affinity::current_thread_cpus()
+        .map_err(|e| Error::Environment(format!("cannot read this process's CPU affinity: {e}")))?;
+    let opts = CpuOptions {
+        all_isas: !req.best_only,
+        stream: !req.no_stream,
+        ..CpuOptions::default()
+    };
+    let found = ceilings::cpu_ceilings(&cpus, &opts);
+    let info = crate::topology::host_info();
+    let tier = kernel::host_tier();
+    let mut warnings = Vec::new();
+    let (library, kern) = match Blas::load() {
+        Ok(b) => {
+            let k = kernel::BlasKernel {
+                library: b.version().to_string(),
+                kernel: b.kernel().map(str::to_string),
+            };
+            warnings.extend(kernel::check(tier, &k, |v| std::env::var(v).ok()));
+            (Some(k.library), k.kernel)
+        }
+        Err(e) => {
+            warnings.push(format!("no CBLAS library: {e}"));
+            (None, None)
+        }
+    };
+    Ok(HostCeilings {
+        host: info.host,
+        cpu_model: info.cpu_model,
+        cpus: crate::params::cpulist::format_cpulist(&cpus),
+        ceilings: found,
+        gemm_library: library,
+        gemm_kernel: kern,
+        warnings,
+    })
+}
+
+/// Prints the ceilings; exit 0.
+pub fn command(req: &Request) -> Result<u8, Error> {
+    let h = gather(req)?;
+    if req.json {
+        let text = serde_json::to_string_pretty(&h)
+            .map_err(|e| Error::Runtime(format!("cannot write the ceilings as JSON: {e}")))?;
+        println!("{text}");
+    } else {
+        print!("{}", text(&h));
+    }
+    Ok(0)
+}
+
+/// The text form: one line per ceiling with its value and source, then how each was obtained.
+pub fn text(h: &HostCeilings) -> String {
+    use std::fmt::Write;
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "Ceilings of {} ({}), CPUs offered: {}",
+        h.host,
+        if h.cpu_model.is_empty() {
+            "CPU model unknown"
+        } else {
+            &h.cpu_model
+        },
+        h.cpus
+    );
+    let w = h.ceilings.iter().map(|c| c.what.len()).max().unwrap_or(0);
+    for c in &h.ceilings {
+        let v = c.value.map_or("unknown".to_string(), |v| {
+            format!("{} {}", crate::units::echo_f64(round3(v)), c.unit.symbol())
+        });
+        let _ = writeln!(s, "  {:<w$}  {:>16}  {}", c.what, v, c.source.name());
+    }
+    let _ = writeln!(s, "How each was obtained:");
+    for c in &h.ceilings {
+        let _ = writeln!(s, "  {}: {}", c.id, c.detail);
+    }
+    match (&h.gemm_library, &h.gemm_kernel) {
+        (Some(l), Some(k)) => {
+            let _ = writeln!(s, "GEMM library: {l}; kernel: {k}");
+        }
+        (Some(l), None) => {
+            let _ = writeln!(s, "GEMM library: {l}; kernel: not reported by the library");
+        }
+        _ => {}
+    }
+    for x in &h.warnings {
+        let _ = writeln!(s, "warning: {x}");
+    }
+    s
+}
+
+/// Three significant digits: the run-to-run spread of these microbenchmarks is a few per cent.
+fn round3(v: f64) -> f64 {
+    if v == 0.0 || !v.is_finite() {
+        return v;
+    }
+    let p = 10f64.powi(2 - v.abs().log10().floor() as i32);
+    (v * p).round() / p
+}

@@ -1,0 +1,299 @@
+//! Ceilings of this host's CPUs, measured: the floating-point peak of each vector instruction
+//! set from an FMA microkernel ([`fma`]), memory bandwidth from STREAM Copy and Triad
+//! ([`stream`]), on one CPU and on all the CPUs offered; and whether the GEMM library runs
+//! the CPU's best kernel ([`kernel`]). Each ceiling says how it was obtained.
+
+pub mod fma;
+pub mod kernel;
+pub mod stream;
+
+use crate::params::cpulist::format_cpulist;
+use crate::results::ceilings::{Ceiling, CeilingSource, CeilingUnit};
+use fma::{Isa, Precision};
+use std::sync::{Barrier, Mutex};
+use std::time::Instant;
+
+/// How much to measure.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CpuOptions {
+    /// Every instruction set the CPU runs (`scalebench ceilings`), or only its best (a launch).
+    pub all_isas: bool,
+    /// STREAM Copy and Triad as well.
+    pub stream: bool,
+    /// Length of one timed FMA run, seconds.
+    pub flop_run_s: f64,
+    /// Timed runs of each measurement; the best is kept.
+    pub repeats: usize,
+}
+
+impl Default for CpuOptions {
+    fn default() -> Self {
+        CpuOptions {
+            all_isas: false,
+            stream: true,
+            flop_run_s: 0.01,
+            repeats: 3,
+        }
+    }
+}
+
+/// The ceilings of the CPUs in `cpus` (the CPUs offered to the launch or command).
+pub fn cpu_ceilings(cpus: &[u32], opts: &CpuOptions) -> Vec<Ceiling> {
+    let mut out = Vec::new();
+    let isas = fma::supported();
+    if cpus.is_empty() || isas.is_empty() {
+        let why = if cpus.is_empty() {
+            "no CPU is offered to this process"
+        } else {
+            "the FMA microkernel is written for x86-64 only so far"
+        };
+        for p in [Precision::F32, Precision::F64] {
+            out.push(unknown(
+                &format!("cpu.peak.{}", p.name()),
+                &format!("{} floating-point peak", p.name()),
+                CeilingUnit::Gflops,
+                why,
+            ));
+        }
+    } else {
+        let chosen: Vec<Isa> = if opts.all_isas {
+            isas.clone()
+        } else {
+            isas.last().copied().into_iter().collect()
+        };
+        for p in [Precision::F32, Precision::F64] {
+            for &isa in &chosen {
+                out.extend(flop_ceilings(isa, p, cpus, opts));
+            }
+        }
+    }
+    if opts.stream {
+        out.extend(stream_ceilings(cpus));
+    }
+    out
+}
+
+fn unknown(id: &str, what: &str, unit: CeilingUnit, why: &str) -> Ceiling {
+    Ceiling {
+        id: id.into(),
+        what: what.into(),
+        unit,
+        value: None,
+        source: CeilingSource::Unknown,
+        detail: why.into(),
+    }
+}
+
+fn cpus_text(cpus: &[u32]) -> String {
+    let n = cpus.len();
+    format!(
+        "{n} {} ({})",
+        if n == 1 { "CPU" } else { "CPUs" },
+        format_cpulist(cpus)
+    )
+}
+
+/// One CPU's and all CPUs' peak at `isa` and `p`.
+fn flop_ceilings(isa: Isa, p: Precision, cpus: &[u32], opts: &CpuOptions) -> Vec<Ceiling> {
+    let op = if isa == Isa::Sse2 { "mul+add" } else { "FMA" };
+    let method = |threads: &str| {
+        format!(
+            "12 independent {op} chains per thread, best of {} runs of about {:.0} ms, {threads}",
+            opts.repeats,
+            opts.flop_run_s * 1e3
+        )
+    };
+    let id = |scope: &str| format!("cpu.peak.{}.{}.{scope}", p.name(), isa.name());
+    let first = cpus[0];
+    let one = on_cpu(first, || {
+        fma::measure_thread(isa, p, opts.flop_run_s, opts.repeats)
+    })
+    .flatten();
+    let Some(one) = one else {
+        return vec![unknown(
+            &id("one_cpu"),
+            &format!("{} {op} peak, {}", p.name(), isa.name()),
+            CeilingUnit::Gflops,
+            "the CPU lacks the instructions",
+        )];
+    };
+    let mut out = vec![Ceiling {
+        id: id("one_cpu"),
+        what: format!("{} {op} peak, {}, 1 CPU ({first})", p.name(), isa.name()),
+        unit: CeilingUnit::Gflops,
+        value: Some(one),
+        source: CeilingSource::Measured,
+        detail: method(&format!("1 thread bound to CPU {first}")),
+    }];
+    if cpus.len() > 1 {
+        // as many iterations as one run of the target length on one CPU
+        let iters = (opts.flop_run_s * one * 1e9 / fma::flops(isa, p, 1)).max(1.0) as u64;
+        let all = together(cpus, opts.repeats, |_| {
+            std::hint::black_box(fma::kernel(isa, p, iters));
+        });
+        out.push(Ceiling {
+            id: id("all_cpus"),
+            what: format!(
+                "{} {op} peak, {}, {}",
+                p.name(),
+                isa.name(),
+                cpus_text(cpus)
+            ),
+            unit: CeilingUnit::Gflops,
+            value: Some(cpus.len() as f64 * fma::flops(isa, p, iters) / all / 1e9),
+            source: CeilingSource::Measured,
+            detail: method("1 thread bound to each CPU, all at once"),
+        });
+    }
+    out
+}
+
+/// Runs `f` on a thread bound to `cpu` (the caller's own binding is left alone).
+fn on_cpu<T: Send>(cpu: u32, f: impl FnOnce() -> T + Send) -> Option<T> {
+    std::thread::scope(|s| {
+        s.spawn(move || {
+            crate::topology::affinity::bind_current_thread(&[cpu]).ok()?;
+            Some(f())
+        })
+        .join()
+        .ok()
+        .flatten()
+    })
+}
+
+/// Runs `work(thread index)` on one thread bound to each of `cpus`, all starting together,
+/// `repeats` timed times after one untimed; returns the best time, seconds, barrier to
+/// barrier (the slowest thread's).
+fn together(cpus: &[u32], repeats: usize, work: impl Fn(usize) + Sync) -> f64 {
+    let barrier = Barrier::new(cpus.len());
+    let best = Mutex::new(f64::INFINITY);
+    std::thread::scope(|s| {
+        for (t, &cpu) in cpus.iter().enumerate() {
+            let (barrier, best, work) = (&barrier, &best, &work);
+            s.spawn(move || {
+                let _ = crate::topology::affinity::bind_current_thread(&[cpu]);
+                for r in 0..=repeats.max(1) {
+                    barrier.wait();
+                    let t0 = Instant::now();
+                    work(t);
+                    barrier.wait();
+                    if t == 0 && r > 0 {
+                        let mut b = best.lock().unwrap_or_else(|e| e.into_inner());
+                        *b = b.min(t0.elapsed().as_secs_f64());
+                    }
+                }
+            });
+        }
+    });
+    best.into_inner().unwrap_or_else(|e| e.into_inner())
+}
+
+/// STREAM Copy and Triad on one CPU and on all of them.
+fn stream_ceilings(cpus: &[u32]) -> Vec<Ceiling> {
+    let ids = |scope: &str| {
+        (
+            format!("cpu.mem.copy.{scope}"),
+            format!("cpu.mem.triad.{scope}"),
+        )
+    };
+    if cpus.is_empty() {
+        let (c, t) = ids("one_cpu");
+        let why = "no CPU is offered to this process";
+        return vec![
+            unknown(&c, "STREAM Copy", CeilingUnit::Gbps, why),
+            unknown(&t, "STREAM Triad", CeilingUnit::Gbps, why),
+        ];
+    }
+    let llc = stream::last_level_cache_bytes();
+    // at most an eighth of the memory available, over the three arrays
+    let avail = std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|m| {
+            m.lines()
+                .find_map(|l| l.strip_prefix("MemAvailable:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        })
+        .map_or(1 << 30, |kib| kib * 1024 / 8 / 3);
+    let n = stream::elements(llc.unwrap_or(0), avail.min(1 << 30));
+    let size = crate::units::format_bytes((n * 8) as u64);
+    let cache = llc.map_or("last-level cache unknown".to_string(), |b| {
+        format!(
+            "4 × the last-level cache of {}",
+            crate::units::format_bytes(b)
+        )
+    });
+    let passes = 3;
+    let mut out = Vec::new();
+    let mut scopes = vec![("one_cpu", vec![cpus[0]])];
+    if cpus.len() > 1 {
+        scopes.push(("all_cpus", cpus.to_vec()));
+    }
+    for (scope, set) in scopes {
+        let r = stream::measure(n, set.len(), passes, &|t| {
+            let _ = crate::topology::affinity::bind_current_thread(&[set[t]]);
+        });
+        let how = |kernel: &str, bytes: f64| {
+            format!(
+                "STREAM {kernel} ({bytes:.0} B/element counted, write-allocate not), 3 arrays of {size} f64 ({cache}), best of {} passes after 1 untimed, {} bound one per CPU",
+                passes - 1,
+                if set.len() == 1 { "1 thread".to_string() } else { format!("{} threads", set.len()) }
+            )
+        };
+        let (c, t) = ids(scope);
+        out.push(Ceiling {
+            id: c,
+            what: format!("memory bandwidth, STREAM Copy, {}", cpus_text(&set)),
+            unit: CeilingUnit::Gbps,
+            value: Some(r.copy_gbps),
+            source: CeilingSource::Measured,
+            detail: how("Copy", stream::COPY_BYTES_PER_ELEMENT),
+        });
+        out.push(Ceiling {
+            id: t,
+            what: format!("memory bandwidth, STREAM Triad, {}", cpus_text(&set)),
+            unit: CeilingUnit::Gbps,
+            value: Some(r.triad_gbps),
+            source: CeilingSource::Measured,
+            detail: how("Triad", stream::TRIAD_BYTES_PER_ELEMENT),
+        });
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_ceiling_has_a_value_or_says_why_not() {
+        let cpus = crate::topology::affinity::current_thread_cpus().unwrap();
+        let opts = CpuOptions {
+            all_isas: true,
+            stream: false,
+            flop_run_s: 0.001,
+            repeats: 1,
+        };
+        let c = cpu_ceilings(&cpus, &opts);
+        assert!(!c.is_empty());
+        for x in &c {
+            match x.source {
+                CeilingSource::Unknown => {
+                    assert!(x.value.is_none() && !x.detail.is_empty(), "{x:?}")
+                }
+                _ => assert!(x.value.is_some_and(|v| v.is_finite() && v > 0.0), "{x:?}"),
+            }
+        }
+        // no CPU offered: unknown with the reason, never a number
+        let none = cpu_ceilings(
+            &[],
+            &CpuOptions {
+                stream: true,
+                ..opts
+            },
+        );
+        assert!(none
+            .iter()
+            .all(|x| x.source == CeilingSource::Unknown && x.value.is_none()));
+        assert!(none.iter().any(|x| x.id.starts_with("cpu.mem.")));
+    }
+}
