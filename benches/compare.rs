@@ -21,7 +21,9 @@ use std::time::Duration;
 const CASES: usize = 10_000;
 const SAMPLES: usize = 100;
 
-#[path = "../tests/common/fixture.rs"]
+// Each bench uses part of the builder the integration tests share.
+#[allow(dead_code)]
+#[path = "../tests/integration/common/fixture.rs"]
 mod fixture;
 
 /// A results file of `CASES` cases in the shape a real run writes (the shared fixture: golden

@@ -22,7 +22,9 @@ use std::hint::black_box;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-#[path = "../tests/common/fixture.rs"]
+// Each bench uses part of the builder the integration tests share.
+#[allow(dead_code)]
+#[path = "../tests/integration/common/fixture.rs"]
 mod fixture;
 
 /// The planner's target: at least this many cases, planned in under 1 s.

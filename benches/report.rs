@@ -19,7 +19,9 @@ use std::time::Duration;
 
 const SAMPLES: usize = 100;
 
-#[path = "../tests/common/fixture.rs"]
+// Each bench uses part of the builder the integration tests share.
+#[allow(dead_code)]
+#[path = "../tests/integration/common/fixture.rs"]
 mod fixture;
 
 use fixture::Rng;

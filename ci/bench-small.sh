@@ -2,7 +2,7 @@
 # Small isolated collectives (8-512 B, 2 ranks, f32 sum, out of place): this tree's scalebench
 # against csrc/ref_collectives.c (OSU's loop) and, if given, another scalebench binary (an older
 # commit), in alternating rounds. Prints per workload and size the median over rounds of each
-# ratio. A bench, not part of CI (docs/benchmarking.md, "Small isolated sizes").
+# ratio. A bench, not part of CI (results/benchmarking-log.md, "Small isolated sizes").
 #   bash ci/bench-small.sh [ROUNDS] [OTHER_SCALEBENCH_BINARY]     (default: 21 rounds)
 # ORDER="ref new old" changes the order within a round (the VM shows a position effect of a
 # few per cent: run both orders).

@@ -4,7 +4,7 @@
 # another binary (an older commit), each under csrc/cma_log.c, printing per run the 64 KiB
 # all-reduce's time and the page offsets of the CMA copies' destinations (the temporaries);
 # then csrc/copy_distance.c (the copy's cost by destination offset). A bench, not part of CI
-# (docs/benchmarking.md, "The MPI library's temporaries next to the buffers").
+# (results/benchmarking-log.md, "The MPI library's temporaries next to the buffers").
 #   bash ci/bench-temporaries.sh OTHER_SCALEBENCH_BINARY [ROUNDS]      (default: 10 rounds)
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -23,7 +23,7 @@ trap 'bash ci/slurm/stop.sh' EXIT
 eval "$(bash ci/slurm/start.sh 2)"
 export SCALEBENCH_REQUIRE_SLURM=1
 
-step "tests (unit, integration under mpirun and under the real Slurm)"
+step "tests (unit; the integration binary, tests/integration, under mpirun and the real Slurm)"
 cargo test --release --locked --all-features
 SCALEBENCH_BIN=${CARGO_TARGET_DIR:-target}/release/scalebench bash ci/gpu-standin.sh  # CUDA backend on the stand-ins (~20 s)
 

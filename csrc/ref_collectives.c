@@ -18,7 +18,8 @@
  * `-d 1` times the calls on a duplicate of MPI_COMM_WORLD, as a harness or an application that
  * makes its own communicator does (scalebench does). In Open MPI 4.1 a communicator's creation
  * runs a non-blocking allreduce, which registers coll/libnbc's progress function for the rest of
- * the process, so every later wait polls it too (docs/benchmarking.md shows what that costs).
+ * the process, so every later wait polls it too (results/benchmarking-log.md shows what that
+ * costs).
  *
  * `-n N` times N calls per size and mode (warm-up N / 10) instead of OSU's counts, e.g. to see
  * how a pipelined small-message time depends on the length of the timed batch.

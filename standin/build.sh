@@ -23,7 +23,7 @@ fi
 if [ -f "$here/nvml.c" ]; then
   $CC "${flags[@]}" -Wl,-soname,libnvidia-ml.so.1 -o "$out/libnvidia-ml.so.1" "$here/nvml.c" -ldl
 fi
-# The contract checks' own test (run by tests/cuda.rs): each misuse must abort naming the call.
+# The contract checks' own test (run by tests/integration/cuda.rs): each misuse must abort naming the call.
 $CC -std=gnu11 -O1 -g -Wall -Wextra -Werror -o "$out/contract-test" "$here/contract_test.c" \
   -L"$out" -l:libcuda.so.1 -l:libnccl.so -Wl,-rpath,"$out"
 echo "$out"

@@ -1,6 +1,6 @@
 /* The stand-ins' contract checks, each provoked in a child process that must abort with a
  * message naming the call (and one that must not: a correct sequence). Built and run by
- * build.sh's caller: contract-test <libdir> (tests/cuda.rs). Declares the real ABI by hand, as
+ * build.sh's caller: contract-test <libdir> (tests/integration/cuda.rs). Declares the real ABI by hand, as
  * a program built against the CUDA headers would see it. */
 #define _GNU_SOURCE
 #include <signal.h>

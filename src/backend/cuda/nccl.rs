@@ -14,7 +14,7 @@
 // The mapping, the library checks and the communicators here; which calls a collective makes
 // in [`calls`] (pure); those calls checked against the device's buffers and issued in
 // [`resolved`]. The tests stay inline: they reach into workload's patterns, which only tests
-// may (see the layering test in lib.rs).
+// may (see the layering test, tests/integration/layering.rs).
 mod calls;
 mod resolved;
 

@@ -3,7 +3,7 @@
 //! a slow first operation cannot cut short, and the provenance that says where a copy's speed
 //! comes from.
 
-mod common;
+use crate::common;
 
 use common::wire::Case;
 use common::{mpirun, mpirun_with, read_results, run_q, solo, sweep_ok, tmpdir};

@@ -1,7 +1,7 @@
 //! `scalebench run` under real mpirun: every workload at 1, 2 and 4 ranks, hybrid mode,
 //! validation that can fail, and failures that must not lose results.
 
-mod common;
+use crate::common;
 
 use common::wire::{Case, ResultsFile};
 use common::{mpirun, mpirun_with, read_results, solo, solo_env, tmpdir};

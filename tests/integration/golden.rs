@@ -2,12 +2,11 @@
 //! 2 ranks) must stay readable by this crate and by an independent reader, and its numbers
 //! must keep their documented meaning.
 
-mod common;
+use crate::common;
 
+use common::fixture::GOLDEN;
 use common::wire::ResultsFile;
 use std::path::Path;
-
-const GOLDEN: &str = "tests/golden/results-v1.json";
 
 #[test]
 fn golden_v1_reads_with_the_crate() {
@@ -24,7 +23,8 @@ fn golden_v1_reads_with_the_crate() {
 #[test]
 fn golden_v1_reads_with_independent_types() {
     let text = std::fs::read_to_string(GOLDEN).unwrap();
-    let r: ResultsFile = serde_json::from_str(&text).expect("matches tests/common/wire.rs");
+    let r: ResultsFile =
+        serde_json::from_str(&text).expect("matches tests/integration/common/wire.rs");
     assert_eq!((r.format_version, r.metrics_version), (1, 1));
     assert_eq!(r.generator.name, "scalebench");
     let p = r.launches[0].provenance.as_ref().unwrap();

@@ -3,10 +3,10 @@
 //! arguments, and untrusted text from a results file shown escaped in every output. Each test
 //! failed before its fix (the reader accepted the file, exit 0; the raw bytes came through).
 
-mod common;
+use crate::common;
 
 use common::fixture::{golden, simple, synthetic, Rng};
-use common::{bin, tmpdir, Ran};
+use common::{bin, no_panic, s as p, tmpdir, Ran};
 use scalebench::compare::{compare_runs, Pairing, Settings, Verdict};
 use scalebench::results::schema::ResultsFile;
 use std::path::{Path, PathBuf};
@@ -21,10 +21,6 @@ fn sb(args: &[&str]) -> Ran {
     )
 }
 
-fn p(path: &Path) -> &str {
-    path.to_str().unwrap()
-}
-
 /// Writes `f` with a run id of its own (compare refuses one run on both sides).
 fn write(dir: &Path, name: &str, f: &ResultsFile) -> PathBuf {
     let mut f = f.clone();
@@ -32,14 +28,6 @@ fn write(dir: &Path, name: &str, f: &ResultsFile) -> PathBuf {
     let path = dir.join(name);
     scalebench::results::io::write_results(&path, &f).expect("write results");
     path
-}
-
-fn no_panic(r: &Ran) {
-    assert!(
-        r.code != 101 && !r.stderr.contains("panicked"),
-        "{}",
-        r.stderr
-    );
 }
 
 /// Bad files of every kind the validation refuses, with a word its message must hold.

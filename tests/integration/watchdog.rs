@@ -5,31 +5,12 @@
 //! results.json, and `.watchdog/` or temporaries were left in `--out`; a job ended during its
 //! start-up wrote no results.json.
 
-mod common;
+use crate::common;
 
-use common::{bin, read_results, tmpdir, Ran};
+use common::{bin, bounded, read_results, tmpdir, Ran};
 use std::path::Path;
 use std::process::Command;
-use std::sync::Mutex;
-use std::time::{Duration, Instant};
-
-/// MPI jobs share 2 cores: one at a time.
-static MPI_LOCK: Mutex<()> = Mutex::new(());
-
-/// `timeout -k 5 LIMIT CMD...` with `env`: a hang shows as exit 124, not a stuck test. Also
-/// returns how long it ran.
-fn bounded(limit_s: u32, cmd_line: &[&str], env: &[(&str, &str)]) -> (Ran, Duration) {
-    let _g = MPI_LOCK.lock().unwrap_or_else(|e| e.into_inner());
-    let mut cmd = Command::new("timeout");
-    cmd.args(["-k", "5", &limit_s.to_string()]).args(cmd_line);
-    common::mpi_env(&mut cmd);
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    let t0 = Instant::now();
-    let ran = Ran::from(cmd.output().expect("start timeout/mpirun"));
-    (ran, t0.elapsed())
-}
+use std::time::Duration;
 
 /// `mpirun -np 2 scalebench run --out OUT EXTRA...`.
 fn mpirun2<'a>(out: &'a str, extra: &[&'a str]) -> Vec<&'a str> {

@@ -4,39 +4,21 @@
 //! speedup, efficiency, α, β, ratios and ring-model predictions are known exactly); bad input;
 //! escaping. Charts are decoded (PNG) and read (SVG); results.csv is parsed independently.
 
-mod common;
+use crate::common;
 
+use common::csv::read_csv;
 use common::fixture::{self, GOLDEN};
-use common::{bin, mpirun, tmpdir, Ran};
+use common::{mpirun, report, s, tmpdir};
 use scalebench::params::{Binding, Scaling, Topology, Workload};
 use scalebench::results::io::read_results;
 use scalebench::results::schema::{DeviceTelemetry, ResultsFile};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::OnceLock;
 
 /// The known-answer study's ring allreduce: α per step (s) and β (s per byte, 1/β = 10 GB/s).
 const ALPHA_S: f64 = 5e-6;
 const BETA_S: f64 = 1e-10;
-
-/// `scalebench report ARGS` (no MPI needed).
-fn report(args: &[&str]) -> Ran {
-    let o = Command::new(bin())
-        .arg("report")
-        .args(args)
-        .output()
-        .expect("start scalebench");
-    Ran {
-        code: o.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
-    }
-}
-
-fn s(p: &Path) -> &str {
-    p.to_str().expect("utf-8 path")
-}
 
 /// A real study measured once for all tests of this file: 1, 2 and 4 devices on one node,
 /// 2 emulated nodes × 2 (pure and hybrid), and 2 devices with --binding core.
@@ -97,55 +79,6 @@ fn study() -> &'static [PathBuf] {
         }
         dirs
     })
-}
-
-/// A minimal CSV reader, independent of the crate's: quoted fields, doubled quotes, CRLF.
-fn parse_csv(text: &str) -> Vec<Vec<String>> {
-    let mut rows = vec![];
-    let (mut row, mut field, mut quoted) = (vec![], String::new(), false);
-    let mut it = text.chars().peekable();
-    while let Some(c) = it.next() {
-        match (quoted, c) {
-            (true, '"') if it.peek() == Some(&'"') => {
-                it.next();
-                field.push('"');
-            }
-            (true, '"') => quoted = false,
-            (true, c) => field.push(c),
-            (false, '"') => quoted = true,
-            (false, ',') => row.push(std::mem::take(&mut field)),
-            (false, '\r') => {}
-            (false, '\n') => {
-                row.push(std::mem::take(&mut field));
-                rows.push(std::mem::take(&mut row));
-            }
-            (false, c) => field.push(c),
-        }
-    }
-    if !field.is_empty() || !row.is_empty() {
-        row.push(field);
-        rows.push(row);
-    }
-    rows
-}
-
-/// A CSV file as (header, rows as column → value).
-fn read_csv(path: &Path) -> Vec<BTreeMap<String, String>> {
-    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let rows = parse_csv(&text);
-    let header = rows[0].clone();
-    rows[1..]
-        .iter()
-        .map(|r| {
-            assert_eq!(
-                r.len(),
-                header.len(),
-                "{}: ragged row {r:?}",
-                path.display()
-            );
-            header.iter().cloned().zip(r.iter().cloned()).collect()
-        })
-        .collect()
 }
 
 /// The PNG decodes, has the expected size and is a chart, not a blank page.

@@ -1,7 +1,7 @@
 //! Bad input: exit code 2, one clear message that names the option and the fix, no panic, and
 //! no results file (or half of one) left behind.
 
-mod common;
+use crate::common;
 
 use common::{mpirun, solo, tmpdir};
 
@@ -10,17 +10,7 @@ fn rejected(args: &[&str], needles: &[&str]) {
     let out = dir.join("out");
     let mut full = vec!["run", "--out", out.to_str().unwrap()];
     full.extend_from_slice(args);
-    let ran = solo(&full);
-    ran.assert_code(2);
-    for n in needles {
-        assert!(
-            ran.stderr.contains(n),
-            "{args:?}: expected {n:?} in:\n{}",
-            ran.stderr
-        );
-    }
-    assert!(!ran.stderr.contains("panicked"), "{}", ran.stderr);
-    assert!(!out.exists(), "{args:?} left {} behind", out.display());
+    solo(&full).assert_refused(&args, needles, &out);
 }
 
 #[test]

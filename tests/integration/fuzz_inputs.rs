@@ -8,7 +8,7 @@
 //! huge lists, wrong types, unknown keys) and byte-level mutations of the example specs. A
 //! failure prints the seed and the input, so it can be replayed.
 
-mod common;
+use crate::common;
 
 use clap::Parser;
 use common::{bin, tmpdir};

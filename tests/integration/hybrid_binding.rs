@@ -5,9 +5,8 @@
 //! how to launch it instead, and its workers park rather than spin (the timing of both set-ups
 //! against pure ranks is ci/bench.sh's `hybrid-shared` part); the local launcher never starts
 //! such a rank.
-#![cfg(feature = "mpi")]
 
-mod common;
+use crate::common;
 
 use common::{sweep_ok, tmpdir};
 

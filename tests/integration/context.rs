@@ -4,55 +4,12 @@
 //! profile); two launches run at once on this host, both marked co-scheduled and kept out of
 //! the pure-vs-hybrid winners.
 
-mod common;
+use crate::common;
 
-use common::{bin, mpi_env, mpirun_with, read_results, tmpdir, Ran};
+use common::csv::read_csv;
+use common::{bin, mpi_env, mpirun_with, read_results, s, solo_held, tmpdir};
 use std::collections::BTreeMap;
-use std::path::Path;
 use std::process::Command;
-use std::sync::Mutex;
-
-/// The MPI jobs of this file one at a time (the overlapping pair is one job).
-static LOCK: Mutex<()> = Mutex::new(());
-
-fn s(p: &Path) -> &str {
-    p.to_str().expect("utf-8 path")
-}
-
-fn scalebench(args: &[&str]) -> Ran {
-    let mut cmd = Command::new(bin());
-    cmd.args(args);
-    mpi_env(&mut cmd);
-    Ran::from(cmd.output().expect("start scalebench"))
-}
-
-/// A CSV of the report as rows of column → value (no quoted commas in these tables' cells
-/// that the tests read: they parse the first columns only).
-fn csv_rows(path: &Path) -> Vec<BTreeMap<String, String>> {
-    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let mut rdr = text.lines();
-    let head: Vec<String> = split_csv(rdr.next().unwrap());
-    rdr.map(|l| head.iter().cloned().zip(split_csv(l)).collect())
-        .collect()
-}
-
-fn split_csv(line: &str) -> Vec<String> {
-    let (mut out, mut f, mut q) = (Vec::new(), String::new(), false);
-    let mut it = line.chars().peekable();
-    while let Some(c) = it.next() {
-        match (q, c) {
-            (true, '"') if it.peek() == Some(&'"') => {
-                it.next();
-                f.push('"');
-            }
-            (_, '"') => q = !q,
-            (false, ',') => out.push(std::mem::take(&mut f)),
-            _ => f.push(c),
-        }
-    }
-    out.push(f);
-    out
-}
 
 /// Every `## ` section of a Markdown report has something under it before the next one.
 fn assert_no_empty_section(md: &str) {
@@ -71,10 +28,14 @@ fn assert_no_empty_section(md: &str) {
 
 #[test]
 fn the_demo_study_says_what_ran_where_without_filler() {
-    let _g = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let mpi = common::mpi_lock(); // launches of its own: no helper that takes the lock
     let dir = tmpdir("context-demo");
     let (res, rep) = (dir.join("res"), dir.join("rep"));
-    scalebench(&["sweep", "examples/quick-local.toml", "--out", s(&res)]).assert_code(0);
+    solo_held(
+        &mpi,
+        &["sweep", "examples/quick-local.toml", "--out", s(&res)],
+    )
+    .assert_code(0);
     let r = read_results(&res);
     // The run side: each launch's transport and host load.
     for l in &r.launches {
@@ -106,14 +67,17 @@ fn the_demo_study_says_what_ran_where_without_filler() {
             "{h:?}"
         );
     }
-    scalebench(&[
-        "report",
-        s(&res),
-        "--out",
-        s(&rep),
-        "--title",
-        "quick local study",
-    ])
+    solo_held(
+        &mpi,
+        &[
+            "report",
+            s(&res),
+            "--out",
+            s(&rep),
+            "--title",
+            "quick local study",
+        ],
+    )
     .assert_code(0);
     let md = std::fs::read_to_string(rep.join("report.md")).unwrap();
     let h2: Vec<&str> = md.lines().filter(|l| l.starts_with("## ")).collect();
@@ -139,7 +103,7 @@ fn the_demo_study_says_what_ran_where_without_filler() {
     ] {
         assert!(ctx.contains(needle), "{needle:?} not in\n{ctx}");
     }
-    let rows = csv_rows(&rep.join("tables/context.csv"));
+    let rows = read_csv(&rep.join("tables/context.csv"));
     assert_eq!(rows.len(), 3, "{rows:?}");
     let by_setup: BTreeMap<&str, &BTreeMap<String, String>> =
         rows.iter().map(|r| (r["set-up"].as_str(), r)).collect();
@@ -162,7 +126,7 @@ fn the_demo_study_says_what_ran_where_without_filler() {
     assert!(!rep.join("tables/scale_models.csv").exists());
     assert!(!rep.join("tables/busbw_vs_devices_allreduce.csv").exists());
     for t in ["collective_allreduce", "collective_allgather"] {
-        for row in csv_rows(&rep.join(format!("tables/{t}.csv"))) {
+        for row in read_csv(&rep.join(format!("tables/{t}.csv"))) {
             if row["devices"] == "1" {
                 assert_eq!(row["peak algbw (GB/s)"], "", "{t}: {row:?}");
             }
@@ -178,7 +142,7 @@ fn the_demo_study_says_what_ran_where_without_filler() {
 
 #[test]
 fn tcp_over_loopback_is_recorded_as_such() {
-    let _g = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    // one launch, through mpirun_with (which holds the MPI lock)
     let out = tmpdir("context-tcp").join("out");
     // What profiles/local-slurm.toml sets for emulated nodes: no shared memory.
     mpirun_with(
@@ -241,7 +205,7 @@ fn start(np: u32, args: &[&str]) -> std::process::Child {
 
 #[test]
 fn two_launches_at_once_are_both_marked_and_name_no_winner() {
-    let _g = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let mpi = common::mpi_lock(); // launches of its own: no helper that takes the lock
     let dir = tmpdir("context-overlap");
     let (pure, hybrid, rep) = (dir.join("pure"), dir.join("hybrid"), dir.join("rep"));
     // The same cases, pure on 2 ranks and hybrid on 1 rank × 2 devices, at the same time on
@@ -309,15 +273,15 @@ fn two_launches_at_once_are_both_marked_and_name_no_winner() {
     }
     assert!(named >= 1, "neither launch named the other's ranks");
     // Together they are a pure/hybrid pair: no winner is named, and the report says why.
-    scalebench(&["report", s(&pure), s(&hybrid), "--out", s(&rep)]).assert_code(0);
+    solo_held(&mpi, &["report", s(&pure), s(&hybrid), "--out", s(&rep)]).assert_code(0);
     assert!(!rep.join("tables/topology_bands.csv").exists());
-    let rows = csv_rows(&rep.join("tables/topology_bands_unrepresentative.csv"));
+    let rows = read_csv(&rep.join("tables/topology_bands_unrepresentative.csv"));
     assert!(!rows.is_empty());
     for r in &rows {
         assert_eq!(r["winner"], "not named", "{r:?}");
         assert!(r["why"].contains("co scheduled"), "{r:?}");
     }
-    let reasons = csv_rows(&rep.join("tables/unrepresentative_summary.csv"));
+    let reasons = read_csv(&rep.join("tables/unrepresentative_summary.csv"));
     assert!(
         reasons.iter().any(|r| r["reason"] == "co_scheduled"),
         "{reasons:?}"
@@ -329,7 +293,7 @@ fn two_launches_at_once_are_both_marked_and_name_no_winner() {
 /// CPU time as it ends (`$TMPDIR/scalebench-ended-<uid>/`), and the looks read those records.
 #[test]
 fn a_launch_inside_one_long_case_is_named() {
-    let _g = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let _g = common::mpi_lock(); // launches of its own: no helper that takes the lock
     let dir = tmpdir("context-inside");
     let (long, short) = (dir.join("long"), dir.join("short"));
     // One case of several seconds (a 4 MiB all-reduce, thousands of times) …

@@ -4,10 +4,10 @@
 //! the same on any machine) records a named warning per launch, and its report names no
 //! winner from it, says why, and refuses to fit it; asked to include it, the report marks it.
 
-mod common;
+use crate::common;
 
-use common::{bin, read_results, tmpdir};
-use std::collections::BTreeMap;
+use common::csv::read_csv;
+use common::{bin, read_results, report, tmpdir};
 use std::path::Path;
 use std::process::Command;
 
@@ -34,54 +34,7 @@ fn on_one_cpu(args: &[&str]) -> common::Ran {
         .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
         .output()
         .expect("start taskset (util-linux)");
-    ran(o)
-}
-
-/// What a finished command left, its output kept as it came.
-fn ran(o: std::process::Output) -> common::Ran {
-    common::Ran {
-        code: o.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
-    }
-}
-
-fn report(args: &[&str]) -> common::Ran {
-    let o = Command::new(bin())
-        .arg("report")
-        .args(args)
-        .output()
-        .expect("start scalebench");
-    ran(o)
-}
-
-/// A CSV file of the report as rows of column → value (no quoted commas in these tables'
-/// cells that the test reads; a quoted field is kept whole).
-fn csv(path: &Path) -> Vec<BTreeMap<String, String>> {
-    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let split = |line: &str| -> Vec<String> {
-        let (mut out, mut cur, mut quoted) = (Vec::new(), String::new(), false);
-        let mut it = line.chars().peekable();
-        while let Some(c) = it.next() {
-            match (quoted, c) {
-                (true, '"') if it.peek() == Some(&'"') => {
-                    it.next();
-                    cur.push('"');
-                }
-                (true, '"') => quoted = false,
-                (false, '"') => quoted = true,
-                (false, ',') => out.push(std::mem::take(&mut cur)),
-                (_, c) => cur.push(c),
-            }
-        }
-        out.push(cur);
-        out
-    };
-    let mut lines = text.lines();
-    let header = split(lines.next().unwrap());
-    lines
-        .map(|l| header.iter().cloned().zip(split(l)).collect())
-        .collect()
+    common::Ran::raw(o)
 }
 
 const SPEC: &str = r#"
@@ -141,7 +94,7 @@ fn an_oversubscribed_launch_is_recorded_and_names_no_winner() {
     let rep = dir.join("rep");
     report(&[out.to_str().unwrap(), "--out", rep.to_str().unwrap()]).assert_code(0);
     assert!(!rep.join("tables/topology_bands.csv").exists());
-    let bands = csv(&rep.join("tables/topology_bands_unrepresentative.csv"));
+    let bands = read_csv(&rep.join("tables/topology_bands_unrepresentative.csv"));
     assert!(!bands.is_empty());
     for b in &bands {
         assert_eq!(b["winner"], "not named", "{b:?}");
@@ -152,13 +105,13 @@ fn an_oversubscribed_launch_is_recorded_and_names_no_winner() {
         md.contains("Pure MPI vs hybrid: no winner is named: every comparison involves cases that are not representative (oversubscribed)"),
         "{md}"
     );
-    let summary = csv(&rep.join("tables/unrepresentative_summary.csv"));
+    let summary = read_csv(&rep.join("tables/unrepresentative_summary.csv"));
     assert_eq!(summary.len(), 1);
     assert_eq!(
         (summary[0]["reason"].as_str(), summary[0]["cases"].as_str()),
         ("oversubscribed", "8")
     );
-    for c in csv(&rep.join("tables/collective_allreduce.csv")) {
+    for c in read_csv(&rep.join("tables/collective_allreduce.csv")) {
         assert_eq!(c["representative"], "no: oversubscribed", "{c:?}");
         assert!(c["α (µs)"].is_empty(), "{c:?}");
         assert!(
@@ -167,7 +120,7 @@ fn an_oversubscribed_launch_is_recorded_and_names_no_winner() {
         );
     }
     // The findings say so first, and name nothing from these cases.
-    let findings = csv(&rep.join("tables/findings.csv"));
+    let findings = read_csv(&rep.join("tables/findings.csv"));
     assert!(findings
         .iter()
         .all(|f| f["table"] == "tables/unrepresentative_summary.csv"));
@@ -181,13 +134,13 @@ fn an_oversubscribed_launch_is_recorded_and_names_no_winner() {
         "--include-unrepresentative",
     ])
     .assert_code(0);
-    let bands = csv(&inc.join("tables/topology_bands.csv"));
+    let bands = read_csv(&inc.join("tables/topology_bands.csv"));
     assert!(!bands.is_empty());
     for b in &bands {
         assert_eq!(b["caveat"], "not representative: oversubscribed", "{b:?}");
         assert_ne!(b["winner"], "not named");
     }
-    let findings = csv(&inc.join("tables/findings.csv"));
+    let findings = read_csv(&inc.join("tables/findings.csv"));
     assert!(findings
         .iter()
         .any(|f| f["table"] == "tables/topology_decisions.csv"

@@ -1,7 +1,7 @@
 //! `scalebench plan` and `scalebench sweep` with the real binary and real mpirun: a full
 //! product sweep, a killed and resumed sweep, hanging and crashing launches, malformed specs.
 
-mod common;
+use crate::common;
 
 use common::wire::ResultsFile;
 use common::{bin, read_results, solo, tmpdir};
@@ -200,6 +200,8 @@ fn a_killed_sweep_resumes_without_losing_or_rerunning_cases() {
         "[axes]\nnodes = [1, 2, 3]\ndevices_per_node = [1, 2]\nsizes = [\"64\", \"4KiB\", \"64KiB\"]\n[run]\ntime_budget_s = 0.05\n[launch]\noversubscribe = true\n",
     );
     let out = dir.join("out");
+    // The sweep runs in the background: the MPI lock is held from its start to the resume's end.
+    let mpi = common::mpi_lock();
     let mut child = Command::new(bin())
         .args([
             "sweep",
@@ -250,13 +252,17 @@ fn a_killed_sweep_resumes_without_losing_or_rerunning_cases() {
         String::from_utf8_lossy(&stray.stdout)
     );
 
-    let ran = solo(&[
-        "sweep",
-        spec.to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap(),
-        "--resume",
-    ]);
+    let ran = common::solo_held(
+        &mpi,
+        &[
+            "sweep",
+            spec.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+            "--resume",
+        ],
+    );
+    drop(mpi);
     ran.assert_code(0);
     let r: ResultsFile = read_results(&out);
     assert_eq!(
@@ -297,15 +303,23 @@ fn hanging_and_crashing_launches_are_recorded_and_the_sweep_goes_on() {
         "[axes]\ndevices_per_node = 2\nsizes = [\"64\", \"128\"]\nin_place = \"no\"\n[[zip]]\nnodes = [1, 2, 3]\nfault = [\"hang\", \"none\", \"crash\"]\n[run]\ntime_budget_s = 0.02\n[launch]\noversubscribe = true\ntimeout_s = 4\n",
     );
     let out = dir.join("out");
+    // timed from when it holds the MPI lock: the wait for another test's launches is not the
+    // sweep's
+    let mpi = common::mpi_lock();
     let t0 = Instant::now();
-    let ran = solo(&[
-        "sweep",
-        spec.to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap(),
-    ]);
+    let ran = common::solo_held(
+        &mpi,
+        &[
+            "sweep",
+            spec.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ],
+    );
+    let took = t0.elapsed();
+    drop(mpi);
     ran.assert_code(3);
-    assert!(t0.elapsed() < Duration::from_secs(60));
+    assert!(took < Duration::from_secs(60));
     let r = read_results(&out);
     assert_eq!(r.cases.len(), 6);
     let by_nodes = |n: u32| {
@@ -608,6 +622,8 @@ fn a_resume_ends_the_launch_a_killed_driver_left_running_before_measuring() {
         .arg(&wrapper)
         .status()
         .unwrap();
+    // The sweep runs in the background: the MPI lock is held from its start to the resume's end.
+    let mpi = common::mpi_lock();
     let mut driver = slow_sweep(&dir, &out, Some(&wrapper), 2);
     let attempt = out
         .join("launches")
@@ -628,13 +644,17 @@ fn a_resume_ends_the_launch_a_killed_driver_left_running_before_measuring() {
         !running_with(&attempt).is_empty(),
         "the scenario needs the launch to outlive its driver"
     );
-    let ran = solo(&[
-        "sweep",
-        out.join("spec.toml").to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap(),
-        "--resume",
-    ]);
+    let ran = common::solo_held(
+        &mpi,
+        &[
+            "sweep",
+            out.join("spec.toml").to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+            "--resume",
+        ],
+    );
+    drop(mpi);
     ran.assert_code(0);
     assert!(
         ran.stderr.contains("was still running") && ran.stderr.contains("ended it"),
@@ -676,6 +696,7 @@ fn a_resume_ends_the_launch_a_killed_driver_left_running_before_measuring() {
 fn sighup_stops_a_sweep_as_sigterm_does() {
     let dir = tmpdir("sweep-hup");
     let out = dir.join("out");
+    let _mpi = common::mpi_lock(); // a sweep of its own in the background
     let mut driver = slow_sweep(&dir, &out, None, 1);
     let attempt = out
         .join("launches")

@@ -4,12 +4,11 @@
 //! in a measured file; launches with a synthetic provenance; the golden file (a real 2-rank
 //! run) as a base; variants with seeded noise, exact times, or hostile strings.
 //!
-//! Integration tests reach it as `common::fixture` (`mod common;`). A bench is a crate of its
-//! own and cannot take `tests/common/mod.rs` (it needs the binary under test), so benches
-//! include this file alone: `#[path = "../tests/common/fixture.rs"] mod fixture;`. That keeps
-//! test scaffolding out of the library's API (no `testing` feature) and needs nothing but
-//! the library's public items.
-#![allow(dead_code)]
+//! Integration tests reach it as `common::fixture`. A bench is a crate of its own and cannot
+//! take `tests/integration/common/mod.rs` (it needs the binary under test), so benches include
+//! this file alone: `#[path = "../tests/integration/common/fixture.rs"] mod fixture;` (with
+//! `#[allow(dead_code)]`: each uses part of it). That keeps test scaffolding out of the
+//! library's API (no `testing` feature) and needs nothing but the library's public items.
 
 use scalebench::measure::{timing_result, IterCounts};
 use scalebench::params::{BackendKind, CaseParams, LaunchShape, MatmulShape, Scaling, Workload};
@@ -37,8 +36,11 @@ pub const GOLDEN: &str = "tests/golden/results-v1.json";
 pub fn golden() -> ResultsFile {
     static FILE: OnceLock<ResultsFile> = OnceLock::new();
     FILE.get_or_init(|| {
-        parse_results(Path::new(GOLDEN), include_str!("../golden/results-v1.json"))
-            .expect("the golden file reads")
+        parse_results(
+            Path::new(GOLDEN),
+            include_str!("../../golden/results-v1.json"),
+        )
+        .expect("the golden file reads")
     })
     .clone()
 }

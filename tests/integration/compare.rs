@@ -2,10 +2,10 @@
 //! the false-alarm rate of the tester over 1,000 null comparisons, a real slowdown caught
 //! under real mpirun, and bad input refused with exit 2.
 
-mod common;
+use crate::common;
 
 use common::fixture::{golden, simple, synthetic, timing_noise, Rng};
-use common::{bin, mpirun, mpirun_with, tmpdir, Ran};
+use common::{bin, mpirun, mpirun_with, s as p, tmpdir, Ran};
 use scalebench::compare::stats::Correction;
 use scalebench::compare::{compare, compare_runs, Dropped, FailOn, Pairing, Settings, Verdict};
 use scalebench::results::schema::{CaseStatus, ResultsFile};
@@ -24,10 +24,6 @@ fn write(dir: &Path, name: &str, f: &ResultsFile) -> PathBuf {
     common::fixture::write(dir, name, &f)
 }
 
-/// Held by the tests that measure real runs for their statistics and by the tests that keep
-/// every core busy, so the two never overlap (cargo runs a file's tests in parallel).
-static QUIET: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
 /// `scalebench compare ARGS` (no MPI involved).
 fn run_compare(args: &[&str]) -> Ran {
     let o = Command::new(bin())
@@ -35,15 +31,7 @@ fn run_compare(args: &[&str]) -> Ran {
         .args(args)
         .output()
         .expect("start scalebench");
-    Ran {
-        code: o.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
-    }
-}
-
-fn p(path: &Path) -> &str {
-    path.to_str().unwrap()
+    Ran::raw(o)
 }
 
 /// The JSON report of comparing two files.
@@ -693,8 +681,8 @@ fn a_candidate_without_usable_samples_is_unusable() {
 /// 2α (the check has teeth); and the same machinery must find a real +20 % change.
 #[test]
 fn false_alarm_rate_of_1000_null_comparisons_is_at_most_alpha() {
-    // All cores for seconds: not while another test of this file measures real runs.
-    let _quiet = QUIET.lock().unwrap_or_else(|e| e.into_inner());
+    // All cores for seconds: not while another test measures real runs (common::quiet).
+    let _quiet = common::quiet();
     const COMPARISONS: usize = 1000;
     const CASES: usize = 20;
     const SAMPLES: usize = 20;
@@ -938,10 +926,10 @@ fn repeated_real_runs_hold_the_null_and_catch_an_open_mpi_knob() {
         "btl_tcp_if_include",
         "lo",
     ];
-    // The runs are measured while no CPU-heavy test of this file runs beside them: a burst of
+    // The runs are measured while no CPU-heavy test runs beside them (common::quiet): a burst of
     // load in some runs and not others is exactly the run-to-run variance under test, but
     // one the CI machine itself would not have.
-    let quiet = QUIET.lock().unwrap_or_else(|e| e.into_inner());
+    let quiet = common::quiet();
     let mut default_runs = Vec::new();
     let mut knob_runs = Vec::new();
     for i in 0..12 {
@@ -1053,17 +1041,8 @@ fn refused(args: &[&str], needles: &[&str]) {
     let mut full = args.to_vec();
     full.extend_from_slice(&["--out", p(&out)]);
     let r = run_compare(&full);
-    r.assert_code(2);
-    for n in needles {
-        assert!(
-            r.stderr.contains(n),
-            "{args:?}: expected {n:?} in:\n{}",
-            r.stderr
-        );
-    }
-    assert!(!r.stderr.contains("panicked"), "{}", r.stderr);
+    r.assert_refused(&args, needles, &out);
     assert!(r.stdout.is_empty(), "{}", r.stdout);
-    assert!(!out.exists(), "a report was written for refused input");
 }
 
 #[test]
@@ -1215,7 +1194,7 @@ fn refs(v: &[ResultsFile]) -> Vec<&ResultsFile> {
 /// for comparison.
 #[test]
 fn the_band_test_holds_the_family_wise_error_under_an_in_band_shift() {
-    let _quiet = QUIET.lock().unwrap_or_else(|e| e.into_inner());
+    let _quiet = common::quiet();
     const TRIALS: usize = 4000;
     const CASES: usize = 20;
     let (mut a, mut b) = (sim_side(CASES, 8, "a"), sim_side(CASES, 8, "b"));
@@ -1266,7 +1245,7 @@ fn the_band_test_holds_the_family_wise_error_under_an_in_band_shift() {
 /// analysis finds it at least as often as the unpaired one, which the switch blinds.
 #[test]
 fn paired_runs_find_a_planted_change_through_a_speed_mode_switch() {
-    let _quiet = QUIET.lock().unwrap_or_else(|e| e.into_inner());
+    let _quiet = common::quiet();
     const TRIALS: usize = 1000;
     let (mut a, mut b) = (sim_side(20, 8, "a"), sim_side(20, 8, "b"));
     let mut rng = Rng(2524);

@@ -6,7 +6,7 @@
 //! A control page first proves the harness sees console output and script effects, so the
 //! checks on the report cannot pass by seeing nothing.
 
-mod common;
+use crate::common;
 
 use common::{bin, fixture, tmpdir};
 use std::path::{Path, PathBuf};
@@ -27,6 +27,9 @@ fn open(url: &str) -> Page {
         Path::new(CHROMIUM).exists(),
         "{CHROMIUM} not found: install it with `bash ci/setup.sh --browser` (Debian's chromium)"
     );
+    // Chromium's processes take every core for a moment: not while another test measures real
+    // runs (common::quiet).
+    let _quiet = common::quiet();
     // A fresh profile per page: tests run in parallel and chromium locks its profile.
     static N: AtomicUsize = AtomicUsize::new(0);
     let profile = tmpdir(&format!(

@@ -2,7 +2,7 @@
 //! hostile values from specs executed for real (against stub commands) to prove they stay inert.
 //! Regenerate the golden files with SCALEBENCH_BLESS=1 after a deliberate change.
 
-mod common;
+use crate::common;
 
 use common::{solo, solo_env, tmpdir};
 use std::path::{Path, PathBuf};

@@ -2,10 +2,10 @@
 //! (ci/slurm/start.sh; CI starts it and stops it on exit). Without a cluster these tests say
 //! so and return, unless SCALEBENCH_REQUIRE_SLURM is set (as in CI), where that is a failure.
 
-mod common;
+use crate::common;
 
 use common::wire::ResultsFile;
-use common::{bin, read_results, solo, tmpdir, Ran};
+use common::{bin, read_results, solo, tmpdir, write_file as write, Ran};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Mutex;
@@ -25,12 +25,6 @@ fn cluster() -> Option<std::sync::MutexGuard<'static, ()>> {
         return None;
     }
     Some(CLUSTER.lock().unwrap_or_else(|e| e.into_inner()))
-}
-
-fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
-    let p = dir.join(name);
-    std::fs::write(&p, text).unwrap();
-    p
 }
 
 fn submit(spec: &Path, out: &Path) -> Ran {

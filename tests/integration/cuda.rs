@@ -6,7 +6,7 @@
 //! short validated study on it. Built without the feature, `--backend cuda` is refused with the
 //! rebuild command.
 
-mod common;
+use crate::common;
 
 // mpirun and solo_env serve the tests that need the cuda feature.
 #[cfg_attr(not(feature = "cuda"), allow(unused_imports))]
@@ -14,15 +14,7 @@ use common::{mpirun, solo, solo_env, tmpdir, Ran};
 
 /// The run failed cleanly: exit 2, the sentence, no panic, nothing written.
 fn refused(ran: &Ran, sentence: &str, out: &std::path::Path) {
-    ran.assert_code(2);
-    assert!(
-        ran.stderr.contains(sentence),
-        "expected {sentence:?} in:\n{}",
-        ran.stderr
-    );
-    assert!(!ran.stderr.contains("panicked"), "{}", ran.stderr);
-    assert!(!ran.stdout.contains("panicked"), "{}", ran.stdout);
-    assert!(!out.exists(), "{} was left behind", out.display());
+    ran.assert_refused(&"--backend cuda", &[sentence], out);
 }
 
 /// batch_matmul's phases: its copies overlap the GEMMs on a second stream.
@@ -490,7 +482,7 @@ mod standin {
         serde_json::from_str(&text).unwrap()
     }
 
-    /// Layers 64×48 ×3 and 200×40 (as tests/ddp.rs): with a 16 KiB cap in f32, three buckets
+    /// Layers 64×48 ×3 and 200×40 (as in ddp.rs): with a 16 KiB cap in f32, three buckets
     /// (the 200×40 layer alone, two 64×48 together, the last alone); 1 B: one per layer;
     /// 1 MiB: one for all.
     const DDP_MODEL: &str = "64x48x3+200x40";

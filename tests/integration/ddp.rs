@@ -3,8 +3,9 @@
 //! layer larger than a bucket; an honest overlap measurement (an injected slow link must show
 //! up as exposed communication); report and compare on the new metrics.
 
-mod common;
+use crate::common;
 
+use common::csv::parse_line;
 use common::{bin, mpirun_with, run_q, tmpdir};
 use serde_json::Value;
 use std::path::Path;
@@ -201,11 +202,11 @@ fn exact_gradients_on_four_oversubscribed_ranks_with_an_uneven_strong_split() {
     let csv = ddp_report_csv("ddp4-r", &run_dir, &[]);
     let rows: Vec<&str> = csv.lines().skip(1).collect();
     assert_eq!(rows.len(), 3, "{csv}");
-    let head = csv_cells(csv.lines().next().unwrap());
+    let head = parse_line(csv.lines().next().unwrap());
     let col = |name: &str| head.iter().position(|h| h == name).unwrap();
     let (eff, rep) = (col("scaling efficiency"), col("representative"));
     for r in &rows {
-        let cells = csv_cells(r);
+        let cells = parse_line(r);
         assert_eq!(
             cells[eff], "",
             "no efficiency from an oversubscribed step: {r}"
@@ -220,29 +221,10 @@ fn exact_gradients_on_four_oversubscribed_ranks_with_an_uneven_strong_split() {
     // --include-unrepresentative uses them, marked
     let csv = ddp_report_csv("ddp4-ri", &run_dir, &["--include-unrepresentative"]);
     for r in csv.lines().skip(1) {
-        let cells = csv_cells(r);
+        let cells = parse_line(r);
         assert!(!cells[eff].is_empty(), "{r}");
         assert!(cells[rep].contains("(included)"), "{r}");
     }
-}
-
-/// One CSV line's cells (RFC 4180 quoting).
-fn csv_cells(line: &str) -> Vec<String> {
-    let (mut cells, mut cur, mut quoted) = (Vec::new(), String::new(), false);
-    let mut chars = line.chars().peekable();
-    while let Some(ch) = chars.next() {
-        match (ch, quoted) {
-            ('"', true) if chars.peek() == Some(&'"') => {
-                cur.push('"');
-                chars.next();
-            }
-            ('"', _) => quoted = !quoted,
-            (',', false) => cells.push(std::mem::take(&mut cur)),
-            (c, _) => cur.push(c),
-        }
-    }
-    cells.push(cur);
-    cells
 }
 
 /// The report's ddp_step table (CSV) of `run_dir`, with `extra` report options.
@@ -486,7 +468,7 @@ fn overlap_measurement_is_honest() {
 fn report_and_compare_handle_the_step_metrics() {
     // progress=test: 2 ranks keep 2 threads busy on this 2-CPU machine, so the cases are
     // representative and every section of the report uses them (a progress thread each would
-    // make 4, and the report would set them apart, see tests/representative.rs).
+    // make 4, and the report would set them apart, see representative.rs).
     let mut a = vec![
         "--model",
         MODEL,

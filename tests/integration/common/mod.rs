@@ -1,14 +1,25 @@
 //! Helpers shared by the integration tests: a temp directory, the real binary started alone or
-//! under real `mpirun`, an independent reader of the results format ([`wire`]), and the one
-//! builder of results files that tests and benches share ([`fixture`]).
-#![allow(dead_code)]
+//! under real `mpirun` (bounded by `timeout` where it may hang), the locks that keep tests of
+//! different modules from disturbing each other, an independent reader of the results format
+//! ([`wire`]) and of the report's CSV tables ([`csv`]), and the one builder of results files
+//! that tests and benches share ([`fixture`]).
+//!
+//! Every module's tests run on parallel threads of one process (`tests/integration/main.rs`),
+//! so the locks here are the only ones: a module keeps no lock of its own for what they cover.
+//! Lock order: [`quiet`] before [`mpi_lock`], never the other way round; and never
+//! [`mpi_lock`] around a helper that takes it ([`solo`], [`solo_env`], [`mpirun`],
+//! [`mpirun_with`], [`sweep_ok`], [`bounded`]): a std `Mutex` is not reentrant, the test would
+//! wait for itself. A test that must hold the lock across a launch of its own and a helper's
+//! uses [`solo_held`].
 
+pub mod csv;
 pub mod fixture;
 pub mod wire;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use std::sync::Mutex;
+use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
 /// The binary under test.
 pub fn bin() -> &'static str {
@@ -17,12 +28,26 @@ pub fn bin() -> &'static str {
 
 /// MPI jobs share 2 cores: run them one at a time so timeouts stay meaningful, and so no
 /// launch sees another test's ranks as co-scheduled work (the run records other scalebench
-/// processes on the host and marks its cases not representative).
+/// processes on the host and marks its cases not representative). One lock for the whole test
+/// binary: every module's launches, those of the helpers here and those a test starts itself.
 static MPI_LOCK: Mutex<()> = Mutex::new(());
 
-/// Holds the MPI lock for a launch a test starts itself.
-pub fn mpi_lock() -> std::sync::MutexGuard<'static, ()> {
+/// The MPI lock, held.
+pub type MpiGuard = MutexGuard<'static, ()>;
+
+/// Holds the MPI lock for a launch a test starts itself (not around a helper that takes it).
+pub fn mpi_lock() -> MpiGuard {
     MPI_LOCK.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Held by the tests that measure real runs for their statistics and by the tests that keep
+/// every core busy, so the two never overlap (cargo runs the tests of every module on parallel
+/// threads of this one process). Taken before [`mpi_lock`], never while holding it.
+static QUIET: Mutex<()> = Mutex::new(());
+
+/// Holds [`QUIET`].
+pub fn quiet() -> MutexGuard<'static, ()> {
+    QUIET.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// Calls of [`tmpdir`] so far: tests run on parallel threads of one process, so the pid alone
@@ -53,6 +78,14 @@ impl Ran {
             stderr: String::from_utf8_lossy(&o.stderr).replace('\0', ""),
         }
     }
+    /// The output kept exactly as it came (NUL bytes included).
+    pub fn raw(o: Output) -> Self {
+        Ran {
+            code: o.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
+        }
+    }
     pub fn assert_code(&self, code: i32) -> &Self {
         assert_eq!(
             self.code, code,
@@ -60,6 +93,25 @@ impl Ran {
             self.code, self.stdout, self.stderr
         );
         self
+    }
+    /// Bad input refused cleanly: exit 2, each of `needles` in stderr, no panic, and `out`
+    /// (what the command would have written) not there. `what` names the input in a failure.
+    pub fn assert_refused(&self, what: &dyn std::fmt::Debug, needles: &[&str], out: &Path) {
+        self.assert_code(2);
+        for n in needles {
+            assert!(
+                self.stderr.contains(n),
+                "{what:?}: expected {n:?} in:\n{}",
+                self.stderr
+            );
+        }
+        no_panic(self);
+        assert!(
+            !self.stdout.contains("panicked"),
+            "{what:?}: {}",
+            self.stdout
+        );
+        assert!(!out.exists(), "{what:?} left {} behind", out.display());
     }
 }
 
@@ -85,16 +137,22 @@ pub fn mpi_env(cmd: &mut Command) {
 
 /// `scalebench ARGS` as one process (an MPI singleton).
 pub fn solo(args: &[&str]) -> Ran {
-    let _g = MPI_LOCK.lock().unwrap_or_else(|e| e.into_inner());
-    let mut cmd = Command::new(bin());
-    cmd.args(args);
-    mpi_env(&mut cmd);
-    Ran::from(cmd.output().expect("start scalebench"))
+    solo_held(&mpi_lock(), args)
 }
 
 /// `scalebench ARGS` with extra environment variables.
 pub fn solo_env(args: &[&str], env: &[(&str, &str)]) -> Ran {
-    let _g = MPI_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let _g = mpi_lock();
+    start_solo(args, env)
+}
+
+/// `scalebench ARGS` under the MPI lock the caller holds (a test that keeps launches of its own
+/// running across this one).
+pub fn solo_held(_held: &MpiGuard, args: &[&str]) -> Ran {
+    start_solo(args, &[])
+}
+
+fn start_solo(args: &[&str], env: &[(&str, &str)]) -> Ran {
     let mut cmd = Command::new(bin());
     cmd.args(args);
     mpi_env(&mut cmd);
@@ -111,7 +169,7 @@ pub fn mpirun(np: u32, args: &[&str]) -> Ran {
 
 /// `mpirun -np N --oversubscribe MPIRUN_ARGS scalebench ARGS`.
 pub fn mpirun_with(np: u32, mpirun_args: &[&str], args: &[&str]) -> Ran {
-    let _g = MPI_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let _g = mpi_lock();
     let mut cmd = Command::new("timeout");
     cmd.args([
         "-k",
@@ -173,4 +231,52 @@ pub fn status_rows(stdout: &str) -> Vec<(String, String, String)> {
             (f.len() >= 4).then(|| (f[0].to_string(), f[1].to_string(), f[2].to_string()))
         })
         .collect()
+}
+
+/// `timeout -k 5 LIMIT CMD...` under the MPI lock, with `env` added (nothing of the test's own
+/// launcher identity): a hang shows as exit 124, not a stuck test. Also returns how long it
+/// ran.
+pub fn bounded(limit_s: u32, cmd_line: &[&str], env: &[(&str, &str)]) -> (Ran, Duration) {
+    let _g = mpi_lock();
+    let mut cmd = Command::new("timeout");
+    cmd.args(["-k", "5", &limit_s.to_string()]).args(cmd_line);
+    mpi_env(&mut cmd);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let t0 = Instant::now();
+    let ran = Ran::from(cmd.output().expect("start timeout/mpirun"));
+    (ran, t0.elapsed())
+}
+
+/// `scalebench report ARGS` (no MPI involved), its output kept as it came.
+pub fn report(args: &[&str]) -> Ran {
+    Ran::raw(
+        Command::new(bin())
+            .arg("report")
+            .args(args)
+            .output()
+            .expect("start scalebench"),
+    )
+}
+
+/// The command did not panic (no exit 101, no panic message).
+pub fn no_panic(r: &Ran) {
+    assert!(
+        r.code != 101 && !r.stderr.contains("panicked"),
+        "panic:\n{}",
+        r.stderr
+    );
+}
+
+/// Writes `text` as `dir/name`.
+pub fn write_file(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+/// A path as the `&str` a command line takes (the tests' paths are UTF-8).
+pub fn s(p: &Path) -> &str {
+    p.to_str().expect("utf-8 path")
 }
