@@ -179,11 +179,12 @@ fn end_orphaned_launches(out: &Path, quiet: bool) {
         let n = process::end_orphan(live.pgid, &live.marker, Duration::from_secs(10));
         if n > 0 && !quiet {
             eprintln!(
-                "# {}: its launch was still running, left by a sweep (pid {}) that ended without stopping it (last heartbeat {:.0} s ago): ended it (process group {}, {n} process(es)) before resuming",
+                "# {}: its launch was still running, left by a sweep (pid {}) that ended without stopping it (last heartbeat {:.0} s ago): ended it (process group {}, {}) before resuming",
                 d.display(),
                 live.driver_pid,
                 now_unix_s() - live.heartbeat_unix_s,
-                live.pgid
+                live.pgid,
+                crate::units::count(n, "process", "processes")
             );
         }
         let _ = std::fs::remove_file(&path);

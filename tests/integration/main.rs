@@ -18,6 +18,7 @@
 mod common;
 
 mod bad_input;
+mod ceilings;
 mod compare;
 mod context;
 mod cuda;

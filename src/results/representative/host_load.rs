@@ -53,9 +53,14 @@ pub(crate) fn co_scheduling(h: &HostLoad, busy: u32) -> Vec<Unrepresentative> {
         out.push(warning(
             CO_SCHEDULED,
             format!(
-                "host {}: {} other scalebench process(es) (pid {}) used {:.2} CPU-s during this launch's {:.2} s",
+                "host {}: {} ({} {}) used {:.2} CPU-s during this launch's {:.2} s",
                 h.host,
-                h.other_scalebench.len(),
+                count(
+                    h.other_scalebench.len(),
+                    "other scalebench process",
+                    "other scalebench processes"
+                ),
+                if pids.len() == 1 { "pid" } else { "pids" },
                 pids.join(", "),
                 others,
                 h.window_s

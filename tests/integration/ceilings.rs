@@ -2,8 +2,7 @@
 //! and a GEMM kernel forced older than the CPU is named with the variable that forced it — in
 //! the command and in a run's results.
 
-mod common;
-
+use crate::common;
 use common::{bin, mpi_lock, Ran};
 use std::process::Command;
 
