@@ -8,8 +8,10 @@
 pub(crate) mod counts;
 pub(crate) mod cpulist;
 pub(crate) mod ddp;
+mod key;
 mod settings;
 
+pub use key::ParamKey;
 pub use settings::{BufferOffset, Fault, IterPolicy, RunSettings};
 
 use serde::{Deserialize, Serialize};
@@ -478,53 +480,14 @@ impl CaseParams {
         }
     }
 
-    /// The canonical text the id hashes: `key=value` pairs in a fixed order. Changing it
-    /// changes every id, so it is versioned by the results format.
+    /// The canonical text the id hashes: `key=value` pairs ([`Self::pairs`]) in a fixed
+    /// order. Changing it changes every id, so it is versioned by the results format.
     pub fn canonical(&self) -> String {
-        fn opt<T: fmt::Display>(v: &Option<T>) -> String {
-            v.as_ref()
-                .map_or_else(|| "-".to_string(), |x| x.to_string())
-        }
-        format!(
-            "workload={};backend={};topology={};nodes={};devices_per_node={};binding={};placement={};timing={};dtype={};op={};root={};in_place={};requested_bytes={};shape={};batch={};collect={};scaling={};threads_per_device={};fault={}",
-            self.workload,
-            self.backend,
-            self.topology,
-            self.nodes,
-            self.devices_per_node,
-            self.binding,
-            self.placement,
-            self.timing,
-            self.dtype,
-            opt(&self.op),
-            opt(&self.root),
-            opt(&self.in_place),
-            opt(&self.requested_bytes),
-            self.shape.map_or_else(|| "-".to_string(), |s| format!("{}x{}x{}", s.m, s.n, s.k)),
-            opt(&self.batch),
-            opt(&self.collect),
-            opt(&self.scaling),
-            opt(&self.threads_per_device),
-            opt(&self.fault),
-        ) + &self.canonical_ddp()
-    }
-
-    /// The ddp_step parameters' part of [`Self::canonical`]: empty when none is set, so the
-    /// ids of every other case stay what they were before the fields existed.
-    fn canonical_ddp(&self) -> String {
-        if self.model.is_none() && self.bucket_bytes.is_none() && self.progress.is_none() {
-            return String::new();
-        }
-        let opt = |v: Option<String>| v.unwrap_or_else(|| "-".into());
-        format!(
-            ";model={};bucket_bytes={};progress={}{}",
-            opt(self.model.clone()),
-            opt(self.bucket_bytes.map(|b| b.to_string())),
-            opt(self.progress.map(|p| p.to_string())),
-            // appended only when set, so ids from before the field existed stay valid
-            self.first_bucket_bytes
-                .map_or(String::new(), |b| format!(";first_bucket_bytes={b}")),
-        )
+        self.pairs()
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join(";")
     }
 
     /// Stable case id: 16 hex digits of the 64-bit FNV-1a hash of [`Self::canonical`].

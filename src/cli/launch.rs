@@ -2,6 +2,7 @@
 //! `submit`, `status`, `collect` and the job-side `finish-launch`.
 
 use crate::launch::profile::UnknownScheduler;
+use crate::topology::binding::Reserved;
 use clap::Args;
 use std::path::PathBuf;
 
@@ -54,7 +55,7 @@ pub struct TopoArgs {
     pub devices_per_node: Option<u32>,
     /// Cores kept free: a cpulist such as `0`, or `first_per_numa`.
     #[arg(long, default_value = "")]
-    pub reserved_cores: String,
+    pub reserved_cores: Reserved,
 }
 
 #[derive(Debug, Clone, Args)]

@@ -5,6 +5,7 @@ use crate::params::{
     BackendKind, Binding, Collect, Dtype, GemmChoice, MatmulShape, Placement, Progress, ReduceOp,
     Scaling, Timing, Topology, Workload,
 };
+use crate::topology::binding::Reserved;
 use clap::{Args, ValueEnum};
 use std::path::PathBuf;
 
@@ -171,7 +172,7 @@ pub struct RunArgs {
 
     /// Cores never bound to: a cpulist such as `0` or `0,8`, or `first_per_numa`.
     #[arg(long, default_value = "")]
-    pub reserved_cores: String,
+    pub reserved_cores: Reserved,
 
     /// CPU threads each device's GEMM may use (CPU backend).
     #[arg(long, default_value_t = 1)]

@@ -115,6 +115,8 @@ fn bad_values_are_rejected_with_reasons() {
         (vec!["-w", "allreduc"], "unknown workload"),
         (vec!["--dtype", "f8"], "unknown dtype"),
         (vec!["--dims", "0"], "matrix shape"),
+        // Parsed where it comes in, so a plan or launch never holds unparsed text.
+        (vec!["--reserved-cores", "not-a-cpulist"], "not a CPU list"),
     ] {
         let mut full = vec!["scalebench", "run"];
         full.extend(args.iter());

@@ -8,6 +8,7 @@ use crate::params::{
     BackendKind, Binding, Collect, Dtype, MatmulShape, Placement, ReduceOp, Scaling, Timing,
     Topology, Workload,
 };
+use crate::topology::binding::Reserved;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use toml::Spanned;
@@ -71,7 +72,7 @@ pub struct LocalLaunch {
     /// Extra environment for the launch.
     pub env: BTreeMap<String, String>,
     /// Cores kept free (`""`, `first_per_numa` or a cpulist).
-    pub reserved_cores: String,
+    pub reserved_cores: Reserved,
 }
 
 /// A resolved sweep spec.

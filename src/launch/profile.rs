@@ -86,7 +86,7 @@ pub(crate) struct Profile {
     pub mem_per_node: Option<String>,
     /// Cores kept free (`first_per_numa` or a cpulist), passed to scalebench's binding.
     #[serde(default)]
-    pub reserved_cores: Option<String>,
+    pub reserved_cores: Option<crate::topology::binding::Reserved>,
     /// Environment modules to load.
     #[serde(default)]
     pub modules: Vec<String>,
@@ -177,9 +177,6 @@ pub(crate) enum ProfileError {
     ControlCharacter { directive: String },
     #[error("cores_per_node must be at least 1")]
     NoCores,
-    /// `reserved_cores` that binding cannot parse (binding's own message).
-    #[error(transparent)]
-    ReservedCores(crate::topology::binding::BindError),
     /// The profile could not be turned back into a table to apply overrides.
     #[error(transparent)]
     Encode(#[from] toml::ser::Error),
@@ -261,9 +258,6 @@ impl Profile {
         if self.cores_per_node == 0 {
             return Err(ProfileError::NoCores);
         }
-        if let Some(r) = &self.reserved_cores {
-            crate::topology::binding::Reserved::parse(r).map_err(ProfileError::ReservedCores)?;
-        }
         Ok(())
     }
 
@@ -321,6 +315,7 @@ mod tests {
             ("modules = [\"gcc`id`\"]\n", "module"),
             ("[env]\n\"A;B\" = \"x\"\n", "environment variable name"),
             ("directives = [\"--x\\nrm -rf /\"]\n", "control character"),
+            ("reserved_cores = \"a-b\"\n", "not a CPU list"),
         ] {
             let e = parse("p.toml", &format!("{base}{extra}"))
                 .unwrap_err()

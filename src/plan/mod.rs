@@ -16,6 +16,7 @@ use crate::params::{
     LaunchShape, MatmulShape, Placement, Progress, ReduceOp, RunSettings, Scaling, ThreadLevel,
     Timing, Topology, Workload,
 };
+use crate::topology::binding::Reserved;
 use crate::units::{format_bytes, Bytes};
 
 /// `scalebench run`'s options as typed values, not yet checked: what the user asked for.
@@ -57,7 +58,7 @@ pub struct Request {
     pub placement: Placement,
     pub binding: Binding,
     /// Cores never bound to: `""`, `first_per_numa` or a cpulist.
-    pub reserved_cores: String,
+    pub reserved_cores: Reserved,
     pub threads_per_device: u32,
     pub gemm: GemmChoice,
     /// `--thread-level` (`None`: the lowest the launch needs).
@@ -98,7 +99,7 @@ impl Default for Request {
             emulate_nodes: false,
             placement: Placement::Fill,
             binding: Binding::None,
-            reserved_cores: String::new(),
+            reserved_cores: Reserved::default(),
             threads_per_device: 1,
             gemm: GemmChoice::Auto,
             thread_level: None,
@@ -424,8 +425,8 @@ pub struct LaunchPlan {
     pub shape: LaunchShape,
     /// CPU threads per device's GEMM (CPU backend).
     pub threads_per_device: u32,
-    /// Cores kept free (`""`, `first_per_numa` or a cpulist).
-    pub reserved_cores: String,
+    /// Cores kept free (`""`, `first_per_numa` or a cpulist), written as given.
+    pub reserved_cores: Reserved,
     /// Whether nodes are emulated on one host.
     pub emulate_nodes: bool,
     pub settings: RunSettings,

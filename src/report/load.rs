@@ -3,7 +3,7 @@
 //! measurement); `--only KEY=VALUE` filters narrow the set. Nothing is written here.
 
 use crate::error::Error;
-use crate::params::CaseParams;
+use crate::params::{CaseParams, ParamKey};
 use crate::results::io::{read_results, RESULTS_FILE};
 use crate::results::schema::{CaseResult, LaunchRecord, ResultsFile};
 use crate::results::validate::validate;
@@ -71,16 +71,24 @@ pub(crate) fn load(paths: &[PathBuf]) -> Result<Vec<Source>, Error> {
 /// A `--only KEY=VALUE` filter on case parameters (KEY as in the canonical case text).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Filter {
-    pub key: String,
+    pub key: ParamKey,
     pub value: String,
 }
 
 /// The parameter names a filter may use (those of [`CaseParams::canonical`]).
-pub(crate) fn filter_keys() -> Vec<String> {
+pub(crate) fn filter_keys() -> Vec<ParamKey> {
     canonical_pairs(&sample_params())
         .into_iter()
         .map(|(k, _)| k)
         .collect()
+}
+
+/// The filter keys as the messages list them.
+fn key_list(keys: &[ParamKey]) -> String {
+    keys.iter()
+        .map(|k| k.as_str())
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 fn sample_params() -> CaseParams {
@@ -89,14 +97,8 @@ fn sample_params() -> CaseParams {
 }
 
 /// The (key, value) pairs of a case's canonical text, in its fixed order.
-pub(crate) fn canonical_pairs(p: &CaseParams) -> Vec<(String, String)> {
-    p.canonical()
-        .split(';')
-        .filter_map(|kv| {
-            kv.split_once('=')
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-        })
-        .collect()
+pub(crate) fn canonical_pairs(p: &CaseParams) -> Vec<(ParamKey, String)> {
+    p.pairs()
 }
 
 /// Parses `KEY=VALUE`; sizes may use binary units (`requested_bytes=1MiB`).
@@ -105,17 +107,17 @@ pub(crate) fn parse_filter(text: &str) -> Result<Filter, Error> {
     let Some((k, v)) = text.split_once('=') else {
         return Err(Error::input(format!(
             "--only '{text}': write KEY=VALUE, e.g. --only workload=allreduce; keys: {}",
-            keys.join(", ")
+            key_list(&keys)
         )));
     };
     let (k, v) = (k.trim(), v.trim());
-    if !keys.iter().any(|x| x == k) {
+    let Some(key) = ParamKey::parse(k).filter(|x| keys.contains(x)) else {
         return Err(Error::input(format!(
             "--only '{text}': unknown key '{k}'; keys: {}",
-            keys.join(", ")
+            key_list(&keys)
         )));
-    }
-    let value = if k == "requested_bytes" {
+    };
+    let value = if key == ParamKey::RequestedBytes {
         parse_bytes(v)
             .map_err(|e| Error::input(format!("--only '{text}': {e}")))?
             .get()
@@ -123,17 +125,14 @@ pub(crate) fn parse_filter(text: &str) -> Result<Filter, Error> {
     } else {
         v.to_ascii_lowercase()
     };
-    Ok(Filter {
-        key: k.to_string(),
-        value,
-    })
+    Ok(Filter { key, value })
 }
 
 /// Filters on one key are alternatives (OR); filters on different keys all apply (AND).
-fn matches(pairs: &[(String, String)], filters: &[Filter]) -> bool {
-    let mut by_key: HashMap<&str, Vec<&str>> = HashMap::new();
+fn matches(pairs: &[(ParamKey, String)], filters: &[Filter]) -> bool {
+    let mut by_key: HashMap<ParamKey, Vec<&str>> = HashMap::new();
     for f in filters {
-        by_key.entry(&f.key).or_default().push(&f.value);
+        by_key.entry(f.key).or_default().push(&f.value);
     }
     by_key.iter().all(|(k, vals)| {
         pairs
@@ -199,14 +198,14 @@ pub(crate) fn select(sources: &[Source], filters: &[Filter]) -> Result<Selection
     }
     if picks.is_empty() {
         let mut msg = String::from("no case matches the --only filters");
-        for key in filters.iter().map(|f| f.key.as_str()) {
+        for key in filters.iter().map(|f| f.key) {
             let mut present: Vec<String> = sources
                 .iter()
                 .flat_map(|s| s.file.cases.iter())
                 .filter_map(|c| {
                     canonical_pairs(&c.params)
                         .into_iter()
-                        .find(|(k, _)| k == key)
+                        .find(|(k, _)| *k == key)
                         .map(|(_, v)| v)
                 })
                 .collect();
@@ -244,7 +243,7 @@ mod tests {
         p.requested_bytes = Some(1 << 20);
         let pairs = canonical_pairs(&p);
         let wl = |v: &str| Filter {
-            key: "workload".into(),
+            key: ParamKey::Workload,
             value: v.into(),
         };
         assert!(matches(&pairs, std::slice::from_ref(&f)));
@@ -266,7 +265,7 @@ mod tests {
             "binding",
             "requested_bytes",
         ] {
-            assert!(keys.iter().any(|x| x == k), "{k} in {keys:?}");
+            assert!(keys.iter().any(|x| x.as_str() == k), "{k} in {keys:?}");
         }
     }
 }

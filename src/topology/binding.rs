@@ -18,9 +18,20 @@
 use super::machine::{Core, Machine};
 use crate::params::Binding;
 
-/// Cores kept free of benchmark threads (e.g. for the OS, as some sites do).
+/// Cores kept free of benchmark threads (e.g. for the OS, as some sites do), parsed once
+/// where the text comes in (command line, spec, profile, plan file) and carried typed.
+///
+/// The text is kept as given: plan files and run records write it back (serde and `Display`
+/// give it unchanged), so a typed value writes what a string did.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub enum Reserved {
+pub struct Reserved {
+    text: String,
+    cores: ReservedCores,
+}
+
+/// Which cores [`Reserved`] keeps free.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum ReservedCores {
     #[default]
     Nothing,
     /// PU OS indexes (a cpulist); a core is unusable when any of its PUs is listed.
@@ -33,17 +44,59 @@ impl Reserved {
     /// Parses `""` (nothing), `first_per_numa`, or a cpulist such as `0,8` or `0-1`.
     pub fn parse(text: &str) -> Result<Reserved, BindError> {
         let t = text.trim();
-        if t.is_empty() || t == "none" {
-            return Ok(Reserved::Nothing);
-        }
-        if t == "first_per_numa" {
-            return Ok(Reserved::FirstPerNuma);
-        }
-        super::affinity::parse_cpulist(t)
-            .map(Reserved::Pus)
-            .ok_or_else(|| BindError::NotACpuList {
-                text: t.to_string(),
-            })
+        let cores = if t.is_empty() || t == "none" {
+            ReservedCores::Nothing
+        } else if t == "first_per_numa" {
+            ReservedCores::FirstPerNuma
+        } else {
+            super::affinity::parse_cpulist(t)
+                .map(ReservedCores::Pus)
+                .ok_or_else(|| BindError::NotACpuList {
+                    text: t.to_string(),
+                })?
+        };
+        Ok(Reserved {
+            text: text.to_string(),
+            cores,
+        })
+    }
+
+    /// The cores kept free.
+    pub fn cores(&self) -> &ReservedCores {
+        &self.cores
+    }
+
+    /// The text as given (empty when nothing was given).
+    pub fn as_str(&self) -> &str {
+        &self.text
+    }
+}
+
+impl std::fmt::Display for Reserved {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.text)
+    }
+}
+
+impl std::str::FromStr for Reserved {
+    type Err = BindError;
+    fn from_str(text: &str) -> Result<Reserved, BindError> {
+        Reserved::parse(text)
+    }
+}
+
+/// Written as the text given, so files that carried a string carry the same string.
+impl serde::Serialize for Reserved {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.text)
+    }
+}
+
+/// Read from the text, refused when [`Reserved::parse`] refuses it.
+impl<'de> serde::Deserialize<'de> for Reserved {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Reserved, D::Error> {
+        let text = String::deserialize(d)?;
+        Reserved::parse(&text).map_err(serde::de::Error::custom)
     }
 }
 
@@ -93,10 +146,10 @@ fn usable_cores<'a>(m: &'a Machine, reserved: &Reserved) -> Vec<&'a Core> {
     let mut first_seen = std::collections::HashSet::new();
     m.cores
         .iter()
-        .filter(|c| match reserved {
-            Reserved::Nothing => true,
-            Reserved::Pus(list) => !c.pus.iter().any(|p| list.contains(p)),
-            Reserved::FirstPerNuma => !first_seen.insert(c.numa),
+        .filter(|c| match reserved.cores() {
+            ReservedCores::Nothing => true,
+            ReservedCores::Pus(list) => !c.pus.iter().any(|p| list.contains(p)),
+            ReservedCores::FirstPerNuma => !first_seen.insert(c.numa),
         })
         .collect()
 }
@@ -269,7 +322,7 @@ mod tests {
             devices_on_node: d,
             device: i,
             host_share: (0, 1),
-            reserved: Reserved::Nothing,
+            reserved: Reserved::default(),
         }
     }
 
@@ -314,7 +367,7 @@ mod tests {
     fn reserved_cores_are_skipped() {
         let m = Machine::synthetic("h", 1, 2, 4, 1);
         let mut r = req(Binding::Core, 2, 0);
-        r.reserved = Reserved::FirstPerNuma;
+        r.reserved = Reserved::parse("first_per_numa").unwrap();
         // usable: 1,2,3,5,6,7 → device 0 gets 1,2,3
         assert_eq!(cpus(&m, &r), vec![1, 2, 3]);
         r.reserved = Reserved::parse("0-1").unwrap();
@@ -326,6 +379,19 @@ mod tests {
             .to_string()
             .contains("no usable core"));
         assert!(Reserved::parse("x").is_err());
+        // The text is kept as given, for the files that write it back.
+        let r = Reserved::parse(" 0-1 ").unwrap();
+        assert_eq!(r.cores(), &ReservedCores::Pus(vec![0, 1]));
+        assert_eq!(r.to_string(), " 0-1 ");
+        assert_eq!(serde_json::to_string(&r).unwrap(), "\" 0-1 \"");
+        let back: Reserved = serde_json::from_str("\" 0-1 \"").unwrap();
+        assert_eq!(back, r);
+        assert!(serde_json::from_str::<Reserved>("\"x\"").is_err());
+        assert_eq!(
+            Reserved::parse("none").unwrap().cores(),
+            &ReservedCores::Nothing
+        );
+        assert_eq!(Reserved::default().as_str(), "");
     }
 
     #[test]

@@ -1,21 +1,20 @@
 //! `scalebench topo`: this machine's topology (hwloc) and the CPUs each binding policy would
 //! give. Here rather than in `main`, which only wires the command line to the library.
 
+use super::binding::Reserved;
 use crate::error::{Error, Result};
 
 /// Prints the topology report for `devices_per_node` devices (default: the GPUs hwloc finds,
-/// or 2) with `reserved_cores` kept free, as text followed by `gpus()` (what the GPU driver
+/// or 2) with `reserved` cores kept free, as text followed by `gpus()` (what the GPU driver
 /// says, which this module cannot ask: it sits below the backends) or as JSON.
 #[cfg(feature = "mpi")]
 pub fn topo(
-    reserved_cores: &str,
+    reserved: &Reserved,
     devices_per_node: Option<u32>,
     json: bool,
     gpus: impl FnOnce() -> String,
 ) -> Result<u8> {
-    use super::{binding::Reserved, hwloc, report};
-    let reserved = Reserved::parse(reserved_cores)
-        .map_err(|e| Error::Input(format!("--reserved-cores: {e}")))?;
+    use super::{hwloc, report};
     let machine = hwloc::discover()?;
     let devices = devices_per_node.unwrap_or(if machine.gpus.is_empty() {
         2
@@ -25,7 +24,7 @@ pub fn topo(
     if devices == 0 {
         return Err(Error::Input("--devices-per-node 0: give at least 1".into()));
     }
-    let r = report::topo_report(machine, devices, &reserved)?;
+    let r = report::topo_report(machine, devices, reserved)?;
     if json {
         println!(
             "{}",
@@ -41,7 +40,7 @@ pub fn topo(
 /// Without MPI there is no hwloc: `topo` says how to get it.
 #[cfg(not(feature = "mpi"))]
 pub fn topo(
-    _reserved_cores: &str,
+    _reserved: &Reserved,
     _devices_per_node: Option<u32>,
     _json: bool,
     _gpus: impl FnOnce() -> String,

@@ -147,7 +147,7 @@ mod tests {
 
     #[test]
     fn report_covers_every_policy_and_device() {
-        let r = topo_report(Machine::synthetic("h", 2, 1, 4, 2), 2, &Reserved::Nothing).unwrap();
+        let r = topo_report(Machine::synthetic("h", 2, 1, 4, 2), 2, &Reserved::default()).unwrap();
         assert_eq!(r.bindings.len(), Binding::ALL.len());
         let core = r
             .bindings

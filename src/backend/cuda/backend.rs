@@ -3,8 +3,11 @@
 //!
 //! The implementation is split by job: [`super::memory`] (buffers), [`super::setup`] (opening
 //! GPUs, agreement, communicators), [`super::batch`] (batch_matmul's overlapped step),
-//! [`super::ddp`] (ddp_step's non-blocking all-reduces); this file holds the state and the
-//! [`Backend`] trait.
+//! [`super::ddp`] (ddp_step's non-blocking all-reduces, whose state is in
+//! [`super::ddp_state`]); this file holds the state and the [`Backend`] trait. setup, batch
+//! and ddp import this file and add methods to [`CudaBackend`]; it imports none of them (the
+//! trait's methods call theirs through `self`), only the types it holds (memory, ddp_state),
+//! which import nothing of it: the files depend one way.
 //!
 //! Streams: each GPU has one stream that carries everything (copies, NCCL, cuBLAS, timing
 //! events), so stream order is the only synchronisation the timed paths need; cudarc's
@@ -75,7 +78,7 @@ pub struct CudaBackend {
     /// The devices are scalebench's stand-ins, not GPUs (labelled in every result).
     pub(super) standin: bool,
     /// ddp_step's communication streams and all-reduces in flight.
-    pub(super) ddp: super::ddp::State,
+    pub(super) ddp: super::ddp_state::State,
 }
 
 impl CudaBackend {
@@ -114,7 +117,7 @@ impl CudaBackend {
                 let _ = l.copy.synchronize();
             }
         }
-        self.ddp_drain();
+        self.ddp.drain();
     }
 
     /// Enqueues `resolved` (checked calls, each with its local device) in one NCCL group,
@@ -516,7 +519,7 @@ impl Backend for CudaBackend {
                 l.copy.synchronize().map_err(CudaError::driver)?;
             }
         }
-        self.ddp_synchronize()?;
+        self.ddp.synchronize()?;
         if let Ok(c) = &self.comms {
             c.check_async()?;
         }

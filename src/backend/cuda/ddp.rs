@@ -17,64 +17,20 @@
 //! started or the previous one completed — a slow, serial link, as on the CPU backend.
 
 use super::backend::CudaBackend;
+use super::ddp_state::{driver, CommLane, InFlight};
 use super::error::CudaError;
 use super::memory::DeviceBuf;
 use super::nccl::{self, Resolved};
 use crate::backend::{Backend, BackendError, BackendResult, CollectiveCall, OverlapSettings};
-use crate::params::{Progress, Workload};
+use crate::params::Workload;
 use cudarc::driver::sys as dsys;
-use cudarc::driver::{CudaEvent, CudaStream};
+use cudarc::driver::CudaEvent;
 use std::ffi::c_void;
-use std::sync::Arc;
-
-/// One GPU's communication stream and its idle ordering events.
-pub(super) struct CommLane {
-    pub(super) stream: Arc<CudaStream>,
-    /// Events no in-flight all-reduce uses (created without timing: they only order).
-    spare: Vec<CudaEvent>,
-}
-
-/// An all-reduce between start and wait.
-struct InFlight {
-    ticket: u64,
-    bufs: Vec<DeviceBuf>,
-    /// Per device: recorded on the compute stream before the all-reduce.
-    ready: Vec<CudaEvent>,
-    /// Per device: recorded on the communication stream after it.
-    done: Vec<CudaEvent>,
-}
-
-/// What the backend keeps for ddp_step between calls.
-pub(super) struct State {
-    settings: OverlapSettings,
-    next_ticket: u64,
-    inflight: Vec<InFlight>,
-    /// One per local GPU once the first ddp case set the strategy (empty before).
-    pub(super) lanes: Vec<CommLane>,
-}
-
-impl Default for State {
-    fn default() -> Self {
-        State {
-            settings: OverlapSettings {
-                progress: Progress::Thread,
-                comm_delay_s: 0.0,
-            },
-            next_ticket: 0,
-            inflight: Vec::new(),
-            lanes: Vec::new(),
-        }
-    }
-}
 
 /// The host function of fault `slow_comm`: sleeps for the nanoseconds its argument carries
 /// (the value itself, not a pointer to it, so nothing is allocated or freed).
 extern "C" fn sleep_ns(arg: *mut c_void) {
     std::thread::sleep(std::time::Duration::from_nanos(arg as usize as u64));
-}
-
-fn driver(what: &'static str) -> impl Fn(cudarc::driver::DriverError) -> BackendError {
-    move |e| CudaError::driver_call(what)(e).into()
 }
 
 impl CudaBackend {
@@ -269,22 +225,5 @@ impl CudaBackend {
         }
         .result()
         .map_err(|e| CudaError::driver_call("cuMemcpyDtoDAsync")(e).into())
-    }
-
-    /// Waits for every communication stream, ignoring errors (see `drain`).
-    pub(super) fn ddp_drain(&self) {
-        for l in &self.ddp.lanes {
-            let _ = l.stream.synchronize();
-        }
-    }
-
-    /// Waits for every communication stream.
-    pub(super) fn ddp_synchronize(&self) -> BackendResult<()> {
-        for l in &self.ddp.lanes {
-            l.stream
-                .synchronize()
-                .map_err(driver("cuStreamSynchronize"))?;
-        }
-        Ok(())
     }
 }

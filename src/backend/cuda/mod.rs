@@ -12,12 +12,13 @@
 //! - [`backend`]: [`CudaBackend`], which puts them together behind [`crate::backend::Backend`],
 //!   with its jobs in [`memory`] (device buffers), [`setup`] (opening GPUs, agreement, NCCL
 //!   communicators), [`batch`] (batch_matmul's overlapped step) and [`ddp`] (ddp_step's
-//!   non-blocking all-reduces on a communication stream).
+//!   non-blocking all-reduces on a communication stream; their state in [`ddp_state`]).
 
 pub(crate) mod backend;
 mod batch;
 pub(crate) mod cublas;
 mod ddp;
+mod ddp_state;
 pub(crate) mod error;
 pub(crate) mod events;
 mod memory;

@@ -242,12 +242,9 @@ fn local_launch(
         env.insert(k.get_ref().clone(), v.get_ref().clone());
     }
     let reserved_cores = match &l.reserved_cores {
-        Some(s) => {
-            crate::topology::binding::Reserved::parse(s.get_ref())
-                .map_err(|e| ctx.err(s.span(), "launch.reserved_cores", e.to_string()))?;
-            s.get_ref().clone()
-        }
-        None => String::new(),
+        Some(s) => crate::topology::binding::Reserved::parse(s.get_ref())
+            .map_err(|e| ctx.err(s.span(), "launch.reserved_cores", e.to_string()))?,
+        None => Default::default(),
     };
     Ok(LocalLaunch {
         oversubscribe: l.oversubscribe.unwrap_or(false),

@@ -120,7 +120,7 @@ fn resolve_profile(req: &SubmitRequest, spec: &config::SweepSpec) -> Result<Prof
     for (k, v) in &spec.launch.env {
         p.env.entry(k.clone()).or_insert_with(|| v.clone());
     }
-    if p.reserved_cores.is_none() && !spec.launch.reserved_cores.is_empty() {
+    if p.reserved_cores.is_none() && !spec.launch.reserved_cores.as_str().is_empty() {
         p.reserved_cores = Some(spec.launch.reserved_cores.clone());
     }
     Ok(p)

@@ -35,7 +35,7 @@ pub use scaling::{CollScale, ScaleSeries};
 pub use straggler::{NodeScore, RankScore, Stragglers};
 
 use super::load::{Selection, Source};
-use crate::params::{CaseParams, Workload};
+use crate::params::{CaseParams, ParamKey, Workload};
 use crate::results::schema::CaseStatus;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -72,7 +72,7 @@ pub struct Analysis<'a> {
     pub options: Options,
     pub entries: Vec<Entry<'a>>,
     /// Parameter keys whose values differ among the selected cases.
-    pub varying: BTreeSet<String>,
+    pub varying: BTreeSet<ParamKey>,
     pub palette: Palette,
     pub collectives: Vec<CollectiveView>,
     pub scaling: Vec<ScaleSeries>,
@@ -103,7 +103,7 @@ impl<'a> Analysis<'a> {
                 .or_default()
                 .push(e.params());
         }
-        let wl_varying: BTreeMap<Workload, BTreeSet<String>> = by_wl
+        let wl_varying: BTreeMap<Workload, BTreeSet<ParamKey>> = by_wl
             .into_iter()
             .map(|(w, ps)| (w, varying_keys(ps.into_iter())))
             .collect();

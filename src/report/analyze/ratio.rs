@@ -6,7 +6,7 @@ use super::group::{variant_key, CaseParams2};
 use super::label::{describe, variant_label};
 use super::palette::{style_key, Layout, StyleKey};
 use super::Analysis;
-use crate::params::{Binding, CaseParams, Topology, Workload};
+use crate::params::{Binding, CaseParams, ParamKey, Topology, Workload};
 use crate::report::derive::{self, Band, BandSummary, Decision, SizeCall};
 use crate::results::schema::CaseStatus;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -82,7 +82,7 @@ impl<'a> Analysis<'a> {
     pub(super) fn ratio_groups(
         &self,
         charted: &BTreeSet<CaseParams2>,
-        wl_varying: &BTreeMap<Workload, BTreeSet<String>>,
+        wl_varying: &BTreeMap<Workload, BTreeSet<ParamKey>>,
     ) -> Vec<RatioGroup> {
         let mut groups = Pending::new();
         self.topology_pairs(&mut groups);
@@ -205,7 +205,7 @@ impl<'a> Analysis<'a> {
         seed: RatioGroupSeed,
         mut rows: Vec<RatioRow>,
         charted: &BTreeSet<CaseParams2>,
-        wl_varying: &BTreeMap<Workload, BTreeSet<String>>,
+        wl_varying: &BTreeMap<Workload, BTreeSet<ParamKey>>,
     ) -> RatioGroup {
         rows.sort_by_key(|r| r.bytes);
         let charted = charted.contains(&CaseParams2(variant_key(&seed.key).canonical()));
@@ -224,28 +224,28 @@ impl<'a> Analysis<'a> {
             .get(&seed.key.workload)
             .cloned()
             .unwrap_or_default();
-        let mut keys: BTreeSet<String> = varying
+        let mut keys: BTreeSet<ParamKey> = varying
             .iter()
             .filter(|k| {
                 !matches!(
-                    k.as_str(),
-                    "requested_bytes"
-                        | "workload"
-                        | "nodes"
-                        | "devices_per_node"
-                        | "topology"
-                        | "binding"
+                    k,
+                    ParamKey::RequestedBytes
+                        | ParamKey::Workload
+                        | ParamKey::Nodes
+                        | ParamKey::DevicesPerNode
+                        | ParamKey::Topology
+                        | ParamKey::Binding
                 )
             })
-            .cloned()
+            .copied()
             .collect();
-        if seed.kind == RatioKind::Topology && varying.contains("binding") {
-            keys.insert("binding".to_string());
+        if seed.kind == RatioKind::Topology && varying.contains(&ParamKey::Binding) {
+            keys.insert(ParamKey::Binding);
         }
         // A binding comparison always names its topology: pure and hybrid at one layout are
         // different set-ups and may well rank the policies differently.
         if seed.kind == RatioKind::Binding {
-            keys.insert("topology".to_string());
+            keys.insert(ParamKey::Topology);
         }
         let concerns: BTreeSet<String> = rows
             .iter()

@@ -5,7 +5,7 @@ use super::group::{variant_key, CaseParams2, Family};
 use super::label::{describe, style_label, variant_label};
 use super::palette::{style_key, Layout, StyleKey};
 use super::Analysis;
-use crate::params::{Scaling, Workload};
+use crate::params::{ParamKey, Scaling, Workload};
 use crate::report::derive::{self, Scaled, ScalingKind};
 use crate::report::model::{self, FitError, ScaleModel, ScalePoint};
 use std::collections::{BTreeMap, BTreeSet};
@@ -50,23 +50,26 @@ impl<'a> Analysis<'a> {
     pub(super) fn gemm_scaling(
         &self,
         charted: &BTreeSet<CaseParams2>,
-        wl_varying: &BTreeMap<Workload, BTreeSet<String>>,
+        wl_varying: &BTreeMap<Workload, BTreeSet<ParamKey>>,
     ) -> Vec<ScaleSeries> {
         let mut out = Vec::new();
         for (key, family, _, mut idx) in
             self.layout_groups(|e| !e.params().workload.is_collective(), false)
         {
-            let label_keys: BTreeSet<String> = wl_varying
+            let label_keys: BTreeSet<ParamKey> = wl_varying
                 .get(&key.workload)
                 .into_iter()
                 .flatten()
                 .filter(|k| {
                     !matches!(
-                        k.as_str(),
-                        "nodes" | "devices_per_node" | "requested_bytes" | "workload"
+                        k,
+                        ParamKey::Nodes
+                            | ParamKey::DevicesPerNode
+                            | ParamKey::RequestedBytes
+                            | ParamKey::Workload
                     )
                 })
-                .cloned()
+                .copied()
                 .collect();
             let kind = match key.scaling {
                 Some(Scaling::Strong) => ScalingKind::Strong,
@@ -106,7 +109,7 @@ impl<'a> Analysis<'a> {
     pub(super) fn collective_scaling(
         &self,
         charted: &BTreeSet<CaseParams2>,
-        setup_varying: &BTreeSet<String>,
+        setup_varying: &BTreeSet<ParamKey>,
     ) -> Vec<CollScale> {
         let mut out = Vec::new();
         for (key, family, layouts, idx) in

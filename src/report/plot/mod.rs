@@ -21,6 +21,7 @@ use super::analyze::{
     style_key, Analysis, CollectiveView, Curve, Entry, Layout, RatioGroup, RatioKind, StyleKey,
 };
 use crate::error::Error;
+use crate::params::ParamKey;
 pub(crate) use axis::{Axis, Scale, Unit};
 use std::path::Path;
 use std::sync::OnceLock;
@@ -605,9 +606,9 @@ fn ratio_series(
         return None;
     }
     let mut keys = a.varying.clone();
-    keys.remove(match kind {
-        RatioKind::Topology => "topology",
-        RatioKind::Binding => "binding",
+    keys.remove(&match kind {
+        RatioKind::Topology => ParamKey::Topology,
+        RatioKind::Binding => ParamKey::Binding,
     });
     let rest = super::analyze::style_label(g.style, &keys);
     let entry = LegendEntry {

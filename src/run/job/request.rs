@@ -35,9 +35,6 @@ pub(super) struct Launch {
 }
 
 pub(super) fn resolve(req: &crate::run::Request) -> Result<Launch> {
-    let reserved = |text: &str, option: &str| {
-        Reserved::parse(text).map_err(|e| Error::Input(format!("{option}: {e}")))
-    };
     let args = match &req.cases {
         crate::run::Cases::Options(a) => a,
         crate::run::Cases::PlanFile(path) => {
@@ -49,10 +46,7 @@ pub(super) fn resolve(req: &crate::run::Request) -> Result<Launch> {
                 devices_per_node: Some(p.shape.devices_per_node),
                 placement: p.shape.placement,
                 binding: p.shape.binding,
-                reserved: reserved(
-                    &p.reserved_cores,
-                    &format!("{} reserved_cores", path.display()),
-                )?,
+                reserved: p.reserved_cores,
                 emulate_nodes: p.emulate_nodes,
                 threads_per_device: p.threads_per_device,
                 settings: p.settings,
@@ -69,7 +63,7 @@ pub(super) fn resolve(req: &crate::run::Request) -> Result<Launch> {
         devices_per_node: args.devices_per_node,
         placement: args.placement,
         binding: args.binding,
-        reserved: reserved(&args.reserved_cores, "--reserved-cores")?,
+        reserved: args.reserved_cores.clone(),
         emulate_nodes: args.emulate_nodes,
         threads_per_device: args.threads_per_device,
         settings: opts.settings.clone(),

@@ -81,16 +81,6 @@ fn options_resolve_to_their_shape_and_the_requests_launch_id() {
 }
 
 #[test]
-fn bad_reserved_cores_name_the_option() {
-    let opts = plan::Request {
-        reserved_cores: "not-a-cpulist".into(),
-        ..plan::Request::default()
-    };
-    let m = input_error(resolve(&request(opts, None)).err().expect("refused"));
-    assert!(m.starts_with("--reserved-cores: "), "{m}");
-}
-
-#[test]
 fn a_missing_plan_file_is_refused_before_mpi_starts() {
     let req = crate::run::Request {
         cases: crate::run::Cases::PlanFile(PathBuf::from("/nonexistent/scalebench/plan.json")),
