@@ -29,9 +29,11 @@
 //! Leaves every stage may use: [`params`] (the shared vocabulary and case identity, with the
 //! launch settings, test faults, collective counts and cpulists that specs, plans and the run
 //! stage share), [`host`] (typed host buffers, used by `comm` and `backend`), [`stats`] (pure
-//! statistics), [`units`] (byte sizes), and [`error`] (the error type and exit codes, over
-//! `results`' I/O errors). The module graph has no cycle; the `layering` tests at the bottom of
-//! this file check every import against the table there.
+//! statistics), [`units`] (byte sizes), and [`exit`] (the exit codes and the report of an error
+//! on stderr). Each layer has its own error type (`PlanError`, `LaunchError`, `RunError`, …,
+//! wrapping the errors of the layers it calls); [`error`], just below `cli`, is the crate's
+//! error built from them, which `main` maps to an exit code. The module graph has no cycle;
+//! the `layering` tests at the bottom of this file check every import against the table there.
 //!
 //! `report` and `compare` read only results files, so they build and run without MPI.
 //! The same map, with the files outside `src/`, is in `docs/architecture.md`.
@@ -44,6 +46,7 @@ pub mod comm;
 pub mod compare;
 pub mod config;
 pub mod error;
+pub mod exit;
 pub mod host;
 pub mod launch;
 pub mod measure;
@@ -75,16 +78,25 @@ mod layering {
         ("host", &["params", "units"]),
         ("results", &["params", "stats", "units"]),
         // `present::untrusted`: an error quoting a results file is shown escaped.
-        ("error", &["results", "params", "units", "present"]),
-        ("topology", &["params", "results", "units", "error"]),
+        // `present::untrusted`: an error quoting a results file is shown escaped.
+        ("exit", &["present", "results"]),
+        ("topology", &["params", "results", "units", "exit"]),
         (
             "config",
-            &["params", "results", "topology", "units", "error"],
+            &["params", "results", "topology", "units", "exit"],
+        ),
+        // The crate error wraps the errors of the layers below it.
+        (
+            "error",
+            &[
+                "results", "params", "units", "present", "exit", "topology", "config", "plan",
+                "report", "compare", "run", "launch",
+            ],
         ),
         (
             "plan",
             &[
-                "config", "params", "results", "topology", "host", "units", "error",
+                "config", "params", "results", "topology", "host", "units", "exit",
             ],
         ),
         ("comm", &["host", "params", "units"]),
@@ -111,7 +123,7 @@ mod layering {
             "run",
             &[
                 "plan", "config", "topology", "backend", "comm", "workload", "measure", "host",
-                "params", "results", "stats", "units", "error",
+                "params", "results", "stats", "units", "exit",
                 // the nccl-tests layout its live table shares with the report's per-size tables
                 "present",
             ],
@@ -120,18 +132,18 @@ mod layering {
             "launch",
             &[
                 "config", "plan", "run", "workload", "topology", "params", "results", "stats",
-                "units", "error",
+                "units", "exit",
             ],
         ),
         // The presentation layer (a document → text, Markdown, HTML) knows no results.
         ("present", &["units"]),
         (
             "report",
-            &["present", "params", "results", "stats", "units", "error"],
+            &["present", "params", "results", "stats", "units", "exit"],
         ),
         (
             "compare",
-            &["present", "params", "results", "stats", "units", "error"],
+            &["present", "params", "results", "stats", "units", "exit"],
         ),
     ];
 

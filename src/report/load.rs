@@ -2,7 +2,7 @@
 //! set of cases. A case measured in several inputs (same id) counts once (the newest
 //! measurement); `--only KEY=VALUE` filters narrow the set. Nothing is written here.
 
-use crate::error::Error;
+use super::error::ReportError as Error;
 use crate::params::CaseParams;
 use crate::results::io::{read_results, RESULTS_FILE};
 use crate::results::schema::{CaseResult, LaunchRecord, ResultsFile};
@@ -35,9 +35,7 @@ impl Source {
 /// cannot be set side by side).
 pub(crate) fn load(paths: &[PathBuf]) -> Result<Vec<Source>, Error> {
     if paths.is_empty() {
-        return Err(Error::input(
-            "no results given: name one or more results.json files or run directories",
-        ));
+        return Err(Error::NoInputs);
     }
     let mut sources: Vec<Source> = Vec::with_capacity(paths.len());
     for path in paths {
@@ -51,13 +49,12 @@ pub(crate) fn load(paths: &[PathBuf]) -> Result<Vec<Source>, Error> {
         validate(&file, &named)?;
         if let Some(first) = sources.first() {
             if first.file.metrics_version != file.metrics_version {
-                return Err(Error::input(format!(
-                    "{}: metrics_version {} differs from {} (metrics_version {}): their times and bandwidths are defined differently, so they cannot share one report; report them separately",
-                    path.display(),
-                    file.metrics_version,
-                    first.path.display(),
-                    first.file.metrics_version
-                )));
+                return Err(Error::MetricsVersion {
+                    path: path.clone(),
+                    version: file.metrics_version,
+                    first: first.path.clone(),
+                    first_version: first.file.metrics_version,
+                });
             }
         }
         sources.push(Source {
@@ -103,21 +100,25 @@ pub(crate) fn canonical_pairs(p: &CaseParams) -> Vec<(String, String)> {
 pub(crate) fn parse_filter(text: &str) -> Result<Filter, Error> {
     let keys = filter_keys();
     let Some((k, v)) = text.split_once('=') else {
-        return Err(Error::input(format!(
-            "--only '{text}': write KEY=VALUE, e.g. --only workload=allreduce; keys: {}",
-            keys.join(", ")
-        )));
+        return Err(Error::FilterSyntax {
+            text: text.to_string(),
+            keys,
+        });
     };
     let (k, v) = (k.trim(), v.trim());
     if !keys.iter().any(|x| x == k) {
-        return Err(Error::input(format!(
-            "--only '{text}': unknown key '{k}'; keys: {}",
-            keys.join(", ")
-        )));
+        return Err(Error::FilterKey {
+            text: text.to_string(),
+            key: k.to_string(),
+            keys,
+        });
     }
     let value = if k == "requested_bytes" {
         parse_bytes(v)
-            .map_err(|e| Error::input(format!("--only '{text}': {e}")))?
+            .map_err(|source| Error::FilterSize {
+                text: text.to_string(),
+                source,
+            })?
             .get()
             .to_string()
     } else {
@@ -198,7 +199,7 @@ pub(crate) fn select(sources: &[Source], filters: &[Filter]) -> Result<Selection
         }
     }
     if picks.is_empty() {
-        let mut msg = String::from("no case matches the --only filters");
+        let mut present_by_key = Vec::new();
         for key in filters.iter().map(|f| f.key.as_str()) {
             let mut present: Vec<String> = sources
                 .iter()
@@ -212,12 +213,11 @@ pub(crate) fn select(sources: &[Source], filters: &[Filter]) -> Result<Selection
                 .collect();
             present.sort();
             present.dedup();
-            msg.push_str(&format!(
-                "; values of {key} in the inputs: {}",
-                present.join(", ")
-            ));
+            present_by_key.push((key.to_string(), present));
         }
-        return Err(Error::input(msg));
+        return Err(Error::NoMatch {
+            present: present_by_key,
+        });
     }
     Ok(Selection {
         picks,

@@ -3,6 +3,7 @@
 //! ([`record`]), and the live table rank 0 prints ([`console`]).
 
 pub(crate) mod console;
+pub mod error;
 #[cfg(feature = "mpi")]
 pub mod job;
 #[cfg(feature = "mpi")]
