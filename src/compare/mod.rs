@@ -341,7 +341,7 @@ pub fn compare_paths(
     let (b, c) = std::thread::scope(|s| {
         let cand = s.spawn(|| load_side(candidate, options.allow_mismatch));
         let base = load_side(baseline, options.allow_mismatch);
-        let cand = cand.join().unwrap_or_else(|_| Err(Error::Panicked));
+        let cand = cand.join().unwrap_or(Err(Error::Panicked));
         (base, cand)
     });
     let (b, c) = (b?, c?);
