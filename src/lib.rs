@@ -29,10 +29,13 @@
 //! Leaves every stage may use: [`params`] (the shared vocabulary and case identity, with the
 //! launch settings, test faults, collective counts and cpulists that specs, plans and the run
 //! stage share), [`host`] (typed host buffers, used by `comm` and `backend`), [`stats`] (pure
-//! statistics), [`units`] (byte sizes), and [`error`] (the error type and exit codes, over
-//! `results`' I/O errors). The module graph has no cycle; the `layering` tests of the integration
-//! binary (`tests/integration/layering.rs`, with the table of allowed imports) check every import
-//! against it: `cargo test --test integration layering::`.
+//! statistics), [`units`] (byte sizes), and [`exit`] (the exit codes and the report of an error
+//! on stderr). Each layer has its own error type (`PlanError`, `LaunchError`, `RunError`, …,
+//! wrapping the errors of the layers it calls); [`error`], just below `cli`, is the crate's
+//! error built from them, which `main` maps to an exit code. The module graph has no cycle;
+//! the `layering` tests of the integration binary (`tests/integration/layering.rs`, with the
+//! table of allowed imports) check every import against it: `cargo test --test integration
+//! layering::`.
 //!
 //! `report` and `compare` read only results files, so they build and run without MPI.
 //! The same map, with the files outside `src/`, is in `docs/architecture.md`.
@@ -45,6 +48,7 @@ pub mod comm;
 pub mod compare;
 pub mod config;
 pub mod error;
+pub mod exit;
 pub mod host;
 pub mod launch;
 pub mod measure;

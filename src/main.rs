@@ -38,24 +38,25 @@ fn main() -> ExitCode {
 }
 
 fn dispatch(cli: Cli, argv: &[String]) -> Result<u8, Error> {
-    match cli.command {
-        Command::Run(args) => run(&args.as_ref().into(), argv),
+    // Each command fails with its own layer's error; `?` wraps it in the crate's.
+    Ok(match cli.command {
+        Command::Run(args) => run(&args.as_ref().into(), argv)?,
         Command::Plan(args) => {
-            scalebench::launch::plan_cmd::plan(&args.spec, args.json, args.cases)
+            scalebench::launch::plan_cmd::plan(&args.spec, args.json, args.cases)?
         }
-        Command::Sweep(args) => scalebench::launch::local::sweep(&(&args).into(), argv),
+        Command::Sweep(args) => scalebench::launch::local::sweep(&(&args).into(), argv)?,
         Command::Topo(args) => scalebench::topology::command::topo(
             &args.reserved_cores,
             args.devices_per_node,
             args.json,
             cuda_devices,
-        ),
-        Command::Ceilings(args) => scalebench::run::ceilings::command(&(&args).into()),
-        Command::Submit(args) => scalebench::launch::submit::submit(&args.request()?, argv),
+        )?,
+        Command::Ceilings(args) => scalebench::run::ceilings::command(&(&args).into())?,
+        Command::Submit(args) => scalebench::launch::submit::submit(&args.request()?, argv)?,
         Command::Status(a) => {
-            scalebench::launch::submit::status(&a.run, a.wait, a.timeout, a.quiet)
+            scalebench::launch::submit::status(&a.run, a.wait, a.timeout, a.quiet)?
         }
-        Command::Collect(a) => scalebench::launch::submit::collect(&a.run, a.from_job, a.quiet),
+        Command::Collect(a) => scalebench::launch::submit::collect(&a.run, a.from_job, a.quiet)?,
         Command::FinishLaunch(a) => scalebench::launch::submit::finish_launch(
             &a.dir,
             a.exit_code,
@@ -63,10 +64,10 @@ fn dispatch(cli: Cli, argv: &[String]) -> Result<u8, Error> {
             a.timeout_s,
             &a.launcher,
             a.job_id,
-        ),
-        Command::Compare(args) => scalebench::compare::run(&args.request(argv)),
-        Command::Report(args) => scalebench::report::run(&args.request()?),
-    }
+        )?,
+        Command::Compare(args) => scalebench::compare::run(&args.request(argv))?,
+        Command::Report(args) => scalebench::report::run(&args.request()?)?,
+    })
 }
 
 /// What the CUDA driver says about this node's GPUs (names, memory), next to hwloc's view.
@@ -98,12 +99,10 @@ fn cuda_devices() -> String {
 
 #[cfg(feature = "mpi")]
 fn run(req: &scalebench::run::Request, argv: &[String]) -> Result<u8, Error> {
-    scalebench::run::job::run(req, argv).map(|o| o.exit_code)
+    Ok(scalebench::run::job::run(req, argv)?.exit_code)
 }
 
 #[cfg(not(feature = "mpi"))]
 fn run(_req: &scalebench::run::Request, _argv: &[String]) -> Result<u8, Error> {
-    Err(Error::Environment(
-        "this scalebench was built without MPI (no `mpi` feature), so it can plan, report and compare but not run: rebuild with default features".into(),
-    ))
+    Err(Error::NoMpi)
 }

@@ -154,7 +154,7 @@ impl SubmitArgs {
             .as_deref()
             .map(|s| {
                 s.parse().map_err(|e: UnknownScheduler| {
-                    crate::error::Error::Input(format!("--scheduler: {e}"))
+                    crate::error::Error::from(crate::launch::error::LaunchError::Scheduler(e))
                 })
             })
             .transpose()?;

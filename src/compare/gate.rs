@@ -8,7 +8,7 @@
 
 use super::analysis::{CaseComparison, Comparison, Verdict};
 use super::provenance::Difference;
-use crate::error::{EXIT_OK, EXIT_REGRESSION};
+use crate::exit::{EXIT_OK, EXIT_REGRESSION};
 use crate::results::schema::CaseStatus;
 use serde::Serialize;
 

@@ -13,6 +13,7 @@
 //! "ok" without usable samples; too little power for the band), 4 an I/O failure.
 
 pub(crate) mod analysis;
+pub mod error;
 pub(crate) mod gate;
 pub(crate) mod metric;
 pub(crate) mod provenance;
@@ -23,14 +24,15 @@ pub use analysis::{
     collected_alternately, compare, compare_runs, Basis, CaseComparison, Comparison, Pairing,
     Settings, Verdict, DEFAULT_NOISE, MDE_POWER,
 };
+pub use error::CompareError;
 pub use gate::{DropKind, Dropped, FailOn, Report, Side};
 pub use render::{render, Format};
 
-use crate::error::Error;
 use crate::results::io::{parse_results, write_atomic, ResultsError, RESULTS_FILE};
 use crate::results::representative;
 use crate::results::schema::{ResultsFile, READABLE_VERSIONS};
 use crate::results::validate::validate;
+use error::CompareError as Error;
 use std::collections::HashSet;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -65,15 +67,11 @@ impl Options {
     pub fn check(&self) -> Result<(), Error> {
         let noise = self.settings.noise;
         if !(noise.is_finite() && (0.0..1.0).contains(&noise)) {
-            return Err(Error::input(format!(
-                "--noise {noise}: give the noise band as a fraction in [0, 1), e.g. 0.02 for ±2 %"
-            )));
+            return Err(Error::Noise { noise });
         }
         let confidence = self.settings.confidence;
         if !(confidence.is_finite() && (0.5..1.0).contains(&confidence)) {
-            return Err(Error::input(format!(
-                "--confidence {confidence}: give a probability in [0.5, 1), e.g. 0.95 (not 95)"
-            )));
+            return Err(Error::Confidence { confidence });
         }
         Ok(())
     }
@@ -113,7 +111,7 @@ pub fn run(req: &Request) -> Result<u8, Error> {
     {
         // A closed pipe (`| head`) is the reader's choice; the exit code still tells the verdict.
         if e.kind() != std::io::ErrorKind::BrokenPipe {
-            return Err(Error::Runtime(format!("writing the report to stdout: {e}")));
+            return Err(Error::Stdout(e));
         }
     }
     if let Some(out) = &req.out {
@@ -131,27 +129,22 @@ pub fn run(req: &Request) -> Result<u8, Error> {
 /// The two sides of the command line: `A B`, or `A1 A2 … -- B1 B2 …`.
 fn sides(args: &Request) -> Result<(Vec<PathBuf>, Vec<PathBuf>), Error> {
     if args.separator && args.candidates.is_empty() {
-        return Err(Error::input(format!(
-            "compare {} --: no candidate run after `--` (an empty shell variable?): give the candidate runs after `--` (`compare A1 A2 -- B1 B2`), or leave `--` out to compare `BASELINE CANDIDATE`",
-            args.paths
+        return Err(Error::NoCandidate {
+            baseline: args
+                .paths
                 .iter()
                 .map(|p| p.display().to_string())
                 .collect::<Vec<_>>()
-                .join(" ")
-        )));
+                .join(" "),
+        });
     }
     if !args.candidates.is_empty() {
         return Ok((args.paths.clone(), args.candidates.clone()));
     }
     match args.paths.as_slice() {
         [a, b] => Ok((vec![a.clone()], vec![b.clone()])),
-        [_] => Err(Error::input(
-            "compare needs a baseline and a candidate: `compare BASELINE CANDIDATE`, or several runs a side: `compare A1 A2 A3 -- B1 B2 B3`".to_string(),
-        )),
-        more => Err(Error::input(format!(
-            "compare got {} paths without `--`: with several runs a side, put the candidate runs after `--` (`compare A1 A2 A3 -- B1 B2 B3`)",
-            more.len()
-        ))),
+        [_] => Err(Error::OnePath),
+        more => Err(Error::PathsWithoutSeparator { count: more.len() }),
     }
 }
 
@@ -187,14 +180,13 @@ pub fn expand_runs(path: &Path) -> Result<Vec<PathBuf>, Error> {
             .take(5)
             .map(|p| p.display().to_string())
             .collect();
-        return Err(Error::input(format!(
-            "{}: {} of its {} run directories hold no {RESULTS_FILE} ({}{}): a run killed before it wrote one? `scalebench collect` it, rerun it, or move it out, so the comparison counts every run it was given",
-            path.display(),
-            without.len(),
-            without.len() + runs.len(),
-            shown.join(", "),
-            if without.len() > 5 { ", …" } else { "" }
-        )));
+        return Err(Error::RunWithoutResults {
+            path: path.to_path_buf(),
+            without: without.len(),
+            total: without.len() + runs.len(),
+            shown,
+            more: without.len() > 5,
+        });
     }
     runs.sort_by(|a, b| natural_cmp(&a.to_string_lossy(), &b.to_string_lossy()));
     Ok(runs)
@@ -349,9 +341,7 @@ pub fn compare_paths(
     let (b, c) = std::thread::scope(|s| {
         let cand = s.spawn(|| load_side(candidate, options.allow_mismatch));
         let base = load_side(baseline, options.allow_mismatch);
-        let cand = cand
-            .join()
-            .unwrap_or_else(|_| Err(Error::Runtime("reading the candidate panicked".into())));
+        let cand = cand.join().unwrap_or(Err(Error::Panicked));
         (base, cand)
     });
     let (b, c) = (b?, c?);
@@ -471,12 +461,11 @@ fn check_comparable(
         .iter()
         .map(|d| format!("{}: {} → {}", d.what, d.baseline, d.candidate))
         .collect();
-    Err(Error::input(format!(
-        "not comparable: {} and {} were measured on set-ups that differ in what changes performance ({}), so a difference would not mean a regression: measure both sides on the same set-up (for CI: the baseline commit and the candidate built and run alternately on one machine, see ci/regression.sh), or pass --allow-mismatch to compare anyway, every verdict then marked as crossing set-ups",
-        side_name(b),
-        side_name(c),
-        list.join("; ")
-    )))
+    Err(Error::NotComparable {
+        baseline: side_name(b),
+        candidate: side_name(c),
+        differences: list,
+    })
 }
 
 /// Whether two paths name one file (after resolving links and `..`).
@@ -508,11 +497,11 @@ fn check_distinct(b: &[Loaded], c: &[Loaded]) -> Result<(), Error> {
     for x in b {
         for y in c {
             if let Some(why) = same_input(x, y) {
-                return Err(Error::input(format!(
-                    "{} (baseline) and {} (candidate) are {why}: a comparison of a run with itself always passes, so a gate set up this way stays green whatever the candidate does; give the baseline's runs before `--` and the candidate's after it (ci/regression.sh measures both sides)",
-                    x.path.display(),
-                    y.path.display()
-                )));
+                return Err(Error::SameRunBothSides {
+                    baseline: x.path.clone(),
+                    candidate: y.path.clone(),
+                    why,
+                });
             }
         }
     }
@@ -520,11 +509,12 @@ fn check_distinct(b: &[Loaded], c: &[Loaded]) -> Result<(), Error> {
         for (j, y) in runs.iter().enumerate() {
             for z in &runs[j + 1..] {
                 if let Some(why) = same_input(y, z) {
-                    return Err(Error::input(format!(
-                        "{} and {} on the {side} side are {why}: one run counted twice fakes a repetition; give each run once",
-                        y.path.display(),
-                        z.path.display()
-                    )));
+                    return Err(Error::SameRunTwice {
+                        first: y.path.clone(),
+                        second: z.path.clone(),
+                        side,
+                        why,
+                    });
                 }
             }
         }
@@ -537,11 +527,10 @@ fn check_pairing(b: &[&ResultsFile], c: &[&ResultsFile], options: &Options) -> R
     if options.settings.pairing != Pairing::Paired || analysis::collected_alternately(b, c) {
         return Ok(());
     }
-    Err(Error::input(format!(
-        "--paired: the {} baseline and {} candidate runs were not collected alternately (as many a side, and in start-time order each baseline run next to a candidate run: A B A B or A B B A …), so there are no pairs; collect them alternately (ci/regression.sh does) or leave out --paired",
-        b.len(),
-        c.len()
-    )))
+    Err(Error::NotPaired {
+        baseline: b.len(),
+        candidate: c.len(),
+    })
 }
 
 /// A gate whose median case cannot see a change the size of its band passes nearly
@@ -581,9 +570,7 @@ fn check_power(cmp: &Comparison, options: &Options) -> Result<Option<String>, Er
     if options.allow_low_power {
         return Ok(Some(format!("{what} (--allow-low-power: reported anyway)")));
     }
-    Err(Error::input(format!(
-        "{what}; or pass --allow-low-power to report anyway"
-    )))
+    Err(Error::LowPower { what })
 }
 
 /// Sides with no case in common cannot be compared.
@@ -591,13 +578,12 @@ fn check_matched(b: &[Loaded], c: &[Loaded], comparison: &Comparison) -> Result<
     if comparison.matched() > 0 {
         return Ok(());
     }
-    Err(Error::input(format!(
-        "{} ({} cases) and {} ({} cases) have no case in common, so nothing can be compared: cases match by their parameters (workload, sizes, dtype, shape, backend, topology, binding, …); run the candidate with the baseline's options",
-        side_name(b),
-        side(b).cases,
-        side_name(c),
-        side(c).cases
-    )))
+    Err(Error::NothingInCommon {
+        baseline: side_name(b),
+        baseline_cases: side(b).cases,
+        candidate: side_name(c),
+        candidate_cases: side(c).cases,
+    })
 }
 
 /// Cases "ok" on both sides without usable samples: a gate will not pass on them. The
@@ -625,12 +611,10 @@ fn check_usable(
             )
         })
         .collect();
-    Err(Error::input(format!(
-        "unusable: {} case(s) say \"ok\" on both sides but have no usable samples ({}{}), so the gate cannot judge them and will not pass on them: was a results file truncated or edited? Re-run the side that lacks samples",
-        bad.len(),
-        shown.join("; "),
-        if bad.len() > 5 { "; …" } else { "" }
-    )))
+    Err(Error::Unusable {
+        count: bad.len(),
+        shown,
+    })
 }
 
 /// The files of a side that hold case `id` (three named, the rest counted).

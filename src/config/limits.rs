@@ -64,13 +64,6 @@ pub enum LimitError {
     },
 }
 
-/// Limits are bad input wherever they are checked (exit code 2).
-impl From<LimitError> for crate::error::Error {
-    fn from(e: LimitError) -> Self {
-        crate::error::Error::Input(e.to_string())
-    }
-}
-
 /// Checks a count against `1..=max` (`what` names the option or key, `fix` what to do).
 pub fn count(what: &str, value: u64, max: u64, fix: &str) -> Result<(), LimitError> {
     if value > max {

@@ -7,12 +7,13 @@
 //! with the tail of its stderr and the sweep goes on; Ctrl-C stops the current launch and keeps
 //! everything finished; `--resume` runs only cases that are missing or failed.
 
+use super::error::{LaunchError, Result};
 use super::jobs::journal_cases;
 use super::process::{self, Spawned};
 use super::progress::{Counts, ProgressLine};
 use super::rundir::{self, LaunchOutcome, SweepRecord, OUTCOME_FILE, PLAN_FILE};
-use crate::config::{self, SweepSpec};
-use crate::error::{Error, Result, EXIT_CASES_FAILED, EXIT_OK};
+use crate::config::{self, SpecError, SweepSpec};
+use crate::exit::{EXIT_CASES_FAILED, EXIT_OK};
 use crate::params::CaseParams;
 use crate::plan::sweep::{self, SweepPlan};
 use crate::plan::LaunchPlan;
@@ -46,21 +47,19 @@ pub struct SweepRequest {
 
 /// Loads and plans a spec (errors: file:line: key: message). The second value says why the
 /// plan could not run as a local sweep on this machine, if it could not.
-pub fn plan_spec(spec_path: &Path) -> Result<(SweepSpec, SweepPlan, Option<String>)> {
-    let spec = config::load(spec_path).map_err(|e| Error::Input(e.to_string()))?;
+pub fn plan_spec(spec_path: &Path) -> Result<(SweepSpec, SweepPlan, Option<SpecError>)> {
+    let spec = config::load(spec_path).map_err(LaunchError::Spec)?;
     if spec.dims.is_empty() {
         eprintln!(
             "note: {} gives no [axes]: planning the defaults (allreduce, sizes 8B:4MiB:x4, in and out of place, 1 node × 1 rank)",
             spec_path.display()
         );
     }
-    let mut plan = sweep::expand(&spec).map_err(|e| Error::Input(e.to_string()))?;
+    let mut plan = sweep::expand(&spec).map_err(LaunchError::Spec)?;
     let cpus = crate::topology::affinity::current_thread_cpus()
         .map(|c| c.len() as u32)
         .unwrap_or(1);
-    let local = sweep::check_local(&spec, &plan, cpus)
-        .err()
-        .map(|e| e.to_string());
+    let local = sweep::check_local(&spec, &plan, cpus).err();
     // One host: nodes beyond one are emulated.
     for l in &mut plan.launches {
         l.emulate_nodes = l.shape.nodes > 1;
@@ -71,7 +70,7 @@ pub fn plan_spec(spec_path: &Path) -> Result<(SweepSpec, SweepPlan, Option<Strin
 /// Loads and plans a spec for a local sweep on this machine.
 pub fn plan_local(spec_path: &Path) -> Result<(SweepSpec, SweepPlan)> {
     match plan_spec(spec_path)? {
-        (_, _, Some(why)) => Err(Error::Input(why)),
+        (_, _, Some(why)) => Err(LaunchError::Spec(why)),
         (spec, plan, None) => Ok((spec, plan)),
     }
 }
@@ -139,13 +138,14 @@ struct Lock {
 fn lock(dir: &Path) -> Result<Lock> {
     use std::os::unix::io::AsRawFd;
     let path = dir.join(".lock");
-    let file =
-        File::create(&path).map_err(|e| Error::Runtime(format!("{}: {e}", path.display())))?;
+    let file = File::create(&path).map_err(|source| LaunchError::Io { path, source })?;
     // SAFETY: the fd belongs to `file`, opened just above and alive across the call (and for
     // the life of the returned Lock, which holds the lock); flock passes no pointers. (std's
     // File::try_lock needs Rust 1.89, above this crate's rust-version.)
     if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
-        return Err(Error::Input(format!("{}: another scalebench sweep is running in this directory: wait for it, or use another --out", dir.display())));
+        return Err(LaunchError::Busy {
+            dir: dir.to_path_buf(),
+        });
     }
     Ok(Lock { _file: file })
 }
@@ -206,7 +206,10 @@ pub fn sweep(req: &SweepRequest, argv: &[String]) -> Result<u8> {
         return Ok(EXIT_OK);
     }
     check_out(req, &out)?;
-    std::fs::create_dir_all(&out).map_err(|e| Error::Runtime(format!("{}: {e}", out.display())))?;
+    std::fs::create_dir_all(&out).map_err(|source| LaunchError::Io {
+        path: out.clone(),
+        source,
+    })?;
     let _lock = lock(&out)?;
     if req.resume {
         rundir::check_same_plan(&out, &plan.launches, "--resume")?;
@@ -280,16 +283,14 @@ fn print_dry_run(req: &SweepRequest, spec: &SweepSpec, plan: &SweepPlan, out: &P
 fn check_out(req: &SweepRequest, out: &Path) -> Result<()> {
     let has_sweep = out.join(PLAN_FILE).exists();
     if req.resume && !has_sweep {
-        return Err(Error::Input(format!(
-            "--resume {}: no sweep there (no {PLAN_FILE}): run without --resume to start one",
-            out.display()
-        )));
+        return Err(LaunchError::NothingToResume {
+            out: out.to_path_buf(),
+        });
     }
     if !req.resume && has_sweep {
-        return Err(Error::Input(format!(
-            "--out {}: a sweep is already there: add --resume to continue it, or choose another --out",
-            out.display()
-        )));
+        return Err(LaunchError::SweepExists {
+            out: out.to_path_buf(),
+        });
     }
     Ok(())
 }
@@ -515,9 +516,10 @@ impl Sweep<'_> {
                 }
                 Ok(None) => {}
                 Err(e) => {
-                    return Err(Error::Runtime(format!(
-                        "waiting for launch {launch_id}: {e}"
-                    )))
+                    return Err(LaunchError::Wait {
+                        launch_id: launch_id.to_string(),
+                        source: e,
+                    })
                 }
             }
             if process::interrupted() {
@@ -536,8 +538,10 @@ impl Sweep<'_> {
     /// Starts the launch's command with its output in `dir` and the spec's environment.
     fn spawn(&self, argv: &[String], dir: &Path, plan_file: &Path) -> Result<Spawned> {
         let io = |name: &str| {
-            File::create(dir.join(name))
-                .map_err(|e| Error::Runtime(format!("{}: {e}", dir.join(name).display())))
+            File::create(dir.join(name)).map_err(|source| LaunchError::Io {
+                path: dir.join(name),
+                source,
+            })
         };
         let mut cmd = Command::new(&argv[0]);
         cmd.args(&argv[1..])
@@ -545,11 +549,9 @@ impl Sweep<'_> {
             .stderr(io("stderr.log")?)
             .stdin(std::process::Stdio::null());
         cmd.envs(&self.spec.launch.env);
-        process::spawn(cmd, &plan_file.display().to_string()).map_err(|e| {
-            Error::Runtime(format!(
-                "cannot start `{}`: {e} (is OpenMPI installed? bash ci/setup.sh)",
-                argv[0]
-            ))
+        process::spawn(cmd, &plan_file.display().to_string()).map_err(|source| LaunchError::Spawn {
+            program: argv[0].clone(),
+            source,
         })
     }
 

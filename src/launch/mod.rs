@@ -7,6 +7,7 @@
 //! - [`process`]: child processes that can always be stopped.
 //! - [`jobs`]: where a submitted run's jobs (array tasks) stand; [`progress`]: the live line.
 
+pub mod error;
 pub(crate) mod jobs;
 pub mod local;
 pub mod plan_cmd;

@@ -1,7 +1,7 @@
 //! `scalebench plan`: what a sweep spec expands to, printed (nothing runs). Here rather than
 //! in `main`, which only wires the command line to the library.
 
-use crate::error::{Error, Result};
+use super::error::{LaunchError, Result};
 use std::path::Path;
 
 /// Prints the launches of the spec at `spec_path` (with every case when `cases`), or the
@@ -14,8 +14,7 @@ pub fn plan(spec_path: &Path, json: bool, cases: bool) -> Result<u8> {
     if json {
         println!(
             "{}",
-            serde_json::to_string_pretty(&plan.launches)
-                .map_err(|e| Error::Runtime(e.to_string()))?
+            serde_json::to_string_pretty(&plan.launches).map_err(LaunchError::Json)?
         );
     } else {
         print!("{}", super::describe(&spec.name, spec_path, &plan, cases));

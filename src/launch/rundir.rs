@@ -16,7 +16,7 @@
 //! recorded as `timeout`/`failed` with the reason; cases of a launch that never reported are
 //! missing (and `--resume` runs them).
 
-use crate::error::{Error, Result};
+use super::error::{LaunchError, Result};
 use crate::params::CaseParams;
 use crate::plan::LaunchPlan;
 use crate::results::io::{
@@ -37,10 +37,10 @@ pub(crate) const LAUNCHES_DIR: &str = "launches";
 /// is planned or written), not a "File exists" failure (exit 4) half-way through.
 pub(crate) fn refuse_file_as_out(out: &Path, option: &str) -> Result<()> {
     if out.exists() && !out.is_dir() {
-        return Err(Error::Input(format!(
-            "{option} {}: exists and is not a directory: give a directory (it is created if missing)",
-            out.display()
-        )));
+        return Err(LaunchError::OutNotADirectory {
+            option: option.to_string(),
+            out: out.to_path_buf(),
+        });
     }
     Ok(())
 }
@@ -113,23 +113,21 @@ pub(crate) struct LaunchOutcome {
 
 /// Reads a JSON file, naming it in errors.
 pub(crate) fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| Error::Input(format!("{}: {e}", path.display())))?;
-    serde_json::from_str(&text).map_err(|e| {
-        Error::Input(format!(
-            "{}:{}:{}: {e}",
-            path.display(),
-            e.line(),
-            e.column()
-        ))
+    let text = std::fs::read_to_string(path).map_err(|source| LaunchError::Unreadable {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    serde_json::from_str(&text).map_err(|source| LaunchError::NotJson {
+        path: path.to_path_buf(),
+        source,
     })
 }
 
 /// Writes a JSON file atomically.
 pub(crate) fn write_json<T: Serialize>(path: &Path, value: &T) -> Result<()> {
-    let mut bytes = serde_json::to_vec_pretty(value).map_err(|e| Error::Runtime(e.to_string()))?;
+    let mut bytes = serde_json::to_vec_pretty(value).map_err(LaunchError::Json)?;
     bytes.push(b'\n');
-    write_atomic(path, &bytes).map_err(Error::from)
+    write_atomic(path, &bytes).map_err(LaunchError::from)
 }
 
 /// The attempt directories of a run, oldest first.
@@ -154,7 +152,10 @@ pub(crate) fn attempt_path(dir: &Path, n: usize, launch_id: &str) -> PathBuf {
 /// A fresh attempt directory for `launch_id`: `DIR/launches/NNN-<launch id>`.
 pub(crate) fn new_attempt_dir(dir: &Path, launch_id: &str) -> Result<PathBuf> {
     let d = attempt_path(dir, attempt_dirs(dir).len() + 1, launch_id);
-    std::fs::create_dir_all(&d).map_err(|e| Error::Runtime(format!("{}: {e}", d.display())))?;
+    std::fs::create_dir_all(&d).map_err(|source| LaunchError::Io {
+        path: d.clone(),
+        source,
+    })?;
     Ok(d)
 }
 
@@ -439,12 +440,11 @@ pub(crate) fn check_same_plan(dir: &Path, launches: &[LaunchPlan], what: &str) -
     if settings_differ {
         what_changed.push("measurement settings differ ([run], reserved cores)".into());
     }
-    Err(Error::Input(format!(
-        "{what} {}: the spec changed since this run started ({}): continue it with its own copy ({}), or start a new run with another --out",
-        dir.display(),
-        what_changed.join("; "),
-        dir.join("spec.toml").display()
-    )))
+    Err(LaunchError::SpecChanged {
+        what: what.to_string(),
+        dir: dir.to_path_buf(),
+        changes: what_changed,
+    })
 }
 
 /// Planned cases that have no result, or one that must be redone (failed, wrong, timed out).

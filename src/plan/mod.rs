@@ -7,9 +7,9 @@
 //! in place (so the table can show both side by side).
 
 pub mod checks;
+pub mod error;
 pub mod sweep;
 
-use crate::error::{Error, Result};
 use crate::params::counts::{counts, CountError};
 use crate::params::{
     BackendKind, Binding, BufferOffset, CaseParams, Collect, Dtype, Fault, GemmChoice, IterPolicy,
@@ -17,7 +17,8 @@ use crate::params::{
     Timing, Topology, Workload,
 };
 use crate::topology::binding::Reserved;
-use crate::units::{format_bytes, Bytes};
+use crate::units::Bytes;
+pub use error::{PlanError, Result, ThreadLevelError};
 
 /// `scalebench run`'s options as typed values, not yet checked: what the user asked for.
 /// [`RunOptions::from_request`] checks the case options; `run` resolves the launch options.
@@ -134,11 +135,9 @@ pub struct RunOptions {
     pub settings: RunSettings,
 }
 
-fn nonempty<T>(v: &[T], option: &str) -> Result<()> {
+fn nonempty<T>(v: &[T], option: &'static str) -> Result<()> {
     if v.is_empty() {
-        return Err(Error::input(format!(
-            "{option} is empty: give at least one value"
-        )));
+        return Err(PlanError::Empty { option });
     }
     Ok(())
 }
@@ -151,10 +150,7 @@ impl RunOptions {
         check_buffer_offset(a)?;
         if let Some(f) = &a.fault {
             if Fault::parse(f).is_none() {
-                return Err(Error::input(format!(
-                    "--fault {f}: expected one of {}",
-                    Fault::NAMES.join(", ")
-                )));
+                return Err(PlanError::UnknownFault { fault: f.clone() });
             }
         }
         Ok(RunOptions {
@@ -247,12 +243,14 @@ pub fn resolve_thread_level(
     explicit: Option<ThreadLevel>,
     needed: (ThreadLevel, &str),
     option: &str,
-) -> std::result::Result<ThreadLevel, String> {
+) -> std::result::Result<ThreadLevel, ThreadLevelError> {
     match explicit {
-        Some(l) if l < needed.0 => Err(format!(
-            "{option} {l}: this launch needs {} ({}): give {} or higher, or leave {option} out",
-            needed.0, needed.1, needed.0
-        )),
+        Some(l) if l < needed.0 => Err(ThreadLevelError {
+            option: option.to_string(),
+            given: l,
+            needed: needed.0,
+            why: needed.1.to_string(),
+        }),
         Some(l) => Ok(l),
         None => Ok(needed.0),
     }
@@ -268,24 +266,21 @@ fn check_given(a: &Request) -> Result<()> {
     nonempty(&a.dims, "--dims")?;
     nonempty(&a.timings, "--timing")?;
     if a.iters == Some(0) {
-        return Err(Error::input("--iters 0: give at least 1 timed iteration"));
+        return Err(PlanError::NoIters);
     }
     if a.batches == Some(0) {
-        return Err(Error::input("--batches 0: give at least 1 batch"));
+        return Err(PlanError::NoBatches);
     }
     if !(a.time_budget_s.is_finite() && a.time_budget_s > 0.0) {
-        return Err(Error::input(format!(
-            "--time-budget {}: give a positive number of seconds, e.g. 0.5",
-            crate::units::echo_f64(a.time_budget_s)
-        )));
+        return Err(PlanError::TimeBudget {
+            seconds: a.time_budget_s,
+        });
     }
     if a.threads_per_device == 0 {
-        return Err(Error::input("--threads-per-device 0: give at least 1"));
+        return Err(PlanError::NoThreads);
     }
     if a.batch == Some(0) {
-        return Err(Error::input(
-            "--batch 0: batch_matmul needs at least 1 matrix, ddp_step at least 1 sample",
-        ));
+        return Err(PlanError::NoBatch);
     }
     nonempty(&a.models, "--model")?;
     if let Some(v) = &a.bucket_sizes {
@@ -296,12 +291,10 @@ fn check_given(a: &Request) -> Result<()> {
     }
     nonempty(&a.progress, "--progress")?;
     for m in &a.models {
-        crate::params::ddp::Model::parse(m).map_err(|e| Error::input(format!("--model: {e}")))?;
+        crate::params::ddp::Model::parse(m).map_err(|e| PlanError::Model(Box::new(e)))?;
     }
     if a.bucket_sizes.iter().flatten().any(|b| b.get() == 0) {
-        return Err(Error::input(
-            "--bucket-size 0B: give a capacity of at least 1 byte, e.g. 25MiB",
-        ));
+        return Err(PlanError::NoBucket);
     }
     Ok(())
 }
@@ -310,7 +303,7 @@ fn check_given(a: &Request) -> Result<()> {
 fn check_limits(a: &Request) -> Result<()> {
     use crate::config::limits;
     let lim = |what: &str, v: u64, max: u64, fix: &str| {
-        limits::count(what, v, max, fix).map_err(Error::from)
+        limits::count(what, v, max, fix).map_err(PlanError::from)
     };
     for s in &a.sizes {
         lim(
@@ -376,10 +369,7 @@ fn check_case_bound(a: &Request) -> Result<()> {
     .product::<u128>()
         * per_variant;
     if bound > limits::MAX_CASES as u128 {
-        return Err(Error::Input(format!(
-            "these options can give up to {bound} cases, above the limit of {} per run: give fewer sizes, types, operators or roots, or split the study (limits are listed in README.md, \"Limits\")",
-            limits::MAX_CASES
-        )));
+        return Err(PlanError::TooManyCases { bound });
     }
     Ok(())
 }
@@ -389,18 +379,21 @@ fn check_buffer_offset(a: &Request) -> Result<()> {
     let page = crate::host::page_size_bytes() as u64;
     let o = a.buffer_offset;
     if o.send_bytes >= page || o.recv_bytes >= page {
-        return Err(Error::input(format!(
-            "--buffer-offset {},{}: offsets are within a page: give values below {page}",
-            o.send_bytes, o.recv_bytes
-        )));
+        return Err(PlanError::OffsetBeyondPage {
+            send: o.send_bytes,
+            recv: o.recv_bytes,
+            page,
+        });
     }
     for d in &a.dtypes {
         let elem = d.size_bytes();
         if o.send_bytes % elem != 0 || o.recv_bytes % elem != 0 {
-            return Err(Error::input(format!(
-                "--buffer-offset {},{}: {d} elements are {elem} bytes, so a {d} buffer must start on a multiple of {elem}: give multiples of {elem}",
-                o.send_bytes, o.recv_bytes
-            )));
+            return Err(PlanError::OffsetMisaligned {
+                send: o.send_bytes,
+                recv: o.recv_bytes,
+                dtype: *d,
+                elem,
+            });
         }
     }
     Ok(())
@@ -437,18 +430,15 @@ pub struct LaunchPlan {
 impl LaunchPlan {
     /// Reads a plan file; errors name the file and the reason.
     pub fn read(path: &std::path::Path) -> Result<LaunchPlan> {
-        let text = crate::results::io::read_input_text(path)
-            .map_err(|e| Error::Input(format!("--plan {e}")))?;
-        let plan: LaunchPlan = serde_json::from_str(&text).map_err(|e| {
-            Error::Input(format!(
-                "--plan {}:{}:{}: not a scalebench launch plan: {e}",
-                path.display(),
-                e.line(),
-                e.column()
-            ))
-        })?;
-        let limit = |m: crate::config::limits::LimitError| {
-            Error::Input(format!("--plan {}: {m}", path.display()))
+        let text = crate::results::io::read_input_text(path).map_err(PlanError::PlanUnreadable)?;
+        let plan: LaunchPlan =
+            serde_json::from_str(&text).map_err(|source| PlanError::PlanNotJson {
+                path: path.to_path_buf(),
+                source,
+            })?;
+        let limit = |source| PlanError::PlanLimit {
+            path: path.to_path_buf(),
+            source,
         };
         crate::config::limits::shape(
             plan.shape.nodes,
@@ -465,13 +455,12 @@ impl LaunchPlan {
         )
         .map_err(limit)?;
         if let Some(c) = plan.cases.iter().find(|c| c.launch_shape() != plan.shape) {
-            return Err(Error::Input(format!(
-                "--plan {}: case {} ({}) does not belong to this launch's shape ({})",
-                path.display(),
-                c.id(),
-                c.label(),
-                plan.shape.label()
-            )));
+            return Err(PlanError::PlanForeignCase {
+                path: path.to_path_buf(),
+                case: c.id(),
+                label: c.label(),
+                shape: plan.shape.label(),
+            });
         }
         Ok(plan)
     }
@@ -483,13 +472,13 @@ pub fn expand(o: &RunOptions, shape: LaunchShape) -> Result<Vec<CaseParams>> {
     let cases = expand_unchecked(o, shape)?;
     let mut checker = checks::CaseChecker::for_this_host(o.settings.buffer_offset);
     for c in &cases {
-        checker.check(c).map_err(|p| {
-            let option = match p.key {
+        checker.check(c).map_err(|problem| {
+            let option = match problem.key {
                 checks::CheckKey::Batch => "--batch",
                 checks::CheckKey::Model => "--model",
                 checks::CheckKey::BufferOffset => "--buffer-offset",
             };
-            Error::input(format!("{option}: {}", p.message))
+            PlanError::Case { option, problem }
         })?;
     }
     Ok(cases)
@@ -522,10 +511,7 @@ fn expand_unchecked(o: &RunOptions, shape: LaunchShape) -> Result<Vec<CaseParams
                 for root in &roots {
                     if let Some(r) = root {
                         if *r >= devices {
-                            return Err(Error::input(format!(
-                                "--root {r}: this launch has {devices} device(s), numbered 0..{}: give a root below {devices}",
-                                devices - 1
-                            )));
+                            return Err(PlanError::RootOutOfRange { root: *r, devices });
                         }
                     }
                     for &timing in &o.timings {
@@ -623,11 +609,9 @@ fn expand_collective(
     };
     for &bytes in &o.sizes_bytes {
         match counts(c.workload, bytes, c.dtype, devices) {
-            Err(e @ CountError::NotDivisible { .. }) | Err(e @ CountError::TooLarge { .. }) => {
-                return Err(Error::input(format!(
-                    "--sizes {}: {e}",
-                    format_bytes(bytes)
-                )));
+            Err(source @ CountError::NotDivisible { .. })
+            | Err(source @ CountError::TooLarge { .. }) => {
+                return Err(PlanError::Sizes { bytes, source });
             }
             // Too small for this many devices: recorded as skipped, with the reason.
             Ok(_) | Err(CountError::TooSmall { .. }) => {}

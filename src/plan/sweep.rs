@@ -358,7 +358,7 @@ fn one_thread_level(spec: &SweepSpec, launches: &mut [LaunchPlan]) -> Result<(),
         super::resolve_thread_level(spec.settings.thread_level, highest, "run.thread_level")
             .map_err(|e| {
                 let at = spec.text.find("thread_level").unwrap_or(0);
-                spec.error_at_offset(at, "run.thread_level", e)
+                spec.error_at_offset(at, "run.thread_level", e.to_string())
             })?;
     for l in launches {
         l.settings.thread_level = Some(level);

@@ -6,10 +6,11 @@
 //! behind. An existing directory is only replaced when it is an earlier scalebench report.
 
 use super::analyze::{Analysis, Options};
+use super::error::ReportError as Error;
 use super::load::{self, Filter};
 use super::table::case_table;
 use super::{document, plot};
-use crate::error::{Error, EXIT_OK};
+use crate::exit::EXIT_OK;
 use crate::present::doc::{Block, Doc};
 use crate::present::table::Table;
 use crate::present::untrusted::visible;
@@ -85,16 +86,10 @@ pub(crate) fn default_out_dir() -> PathBuf {
 /// Checks the analysis options (the errors name the command-line option and the fix).
 pub(crate) fn check_options(o: &Options) -> Result<(), Error> {
     if !(o.noisy_cv > 0.0 && o.noisy_cv.is_finite()) {
-        return Err(Error::input(format!(
-            "--noisy-cv {}: give the coefficient of variation above which a case is noisy, a number > 0 (e.g. 0.1 for 10 %)",
-            o.noisy_cv
-        )));
+        return Err(Error::NoisyCv { value: o.noisy_cv });
     }
     if !(0.0..1.0).contains(&o.tie_band) {
-        return Err(Error::input(format!(
-            "--tie-band {}: give the relative band around 1 in which a ratio is a tie, 0 ≤ band < 1 (e.g. 0.05)",
-            o.tie_band
-        )));
+        return Err(Error::TieBand { value: o.tie_band });
     }
     Ok(())
 }
@@ -244,7 +239,10 @@ fn default_title(a: &Analysis<'_>) -> String {
 }
 
 fn io_err(path: &Path, e: std::io::Error) -> Error {
-    Error::Runtime(format!("{}: {e}", path.display()))
+    Error::Io {
+        path: path.to_path_buf(),
+        source: e,
+    }
 }
 
 /// `--out` must be new, an empty directory, or an earlier report.
@@ -253,10 +251,9 @@ fn check_out(out: &Path) -> Result<(), Error> {
         return Ok(());
     }
     if !out.is_dir() {
-        return Err(Error::input(format!(
-            "--out {}: exists and is not a directory: choose a new directory name",
-            out.display()
-        )));
+        return Err(Error::OutNotADirectory {
+            out: out.to_path_buf(),
+        });
     }
     if out.join(MARKER).exists() {
         return Ok(());
@@ -268,10 +265,9 @@ fn check_out(out: &Path) -> Result<(), Error> {
     if empty {
         Ok(())
     } else {
-        Err(Error::input(format!(
-            "--out {}: exists and is not a scalebench report (no {MARKER} inside), so it is not replaced: choose a new directory, or remove it",
-            out.display()
-        )))
+        Err(Error::OutNotAReport {
+            out: out.to_path_buf(),
+        })
     }
 }
 

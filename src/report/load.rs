@@ -2,7 +2,7 @@
 //! set of cases. A case measured in several inputs (same id) counts once (the newest
 //! measurement); `--only KEY=VALUE` filters narrow the set. Nothing is written here.
 
-use crate::error::Error;
+use super::error::ReportError as Error;
 use crate::params::{CaseParams, ParamKey};
 use crate::results::io::{read_results, RESULTS_FILE};
 use crate::results::schema::{CaseResult, LaunchRecord, ResultsFile};
@@ -35,9 +35,7 @@ impl Source {
 /// cannot be set side by side).
 pub(crate) fn load(paths: &[PathBuf]) -> Result<Vec<Source>, Error> {
     if paths.is_empty() {
-        return Err(Error::input(
-            "no results given: name one or more results.json files or run directories",
-        ));
+        return Err(Error::NoInputs);
     }
     let mut sources: Vec<Source> = Vec::with_capacity(paths.len());
     for path in paths {
@@ -51,13 +49,12 @@ pub(crate) fn load(paths: &[PathBuf]) -> Result<Vec<Source>, Error> {
         validate(&file, &named)?;
         if let Some(first) = sources.first() {
             if first.file.metrics_version != file.metrics_version {
-                return Err(Error::input(format!(
-                    "{}: metrics_version {} differs from {} (metrics_version {}): their times and bandwidths are defined differently, so they cannot share one report; report them separately",
-                    path.display(),
-                    file.metrics_version,
-                    first.path.display(),
-                    first.file.metrics_version
-                )));
+                return Err(Error::MetricsVersion {
+                    path: path.clone(),
+                    version: file.metrics_version,
+                    first: first.path.clone(),
+                    first_version: first.file.metrics_version,
+                });
             }
         }
         sources.push(Source {
@@ -84,11 +81,8 @@ pub(crate) fn filter_keys() -> Vec<ParamKey> {
 }
 
 /// The filter keys as the messages list them.
-fn key_list(keys: &[ParamKey]) -> String {
-    keys.iter()
-        .map(|k| k.as_str())
-        .collect::<Vec<_>>()
-        .join(", ")
+fn key_list(keys: &[ParamKey]) -> Vec<String> {
+    keys.iter().map(|k| k.as_str().to_string()).collect()
 }
 
 fn sample_params() -> CaseParams {
@@ -105,21 +99,25 @@ pub(crate) fn canonical_pairs(p: &CaseParams) -> Vec<(ParamKey, String)> {
 pub(crate) fn parse_filter(text: &str) -> Result<Filter, Error> {
     let keys = filter_keys();
     let Some((k, v)) = text.split_once('=') else {
-        return Err(Error::input(format!(
-            "--only '{text}': write KEY=VALUE, e.g. --only workload=allreduce; keys: {}",
-            key_list(&keys)
-        )));
+        return Err(Error::FilterSyntax {
+            text: text.to_string(),
+            keys: key_list(&keys),
+        });
     };
     let (k, v) = (k.trim(), v.trim());
     let Some(key) = ParamKey::parse(k).filter(|x| keys.contains(x)) else {
-        return Err(Error::input(format!(
-            "--only '{text}': unknown key '{k}'; keys: {}",
-            key_list(&keys)
-        )));
+        return Err(Error::FilterKey {
+            text: text.to_string(),
+            key: k.to_string(),
+            keys: key_list(&keys),
+        });
     };
     let value = if key == ParamKey::RequestedBytes {
         parse_bytes(v)
-            .map_err(|e| Error::input(format!("--only '{text}': {e}")))?
+            .map_err(|source| Error::FilterSize {
+                text: text.to_string(),
+                source,
+            })?
             .get()
             .to_string()
     } else {
@@ -197,7 +195,7 @@ pub(crate) fn select(sources: &[Source], filters: &[Filter]) -> Result<Selection
         }
     }
     if picks.is_empty() {
-        let mut msg = String::from("no case matches the --only filters");
+        let mut present_by_key = Vec::new();
         for key in filters.iter().map(|f| f.key) {
             let mut present: Vec<String> = sources
                 .iter()
@@ -211,12 +209,11 @@ pub(crate) fn select(sources: &[Source], filters: &[Filter]) -> Result<Selection
                 .collect();
             present.sort();
             present.dedup();
-            msg.push_str(&format!(
-                "; values of {key} in the inputs: {}",
-                present.join(", ")
-            ));
+            present_by_key.push((key.to_string(), present));
         }
-        return Err(Error::input(msg));
+        return Err(Error::NoMatch {
+            present: present_by_key,
+        });
     }
     Ok(Selection {
         picks,

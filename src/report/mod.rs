@@ -6,6 +6,7 @@ pub(crate) mod build;
 pub(crate) mod ddp;
 pub(crate) mod derive;
 pub(crate) mod document;
+pub mod error;
 pub(crate) mod load;
 pub(crate) mod long_text;
 pub(crate) mod model;
@@ -13,3 +14,4 @@ pub(crate) mod plot;
 pub(crate) mod table;
 
 pub use build::{generate, run, Outputs, Request, Written};
+pub use error::ReportError;

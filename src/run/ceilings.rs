@@ -2,10 +2,29 @@
 //! GEMM library runs the CPU's best kernel, without running a study.
 
 use crate::backend::gemm::blas::Blas;
-use crate::error::Error;
 use crate::results::ceilings::Ceiling;
 use crate::topology::ceilings::{self, kernel, CpuOptions};
 use serde::Serialize;
+
+/// Why `scalebench ceilings` failed.
+#[derive(Debug, thiserror::Error)]
+pub enum CeilingsError {
+    /// The CPUs this process may use are unknown, so no ceiling can say which it covers.
+    #[error("cannot read this process's CPU affinity: {0}")]
+    Affinity(#[source] std::io::Error),
+    #[error("cannot write the ceilings as JSON: {0}")]
+    Json(#[source] serde_json::Error),
+}
+
+impl CeilingsError {
+    /// An unusable machine (2), or writing failed (4).
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            CeilingsError::Affinity(_) => crate::exit::EXIT_BAD_INPUT,
+            CeilingsError::Json(_) => crate::exit::EXIT_RUNTIME,
+        }
+    }
+}
 
 /// What `scalebench ceilings` is asked to do.
 #[derive(Debug, Clone, PartialEq)]
@@ -33,9 +52,8 @@ pub struct HostCeilings {
 }
 
 /// Measures and gathers; nothing is written.
-pub fn gather(req: &Request) -> Result<HostCeilings, Error> {
-    let cpus = crate::topology::affinity::current_thread_cpus()
-        .map_err(|e| Error::Environment(format!("cannot read this process's CPU affinity: {e}")))?;
+pub fn gather(req: &Request) -> Result<HostCeilings, CeilingsError> {
+    let cpus = crate::topology::affinity::current_thread_cpus().map_err(CeilingsError::Affinity)?;
     let opts = CpuOptions {
         all_isas: !req.best_only,
         stream: !req.no_stream,
@@ -71,11 +89,10 @@ pub fn gather(req: &Request) -> Result<HostCeilings, Error> {
 }
 
 /// Prints the ceilings; exit 0.
-pub fn command(req: &Request) -> Result<u8, Error> {
+pub fn command(req: &Request) -> Result<u8, CeilingsError> {
     let h = gather(req)?;
     if req.json {
-        let text = serde_json::to_string_pretty(&h)
-            .map_err(|e| Error::Runtime(format!("cannot write the ceilings as JSON: {e}")))?;
+        let text = serde_json::to_string_pretty(&h).map_err(CeilingsError::Json)?;
         println!("{text}");
     } else {
         print!("{}", text(&h));

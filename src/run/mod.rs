@@ -4,6 +4,7 @@
 
 pub mod ceilings;
 pub(crate) mod console;
+pub mod error;
 #[cfg(feature = "mpi")]
 pub mod job;
 #[cfg(feature = "mpi")]

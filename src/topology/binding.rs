@@ -111,13 +111,6 @@ pub enum BindError {
     NoUsableCore { host: String, cores: usize },
 }
 
-/// Nothing usable to bind to is the user's input to fix (exit 2).
-impl From<BindError> for crate::error::Error {
-    fn from(e: BindError) -> Self {
-        crate::error::Error::Input(e.to_string())
-    }
-}
-
 /// What one device of a node should be bound to.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BindRequest {

@@ -49,13 +49,6 @@ pub enum HwlocError {
     },
 }
 
-/// An unusable machine is an environment error (exit code 2).
-impl From<HwlocError> for crate::error::Error {
-    fn from(e: HwlocError) -> Self {
-        crate::error::Error::Environment(e.to_string())
-    }
-}
-
 /// Discovers this host. Errors are one sentence (hwloc could not read the machine).
 pub fn discover() -> Result<Machine, HwlocError> {
     let topo = Topology::builder()

@@ -18,16 +18,24 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("host", &["params", "units"]),
     ("results", &["params", "stats", "units"]),
     // `present::untrusted`: an error quoting a results file is shown escaped.
-    ("error", &["results", "params", "units", "present"]),
-    ("topology", &["params", "results", "units", "error"]),
+    ("exit", &["present", "results"]),
+    ("topology", &["params", "results", "units", "exit"]),
     (
         "config",
-        &["params", "results", "topology", "units", "error"],
+        &["params", "results", "topology", "units", "exit"],
+    ),
+    // The crate error wraps the errors of the layers below it.
+    (
+        "error",
+        &[
+            "results", "params", "units", "present", "exit", "topology", "config", "plan",
+            "report", "compare", "run", "launch",
+        ],
     ),
     (
         "plan",
         &[
-            "config", "params", "results", "topology", "host", "units", "error",
+            "config", "params", "results", "topology", "host", "units", "exit",
         ],
     ),
     ("comm", &["host", "params", "units"]),
@@ -53,7 +61,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
         "run",
         &[
             "plan", "config", "topology", "backend", "comm", "workload", "measure", "host",
-            "params", "results", "stats", "units", "error",
+            "params", "results", "stats", "units", "exit",
             // the nccl-tests layout its live table shares with the report's per-size tables
             "present",
         ],
@@ -62,18 +70,18 @@ const ALLOWED: &[(&str, &[&str])] = &[
         "launch",
         &[
             "config", "plan", "run", "workload", "topology", "params", "results", "stats", "units",
-            "error",
+            "exit",
         ],
     ),
     // The presentation layer (a document → text, Markdown, HTML) knows no results.
     ("present", &["units"]),
     (
         "report",
-        &["present", "params", "results", "stats", "units", "error"],
+        &["present", "params", "results", "stats", "units", "exit"],
     ),
     (
         "compare",
-        &["present", "params", "results", "stats", "units", "error"],
+        &["present", "params", "results", "stats", "units", "exit"],
     ),
 ];
 

@@ -2,7 +2,8 @@
 //! failed or never ran.
 
 use super::{AttemptState, JobsFile, COLLECT_FILE, JOBS_FILE};
-use crate::error::{Error, Result, EXIT_CASES_FAILED, EXIT_OK};
+use crate::exit::{EXIT_CASES_FAILED, EXIT_OK};
+use crate::launch::error::{LaunchError, Result};
 use crate::launch::jobs::SchedulerView;
 use crate::launch::profile::Scheduler;
 use crate::launch::rundir::{self, SweepRecord, PLAN_FILE};
@@ -59,8 +60,11 @@ fn collect_view(
 /// `scalebench collect`: merge the finished launches of a run into results.json, and record
 /// which are finished, failed, lost, or still queued or running (not merged).
 pub fn collect(dir: &Path, from_job: Option<String>, quiet: bool) -> Result<u8> {
-    let record: SweepRecord = rundir::read_json(&dir.join(PLAN_FILE))
-        .map_err(|e| Error::Input(format!("{e} (is {} a run directory?)", dir.display())))?;
+    let record: SweepRecord =
+        rundir::read_json(&dir.join(PLAN_FILE)).map_err(|e| LaunchError::NotARun {
+            dir: dir.to_path_buf(),
+            source: Box::new(e),
+        })?;
     let from_job = from_job.filter(|j| !j.is_empty());
     let (jobs, sched, unasked) = collect_view(dir, from_job.is_some());
     let view = match (&sched, from_job.is_some()) {

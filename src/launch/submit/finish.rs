@@ -1,6 +1,7 @@
 //! The job-side command: `finish-launch` closes a launch inside its job script.
 
-use crate::error::{Result, EXIT_OK};
+use crate::exit::EXIT_OK;
+use crate::launch::error::Result;
 use crate::launch::rundir::{self, LaunchOutcome, OUTCOME_FILE, PLAN_FILE};
 use crate::results::now_unix_s;
 use crate::results::schema::LaunchStatus;

@@ -3,7 +3,8 @@
 use super::collect::CollectRecord;
 use super::tool::read_jobs;
 use super::{AttemptState, JobsFile, COLLECT_FILE};
-use crate::error::{Error, Result, EXIT_CASES_FAILED, EXIT_OK, EXIT_RUNTIME};
+use crate::exit::{EXIT_CASES_FAILED, EXIT_OK, EXIT_RUNTIME};
+use crate::launch::error::{LaunchError, Result};
 use crate::launch::jobs::{phase, Phase, SchedulerView};
 use crate::launch::profile::Scheduler;
 use crate::launch::progress::{Counts, ProgressLine};
@@ -22,12 +23,8 @@ struct Snapshot {
 impl Snapshot {
     fn take(dir: &Path, jobs: &JobsFile) -> Result<Snapshot> {
         let scheduler = jobs.scheduler.unwrap_or(Scheduler::Slurm);
-        let sched = crate::launch::jobs::query(scheduler, &jobs.job_ids()).map_err(|e| {
-            Error::Environment(match scheduler {
-                Scheduler::Slurm => format!("{e} (is SLURM_CONF exported?)"),
-                _ => format!("{e} (is qstat on PATH, on a host that may submit?)"),
-            })
-        })?;
+        let sched = crate::launch::jobs::query(scheduler, &jobs.job_ids())
+            .map_err(|source| LaunchError::Query { scheduler, source })?;
         let states = crate::launch::jobs::attempt_states(dir, jobs, &SchedulerView::Asked(&sched));
         let collect_active = jobs
             .submissions
@@ -68,8 +65,7 @@ impl Snapshot {
 /// work failed or was lost; 4 when `--wait` ran out of time.
 pub fn status(dir: &Path, wait: bool, timeout_s: f64, quiet: bool) -> Result<u8> {
     // NaN would never compare greater: `--wait` would poll forever.
-    crate::config::limits::check_seconds("--timeout", timeout_s, "3600")
-        .map_err(|e| Error::Input(e.to_string()))?;
+    crate::config::limits::check_seconds("--timeout", timeout_s, "3600")?;
     let jobs = read_jobs(dir)?;
     let t0 = Instant::now();
     let mut line = ProgressLine::new(quiet);

@@ -4,7 +4,8 @@
 use super::tool::{run_tool, submit_hint, ToolError};
 use super::{JobRecord, JobsFile, Submission, JOBS_FILE};
 use crate::config;
-use crate::error::{Error, Result, EXIT_OK};
+use crate::exit::EXIT_OK;
+use crate::launch::error::{LaunchError, Result};
 use crate::launch::profile::{self, GpuRequest, Profile, Scheduler};
 use crate::launch::rundir::{self, SweepRecord, PLAN_FILE};
 use crate::launch::scripts::{self, Context, JobPlan};
@@ -83,30 +84,25 @@ fn resolve_profile(req: &SubmitRequest, spec: &config::SweepSpec) -> Result<Prof
             .map(str::to_string)
     });
     let mut p = match (&named, req.scheduler) {
-        (Some(n), _) => profile::load(n).map_err(|e| Error::Input(e.to_string()))?,
+        (Some(n), _) => profile::load(n).map_err(|e| LaunchError::Profile(Box::new(e)))?,
         (None, Some(s)) => generic(s),
         (None, None) => {
             let names: Vec<&str> = profile::BUILT_IN.iter().map(|(n, _)| *n).collect();
-            return Err(Error::Input(format!(
-                "submit needs a site: give --profile NAME|FILE (built-in: {}) or --scheduler slurm|uge|pbs",
-                names.join(", ")
-            )));
+            return Err(LaunchError::NoSite { built_in: names });
         }
     };
     if let Some(s) = req.scheduler {
         if s != p.scheduler {
-            return Err(Error::Input(
-                format!(
-                    "--scheduler {s:?} does not match profile {} ({:?}): drop one of them",
-                    p.name, p.scheduler
-                )
-                .to_lowercase(),
-            ));
+            return Err(LaunchError::SchedulerMismatch {
+                given: s,
+                profile: p.name.clone(),
+                profile_scheduler: p.scheduler,
+            });
         }
     }
     p = p
         .apply(&table)
-        .map_err(|e| Error::Input(at(e.to_string()).to_string()))?;
+        .map_err(|e| LaunchError::SubmitTable(at(e.to_string())))?;
     let mut cli = toml::Table::new();
     if let Some(a) = &req.account {
         cli.insert("account".into(), toml::Value::String(a.clone()));
@@ -116,7 +112,7 @@ fn resolve_profile(req: &SubmitRequest, spec: &config::SweepSpec) -> Result<Prof
     }
     p = p
         .apply(&cli)
-        .map_err(|e| Error::Input(format!("--account/--partition: {e}")))?;
+        .map_err(|e| LaunchError::AccountPartition(Box::new(e)))?;
     for (k, v) in &spec.launch.env {
         p.env.entry(k.clone()).or_insert_with(|| v.clone());
     }
@@ -129,12 +125,14 @@ fn resolve_profile(req: &SubmitRequest, spec: &config::SweepSpec) -> Result<Prof
 /// Runs `scalebench submit`.
 pub fn submit(req: &SubmitRequest, argv: &[String]) -> Result<u8> {
     let t0 = Instant::now();
-    let spec = config::load(&req.spec).map_err(|e| Error::Input(e.to_string()))?;
-    let plan = sweep::expand(&spec).map_err(|e| Error::Input(e.to_string()))?;
+    let spec = config::load(&req.spec).map_err(LaunchError::Spec)?;
+    let plan = sweep::expand(&spec).map_err(LaunchError::Spec)?;
     let profile = resolve_profile(req, &spec)?;
     for l in &plan.launches {
-        scripts::check_fit(&profile, &l.shape)
-            .map_err(|e| Error::Input(format!("{}: {e}", req.spec.display())))?;
+        scripts::check_fit(&profile, &l.shape).map_err(|e| LaunchError::Fit {
+            spec: req.spec.clone(),
+            source: Box::new(e),
+        })?;
     }
     let out = run_dir(req, &spec)?;
     let resubmit = out.join(PLAN_FILE).exists();
@@ -202,12 +200,12 @@ pub fn submit(req: &SubmitRequest, argv: &[String]) -> Result<u8> {
             .collect::<Vec<_>>();
         cancel(&profile, &ids);
         written.undo();
-        return Err(Error::Runtime(format!(
-            "{e}: the run's jobs could not be recorded, so they were cancelled ({} {}) and {} is as it was before this submit",
-            cancel_program(profile.scheduler),
-            ids.join(" "),
-            out.display()
-        )));
+        return Err(LaunchError::JobsNotRecorded {
+            source: Box::new(e),
+            cancel: cancel_program(profile.scheduler),
+            ids,
+            out: out.clone(),
+        });
     }
     let last = jobs.submissions.last().expect("just pushed");
     if !req.quiet {
@@ -248,7 +246,7 @@ fn run_dir(req: &SubmitRequest, spec: &config::SweepSpec) -> Result<PathBuf> {
         out
     } else {
         std::env::current_dir()
-            .map_err(|e| Error::Runtime(e.to_string()))?
+            .map_err(LaunchError::CurrentDir)?
             .join(out)
     };
     rundir::refuse_file_as_out(&out, "--out")?;
@@ -259,19 +257,18 @@ fn run_dir(req: &SubmitRequest, spec: &config::SweepSpec) -> Result<PathBuf> {
 fn refuse_active(out: &Path, jobs: &JobsFile, scheduler: Scheduler) -> Result<()> {
     let ids = jobs.job_ids();
     let sched = crate::launch::jobs::query(jobs.scheduler.unwrap_or(scheduler), &ids)
-        .map_err(|e| Error::Environment(format!("cannot check this run's jobs: {e}")))?;
+        .map_err(LaunchError::CheckJobs)?;
     let active: Vec<String> = sched
         .iter()
         .filter(|(_, s)| crate::launch::jobs::phase(s) != crate::launch::jobs::Phase::Ended)
         .map(|(i, s)| format!("{i} {s}"))
         .collect();
     if !active.is_empty() {
-        return Err(Error::Input(format!(
-                "{}: jobs of this run are still queued or running ({}): wait for them (scalebench status --wait) or cancel them ({}), then submit again",
-                out.display(),
-                active.join(", "),
-                cancel_program(jobs.scheduler.unwrap_or(scheduler))
-            )));
+        return Err(LaunchError::JobsActive {
+            out: out.to_path_buf(),
+            active,
+            cancel: cancel_program(jobs.scheduler.unwrap_or(scheduler)),
+        });
     }
     Ok(())
 }
@@ -352,7 +349,7 @@ fn job_scripts(
     let mut scripts_text = Vec::new();
     for (i, g) in groups.iter_mut().enumerate() {
         g.name = format!("{}-{:03}", spec.name, n0 + i + 1);
-        let text = scripts::script(&ctx, g).map_err(|e| Error::Input(e.to_string()))?;
+        let text = scripts::script(&ctx, g).map_err(|e| LaunchError::Script(Box::new(e)))?;
         scripts_text.push((
             jobs_dir.join(format!("job-{:03}.sh", n0 + i + 1)),
             text,
@@ -364,7 +361,7 @@ fn job_scripts(
         Scheduler::Uge => scripts::uge_collect(&ctx),
         Scheduler::Pbs => scripts::pbs_collect(&ctx),
     }
-    .map_err(|e| Error::Input(e.to_string()))?;
+    .map_err(|e| LaunchError::Script(Box::new(e)))?;
     let collect = Some((
         jobs_dir.join(format!("collect-{}.sh", jobs.submissions.len() + 1)),
         collect_text,
@@ -461,13 +458,18 @@ fn write_run_files(
     scripts: &Scripts,
     added: &mut Vec<PathBuf>,
 ) -> Result<()> {
-    std::fs::create_dir_all(out).map_err(|e| Error::Runtime(format!("{}: {e}", out.display())))?;
+    std::fs::create_dir_all(out).map_err(|source| LaunchError::Io {
+        path: out.to_path_buf(),
+        source,
+    })?;
     crate::results::io::write_atomic(&out.join("spec.toml"), spec.text.as_bytes())?;
     rundir::write_json(&out.join(PLAN_FILE), record)?;
     for (dir, attempt) in attempts {
         added.push(dir.clone());
-        std::fs::create_dir_all(dir)
-            .map_err(|e| Error::Runtime(format!("{}: {e}", dir.display())))?;
+        std::fs::create_dir_all(dir).map_err(|source| LaunchError::Io {
+            path: dir.clone(),
+            source,
+        })?;
         rundir::write_json(&dir.join(PLAN_FILE), attempt)?;
     }
     let collect = scripts.collect.iter().map(|(p, t)| (p, t));
@@ -554,11 +556,14 @@ fn submit_scripts(
             &records.iter().map(|r| r.job_id.clone()).collect::<Vec<_>>(),
         );
         let hint = submit_hint(&e, std::env::var_os("SLURM_CONF").is_some());
-        Error::Environment(format!(
-            "submitting {}: {e}\nhint: {hint}\nnothing was submitted and {} is as it was before this submit",
-            script.file_name().map_or(String::new(), |n| n.to_string_lossy().into_owned()),
-            out.display()
-        ))
+        LaunchError::Submit {
+            script: script
+                .file_name()
+                .map_or(String::new(), |n| n.to_string_lossy().into_owned()),
+            source: Box::new(e),
+            hint,
+            out: out.to_path_buf(),
+        }
     };
     for (script, _, attempts) in &scripts.jobs {
         let id = submit_one(profile, script, &[]).map_err(|e| fail(&records, script, e))?;
@@ -577,12 +582,12 @@ fn submit_scripts(
                     profile,
                     &records.iter().map(|r| r.job_id.clone()).collect::<Vec<_>>(),
                 );
-                return Err(Error::Runtime(format!(
-                    "{}: cannot record its job id: {e}; the jobs submitted so far were cancelled ({}) and {} is as it was before this submit",
-                    a.join("job_id").display(),
-                    cancel_program(sched),
-                    out.display()
-                )));
+                return Err(LaunchError::JobIdNotRecorded {
+                    path: a.join("job_id"),
+                    source: e,
+                    cancel: cancel_program(sched),
+                    out: out.to_path_buf(),
+                });
             }
         }
     }

@@ -2,7 +2,7 @@
 //! reading a run's jobs file.
 
 use super::{JobsFile, JOBS_FILE};
-use crate::error::{Error, Result};
+use crate::launch::error::{LaunchError, Result};
 use crate::launch::rundir::{self};
 use std::path::Path;
 use std::process::Command;
@@ -109,8 +109,10 @@ pub(crate) fn submit_hint(e: &ToolError, slurm_conf_set: bool) -> String {
 
 /// The run's jobs file, named in the error when it is not a submitted run.
 pub(super) fn read_jobs(dir: &Path) -> Result<JobsFile> {
-    rundir::read_json(&dir.join(JOBS_FILE))
-        .map_err(|e| Error::Input(format!("{e} (is {} a submitted run?)", dir.display())))
+    rundir::read_json(&dir.join(JOBS_FILE)).map_err(|e| LaunchError::NotASubmittedRun {
+        dir: dir.to_path_buf(),
+        source: Box::new(e),
+    })
 }
 
 #[cfg(test)]

@@ -20,8 +20,8 @@ pub(crate) mod topology;
 use super::analyze::{
     style_key, Analysis, CollectiveView, Curve, Entry, Layout, RatioGroup, RatioKind, StyleKey,
 };
-use crate::error::Error;
 use crate::params::ParamKey;
+use crate::report::error::ReportError as Error;
 pub(crate) use axis::{Axis, Scale, Unit};
 use std::path::Path;
 use std::sync::OnceLock;
@@ -40,9 +40,7 @@ pub(crate) fn ensure_font() -> Result<(), Error> {
     if ok {
         Ok(())
     } else {
-        Err(Error::Runtime(
-            "the embedded chart font could not be loaded (a build problem: assets/fonts/DejaVuSans.ttf)".into(),
-        ))
+        Err(Error::Font)
     }
 }
 
@@ -261,13 +259,19 @@ impl Figure {
     }
     pub(crate) fn to_svg(&self) -> Result<String, Error> {
         ensure_font()?;
-        draw::svg(self).map_err(|e| Error::Runtime(format!("chart {}: {e}", self.stem)))
+        draw::svg(self).map_err(|e| Error::Chart {
+            stem: self.stem.clone(),
+            source: Box::new(e),
+        })
     }
     /// Writes the PNG to `path` (the caller makes the whole report appear atomically).
     pub(crate) fn write_png(&self, path: &Path) -> Result<(), Error> {
         ensure_font()?;
-        draw::png(self, path)
-            .map_err(|e| Error::Runtime(format!("{}: chart {}: {e}", path.display(), self.stem)))
+        draw::png(self, path).map_err(|e| Error::ChartFile {
+            path: path.to_path_buf(),
+            stem: self.stem.clone(),
+            source: Box::new(e),
+        })
     }
 }
 

@@ -404,7 +404,11 @@ fn other_launches_and_a_busy_host_are_named() {
     // Another launch's ranks: co-scheduled, and their CPU makes the host busy too.
     let w = co_scheduling(&busy_host(3.0, &[(7, 1.4), (8, 1.5)]), 2);
     assert_eq!(kinds(&w), [CO_SCHEDULED, HOST_BUSY]);
-    assert!(w[0].detail.contains("2 other scalebench processes (pids 7, 8)") && w[0].detail.contains("2.90 CPU-s"));
+    assert!(
+        w[0].detail
+            .contains("2 other scalebench processes (pids 7, 8)")
+            && w[0].detail.contains("2.90 CPU-s")
+    );
     // An idle scalebench (a sweep's parent waiting) is not another launch.
     let mut idle = busy_host(0.1, &[(9, 0.1)]);
     idle.other_scalebench[0].command = "/x/scalebench sweep s.toml".into();

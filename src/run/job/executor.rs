@@ -6,7 +6,7 @@ use super::RunOutcome;
 use crate::backend::Backend;
 use crate::comm::mpi::MpiComm;
 use crate::comm::HostComm;
-use crate::error::{Error, Result, EXIT_CASES_FAILED, EXIT_OK};
+use crate::exit::{EXIT_CASES_FAILED, EXIT_OK};
 use crate::params::{BackendKind, CaseParams, LaunchShape, ThreadLevel};
 use crate::results::io::{
     new_results, write_results, Journal, JournalRecord, JOURNAL_FILE, RESULTS_FILE,
@@ -16,6 +16,7 @@ use crate::results::schema::{
 };
 use crate::results::{now_unix_s, representative};
 use crate::run::console::{summary_line, TablePrinter};
+use crate::run::error::{Result, RunError};
 use crate::run::watchdog::Watchdog;
 use crate::topology::identity::{LauncherEnv, NodeLayout};
 use crate::topology::{self, affinity, load};
@@ -142,10 +143,9 @@ impl Job<'_> {
         let mut msg = open_err.into_bytes();
         self.comm.broadcast_bytes(&mut msg);
         if !msg.is_empty() {
-            return Err(Error::Runtime(format!(
-                "cannot write results: {}",
-                String::from_utf8_lossy(&msg)
-            )));
+            return Err(RunError::Journal {
+                reason: String::from_utf8_lossy(&msg).into_owned(),
+            });
         }
         Ok(journal)
     }
@@ -315,7 +315,7 @@ fn append(j: &mut Option<Journal>, rec: JournalRecord) -> Result<()> {
     match j {
         Some(j) => j
             .append(&rec)
-            .map_err(Error::from)
+            .map_err(RunError::from)
             .map_err(|e| fail_alone(e)),
         None => Ok(()),
     }

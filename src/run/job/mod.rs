@@ -27,10 +27,10 @@ use crate::backend::cpu::CpuBackend;
 use crate::comm::mpi::MpiComm;
 use crate::comm::HostComm;
 use crate::config::limits;
-use crate::error::{Error, Result};
 use crate::params::{BackendKind, ThreadLevel};
 use crate::plan;
 use crate::results::{new_run_id, now_unix_s};
+use crate::run::error::{Result, RunError};
 use crate::run::watchdog::Watchdog;
 use crate::topology::identity;
 use crate::workload::RunSettings;
@@ -65,9 +65,7 @@ pub fn run(request: &super::Request, argv: &[String]) -> Result<RunOutcome> {
             .unwrap_or_else(|| default_op_timeout_s(&req.settings)),
     );
     if req.backend == BackendKind::Cuda && !cfg!(feature = "cuda") {
-        return Err(Error::Environment(
-            "--backend cuda: this scalebench was built without CUDA support: rebuild with `cargo build --release --features cuda`".into(),
-        ));
+        return Err(RunError::NoCuda);
     }
     let level = thread_level(&req, request)?;
     let universe = match level {
@@ -81,9 +79,7 @@ pub fn run(request: &super::Request, argv: &[String]) -> Result<RunOutcome> {
         .map(|(u, _)| u),
     };
     let Some(universe) = universe else {
-        return Err(Error::Runtime(
-            "MPI was already initialised in this process".into(),
-        ));
+        return Err(RunError::MpiInitialised);
     };
     let world = universe.world();
     let comm = MpiComm::new(&world);
@@ -98,7 +94,7 @@ pub fn run(request: &super::Request, argv: &[String]) -> Result<RunOutcome> {
         // that exits first (and so makes mpirun end the job) cannot cut rank 0 off before it
         // has printed the sentence the ranks agreed on.
         if rank == 0 {
-            crate::error::report(e);
+            crate::exit::report(e);
         }
     }
     result

@@ -1,11 +1,11 @@
 //! Request resolution: the launch a `run` request asks for (options or a plan file), its MPI
 //! thread level, and the launch shape checked against the world we got. Pure: no MPI here.
 
-use crate::error::{Error, Result};
 use crate::params::{
     BackendKind, Binding, CaseParams, LaunchShape, Placement, ThreadLevel, Topology,
 };
 use crate::plan::{self, LaunchPlan, RunOptions};
+use crate::run::error::{Result, RunError};
 use crate::topology::binding::Reserved;
 use crate::topology::identity::NodeLayout;
 use crate::workload::RunSettings;
@@ -89,7 +89,11 @@ pub(super) fn thread_level(req: &Launch, request: &crate::run::Request) -> Resul
         crate::run::Cases::PlanFile(path) => format!("--plan {}: thread_level", path.display()),
         crate::run::Cases::Options(_) => "--thread-level".to_string(),
     };
-    plan::resolve_thread_level(req.settings.thread_level, needed, &option).map_err(Error::Input)
+    Ok(plan::resolve_thread_level(
+        req.settings.thread_level,
+        needed,
+        &option,
+    )?)
 }
 
 /// The launch shape from the request and the world we got; a mismatch is an input error that
@@ -97,27 +101,31 @@ pub(super) fn thread_level(req: &Launch, request: &crate::run::Request) -> Resul
 pub(super) fn launch_shape(req: &Launch, layout: &NodeLayout, size: u32) -> Result<LaunchShape> {
     let nodes = req.nodes.unwrap_or(layout.nodes);
     if nodes != layout.nodes {
-        return Err(Error::Input(format!(
-            "--nodes {nodes}: this job's ranks run on {} node(s) ({}): start the job on {nodes} node(s), or pass --emulate-nodes to group ranks on one host",
-            layout.nodes, layout.source
-        )));
+        return Err(RunError::Nodes {
+            nodes,
+            found: layout.nodes,
+            from: layout.source.clone(),
+        });
     }
     let dpn = match req.topology {
         Topology::Pure => req.devices_per_node.unwrap_or(size / nodes.max(1)),
         Topology::Hybrid => req.devices_per_node.unwrap_or(1),
     };
     if dpn == 0 {
-        return Err(Error::input("--devices-per-node 0: give at least 1"));
+        return Err(RunError::NoDevices);
     }
     let expected = match req.topology {
         Topology::Pure => nodes * dpn,
         Topology::Hybrid => nodes,
     };
     if expected != size {
-        return Err(Error::Input(format!(
-            "this job has {size} MPI rank(s), but {} topology on {nodes} node(s) × {dpn} device(s) needs {expected}: start {expected} rank(s) (mpirun -np {expected}) or change --nodes/--devices-per-node/--topology",
-            req.topology
-        )));
+        return Err(RunError::Ranks {
+            size,
+            topology: req.topology,
+            nodes,
+            devices_per_node: dpn,
+            expected,
+        });
     }
     Ok(LaunchShape {
         backend: req.backend,

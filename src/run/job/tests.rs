@@ -6,12 +6,12 @@ use super::device_plan::device_plan;
 use super::executor::case_warnings;
 use super::provenance::rank0_gemm;
 use super::request::{launch_shape, resolve, thread_level, Cases, Launch};
-use crate::error::Error;
 use crate::params::{
     BackendKind, Binding, GemmChoice, GemmProvider, LaunchShape, Placement, ThreadLevel, Topology,
 };
 use crate::plan::{self, RunOptions};
 use crate::results::schema::{GemmProvenance, Unrepresentative};
+use crate::run::error::RunError;
 use crate::topology::identity::{NodeLayout, NodeSlot};
 use std::path::PathBuf;
 
@@ -51,11 +51,9 @@ fn layout(nodes: u32, ranks: u32) -> NodeLayout {
     }
 }
 
-fn input_error(e: Error) -> String {
-    match e {
-        Error::Input(m) => m,
-        other => panic!("expected an input error, got {other:?}"),
-    }
+fn input_error(e: RunError) -> String {
+    assert_eq!(e.exit_code(), 2, "expected an input error, got {e:?}");
+    e.to_string()
 }
 
 #[test]

@@ -5,7 +5,7 @@ use super::request::Launch;
 use crate::backend::{Backend, BackendError};
 use crate::comm::mpi::MpiComm;
 use crate::comm::HostComm;
-use crate::error::{Error, Result};
+use crate::run::error::{Result, RunError};
 use crate::topology::identity::{self, LauncherEnv, NodeLayout, RankFacts};
 use crate::topology::{self};
 use crate::workload::{self};
@@ -33,9 +33,9 @@ pub(super) fn agree_out_dir(
     if comm.is_root() {
         // A file where the directory should be is the user's mistake (exit 2), not a crash.
         if out_dir.exists() && !out_dir.is_dir() {
-            let msg = format!("--out {}: exists and is not a directory: give a directory (it is created if missing)", out_dir.display());
-            let _ = agree_input(comm, Err::<(), _>(msg.clone()));
-            return Err(Error::Input(msg));
+            let e = RunError::OutNotADirectory { out: out_dir };
+            let _ = agree_input(comm, Err::<(), _>(e.to_string()));
+            return Err(e);
         }
     }
     agree_input(comm, Ok::<(), std::convert::Infallible>(()))?;
@@ -53,13 +53,15 @@ pub(super) fn agree_env<E: std::fmt::Display>(
         local.map_err(|e| BackendError::Unsupported(e.to_string())),
     )
     .map_err(|e| match e {
-        workload::CaseError::Failed(m) | workload::CaseError::Skipped(m) => Error::Environment(m),
+        workload::CaseError::Failed(message) | workload::CaseError::Skipped(message) => {
+            RunError::Unusable { message }
+        }
     })
 }
 
 /// A failure only rank 0 can see (writing the journal) while the others go on to the next
 /// collective: returning would leave them waiting, so the whole job ends (exit 4).
-pub(super) fn fail_alone(e: Error) -> ! {
+pub(super) fn fail_alone(e: RunError) -> ! {
     eprintln!("scalebench: error: {e}; ending the job (MPI_Abort, exit 4) so the other ranks do not wait for rank 0");
     crate::run::watchdog::abort_job()
 }
@@ -72,7 +74,9 @@ pub(super) fn agree_input<T, E: std::fmt::Display>(
 ) -> Result<T> {
     let local = local.map_err(|e| BackendError::Unsupported(e.to_string()));
     workload::agree(comm, local).map_err(|e| match e {
-        workload::CaseError::Failed(m) | workload::CaseError::Skipped(m) => Error::Input(m),
+        workload::CaseError::Failed(message) | workload::CaseError::Skipped(message) => {
+            RunError::Refused { message }
+        }
     })
 }
 
@@ -85,13 +89,13 @@ pub(super) fn start_backend<B: Backend>(
     let unavailable = matches!(backend, Err(BackendError::Unavailable(_)));
     let unavailable_anywhere = !comm.all_ok(!unavailable);
     workload::agree(comm, backend).map_err(|e| {
-        let m = match e {
+        let message = match e {
             workload::CaseError::Failed(m) | workload::CaseError::Skipped(m) => m,
         };
         if unavailable_anywhere {
-            Error::Environment(m)
+            RunError::Unusable { message }
         } else {
-            Error::Runtime(format!("backend set-up failed: {m}"))
+            RunError::BackendSetUp { message }
         }
     })
 }
@@ -138,5 +142,8 @@ pub(super) fn agree_layout(comm: &MpiComm, req: &Launch, env: &LauncherEnv) -> R
             l.emulated = true;
         }
     }
-    layout.map_err(|e| Error::Input(format!("--nodes {}: {e}", req.nodes.unwrap_or(1))))
+    layout.map_err(|source| RunError::Layout {
+        nodes: req.nodes.unwrap_or(1),
+        source,
+    })
 }
