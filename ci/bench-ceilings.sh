@@ -25,7 +25,7 @@ unset OPENBLAS_CORETYPE OPENBLAS_L2_SIZE
 gemm() {  # OUT [ENV...]
   local out=$1; shift
   env "$@" "$bin" run -q --out "$work/$out" -w matmul --gemm blas --dtype f32,f64 --dims 2048 \
-    --threads-per-device 1 --bind core > /dev/null
+    --threads-per-device 1 --binding core > /dev/null
 }
 for r in $(seq 1 "$rounds"); do
   "$bin" ceilings --json --no-stream > "$work/ceil-$r.json"
