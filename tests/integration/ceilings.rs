@@ -96,7 +96,8 @@ fn a_forced_older_kernel_is_named_with_its_variable() {
     // within what Debian's OpenBLAS knows, unless it is newer than the build)
     let own = ceilings(&["--no-stream", "--best-only"], None);
     let t = &own.assert_code(0).stdout;
-    assert!(!t.contains("forced by"), "{t}");
+    // (a CPU newer than the build may still get "not forced by any variable")
+    assert!(!t.contains("forced by OPENBLAS_CORETYPE"), "{t}");
 
     // a run's results carry the same warning, so a report reader sees why GEMM is slow
     let dir = common::tmpdir("ceilings-forced");
