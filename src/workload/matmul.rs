@@ -93,6 +93,10 @@ pub fn run<B: Backend, C: HostComm>(
 
     let tol = gemm_check::tolerance_stored(backend.gemm_accumulator(dtype), dtype, total.k);
     let mut wrong_local = 0;
+    if settings.check_iters > 0 {
+        // Timed on dense operands; checked on the exact pattern (gemm_check's module note).
+        agree(comm, upload_pattern(backend, &plan, dtype, &mut ops))?;
+    }
     for _ in 0..settings.check_iters {
         let checked = checked_once(backend, &plan, &batches, &mut ops, dtype, tol);
         wrong_local += agree(comm, checked)?;
@@ -108,8 +112,8 @@ pub fn run<B: Backend, C: HostComm>(
     })
 }
 
-/// Each local device's A and B (uploaded, at the send offset) and C (at the receive offset),
-/// for its (batch, first row) in `plan`.
+/// Each local device's A and B (uploaded with timing entries, at the send offset) and C (at
+/// the receive offset), for its (batch, first row) in `plan`.
 fn operands<B: Backend>(
     backend: &mut B,
     plan: &[(GemmBatch, u64)],
@@ -118,11 +122,11 @@ fn operands<B: Backend>(
 ) -> Result<Operands<B::Buf>, BackendError> {
     let (mut a, mut b, mut c) = (Vec::new(), Vec::new(), Vec::new());
     for (dev, (g, row0)) in plan.iter().enumerate() {
-        let MatmulShape { m, n, k } = g.shape;
         let mut ha = HostBuf::zeros(dtype, g.a_len())?;
-        gemm_check::fill_a(&mut ha, 0, SEED, *row0, m, k);
+        // Rows of A differ between devices (strong scaling splits them): seed by the first row.
+        gemm_check::fill_dense(&mut ha, 0, SEED ^ (row0 << 1), g.a_len());
         let mut hb = HostBuf::zeros(dtype, g.b_len())?;
-        gemm_check::fill_b(&mut hb, 0, SEED, k, n);
+        gemm_check::fill_dense(&mut hb, 0, !SEED, g.b_len());
         let mut da = backend.alloc_at(dev, dtype, g.a_len(), off.send_bytes)?;
         backend.upload(dev, &mut da, &ha)?;
         let mut db = backend.alloc_at(dev, dtype, g.b_len(), off.send_bytes)?;
@@ -132,6 +136,25 @@ fn operands<B: Backend>(
         c.push(backend.alloc_at(dev, dtype, g.c_len(), off.recv_bytes)?);
     }
     Ok(Operands { a, b, c })
+}
+
+/// Replaces each device's A and B by the exactly checkable pattern.
+fn upload_pattern<B: Backend>(
+    backend: &mut B,
+    plan: &[(GemmBatch, u64)],
+    dtype: Dtype,
+    ops: &mut Operands<B::Buf>,
+) -> Result<(), BackendError> {
+    for (dev, (g, row0)) in plan.iter().enumerate() {
+        let MatmulShape { m, n, k } = g.shape;
+        let mut ha = HostBuf::zeros(dtype, g.a_len())?;
+        gemm_check::fill_a(&mut ha, 0, SEED, *row0, m, k);
+        backend.upload(dev, &mut ops.a[dev], &ha)?;
+        let mut hb = HostBuf::zeros(dtype, g.b_len())?;
+        gemm_check::fill_b(&mut hb, 0, SEED, k, n);
+        backend.upload(dev, &mut ops.b[dev], &hb)?;
+    }
+    Ok(())
 }
 
 /// One checked GEMM into poisoned outputs: the wrong sampled entries on this rank.
