@@ -20,6 +20,7 @@ pub mod cpu;
 #[cfg(feature = "cuda")]
 pub mod cuda;
 pub mod gemm;
+pub mod nccl_log;
 // GPU telemetry (NVML) sampling serves only the CUDA backend.
 #[cfg(feature = "cuda")]
 pub(crate) mod telemetry;
