@@ -172,3 +172,26 @@ fn names_round_trip_in_both_spellings() {
     assert!("ringg".parse::<NcclAlgo>().is_err());
     assert!("ll64".parse::<NcclProto>().is_err());
 }
+
+/// A log NCCL 2.28.3 wrote on a GPU (one rank; tests/fixtures/nccl/README.md): the version,
+/// every COLL line, no choice, and none of its 90 other lines (channels, trees, plugins,
+/// proxies, timings) mistaken for one.
+#[test]
+fn a_real_2_28_log_with_one_rank() {
+    let text = include_str!("../../../tests/fixtures/nccl/real-v2.28.3-nranks1.log");
+    let e = parse_log(text);
+    assert_eq!(version(&e), Some(("2.28.3+cuda13.0".to_string(), 22803)));
+    assert!(choices(&e).is_empty());
+    let c = calls(&e);
+    assert_eq!(c.len(), 110);
+    assert_eq!(e.len(), 111);
+    let count = |f: NcclFunc, n: u64| c.iter().filter(|x| x.func == f && x.count == n).count();
+    assert_eq!(count(NcclFunc::AllGather, 16777216), 22);
+    assert_eq!(count(NcclFunc::AllReduce, 2), 22);
+    assert!(c.iter().all(|x| x.op_count == 0
+        && x.nranks == Some(1)
+        && x.datatype == 7
+        && x.comm == "0x55b5052329e0"));
+    let o = e[0].origin.as_ref().unwrap();
+    assert_eq!((o.host.as_str(), o.pid, o.device), ("vm", 904, 0));
+}
