@@ -210,9 +210,10 @@ static __thread size_t t_ninits, t_capinits;
  * hard error (before 2.24 it is ignored). The stand-in models Ring for every collective and
  * Tree for AllReduce, with the three protocols; each (algorithm, protocol) has its own
  * simulated cost, α + bytes/β, slept on the stream thread after the round, so a forced choice
- * is measurably slower or faster. The planted fact: Ring/LL128 is the fastest between about
- * 3.4 KB and 117 KB, but the default choice never picks LL128 (as NCCL leaves LL128 off by
- * default on platforms it does not trust), so a sweep finds the default slower there.
+ * is measurably slower or faster. The planted fact: LL128 is the fastest AllReduce protocol
+ * between 2.7 KB and 120 KB (Tree/LL128 to 8 KB, Ring/LL128 above), but the default choice
+ * never picks LL128 (as NCCL leaves LL128 off by default on platforms it does not trust), so
+ * a sweep finds the default slower there (docs/nccl-capture.md).
  *
  * With NCCL_DEBUG=INFO the stand-in prints NCCL's INFO lines in the format of the version it
  * claims (SCALEBENCH_STANDIN_NCCL_VERSION): `NCCL version` (INIT), the per-call line (COLL,

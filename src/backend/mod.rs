@@ -548,6 +548,14 @@ pub trait Backend {
         Vec::new()
     }
 
+    /// Starts capturing what the collective library says of one case's calls (NCCL's INFO
+    /// output on the CUDA backend). The default captures nothing.
+    fn capture_begin(&mut self) {}
+    /// Stops capturing: the library's account of the case, `None` where nothing was captured.
+    fn capture_end(&mut self) -> Option<crate::results::schema::NcclCapture> {
+        None
+    }
+
     /// Waits until all enqueued work of every local device is done.
     fn synchronize(&mut self) -> BackendResult<()>;
     /// Records a point on the timeline of every local device.

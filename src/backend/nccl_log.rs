@@ -21,8 +21,38 @@
 // Only the CUDA backend captures logs; the parser is built everywhere so it is tested everywhere.
 #![cfg_attr(not(feature = "cuda"), allow(dead_code))]
 
+use std::collections::BTreeMap;
 use std::fmt;
 use std::str::FromStr;
+use std::sync::Mutex;
+
+/// The NCCL variables the CUDA backend set for its capture, each with its value before
+/// (`None`: unset), so the provenance records the user's environment, not scalebench's.
+static SET_FOR_CAPTURE: Mutex<Vec<(String, Option<String>)>> = Mutex::new(Vec::new());
+
+/// Sets `name` for the capture, remembering what the user had.
+pub(crate) fn set_for_capture(name: &str, value: &str) {
+    let before = std::env::var(name).ok();
+    if let Ok(mut v) = SET_FOR_CAPTURE.lock() {
+        if !v.iter().any(|(n, _)| n == name) {
+            v.push((name.to_string(), before));
+        }
+    }
+    std::env::set_var(name, value);
+}
+
+/// `env` (the recorded environment) as the user set it: the capture's own settings undone.
+pub fn as_the_user_set(env: &mut BTreeMap<String, String>) {
+    let Ok(v) = SET_FOR_CAPTURE.lock() else {
+        return;
+    };
+    for (name, before) in v.iter() {
+        match before {
+            Some(b) => env.insert(name.clone(), crate::results::environment::redact(name, b)),
+            None => env.remove(name),
+        };
+    }
+}
 
 /// NCCL's collective functions, in `ncclFunc_t` order (Broadcast 0 … AllReduce 4).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]

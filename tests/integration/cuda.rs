@@ -907,6 +907,29 @@ mod standin {
                 assert_eq!(x.origin.as_ref().unwrap().device, 0);
             }
         }
+        // The run's own record: each case's choice, read from the same log.
+        for c in &r_named(&out) {
+            let n = c.nccl.as_ref().expect("captured");
+            assert_eq!(n.version.as_deref(), Some("2.28.3+standin"));
+            let b = c.params.requested_bytes.unwrap();
+            let want = match (c.params.workload.as_str(), b) {
+                ("allreduce", 1024) => ("Tree", "LL"),
+                ("allreduce", 65536) => ("Tree", "Simple"),
+                ("allgather", 1024) => ("Ring", "LL"),
+                _ => ("Ring", "Simple"),
+            };
+            assert_eq!(n.choices.len(), 1, "{}: {:?}", c.id, n.choices);
+            let got = (
+                n.choices[0].algorithm.as_str(),
+                n.choices[0].protocol.as_str(),
+            );
+            assert_eq!(got, want, "{}", c.id);
+            assert!(
+                n.choices[0].calls >= 6,
+                "{}: warm-up and 5 timed calls",
+                c.id
+            );
+        }
         // COLL lines from both devices' communicators.
         let devices: std::collections::BTreeSet<u32> = e
             .iter()
@@ -937,6 +960,44 @@ mod standin {
         }));
     }
 
+    fn r_named(out: &Path) -> Vec<common::wire::Case> {
+        common::read_results(out).cases
+    }
+
+    /// Issue 31: capture is on by default (no NCCL variable set): every case of a pure run
+    /// (2 processes) records NCCL's algorithm and protocol — but all-to-all, whose
+    /// point-to-point calls NCCL logs no choice for; SCALEBENCH_NCCL_CAPTURE=0 records none.
+    #[test]
+    fn every_case_records_the_algorithm_and_protocol() {
+        let dir = tmpdir("nccl-capture-default");
+        let out = dir.join("on");
+        let w = "allreduce,reduce,broadcast,allgather,reduce_scatter,alltoall";
+        let a = cuda_run(&["-w", w, "--sizes", "1KiB,64KiB"], "3", &out);
+        let ran = mpirun_on(2, None, &[], &a);
+        let r = all_valid(&ran, &out, 20);
+        // The provenance holds the user's environment: none of the capture's settings.
+        let env = &r.launches[0].provenance.as_ref().unwrap().environment;
+        for k in ["NCCL_DEBUG", "NCCL_DEBUG_SUBSYS", "NCCL_DEBUG_FILE"] {
+            assert!(!env.contains_key(k), "{k} recorded: {env:?}");
+        }
+        for c in r.cases.iter().filter(|c| c.status == "ok") {
+            let n = c.nccl.as_ref().expect("captured");
+            assert_eq!(n.version.as_deref(), Some("2.28.3+standin"), "{}", c.id);
+            if c.params.workload == "alltoall" {
+                assert!(n.choices.is_empty(), "{}: {:?}", c.id, n.choices);
+            } else {
+                assert!(!n.choices.is_empty(), "{}", c.id);
+                assert!(["Ring", "Tree"].contains(&n.choices[0].algorithm.as_str()));
+                assert!(n.choices[0].channels.is_some());
+            }
+        }
+        let off = dir.join("off");
+        let a = cuda_run(&["-w", "allreduce", "--sizes", "1KiB"], "3", &off);
+        let ran = mpirun_on(2, None, &["SCALEBENCH_NCCL_CAPTURE=0"], &a);
+        let r = all_valid(&ran, &off, 1);
+        assert!(r.cases.iter().all(|c| c.nccl.is_none()));
+    }
+
     /// The least time measured at `bytes` over the run's cases of that size (in and out of
     /// place).
     fn min_time_s(out: &Path, bytes: u64) -> f64 {
@@ -965,6 +1026,14 @@ mod standin {
             "allreduce",
         );
         all_valid(&ran, &forced_out, 6);
+        for c in r_named(&forced_out) {
+            let n = c.nccl.unwrap();
+            let got = (
+                n.choices[0].algorithm.as_str(),
+                n.choices[0].protocol.as_str(),
+            );
+            assert_eq!(got, ("Ring", "LL128"));
+        }
         assert_eq!(
             choices(&e),
             set(&[
