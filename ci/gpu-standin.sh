@@ -5,7 +5,8 @@
 # 2 devices) and 2 processes x 2 devices; all six collectives x f32 f64 f16 bf16 i32 x
 # sum prod min max avg x in/out-of-place x pipelined/isolated; matmul and batch_matmul (with
 # the overlap pipeline); ddp_step (compute and communication streams ordered by events),
-# pure and hybrid; a small sweep and its report; the NCCL collectives bench once — every
+# pure and hybrid; NCCL's choices captured per case, NCCL_ALGO/NCCL_PROTO honoured and an
+# unknown NCCL_ALGO refused; a small sweep and its report; the NCCL collectives bench once — every
 # case validated, every result labelled as a stand-in's. Then a planted NCCL defect must be
 # caught (exit 3).
 #
@@ -69,6 +70,34 @@ SCALEBENCH_STANDIN_DEVICES=4 "${mpi[@]}" -x SCALEBENCH_STANDIN_DEVICES -np 2 sta
   "$bin" run --backend cuda --topology hybrid --devices-per-node 2 --nodes 2 --emulate-nodes \
   "${all[@]}" --out "$work/2x2"
 validated "$work/2x2" 700
+
+step "NCCL capture: every collective case of the pure run records NCCL's algorithm and protocol"
+python3 - "$work/pure/results.json" <<'EOF'
+import json, sys
+cases = [c for c in json.load(open(sys.argv[1]))["cases"] if c["status"] == "ok"]
+# all-to-all is point-to-point: NCCL logs no choice for it
+bad = [c["id"] for c in cases if c["params"]["workload"] != "alltoall"
+       and not (c.get("nccl") and c["nccl"]["choices"])]
+assert not bad, f"{len(bad)} case(s) without NCCL's choice, first: {bad[0]}"
+seen = {(x["algorithm"], x["protocol"]) for c in cases for x in (c.get("nccl") or {}).get("choices", [])}
+print(f"  {len(cases)} case(s), choices seen: {sorted(seen)}")
+EOF
+NCCL_ALGO=ring NCCL_PROTO=LL128 "${mpi[@]}" -x NCCL_ALGO -x NCCL_PROTO -np 2 "$bin" run --backend cuda \
+  -w allreduce --sizes 64KiB -n 3 --warmup 1 -q --out "$work/forced"
+python3 - "$work/forced/results.json" <<'EOF'
+import json, sys
+cases = json.load(open(sys.argv[1]))["cases"]
+got = {(x["algorithm"], x["protocol"]) for c in cases for x in c["nccl"]["choices"]}
+assert got == {("Ring", "LL128")}, got
+print(f"  NCCL_ALGO=ring NCCL_PROTO=LL128 ran {sorted(got)}")
+EOF
+set +e
+NCCL_ALGO=bogus "${mpi[@]}" -x NCCL_ALGO -np 2 "$bin" run --backend cuda -w allreduce --sizes 1KiB -n 2 -q \
+  --out "$work/bogus" 2>/dev/null
+code=$?
+set -e
+[ "$code" = 4 ] || { echo "NCCL_ALGO=bogus exited $code, not 4"; exit 1; }
+echo "  NCCL_ALGO=bogus refused (exit 4)"
 
 step "matmul and batch_matmul (copies overlapped with GEMMs), 1 and 2 processes"
 gemm=(-w matmul,batch_matmul --dims 64 --batch 4 --dtype f32,f64,f16,bf16 -t pipelined,isolated -n 3 --warmup 1 -q)

@@ -12,7 +12,8 @@
  * on the stream threads of the libcuda stand-in, so they are ordered with copies and events
  * exactly as on a GPU stream.
  *
- * Knobs: SCALEBENCH_STANDIN_NCCL_VERSION (22803), SCALEBENCH_STANDIN_SLOT_BYTES (16 MiB per
+ * Knobs: SCALEBENCH_STANDIN_NCCL_VERSION (22803), SCALEBENCH_STANDIN_NCCL_COST_SCALE (1: the
+ * simulated cost of each algorithm/protocol, below, multiplied), SCALEBENCH_STANDIN_SLOT_BYTES (16 MiB per
  * rank), SCALEBENCH_STANDIN_TIMEOUT_S (120), SCALEBENCH_STANDIN_SHM_DIR (/dev/shm, else /tmp),
  * SCALEBENCH_STANDIN_FAULT=comm-init|collective, SCALEBENCH_STANDIN_DEFECT=corrupt (a planted
  * defect: one element of every result is wrong, so validation must fail). */
@@ -86,6 +87,7 @@ struct comm {
     int async_err;
     int inflight;
     int opened;
+    uint64_t opcount;
     char path[256];
     struct comm *next;
 };
@@ -194,12 +196,256 @@ struct call {
     size_t send_bytes, recv_bytes;
     struct comm *comm;
     void *stream;
+    int algo, proto; /* the choice (collectives only) */
 };
 static __thread int t_depth;
 static __thread struct call *t_calls;
 static __thread size_t t_ncalls, t_capcalls;
 static __thread struct comm **t_inits;
 static __thread size_t t_ninits, t_capinits;
+
+/* ---------- algorithms, protocols, simulated costs and INFO lines ----------
+ * NCCL_ALGO / NCCL_PROTO are honoured as NCCL reads them: a comma list, any case, `^`
+ * excludes; from 2.24 also per function (`ring;allreduce:tree`), where an unknown token is a
+ * hard error (before 2.24 it is ignored). The stand-in models Ring for every collective and
+ * Tree for AllReduce, with the three protocols; each (algorithm, protocol) has its own
+ * simulated cost, α + bytes/β, slept on the stream thread after the round, so a forced choice
+ * is measurably slower or faster. The planted fact: LL128 is the fastest AllReduce protocol
+ * between 2.7 KB and 120 KB (Tree/LL128 to 8 KB, Ring/LL128 above), but the default choice
+ * never picks LL128 (as NCCL leaves LL128 off by default on platforms it does not trust), so
+ * a sweep finds the default slower there (docs/nccl-capture.md).
+ *
+ * With NCCL_DEBUG=INFO the stand-in prints NCCL's INFO lines in the format of the version it
+ * claims (SCALEBENCH_STANDIN_NCCL_VERSION): `NCCL version` (INIT), the per-call line (COLL,
+ * every rank) and the choice line (TUNING, rank 0 of each communicator; none before 2.20,
+ * numeric 2.20–2.23, named from 2.24), to NCCL_DEBUG_FILE (`%h` host, `%p` pid) or stdout. */
+enum { A_TREE, A_RING, A_COLLNET_DIRECT, A_COLLNET_CHAIN, A_NVLS, A_NVLS_TREE, A_PAT, NALGO };
+enum { P_LL, P_LL128, P_SIMPLE, NPROTO };
+enum { NFUNC = 5 }; /* indexed by K_ALLREDUCE … K_REDUCESCATTER; NALGO > NPROTO sizes the lists */
+static const char *ALGO_LOG[NALGO] = {"TREE", "RING", "COLLNET_DIRECT", "COLLNET_CHAIN", "NVLS", "NVLS_TREE", "PAT"};
+static const char *ALGO_ENV[NALGO] = {"Tree", "Ring", "CollnetDirect", "CollnetChain", "NVLS", "NVLSTree", "PAT"};
+static const char *PROTO_LOG[NPROTO] = {"LL", "LL128", "SIMPLE"};
+static const char *PROTO_ENV[NPROTO] = {"LL", "LL128", "Simple"};
+static const char *FUNC_LOG[NFUNC] = {"AllReduce", "Reduce", "Broadcast", "AllGather", "ReduceScatter"};
+static const char *FUNC_ENV[NFUNC] = {"allreduce", "reduce", "broadcast", "allgather", "reducescatter"};
+/* simulated cost: microseconds of latency, bytes per microsecond */
+static const double ALPHA_US[2][NPROTO] = {{100, 150, 300}, {125, 175, 400}};
+static const double BETA_BPUS[2][NPROTO] = {{40, 160, 400}, {50, 320, 800}};
+
+static int g_algo_on[NFUNC][NALGO], g_proto_on[NFUNC][NPROTO];
+static char g_tuning_err[256];
+static pthread_once_t g_tuning_once = PTHREAD_ONCE_INIT;
+
+static int version_code(void) {
+    return (int)sbs_env_long("SCALEBENCH_STANDIN_NCCL_VERSION", 22803);
+}
+
+static int modelled(int func, int algo) {
+    return algo == A_RING || (algo == A_TREE && func == K_ALLREDUCE);
+}
+
+/* One list (`a,b` or `^a,b`) into on[0..n): names compared without case. */
+static int apply_list(const char *var, const char *list, size_t len, int *on, int n, const char *const names[]) {
+    int neg = len > 0 && list[0] == '^';
+    for (int i = 0; i < n; i++)
+        on[i] = neg;
+    size_t p = (size_t)neg;
+    while (p < len) {
+        size_t e = p;
+        while (e < len && list[e] != ',')
+            e++;
+        int found = -1;
+        for (int i = 0; i < n; i++)
+            if (strlen(names[i]) == e - p && strncasecmp(list + p, names[i], e - p) == 0)
+                found = i;
+        if (found >= 0)
+            on[found] = !neg;
+        else if (version_code() >= 22400 && e > p) {
+            snprintf(g_tuning_err, sizeof g_tuning_err, "%s: unknown token '%.*s'", var, (int)(e - p), list + p);
+            return -1;
+        }
+        p = e + 1;
+    }
+    return 0;
+}
+
+/* NCCL_ALGO or NCCL_PROTO into on[func][·]: `list`, or from 2.24 `list;func:list;…`. */
+static int apply_var(const char *var, int n, const char *const names[], int on[][NALGO]) {
+    const char *v = getenv(var);
+    for (int f = 0; f < NFUNC; f++)
+        for (int i = 0; i < n; i++)
+            on[f][i] = 1;
+    if (!v || !*v)
+        return 0;
+    const char *p = v;
+    while (*p) {
+        const char *e = version_code() >= 22400 ? strchr(p, ';') : NULL;
+        size_t len = e ? (size_t)(e - p) : strlen(p);
+        const char *colon = memchr(p, ':', len);
+        int f0 = 0, f1 = NFUNC;
+        const char *list = p;
+        if (colon && version_code() >= 22400) {
+            int f = -1;
+            for (int i = 0; i < NFUNC; i++)
+                if (strlen(FUNC_ENV[i]) == (size_t)(colon - p) && strncasecmp(p, FUNC_ENV[i], (size_t)(colon - p)) == 0)
+                    f = i;
+            if (f < 0) {
+                snprintf(g_tuning_err, sizeof g_tuning_err, "%s: unknown function '%.*s'", var, (int)(colon - p), p);
+                return -1;
+            }
+            f0 = f;
+            f1 = f + 1;
+            list = colon + 1;
+        }
+        for (int f = f0; f < f1; f++)
+            if (apply_list(var, list, len - (size_t)(list - p), on[f], n, names) != 0)
+                return -1;
+        p += len + (e ? 1 : 0);
+    }
+    return 0;
+}
+
+static void tuning_init(void) {
+    int a[NFUNC][NALGO], q[NFUNC][NALGO];
+    if (apply_var("NCCL_ALGO", NALGO, ALGO_ENV, a) != 0 || apply_var("NCCL_PROTO", NPROTO, PROTO_ENV, q) != 0)
+        return;
+    for (int f = 0; f < NFUNC; f++) {
+        for (int i = 0; i < NALGO; i++)
+            g_algo_on[f][i] = a[f][i];
+        for (int i = 0; i < NPROTO; i++)
+            g_proto_on[f][i] = q[f][i];
+    }
+}
+
+static double cost_us(int algo, int proto, size_t bytes) {
+    int a = algo == A_TREE ? 0 : 1;
+    return ALPHA_US[a][proto] + (double)bytes / BETA_BPUS[a][proto];
+}
+
+/* The choice for one call: the cheapest enabled (algorithm, protocol); LL128 only when
+ * NCCL_PROTO names it. -1 when nothing is left (NCCL's "no algorithm/protocol available"). */
+static int choose(int func, size_t bytes, int *algo, int *proto) {
+    const char *pv = getenv("NCCL_PROTO");
+    int ll128_asked = pv && strcasestr(pv, "LL128") && pv[0] != '^';
+    double best = -1;
+    for (int a = 0; a < NALGO; a++)
+        for (int p = 0; p < NPROTO; p++) {
+            if (!modelled(func, a) || !g_algo_on[func][a] || !g_proto_on[func][p])
+                continue;
+            if (p == P_LL128 && !ll128_asked)
+                continue;
+            double c = cost_us(a, p, bytes);
+            if (best < 0 || c < best) {
+                best = c;
+                *algo = a;
+                *proto = p;
+            }
+        }
+    return best < 0 ? -1 : 0;
+}
+
+static void sleep_us(double us) {
+    struct timespec ts = {(time_t)(us / 1e6), (long)(fmod(us, 1e6) * 1e3)};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+    }
+}
+
+/* ---- INFO lines ---- */
+static FILE *g_log;
+static int g_subsys; /* bits: INIT 1, COLL 2, TUNING 64 (NCCL's values) */
+static pthread_once_t g_log_once = PTHREAD_ONCE_INIT;
+static pthread_mutex_t g_log_mu = PTHREAD_MUTEX_INITIALIZER;
+enum { S_INIT = 1, S_COLL = 2, S_TUNING = 64 };
+
+static void log_init(void) {
+    const char *lvl = getenv("NCCL_DEBUG");
+    if (!lvl || (strcasecmp(lvl, "INFO") != 0 && strcasecmp(lvl, "TRACE") != 0))
+        return;
+    const char *sub = getenv("NCCL_DEBUG_SUBSYS");
+    if (!sub || !*sub)
+        sub = "INIT,BOOTSTRAP,ENV";
+    int neg = sub[0] == '^', mask = 0;
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", sub + neg);
+    for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        if (strcasecmp(t, "INIT") == 0) mask |= S_INIT;
+        else if (strcasecmp(t, "COLL") == 0) mask |= S_COLL;
+        else if (strcasecmp(t, "TUNING") == 0) mask |= S_TUNING;
+        else if (strcasecmp(t, "ALL") == 0) mask |= ~0;
+    }
+    g_subsys = neg ? ~mask : mask;
+    g_log = stdout;
+    const char *file = getenv("NCCL_DEBUG_FILE");
+    if (file && *file) {
+        char path[1024], host[256] = "";
+        gethostname(host, sizeof host - 1);
+        char *dot = strchr(host, '.');
+        if (dot)
+            *dot = 0;
+        size_t o = 0;
+        for (const char *p = file; *p && o + 32 < sizeof path; p++) {
+            if (p[0] == '%' && p[1] == 'h') {
+                o += (size_t)snprintf(path + o, sizeof path - o, "%.200s", host);
+                p++;
+            } else if (p[0] == '%' && p[1] == 'p') {
+                o += (size_t)snprintf(path + o, sizeof path - o, "%d", (int)getpid());
+                p++;
+            } else {
+                path[o++] = *p;
+            }
+        }
+        path[o] = 0;
+        FILE *f = fopen(path, "w");
+        if (f)
+            g_log = f;
+    }
+}
+
+static void info(int subsys, int dev, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void info(int subsys, int dev, const char *fmt, ...) {
+    pthread_once(&g_log_once, log_init);
+    if (!g_log || !(g_subsys & subsys))
+        return;
+    char host[256] = "";
+    gethostname(host, sizeof host - 1);
+    char *dot = strchr(host, '.');
+    if (dot)
+        *dot = 0;
+    va_list ap;
+    va_start(ap, fmt);
+    pthread_mutex_lock(&g_log_mu);
+    fprintf(g_log, "%s:%d:%d [%d] NCCL INFO ", host, (int)getpid(), (int)gettid(), dev);
+    vfprintf(g_log, fmt, ap);
+    fputc('\n', g_log);
+    fflush(g_log);
+    pthread_mutex_unlock(&g_log_mu);
+    va_end(ap);
+}
+
+/* The choice line of the version claimed, as NCCL's enqueue.cc prints it. */
+static void log_choice(const struct comm *c, int kind, size_t count, size_t es, int algo, int proto) {
+    int v = version_code();
+    if (c->rank != 0 || v < 22000)
+        return;
+    size_t bytes = count * es;
+    int gathers = kind == K_ALLGATHER || kind == K_REDUCESCATTER;
+    if (v < 22400 && gathers)
+        bytes *= (size_t)c->nranks;
+    double t = cost_us(algo, proto, bytes);
+    if (v < 22300)
+        info(S_TUNING, c->dev, "%zu Bytes -> Algo %d proto %d time %f", bytes, algo, proto, t);
+    else if (v < 22400)
+        info(S_TUNING, c->dev, "%s: %zu Bytes -> Algo %d proto %d time %f", FUNC_LOG[kind], bytes, algo, proto, t);
+    else
+        info(S_TUNING, c->dev, "%s: %zu Bytes -> Algo %s proto %s channel{Lo..Hi}={%d..%d}", FUNC_LOG[kind], bytes,
+             ALGO_LOG[algo], PROTO_LOG[proto], 0, proto == P_SIMPLE ? 3 : 1);
+}
+
+static void show_version(void) {
+    int v = version_code();
+    int major = v >= 20900 ? v / 10000 : v / 1000, minor = v >= 20900 ? v / 100 % 100 : v / 100 % 10;
+    info(S_INIT, sbs_current_device(), "NCCL version %d.%d.%d+standin", major, minor, v % 100);
+}
 
 /* ---------- communicators ---------- */
 static int shm_path(uint64_t token, char *out, size_t n) {
@@ -347,6 +593,11 @@ SBS_EXPORT ncclResult_t ncclCommInitRank(struct comm **out, int nranks, ncclUniq
     int dev = sbs_current_device();
     if (dev < 0)
         return fail(N_UNHANDLED_CUDA, "ncclCommInitRank: no current CUDA context");
+    pthread_once(&g_tuning_once, tuning_init);
+    if (g_tuning_err[0])
+        return fail(N_INVALID_ARGUMENT, "scalebench stand-in (as NCCL %d): %s", version_code(), g_tuning_err);
+    static pthread_once_t shown = PTHREAD_ONCE_INIT;
+    pthread_once(&shown, show_version);
     if (sbs_fault("comm-init"))
         return fail(N_SYSTEM, "scalebench stand-in: fault injected by SCALEBENCH_STANDIN_FAULT=comm-init (as a real NCCL fails when its network or shared-memory transport cannot start)");
     struct comm *c = calloc(1, sizeof *c);
@@ -590,6 +841,8 @@ static void run_collective(struct comm *c, const struct call *k) {
         const void *in = sbs_translate(k->send, k->send_bytes, c->dev, name, "send buffer");
         memcpy(slot, in, k->send_bytes);
     }
+    /* the scale lets a test make the modelled differences dwarf the CPU's own noise */
+    sleep_us(cost_us(k->algo, k->proto, k->count * es) * (double)sbs_env_long("SCALEBENCH_STANDIN_NCCL_COST_SCALE", 1));
     struct desc d = {k->kind, k->dtype, k->op, k->root, k->count};
     c->h->desc[me] = d;
     if (barrier(c) != 0) {
@@ -774,6 +1027,17 @@ static ncclResult_t issue(struct call k) {
         return fail(N_INVALID_USAGE, "%s of %zu bytes exceeds the stand-in's shared-memory slot of %zu bytes: raise SCALEBENCH_STANDIN_SLOT_BYTES", name, cnt * es, c->h->slot);
     if (sbs_fault("collective"))
         return fail(N_SYSTEM, "scalebench stand-in: fault injected by SCALEBENCH_STANDIN_FAULT=collective (as a real NCCL fails when a peer or the network fails)");
+    if (k.kind < NFUNC) {
+        if (choose(k.kind, cnt * es, &k.algo, &k.proto) != 0) {
+            const char *a = getenv("NCCL_ALGO"), *p = getenv("NCCL_PROTO");
+            return fail(N_INVALID_USAGE, "Error : no algorithm/protocol available for function %s with datatype %s. NCCL_ALGO was set to %s. NCCL_PROTO was set to %s.",
+                        FUNC_LOG[k.kind], tname(k.dtype), a ? a : "(unset)", p ? p : "(unset)");
+        }
+        info(S_COLL, c->dev, "%s: opCount %llx sendbuff %p recvbuff %p count %zu datatype %d op %d root %d comm %p [nranks=%d] stream %p",
+             FUNC_LOG[k.kind], (unsigned long long)c->opcount++, (void *)(uintptr_t)k.send, (void *)(uintptr_t)k.recv, cnt, k.dtype,
+             k.op, k.root, (void *)c, n, k.stream);
+        log_choice(c, k.kind, cnt, es, k.algo, k.proto);
+    }
     if (t_depth > 0) {
         if (t_ncalls == t_capcalls) {
             t_capcalls = t_capcalls ? 2 * t_capcalls : 16;
@@ -840,23 +1104,23 @@ SBS_EXPORT ncclResult_t ncclGroupEnd(void) {
 
 /* ---------- the collectives ---------- */
 SBS_EXPORT ncclResult_t ncclAllReduce(const void *s, void *r, size_t count, int t, int op, struct comm *c, void *stream) {
-    return issue((struct call){K_ALLREDUCE, t, op, 0, 0, count, (sbs_devptr)(uintptr_t)s, (sbs_devptr)(uintptr_t)r, 0, 0, c, stream});
+    return issue((struct call){K_ALLREDUCE, t, op, 0, 0, count, (sbs_devptr)(uintptr_t)s, (sbs_devptr)(uintptr_t)r, 0, 0, c, stream, 0, 0});
 }
 SBS_EXPORT ncclResult_t ncclReduce(const void *s, void *r, size_t count, int t, int op, int root, struct comm *c, void *stream) {
-    return issue((struct call){K_REDUCE, t, op, root, 0, count, (sbs_devptr)(uintptr_t)s, (sbs_devptr)(uintptr_t)r, 0, 0, c, stream});
+    return issue((struct call){K_REDUCE, t, op, root, 0, count, (sbs_devptr)(uintptr_t)s, (sbs_devptr)(uintptr_t)r, 0, 0, c, stream, 0, 0});
 }
 SBS_EXPORT ncclResult_t ncclBroadcast(const void *s, void *r, size_t count, int t, int root, struct comm *c, void *stream) {
-    return issue((struct call){K_BCAST, t, O_SUM, root, 0, count, (sbs_devptr)(uintptr_t)s, (sbs_devptr)(uintptr_t)r, 0, 0, c, stream});
+    return issue((struct call){K_BCAST, t, O_SUM, root, 0, count, (sbs_devptr)(uintptr_t)s, (sbs_devptr)(uintptr_t)r, 0, 0, c, stream, 0, 0});
 }
 SBS_EXPORT ncclResult_t ncclAllGather(const void *s, void *r, size_t count, int t, struct comm *c, void *stream) {
-    return issue((struct call){K_ALLGATHER, t, O_SUM, 0, 0, count, (sbs_devptr)(uintptr_t)s, (sbs_devptr)(uintptr_t)r, 0, 0, c, stream});
+    return issue((struct call){K_ALLGATHER, t, O_SUM, 0, 0, count, (sbs_devptr)(uintptr_t)s, (sbs_devptr)(uintptr_t)r, 0, 0, c, stream, 0, 0});
 }
 SBS_EXPORT ncclResult_t ncclReduceScatter(const void *s, void *r, size_t count, int t, int op, struct comm *c, void *stream) {
-    return issue((struct call){K_REDUCESCATTER, t, op, 0, 0, count, (sbs_devptr)(uintptr_t)s, (sbs_devptr)(uintptr_t)r, 0, 0, c, stream});
+    return issue((struct call){K_REDUCESCATTER, t, op, 0, 0, count, (sbs_devptr)(uintptr_t)s, (sbs_devptr)(uintptr_t)r, 0, 0, c, stream, 0, 0});
 }
 SBS_EXPORT ncclResult_t ncclSend(const void *s, size_t count, int t, int peer, struct comm *c, void *stream) {
-    return issue((struct call){K_SEND, t, O_SUM, 0, peer, count, (sbs_devptr)(uintptr_t)s, 0, 0, 0, c, stream});
+    return issue((struct call){K_SEND, t, O_SUM, 0, peer, count, (sbs_devptr)(uintptr_t)s, 0, 0, 0, c, stream, 0, 0});
 }
 SBS_EXPORT ncclResult_t ncclRecv(void *r, size_t count, int t, int peer, struct comm *c, void *stream) {
-    return issue((struct call){K_RECV, t, O_SUM, 0, peer, count, 0, (sbs_devptr)(uintptr_t)r, 0, 0, c, stream});
+    return issue((struct call){K_RECV, t, O_SUM, 0, peer, count, 0, (sbs_devptr)(uintptr_t)r, 0, 0, c, stream, 0, 0});
 }

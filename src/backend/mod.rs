@@ -20,6 +20,7 @@ pub mod cpu;
 #[cfg(feature = "cuda")]
 pub mod cuda;
 pub mod gemm;
+pub mod nccl_log;
 // GPU telemetry (NVML) sampling serves only the CUDA backend.
 #[cfg(feature = "cuda")]
 pub(crate) mod telemetry;
@@ -545,6 +546,14 @@ pub trait Backend {
     /// Stops sampling: one record per local device, empty where nothing was sampled.
     fn telemetry_end(&mut self) -> Vec<DeviceTelemetry> {
         Vec::new()
+    }
+
+    /// Starts capturing what the collective library says of one case's calls (NCCL's INFO
+    /// output on the CUDA backend). The default captures nothing.
+    fn capture_begin(&mut self) {}
+    /// Stops capturing: the library's account of the case, `None` where nothing was captured.
+    fn capture_end(&mut self) -> Option<crate::results::schema::NcclCapture> {
+        None
     }
 
     /// Waits until all enqueued work of every local device is done.

@@ -3,6 +3,7 @@
 
 pub mod ceilings;
 pub(crate) mod ddp;
+pub mod environment;
 pub mod io;
 pub(crate) mod representative;
 pub mod schema;

@@ -522,6 +522,35 @@ pub struct CaseResult {
     /// otherwise).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub buffers: Option<BufferPlacement>,
+    /// What NCCL said of the case's collectives, read from its INFO output (CUDA backend,
+    /// rank 0's process); absent where nothing was captured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nccl: Option<NcclCapture>,
+}
+
+/// NCCL's own account of one case (`docs/nccl-capture.md`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NcclCapture {
+    /// NCCL's version as its log states it (`2.26.2+cuda12.8`); absent where the log said none.
+    #[serde(default)]
+    pub version: Option<String>,
+    /// Each distinct choice rank 0 of the communicator logged while the case ran (warm-up and
+    /// calibration calls included), most frequent first; empty where NCCL logs none (before
+    /// 2.20, or TUNING excluded from NCCL_DEBUG_SUBSYS by the user).
+    pub choices: Vec<NcclChoice>,
+}
+
+/// One algorithm/protocol choice and how many planned collectives had it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NcclChoice {
+    /// As NCCL_ALGO spells it: Ring, Tree, CollnetDirect, CollnetChain, NVLS, NVLSTree, PAT.
+    pub algorithm: String,
+    /// As NCCL_PROTO spells it: LL, LL128, Simple.
+    pub protocol: String,
+    /// Channels used (NCCL 2.24 on; absent where the line does not say).
+    #[serde(default)]
+    pub channels: Option<u32>,
+    pub calls: u64,
 }
 
 /// Where one case's benchmark buffers sat, over every rank and device. Offsets within a page

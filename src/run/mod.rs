@@ -81,6 +81,7 @@ pub fn record(
         ddp: None,
         unrepresentative: Vec::new(),
         buffers: None,
+        nccl: None,
     };
     let m = match outcome {
         Ok(m) => m,

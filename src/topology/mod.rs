@@ -235,6 +235,16 @@ const ENV_PREFIXES: &[&str] = &[
     "MPICH_",
     "MV2_",
     "FI_",
+    // Collective libraries and their network plugins (aws-ofi-nccl reads OFI_NCCL_*).
+    "RCCL_",
+    "OFI_NCCL_",
+    "NVSHMEM_",
+    "TORCH_NCCL_",
+    "HCOLL_",
+    "SHARP_",
+    "PSM2_",
+    "PSM3_",
+    "MLX5_",
     "HSA_",
     "ROCR_",
     "SCALEBENCH_",
@@ -290,18 +300,8 @@ pub fn captured_environment(
     })
     .filter(|(k, _)| !ENV_INTERNAL.iter().any(|p| k.starts_with(p)) || k.starts_with("PMIX_MCA_"))
     .map(|(k, v)| {
-        let upper = k.to_ascii_uppercase();
-        let secret = [
-            "TOKEN",
-            "SECRET",
-            "PASSWORD",
-            "PASSWD",
-            "CREDENTIAL",
-            "_KEY",
-        ]
-        .iter()
-        .any(|s| upper.contains(s));
-        (k, if secret { "<redacted>".to_string() } else { v })
+        let v = crate::results::environment::redact(&k, &v);
+        (k, v)
     })
     .collect()
 }
@@ -344,9 +344,23 @@ mod tests {
             ("SLURM_JOB_ID".to_string(), "7".to_string()),
             ("NCCL_API_KEY".to_string(), "hunter2".to_string()),
             ("RANK".to_string(), "0".to_string()),
+            ("FI_PROVIDER".to_string(), "efa".to_string()),
+            ("UCX_TLS".to_string(), "rc,sm".to_string()),
+            ("OFI_NCCL_PROTOCOL".to_string(), "RDMA".to_string()),
+            ("RCCL_MSCCL_ENABLE".to_string(), "0".to_string()),
+            ("UCX_IB_SECRET".to_string(), "s3".to_string()),
+            ("AWS_SECRET_ACCESS_KEY".to_string(), "s4".to_string()),
         ];
         let env = captured_environment(vars.into_iter());
-        assert_eq!(env.len(), 4);
+        // Settings of the collective libraries kept with their values; AWS_ is no prefix
+        // recorded (and would be redacted), UCX_IB_SECRET is recorded redacted.
+        assert_eq!(env.len(), 9, "{env:?}");
+        assert_eq!(env["FI_PROVIDER"], "efa");
+        assert_eq!(env["UCX_TLS"], "rc,sm");
+        assert_eq!(env["OFI_NCCL_PROTOCOL"], "RDMA");
+        assert_eq!(env["RCCL_MSCCL_ENABLE"], "0");
+        assert_eq!(env["UCX_IB_SECRET"], "<redacted>");
+        assert!(!env.contains_key("AWS_SECRET_ACCESS_KEY"));
         assert!(!env.contains_key("HOME"));
         assert_eq!(env["NCCL_API_KEY"], "<redacted>");
         assert_eq!(env["OMPI_MCA_btl"], "self,tcp");

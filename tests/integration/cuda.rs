@@ -799,6 +799,269 @@ mod standin {
         );
         assert!(!out.exists());
     }
+
+    /// One hybrid run (1 process × 2 stand-in devices) with NCCL's INFO output on; the log
+    /// files it left (`%h`/`%p` expanded) parsed with scalebench's NCCL log parser, and the
+    /// results.
+    fn logged_run(
+        tag: &str,
+        extra: &[&str],
+        workloads: &str,
+    ) -> (Ran, PathBuf, Vec<scalebench::backend::nccl_log::Entry>) {
+        let dir = tmpdir(tag);
+        let (out, logs) = (dir.join("out"), dir.join("logs"));
+        std::fs::create_dir_all(&logs).unwrap();
+        let file = format!("NCCL_DEBUG_FILE={}/nccl.%h.%p", logs.display());
+        let mut e = vec![
+            "NCCL_DEBUG=INFO",
+            "NCCL_DEBUG_SUBSYS=INIT,TUNING,COLL",
+            file.as_str(),
+        ];
+        e.extend_from_slice(extra);
+        let a = cuda_run(
+            &[
+                "--topology",
+                "hybrid",
+                "--devices-per-node",
+                "2",
+                "-w",
+                workloads,
+                "--sizes",
+                "1KiB,64KiB,1MiB",
+            ],
+            "5",
+            &out,
+        );
+        let ran = solo_on(&e, &a);
+        let files: Vec<_> = std::fs::read_dir(&logs)
+            .unwrap()
+            .map(|f| f.unwrap().path())
+            .collect();
+        let text: String = files
+            .iter()
+            .map(|f| std::fs::read_to_string(f).unwrap())
+            .collect();
+        if ran.code == 0 {
+            // One process, one file, its name with the host and pid in place of %h and %p.
+            assert_eq!(files.len(), 1, "{files:?}");
+            let name = files[0].file_name().unwrap().to_string_lossy().into_owned();
+            assert!(!name.contains('%') && name.starts_with("nccl."), "{name}");
+        }
+        (ran, out, scalebench::backend::nccl_log::parse_log(&text))
+    }
+
+    /// The choices NCCL's rank 0 logged, as (function, bytes, algorithm, protocol), once each.
+    fn choices(
+        e: &[scalebench::backend::nccl_log::Entry],
+    ) -> std::collections::BTreeSet<(String, u64, String, String)> {
+        use scalebench::backend::nccl_log::Event;
+        e.iter()
+            .filter_map(|x| match &x.event {
+                Event::Choice(c) => Some((
+                    c.func.map_or("?".to_string(), |f| f.name().to_string()),
+                    c.bytes,
+                    c.algo.to_string(),
+                    c.proto.to_string(),
+                )),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn set(
+        v: &[(&str, u64, &str, &str)],
+    ) -> std::collections::BTreeSet<(String, u64, String, String)> {
+        v.iter()
+            .map(|(f, b, a, p)| (f.to_string(), *b, a.to_string(), p.to_string()))
+            .collect()
+    }
+
+    /// Issue 31: the stand-in NCCL prints INFO lines in the formats of the version it claims
+    /// (named from 2.24, numeric before), which the parser reads back: every collective of
+    /// the run has its algorithm and protocol; its default choice follows its cost model.
+    #[test]
+    fn stand_in_nccl_logs_its_choices_in_each_format() {
+        use scalebench::backend::nccl_log::{version, Event, NcclProto};
+        let (ran, out, e) = logged_run("nccl-log-named", &[], "allreduce,allgather");
+        all_valid(&ran, &out, 6);
+        assert_eq!(version(&e).map(|v| v.1), Some(22803));
+        // f32 1 KiB = 256 elements; the all-gather's 1 KiB is what each rank receives, its
+        // line counts one rank's part (512 B of 2 ranks).
+        assert_eq!(
+            choices(&e),
+            set(&[
+                ("AllReduce", 1024, "Tree", "LL"),
+                ("AllReduce", 65536, "Tree", "Simple"),
+                ("AllReduce", 1048576, "Ring", "Simple"),
+                ("AllGather", 512, "Ring", "LL"),
+                ("AllGather", 32768, "Ring", "Simple"),
+                ("AllGather", 524288, "Ring", "Simple"),
+            ])
+        );
+        for x in &e {
+            if let Event::Choice(c) = &x.event {
+                assert!(c.named);
+                let want = if c.proto == NcclProto::Simple { 4 } else { 2 };
+                assert_eq!(c.channel_count(), Some(want));
+                // Rank 0 of the communicator: the process's device 0.
+                assert_eq!(x.origin.as_ref().unwrap().device, 0);
+            }
+        }
+        // The run's own record: each case's choice, read from the same log.
+        for c in &r_named(&out) {
+            let n = c.nccl.as_ref().expect("captured");
+            assert_eq!(n.version.as_deref(), Some("2.28.3+standin"));
+            let b = c.params.requested_bytes.unwrap();
+            let want = match (c.params.workload.as_str(), b) {
+                ("allreduce", 1024) => ("Tree", "LL"),
+                ("allreduce", 65536) => ("Tree", "Simple"),
+                ("allgather", 1024) => ("Ring", "LL"),
+                _ => ("Ring", "Simple"),
+            };
+            assert_eq!(n.choices.len(), 1, "{}: {:?}", c.id, n.choices);
+            let got = (
+                n.choices[0].algorithm.as_str(),
+                n.choices[0].protocol.as_str(),
+            );
+            assert_eq!(got, want, "{}", c.id);
+            assert!(
+                n.choices[0].calls >= 6,
+                "{}: warm-up and 5 timed calls",
+                c.id
+            );
+        }
+        // COLL lines from both devices' communicators.
+        let devices: std::collections::BTreeSet<u32> = e
+            .iter()
+            .filter(|x| matches!(x.event, Event::Call(_)))
+            .map(|x| x.origin.as_ref().unwrap().device)
+            .collect();
+        assert_eq!(devices.into_iter().collect::<Vec<_>>(), [0, 1]);
+
+        // As NCCL 2.21: numeric, no function, the all-gather's bytes for all ranks.
+        let (ran, out, e) = logged_run(
+            "nccl-log-numeric",
+            &["SCALEBENCH_STANDIN_NCCL_VERSION=22105"],
+            "allgather",
+        );
+        all_valid(&ran, &out, 3);
+        assert_eq!(version(&e).map(|v| v.1), Some(22105));
+        assert_eq!(
+            choices(&e),
+            set(&[
+                ("?", 1024, "Ring", "LL"),
+                ("?", 65536, "Ring", "Simple"),
+                ("?", 1048576, "Ring", "Simple"),
+            ])
+        );
+        assert!(e.iter().all(|x| match &x.event {
+            Event::Choice(c) => !c.named && c.model_time_us.is_some(),
+            _ => true,
+        }));
+    }
+
+    fn r_named(out: &Path) -> Vec<common::wire::Case> {
+        common::read_results(out).cases
+    }
+
+    /// Issue 31: capture is on by default (no NCCL variable set): every case of a pure run
+    /// (2 processes) records NCCL's algorithm and protocol — but all-to-all, whose
+    /// point-to-point calls NCCL logs no choice for; SCALEBENCH_NCCL_CAPTURE=0 records none.
+    #[test]
+    fn every_case_records_the_algorithm_and_protocol() {
+        let dir = tmpdir("nccl-capture-default");
+        let out = dir.join("on");
+        let w = "allreduce,reduce,broadcast,allgather,reduce_scatter,alltoall";
+        let a = cuda_run(&["-w", w, "--sizes", "1KiB,64KiB"], "3", &out);
+        let ran = mpirun_on(2, None, &[], &a);
+        let r = all_valid(&ran, &out, 20);
+        // The provenance holds the user's environment: none of the capture's settings.
+        let env = &r.launches[0].provenance.as_ref().unwrap().environment;
+        for k in ["NCCL_DEBUG", "NCCL_DEBUG_SUBSYS", "NCCL_DEBUG_FILE"] {
+            assert!(!env.contains_key(k), "{k} recorded: {env:?}");
+        }
+        for c in r.cases.iter().filter(|c| c.status == "ok") {
+            let n = c.nccl.as_ref().expect("captured");
+            assert_eq!(n.version.as_deref(), Some("2.28.3+standin"), "{}", c.id);
+            if c.params.workload == "alltoall" {
+                assert!(n.choices.is_empty(), "{}: {:?}", c.id, n.choices);
+            } else {
+                assert!(!n.choices.is_empty(), "{}", c.id);
+                assert!(["Ring", "Tree"].contains(&n.choices[0].algorithm.as_str()));
+                assert!(n.choices[0].channels.is_some());
+            }
+        }
+        let off = dir.join("off");
+        let a = cuda_run(&["-w", "allreduce", "--sizes", "1KiB"], "3", &off);
+        let ran = mpirun_on(2, None, &["SCALEBENCH_NCCL_CAPTURE=0"], &a);
+        let r = all_valid(&ran, &off, 1);
+        assert!(r.cases.iter().all(|c| c.nccl.is_none()));
+    }
+
+    /// The least time measured at `bytes` over the run's cases of that size (in and out of
+    /// place).
+    fn min_time_s(out: &Path, bytes: u64) -> f64 {
+        let r = common::read_results(out);
+        r.cases
+            .iter()
+            .filter(|c| c.params.requested_bytes == Some(bytes))
+            .map(|c| c.timing.as_ref().unwrap().stats_s.min)
+            .fold(f64::INFINITY, f64::min)
+    }
+
+    /// NCCL_ALGO / NCCL_PROTO are honoured: forced Ring/LL128 is what the log shows, and it
+    /// is the planted fastest at 64 KiB (faster than the default choice there, slower at
+    /// 1 MiB); an unknown token fails the communicators (exit 4) naming it.
+    #[test]
+    fn stand_in_nccl_honours_algo_and_proto() {
+        // ×20 the modelled costs: at 64 KiB Ring/LL128 7.6 ms against the default's (Tree/
+        // Simple) 9.3 ms, far apart beside the stand-in's own copying and reducing (about
+        // 1 ms here, its minimum steady to 0.1 ms).
+        let scale = "SCALEBENCH_STANDIN_NCCL_COST_SCALE=20";
+        let (ran, default_out, _) = logged_run("nccl-force-default", &[scale], "allreduce");
+        all_valid(&ran, &default_out, 6);
+        let (ran, forced_out, e) = logged_run(
+            "nccl-force-ll128",
+            &[scale, "NCCL_ALGO=ring", "NCCL_PROTO=LL128"],
+            "allreduce",
+        );
+        all_valid(&ran, &forced_out, 6);
+        for c in r_named(&forced_out) {
+            let n = c.nccl.unwrap();
+            let got = (
+                n.choices[0].algorithm.as_str(),
+                n.choices[0].protocol.as_str(),
+            );
+            assert_eq!(got, ("Ring", "LL128"));
+        }
+        assert_eq!(
+            choices(&e),
+            set(&[
+                ("AllReduce", 1024, "Ring", "LL128"),
+                ("AllReduce", 65536, "Ring", "LL128"),
+                ("AllReduce", 1048576, "Ring", "LL128"),
+            ])
+        );
+        let (d64, f64_) = (
+            min_time_s(&default_out, 65536),
+            min_time_s(&forced_out, 65536),
+        );
+        assert!(f64_ < d64, "64 KiB: Ring/LL128 {f64_} s, default {d64} s");
+        let (d1m, f1m) = (
+            min_time_s(&default_out, 1048576),
+            min_time_s(&forced_out, 1048576),
+        );
+        assert!(f1m > d1m, "1 MiB: Ring/LL128 {f1m} s, default {d1m} s");
+
+        let (ran, out, _) = logged_run("nccl-force-bogus", &["NCCL_ALGO=bogus"], "allreduce");
+        ran.assert_code(4);
+        assert!(
+            ran.stderr.contains("unknown token 'bogus'"),
+            "{}",
+            ran.stderr
+        );
+        assert!(!out.join("results.json").exists() || common::read_results(&out).cases.is_empty());
+    }
 }
 
 #[cfg(not(feature = "cuda"))]

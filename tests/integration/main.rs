@@ -31,6 +31,7 @@ mod hostile;
 mod hybrid_binding;
 mod layering;
 mod measurement;
+mod nccl_capture;
 mod readers;
 mod report;
 mod report_browser;

@@ -79,6 +79,8 @@ pub struct CudaBackend {
     pub(super) standin: bool,
     /// ddp_step's communication streams and all-reduces in flight.
     pub(super) ddp: super::ddp_state::State,
+    /// NCCL's INFO output, read per case (`None`: capture off).
+    pub(super) nccl_log: Option<super::capture::LogTap>,
 }
 
 impl CudaBackend {
@@ -261,6 +263,16 @@ impl Backend for CudaBackend {
 
     fn warnings(&self) -> Vec<String> {
         self.warnings.clone()
+    }
+
+    fn capture_begin(&mut self) {
+        if let Some(t) = &mut self.nccl_log {
+            t.begin();
+        }
+    }
+
+    fn capture_end(&mut self) -> Option<crate::results::schema::NcclCapture> {
+        self.nccl_log.as_mut().map(|t| t.end())
     }
 
     fn telemetry_begin(&mut self) {

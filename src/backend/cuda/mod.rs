@@ -16,6 +16,7 @@
 
 pub(crate) mod backend;
 mod batch;
+pub(crate) mod capture;
 pub(crate) mod cublas;
 mod ddp;
 mod ddp_state;
@@ -29,6 +30,7 @@ pub mod probe;
 mod setup;
 
 pub use backend::{CudaBackend, CudaUnsupported};
+pub use capture::CAPTURE_ENV;
 pub use cublas::GemmUnsupported;
 pub use error::{CudaError, CudaResult};
 pub use events::MarkOverwritten;

@@ -42,6 +42,9 @@ pub(super) fn context(doc: &mut Doc, a: &Analysis<'_>) {
     let mut defs = vec![("Hosts".to_string(), vec![text(hosts_text(&hosts))])];
     defs.push(("Nodes".into(), vec![text(nodes_text(&provs, hosts.len()))]));
     defs.push(("MPI".into(), vec![text(mpi_text(&provs))]));
+    if let Some(settings) = library_settings_text(&provs) {
+        defs.push(("Library settings".into(), vec![text(settings)]));
+    }
     defs.push((
         "Cannot show".into(),
         vec![text(scope_text(&provs, hosts.len()))],
@@ -197,6 +200,30 @@ fn transport_text(l: &LaunchRecord) -> String {
     } else {
         format!("not recorded (environment: {})", asked.join(", "))
     }
+}
+
+/// Prefixes of the variables that steer the collective libraries and their networks.
+const LIBRARY_PREFIXES: &[&str] = &[
+    "NCCL_",
+    "RCCL_",
+    "OFI_NCCL_",
+    "NVSHMEM_",
+    "FI_",
+    "UCX_",
+    "HCOLL_",
+    "SHARP_",
+];
+
+/// The collective libraries' settings the launches ran under (`NAME=value`, each distinct
+/// pair once), redacted again: a file from an older scalebench may hold a secret.
+fn library_settings_text(provs: &[&Provenance]) -> Option<String> {
+    let pairs: BTreeSet<String> = provs
+        .iter()
+        .flat_map(|p| &p.environment)
+        .filter(|(k, _)| LIBRARY_PREFIXES.iter().any(|x| k.starts_with(x)))
+        .map(|(k, v)| format!("{k}={}", crate::results::environment::redact(k, v)))
+        .collect();
+    (!pairs.is_empty()).then(|| pairs.into_iter().collect::<Vec<_>>().join(", "))
 }
 
 /// `a` or `a–b`, in the format given.

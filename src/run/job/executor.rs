@@ -203,7 +203,9 @@ impl Job<'_> {
             self.op_timeout,
         );
         backend.telemetry_begin();
+        backend.capture_begin();
         let outcome = workload::run_case(backend, comm, params, self.settings);
+        let nccl = backend.capture_end();
         self.watchdog.disarm();
         let t1 = now_unix_s();
         let mhz1 = topology::cpu_mhz(clock_cpus);
@@ -237,6 +239,7 @@ impl Job<'_> {
         let rec = CaseResult {
             telemetry,
             unrepresentative,
+            nccl,
             ..rec
         };
         (Some(rec), failed)

@@ -201,6 +201,8 @@ fn gather_provenance<B: Backend>(
     }
     let gemm = rank0_gemm(&gemm_by_rank, &mut warnings);
     let (major, minor) = mpi::environment::version();
+    let mut environment = topology::captured_environment(std::env::vars());
+    crate::backend::nccl_log::as_the_user_set(&mut environment);
     Some(Provenance {
         world_size: comm.size(),
         devices: backend.total_devices(),
@@ -216,7 +218,7 @@ fn gather_provenance<B: Backend>(
         backend: backend.info(),
         ranks,
         hosts,
-        environment: topology::captured_environment(std::env::vars()),
+        environment,
         warnings,
         gemm,
         buffer_policy: None,

@@ -262,6 +262,27 @@ pub struct Case {
     /// Optional: where the benchmark buffers sat (host-memory collectives).
     #[serde(default)]
     pub buffers: Option<Buffers>,
+    /// Optional: NCCL's account of the case (CUDA backend, its INFO output captured).
+    #[serde(default)]
+    pub nccl: Option<NcclCapture>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NcclCapture {
+    #[serde(default)]
+    pub version: Option<String>,
+    pub choices: Vec<NcclChoice>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NcclChoice {
+    pub algorithm: String,
+    pub protocol: String,
+    #[serde(default)]
+    pub channels: Option<u32>,
+    pub calls: u64,
 }
 
 #[derive(Debug, Deserialize)]
