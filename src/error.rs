@@ -10,6 +10,7 @@
 
 use crate::compare::CompareError;
 use crate::launch::error::LaunchError;
+use crate::links::LinksError;
 use crate::plan::PlanError;
 use crate::report::ReportError;
 use crate::results::io::ResultsError;
@@ -47,6 +48,9 @@ pub enum Error {
     /// `scalebench ceilings` failed.
     #[error(transparent)]
     Ceilings(#[from] CeilingsError),
+    /// `scalebench links` was given options it cannot use.
+    #[error(transparent)]
+    Links(#[from] LinksError),
     /// Reading a results file failed. (Not transparent: [`report`] sees the results error in
     /// the chain.)
     #[error("{0}")]
@@ -67,6 +71,7 @@ impl Error {
             Error::Compare(e) => e.exit_code(),
             Error::Topo(e) => e.exit_code(),
             Error::Ceilings(e) => e.exit_code(),
+            Error::Links(e) => e.exit_code(),
             Error::Results(ResultsError::Io { .. }) => EXIT_RUNTIME,
             Error::Results(_) => EXIT_BAD_INPUT,
         }

@@ -51,6 +51,7 @@ pub mod error;
 pub mod exit;
 pub mod host;
 pub mod launch;
+pub mod links;
 pub mod measure;
 pub mod params;
 pub mod plan;

@@ -52,6 +52,7 @@ fn dispatch(cli: Cli, argv: &[String]) -> Result<u8, Error> {
             cuda_devices,
         )?,
         Command::Ceilings(args) => scalebench::run::ceilings::command(&(&args).into())?,
+        Command::Links(args) => links(&args)?,
         Command::Submit(args) => scalebench::launch::submit::submit(&args.request()?, argv)?,
         Command::Status(a) => {
             scalebench::launch::submit::status(&a.run, a.wait, a.timeout, a.quiet)?
@@ -68,6 +69,28 @@ fn dispatch(cli: Cli, argv: &[String]) -> Result<u8, Error> {
         Command::Compare(args) => scalebench::compare::run(&args.request(argv))?,
         Command::Report(args) => scalebench::report::run(&args.request()?)?,
     })
+}
+
+/// `scalebench links`: the simulated matrix when asked, else the measurement (an MPI job).
+fn links(args: &scalebench::cli::LinksArgs) -> Result<u8, Error> {
+    match args.scenario() {
+        Some(s) => Ok(scalebench::links::simulate_command(
+            &s,
+            &args.settings(),
+            args.json,
+        )?),
+        None => links_measure(args),
+    }
+}
+
+#[cfg(feature = "mpi")]
+fn links_measure(args: &scalebench::cli::LinksArgs) -> Result<u8, Error> {
+    Ok(scalebench::run::links::command(&args.measure())?)
+}
+
+#[cfg(not(feature = "mpi"))]
+fn links_measure(_args: &scalebench::cli::LinksArgs) -> Result<u8, Error> {
+    Err(Error::Links(scalebench::links::LinksError::NoMpi))
 }
 
 /// What the CUDA driver says about this node's GPUs (names, memory), next to hwloc's view.

@@ -15,6 +15,7 @@
 mod ceilings;
 mod compare;
 mod launch;
+mod links;
 mod report;
 mod run;
 #[cfg(test)]
@@ -23,6 +24,7 @@ mod tests;
 pub use self::ceilings::*;
 pub use self::compare::*;
 pub use self::launch::*;
+pub use self::links::*;
 pub use self::report::*;
 pub use self::run::*;
 
@@ -67,6 +69,9 @@ pub enum Command {
     /// Measure this host's ceilings (FMA peak per instruction set, STREAM memory bandwidth,
     /// on one CPU and on all offered) and check the GEMM library's kernel; no study runs.
     Ceilings(CeilingsArgs),
+    /// Find the slow node or link: a pairwise bandwidth matrix, attributed to nodes, links and
+    /// blocks of nodes (exit 1 when anything is named); `--simulate` for the attribution alone.
+    Links(LinksArgs),
     /// Submit a sweep spec to a scheduler: one job per allocation shape (job arrays where shapes
     /// repeat), then a job that merges the results. UGE and PBS scripts with --dry-run.
     Submit(SubmitArgs),

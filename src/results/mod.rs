@@ -5,6 +5,7 @@ pub mod ceilings;
 pub(crate) mod ddp;
 pub mod environment;
 pub mod io;
+pub mod links;
 pub(crate) mod representative;
 pub mod schema;
 pub mod validate;

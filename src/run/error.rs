@@ -53,6 +53,9 @@ pub enum RunError {
     Unusable { message: String },
     #[error("--backend cuda: this scalebench was built without CUDA support: rebuild with `cargo build --release --features cuda`")]
     NoCuda,
+    /// `scalebench links` was given options it cannot use.
+    #[error(transparent)]
+    Links(#[from] crate::links::LinksError),
     #[error("MPI was already initialised in this process")]
     MpiInitialised,
     /// Rank 0 could not open the journal; `reason` is its error, sent to every rank.

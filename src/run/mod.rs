@@ -8,6 +8,8 @@ pub mod error;
 #[cfg(feature = "mpi")]
 pub mod job;
 #[cfg(feature = "mpi")]
+pub mod links;
+#[cfg(feature = "mpi")]
 pub(crate) mod watchdog;
 
 use crate::params::CaseParams;

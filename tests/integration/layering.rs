@@ -14,6 +14,8 @@ use std::path::{Path, PathBuf};
 const ALLOWED: &[(&str, &[&str])] = &[
     ("units", &[]),
     ("stats", &[]),
+    // Pair schedules and the attribution of a link matrix: pure, beside stats.
+    ("links", &["stats", "exit"]),
     ("params", &["units"]),
     ("host", &["params", "units"]),
     ("results", &["params", "stats", "units"]),
@@ -29,7 +31,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
         "error",
         &[
             "results", "params", "units", "present", "exit", "topology", "config", "plan",
-            "report", "compare", "run", "launch",
+            "report", "compare", "run", "launch", "links",
         ],
     ),
     (
@@ -61,7 +63,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
         "run",
         &[
             "plan", "config", "topology", "backend", "comm", "workload", "measure", "host",
-            "params", "results", "stats", "units", "exit",
+            "params", "results", "stats", "units", "exit", "links",
             // the nccl-tests layout its live table shares with the report's per-size tables
             "present",
         ],

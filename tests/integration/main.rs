@@ -30,6 +30,7 @@ mod hostile;
 #[cfg(feature = "mpi")]
 mod hybrid_binding;
 mod layering;
+mod links;
 mod measurement;
 mod nccl_capture;
 mod readers;

@@ -1,0 +1,500 @@
+//! `scalebench links` over MPI: every pair of ranks exchanges messages on a schedule of
+//! concurrent disjoint pairs (or mpiGraph's shift rounds), rank 0 gathers the N×N matrix, the
+//! attribution names suspects, and each suspect is re-measured in isolation (a link alone; a
+//! node or block against known-good partners) before it is named. Writes `links.json`.
+
+use crate::comm::mpi::MpiComm;
+use crate::comm::HostComm;
+use crate::links::attribution::{self, Matrix, Settings, Suspect};
+use crate::links::{schedule, LinksError};
+use crate::results::links::{LinkFinding, LinksFile, LINKS_FORMAT_VERSION};
+use crate::run::error::RunError;
+use mpi::traits::*;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+/// Which rounds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Schedule {
+    /// Concurrent disjoint pairs, every pair once (a 1-factorisation).
+    RoundRobin,
+    /// mpiGraph's shift rounds: rank r sends to r+D while receiving from r−D, all ranks busy.
+    Shift,
+}
+
+impl Schedule {
+    pub fn name(self) -> &'static str {
+        match self {
+            Schedule::RoundRobin => "round_robin",
+            Schedule::Shift => "shift",
+        }
+    }
+}
+
+/// Test-only: the pair whose exchanges take `times` as long (the ranks of the pair sleep
+/// inside the timed region), so a test can prove that a slow link is named as a link.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SlowPair {
+    pub a: usize,
+    pub b: usize,
+    pub times: f64,
+}
+
+impl SlowPair {
+    /// `slow_link:A:B:TIMES`.
+    pub fn parse(s: &str) -> Option<SlowPair> {
+        let mut it = s.strip_prefix("slow_link:")?.split(':');
+        let a = it.next()?.parse().ok()?;
+        let b = it.next()?.parse().ok()?;
+        let times: f64 = it.next()?.parse().ok()?;
+        (it.next().is_none() && a != b && (1.0..=1000.0).contains(&times)).then_some(SlowPair {
+            a,
+            b,
+            times,
+        })
+    }
+    fn hits(&self, x: usize, y: usize) -> bool {
+        (x, y) == (self.a, self.b) || (x, y) == (self.b, self.a)
+    }
+}
+
+/// What `scalebench links` (measuring) is asked to do.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Request {
+    pub schedule: Schedule,
+    pub bidirectional: bool,
+    pub message_bytes: u64,
+    pub iters: u32,
+    pub warmup: u32,
+    pub out: Option<PathBuf>,
+    pub fault: Option<String>,
+    pub settings: Settings,
+    pub json: bool,
+}
+
+/// One rank's exchanges: the times of the cells it completed (`from → me` received, or
+/// `me → to` acknowledged), medians over the timed iterations.
+struct Exchanger<'a> {
+    world: &'a mpi::topology::SimpleCommunicator,
+    me: usize,
+    send: Vec<u8>,
+    recv: Vec<u8>,
+    iters: u32,
+    warmup: u32,
+    slow: Option<SlowPair>,
+}
+
+impl Exchanger<'_> {
+    /// Both ranks start each exchange together: a zero-byte handshake.
+    fn handshake(&self, peer: usize) {
+        let p = self.world.process_at_rank(peer as i32);
+        let mut none = [0u8; 0];
+        mpi::request::scope(|scope| {
+            let r = p.immediate_receive_into(scope, &mut none[..]);
+            let s = p.immediate_send(scope, &[0u8; 0][..]);
+            r.wait();
+            s.wait();
+        });
+    }
+
+    /// The fault: sleep so the exchange took `times` as long.
+    fn slow_down(&self, peer: usize, elapsed: Duration) {
+        if let Some(f) = self.slow.filter(|f| f.hits(self.me, peer)) {
+            std::thread::sleep(elapsed.mul_f64(f.times - 1.0));
+        }
+    }
+
+    /// `from` sends to `to` (a message, then a one-byte acknowledgement), timed on `from`.
+    /// Returns the median seconds on `from`, `None` on `to`.
+    fn one_way(&mut self, from: usize, to: usize) -> Option<f64> {
+        let mut times = Vec::new();
+        for i in 0..self.warmup + self.iters {
+            if self.me == from {
+                self.handshake(to);
+                let t0 = Instant::now();
+                let p = self.world.process_at_rank(to as i32);
+                p.send(&self.send[..]);
+                let mut ack = [0u8; 1];
+                p.receive_into(&mut ack[..]);
+                self.slow_down(to, t0.elapsed());
+                if i >= self.warmup {
+                    times.push(t0.elapsed().as_secs_f64());
+                }
+            } else {
+                self.handshake(from);
+                let p = self.world.process_at_rank(from as i32);
+                p.receive_into(&mut self.recv[..]);
+                p.send(&[1u8][..]);
+            }
+        }
+        (self.me == from).then(|| median(&mut times))
+    }
+
+    /// Sends to `to` while receiving from `from` (the same rank in a bidirectional pair),
+    /// timed until the receive completes: the cell `from → me`.
+    fn both_ways(&mut self, from: usize, to: usize) -> f64 {
+        let mut times = Vec::new();
+        for i in 0..self.warmup + self.iters {
+            let t0 = Instant::now();
+            let (world, recv, send) = (self.world, &mut self.recv, &self.send);
+            mpi::request::scope(|scope| {
+                let r = world
+                    .process_at_rank(from as i32)
+                    .immediate_receive_into(scope, &mut recv[..]);
+                let s = world
+                    .process_at_rank(to as i32)
+                    .immediate_send(scope, &send[..]);
+                r.wait();
+                s.wait();
+            });
+            self.slow_down(from, t0.elapsed());
+            if i >= self.warmup {
+                times.push(t0.elapsed().as_secs_f64());
+            }
+            // Each iteration starts together: a straggler's late start is not the link's.
+            self.world.barrier();
+        }
+        median(&mut times)
+    }
+}
+
+fn median(xs: &mut [f64]) -> f64 {
+    xs.sort_by(f64::total_cmp);
+    let n = xs.len();
+    if n == 0 {
+        f64::NAN
+    } else if n % 2 == 1 {
+        xs[n / 2]
+    } else {
+        (xs[n / 2 - 1] + xs[n / 2]) / 2.0
+    }
+}
+
+/// Cells this rank measured: (from, to, seconds).
+type Cells = Vec<(usize, usize, f64)>;
+
+/// Runs `rounds` of pairs (every rank calls it with the same rounds); a barrier between rounds.
+fn measure_rounds(
+    ex: &mut Exchanger<'_>,
+    rounds: &[Vec<(usize, usize)>],
+    bidirectional: bool,
+) -> Cells {
+    let me = ex.me;
+    let mut cells = Vec::new();
+    for round in rounds {
+        ex.world.barrier();
+        let Some(&(a, b)) = round.iter().find(|(a, b)| *a == me || *b == me) else {
+            // Idle this round (odd N, or not in an isolated pair): the others' barriers.
+            if bidirectional {
+                for _ in 0..ex.warmup + ex.iters {
+                    ex.world.barrier();
+                }
+            }
+            continue;
+        };
+        let peer = if a == me { b } else { a };
+        if bidirectional {
+            cells.push((peer, me, ex.both_ways(peer, peer)));
+        } else {
+            for (from, to) in [(a, b), (b, a)] {
+                if let Some(s) = ex.one_way(from, to) {
+                    cells.push((from, to, s));
+                }
+            }
+        }
+    }
+    cells
+}
+
+/// The shift rounds: every rank sends to r+D and receives from r−D at once.
+fn measure_shift(ex: &mut Exchanger<'_>, n: usize) -> Cells {
+    let me = ex.me;
+    (1..n)
+        .map(|d| {
+            ex.world.barrier();
+            let (to, from) = ((me + d) % n, (me + n - d) % n);
+            (from, me, ex.both_ways(from, to))
+        })
+        .collect()
+}
+
+/// Gathers every rank's cells at rank 0 as an N×N matrix of seconds.
+fn gather(comm: &MpiComm, cells: &Cells, n: usize) -> Vec<Option<f64>> {
+    let bytes: Vec<u8> = cells
+        .iter()
+        .flat_map(|&(f, t, s)| {
+            [
+                (f as u64).to_le_bytes(),
+                (t as u64).to_le_bytes(),
+                s.to_le_bytes(),
+            ]
+            .concat()
+        })
+        .collect();
+    let mut m = vec![None; n * n];
+    for part in comm.gather_bytes(&bytes) {
+        for c in part.chunks_exact(24) {
+            let word = |i: usize| <[u8; 8]>::try_from(&c[i * 8..i * 8 + 8]).unwrap_or([0; 8]);
+            let (f, t) = (
+                u64::from_le_bytes(word(0)) as usize,
+                u64::from_le_bytes(word(1)) as usize,
+            );
+            m[f * n + t] = Some(f64::from_le_bytes(word(2)));
+        }
+    }
+    m
+}
+
+/// The rank pairs that confirm a suspect in isolation: a link alone; a node or a block's ends
+/// against the two best nodes not under suspicion.
+fn confirmation_pairs(s: &Suspect, good: &[usize]) -> Vec<(usize, usize)> {
+    let pair = |x: usize, y: usize| (x.min(y), x.max(y));
+    match *s {
+        Suspect::Link { a, b } => vec![pair(a, b)],
+        Suspect::Node { node } => good.iter().take(2).map(|&g| pair(node, g)).collect(),
+        Suspect::Block { first, last } => good
+            .iter()
+            .take(2)
+            .zip([first, last])
+            .map(|(&g, m)| pair(m, g))
+            .collect(),
+    }
+}
+
+/// Runs `scalebench links` in this process (one MPI rank). Exit 1 when a confirmed suspect is
+/// named, 0 when healthy.
+pub fn command(req: &Request) -> Result<u8, RunError> {
+    req.settings.check()?;
+    if req.iters == 0 {
+        return Err(LinksError::Iters(req.iters).into());
+    }
+    if req.message_bytes == 0 || req.message_bytes > 1 << 30 {
+        return Err(LinksError::Size(req.message_bytes).into());
+    }
+    let slow = match &req.fault {
+        Some(f) => {
+            Some(SlowPair::parse(f).ok_or_else(|| RunError::Links(LinksError::Fault(f.clone())))?)
+        }
+        None => None,
+    };
+    let universe = mpi::initialize().ok_or(RunError::MpiInitialised)?;
+    let world = universe.world();
+    let comm = MpiComm::new(&world);
+    let (me, n) = (comm.rank() as usize, comm.size() as usize);
+    if let Some(f) = slow.filter(|f| f.a >= n || f.b >= n) {
+        return Err(RunError::Links(LinksError::FaultRanks {
+            a: f.a,
+            b: f.b,
+            ranks: n,
+        }));
+    }
+    let hosts: Vec<String> = comm
+        .gather_bytes(crate::topology::hostname().as_bytes())
+        .into_iter()
+        .map(|h| String::from_utf8_lossy(&h).into_owned())
+        .collect();
+    let mut ex = Exchanger {
+        world: &world,
+        me,
+        send: vec![0xa5; req.message_bytes as usize],
+        recv: vec![0; req.message_bytes as usize],
+        iters: req.iters,
+        warmup: req.warmup,
+        slow,
+    };
+    let cells = match req.schedule {
+        Schedule::RoundRobin => {
+            measure_rounds(&mut ex, &schedule::round_robin(n), req.bidirectional)
+        }
+        Schedule::Shift => measure_shift(&mut ex, n),
+    };
+    let seconds = gather(&comm, &cells, n);
+    let gbps: Vec<Option<f64>> = seconds
+        .iter()
+        .map(|s| s.map(|s| req.message_bytes as f64 / s / 1e9))
+        .collect();
+
+    // Rank 0 attributes and tells every rank which pairs to re-measure in isolation.
+    let mut plan = Vec::new();
+    let analysis =
+        if me == 0 {
+            let a = attribution::analyse(&fabric(&gbps, &hosts), &req.settings);
+            let good = good_nodes(&a);
+            for f in &a.findings {
+                plan.extend(confirmation_pairs(&f.suspect, &good).into_iter().flat_map(
+                    |(x, y)| [(x as u64).to_le_bytes(), (y as u64).to_le_bytes()].concat(),
+                ));
+            }
+            Some(a)
+        } else {
+            None
+        };
+    comm.broadcast_bytes(&mut plan);
+    let pairs: Vec<(usize, usize)> = plan
+        .chunks_exact(16)
+        .map(|c| {
+            let w =
+                |i: usize| u64::from_le_bytes(<[u8; 8]>::try_from(&c[i..i + 8]).unwrap_or([0; 8]));
+            (w(0) as usize, w(8) as usize)
+        })
+        .collect();
+    // Every rank has the same plan, so all skip together when nothing is suspect.
+    let iso = if pairs.is_empty() {
+        vec![None; n * n]
+    } else {
+        let cells = measure_rounds(&mut ex, &schedule::isolated(&pairs), req.bidirectional);
+        gather(&comm, &cells, n)
+    };
+    let Some(a) = analysis else {
+        return Ok(crate::exit::EXIT_OK);
+    };
+    let file = assemble(req, &hosts, &gbps, &iso, &a, slow.is_some());
+    let code = if file.findings.iter().any(|f| f.confirmed) {
+        1
+    } else {
+        0
+    };
+    let out = req.out.clone().unwrap_or_else(|| PathBuf::from("."));
+    std::fs::create_dir_all(&out).map_err(|source| {
+        RunError::Results(crate::results::io::ResultsError::Io {
+            path: out.clone(),
+            source,
+        })
+    })?;
+    let text = serde_json::to_vec_pretty(&file).unwrap_or_default();
+    crate::results::io::write_atomic(&out.join("links.json"), &text)?;
+    if req.json {
+        println!("{}", String::from_utf8_lossy(&text));
+    } else {
+        print!("{}", render(&file, &out));
+    }
+    Ok(code)
+}
+
+/// The attribution's matrix: inter-node cells only when the job spans several hosts (same-host
+/// pairs go through shared memory, not the fabric); all cells on one host. Names are `host:rank`.
+fn fabric(gbps: &[Option<f64>], hosts: &[String]) -> Matrix {
+    let n = hosts.len();
+    let several = hosts.iter().any(|h| h != &hosts[0]);
+    Matrix {
+        names: (0..n).map(|r| format!("{}:{r}", hosts[r])).collect(),
+        gbps: (0..n * n)
+            .map(|k| gbps[k].filter(|_| !several || hosts[k / n] != hosts[k % n]))
+            .collect(),
+    }
+}
+
+/// Nodes not under suspicion, best first.
+fn good_nodes(a: &attribution::Analysis) -> Vec<usize> {
+    let suspect = |i: usize| {
+        a.findings.iter().any(|f| match f.suspect {
+            Suspect::Node { node } => node == i,
+            Suspect::Link { a, b } => a == i || b == i,
+            Suspect::Block { first, last } => (first..=last).contains(&i),
+        })
+    };
+    let mut good: Vec<usize> = (0..a.send_ratio.len()).filter(|&i| !suspect(i)).collect();
+    let score = |i: usize| a.send_ratio[i] * a.recv_ratio[i];
+    good.sort_by(|&x, &y| score(y).total_cmp(&score(x)));
+    good
+}
+
+fn assemble(
+    req: &Request,
+    hosts: &[String],
+    gbps: &[Option<f64>],
+    iso: &[Option<f64>],
+    a: &attribution::Analysis,
+    faulted: bool,
+) -> LinksFile {
+    let n = hosts.len();
+    let m = fabric(gbps, hosts);
+    let good = good_nodes(a);
+    let findings = a
+        .findings
+        .iter()
+        .map(|f| {
+            // Isolated bandwidth of the confirming pairs, as a fraction of the matrix median.
+            let mut ratios: Vec<f64> = confirmation_pairs(&f.suspect, &good)
+                .into_iter()
+                .flat_map(|(x, y)| [iso[x * n + y], iso[y * n + x]])
+                .flatten()
+                .map(|s| req.message_bytes as f64 / s / 1e9 / a.median_gbps)
+                .collect();
+            let isolated = (!ratios.is_empty()).then(|| median(&mut ratios));
+            let confirmed = isolated.is_some_and(|r| r < 1.0 - req.settings.min_effect);
+            let (kind, ranks) = match f.suspect {
+                Suspect::Node { node } => ("node", vec![node]),
+                Suspect::Link { a, b } => ("link", vec![a, b]),
+                Suspect::Block { first, last } => ("block", vec![first, last]),
+            };
+            let mut text = f.describe(&m.names);
+            match isolated {
+                Some(r) if confirmed => text.push_str(&format!("; isolated: {:.0} %, confirmed", r * 100.0)),
+                Some(r) => text.push_str(&format!(
+                    "; isolated: {:.0} %, not confirmed (slow only under the round's load: contention)",
+                    r * 100.0
+                )),
+                None => text.push_str("; no isolated re-test possible (no good partner)"),
+            }
+            LinkFinding {
+                kind: kind.into(),
+                ranks,
+                ratio: f.ratio,
+                z: f.z,
+                confidence: f.confidence,
+                isolated_ratio: isolated,
+                confirmed,
+                text,
+            }
+        })
+        .collect();
+    let several = hosts.iter().any(|h| h != &hosts[0]);
+    LinksFile {
+        links_format_version: LINKS_FORMAT_VERSION,
+        generator: crate::results::io::this_generator(),
+        schedule: req.schedule.name().into(),
+        bidirectional: req.bidirectional || req.schedule == Schedule::Shift,
+        message_bytes: req.message_bytes,
+        iters: req.iters,
+        warmup: req.warmup,
+        hosts: hosts.to_vec(),
+        analysed: if several { "inter_node" } else { "intra_node" }.into(),
+        matrix_gbps: (0..n).map(|i| gbps[i * n..(i + 1) * n].to_vec()).collect(),
+        median_gbps: a.median_gbps.is_finite().then_some(a.median_gbps),
+        residual_spread: a.residual_spread.is_finite().then_some(a.residual_spread),
+        findings,
+        note: a.note.clone(),
+        fault: faulted.then(|| req.fault.clone()).flatten(),
+    }
+}
+
+/// The findings as printed.
+fn render(f: &LinksFile, out: &std::path::Path) -> String {
+    let mut s = format!(
+        "{} ranks on {} host(s), {} {} schedule, {} B messages: median {} GB/s ({} pairs analysed)\n",
+        f.hosts.len(),
+        {
+            let mut h = f.hosts.clone();
+            h.sort();
+            h.dedup();
+            h.len()
+        },
+        if f.bidirectional { "bidirectional" } else { "unidirectional" },
+        f.schedule,
+        f.message_bytes,
+        f.median_gbps.map_or("?".into(), |m| format!("{m:.2}")),
+        f.analysed.replace('_', "-"),
+    );
+    if let Some(note) = &f.note {
+        s.push_str(&format!("no verdict: {note}\n"));
+    } else if f.findings.is_empty() {
+        s.push_str("healthy: no node, link or block named\n");
+    }
+    for x in &f.findings {
+        s.push_str(&x.text);
+        s.push('\n');
+    }
+    s.push_str(&format!("wrote {}\n", out.join("links.json").display()));
+    s
+}
