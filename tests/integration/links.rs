@@ -121,7 +121,13 @@ fn a_slowed_pair_is_named_as_a_link() {
             assert_eq!(c.is_null(), i == j, "cell {i}→{j}: {c}");
         }
     }
-    let f = v["findings"].as_array().unwrap();
+    // A busy host may add an unconfirmed suspect; only what isolation confirms is named.
+    let f: Vec<&serde_json::Value> = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["confirmed"] == true)
+        .collect();
     assert_eq!(f.len(), 1, "{}\n{}", r.stdout, v["findings"]);
     assert_eq!(f[0]["kind"], "link");
     assert_eq!(f[0]["ranks"], serde_json::json!([1, 2]));
