@@ -9,6 +9,7 @@
 //! - 4: a runtime failure (I/O while writing results, a launcher that could not start).
 
 use crate::compare::CompareError;
+use crate::history::HistoryError;
 use crate::launch::error::LaunchError;
 use crate::plan::PlanError;
 use crate::report::ReportError;
@@ -41,6 +42,9 @@ pub enum Error {
     /// Two sides could not be compared.
     #[error(transparent)]
     Compare(#[from] CompareError),
+    /// The performance history could not be indexed or read.
+    #[error(transparent)]
+    History(#[from] HistoryError),
     /// `scalebench topo` failed.
     #[error(transparent)]
     Topo(#[from] TopoError),
@@ -66,6 +70,7 @@ impl Error {
             Error::Report(e) => e.exit_code(),
             Error::Compare(e) => e.exit_code(),
             Error::Topo(e) => e.exit_code(),
+            Error::History(e) => e.exit_code(),
             Error::Ceilings(e) => e.exit_code(),
             Error::Results(ResultsError::Io { .. }) => EXIT_RUNTIME,
             Error::Results(_) => EXIT_BAD_INPUT,
