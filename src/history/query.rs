@@ -132,10 +132,18 @@ fn where_clause(f: &Filter) -> Result<(String, Vec<Value>), HistoryError> {
     let mut args: Vec<Value> = Vec::new();
     if let Some(c) = &f.case {
         args.push(Value::Text(c.clone()));
-        conds.push(format!(
-            "(substr(m.case_id, 1, length(?{0})) = ?{0} OR instr(m.label, ?{0}) > 0)",
-            args.len()
-        ));
+        // An id or its prefix (hex) is a range on the index; other text is searched in the
+        // labels (a scan of every row).
+        conds.push(
+            if !c.is_empty()
+                && c.chars()
+                    .all(|ch| ch.is_ascii_hexdigit() && !ch.is_ascii_uppercase())
+            {
+                format!("m.case_id >= ?{0} AND m.case_id < ?{0} || '~'", args.len())
+            } else {
+                format!("instr(m.label, ?{}) > 0", args.len())
+            },
+        );
     }
     for l in &f.labels {
         let Some((k, v)) = l.split_once('=') else {
@@ -217,8 +225,8 @@ fn fetch(req: &Request) -> Result<Vec<Row>, HistoryError> {
         .map_err(|e| classify(db, e))
 }
 
-/// Rows grouped into series (case × cluster), each in its metric.
-fn series(req: &Request) -> Result<Vec<Series>, HistoryError> {
+/// Rows grouped into series (case × cluster), each in its metric (what `show` prints).
+pub fn series(req: &Request) -> Result<Vec<Series>, HistoryError> {
     let rows = match fetch(req) {
         // A page found bad only now: rebuild (open_read does, with a warning) and ask again.
         Err(HistoryError::Corrupt { .. }) => {

@@ -472,6 +472,8 @@ pub fn ingest(index: &mut Index, roots: &[PathBuf]) -> Result<IngestSummary, His
         match r {
             Ok(Some(p)) => new.push(p),
             Ok(None) => summary.already += 1,
+            // The results layer's messages name the file already.
+            Err(why) if why.contains(&*path.to_string_lossy()) => summary.refused.push(why),
             Err(why) => summary.refused.push(format!("{}: {why}", path.display())),
         }
     }
@@ -568,4 +570,29 @@ pub fn remember_roots(db: &Path, new: &[PathBuf]) -> Result<(), HistoryError> {
         }
     }
     f.sync_all().map_err(io(&path))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// tmpfs is local (WAL); procfs is no filesystem we know, so it gets the rollback journal
+    /// like a network one would.
+    #[test]
+    fn journal_mode_follows_the_filesystem() {
+        let shm = filesystem_of(Path::new("/dev/shm"));
+        assert_eq!((shm.name, shm.journal_mode()), ("tmpfs", "wal"), "{shm:?}");
+        let proc = filesystem_of(Path::new("/proc"));
+        assert_eq!((proc.name, proc.journal_mode()), ("unknown", "delete"));
+        let nfs = Filesystem {
+            magic: 0x6969,
+            name: "nfs",
+            local: false,
+        };
+        assert_eq!(nfs.journal_mode(), "delete");
+        assert!(FILESYSTEMS
+            .iter()
+            .filter(|f| ["nfs", "lustre", "gpfs"].contains(&f.1))
+            .all(|f| !f.2));
+    }
 }
