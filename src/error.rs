@@ -9,6 +9,7 @@
 //! - 4: a runtime failure (I/O while writing results, a launcher that could not start).
 
 use crate::compare::CompareError;
+use crate::history::HistoryError;
 use crate::launch::error::LaunchError;
 use crate::links::LinksError;
 use crate::plan::PlanError;
@@ -42,6 +43,9 @@ pub enum Error {
     /// Two sides could not be compared.
     #[error(transparent)]
     Compare(#[from] CompareError),
+    /// The performance history could not be indexed or read.
+    #[error(transparent)]
+    History(#[from] HistoryError),
     /// `scalebench topo` failed.
     #[error(transparent)]
     Topo(#[from] TopoError),
@@ -70,6 +74,7 @@ impl Error {
             Error::Report(e) => e.exit_code(),
             Error::Compare(e) => e.exit_code(),
             Error::Topo(e) => e.exit_code(),
+            Error::History(e) => e.exit_code(),
             Error::Ceilings(e) => e.exit_code(),
             Error::Links(e) => e.exit_code(),
             Error::Results(ResultsError::Io { .. }) => EXIT_RUNTIME,

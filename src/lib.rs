@@ -24,6 +24,8 @@
 //! - [`results`]: the versioned results format and crash-safe I/O.
 //! - [`report`]: what people read: reports from results files.
 //! - [`compare`]: regression comparison of results files and the CI gate's verdict.
+//! - [`history`]: an SQLite index over results files: each case's series across runs and
+//!   clusters, and its change points.
 //! - [`present`]: the document both of them build, rendered as text, Markdown and HTML.
 //!
 //! Leaves every stage may use: [`params`] (the shared vocabulary and case identity, with the
@@ -49,6 +51,7 @@ pub mod compare;
 pub mod config;
 pub mod error;
 pub mod exit;
+pub mod history;
 pub mod host;
 pub mod launch;
 pub mod links;

@@ -1,7 +1,7 @@
 //! The `scalebench` binary: parse, call the library, map the outcome to an exit code.
 
 use clap::Parser;
-use scalebench::cli::{Cli, Command};
+use scalebench::cli::{Cli, Command, HistoryCommand};
 use scalebench::error::Error;
 use std::process::ExitCode;
 
@@ -68,6 +68,13 @@ fn dispatch(cli: Cli, argv: &[String]) -> Result<u8, Error> {
         )?,
         Command::Compare(args) => scalebench::compare::run(&args.request(argv))?,
         Command::Report(args) => scalebench::report::run(&args.request()?)?,
+        Command::History(args) => match &args.command {
+            HistoryCommand::Ingest(a) => scalebench::history::ingest(&a.request())?,
+            HistoryCommand::Show(a) => scalebench::history::query::show(
+                &a.request(scalebench::history::changes::Settings::default()),
+            )?,
+            HistoryCommand::Changes(a) => scalebench::history::query::changes(&a.request())?,
+        },
     })
 }
 

@@ -14,6 +14,7 @@
 // One file per command's arguments; the re-exports keep every `cli::…` path as it was.
 mod ceilings;
 mod compare;
+mod history;
 mod launch;
 mod links;
 mod report;
@@ -23,6 +24,7 @@ mod tests;
 
 pub use self::ceilings::*;
 pub use self::compare::*;
+pub use self::history::*;
 pub use self::launch::*;
 pub use self::links::*;
 pub use self::report::*;
@@ -88,6 +90,9 @@ pub enum Command {
     /// Build a report from results files: charts (SVG, PNG), report.html, report.md and
     /// results.csv with scaling efficiency, α–β model fits, pure vs hybrid, binding, stragglers.
     Report(ReportArgs),
+    /// Performance history: index results files (SQLite), show each case's series across runs,
+    /// find change points.
+    History(HistoryArgs),
 }
 
 /// A comma-separated size list with ranges, parsed as one value (`8B:1GiB:x2,3MiB`).

@@ -31,7 +31,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
         "error",
         &[
             "results", "params", "units", "present", "exit", "topology", "config", "plan",
-            "report", "compare", "run", "launch", "links",
+            "report", "compare", "history", "run", "launch", "links",
         ],
     ),
     (
@@ -83,6 +83,11 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ),
     (
         "compare",
+        &["present", "params", "results", "stats", "units", "exit"],
+    ),
+    // Like report and compare: reads only results files (its SQLite index is built from them).
+    (
+        "history",
         &["present", "params", "results", "stats", "units", "exit"],
     ),
 ];

@@ -26,6 +26,7 @@ mod ddp;
 mod fuzz_inputs;
 mod gemm_providers;
 mod golden;
+mod history;
 mod hostile;
 #[cfg(feature = "mpi")]
 mod hybrid_binding;

@@ -1,0 +1,598 @@
+//! The SQLite index: where it lives, which journal mode its filesystem allows, its schema,
+//! ingest (content-hashed, incremental, serialised between processes) and rebuild.
+//!
+//! The results JSON stay the source of truth. Every ingest appends its roots to
+//! `<db>.roots`, a plain text file beside the index, so an index found corrupt or truncated is
+//! moved aside and rebuilt from every tree it ever indexed, with a warning.
+
+use super::extract::{case_rows, run_row, CaseRow, RunRow};
+use super::HistoryError;
+use crate::results::io::{parse_results, read_input_text};
+use crate::results::validate::validate;
+use rayon::prelude::*;
+use rusqlite::{params, Connection, ErrorCode, OpenFlags, TransactionBehavior};
+use sha2::{Digest, Sha256};
+use std::collections::HashSet;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// The schema's version, in `PRAGMA user_version`.
+const SCHEMA_VERSION: i64 = 1;
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS source_file(
+  sha256 TEXT PRIMARY KEY,
+  path TEXT NOT NULL,
+  size_bytes INTEGER NOT NULL
+) STRICT;
+CREATE TABLE IF NOT EXISTS run(
+  run_key INTEGER PRIMARY KEY,
+  sha256 TEXT NOT NULL UNIQUE REFERENCES source_file(sha256) ON DELETE CASCADE,
+  run_id TEXT NOT NULL,
+  started_unix_s REAL NOT NULL,
+  version TEXT NOT NULL,
+  git_sha TEXT,
+  cluster TEXT NOT NULL,
+  labels_json TEXT NOT NULL
+) STRICT;
+CREATE TABLE IF NOT EXISTS measurement(
+  run_key INTEGER NOT NULL REFERENCES run(run_key) ON DELETE CASCADE,
+  case_id TEXT NOT NULL,
+  label TEXT NOT NULL,
+  workload TEXT NOT NULL,
+  nodes INTEGER NOT NULL,
+  devices_per_node INTEGER NOT NULL,
+  bytes INTEGER,
+  setup TEXT NOT NULL,
+  unrepresentative TEXT NOT NULL,
+  n INTEGER NOT NULL,
+  median_s REAL NOT NULL,
+  lo_s REAL NOT NULL,
+  hi_s REAL NOT NULL,
+  busbw_c REAL,
+  algbw_c REAL,
+  gflops_c REAL,
+  PRIMARY KEY(run_key, case_id)
+) STRICT, WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS measurement_case ON measurement(case_id, run_key);
+";
+
+/// How long a writer waits for another process's transaction before giving up.
+const BUSY: Duration = Duration::from_secs(120);
+
+/// Files inserted per transaction: few enough that a concurrent reader is not held long.
+const BATCH_FILES: usize = 200;
+
+/// The filesystem under the index and the journal mode chosen for it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Filesystem {
+    /// statfs f_type.
+    pub magic: u64,
+    /// Its name (`ext4`, `nfs`, …) or `unknown`.
+    pub name: &'static str,
+    /// Whether every process that opens the file runs on this host (WAL needs shared memory).
+    pub local: bool,
+}
+
+impl Filesystem {
+    /// `wal` where all processes share one host's memory, `delete` (the rollback journal)
+    /// elsewhere: "WAL does not work over a network filesystem" (sqlite.org/wal.html).
+    pub fn journal_mode(&self) -> &'static str {
+        if self.local {
+            "wal"
+        } else {
+            "delete"
+        }
+    }
+}
+
+/// statfs magics (linux/magic.h; Lustre, GPFS and BeeGFS from their sources): local ones first.
+const FILESYSTEMS: &[(u64, &str, bool)] = &[
+    (0xEF53, "ext4", true),
+    (0x5846_5342, "xfs", true),
+    (0x0102_1994, "tmpfs", true),
+    (0x9123_683E, "btrfs", true),
+    (0x794C_7630, "overlayfs", true),
+    (0x2FC1_2FC1, "zfs", true),
+    (0x6969, "nfs", false),
+    (0x0BD0_0BD0, "lustre", false),
+    (0x4750_4653, "gpfs", false),
+    (0x1983_0326, "beegfs", false),
+    (0x00C3_6400, "cephfs", false),
+    (0xFF53_4D42, "cifs", false),
+    (0xFE53_4D42, "smb2", false),
+    (0x6573_5546, "fuse", false),
+];
+
+/// Names the filesystem holding `dir`; an unknown one counts as shared (the safe journal).
+pub fn filesystem_of(dir: &Path) -> Filesystem {
+    let magic = statfs_magic(dir).unwrap_or(0);
+    let (name, local) = FILESYSTEMS
+        .iter()
+        .find(|(m, _, _)| *m == magic)
+        .map_or(("unknown", false), |(_, n, l)| (*n, *l));
+    Filesystem { magic, name, local }
+}
+
+fn statfs_magic(dir: &Path) -> Option<u64> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(dir.as_os_str().as_bytes()).ok()?;
+    let mut st = std::mem::MaybeUninit::<libc::statfs>::zeroed();
+    // SAFETY: `c` is a NUL-terminated path that outlives the call; `st` is a writable statfs
+    // the call fills in; we read it only when the call returned 0.
+    let rc = unsafe { libc::statfs(c.as_ptr(), st.as_mut_ptr()) };
+    // SAFETY: statfs returned 0, so it initialised `st` (and it was zeroed before).
+    (rc == 0).then(|| unsafe { st.assume_init() }.f_type as u64)
+}
+
+fn sqlite(path: &Path) -> impl Fn(rusqlite::Error) -> HistoryError + '_ {
+    move |source| HistoryError::Sqlite {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+fn io(path: &Path) -> impl Fn(std::io::Error) -> HistoryError + '_ {
+    move |source| HistoryError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// Whether an error means the file is not a sound database (rebuild it), not a busy or
+/// permission problem (report it).
+fn is_corrupt(e: &rusqlite::Error) -> bool {
+    matches!(
+        e.sqlite_error_code(),
+        Some(ErrorCode::DatabaseCorrupt | ErrorCode::NotADatabase)
+    )
+}
+
+/// A file shorter than the page count its header claims was truncated: cheaper than
+/// `quick_check` for every read. `None` when the header cannot say (a new or tiny file).
+fn truncated(path: &Path) -> bool {
+    use std::io::Read;
+    let mut bytes = Vec::with_capacity(100);
+    let Ok(f) = std::fs::File::open(path) else {
+        return false;
+    };
+    if f.take(100).read_to_end(&mut bytes).is_err() {
+        return false;
+    }
+    if bytes.len() < 100 {
+        return !bytes.is_empty();
+    }
+    let page = u32::from(u16::from_be_bytes([bytes[16], bytes[17]]));
+    let page = if page == 1 { 65_536 } else { u64::from(page) };
+    let pages = u64::from(u32::from_be_bytes([
+        bytes[28], bytes[29], bytes[30], bytes[31],
+    ]));
+    let len = std::fs::metadata(path).map_or(0, |m| m.len());
+    // The in-header size is valid only when the change counter matches "version valid for".
+    bytes[24..28] == bytes[92..96] && pages * page > len
+}
+
+/// An open index.
+pub struct Index {
+    pub(crate) conn: Connection,
+    pub path: PathBuf,
+    pub fs: Filesystem,
+    /// Whether the index was found corrupt and rebuilt (the caller re-ingests the roots).
+    pub rebuilt_from: Option<PathBuf>,
+}
+
+fn roots_file(db: &Path) -> PathBuf {
+    let mut s = db.as_os_str().to_owned();
+    s.push(".roots");
+    PathBuf::from(s)
+}
+
+fn lock_file(db: &Path) -> PathBuf {
+    let mut s = db.as_os_str().to_owned();
+    s.push(".lock");
+    PathBuf::from(s)
+}
+
+/// The trees ever ingested into `db`, in first-seen order.
+pub fn roots(db: &Path) -> Vec<PathBuf> {
+    std::fs::read_to_string(roots_file(db))
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| !l.is_empty())
+        .map(PathBuf::from)
+        .collect()
+}
+
+/// Held while a process writes the index (an `flock` on `<db>.lock`): SQLite's own locks
+/// rely on POSIX locks that some network filesystems get wrong, so writers also queue here.
+pub struct WriteLock(std::fs::File);
+
+impl WriteLock {
+    pub fn take(db: &Path) -> Result<Self, HistoryError> {
+        use std::os::unix::io::AsRawFd;
+        let path = lock_file(db);
+        let f = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .map_err(io(&path))?;
+        // SAFETY: the descriptor is open (owned by `f`) for the whole call.
+        if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX) } != 0 {
+            return Err(io(&path)(std::io::Error::last_os_error()));
+        }
+        Ok(WriteLock(f))
+    }
+}
+
+impl Drop for WriteLock {
+    fn drop(&mut self) {
+        use std::os::unix::io::AsRawFd;
+        // SAFETY: the descriptor is still open (owned by self.0); unlocking cannot fail harmfully.
+        unsafe { libc::flock(self.0.as_raw_fd(), libc::LOCK_UN) };
+    }
+}
+
+/// Opens (creating if needed) the index at `db` for writing, with the journal mode its
+/// filesystem allows and the schema in place. A corrupt or truncated file is moved aside to
+/// `<db>.corrupt-<stamp>` and a new one created (`rebuilt_from` says where the old one went);
+/// the caller holds the [`WriteLock`].
+pub fn open_for_write(db: &Path) -> Result<Index, HistoryError> {
+    let dir = match db.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    std::fs::create_dir_all(&dir).map_err(io(&dir))?;
+    let fs = filesystem_of(&dir);
+    let mut rebuilt_from = None;
+    if db.exists() && (truncated(db) || !sound(db)) {
+        let aside = PathBuf::from(format!(
+            "{}.corrupt-{}",
+            db.display(),
+            crate::results::utc_stamp(crate::results::now_unix_s())
+        ));
+        std::fs::rename(db, &aside).map_err(io(db))?;
+        for ext in ["-wal", "-shm", "-journal"] {
+            let side = PathBuf::from(format!("{}{ext}", db.display()));
+            let _ = std::fs::remove_file(side);
+        }
+        rebuilt_from = Some(aside);
+    }
+    let conn = configure(db, &fs)?;
+    Ok(Index {
+        conn,
+        path: db.to_path_buf(),
+        fs,
+        rebuilt_from,
+    })
+}
+
+/// Whether SQLite finds the file sound (`PRAGMA quick_check`).
+fn sound(db: &Path) -> bool {
+    let Ok(c) = Connection::open_with_flags(db, OpenFlags::SQLITE_OPEN_READ_ONLY) else {
+        return false;
+    };
+    let _ = c.busy_timeout(BUSY);
+    match c.query_row("PRAGMA quick_check", [], |r| r.get::<_, String>(0)) {
+        Ok(s) => s == "ok",
+        Err(e) => !is_corrupt(&e),
+    }
+}
+
+fn configure(db: &Path, fs: &Filesystem) -> Result<Connection, HistoryError> {
+    let e = sqlite(db);
+    let conn = Connection::open(db).map_err(&e)?;
+    conn.busy_timeout(BUSY).map_err(&e)?;
+    let mode: String = conn
+        .query_row(
+            &format!("PRAGMA journal_mode = {}", fs.journal_mode()),
+            [],
+            |r| r.get(0),
+        )
+        .map_err(&e)?;
+    if !mode.eq_ignore_ascii_case(fs.journal_mode()) {
+        return Err(HistoryError::JournalMode {
+            path: db.to_path_buf(),
+            wanted: fs.journal_mode(),
+            got: mode,
+        });
+    }
+    conn.execute_batch("PRAGMA foreign_keys = ON; PRAGMA synchronous = NORMAL;")
+        .map_err(&e)?;
+    let version: i64 = conn
+        .query_row("PRAGMA user_version", [], |r| r.get(0))
+        .map_err(&e)?;
+    if version > SCHEMA_VERSION {
+        return Err(HistoryError::NewerSchema {
+            path: db.to_path_buf(),
+            found: version,
+        });
+    }
+    let tx_conn = &conn;
+    tx_conn
+        .execute_batch(&format!(
+            "BEGIN IMMEDIATE; {SCHEMA} PRAGMA user_version = {SCHEMA_VERSION}; COMMIT;"
+        ))
+        .map_err(&e)?;
+    Ok(conn)
+}
+
+/// Opens an existing index to read. A truncated or corrupt one (or none) is an error the
+/// caller answers by rebuilding ([`HistoryError::Corrupt`]).
+pub fn open_for_read(db: &Path) -> Result<Connection, HistoryError> {
+    if !db.exists() {
+        return Err(HistoryError::NoIndex {
+            path: db.to_path_buf(),
+        });
+    }
+    if truncated(db) {
+        return Err(HistoryError::Corrupt {
+            path: db.to_path_buf(),
+        });
+    }
+    let conn =
+        Connection::open_with_flags(db, OpenFlags::SQLITE_OPEN_READ_ONLY).map_err(sqlite(db))?;
+    conn.busy_timeout(BUSY).map_err(sqlite(db))?;
+    let version: i64 = conn
+        .query_row("PRAGMA user_version", [], |r| r.get(0))
+        .map_err(|e| classify(db, e))?;
+    if version != SCHEMA_VERSION {
+        return Err(if version > SCHEMA_VERSION {
+            HistoryError::NewerSchema {
+                path: db.to_path_buf(),
+                found: version,
+            }
+        } else {
+            HistoryError::Corrupt {
+                path: db.to_path_buf(),
+            }
+        });
+    }
+    Ok(conn)
+}
+
+/// A SQLite error as the history's: corruption is its own case (the caller rebuilds).
+pub(crate) fn classify(db: &Path, e: rusqlite::Error) -> HistoryError {
+    if is_corrupt(&e) {
+        HistoryError::Corrupt {
+            path: db.to_path_buf(),
+        }
+    } else {
+        HistoryError::Sqlite {
+            path: db.to_path_buf(),
+            source: e,
+        }
+    }
+}
+
+/// What an ingest did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct IngestSummary {
+    /// Results files found under the roots.
+    pub found: usize,
+    /// New files indexed (their runs and cases added).
+    pub added_files: usize,
+    pub added_cases: usize,
+    /// Files whose content the index already held (under any path).
+    pub already: usize,
+    /// Files refused (unreadable, not results, invalid), each with the reason.
+    pub refused: Vec<String>,
+}
+
+/// Every `results.json` under each root (a file given directly is taken as it is), sorted.
+pub fn results_files(roots: &[PathBuf]) -> Result<Vec<PathBuf>, HistoryError> {
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), HistoryError> {
+        for e in std::fs::read_dir(dir).map_err(io(dir))? {
+            let e = e.map_err(io(dir))?;
+            let ty = e.file_type().map_err(io(dir))?;
+            let p = e.path();
+            if ty.is_dir() {
+                walk(&p, out)?;
+            } else if ty.is_file() && e.file_name() == crate::results::io::RESULTS_FILE {
+                out.push(p);
+            }
+        }
+        Ok(())
+    }
+    let mut out = Vec::new();
+    for r in roots {
+        let meta = std::fs::metadata(r).map_err(io(r))?;
+        if meta.is_dir() {
+            walk(r, &mut out)?;
+        } else {
+            out.push(r.clone());
+        }
+    }
+    out.sort();
+    out.dedup();
+    Ok(out)
+}
+
+/// One parsed, new file ready to insert.
+struct Parsed {
+    sha: String,
+    path: PathBuf,
+    size: u64,
+    run: RunRow,
+    cases: Vec<CaseRow>,
+}
+
+fn sha256_hex(bytes: &[u8]) -> String {
+    Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// Reads, hashes and (when its content is new) parses one file.
+fn prepare(path: &Path, known: &HashSet<String>) -> Result<Option<Parsed>, String> {
+    let text = read_input_text(path).map_err(|e| e.to_string())?;
+    let sha = sha256_hex(text.as_bytes());
+    if known.contains(&sha) {
+        return Ok(None);
+    }
+    let file = parse_results(path, &text).map_err(|e| e.to_string())?;
+    validate(&file, path).map_err(|e| e.to_string())?;
+    Ok(Some(Parsed {
+        sha,
+        path: path.to_path_buf(),
+        size: text.len() as u64,
+        run: run_row(&file),
+        cases: case_rows(&file),
+    }))
+}
+
+/// Adds every results file under `roots` whose content the index does not hold yet. Files
+/// are read and parsed in parallel before the write lock is taken; each batch of inserts is
+/// one `BEGIN IMMEDIATE` transaction, and a file another process added meanwhile is skipped
+/// by its hash (`INSERT OR IGNORE`), so concurrent ingests add every row once.
+pub fn ingest(index: &mut Index, roots: &[PathBuf]) -> Result<IngestSummary, HistoryError> {
+    let files = results_files(roots)?;
+    let db = index.path.clone();
+    let e = sqlite(&db);
+    let known: HashSet<String> = {
+        let mut st = index
+            .conn
+            .prepare("SELECT sha256 FROM source_file")
+            .map_err(&e)?;
+        let rows = st.query_map([], |r| r.get(0)).map_err(&e)?;
+        rows.collect::<Result<_, _>>().map_err(&e)?
+    };
+    let prepared: Vec<(PathBuf, Result<Option<Parsed>, String>)> = files
+        .par_iter()
+        .map(|p| (p.clone(), prepare(p, &known)))
+        .collect();
+    let mut summary = IngestSummary {
+        found: files.len(),
+        ..IngestSummary::default()
+    };
+    let mut new = Vec::new();
+    for (path, r) in prepared {
+        match r {
+            Ok(Some(p)) => new.push(p),
+            Ok(None) => summary.already += 1,
+            // The results layer's messages name the file already.
+            Err(why) if why.contains(&*path.to_string_lossy()) => summary.refused.push(why),
+            Err(why) => summary.refused.push(format!("{}: {why}", path.display())),
+        }
+    }
+    for batch in new.chunks(BATCH_FILES) {
+        let tx = index
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(&e)?;
+        {
+            let mut add_file = tx
+                .prepare_cached(
+                    "INSERT OR IGNORE INTO source_file(sha256, path, size_bytes) VALUES (?1, ?2, ?3)",
+                )
+                .map_err(&e)?;
+            let mut add_run = tx
+                .prepare_cached(
+                    "INSERT INTO run(sha256, run_id, started_unix_s, version, git_sha, cluster, labels_json)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                )
+                .map_err(&e)?;
+            let mut add_case = tx
+                .prepare_cached(
+                    "INSERT INTO measurement(run_key, case_id, label, workload, nodes, devices_per_node,
+                       bytes, setup, unrepresentative, n, median_s, lo_s, hi_s, busbw_c, algbw_c, gflops_c)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
+                )
+                .map_err(&e)?;
+            for p in batch {
+                let path = p.path.to_string_lossy();
+                if add_file
+                    .execute(params![p.sha, path, p.size as i64])
+                    .map_err(&e)?
+                    == 0
+                {
+                    // Another ingest added this content since we looked.
+                    summary.already += 1;
+                    continue;
+                }
+                let r = &p.run;
+                let run_key = add_run
+                    .insert(params![
+                        p.sha,
+                        r.run_id,
+                        r.started_unix_s,
+                        r.version,
+                        r.git_sha,
+                        r.cluster,
+                        r.labels_json
+                    ])
+                    .map_err(&e)?;
+                for c in &p.cases {
+                    add_case
+                        .execute(params![
+                            run_key,
+                            c.case_id,
+                            c.label,
+                            c.workload,
+                            c.nodes,
+                            c.devices_per_node,
+                            c.bytes.map(|b| b as i64),
+                            c.setup,
+                            c.unrepresentative,
+                            c.n as i64,
+                            c.median_s,
+                            c.lo_s,
+                            c.hi_s,
+                            c.busbw_c,
+                            c.algbw_c,
+                            c.gflops_c
+                        ])
+                        .map_err(&e)?;
+                }
+                summary.added_files += 1;
+                summary.added_cases += p.cases.len();
+            }
+        }
+        tx.commit().map_err(&e)?;
+    }
+    Ok(summary)
+}
+
+/// Appends the roots not yet listed in `<db>.roots` (absolute paths), under the write lock.
+pub fn remember_roots(db: &Path, new: &[PathBuf]) -> Result<(), HistoryError> {
+    let have: HashSet<PathBuf> = roots(db).into_iter().collect();
+    let path = roots_file(db);
+    let mut f = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&path)
+        .map_err(io(&path))?;
+    for r in new {
+        if !have.contains(r) {
+            writeln!(f, "{}", r.display()).map_err(io(&path))?;
+        }
+    }
+    f.sync_all().map_err(io(&path))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// tmpfs is local (WAL); procfs is no filesystem we know, so it gets the rollback journal
+    /// like a network one would.
+    #[test]
+    fn journal_mode_follows_the_filesystem() {
+        let shm = filesystem_of(Path::new("/dev/shm"));
+        assert_eq!((shm.name, shm.journal_mode()), ("tmpfs", "wal"), "{shm:?}");
+        let proc = filesystem_of(Path::new("/proc"));
+        assert_eq!((proc.name, proc.journal_mode()), ("unknown", "delete"));
+        let nfs = Filesystem {
+            magic: 0x6969,
+            name: "nfs",
+            local: false,
+        };
+        assert_eq!(nfs.journal_mode(), "delete");
+        assert!(FILESYSTEMS
+            .iter()
+            .filter(|f| ["nfs", "lustre", "gpfs"].contains(&f.1))
+            .all(|f| !f.2));
+    }
+}
