@@ -28,6 +28,8 @@ fi
 step "stand-in libraries"
 libs=$(bash standin/build.sh "$target/standin")
 export LD_LIBRARY_PATH="$libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" SCALEBENCH_STANDIN=1
+# NCCL's choices captured in every run here (opt-in: docs/nccl-capture.md).
+export SCALEBENCH_NCCL_CAPTURE=1
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
@@ -52,7 +54,7 @@ EOF
 step "contract checks: each misuse aborts naming the call"
 "$libs/contract-test"
 
-mpi=(mpirun --oversubscribe -x LD_LIBRARY_PATH -x SCALEBENCH_STANDIN)
+mpi=(mpirun --oversubscribe -x LD_LIBRARY_PATH -x SCALEBENCH_STANDIN -x SCALEBENCH_NCCL_CAPTURE)
 all=(-w allreduce,reduce,broadcast,allgather,reduce_scatter,alltoall --sizes 1KiB,64KiB
      --dtype f32,f64,f16,bf16,i32 --op sum,prod,min,max,avg --in-place both
      -t pipelined,isolated -n 3 --warmup 1 -q)

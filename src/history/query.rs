@@ -385,14 +385,19 @@ fn commit(p: &Point) -> String {
     )
 }
 
+/// Prints the series as JSON (`--json` of show and changes).
+fn print_json(all: &[Series]) -> u8 {
+    let text =
+        serde_json::to_string_pretty(&serde_json::json!({ "series": all })).unwrap_or_default();
+    println!("{}", crate::present::untrusted::visible_json(&text));
+    crate::exit::EXIT_OK
+}
+
 /// `history show`.
 pub fn show(req: &Request) -> Result<u8, HistoryError> {
     let all = series(req)?;
     if req.json {
-        let text =
-            serde_json::to_string_pretty(&serde_json::json!({ "series": all })).unwrap_or_default();
-        println!("{}", crate::present::untrusted::visible_json(&text));
-        return Ok(crate::exit::EXIT_OK);
+        return Ok(print_json(&all));
     }
     let mut out = String::new();
     if all.is_empty() {
@@ -433,10 +438,7 @@ pub fn changes(req: &Request) -> Result<u8, HistoryError> {
         s.steps = steps(s, &req.settings);
     }
     if req.json {
-        let text =
-            serde_json::to_string_pretty(&serde_json::json!({ "series": all })).unwrap_or_default();
-        println!("{}", crate::present::untrusted::visible_json(&text));
-        return Ok(crate::exit::EXIT_OK);
+        return Ok(print_json(&all));
     }
     let mut out = String::new();
     let mut any = false;

@@ -813,6 +813,7 @@ mod standin {
         std::fs::create_dir_all(&logs).unwrap();
         let file = format!("NCCL_DEBUG_FILE={}/nccl.%h.%p", logs.display());
         let mut e = vec![
+            "SCALEBENCH_NCCL_CAPTURE=1",
             "NCCL_DEBUG=INFO",
             "NCCL_DEBUG_SUBSYS=INIT,TUNING,COLL",
             file.as_str(),
@@ -964,16 +965,16 @@ mod standin {
         common::read_results(out).cases
     }
 
-    /// Issue 31: capture is on by default (no NCCL variable set): every case of a pure run
-    /// (2 processes) records NCCL's algorithm and protocol — but all-to-all, whose
-    /// point-to-point calls NCCL logs no choice for; SCALEBENCH_NCCL_CAPTURE=0 records none.
+    /// Issue 31: with SCALEBENCH_NCCL_CAPTURE=1 (no NCCL variable set) every case of a pure
+    /// run (2 processes) records NCCL's algorithm and protocol — but all-to-all, whose
+    /// point-to-point calls NCCL logs no choice for; without it (the default) none.
     #[test]
     fn every_case_records_the_algorithm_and_protocol() {
         let dir = tmpdir("nccl-capture-default");
         let out = dir.join("on");
         let w = "allreduce,reduce,broadcast,allgather,reduce_scatter,alltoall";
         let a = cuda_run(&["-w", w, "--sizes", "1KiB,64KiB"], "3", &out);
-        let ran = mpirun_on(2, None, &[], &a);
+        let ran = mpirun_on(2, None, &["SCALEBENCH_NCCL_CAPTURE=1"], &a);
         let r = all_valid(&ran, &out, 20);
         // The provenance holds the user's environment: none of the capture's settings.
         let env = &r.launches[0].provenance.as_ref().unwrap().environment;
@@ -993,7 +994,7 @@ mod standin {
         }
         let off = dir.join("off");
         let a = cuda_run(&["-w", "allreduce", "--sizes", "1KiB"], "3", &off);
-        let ran = mpirun_on(2, None, &["SCALEBENCH_NCCL_CAPTURE=0"], &a);
+        let ran = mpirun_on(2, None, &[], &a);
         let r = all_valid(&ran, &off, 1);
         assert!(r.cases.iter().all(|c| c.nccl.is_none()));
     }

@@ -90,26 +90,20 @@ fn links_json(dir: &std::path::Path) -> serde_json::Value {
     serde_json::from_str(&text).unwrap()
 }
 
+/// `scalebench links` on 4 ranks of this machine (256 KiB, 5 iterations), writing `out`.
+fn links_on_four_ranks(out: &std::path::Path, extra: &[&str]) -> common::Ran {
+    let mut args = vec!["links", "--size", "256KiB", "--iters", "5", "--out", s(out)];
+    args.extend_from_slice(extra);
+    mpirun(4, &args)
+}
+
 /// 4 ranks on this machine, ranks 1 and 2 slowed 20×: named as the link 1↔2, confirmed in
 /// isolation, no node named; exit 1. The matrix is full off the diagonal.
 #[test]
 fn a_slowed_pair_is_named_as_a_link() {
     let _q = common::quiet();
     let out = tmpdir("links-fault");
-    let r = mpirun(
-        4,
-        &[
-            "links",
-            "--size",
-            "256KiB",
-            "--iters",
-            "5",
-            "--out",
-            s(&out),
-            "--fault",
-            "slow_link:1:2:20",
-        ],
-    );
+    let r = links_on_four_ranks(&out, &["--fault", "slow_link:1:2:20"]);
     r.assert_code(1);
     let v = links_json(&out);
     assert_eq!(v["links_format_version"], 1);
@@ -145,18 +139,7 @@ fn a_slowed_pair_is_named_as_a_link() {
 fn no_fault_names_nothing() {
     let _q = common::quiet();
     let out = tmpdir("links-healthy");
-    let r = mpirun(
-        4,
-        &[
-            "links",
-            "--size",
-            "256KiB",
-            "--iters",
-            "5",
-            "--out",
-            s(&out),
-        ],
-    );
+    let r = links_on_four_ranks(&out, &[]);
     r.assert_code(0);
     let v = links_json(&out);
     assert_eq!(v["analysed"], "intra_node");

@@ -2,7 +2,9 @@
 //! lines written while a case ran read back ([`crate::backend::nccl_log`]) into the case's
 //! record — the algorithm, protocol and channels NCCL chose, and its version.
 //!
-//! On by default; `SCALEBENCH_NCCL_CAPTURE=0` turns it off. Where the user set
+//! Off unless `SCALEBENCH_NCCL_CAPTURE=1`: NCCL then writes a choice line for every planned
+//! collective on rank 0 (a formatted, flushed write inside each timed call), a cost not yet
+//! measured on several GPUs (one rank prints none; results/gpu/2026-11-26-h200). Where the user set
 //! `NCCL_DEBUG_FILE`, NCCL writes there and scalebench reads it (`%h`, `%p` expanded as NCCL
 //! does); otherwise the file is `$TMPDIR/scalebench-nccl-<pid>/nccl.<host>.<pid>`, removed
 //! when the backend closes. `NCCL_DEBUG` becomes INFO and `NCCL_DEBUG_SUBSYS` gains TUNING
@@ -14,7 +16,7 @@ use crate::results::schema::{NcclCapture, NcclChoice};
 use std::io::{Read, Seek, SeekFrom};
 use std::path::PathBuf;
 
-/// Set to `0` to leave NCCL's logging alone.
+/// Set to `1` to capture NCCL's choices (off otherwise: NCCL's logging is left alone).
 pub const CAPTURE_ENV: &str = "SCALEBENCH_NCCL_CAPTURE";
 
 /// This process's NCCL log and how far the cases before read it.
@@ -51,7 +53,7 @@ pub(crate) fn subsys_with_tuning(current: Option<&str>) -> Option<String> {
 /// Points NCCL's INFO output at a file before NCCL first logs (it reads these variables
 /// once, at its first message). `None` when capture is off.
 pub(crate) fn prepare() -> Option<LogTap> {
-    if std::env::var(CAPTURE_ENV).is_ok_and(|v| v.trim() == "0") {
+    if !std::env::var(CAPTURE_ENV).is_ok_and(|v| v.trim() == "1") {
         return None;
     }
     let pid = std::process::id();
