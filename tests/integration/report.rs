@@ -369,7 +369,9 @@ fn check_findings(out: &Path) -> Vec<BTreeMap<String, String>> {
             // spread supports, at least 2), never by more than 5 %.
             let t = f["figure"].trim().trim_end_matches('×');
             let digits_text = t.trim_end_matches(|c: char| c.is_ascii_alphabetic());
-            let scale = shown / digits_text.parse::<f64>().unwrap_or(shown);
+            // The unit's factor (KiB …); 1 for a printed zero, whose unit cannot be divided out.
+            let digits = digits_text.parse::<f64>().unwrap_or(shown);
+            let scale = if digits == 0.0 { 1.0 } else { shown / digits };
             let last_digit = match digits_text.split_once('.') {
                 Some((_, d)) => 10f64.powi(-(d.len() as i32)),
                 None => {

@@ -287,6 +287,52 @@ fn status(out: &Path) -> Ran {
     solo(&["status", out.to_str().unwrap()])
 }
 
+/// Holds every node of the cluster until dropped, so that jobs submitted meanwhile stay queued:
+/// a test that must see a queued task cannot race a job that finishes in a second.
+struct Blocker(String);
+
+impl Blocker {
+    fn new() -> Blocker {
+        let nodes = slurm(&["sinfo", "-h", "-N", "-o", "%N"]).lines().count();
+        let id = slurm(&[
+            "sbatch",
+            "--parsable",
+            "--exclusive",
+            "-N",
+            &nodes.to_string(),
+            "-o",
+            "/dev/null",
+            "--wrap",
+            "sleep 300",
+        ])
+        .trim()
+        .to_string();
+        let blocker = Blocker(id);
+        // Running, not just queued: a job queued behind a running one cannot start first.
+        let t0 = std::time::Instant::now();
+        loop {
+            let state = slurm(&["squeue", "-h", "-j", &blocker.0, "-o", "%T"]);
+            if state.trim() == "RUNNING" {
+                return blocker;
+            }
+            assert!(
+                t0.elapsed().as_secs() < 60,
+                "the job holding the nodes ({}) did not start: {state}",
+                blocker.0
+            );
+            std::thread::sleep(std::time::Duration::from_millis(200));
+        }
+    }
+}
+
+impl Drop for Blocker {
+    fn drop(&mut self) {
+        let _ = Command::new("timeout")
+            .args(["20", "scancel", &self.0])
+            .status();
+    }
+}
+
 fn slurm(args: &[&str]) -> String {
     let o = Command::new("timeout")
         .arg("20")
@@ -305,14 +351,16 @@ fn slurm(args: &[&str]) -> String {
 fn status_follows_each_array_task_and_a_cancelled_task_is_lost() {
     let Some(_c) = cluster() else { return };
     let dir = tmpdir("slurm-array");
-    // Two launches of one allocation shape: one job array of two tasks, each long enough
-    // (8 sizes × 1 s) to be seen queued or running.
+    // Two launches of one allocation shape: one job array of two tasks, queued behind a job
+    // that holds every node (a task finishes in about a second: unheld, it could end before
+    // the first status).
     let spec = write(
         &dir,
         "a.toml",
         "name = \"slurm-array\"\n[axes]\ndevices_per_node = 1\ntopology = [\"pure\", \"hybrid\"]\nsizes = \"8B:16KiB:x2\"\nin_place = \"no\"\n[run]\ntime_budget_s = 1.0\n[launch]\ntimeout_s = 120\n",
     );
     let out = dir.join("run");
+    let blocker = Blocker::new();
     submit(&spec, &out).assert_code(0);
     let jobs: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("jobs.json")).unwrap()).unwrap();
@@ -337,8 +385,9 @@ fn status_follows_each_array_task_and_a_cancelled_task_is_lost() {
             st.stdout
         );
     }
-    // Cancel the second task: it ends without recording its end.
+    // Cancel the second task: it ends without recording its end; the first then runs.
     slurm(&["scancel", &format!("{job}_1")]);
+    drop(blocker);
     let st = wait(&out);
     st.assert_code(3);
     let rows = common::status_rows(&st.stdout);
@@ -417,6 +466,8 @@ fn collect_during_a_run_merges_only_finished_launches() {
         "name = \"slurm-collect\"\n[axes]\ndevices_per_node = 1\nsizes = \"8B:16KiB:x2\"\nin_place = \"no\"\n[run]\ntime_budget_s = 1.0\n[launch]\ntimeout_s = 120\n",
     );
     let out = dir.join("run");
+    // Queued behind a job holding every node, so collect surely runs before the launch ends.
+    let blocker = Blocker::new();
     submit(&spec, &out).assert_code(0);
     let ran = solo(&["collect", out.to_str().unwrap()]);
     ran.assert_code(0);
@@ -429,6 +480,7 @@ fn collect_during_a_run_merges_only_finished_launches() {
     st.assert_code(0);
     assert!(st.stdout.contains("results: not final"), "{}", st.stdout);
     assert!(!st.stdout.contains("results merged"), "{}", st.stdout);
+    drop(blocker);
     wait(&out).assert_code(0);
     let st = status(&out);
     assert!(st.stdout.contains("results merged"), "{}", st.stdout);
