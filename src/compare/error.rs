@@ -60,7 +60,7 @@ pub enum CompareError {
         candidate_cases: usize,
     },
     /// Cases "ok" on both sides without samples (`shown`: the first five, described).
-    #[error("unusable: {} case(s) say \"ok\" on both sides but have no usable samples ({}{}), so the gate cannot judge them and will not pass on them: was a results file truncated or edited? Re-run the side that lacks samples", .count, .shown.join("; "), if *.count > 5 { "; …" } else { "" })]
+    #[error("unusable: {} \"ok\" on both sides but {} no usable samples ({}{}), so the gate cannot judge {} and will not pass on {}: was a results file truncated or edited? Re-run the side that lacks samples", crate::units::count(*.count, "case says", "cases say"), if *.count == 1 { "has" } else { "have" }, .shown.join("; "), if *.count > 5 { "; …" } else { "" }, if *.count == 1 { "it" } else { "them" }, if *.count == 1 { "it" } else { "them" })]
     Unusable { count: usize, shown: Vec<String> },
     /// A results file cannot be read or used.
     #[error("{0}")]

@@ -177,7 +177,10 @@ impl Report {
         let head = if self.exit_code != EXIT_OK {
             match self.fail_on {
                 FailOn::AnyChange if c.count(Verdict::Regressed) == 0 && worst.is_empty() => {
-                    format!("CHANGED: {} case(s) changed", self.failing)
+                    format!(
+                        "CHANGED: {} changed",
+                        crate::units::count(self.failing, "case", "cases")
+                    )
                 }
                 _ => format!("REGRESSION: {}", worst.join(", ")),
             }

@@ -417,8 +417,9 @@ fn compare_loaded(b: Vec<Loaded>, c: Vec<Loaded>, options: &Options) -> Result<R
     warnings.extend(check_power(&comparison, options)?);
     if comparison.runs_baseline.min(comparison.runs_candidate) < 2 {
         warnings.push(format!(
-            "{} run(s) against {}: each case is judged on the batch samples of one run, so run-to-run variance is not in the intervals; for a regression gate give several runs a side (`compare A1 A2 A3 -- B1 B2 B3`)",
-            comparison.runs_baseline, comparison.runs_candidate
+            "{} against {}: each case is judged on the batch samples of one run, so run-to-run variance is not in the intervals; for a regression gate give several runs a side (`compare A1 A2 A3 -- B1 B2 B3`)",
+            crate::units::count(comparison.runs_baseline, "run", "runs"),
+            comparison.runs_candidate
         ));
     }
     let failing = options.fail_on.failing(&comparison, options.allow_dropped);
@@ -658,9 +659,9 @@ fn unrepresentative_warnings(side: &str, runs: &[Loaded], matched: &HashSet<&str
         .into_iter()
         .map(|(kind, (cases, detail))| {
             format!(
-                "{side}: {} of {} compared case(s) not representative of their set-up ({kind}: {detail}); their verdicts describe this machine's contention, not the set-up",
+                "{side}: {} of {} not representative of their set-up ({kind}: {detail}); their verdicts describe this machine's contention, not the set-up",
                 cases.len(),
-                matched.len()
+                crate::units::count(matched.len(), "compared case", "compared cases")
             )
         })
         .collect()

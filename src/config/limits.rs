@@ -56,7 +56,7 @@ pub enum LimitError {
         example: String,
     },
     /// Nodes × devices per node above [`MAX_DEVICES`].
-    #[error("{nodes} node(s) × {devices_per_node} device(s) = {devices} devices, above the limit of {}: use fewer nodes or devices per node (limits are listed in README.md, \"Limits\")", MAX_DEVICES)]
+    #[error("{} × {} = {devices} devices, above the limit of {}: use fewer nodes or devices per node (limits are listed in README.md, \"Limits\")", crate::units::count(*.nodes as usize, "node", "nodes"), crate::units::count(*.devices_per_node as usize, "device", "devices"), MAX_DEVICES)]
     Devices {
         nodes: u32,
         devices_per_node: u32,

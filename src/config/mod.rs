@@ -161,7 +161,10 @@ mod tests {
         for (text, needle) in [
             ("[run]\nbuffer_offset = -16\n", "not a number of bytes"),
             ("[run]\nbuffer_offset = \"16\"\n", "not a number of bytes"),
-            ("[run]\nbuffer_offset = [0, 16, 32]\n", "3 value(s)"),
+            (
+                "[run]\nbuffer_offset = [0, 16, 32]\n",
+                "3 values: give BYTES",
+            ),
             (
                 &format!("[run]\nbuffer_offset = {page}\n"),
                 "offsets are within a page",

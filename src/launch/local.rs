@@ -260,9 +260,9 @@ pub fn sweep(req: &SweepRequest, argv: &[String]) -> Result<u8> {
 /// `--dry-run`: what would run, as the commands that would run it.
 fn print_dry_run(req: &SweepRequest, spec: &SweepSpec, plan: &SweepPlan, out: &Path) {
     println!(
-        "# dry run: {} case(s) in {} launch(es); results would go to {}",
-        plan.case_count(),
-        plan.launches.len(),
+        "# dry run: {} in {}; results would go to {}",
+        crate::units::count(plan.case_count(), "case", "cases"),
+        crate::units::count(plan.launches.len(), "launch", "launches"),
         out.display()
     );
     for (i, l) in plan.launches.iter().enumerate() {
@@ -318,8 +318,8 @@ fn closing_line(out: &Path, merged: &ResultsFile, interrupted: bool) {
     } else {
         let list: Vec<String> = kinds.iter().map(|(k, n)| format!("{k} ×{n}")).collect();
         format!(
-            "warnings so far: {} launch(es) may not represent their set-up ({}; the report sets them apart)",
-            kinds.values().sum::<usize>(),
+            "warnings so far: {} may not represent their set-up ({}; the report sets them apart)",
+            crate::units::count(kinds.values().sum::<usize>(), "launch", "launches"),
             list.join(", ")
         )
     };
@@ -330,10 +330,10 @@ fn closing_line(out: &Path, merged: &ResultsFile, interrupted: bool) {
 fn announce(req: &SweepRequest, spec: &SweepSpec, plan: &SweepPlan, total: usize, out: &Path) {
     let kept = plan.case_count() - total;
     eprintln!(
-        "# sweep {}: {} case(s) in {} launch(es){}; results: {}",
+        "# sweep {}: {} in {}{}; results: {}",
         spec.name,
-        plan.case_count(),
-        plan.launches.len(),
+        crate::units::count(plan.case_count(), "case", "cases"),
+        crate::units::count(plan.launches.len(), "launch", "launches"),
         if req.resume {
             format!(", {kept} already done, {total} to run")
         } else {

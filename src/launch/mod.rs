@@ -27,26 +27,26 @@ pub fn describe(name: &str, spec: &std::path::Path, plan: &SweepPlan, cases: boo
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "# {name} ({}): {} case(s) in {} launch(es)",
+        "# {name} ({}): {} in {}",
         spec.display(),
-        plan.case_count(),
-        plan.launches.len()
+        crate::units::count(plan.case_count(), "case", "cases"),
+        crate::units::count(plan.launches.len(), "launch", "launches")
     );
     for (i, l) in plan.launches.iter().enumerate() {
         let _ = writeln!(
             s,
-            "launch {:>3}  {}  {:<40} {:>3} rank(s) × {} device(s)/rank{}  {:>5} case(s)",
+            "launch {:>3}  {}  {:<40} {:>9} × {}/rank{}  {:>11}",
             i + 1,
             l.launch_id,
             l.shape.label(),
-            l.shape.ranks(),
-            l.shape.devices_per_rank(),
+            crate::units::count(l.shape.ranks() as usize, "rank", "ranks"),
+            crate::units::count(l.shape.devices_per_rank() as usize, "device", "devices"),
             if l.threads_per_device > 1 {
                 format!(", {} GEMM threads/device", l.threads_per_device)
             } else {
                 String::new()
             },
-            l.cases.len()
+            crate::units::count(l.cases.len(), "case", "cases")
         );
         if cases {
             for c in &l.cases {

@@ -430,8 +430,8 @@ pub(crate) fn check_same_plan(dir: &Path, launches: &[LaunchPlan], what: &str) -
         return Ok(());
     }
     let mut what_changed = vec![format!(
-        "{} case(s) planned then, {} now",
-        before.len(),
+        "{} planned then, {} now",
+        crate::units::count(before.len(), "case", "cases"),
         now.len()
     )];
     if added + removed > 0 {

@@ -89,7 +89,7 @@ pub(crate) enum ScriptError {
         source: ShellError,
     },
     /// The shape asks for more GPUs per node than the profile's nodes have.
-    #[error("{shape} needs {needed} GPU(s) per node but profile {profile} has {available} per node: use devices_per_node ≤ {available}")]
+    #[error("{shape} needs {} per node but profile {profile} has {available} per node: use devices_per_node ≤ {available}", crate::units::count(*.needed as usize, "GPU", "GPUs"))]
     Gpus {
         shape: String,
         needed: u32,

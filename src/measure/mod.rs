@@ -169,14 +169,14 @@ pub fn timing_warnings(mode: Timing, counts: IterCounts) -> Vec<String> {
     let mut w = Vec::new();
     if counts.iters < MIN_AUTO_ITERS {
         w.push(format!(
-            "{} timed iteration(s), below the documented minimum of {MIN_AUTO_ITERS} (explicit --iters)",
-            counts.iters
+            "{}, below the documented minimum of {MIN_AUTO_ITERS} (explicit --iters)",
+            crate::units::count(counts.iters as usize, "timed iteration", "timed iterations")
         ));
     }
     if mode == Timing::Pipelined && counts.iters > 1 && counts.iters / counts.batches.max(1) < 2 {
         w.push(format!(
-            "pipelined with {} batch(es) of one operation each: that is isolated timing (give more --iters or fewer --batches)",
-            counts.batches
+            "pipelined with {} of one operation each: that is isolated timing (give more --iters or fewer --batches)",
+            crate::units::count(counts.batches as usize, "batch", "batches")
         ));
     }
     w

@@ -147,12 +147,13 @@ fn check_memory(
     Err(CaseProblem {
         key: CheckKey::Model,
         message: format!(
-            "ddp_step: model {} in {} with {widest_batch} sample(s) a device needs about {} a rank (weights ×4, activations), {} for the {} device(s) of a node, above this host's memory (MemTotal {}): use a smaller model, fewer devices per node, or a smaller dtype",
+            "ddp_step: model {} in {} with {} a device needs about {} a rank (weights ×4, activations), {} for the {} of a node, above this host's memory (MemTotal {}): use a smaller model, fewer devices per node, or a smaller dtype",
             crate::units::shorten(text),
             c.dtype,
+            crate::units::count(widest_batch as usize, "sample", "samples"),
             crate::units::format_gib(per_rank),
             crate::units::format_gib(per_node),
-            c.devices_per_node,
+            crate::units::count(c.devices_per_node as usize, "device", "devices"),
             crate::units::format_gib(mem)
         ),
     })

@@ -73,7 +73,7 @@ pub enum PlanError {
         option: &'static str,
         problem: CaseProblem,
     },
-    #[error("--root {root}: this launch has {devices} device(s), numbered 0..{}: give a root below {devices}", .devices - 1)]
+    #[error("--root {root}: this launch has {}, numbered 0..{}: give a root below {devices}", crate::units::count(*.devices as usize, "device", "devices"), .devices - 1)]
     RootOutOfRange { root: u32, devices: u32 },
     #[error("--sizes {}: {source}", format_bytes(*.bytes))]
     Sizes {

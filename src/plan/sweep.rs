@@ -306,7 +306,8 @@ pub fn expand(spec: &SweepSpec) -> Result<SweepPlan, SpecError> {
             column: 1,
             key: Some("exclude".into()),
             message: format!(
-                "the [[exclude]] rules drop all {combinations} combination(s), so there is nothing to run: exclude less"
+                "the [[exclude]] rules drop all {}, so there is nothing to run: exclude less",
+                crate::units::count(combinations, "combination", "combinations")
             ),
         });
     }
@@ -435,7 +436,7 @@ fn check_point(
     if p.workload.has_root() && p.root >= devices {
         return Err(spec.error_at(
             Axis::Roots,
-            format!("root {} is not a device of the {}-device launch ({} node(s) × {}): use roots below {devices}, or [[exclude]] the combination", p.root, devices, p.nodes, p.devices_per_node),
+            format!("root {} is not a device of the {}-device launch ({} × {}): use roots below {devices}, or [[exclude]] the combination", p.root, devices, crate::units::count(p.nodes as usize, "node", "nodes"), p.devices_per_node),
         ));
     }
     if p.workload.is_collective() && checked.insert((p.workload, p.size, p.dtype, devices)) {
@@ -479,7 +480,7 @@ pub fn check_local(spec: &SweepSpec, plan: &SweepPlan, usable_cpus: u32) -> Resu
             return Err(spec.error_at(
                 Axis::DevicesPerNode,
                 format!(
-                    "the launch {} needs {devices} CPU(s) (one per device) but this machine has {usable_cpus}: set `oversubscribe = true` under [launch], or use fewer nodes/ranks per node",
+                    "the launch {} needs {devices} CPUs (one per device) but this machine has {usable_cpus}: set `oversubscribe = true` under [launch], or use fewer nodes/ranks per node",
                     l.shape.label()
                 ),
             ));
@@ -634,7 +635,7 @@ devices_per_node = 1
         let p = expand(&spec).unwrap();
         let e = check_local(&spec, &p, 2).unwrap_err();
         assert!(
-            e.message.contains("needs 4 CPU(s)") && e.message.contains("oversubscribe"),
+            e.message.contains("needs 4 CPUs") && e.message.contains("oversubscribe"),
             "{e}"
         );
         assert!(check_local(&spec, &p, 4).is_ok());

@@ -51,7 +51,7 @@ pub enum ResultsError {
     #[error("{path}: not a regular file (a FIFO, socket or device would be read forever or not at all): give a file")]
     NotAFile { path: PathBuf },
     /// Read, but its numbers cannot be measurements ([`super::validate`]).
-    #[error("{path}: not usable results: {count} problem(s), each named by its place in the file:\n{problems}\nrerun the measurement, or leave this file out (was it edited, merged by hand or written by a broken tool?)")]
+    #[error("{path}: not usable results: {}, each named by its place in the file:\n{problems}\nrerun the measurement, or leave this file out (was it edited, merged by hand or written by a broken tool?)", crate::units::count(*.count, "problem", "problems"))]
     Invalid {
         path: PathBuf,
         count: usize,

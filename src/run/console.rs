@@ -267,8 +267,8 @@ fn gemm_row(c: &CaseResult) -> String {
 pub(crate) fn summary_line(cases: &[CaseResult]) -> String {
     let count = |s: CaseStatus| cases.iter().filter(|c| c.status == s).count();
     format!(
-        "# {} case(s): {} ok, {} wrong, {} failed, {} skipped, {} timed out; wrong elements in total: {}",
-        cases.len(),
+        "# {}: {} ok, {} wrong, {} failed, {} skipped, {} timed out; wrong elements in total: {}",
+        crate::units::count(cases.len(), "case", "cases"),
         count(CaseStatus::Ok),
         count(CaseStatus::Wrong),
         count(CaseStatus::Failed),

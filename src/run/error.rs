@@ -8,6 +8,7 @@ use crate::params::Topology;
 use crate::plan::{PlanError, ThreadLevelError};
 use crate::results::io::ResultsError;
 use crate::topology::identity::IdentityError;
+use crate::units::count;
 use std::path::PathBuf;
 
 #[derive(Debug, thiserror::Error)]
@@ -21,7 +22,7 @@ pub enum RunError {
     /// A results file or the journal could not be written.
     #[error("{0}")]
     Results(#[from] ResultsError),
-    #[error("--nodes {nodes}: this job's ranks run on {found} node(s) ({from}): start the job on {nodes} node(s), or pass --emulate-nodes to group ranks on one host")]
+    #[error("--nodes {nodes}: this job's ranks run on {} ({from}): start the job on {}, or pass --emulate-nodes to group ranks on one host", count(*.found as usize, "node", "nodes"), count(*.nodes as usize, "node", "nodes"))]
     Nodes {
         nodes: u32,
         found: u32,
@@ -29,7 +30,7 @@ pub enum RunError {
     },
     #[error("--devices-per-node 0: give at least 1")]
     NoDevices,
-    #[error("this job has {size} MPI rank(s), but {topology} topology on {nodes} node(s) × {devices_per_node} device(s) needs {expected}: start {expected} rank(s) (mpirun -np {expected}) or change --nodes/--devices-per-node/--topology")]
+    #[error("this job has {}, but {topology} topology on {} × {} needs {expected}: start {} (mpirun -np {expected}) or change --nodes/--devices-per-node/--topology", count(*.size as usize, "MPI rank", "MPI ranks"), count(*.nodes as usize, "node", "nodes"), count(*.devices_per_node as usize, "device", "devices"), count(*.expected as usize, "rank", "ranks"))]
     Ranks {
         size: u32,
         topology: Topology,

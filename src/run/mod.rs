@@ -110,8 +110,8 @@ pub fn record(
     if m.wrong > 0 {
         r.status = CaseStatus::Wrong;
         r.message = Some(format!(
-            "{} element(s) differ from the exact expected result",
-            m.wrong
+            "{} from the exact expected result",
+            crate::units::count(m.wrong as usize, "element differs", "elements differ")
         ));
     }
     if let Some(t) = &m.timing {

@@ -85,6 +85,7 @@ pub(crate) fn diagnose(states: &[Option<RankState>]) -> String {
         .map(|(r, _)| r as u32)
         .collect();
     let list = |v: &[u32]| crate::topology::affinity::format_cpulist(v);
+    let ranks = |v: &[u32]| if v.len() == 1 { "rank" } else { "ranks" };
     let mut parts = Vec::new();
     if waiting.is_empty() {
         parts.push(
@@ -105,8 +106,10 @@ pub(crate) fn diagnose(states: &[Option<RankState>]) -> String {
             ));
         } else {
             parts.push(format!(
-                "rank(s) {} had not arrived at control step {reached}, where rank(s) {} wait",
+                "{} {} had not arrived at control step {reached}, where {} {} wait",
+                ranks(&late_list),
                 list(&late_list),
+                ranks(&waiting),
                 list(&waiting)
             ));
         }
@@ -127,7 +130,8 @@ pub(crate) fn diagnose(states: &[Option<RankState>]) -> String {
     }
     if !silent.is_empty() {
         parts.push(format!(
-            "no answer from rank(s) {} (dead, stuck before its watchdog started, or the run directory is not shared with its node)",
+            "no answer from {} {} (dead, stuck before its watchdog started, or the run directory is not shared with its node)",
+            ranks(&silent),
             list(&silent)
         ));
     }
@@ -507,7 +511,7 @@ mod tests {
     fn names_the_ranks_that_had_not_arrived() {
         let d = diagnose(&[st(0, 41, false), st(1, 42, true), st(2, 42, true)]);
         assert!(
-            d.starts_with("rank(s) 0 had not arrived at control step 42, where rank(s) 1-2 wait"),
+            d.starts_with("rank 0 had not arrived at control step 42, where ranks 1-2 wait"),
             "{d}"
         );
         assert!(
@@ -515,9 +519,9 @@ mod tests {
             "{d}"
         );
         let d = diagnose(&[st(0, 42, true), None, st(2, 40, true)]);
-        assert!(d.starts_with("rank(s) 1-2 had not arrived"), "{d}");
+        assert!(d.starts_with("ranks 1-2 had not arrived"), "{d}");
         assert!(d.contains("waiting at an earlier control step"), "{d}");
-        assert!(d.contains("no answer from rank(s) 1"), "{d}");
+        assert!(d.contains("no answer from rank 1"), "{d}");
         let d = diagnose(&[st(0, 7, false), st(1, 7, false)]);
         assert!(d.starts_with("no rank is waiting at a control step"), "{d}");
         let d = diagnose(&[st(0, 7, true), st(1, 7, true)]);

@@ -76,12 +76,12 @@ pub fn render_text(r: &TopoReport) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "host {}: {} package(s), {} NUMA node(s), {} core(s), {} PU(s)",
+        "host {}: {}, {}, {}, {}",
         m.host,
-        m.packages,
-        m.numa_nodes,
-        m.cores.len(),
-        m.pus().len()
+        crate::units::count(m.packages as usize, "package", "packages"),
+        crate::units::count(m.numa_nodes as usize, "NUMA node", "NUMA nodes"),
+        crate::units::count(m.cores.len(), "core", "cores"),
+        crate::units::count(m.pus().len(), "PU", "PUs")
     );
     for p in 0..m.packages {
         let _ = writeln!(s, "  package {p}");
@@ -124,7 +124,11 @@ pub fn render_text(r: &TopoReport) -> String {
             format_cpulist(&n.local_pus)
         );
     }
-    let _ = writeln!(s, "binding of {} device(s) per node:", r.devices_per_node);
+    let _ = writeln!(
+        s,
+        "binding of {} per node:",
+        crate::units::count(r.devices_per_node as usize, "device", "devices")
+    );
     for b in &r.bindings {
         let cells: Vec<String> = b
             .devices
@@ -157,7 +161,7 @@ mod tests {
         assert_eq!(core.devices[1].cpus, "8-15");
         let text = render_text(&r);
         assert!(
-            text.contains("2 package(s), 2 NUMA node(s), 8 core(s), 16 PU(s)"),
+            text.contains("2 packages, 2 NUMA nodes, 8 cores, 16 PUs"),
             "{text}"
         );
         assert!(

@@ -535,7 +535,7 @@ fn unrepresentative_cases_are_named_in_the_warnings() {
     r.assert_code(0);
     assert!(
         r.stdout
-            .contains("candidate: 1 of 3 compared case(s) not representative")
+            .contains("candidate: 1 of 3 compared cases not representative")
             && r.stdout
                 .contains("oversubscribed: host n1: 4 busy threads on 2 CPUs"),
         "{}",

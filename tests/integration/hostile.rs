@@ -150,8 +150,7 @@ fn the_watchdog_names_the_rank_that_had_not_arrived() {
     r.assert_code(4);
     assert!(took < Duration::from_secs(60));
     assert!(
-        r.stderr
-            .contains("rank(s) 0 had not arrived at control step"),
+        r.stderr.contains("rank 0 had not arrived at control step"),
         "{}",
         r.stderr
     );
@@ -201,7 +200,7 @@ fn a_sweep_keeps_what_finished_before_the_watchdog_fired() {
             .message
             .as_deref()
             .unwrap()
-            .contains("rank(s) 0 had not arrived"),
+            .contains("rank 0 had not arrived"),
         "{:?}",
         stuck.message
     );

@@ -386,7 +386,7 @@ fn world_size_mismatch_is_a_clear_error() {
     );
     ran.assert_code(2);
     assert!(
-        ran.stderr.contains("2 MPI rank(s)") && ran.stderr.contains("needs 4"),
+        ran.stderr.contains("2 MPI ranks") && ran.stderr.contains("needs 4"),
         "{}",
         ran.stderr
     );

@@ -223,7 +223,7 @@ fn a_case_that_fails_inside_a_job_is_kept_apart_and_resubmitted_alone() {
     // Submitting again submits only the failed case.
     let again = submit(&spec, &out);
     again.assert_code(0);
-    assert!(again.stdout.contains("for 1 case(s)"), "{}", again.stdout);
+    assert!(again.stdout.contains("for 1 case of"), "{}", again.stdout);
     let mut attempts: Vec<PathBuf> = std::fs::read_dir(out.join("launches"))
         .unwrap()
         .map(|e| e.unwrap().path())
@@ -277,7 +277,7 @@ fn a_world_that_does_not_match_the_request_is_a_clear_error_under_srun() {
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert_ne!(o.status.code(), Some(0));
     assert!(
-        stderr.contains("2 MPI rank(s)") && stderr.contains("needs 3"),
+        stderr.contains("2 MPI ranks") && stderr.contains("needs 3"),
         "{stderr}"
     );
     assert!(!out.join("results.json").exists());

@@ -163,7 +163,7 @@ fn assert_clean(out: &Path) {
 fn stuck_rank_trials(tag: &str, fault: &str, rank: u32, limit: Duration) -> Vec<f64> {
     let dir = tmpdir(tag);
     let mut took = Vec::new();
-    let named = format!("rank(s) {rank} had not arrived at control step");
+    let named = format!("rank {rank} had not arrived at control step");
     for t in 0..3 {
         let out = dir.join(format!("out{t}"));
         let o = out.to_str().unwrap();
@@ -261,7 +261,7 @@ fn rank_0_frozen_rank_1_names_it_and_keeps_the_finished_cases() {
     let stuck = by_fault(Some("freeze"));
     assert_eq!(stuck.status, "timeout");
     let msg = stuck.message.as_deref().unwrap();
-    assert!(msg.contains("no answer from rank(s) 0"), "{msg}");
+    assert!(msg.contains("no answer from rank 0"), "{msg}");
     let launch_dirs: Vec<_> = std::fs::read_dir(out.join("launches"))
         .unwrap()
         .flatten()

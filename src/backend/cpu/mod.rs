@@ -192,8 +192,8 @@ fn start_team(
 /// the rank fewer CPUs than devices (mpirun binds a rank to one core by default).
 fn shared_team_warning(rank: i32, g: usize, cpus: &[u32]) -> String {
     format!(
-        "rank {rank}: its {g} hybrid worker threads share {} CPU(s) ({}): they park between phases instead of spinning, so every hand-off waits for a wake-up and collectives measure the scheduler; give the rank a CPU per device: mpirun --bind-to none, or mpirun --map-by ppr:1:node:PE={g} (srun --cpus-per-task={g})",
-        cpus.len(),
+        "rank {rank}: its {g} hybrid worker threads share {} ({}): they park between phases instead of spinning, so every hand-off waits for a wake-up and collectives measure the scheduler; give the rank a CPU per device: mpirun --bind-to none, or mpirun --map-by ppr:1:node:PE={g} (srun --cpus-per-task={g})",
+        crate::units::count(cpus.len(), "CPU", "CPUs"),
         affinity::format_cpulist(cpus)
     )
 }

@@ -270,10 +270,10 @@ pub(super) fn start(
     let n = call.send_count;
     if bufs.len() != b.g || bufs.iter().any(|x| x.len() < n || x.dtype() != call.dtype) {
         return Err(BackendError::check(format!(
-            "all-reduce of {n} {} elements on {} buffer(s), {} device(s) here",
+            "all-reduce of {n} {} elements on {}, {} here",
             call.dtype,
-            bufs.len(),
-            b.g
+            crate::units::count(bufs.len(), "buffer", "buffers"),
+            crate::units::count(b.g, "device", "devices")
         )));
     }
     let node = if b.g > 1 {

@@ -99,10 +99,10 @@ fn with_blas(
         let strays = strays(&new, thread_cpus, &allowed);
         if !strays.is_empty() {
             warnings.push(format!(
-                "{} of {}'s {} thread(s) may run outside the devices' CPUs {} (on {}): its GEMM competes with other devices",
+                "{} of {}'s {} may run outside the devices' CPUs {} (on {}): its GEMM competes with other devices",
                 strays.len(),
                 lib.path(),
-                new.len(),
+                crate::units::count(new.len(), "thread", "threads"),
                 affinity::format_cpulist(&allowed),
                 strays
                     .iter()
@@ -119,8 +119,10 @@ fn with_blas(
             blas::thread_setter_names()
         )),
         (Some(setter), Some(n)) if n != t => warnings.push(format!(
-            "{} ignored {setter}({t}): it reports {n} thread(s), so its GEMM rates are for {n} thread(s) per device",
-            lib.path()
+            "{} ignored {setter}({t}): it reports {}, so its GEMM rates are for {} per device",
+            lib.path(),
+            crate::units::count(n as usize, "thread", "threads"),
+            crate::units::count(n as usize, "thread", "threads")
         )),
         _ => {}
     }

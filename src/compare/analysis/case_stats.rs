@@ -52,7 +52,9 @@ pub(super) fn sample_count(c: &CaseResult) -> usize {
 
 fn failure_note(side: &str, c: &CaseResult) -> String {
     let what = match c.status {
-        CaseStatus::Wrong => format!("{} wrong element(s)", c.wrong),
+        CaseStatus::Wrong => {
+            crate::units::count(c.wrong as usize, "wrong element", "wrong elements")
+        }
         s => s.name().to_string(),
     };
     match &c.message {

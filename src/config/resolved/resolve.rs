@@ -122,7 +122,7 @@ impl Axes {
                     return Err(ctx.err(
                         v.span(),
                         &key,
-                        format!("{} value(s) here but {n} in `{name}`: every axis of a [[zip]] group needs the same number of values", vals.len()),
+                        format!("{} here but {n} in `{name}`: every axis of a [[zip]] group needs the same number of values", crate::units::count(vals.len(), "value", "values")),
                     ))
                 }
                 _ => {}

@@ -415,8 +415,8 @@ pub(super) fn buffer_offset(
         toml::Value::Array(a) if a.len() == 2 => (bytes(&a[0])?, bytes(&a[1])?),
         toml::Value::Array(a) => {
             return Err(err(format!(
-                "{} value(s): give BYTES for both buffers or [SEND, RECV], e.g. 16 or [0, 16]",
-                a.len()
+                "{}: give BYTES for both buffers or [SEND, RECV], e.g. 16 or [0, 16]",
+                crate::units::count(a.len(), "value", "values")
             )))
         }
         x => {

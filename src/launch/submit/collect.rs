@@ -130,13 +130,16 @@ fn print_collected(
     }
     if rec.pending_cases > 0 {
         println!(
-            "# {} case(s) of launches still queued or running (or of unknown state) are not merged yet: collect again when they end (scalebench status {} --wait)",
-            rec.pending_cases,
+            "# {} of launches still queued or running (or of unknown state) are not merged yet: collect again when they end (scalebench status {} --wait)",
+            crate::units::count(rec.pending_cases, "case", "cases"),
             dir.display()
         );
     }
     if rec.missing_cases > 0 {
-        println!("# {} planned case(s) of finished or lost launches have no result: submit the spec again into this run to run them", rec.missing_cases);
+        println!(
+            "# {} of finished or lost launches have no result: submit the spec again into this run to run them",
+            crate::units::count(rec.missing_cases, "planned case", "planned cases")
+        );
     } else if !rec.partial {
         println!(
             "# next: scalebench report {}",

@@ -77,8 +77,12 @@ pub fn status(dir: &Path, wait: bool, timeout_s: f64, quiet: bool) -> Result<u8>
                 print_states(dir, &jobs, &snap);
             }
             eprintln!(
-                "scalebench: status: {} launch(es) still queued or running after {timeout_s:.0} s",
-                snap.states.iter().filter(|s| s.active()).count()
+                "scalebench: status: {} still queued or running after {timeout_s:.0} s",
+                crate::units::count(
+                    snap.states.iter().filter(|s| s.active()).count(),
+                    "launch",
+                    "launches"
+                )
             );
             return Ok(EXIT_RUNTIME);
         }
@@ -162,7 +166,8 @@ fn print_states(dir: &Path, jobs: &JobsFile, snap: &Snapshot) {
     );
     if snap.active() {
         println!(
-            "# results: not final ({running} launch(es) running, {queued} queued); {}",
+            "# results: not final ({} running, {queued} queued); {}",
+            crate::units::count(running, "launch", "launches"),
             match merged {
                 Some(_) => format!("{results} holds what had finished when last collected"),
                 None => "the collect job merges them when every job has ended".into(),

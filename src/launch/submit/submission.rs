@@ -211,8 +211,9 @@ pub fn submit(req: &SubmitRequest, argv: &[String]) -> Result<u8> {
     if !req.quiet {
         let cases: usize = todo.values().map(Vec::len).sum();
         println!(
-            "# submitted {} job(s) for {cases} case(s) of {} ({}){}; run: {}",
-            last.jobs.len(),
+            "# submitted {} for {} of {} ({}){}; run: {}",
+            crate::units::count(last.jobs.len(), "job", "jobs"),
+            crate::units::count(cases, "case", "cases"),
             spec.name,
             last.jobs
                 .iter()
@@ -383,9 +384,9 @@ fn print_dry_run(scripts: &Scripts, attempts: usize) {
         print!("{text}");
     }
     println!(
-        "# dry run: {} job script(s) for {} launch(es); nothing written, nothing submitted",
-        scripts.jobs.len(),
-        attempts
+        "# dry run: {} for {}; nothing written, nothing submitted",
+        crate::units::count(scripts.jobs.len(), "job script", "job scripts"),
+        crate::units::count(attempts, "launch", "launches")
     );
 }
 

@@ -5,8 +5,8 @@
 //! chart kind, which covers ddp_step as it covers the GEMM workloads.
 
 use super::{
-    chunk, color, marker, Axis, Figure, FigureKind, LegendEntry, Line, Mark, Marker, Panel, Pt,
-    RefLine, Scale, Series, Unit, GREY,
+    chunk, color, grey, marker, Axis, Figure, FigureKind, LegendEntry, Line, Mark, Marker, Panel,
+    Pt, RefLine, Scale, Series, Unit,
 };
 use crate::params::Workload;
 use crate::report::analyze::ddp::{points, Point};
@@ -97,7 +97,7 @@ struct BreakdownMarks {
 impl BreakdownMarks {
     /// Set-up colours, or grey and hollow for points that are not representative.
     fn new(greyed: bool) -> Self {
-        let pick = |i: usize| if greyed { GREY } else { color(i) };
+        let pick = |i: usize| if greyed { grey(i) } else { color(i) };
         let compute = Mark {
             color: pick(0),
             marker: Marker::None,
@@ -236,7 +236,7 @@ fn overlap_vs_bucket(pts: &[Point]) -> Vec<Figure> {
         for (j, c) in part.into_iter().enumerate() {
             let mut mark = Mark::solid(color(j), marker(j));
             if c.greyed {
-                mark.color = GREY;
+                mark.color = grey(j);
                 mark.hollow = true;
             }
             for p in &c.points {
@@ -350,10 +350,14 @@ mod tests {
         assert_eq!((s[2].points[0].lo, s[2].points[0].y), (Some(2.25), 2.5));
         assert!(!figs[0].title.contains("NOT REPRESENTATIVE"));
         assert!(figs[1].title.contains("NOT REPRESENTATIVE: oversubscribed"));
-        assert!(figs[1].panels[0]
-            .series
+        // Grey, and the three stacked parts in three shades (one grey hid which was which).
+        let greyed = &figs[1].panels[0].series;
+        assert!(greyed
             .iter()
-            .all(|x| x.mark.color == GREY));
+            .all(|x| x.mark.color.0 == x.mark.color.1 && x.mark.color.1 == x.mark.color.2));
+        let shades: std::collections::BTreeSet<u8> =
+            greyed[..3].iter().map(|x| x.mark.color.0).collect();
+        assert_eq!(shades.len(), 3, "{shades:?}");
     }
 
     #[test]

@@ -295,25 +295,46 @@ pub(crate) const MAX_SERIES: usize = 8;
 
 /// The mark of a set-up: its own colour, a marker per topology/binding/placement/backend.
 pub(crate) fn setup_mark(a: &Analysis<'_>, layout: Layout, style: StyleKey) -> Mark {
-    let idx = a
-        .palette
+    Mark::solid(
+        color(setup_index(a, layout, style)),
+        marker(a.palette.style_index(style)),
+    )
+}
+
+/// The set-up's place in the palette (its colour, or its shade of grey).
+fn setup_index(a: &Analysis<'_>, layout: Layout, style: StyleKey) -> usize {
+    a.palette
         .shapes
         .binary_search(&(style, layout))
-        .unwrap_or(0);
-    Mark::solid(color(idx), marker(a.palette.style_index(style)))
+        .unwrap_or(0)
 }
 
 /// The colour of measurements that cannot represent their set-up (greyed, hollow markers).
 pub(crate) const GREY: Rgb = Rgb(175, 175, 175);
 
+/// Shades for greyed series, [`GREY`] first: without their colours, two set-ups of one
+/// topology (one marker) or the parts of a stacked bar could not be told apart.
+const GREYS: [Rgb; 4] = [
+    GREY,
+    Rgb(115, 115, 115),
+    Rgb(205, 205, 205),
+    Rgb(145, 145, 145),
+];
+
+/// The shade of grey of the `i`-th series or part.
+pub(crate) fn grey(i: usize) -> Rgb {
+    GREYS[i % GREYS.len()]
+}
+
 /// The mark of a size curve: its set-up's, or grey and hollow when not representative.
 pub(crate) fn curve_mark(a: &Analysis<'_>, c: &Curve) -> Mark {
-    let m = setup_mark(a, Layout::of(&c.shape), style_key(&c.shape));
+    let (layout, style) = (Layout::of(&c.shape), style_key(&c.shape));
+    let m = setup_mark(a, layout, style);
     if c.concerns.is_empty() {
         m
     } else {
         Mark {
-            color: GREY,
+            color: grey(setup_index(a, layout, style)),
             hollow: true,
             ..m
         }
@@ -590,7 +611,7 @@ fn ratio_series(
 ) -> Option<(LegendEntry, Series)> {
     let mut mark = setup_mark(a, g.layout, g.style);
     if !g.concerns.is_empty() {
-        mark.color = GREY;
+        mark.color = grey(setup_index(a, g.layout, g.style));
         mark.hollow = true;
     }
     let pts: Vec<Pt> = g

@@ -159,7 +159,7 @@ fn add_series(a: &Analysis<'_>, j: usize, s: &ScaleSeries, p: &mut Parts) {
             if kinds.is_empty() {
                 color(j)
             } else {
-                super::GREY
+                super::grey(j)
             },
             marker(a.palette.style_index(style_key(&base.shape()))),
         )

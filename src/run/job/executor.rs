@@ -164,14 +164,23 @@ impl Job<'_> {
     /// The lines above the live table: what runs where, then every warning.
     pub(super) fn header(&self, p: &Provenance, launch: &LaunchRecord) -> Vec<String> {
         let first = format!(
-            "# scalebench {} | {} rank(s), {} device(s) on {} node(s){} | binding {} | {} | results: {}",
+            "# scalebench {} | {}, {} on {}{} | binding {} | {} | results: {}",
             env!("CARGO_PKG_VERSION"),
-            p.world_size,
-            p.devices,
-            p.nodes,
-            if p.emulated_nodes { " (emulated on one host)" } else { "" },
+            crate::units::count(p.world_size as usize, "rank", "ranks"),
+            crate::units::count(p.devices as usize, "device", "devices"),
+            crate::units::count(p.nodes as usize, "node", "nodes"),
+            if p.emulated_nodes {
+                " (emulated on one host)"
+            } else {
+                ""
+            },
             self.shape.binding,
-            p.mpi_library.as_deref().unwrap_or("MPI").lines().next().unwrap_or(""),
+            p.mpi_library
+                .as_deref()
+                .unwrap_or("MPI")
+                .lines()
+                .next()
+                .unwrap_or(""),
             self.out_dir.display()
         );
         std::iter::once(first)

@@ -115,7 +115,7 @@ fn hybrid_shape_needs_one_rank_per_node() {
     assert_eq!((s.nodes, s.devices_per_node), (1, 1));
     let m = input_error(launch_shape(&l, &layout(1, 2), 2).unwrap_err());
     assert!(
-        m.starts_with("this job has 2 MPI rank(s), but hybrid topology on 1 node(s) × 1 device(s) needs 1: start 1 rank(s)"),
+        m.starts_with("this job has 2 MPI ranks, but hybrid topology on 1 node × 1 device needs 1: start 1 rank"),
         "{m}"
     );
 }
@@ -125,7 +125,7 @@ fn shape_mismatches_are_input_errors_that_name_the_numbers() {
     let m =
         input_error(launch_shape(&launch(|l| l.nodes = Some(2)), &layout(1, 2), 2).unwrap_err());
     assert!(
-        m.starts_with("--nodes 2: this job's ranks run on 1 node(s) (hostname)"),
+        m.starts_with("--nodes 2: this job's ranks run on 1 node (hostname)"),
         "{m}"
     );
     let m = input_error(
@@ -135,7 +135,7 @@ fn shape_mismatches_are_input_errors_that_name_the_numbers() {
     let m = input_error(
         launch_shape(&launch(|l| l.devices_per_node = Some(3)), &layout(1, 2), 2).unwrap_err(),
     );
-    assert!(m.contains("needs 3: start 3 rank(s) (mpirun -np 3)"), "{m}");
+    assert!(m.contains("needs 3: start 3 ranks (mpirun -np 3)"), "{m}");
 }
 
 fn shape(topology: Topology, placement: Placement, nodes: u32, dpn: u32) -> LaunchShape {
