@@ -15,6 +15,9 @@ pub(crate) mod clock;
 #[cfg(feature = "mpi")]
 pub(crate) mod team;
 
+// The NCCL API's plan and checks, shared by NCCL (CUDA) and RCCL (ROCm).
+#[cfg(feature = "cuda")]
+pub mod ccl;
 #[cfg(feature = "mpi")]
 pub mod cpu;
 #[cfg(feature = "cuda")]
@@ -75,9 +78,9 @@ pub enum DeviceError {
     /// A CUDA library call (driver, cuBLAS, NCCL) failed; the error names the call and GPU.
     #[cfg(feature = "cuda")]
     Cuda(cuda::CudaError),
-    /// A collective's buffers do not match its call (checked before NCCL sees them).
+    /// A collective's buffers do not match its call (checked before NCCL or RCCL sees them).
     #[cfg(feature = "cuda")]
-    Plan(cuda::PlanError),
+    Plan(ccl::PlanError),
     /// A timing mark was read after its slot was reused.
     #[cfg(feature = "cuda")]
     Mark(cuda::MarkOverwritten),
