@@ -13,10 +13,32 @@ pub(crate) mod calls;
 pub(crate) mod region;
 
 pub use calls::PlanError;
-pub(crate) use calls::{plan, Call, IN_PLACE_ALLTOALL};
+pub(crate) use calls::{plan, Call};
 pub(crate) use region::{Region, Resolved};
 
-use crate::params::Dtype;
+use crate::params::{Dtype, ReduceOp};
+
+/// `ncclDataType_t` of a [`Dtype`] (nccl.h's values, which RCCL keeps).
+pub(crate) fn dtype_code(d: Dtype) -> i32 {
+    match d {
+        Dtype::I32 => 2,
+        Dtype::F16 => 6,
+        Dtype::F32 => 7,
+        Dtype::F64 => 8,
+        Dtype::Bf16 => 9,
+    }
+}
+
+/// `ncclRedOp_t` of a [`ReduceOp`] (`avg` is the library's native `ncclAvg`).
+pub(crate) fn op_code(op: ReduceOp) -> i32 {
+    match op {
+        ReduceOp::Sum => 0,
+        ReduceOp::Prod => 1,
+        ReduceOp::Max => 2,
+        ReduceOp::Min => 3,
+        ReduceOp::Avg => 4,
+    }
+}
 
 /// `major.minor.patch` from `ncclGetVersion`'s code (X·10000+Y·100+Z since 2.9, X·1000+Y·100+Z
 /// before). RCCL reports the NCCL version it is based on, in the same encoding.

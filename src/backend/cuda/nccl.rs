@@ -12,10 +12,9 @@
 
 mod resolved;
 
+pub(crate) use crate::backend::ccl::calls::IN_PLACE_ALLTOALL;
 pub use crate::backend::ccl::PlanError;
-pub(crate) use crate::backend::ccl::{
-    avg_tolerance, format_version, plan, Region, Resolved, IN_PLACE_ALLTOALL,
-};
+pub(crate) use crate::backend::ccl::{avg_tolerance, format_version, plan, Region, Resolved};
 
 use super::{CudaError, CudaResult};
 use crate::params::{Dtype, ReduceOp};
@@ -223,6 +222,17 @@ mod tests {
         assert_eq!(T::ncclFloat16 as u32, 6);
         assert_eq!(T::ncclBfloat16 as u32, 9);
         assert_eq!(O::ncclAvg as u32, 4);
+        // the shared codes (RCCL's too) are cudarc's, value for value
+        for &d in Dtype::ALL {
+            assert_eq!(
+                nccl_type(d) as i32,
+                crate::backend::ccl::dtype_code(d),
+                "{d}"
+            );
+        }
+        for &op in ReduceOp::ALL {
+            assert_eq!(nccl_op(op) as i32, crate::backend::ccl::op_code(op), "{op}");
+        }
     }
 
     #[test]
