@@ -190,6 +190,48 @@ mod standin {
         );
     }
 
+    /// 2 processes × 2 GCDs: each process its own block of stand-in devices
+    /// (`standin/gpus-per-rank.sh` sets CUDA_VISIBLE_DEVICES, which HIP honours too), RCCL
+    /// ranks across processes and within each process's group.
+    #[test]
+    fn two_processes_by_two_gcds_validate() {
+        let out = tmpdir("rocm-2x2").join("out");
+        let wrapper = Path::new(env!("CARGO_MANIFEST_DIR")).join("standin/gpus-per-rank.sh");
+        let mut m: Vec<String> = Vec::new();
+        for (k, v) in on_standins(&["SCALEBENCH_STANDIN_DEVICES=4"]) {
+            m.push("-x".into());
+            m.push(format!("{k}={v}"));
+        }
+        m.push(wrapper.display().to_string());
+        m.push("2".into());
+        let args = rocm_run(
+            &[
+                "--topology",
+                "hybrid",
+                "--devices-per-node",
+                "2",
+                "--nodes",
+                "2",
+                "--emulate-nodes",
+                "-w",
+                COLLECTIVES,
+                "--sizes",
+                "4KiB",
+                "--dtype",
+                "f32,i32",
+                "--op",
+                "sum,min",
+            ],
+            "2",
+            &out,
+        );
+        let ran = common::mpirun_with(2, &strs(&m), &strs(&args));
+        let r = all_valid(&ran, &out, 20);
+        let p = r.launches[0].provenance.as_ref().unwrap();
+        assert_eq!(p.ranks.len(), 2);
+        assert!(p.ranks.iter().all(|rank| rank.devices.len() == 2));
+    }
+
     /// The planted defect (one wrong element in every RCCL result) must be caught: wrong > 0
     /// in every case, exit 3. Proof that validation on this path can fail.
     #[test]
