@@ -109,3 +109,51 @@ impl From<RocmError> for BackendError {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A library missing, incomplete or too old, or no device, makes the backend unavailable
+    /// (exit 2) with the sentence; a failed call fails the case instead.
+    #[test]
+    fn set_up_errors_are_unavailable_and_call_errors_are_not() {
+        let old = RocmError::TooOld {
+            library: "librccl.so",
+            found: "RCCL 2.16.5 (NCCL API)".into(),
+            minimum: "RCCL 2.17.1",
+        };
+        let sentence = old.to_string();
+        assert!(
+            sentence.starts_with("librccl.so is RCCL 2.16.5 (NCCL API), older than RCCL 2.17.1"),
+            "{sentence}"
+        );
+        assert!(
+            matches!(BackendError::from(old.clone()), BackendError::Unavailable(m) if m == sentence)
+        );
+        let missing = RocmError::MissingSymbol {
+            library: "libamdhip64.so",
+            symbol: "hipEventElapsedTime",
+            minimum: "HIP 5.7",
+        };
+        assert!(missing.clone().context("opening").unavailable());
+        let call = RocmError::Hip {
+            call: "hipMalloc",
+            code: 2,
+            name: "hipErrorOutOfMemory".into(),
+            text: "out of memory".into(),
+        };
+        assert!(!call.unavailable());
+        assert_eq!(
+            call.to_string(),
+            "hipMalloc failed in the HIP runtime (libamdhip64.so): hipErrorOutOfMemory (out of memory)"
+        );
+        assert!(matches!(
+            BackendError::from(call),
+            BackendError::Device(DeviceError::Rocm(_))
+        ));
+        for e in [old, missing] {
+            assert_eq!(e.to_string().matches(": ").count(), 1, "{e}");
+        }
+    }
+}
