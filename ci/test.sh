@@ -26,6 +26,7 @@ export SCALEBENCH_REQUIRE_SLURM=1
 step "tests (unit; the integration binary, tests/integration, under mpirun and the real Slurm)"
 cargo test --release --locked --all-features
 SCALEBENCH_BIN=${CARGO_TARGET_DIR:-target}/release/scalebench bash ci/gpu-standin.sh  # CUDA backend on the stand-ins (~20 s)
+SCALEBENCH_BIN=${CARGO_TARGET_DIR:-target}/release/scalebench bash ci/rocm-standin.sh  # ROCm backend on the stand-ins
 
 step "benches, each run once (smoke test: that they build, set up, validate and run; never timing)"
 cargo bench --locked --all-features -- --test

@@ -231,8 +231,10 @@ pub enum BackendKind {
     Cpu,
     /// Device buffers, NCCL collectives, cuBLAS GEMM.
     Cuda,
+    /// AMD GPU buffers (HIP), RCCL collectives.
+    Rocm,
 }
-named_enum!(BackendKind, "backend", { Cpu => "cpu", Cuda => "cuda" });
+named_enum!(BackendKind, "backend", { Cpu => "cpu", Cuda => "cuda", Rocm => "rocm" });
 
 /// Which CPU GEMM the CPU backend should use (`--gemm`, spec key `run.gemm`).
 #[derive(

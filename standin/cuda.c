@@ -112,8 +112,13 @@ static uint64_t now_ns(void) {
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/* hip.c builds this driver into the HIP runtime stand-in under its own name. */
+#ifndef SBS_DRIVER_LIB
+#define SBS_DRIVER_LIB "libcuda.so.1"
+#endif
+
 __attribute__((constructor)) static void standin_load(void) {
-    sbs_gate("libcuda.so.1");
+    sbs_gate(SBS_DRIVER_LIB);
 }
 
 /* ---------- leaks at exit ---------- */
@@ -129,12 +134,16 @@ __attribute__((destructor)) static void standin_unload(void) {
         events += e->magic == EVENT_MAGIC;
     for (int d = 0; d < MAXDEV; d++)
         ctxs += g_ctx[d].refs > 0;
+#ifdef SBS_HIP_RUNTIME
+    /* the HIP runtime keeps each device's primary context for the life of the process */
+    ctxs = 0;
+#endif
     size_t nallocs = g_nallocs, npinned = g_npinned;
     pthread_mutex_unlock(&G);
     if (!nallocs && !npinned && !streams && !events && !ctxs)
         return;
     fprintf(stderr,
-            "scalebench stand-in: leak at exit (libcuda.so.1): %zu device allocation(s) of %zu "
+            "scalebench stand-in: leak at exit (" SBS_DRIVER_LIB "): %zu device allocation(s) of %zu "
             "byte(s), %zu pinned host allocation(s), %d stream(s), %d event(s), %d retained "
             "primary context(s) were never released\n",
             nallocs, bytes, npinned, streams, events, ctxs);

@@ -92,12 +92,22 @@ struct comm {
     struct comm *next;
 };
 
+/* Built a second time as RCCL (librccl.so, over the HIP runtime stand-in): RCCL keeps NCCL's
+ * C API and reports the NCCL version it is based on (ROCm 6.2's RCCL: 2.20.5). */
+#ifdef SBS_RCCL
+#define SBS_CCL_LIB "librccl.so"
+#define SBS_CCL_VERSION 22005
+#else
+#define SBS_CCL_LIB "libnccl.so"
+#define SBS_CCL_VERSION 22803
+#endif
+
 static pthread_mutex_t M = PTHREAD_MUTEX_INITIALIZER;
 static struct comm *g_comms;
 static char g_last[512];
 
 __attribute__((constructor)) static void standin_load(void) {
-    sbs_gate("libnccl.so");
+    sbs_gate(SBS_CCL_LIB);
 }
 
 __attribute__((destructor)) static void standin_unload(void) {
@@ -108,7 +118,7 @@ __attribute__((destructor)) static void standin_unload(void) {
     pthread_mutex_unlock(&M);
     if (!n)
         return;
-    fprintf(stderr, "scalebench stand-in: leak at exit (libnccl.so): %d communicator(s) were never destroyed or aborted\n", n);
+    fprintf(stderr, "scalebench stand-in: leak at exit (" SBS_CCL_LIB "): %d communicator(s) were never destroyed or aborted\n", n);
     const char *w = getenv("SCALEBENCH_STANDIN_LEAKS");
     if (!(w && strcmp(w, "warn") == 0))
         abort();
@@ -147,7 +157,7 @@ static void abs_deadline(struct timespec *ts) {
 SBS_EXPORT ncclResult_t ncclGetVersion(int *v) {
     if (!v)
         return N_INVALID_ARGUMENT;
-    *v = (int)sbs_env_long("SCALEBENCH_STANDIN_NCCL_VERSION", 22803);
+    *v = (int)sbs_env_long("SCALEBENCH_STANDIN_NCCL_VERSION", SBS_CCL_VERSION);
     return N_OK;
 }
 
@@ -237,7 +247,7 @@ static char g_tuning_err[256];
 static pthread_once_t g_tuning_once = PTHREAD_ONCE_INIT;
 
 static int version_code(void) {
-    return (int)sbs_env_long("SCALEBENCH_STANDIN_NCCL_VERSION", 22803);
+    return (int)sbs_env_long("SCALEBENCH_STANDIN_NCCL_VERSION", SBS_CCL_VERSION);
 }
 
 static int modelled(int func, int algo) {

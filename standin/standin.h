@@ -30,8 +30,8 @@ SBS_FN void sbs_gate(const char *lib) {
         return;
     char msg[640];
     int n = snprintf(msg, sizeof msg,
-                     "error: %s is the scalebench stand-in (a CPU test double, not an NVIDIA "
-                     "library) and refuses to load without %s=1: set %s=1 to test the CUDA "
+                     "error: %s is the scalebench stand-in (a CPU test double, not the vendor's "
+                     "library) and refuses to load without %s=1: set %s=1 to test a GPU "
                      "backend on purpose, or remove the stand-in directory from "
                      "LD_LIBRARY_PATH to use the real library\n",
                      lib, SBS_GATE_ENV, SBS_GATE_ENV);

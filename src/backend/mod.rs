@@ -15,12 +15,20 @@ pub(crate) mod clock;
 #[cfg(feature = "mpi")]
 pub(crate) mod team;
 
+// The NCCL API's plan and checks, shared by NCCL (CUDA) and RCCL (ROCm).
+#[cfg(any(feature = "cuda", feature = "rocm"))]
+pub mod ccl;
 #[cfg(feature = "mpi")]
 pub mod cpu;
 #[cfg(feature = "cuda")]
 pub mod cuda;
+// Device-timeline marks (a ring of event slots), shared by the GPU backends.
 pub mod gemm;
+#[cfg(any(feature = "cuda", feature = "rocm"))]
+pub(crate) mod marks;
 pub mod nccl_log;
+#[cfg(feature = "rocm")]
+pub mod rocm;
 // GPU telemetry (NVML) sampling serves only the CUDA backend.
 #[cfg(feature = "cuda")]
 pub(crate) mod telemetry;
@@ -75,12 +83,15 @@ pub enum DeviceError {
     /// A CUDA library call (driver, cuBLAS, NCCL) failed; the error names the call and GPU.
     #[cfg(feature = "cuda")]
     Cuda(cuda::CudaError),
-    /// A collective's buffers do not match its call (checked before NCCL sees them).
-    #[cfg(feature = "cuda")]
-    Plan(cuda::PlanError),
+    /// A collective's buffers do not match its call (checked before NCCL or RCCL sees them).
+    #[cfg(any(feature = "cuda", feature = "rocm"))]
+    Plan(ccl::PlanError),
     /// A timing mark was read after its slot was reused.
-    #[cfg(feature = "cuda")]
-    Mark(cuda::MarkOverwritten),
+    #[cfg(any(feature = "cuda", feature = "rocm"))]
+    Mark(marks::MarkOverwritten),
+    /// A HIP runtime or RCCL call failed, or a check of the ROCm backend's.
+    #[cfg(feature = "rocm")]
+    Rocm(rocm::RocmError),
     /// A buffer whose size in bytes overflows an address.
     #[cfg(feature = "cuda")]
     TooLarge(cuda::TooLarge),
@@ -104,10 +115,12 @@ impl std::fmt::Display for DeviceError {
         match self {
             #[cfg(feature = "cuda")]
             DeviceError::Cuda(e) => e.fmt(f),
-            #[cfg(feature = "cuda")]
+            #[cfg(any(feature = "cuda", feature = "rocm"))]
             DeviceError::Plan(e) => e.fmt(f),
-            #[cfg(feature = "cuda")]
+            #[cfg(any(feature = "cuda", feature = "rocm"))]
             DeviceError::Mark(e) => e.fmt(f),
+            #[cfg(feature = "rocm")]
+            DeviceError::Rocm(e) => e.fmt(f),
             #[cfg(feature = "cuda")]
             DeviceError::TooLarge(e) => e.fmt(f),
             DeviceError::Thread { what, source } => write!(f, "could not start {what}: {source}"),
@@ -124,10 +137,12 @@ impl std::error::Error for DeviceError {
             // The wrapped errors display themselves: their own sources come next.
             #[cfg(feature = "cuda")]
             DeviceError::Cuda(e) => e.source(),
-            #[cfg(feature = "cuda")]
+            #[cfg(any(feature = "cuda", feature = "rocm"))]
             DeviceError::Plan(e) => e.source(),
-            #[cfg(feature = "cuda")]
+            #[cfg(any(feature = "cuda", feature = "rocm"))]
             DeviceError::Mark(e) => e.source(),
+            #[cfg(feature = "rocm")]
+            DeviceError::Rocm(e) => e.source(),
             #[cfg(feature = "cuda")]
             DeviceError::TooLarge(e) => e.source(),
             DeviceError::Thread { source, .. } => Some(source.as_ref()),
@@ -147,6 +162,9 @@ pub enum Unsupported {
     /// A limit of the CUDA backend (or of the libraries it drives).
     #[cfg(feature = "cuda")]
     Cuda(cuda::CudaUnsupported),
+    /// A limit of the ROCm backend (phase 1: collectives only).
+    #[cfg(feature = "rocm")]
+    Rocm(rocm::RocmUnsupported),
 }
 
 impl std::fmt::Display for Unsupported {
@@ -160,6 +178,8 @@ impl std::fmt::Display for Unsupported {
             Unsupported::Cpu(e) => e.fmt(f),
             #[cfg(feature = "cuda")]
             Unsupported::Cuda(e) => e.fmt(f),
+            #[cfg(feature = "rocm")]
+            Unsupported::Rocm(e) => e.fmt(f),
         }
     }
 }
@@ -172,6 +192,8 @@ impl std::error::Error for Unsupported {
             Unsupported::Cpu(e) => e.source(),
             #[cfg(feature = "cuda")]
             Unsupported::Cuda(e) => e.source(),
+            #[cfg(feature = "rocm")]
+            Unsupported::Rocm(e) => e.source(),
         }
     }
 }

@@ -47,7 +47,7 @@ pub(crate) struct Resources {
 pub(crate) fn resources(profile: &Profile, shape: &LaunchShape) -> Resources {
     let d = shape.devices_per_node;
     let per_device = profile.cpus_per_device(d);
-    let gpus = if shape.backend == BackendKind::Cuda {
+    let gpus = if shape.backend != BackendKind::Cpu {
         d
     } else {
         0
@@ -116,7 +116,7 @@ fn directive_path(p: &Path) -> Result<String, ScriptError> {
 
 /// Checks the shape fits the profile's nodes.
 pub(crate) fn check_fit(profile: &Profile, shape: &LaunchShape) -> Result<(), ScriptError> {
-    if shape.backend == BackendKind::Cuda && shape.devices_per_node > profile.gpus_per_node {
+    if shape.backend != BackendKind::Cpu && shape.devices_per_node > profile.gpus_per_node {
         return Err(ScriptError::Gpus {
             shape: shape.label(),
             needed: shape.devices_per_node,

@@ -17,6 +17,8 @@ pub enum CheckKey {
     Model,
     /// `--buffer-offset` / `run.buffer_offset`.
     BufferOffset,
+    /// `--workload` / `axes.workloads`: a workload the backend does not run yet.
+    Workload,
 }
 
 /// A case that cannot run, and why (one sentence with the fix).
@@ -50,6 +52,16 @@ impl CaseChecker {
 
     /// `Err` for the first reason `c` cannot run.
     pub fn check(&mut self, c: &CaseParams) -> Result<(), CaseProblem> {
+        // Phase 1 of the ROCm backend runs the collectives only (issue 30).
+        if c.backend == BackendKind::Rocm && !c.workload.is_collective() {
+            return Err(CaseProblem {
+                key: CheckKey::Workload,
+                message: format!(
+                    "{} is not yet on the ROCm backend (it runs the six collectives; rocBLAS GEMMs and ddp_step are to come): use --backend cpu or cuda for it",
+                    c.workload
+                ),
+            });
+        }
         if c.workload != Workload::DdpStep {
             return Ok(());
         }

@@ -477,6 +477,7 @@ pub fn expand(o: &RunOptions, shape: LaunchShape) -> Result<Vec<CaseParams>> {
                 checks::CheckKey::Batch => "--batch",
                 checks::CheckKey::Model => "--model",
                 checks::CheckKey::BufferOffset => "--buffer-offset",
+                checks::CheckKey::Workload => "--workload",
             };
             PlanError::Case { option, problem }
         })?;

@@ -325,7 +325,7 @@ fn check_cases(spec: &SweepSpec, launches: &[LaunchPlan]) -> Result<(), SpecErro
             let axis = match p.key {
                 CheckKey::Batch => Axis::Batch,
                 CheckKey::Model => Axis::Models,
-                CheckKey::BufferOffset => Axis::Workloads,
+                CheckKey::BufferOffset | CheckKey::Workload => Axis::Workloads,
             };
             let what = match p.key {
                 CheckKey::BufferOffset => "run.buffer_offset",
@@ -489,6 +489,12 @@ pub fn check_local(spec: &SweepSpec, plan: &SweepPlan, usable_cpus: u32) -> Resu
             return Err(spec.error_at(
                 Axis::Backend,
                 "backend cuda needs a scalebench built with `--features cuda`".into(),
+            ));
+        }
+        if l.shape.backend == BackendKind::Rocm && !cfg!(feature = "rocm") {
+            return Err(spec.error_at(
+                Axis::Backend,
+                "backend rocm needs a scalebench built with `--features rocm`".into(),
             ));
         }
     }

@@ -54,6 +54,8 @@ pub enum RunError {
     Unusable { message: String },
     #[error("--backend cuda: this scalebench was built without CUDA support: rebuild with `cargo build --release --features cuda`")]
     NoCuda,
+    #[error("--backend rocm: this scalebench was built without ROCm support: rebuild with `cargo build --release --features rocm`")]
+    NoRocm,
     /// `scalebench links` was given options it cannot use.
     #[error(transparent)]
     Links(#[from] crate::links::LinksError),

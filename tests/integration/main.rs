@@ -38,6 +38,7 @@ mod readers;
 mod report;
 mod report_browser;
 mod representative;
+mod rocm;
 mod run_mpi;
 mod scripts;
 mod slurm;

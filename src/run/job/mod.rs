@@ -67,6 +67,9 @@ pub fn run(request: &super::Request, argv: &[String]) -> Result<RunOutcome> {
     if req.backend == BackendKind::Cuda && !cfg!(feature = "cuda") {
         return Err(RunError::NoCuda);
     }
+    if req.backend == BackendKind::Rocm && !cfg!(feature = "rocm") {
+        return Err(RunError::NoRocm);
+    }
     let level = thread_level(&req, request)?;
     let universe = match level {
         // Plain MPI_Init where no thread is added: see `plan::resolve_thread_level`.
@@ -195,5 +198,13 @@ fn run_in_world(
         // Rejected at the top of `run` in a build without the `cuda` feature.
         #[cfg(not(feature = "cuda"))]
         BackendKind::Cuda => unreachable!("--backend cuda is rejected before MPI starts"),
+        #[cfg(feature = "rocm")]
+        BackendKind::Rocm => {
+            let backend = crate::backend::rocm::RocmBackend::new(world, device_plan);
+            job.execute(start_backend(comm, backend)?)
+        }
+        // Rejected at the top of `run` in a build without the `rocm` feature.
+        #[cfg(not(feature = "rocm"))]
+        BackendKind::Rocm => unreachable!("--backend rocm is rejected before MPI starts"),
     }
 }

@@ -1,5 +1,6 @@
-//! The NCCL calls each collective makes, on which buffer and at which element offset, with
-//! nccl-tests' in-place conventions. Pure: nothing here touches a device.
+//! The library calls each collective makes (NCCL's API, which RCCL keeps), on which buffer and
+//! at which element offset, with nccl-tests' in-place conventions. Pure: nothing here touches a
+//! device.
 
 use crate::backend::CollectiveCall;
 use crate::params::{ReduceOp, Workload};

@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# The ROCm backend end to end without an AMD GPU: builds scalebench's stand-in libraries
+# (standin/: CPU test doubles; here libamdhip64.so, the HIP runtime, and librccl.so, RCCL) and
+# runs `scalebench run --backend rocm` on them under real mpirun — pure (np=2, one GCD each),
+# hybrid (np=1, 2 GCDs) and 2 processes x 2 GCDs; all six collectives x f32 f64 f16 bf16 i32 x
+# sum prod min max avg x in/out-of-place x pipelined/isolated — every case validated, every
+# result labelled as a stand-in's and recorded as backend rocm. Then a planted RCCL defect must
+# be caught (exit 3), a missing HIP runtime refused (exit 2), and matmul refused as not yet on
+# the backend (exit 2).
+#
+# Uses $SCALEBENCH_BIN when set (ci/test.sh passes the binary its test step built with
+# --all-features), else builds `--features rocm`.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source ci/env.sh
+
+step() { printf '\n== rocm-standin: %s ==\n' "$*"; }
+
+target=${CARGO_TARGET_DIR:-target}
+bin=${SCALEBENCH_BIN:-}
+if [ -z "$bin" ]; then
+  step "build --features rocm"
+  cargo build --release --locked --features rocm
+  bin=$target/release/scalebench
+fi
+step "stand-in libraries"
+libs=$(bash standin/build.sh "$target/standin")
+export LD_LIBRARY_PATH="$libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" SCALEBENCH_STANDIN=1
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+# Every case ok (in-place all-to-all skipped: RCCL has none), none wrong, at least $2 cases,
+# backend rocm, and the launch labelled as a stand-in run.
+validated() {
+  python3 - "$1/results.json" "$2" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+cases, least = r["cases"], int(sys.argv[2])
+bad = [c for c in cases if c["wrong"] or not (c["status"] == "ok" or (
+    c["status"] == "skipped" and c["params"]["workload"] == "alltoall"
+    and c["params"]["in_place"]))]
+assert not bad, f"{len(bad)} case(s) not valid, first: {bad[0]['id']} {bad[0]['status']} {bad[0].get('message')}"
+assert len(cases) >= least, f"{len(cases)} cases, expected at least {least}"
+for c in cases:
+    assert c["params"]["backend"] == "rocm", c["params"]["backend"]
+for l in r["launches"]:
+    b = l["provenance"]["backend"]
+    assert b["kind"] == "rocm", b["kind"]
+    assert b["detail"].startswith("STAND-IN: "), "launch not labelled"
+print(f"  {len(cases)} case(s) validated, {sum(c['status'] == 'ok' for c in cases)} measured")
+PY
+}
+
+mpi=(mpirun --oversubscribe -x LD_LIBRARY_PATH -x SCALEBENCH_STANDIN)
+all=(-w allreduce,reduce,broadcast,allgather,reduce_scatter,alltoall --sizes 1KiB,64KiB
+     --dtype f32,f64,f16,bf16,i32 --op sum,prod,min,max,avg --in-place both
+     -t pipelined,isolated -n 3 --warmup 1 -q)
+
+step "pure: 2 processes x 1 GCD, every collective, type, operator, placement, timing"
+"${mpi[@]}" -np 2 "$bin" run --backend rocm "${all[@]}" --out "$work/pure"
+validated "$work/pure" 700
+
+step "hybrid: 1 process x 2 GCDs (one RCCL group)"
+"$bin" run --backend rocm --topology hybrid --devices-per-node 2 "${all[@]}" --out "$work/hybrid"
+validated "$work/hybrid" 700
+
+step "2 processes x 2 GCDs (each process its own block of stand-in devices)"
+SCALEBENCH_STANDIN_DEVICES=4 "${mpi[@]}" -x SCALEBENCH_STANDIN_DEVICES -np 2 standin/gpus-per-rank.sh 2 \
+  "$bin" run --backend rocm --topology hybrid --devices-per-node 2 --nodes 2 --emulate-nodes \
+  "${all[@]}" --out "$work/2x2"
+validated "$work/2x2" 700
+
+step "a planted RCCL defect must be caught (wrong > 0, exit 3)"
+code=0
+SCALEBENCH_STANDIN_DEFECT=corrupt "${mpi[@]}" -x SCALEBENCH_STANDIN_DEFECT -np 2 "$bin" run --backend rocm \
+  -w allreduce,reduce_scatter,alltoall --sizes 4KiB --in-place no -n 3 --warmup 1 -q --out "$work/defect" || code=$?
+[ "$code" = 3 ] || { echo "the planted defect exited $code, not 3"; exit 1; }
+python3 - "$work/defect/results.json" <<'PY'
+import json, sys
+cases = json.load(open(sys.argv[1]))["cases"]
+assert cases and all(c["wrong"] > 0 for c in cases), "a case missed the planted defect"
+print(f"  {len(cases)} case(s), every one caught")
+PY
+
+step "no HIP runtime on the library path: one sentence naming libamdhip64.so, exit 2"
+code=0
+err=$(LD_LIBRARY_PATH= "$bin" run --backend rocm -w allreduce --sizes 4KiB -q --out "$work/nolib" 2>&1) || code=$?
+[ "$code" = 2 ] || { echo "a missing HIP runtime exited $code, not 2: $err"; exit 1; }
+grep -q "libamdhip64.so" <<<"$err" || { echo "libamdhip64.so not named: $err"; exit 1; }
+! grep -q panicked <<<"$err" || { echo "panic: $err"; exit 1; }
+
+step "matmul is not yet on the ROCm backend: refused at plan time, exit 2"
+code=0
+err=$("$bin" run --backend rocm -w matmul --dims 64 -q --out "$work/gemm" 2>&1) || code=$?
+[ "$code" = 2 ] || { echo "matmul on rocm exited $code, not 2: $err"; exit 1; }
+grep -q "not yet on the ROCm backend" <<<"$err" || { echo "no sentence: $err"; exit 1; }
+echo "rocm-standin: all checks passed"

@@ -1,0 +1,451 @@
+//! [`RocmBackend`]: device buffers on the GPUs (GCDs) a rank drives, RCCL collectives and
+//! HIP-event timing, as the CUDA backend does with NCCL and CUDA events.
+//!
+//! Streams: each GPU has one stream that carries everything (copies, RCCL calls, timing
+//! events), so stream order is the only synchronisation the timed paths need. Uploads and
+//! downloads synchronise the stream before they return (HIP may read a pageable source after
+//! `hipMemcpyAsync` returned), outside the timed window.
+
+use super::hip::{CopyKind, Event, Hip, Stream};
+use super::memory::RocmBuf;
+use super::rccl::{Comm, Rccl};
+use super::RocmError;
+use crate::backend::ccl::{self, Resolved};
+use crate::backend::marks::{Mark, Ring};
+use crate::backend::{
+    Backend, BackendError, BackendResult, CollectiveCall, DevicePlan, GemmBatch, HostBuf,
+    Unsupported,
+};
+use crate::params::{BackendKind, CaseParams, Dtype, ReduceOp, Workload};
+use crate::results::schema::{BackendInfo, DeviceBinding, TimerInfo};
+use crate::topology::affinity;
+use std::ffi::c_void;
+use std::sync::Arc;
+
+/// The warning and label every run on the stand-in libraries carries.
+pub const STANDIN_LABEL: &str = "STAND-IN: the ROCm libraries (HIP runtime, RCCL) are scalebench's CPU test doubles (standin/, SCALEBENCH_STANDIN=1), not an AMD GPU: results prove the device path runs and validates; no time or bandwidth here is a GPU's";
+
+/// The name the stand-in HIP runtime gives every device.
+pub(crate) const STANDIN_DEVICE_NAME: &str = "scalebench stand-in";
+
+/// One GPU (one GCD on an MI250X) this rank drives.
+pub(super) struct Device {
+    pub(super) ordinal: i32,
+    pub(super) name: String,
+    pub(super) pci_bus_id: String,
+    pub(super) memory_bytes: usize,
+    /// Carries every operation on this GPU.
+    pub(super) stream: Stream,
+    /// One timing event per mark slot.
+    pub(super) marks: Vec<Event>,
+    pub(super) hip: Arc<Hip>,
+}
+
+impl Device {
+    pub(super) fn describe(&self) -> String {
+        format!(
+            "{} ({}, {:.1} GiB, HIP ordinal {})",
+            self.name,
+            self.pci_bus_id,
+            self.memory_bytes as f64 / f64::from(1u32 << 30),
+            self.ordinal
+        )
+    }
+}
+
+impl Drop for Device {
+    fn drop(&mut self) {
+        if self.hip.set_device(self.ordinal).is_err() {
+            return;
+        }
+        let _ = self.hip.device_synchronize();
+        for &e in &self.marks {
+            // SAFETY: created by this device, no work left that records it, destroyed once.
+            let _ = unsafe { self.hip.event_destroy(e) };
+        }
+        if !self.stream.is_null() {
+            // SAFETY: created for this device, synchronised above, destroyed once.
+            let _ = unsafe { self.hip.stream_destroy(self.stream) };
+        }
+    }
+}
+
+/// The RCCL communicators of this process's GPUs, one per local device, aborted on drop
+/// (frees local resources without waiting for peers, so a rank leaving early cannot hang).
+pub(super) struct Comms {
+    pub(super) comms: Vec<Comm>,
+    pub(super) rccl: Arc<Rccl>,
+}
+
+impl Drop for Comms {
+    fn drop(&mut self) {
+        for c in self.comms.drain(..).filter(|c| !c.is_null()) {
+            // SAFETY: `c` came from ncclCommInitRank and is released exactly once here.
+            let _ = unsafe { self.rccl.comm_abort(c) };
+        }
+    }
+}
+
+/// RCCL and HIP events on the GPUs of one rank.
+pub struct RocmBackend {
+    pub(super) hip: Arc<Hip>,
+    pub(super) rccl: Arc<Rccl>,
+    pub(super) comms: Result<Comms, RocmError>,
+    pub(super) devices: Vec<Device>,
+    pub(super) rank: u32,
+    pub(super) size: u32,
+    pub(super) plan: DevicePlan,
+    pub(super) hip_version: String,
+    pub(super) rccl_version: String,
+    pub(super) ring: Ring,
+    pub(super) timer: TimerInfo,
+    pub(super) warnings: Vec<String>,
+    /// The devices are scalebench's stand-ins, not GPUs (labelled in every result).
+    pub(super) standin: bool,
+}
+
+impl RocmBackend {
+    fn device(&self, dev: usize) -> BackendResult<&Device> {
+        self.devices.get(dev).ok_or_else(|| {
+            BackendError::check(format!(
+                "local device {dev} does not exist (this rank drives {})",
+                self.devices.len()
+            ))
+        })
+    }
+
+    fn check_buf(&self, what: &str, b: &RocmBuf, dev: usize, dtype: Dtype) -> BackendResult<()> {
+        if b.dev != dev || b.dtype != dtype {
+            return Err(BackendError::check(format!(
+                "{what}: a {} buffer on local device {} where {dtype} on device {dev} is needed",
+                b.dtype, b.dev
+            )));
+        }
+        Ok(())
+    }
+
+    /// Enqueues `resolved` (checked calls, each with its local device) in one RCCL group. On
+    /// an error the communicators are aborted, so later collectives fail with the sentence
+    /// instead of hanging.
+    fn rccl_group(
+        &mut self,
+        call: &CollectiveCall,
+        resolved: &[(usize, Resolved)],
+    ) -> BackendResult<()> {
+        let comms = self.comms.as_ref().map_err(|e| e.clone())?;
+        self.rccl.group_start()?;
+        let mut first_err = None;
+        for (dev, r) in resolved {
+            let d = &self.devices[*dev];
+            // SAFETY: `comms.comms[dev]` is this device's live communicator and `d.stream` a
+            // live stream of it; the regions were checked against live buffers of this
+            // device, which stay allocated until the device has synchronised (RocmBuf's drop).
+            let out = unsafe { self.rccl.launch(r, call.dtype, comms.comms[*dev], d.stream) };
+            if let Err(e) = out {
+                first_err = Some(e);
+                break;
+            }
+        }
+        // Close the group even after an error, or RCCL stays in group mode.
+        if let Err(e) = self.rccl.group_end() {
+            first_err.get_or_insert(e);
+        }
+        match first_err {
+            Some(e) => {
+                let failed = RocmError::CollectiveFailed {
+                    workload: call.workload,
+                    source: Box::new(e),
+                };
+                self.comms = Err(RocmError::CommsAborted(Box::new(failed.clone())));
+                Err(failed.into())
+            }
+            None => Ok(()),
+        }
+    }
+
+    /// Copies `bytes` between host and device on `dev`'s stream and waits for it.
+    ///
+    /// # Safety
+    /// `host` is valid for `bytes` (writable for a download), `device` a live allocation of
+    /// `dev` of at least `bytes`.
+    unsafe fn copy_sync(
+        &self,
+        dev: usize,
+        dst: *mut c_void,
+        src: *const c_void,
+        bytes: usize,
+        kind: CopyKind,
+    ) -> BackendResult<()> {
+        let d = self.device(dev)?;
+        self.hip.set_device(d.ordinal)?;
+        // SAFETY: the caller's guarantee; the stream is this device's and live.
+        unsafe { self.hip.memcpy_async(dst, src, bytes, kind, d.stream) }?;
+        self.hip.stream_synchronize(d.stream)?;
+        Ok(())
+    }
+}
+
+impl Drop for RocmBackend {
+    fn drop(&mut self) {
+        // Let queued work finish before the communicators go (abort does not wait for it).
+        for d in &self.devices {
+            if self.hip.set_device(d.ordinal).is_ok() {
+                let _ = self.hip.stream_synchronize(d.stream);
+            }
+        }
+        self.comms = Err(RocmError::Check("dropped".into()));
+    }
+}
+
+impl Backend for RocmBackend {
+    type Buf = RocmBuf;
+    type Mark = Mark;
+
+    fn kind(&self) -> BackendKind {
+        BackendKind::Rocm
+    }
+
+    fn info(&self) -> BackendInfo {
+        let g = self.devices.len();
+        let rccl = match &self.comms {
+            Ok(_) => format!(
+                "RCCL {} (NCCL API) collectives, one RCCL rank per GPU ({})",
+                self.rccl_version,
+                if g > 1 {
+                    format!("{g} GPUs per process driven by one thread: communicators created and collectives issued in one RCCL group")
+                } else {
+                    "one process per GPU, ncclCommInitRank".to_string()
+                }
+            ),
+            Err(e) => format!("RCCL unavailable: {e}"),
+        };
+        BackendInfo {
+            kind: BackendKind::Rocm,
+            detail: format!(
+                "{}{rccl}; HIP runtime {} (libamdhip64.so and librccl.so loaded at run time); no GEMM or ddp_step on this backend yet (phase 1)",
+                if self.standin {
+                    format!("{STANDIN_LABEL}. ")
+                } else {
+                    String::new()
+                },
+                self.hip_version
+            ),
+        }
+    }
+
+    fn timer_info(&self) -> TimerInfo {
+        self.timer.clone()
+    }
+
+    fn local_devices(&self) -> usize {
+        self.devices.len()
+    }
+
+    fn device_index(&self, dev: usize) -> u32 {
+        self.rank * self.devices.len() as u32 + dev as u32
+    }
+
+    fn total_devices(&self) -> u32 {
+        self.size * self.devices.len() as u32
+    }
+
+    fn device_bindings(&self) -> Vec<DeviceBinding> {
+        let cpus = affinity::format_cpulist(&affinity::current_thread_cpus().unwrap_or_default());
+        self.devices
+            .iter()
+            .enumerate()
+            .map(|(w, d)| DeviceBinding {
+                index: self.device_index(w),
+                local_index: self.plan.local_indices.get(w).copied().unwrap_or(w as u32),
+                cpus: cpus.clone(),
+                name: d.describe(),
+            })
+            .collect()
+    }
+
+    fn warnings(&self) -> Vec<String> {
+        self.warnings.clone()
+    }
+
+    fn supports(&self, p: &CaseParams) -> Result<(), Unsupported> {
+        if !p.workload.is_collective() {
+            return Err(RocmUnsupported::NotYet(p.workload).into());
+        }
+        if p.workload == Workload::Alltoall && p.in_place == Some(true) {
+            return Err(RocmUnsupported::InPlaceAlltoall.into());
+        }
+        Ok(())
+    }
+
+    fn alloc(&mut self, dev: usize, dtype: Dtype, count: usize) -> BackendResult<RocmBuf> {
+        let d = self.device(dev)?;
+        let ordinal = d.ordinal;
+        Ok(RocmBuf::new(&self.hip, ordinal, dev, dtype, count)?)
+    }
+
+    fn upload(&mut self, dev: usize, buf: &mut RocmBuf, host: &HostBuf) -> BackendResult<()> {
+        if buf.count != host.len() || buf.dtype != host.dtype() || buf.dev != dev {
+            return Err(BackendError::check(format!(
+                "upload of {} {} elements into a buffer of {} {} on device {}",
+                host.len(),
+                host.dtype(),
+                buf.count,
+                buf.dtype,
+                buf.dev
+            )));
+        }
+        if host.is_empty() {
+            return Ok(());
+        }
+        debug_assert_eq!(host.byte_len(), buf.bytes());
+        // SAFETY: the host buffer holds exactly the buffer's bytes (checked above), which the
+        // device allocation holds; the copy has finished when this returns.
+        unsafe {
+            self.copy_sync(
+                dev,
+                buf.ptr(),
+                host.as_ptr() as *const c_void,
+                host.byte_len(),
+                CopyKind::HostToDevice,
+            )
+        }
+    }
+
+    fn download(&mut self, dev: usize, buf: &RocmBuf) -> BackendResult<HostBuf> {
+        let mut h = HostBuf::zeros(buf.dtype, buf.count)?;
+        if buf.count == 0 {
+            return Ok(h);
+        }
+        debug_assert_eq!(h.byte_len(), buf.bytes());
+        let n = h.byte_len();
+        // SAFETY: `h` is exclusively borrowed and holds exactly the buffer's bytes; every bit
+        // pattern is a valid element; the copy has finished when this returns.
+        unsafe {
+            self.copy_sync(
+                dev,
+                h.as_mut_ptr() as *mut c_void,
+                buf.ptr(),
+                n,
+                CopyKind::DeviceToHost,
+            )
+        }?;
+        Ok(h)
+    }
+
+    fn collective(
+        &mut self,
+        call: &CollectiveCall,
+        send: &[RocmBuf],
+        recv: &mut [RocmBuf],
+    ) -> BackendResult<()> {
+        self.comms.as_ref().map_err(|e| e.clone())?;
+        let g = self.devices.len();
+        if recv.len() != g || (!call.in_place && send.len() != g) {
+            return Err(BackendError::check(format!(
+                "a collective needs one buffer per local device ({g}), got {} send and {} receive",
+                send.len(),
+                recv.len()
+            )));
+        }
+        let eb = call.dtype.size_bytes() as usize;
+        // Plan and check every call of every device before RCCL sees any of them.
+        let mut resolved = Vec::new();
+        for dev in 0..g {
+            self.check_buf("receive", &recv[dev], dev, call.dtype)?;
+            let send_r = if call.in_place {
+                None
+            } else {
+                self.check_buf("send", &send[dev], dev, call.dtype)?;
+                Some(send[dev].region())
+            };
+            let recv_r = recv[dev].region();
+            for c in ccl::plan(call, self.device_index(dev))? {
+                resolved.push((dev, Resolved::new(c, send_r, recv_r, eb)?));
+            }
+        }
+        self.rccl_group(call, &resolved)
+    }
+
+    fn gemm(
+        &mut self,
+        _batches: &[GemmBatch],
+        _a: &[RocmBuf],
+        _b: &[RocmBuf],
+        _c: &mut [RocmBuf],
+    ) -> BackendResult<()> {
+        Err(BackendError::Unsupported(
+            RocmUnsupported::NotYet(Workload::Matmul).to_string(),
+        ))
+    }
+
+    fn reduction_tolerance(&self, dtype: Dtype, op: ReduceOp) -> f64 {
+        match op {
+            ReduceOp::Avg => ccl::avg_tolerance(dtype, self.total_devices()),
+            _ => 0.0,
+        }
+    }
+
+    fn synchronize(&mut self) -> BackendResult<()> {
+        for d in &self.devices {
+            self.hip.set_device(d.ordinal)?;
+            self.hip
+                .stream_synchronize(d.stream)
+                .map_err(|e| e.context(format!("HIP device {}", d.ordinal)))?;
+        }
+        if let Ok(c) = &self.comms {
+            for (i, &comm) in c.comms.iter().enumerate() {
+                self.rccl
+                    .async_error(comm)
+                    .map_err(|e| e.context(format!("local device {i}")))?;
+            }
+        }
+        Ok(())
+    }
+
+    fn mark(&mut self) -> BackendResult<Mark> {
+        let m = self.ring.take();
+        let slot = self.ring.check(m)?;
+        for d in &self.devices {
+            self.hip.set_device(d.ordinal)?;
+            self.hip.event_record(d.marks[slot], d.stream)?;
+        }
+        Ok(m)
+    }
+
+    fn elapsed_s(&mut self, from: Mark, to: Mark) -> BackendResult<f64> {
+        let a = self.ring.check(from)?;
+        let b = self.ring.check(to)?;
+        let mut longest = 0.0f64;
+        for d in &self.devices {
+            self.hip.set_device(d.ordinal)?;
+            longest = longest.max(self.hip.elapsed_s(d.marks[a], d.marks[b])?);
+        }
+        Ok(longest)
+    }
+}
+
+/// Why the ROCm backend cannot run a case (it is skipped with this sentence).
+#[derive(Debug, Clone)]
+pub enum RocmUnsupported {
+    /// RCCL has no in-place all-to-all (grouped send/recv from and into one buffer races).
+    InPlaceAlltoall,
+    /// A workload phase 1 of the backend does not run yet (GEMMs, ddp_step).
+    NotYet(Workload),
+}
+
+impl std::fmt::Display for RocmUnsupported {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RocmUnsupported::InPlaceAlltoall => f.write_str("RCCL has no in-place all-to-all (grouped send/recv from and into one buffer races): use --in-place no"),
+            RocmUnsupported::NotYet(w) => write!(f, "{w} is not yet on the ROCm backend (it runs the six collectives; rocBLAS GEMMs and ddp_step are to come): use --backend cpu or cuda for it"),
+        }
+    }
+}
+
+impl std::error::Error for RocmUnsupported {}
+
+impl From<RocmUnsupported> for Unsupported {
+    fn from(e: RocmUnsupported) -> Unsupported {
+        Unsupported::Rocm(e)
+    }
+}

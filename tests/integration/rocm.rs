@@ -1,0 +1,400 @@
+//! The ROCm backend (issue 30, phase 1) through the real binary, on scalebench's stand-in HIP
+//! runtime and RCCL (`standin/`: CPU test doubles, no AMD GPU anywhere): every collective
+//! validated under real mpirun, results labelled STAND-IN with backend `rocm`; a planted RCCL
+//! defect caught (exit 3); a missing library, a missing symbol and too old a version each
+//! refused with one sentence (exit 2), never a panic. Built without the feature, `--backend
+//! rocm` is refused with the rebuild command.
+
+// Ran serves the tests that need the rocm feature.
+#[cfg_attr(not(feature = "rocm"), allow(unused_imports))]
+use crate::common::{self, tmpdir, Ran};
+
+#[cfg(feature = "rocm")]
+mod standin {
+    use super::*;
+    use std::path::{Path, PathBuf};
+    use std::sync::OnceLock;
+
+    /// Builds the stand-in libraries once per test process, in a directory of their own (the
+    /// CUDA tests build theirs elsewhere, so neither rewrites a library the other has loaded).
+    fn libs() -> &'static Path {
+        static DIR: OnceLock<PathBuf> = OnceLock::new();
+        DIR.get_or_init(|| {
+            let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("standin-rocm");
+            let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("standin/build.sh");
+            let out = std::process::Command::new("bash")
+                .arg(&script)
+                .arg(&dir)
+                .output()
+                .expect("run standin/build.sh");
+            assert!(
+                out.status.success(),
+                "standin/build.sh failed (is a C compiler installed? ci/setup.sh):\n{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            dir
+        })
+    }
+
+    /// The stand-ins' environment with `lib_path` as the library path, plus `extra`.
+    fn env(lib_path: &str, extra: &[&str]) -> Vec<(String, String)> {
+        let mut v = vec![
+            ("LD_LIBRARY_PATH".to_string(), lib_path.to_string()),
+            ("SCALEBENCH_STANDIN".to_string(), "1".to_string()),
+        ];
+        for e in extra {
+            let (k, val) = e.split_once('=').unwrap();
+            v.push((k.to_string(), val.to_string()));
+        }
+        v
+    }
+
+    fn strs(v: &[String]) -> Vec<&str> {
+        v.iter().map(String::as_str).collect()
+    }
+
+    /// `scalebench ARGS` alone with `env`'s variables.
+    fn solo_with(env: &[(String, String)], args: &[String]) -> Ran {
+        let e: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        common::solo_env(&strs(args), &e)
+    }
+
+    /// `mpirun -np N scalebench ARGS` with `env`'s variables.
+    fn mpirun_with_env(np: u32, env: &[(String, String)], args: &[String]) -> Ran {
+        let mut m: Vec<String> = Vec::new();
+        for (k, v) in env {
+            m.push("-x".into());
+            m.push(format!("{k}={v}"));
+        }
+        common::mpirun_with(np, &strs(&m), &strs(args))
+    }
+
+    fn on_standins(extra: &[&str]) -> Vec<(String, String)> {
+        env(libs().to_str().unwrap(), extra)
+    }
+
+    /// `run --backend rocm MID -n N --warmup 1 -q --out OUT`.
+    fn rocm_run(mid: &[&str], n: &str, out: &Path) -> Vec<String> {
+        ["run", "--backend", "rocm"]
+            .iter()
+            .chain(mid)
+            .chain(&["-n", n, "--warmup", "1", "-q", "--out"])
+            .map(|s| s.to_string())
+            .chain([out.display().to_string()])
+            .collect()
+    }
+
+    /// Every case ok (in-place all-to-all skipped, RCCL has none), none wrong, backend rocm,
+    /// the run labelled a stand-in's; returns the results.
+    fn all_valid(ran: &Ran, out: &Path, min_cases: usize) -> common::wire::ResultsFile {
+        ran.assert_code(0);
+        let r = common::read_results(out);
+        for l in &r.launches {
+            let p = l.provenance.as_ref().unwrap();
+            assert_eq!(p.backend.kind, "rocm");
+            assert!(
+                p.backend.detail.starts_with("STAND-IN: ") && p.backend.detail.contains("RCCL"),
+                "{}",
+                p.backend.detail
+            );
+            assert!(p.warnings[0].starts_with("STAND-IN: "), "{:?}", p.warnings);
+            for rank in &p.ranks {
+                for d in &rank.devices {
+                    assert!(d.name.starts_with("scalebench stand-in "), "{}", d.name);
+                }
+            }
+        }
+        assert!(r.cases.len() >= min_cases, "{} cases", r.cases.len());
+        for c in &r.cases {
+            assert_eq!(c.params.backend, "rocm", "{}", c.id);
+            assert_eq!(c.wrong, 0, "{}: {:?}", c.id, c.message);
+            match c.status.as_str() {
+                "ok" => {}
+                "skipped" => assert!(
+                    c.params.workload == "alltoall" && c.params.in_place == Some(true),
+                    "{}: skipped: {:?}",
+                    c.id,
+                    c.message
+                ),
+                s => panic!("{}: {s}: {:?}", c.id, c.message),
+            }
+        }
+        r
+    }
+
+    const COLLECTIVES: &str = "allreduce,reduce,broadcast,allgather,reduce_scatter,alltoall";
+
+    /// Pure MPI, one GCD per rank (np=2): every collective × type × operator × placement ×
+    /// timing mode, validated exactly.
+    #[test]
+    fn pure_every_collective_type_and_operator_validates() {
+        let out = tmpdir("rocm-pure").join("out");
+        let args = rocm_run(
+            &[
+                "-w",
+                COLLECTIVES,
+                "--sizes",
+                "1KiB",
+                "--dtype",
+                "f32,f64,f16,bf16,i32",
+                "--op",
+                "sum,prod,min,max,avg",
+                "--in-place",
+                "both",
+                "-t",
+                "pipelined,isolated",
+            ],
+            "2",
+            &out,
+        );
+        let r = all_valid(&mpirun_with_env(2, &on_standins(&[]), &args), &out, 360);
+        let ok: std::collections::BTreeSet<&str> = r
+            .cases
+            .iter()
+            .filter(|c| c.status == "ok")
+            .map(|c| c.params.workload.as_str())
+            .collect();
+        assert_eq!(ok.len(), 6, "collectives measured: {ok:?}");
+    }
+
+    /// Hybrid: one process drives 2 GCDs through one RCCL group.
+    #[test]
+    fn hybrid_one_process_two_gcds_validates() {
+        let out = tmpdir("rocm-hybrid").join("out");
+        let args = rocm_run(
+            &[
+                "--topology",
+                "hybrid",
+                "--devices-per-node",
+                "2",
+                "-w",
+                COLLECTIVES,
+                "--sizes",
+                "1KiB,64KiB",
+                "--dtype",
+                "f32,bf16",
+                "--op",
+                "sum,avg",
+                "--in-place",
+                "both",
+            ],
+            "2",
+            &out,
+        );
+        let r = all_valid(&solo_with(&on_standins(&[]), &args), &out, 40);
+        assert_eq!(
+            r.launches[0].provenance.as_ref().unwrap().ranks[0]
+                .devices
+                .len(),
+            2
+        );
+    }
+
+    /// 2 processes × 2 GCDs: each process its own block of stand-in devices
+    /// (`standin/gpus-per-rank.sh` sets CUDA_VISIBLE_DEVICES, which HIP honours too), RCCL
+    /// ranks across processes and within each process's group.
+    #[test]
+    fn two_processes_by_two_gcds_validate() {
+        let out = tmpdir("rocm-2x2").join("out");
+        let wrapper = Path::new(env!("CARGO_MANIFEST_DIR")).join("standin/gpus-per-rank.sh");
+        let mut m: Vec<String> = Vec::new();
+        for (k, v) in on_standins(&["SCALEBENCH_STANDIN_DEVICES=4"]) {
+            m.push("-x".into());
+            m.push(format!("{k}={v}"));
+        }
+        m.push(wrapper.display().to_string());
+        m.push("2".into());
+        let args = rocm_run(
+            &[
+                "--topology",
+                "hybrid",
+                "--devices-per-node",
+                "2",
+                "--nodes",
+                "2",
+                "--emulate-nodes",
+                "-w",
+                COLLECTIVES,
+                "--sizes",
+                "4KiB",
+                "--dtype",
+                "f32,i32",
+                "--op",
+                "sum,min",
+            ],
+            "2",
+            &out,
+        );
+        let ran = common::mpirun_with(2, &strs(&m), &strs(&args));
+        let r = all_valid(&ran, &out, 20);
+        let p = r.launches[0].provenance.as_ref().unwrap();
+        assert_eq!(p.ranks.len(), 2);
+        assert!(p.ranks.iter().all(|rank| rank.devices.len() == 2));
+    }
+
+    /// The planted defect (one wrong element in every RCCL result) must be caught: wrong > 0
+    /// in every case, exit 3. Proof that validation on this path can fail.
+    #[test]
+    fn a_planted_rccl_defect_is_caught() {
+        let out = tmpdir("rocm-defect").join("out");
+        let args = rocm_run(
+            &[
+                "-w",
+                "allreduce,allgather,alltoall",
+                "--sizes",
+                "4KiB",
+                "--in-place",
+                "no",
+            ],
+            "3",
+            &out,
+        );
+        let ran = mpirun_with_env(
+            2,
+            &on_standins(&["SCALEBENCH_STANDIN_DEFECT=corrupt"]),
+            &args,
+        );
+        ran.assert_code(3);
+        let r = common::read_results(&out);
+        assert_eq!(r.cases.len(), 3);
+        for c in &r.cases {
+            assert!(c.wrong > 0, "{}: the defect went unnoticed", c.id);
+        }
+    }
+
+    /// Set-up refused: exit 2, one `scalebench: error:` line naming each of `needles`, no
+    /// panic, no results directory.
+    fn refused(ran: &Ran, needles: &[&str], out: &Path) {
+        ran.assert_code(2);
+        let line = ran
+            .stderr
+            .lines()
+            .find(|l| l.starts_with("scalebench: error: "))
+            .unwrap_or_else(|| panic!("no error sentence in:\n{}", ran.stderr));
+        for n in needles {
+            assert!(line.contains(n), "{n:?} not in: {line}");
+        }
+        assert!(!ran.stderr.contains("panicked"), "{}", ran.stderr);
+        assert!(!out.exists(), "{} was left behind", out.display());
+    }
+
+    fn small_run(out: &Path) -> Vec<String> {
+        rocm_run(&["-w", "allreduce", "--sizes", "4KiB"], "2", out)
+    }
+
+    /// No HIP runtime on the library path (a directory without the stand-ins): one sentence
+    /// naming libamdhip64.so and the minimum ROCm, under mpirun too.
+    #[test]
+    fn a_missing_hip_runtime_is_one_sentence() {
+        let dir = tmpdir("rocm-nolib");
+        let empty = dir.join("empty");
+        std::fs::create_dir_all(&empty).unwrap();
+        let out = dir.join("out");
+        let e = env(empty.to_str().unwrap(), &[]);
+        let needles = [
+            "no HIP runtime found",
+            "libamdhip64.so",
+            "ROCm 5.7 or newer",
+        ];
+        refused(&solo_with(&e, &small_run(&out)), &needles, &out);
+        refused(&mpirun_with_env(2, &e, &small_run(&out)), &needles, &out);
+    }
+
+    /// The HIP runtime there but no RCCL: the sentence names librccl.so.
+    #[test]
+    fn a_missing_rccl_is_one_sentence() {
+        let dir = tmpdir("rocm-norccl");
+        let hip_only = dir.join("hip-only");
+        std::fs::create_dir_all(&hip_only).unwrap();
+        std::fs::copy(
+            libs().join("libamdhip64.so"),
+            hip_only.join("libamdhip64.so"),
+        )
+        .unwrap();
+        let out = dir.join("out");
+        let e = env(hip_only.to_str().unwrap(), &[]);
+        refused(
+            &solo_with(&e, &small_run(&out)),
+            &["no RCCL found", "librccl.so", "ROCm 5.7 or newer"],
+            &out,
+        );
+    }
+
+    /// A HIP runtime without hipEventElapsedTime first on the path: the library, the symbol and
+    /// the minimum version in one sentence.
+    #[test]
+    fn a_missing_symbol_is_one_sentence() {
+        let out = tmpdir("rocm-symbol").join("out");
+        let path = format!("{0}/rocm-missing-symbol:{0}", libs().display());
+        refused(
+            &solo_with(&env(&path, &[]), &small_run(&out)),
+            &["libamdhip64.so has no hipEventElapsedTime", "HIP 5.7"],
+            &out,
+        );
+    }
+
+    /// A HIP runtime or an RCCL older than the floor is refused by version; at the floor both
+    /// run.
+    #[test]
+    fn too_old_versions_are_refused() {
+        let out = tmpdir("rocm-old").join("out");
+        refused(
+            &mpirun_with_env(
+                2,
+                &on_standins(&["SCALEBENCH_STANDIN_HIP_VERSION=50600000"]),
+                &small_run(&out),
+            ),
+            &["libamdhip64.so is HIP 5.6.0, older than HIP 5.7.0"],
+            &out,
+        );
+        refused(
+            &solo_with(
+                &on_standins(&["SCALEBENCH_STANDIN_NCCL_VERSION=21605"]),
+                &small_run(&out),
+            ),
+            &["librccl.so is RCCL 2.16.5 (NCCL API), older than RCCL 2.17.1"],
+            &out,
+        );
+        let at_floor = on_standins(&[
+            "SCALEBENCH_STANDIN_HIP_VERSION=50700000",
+            "SCALEBENCH_STANDIN_NCCL_VERSION=21701",
+        ]);
+        all_valid(&solo_with(&at_floor, &small_run(&out)), &out, 1);
+    }
+
+    /// GEMMs and ddp_step are not on the backend yet: refused at plan time (exit 2) with the
+    /// sentence, before any library loads.
+    #[test]
+    fn gemm_and_ddp_step_are_refused_as_not_yet() {
+        for (w, mid) in [
+            ("matmul", &["-w", "matmul", "--dims", "32"][..]),
+            ("batch_matmul", &["-w", "batch_matmul", "--dims", "32"][..]),
+            ("ddp_step", &["-w", "ddp_step"][..]),
+        ] {
+            let out = tmpdir("rocm-notyet").join("out");
+            let ran = solo_with(&on_standins(&[]), &rocm_run(mid, "2", &out));
+            refused(&ran, &[w, "not yet on the ROCm backend"], &out);
+        }
+    }
+}
+
+#[cfg(not(feature = "rocm"))]
+#[test]
+fn without_the_feature_rocm_is_refused_with_the_rebuild_command() {
+    let out = tmpdir("rocm-nofeature").join("out");
+    let ran = common::solo(&[
+        "run",
+        "--backend",
+        "rocm",
+        "-w",
+        "allreduce",
+        "-q",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    ran.assert_refused(
+        &"--backend rocm",
+        &["rebuild with `cargo build --release --features rocm`"],
+        &out,
+    );
+}
