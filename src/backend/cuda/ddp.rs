@@ -86,8 +86,8 @@ impl CudaBackend {
         let g = self.devices.len();
         if call.workload != Workload::Allreduce || !call.in_place || bufs.len() != g {
             return Err(BackendError::check(format!(
-                "a non-blocking all-reduce is in place with one buffer per local device ({g}); got {} {} buffer(s){}",
-                bufs.len(),
+                "a non-blocking all-reduce is in place with one buffer per local device ({g}); got {} of {}{}",
+                crate::units::count(bufs.len(), "buffer", "buffers"),
                 call.workload,
                 if call.in_place { "" } else { " out of place" }
             )));

@@ -160,7 +160,7 @@ pub fn choose_ordinals(local_indices: &[u32], visible: u32) -> Result<OrdinalCho
 pub enum OrdinalError {
     #[error("no CUDA device: this rank was given no device to drive")]
     NoneGiven,
-    #[error("no CUDA device for node-local GPU {want}: this process sees {visible} device(s) ({env}); give each node at least --devices-per-node GPUs (or lower --devices-per-node), or let the launcher bind one GPU per rank")]
+    #[error("no CUDA device for node-local GPU {want}: this process sees {} ({env}); give each node at least --devices-per-node GPUs (or lower --devices-per-node), or let the launcher bind one GPU per rank", crate::units::count(*.visible as usize, "device", "devices"))]
     NotVisible {
         want: u32,
         visible: u32,

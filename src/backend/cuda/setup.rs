@@ -123,9 +123,9 @@ fn agree_failures<C: HostComm, T, E: std::fmt::Display>(
 fn open_local(plan: &DevicePlan) -> BackendResult<Local> {
     if plan.local_indices.len() != plan.devices_per_rank.max(1) {
         return Err(BackendError::check(format!(
-            "the device plan lists {} GPU(s) for {} device(s) per rank",
-            plan.local_indices.len(),
-            plan.devices_per_rank
+            "the device plan lists {} for {} per rank",
+            crate::units::count(plan.local_indices.len(), "GPU", "GPUs"),
+            crate::units::count(plan.devices_per_rank, "device", "devices")
         )));
     }
     // No driver, no device, a driver too old: the backend cannot start here (exit 2).

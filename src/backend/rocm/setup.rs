@@ -45,9 +45,9 @@ fn class_of(e: &BackendError) -> u8 {
 fn open_local(plan: &DevicePlan) -> BackendResult<Local> {
     if plan.local_indices.len() != plan.devices_per_rank.max(1) {
         return Err(BackendError::check(format!(
-            "the device plan lists {} GPU(s) for {} device(s) per rank",
-            plan.local_indices.len(),
-            plan.devices_per_rank
+            "the device plan lists {} for {} per rank",
+            crate::units::count(plan.local_indices.len(), "GPU", "GPUs"),
+            crate::units::count(plan.devices_per_rank, "device", "devices")
         )));
     }
     let hip = Arc::new(Hip::open()?);
