@@ -806,21 +806,32 @@ fn report_has_a_trend_section_from_the_history() {
     for row in &rows {
         assert_eq!(row["runs"], "16");
         assert_eq!(row["cluster"], "testbed");
-        // The change: run 7 (index 6), commit 006…, worse; busbw −20 % or GFLOP/s −20 %.
-        assert!(
-            row["last change"].starts_with("run 7 (run006, 006aaaaaaaaa): worse −2"),
-            "{row:?}"
-        );
+        // The change: run 7 (index 6), commit 006…, worse; busbw 1/1.25 − 1 = −20 %.
+        let change = &row["last change"];
+        let pct: f64 = change
+            .strip_prefix("run 7 (run006, 006aaaaaaaaa): worse ")
+            .unwrap_or_else(|| panic!("{row:?}"))
+            .trim_end_matches('%')
+            .replace('−', "-")
+            .parse()
+            .unwrap();
+        assert!((-22.0..-18.0).contains(&pct), "{row:?}");
         // The latest run is on the new level: it moved little against the runs before it.
         let moved: f64 = row["moved"].parse().unwrap();
         assert!(moved.abs() < 0.03, "{row:?}");
     }
     for n in 1..=3 {
         let svg = std::fs::read_to_string(out.join(format!("charts/trend_{n}.svg"))).unwrap();
-        assert!(
-            svg.contains("worse −2") || svg.contains("worse -2"),
-            "chart {n}"
-        );
+        // The change point's line is labelled with its direction and size (−20 % planted).
+        let at = svg
+            .find("worse -")
+            .unwrap_or_else(|| panic!("chart {n}: no change label"));
+        let pct: f64 = svg[at + "worse -".len()..]
+            .split(' ')
+            .next()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("chart {n}: {}", &svg[at..at + 20]));
+        assert!((18.0..22.0).contains(&pct), "chart {n}: {pct}");
     }
     assert!(!out.join("charts/trend_4.svg").exists());
 
