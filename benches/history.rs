@@ -99,6 +99,7 @@ fn bench(c: &mut Criterion) {
         metric: Metric::Auto,
         json: true,
         settings: Default::default(),
+        chart: None,
     };
     g.bench_function(format!("one series over {} runs", files()), |b| {
         b.iter(|| {

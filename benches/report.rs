@@ -131,6 +131,7 @@ fn bench(c: &mut Criterion) {
         outputs: Outputs::all(),
         filters: vec![],
         options: Options::default(),
+        history_db: None,
     };
     let mut g = c.benchmark_group("report");
     g.sample_size(10).measurement_time(Duration::from_secs(30));

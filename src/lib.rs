@@ -25,7 +25,7 @@
 //! - [`report`]: what people read: reports from results files.
 //! - [`compare`]: regression comparison of results files and the CI gate's verdict.
 //! - [`history`]: an SQLite index over results files: each case's series across runs and
-//!   clusters, and its change points.
+//!   clusters, its change points, exports; it names `compare --baseline-history`'s runs.
 //! - [`present`]: the document both of them build, rendered as text, Markdown and HTML.
 //!
 //! Leaves every stage may use: [`params`] (the shared vocabulary and case identity, with the

@@ -70,10 +70,9 @@ fn dispatch(cli: Cli, argv: &[String]) -> Result<u8, Error> {
         Command::Report(args) => scalebench::report::run(&args.request()?)?,
         Command::History(args) => match &args.command {
             HistoryCommand::Ingest(a) => scalebench::history::ingest(&a.request())?,
-            HistoryCommand::Show(a) => scalebench::history::query::show(
-                &a.request(scalebench::history::changes::Settings::default()),
-            )?,
+            HistoryCommand::Show(a) => scalebench::history::query::show(&a.request())?,
             HistoryCommand::Changes(a) => scalebench::history::query::changes(&a.request())?,
+            HistoryCommand::Export(a) => scalebench::history::export::export(&a.request())?,
         },
     })
 }

@@ -150,6 +150,15 @@ impl From<&CompareArgs> for crate::compare::Request {
             format: a.format.into(),
             out: a.out.clone(),
             all: a.all,
+            baseline_history: a
+                .baseline_history
+                .map(|runs| crate::compare::HistoryBaseline {
+                    runs,
+                    db: a
+                        .db
+                        .clone()
+                        .unwrap_or_else(|| crate::history::DEFAULT_DB.into()),
+                }),
         }
     }
 }
@@ -164,8 +173,9 @@ the same run on both sides, no case in common, no usable samples, too little pow
 )]
 pub struct CompareArgs {
     /// `BASELINE CANDIDATE`, or several baseline runs when the candidate runs follow `--`
-    /// (`compare A1 A2 A3 -- B1 B2 B3`). Each is a results.json, a run directory holding one,
-    /// or a directory of run directories (every run in it).
+    /// (`compare A1 A2 A3 -- B1 B2 B3`), or with --baseline-history the candidate runs alone.
+    /// Each is a results.json, a run directory holding one, or a directory of run directories
+    /// (every run in it).
     #[arg(required = true, value_name = "BASELINE")]
     pub paths: Vec<PathBuf>,
 
@@ -234,4 +244,14 @@ pub struct CompareArgs {
     /// Text format: list every case, not only regressions, improvements and status changes.
     #[arg(long)]
     pub all: bool,
+
+    /// Take the baseline from the history index: the N most recent runs on the candidate's
+    /// cluster with its set-up, started before it (said on stderr); every path given is then
+    /// a candidate run (no `--`).
+    #[arg(long, value_name = "N")]
+    pub baseline_history: Option<usize>,
+
+    /// The history index of --baseline-history (default results/history.sqlite).
+    #[arg(long, value_name = "PATH", requires = "baseline_history")]
+    pub db: Option<PathBuf>,
 }

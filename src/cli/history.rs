@@ -1,6 +1,7 @@
-//! The arguments of `scalebench history` (ingest, show, changes).
+//! The arguments of `scalebench history` (ingest, show, changes, export).
 
 use crate::history::changes::Settings;
+use crate::history::export::ExportRequest;
 use crate::history::query::{Filter, Metric, Request};
 use crate::history::{IngestRequest, DEFAULT_DB};
 use clap::{Args, Subcommand, ValueEnum};
@@ -17,10 +18,13 @@ pub enum HistoryCommand {
     /// Index every results.json under the trees (new content only; safe to run concurrently).
     Ingest(IngestArgs),
     /// Each matching case's series across runs: commit, cluster, set-up, median and interval.
-    Show(QueryArgs),
+    Show(ShowArgs),
     /// Change points in each matching series (binary segmentation, permutation test); a set-up
     /// change breaks a series instead of counting as a step.
     Changes(ChangesArgs),
+    /// Write the matching series for other tools: Bencher's JSON metric format (one run) or a
+    /// CSV (one row per case and run), atomically.
+    Export(ExportArgs),
 }
 
 #[derive(Debug, Args)]
@@ -51,15 +55,14 @@ pub enum HistoryMetric {
     Gflops,
 }
 
+/// Which series (every filter given must hold), and where the index is.
 #[derive(Debug, Args)]
-pub struct QueryArgs {
+pub struct FilterArgs {
     /// A case id (or a prefix of one), or text in the case's label (`allreduce f32 sum 1MiB`).
     pub case: Option<String>,
     /// The index.
     #[arg(long, default_value = DEFAULT_DB)]
     pub db: PathBuf,
-    #[arg(long, value_enum, default_value_t = HistoryMetric::Auto)]
-    pub metric: HistoryMetric,
     /// Only runs with this label (KEY=VALUE; repeatable).
     #[arg(long = "label")]
     pub labels: Vec<String>,
@@ -75,9 +78,52 @@ pub struct QueryArgs {
     /// Only set-ups whose description contains this text (`FI_PROVIDER=cxi`).
     #[arg(long)]
     pub setup: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct QueryArgs {
+    #[command(flatten)]
+    pub filter: FilterArgs,
+    #[arg(long, value_enum, default_value_t = HistoryMetric::Auto)]
+    pub metric: HistoryMetric,
     /// JSON instead of a table.
     #[arg(long)]
     pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ShowArgs {
+    #[command(flatten)]
+    pub query: QueryArgs,
+    /// Also draw the series to this SVG file (one panel each, at most 12; set-up breaks and
+    /// change points marked), written atomically.
+    #[arg(long, value_name = "FILE.svg")]
+    pub chart: Option<PathBuf>,
+}
+
+impl ShowArgs {
+    pub fn request(&self) -> Request {
+        Request {
+            chart: self.chart.clone(),
+            ..self.query.request(Settings::default())
+        }
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct ExportArgs {
+    #[command(flatten)]
+    pub filter: FilterArgs,
+    /// `bencher` (Bencher Metric Format JSON: one run, every metric of each case) or `csv`
+    /// (one row per case and run, every metric, units in the column names).
+    #[arg(long)]
+    pub format: String,
+    /// Write here (atomically: a temporary file, then a rename) instead of stdout.
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+    /// bencher: the run to export (its run id); default the latest matching run.
+    #[arg(long, value_name = "RUN_ID")]
+    pub run: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -92,18 +138,36 @@ pub struct ChangesArgs {
     pub min_change: f64,
 }
 
+impl FilterArgs {
+    pub fn filter(&self) -> Filter {
+        Filter {
+            case: self.case.clone(),
+            labels: self.labels.clone(),
+            cluster: self.cluster.clone(),
+            workload: self.workload.clone(),
+            size: self.size.clone(),
+            setup: self.setup.clone(),
+        }
+    }
+}
+
+impl ExportArgs {
+    pub fn request(&self) -> ExportRequest {
+        ExportRequest {
+            db: self.filter.db.clone(),
+            filter: self.filter.filter(),
+            format: self.format.clone(),
+            out: self.out.clone(),
+            run: self.run.clone(),
+        }
+    }
+}
+
 impl QueryArgs {
     pub fn request(&self, settings: Settings) -> Request {
         Request {
-            db: self.db.clone(),
-            filter: Filter {
-                case: self.case.clone(),
-                labels: self.labels.clone(),
-                cluster: self.cluster.clone(),
-                workload: self.workload.clone(),
-                size: self.size.clone(),
-                setup: self.setup.clone(),
-            },
+            db: self.filter.db.clone(),
+            filter: self.filter.filter(),
             metric: match self.metric {
                 HistoryMetric::Auto => Metric::Auto,
                 HistoryMetric::Time => Metric::Time,
@@ -113,6 +177,7 @@ impl QueryArgs {
             },
             json: self.json,
             settings,
+            chart: None,
         }
     }
 }

@@ -69,6 +69,12 @@ pub struct ReportArgs {
     /// findings, marked; by default they are shown apart and left out.
     #[arg(long)]
     pub include_unrepresentative: bool,
+
+    /// Add a trend section: each case's recent series in this history index (`scalebench
+    /// history ingest`) on the input's cluster, with the change points `history changes`
+    /// finds, as a table and charts.
+    #[arg(long, value_name = "PATH")]
+    pub history_db: Option<PathBuf>,
 }
 
 impl ReportArgs {
@@ -105,6 +111,7 @@ impl ReportArgs {
             outputs,
             filters,
             options,
+            history_db: self.history_db.clone(),
         })
     }
 }

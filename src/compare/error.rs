@@ -62,6 +62,11 @@ pub enum CompareError {
     /// Cases "ok" on both sides without samples (`shown`: the first five, described).
     #[error("unusable: {} \"ok\" on both sides but {} no usable samples ({}{}), so the gate cannot judge {} and will not pass on {}: was a results file truncated or edited? Re-run the side that lacks samples", crate::units::count(*.count, "case says", "cases say"), if *.count == 1 { "has" } else { "have" }, .shown.join("; "), if *.count > 5 { "; …" } else { "" }, if *.count == 1 { "it" } else { "them" }, if *.count == 1 { "it" } else { "them" })]
     Unusable { count: usize, shown: Vec<String> },
+    #[error("--baseline-history takes the baseline from the index: give only the candidate runs, without `--` (`compare --baseline-history 5 B1 B2 B3`)")]
+    HistoryWithSeparator,
+    /// The index could not give a baseline (`--baseline-history`).
+    #[error(transparent)]
+    History(#[from] crate::history::HistoryError),
     /// A results file cannot be read or used.
     #[error("{0}")]
     Results(#[from] ResultsError),
@@ -78,6 +83,7 @@ impl CompareError {
             CompareError::Results(ResultsError::Io { .. })
             | CompareError::Stdout(_)
             | CompareError::Panicked => EXIT_RUNTIME,
+            CompareError::History(e) => e.exit_code(),
             _ => EXIT_BAD_INPUT,
         }
     }

@@ -1,8 +1,9 @@
 //! `scalebench compare BASELINE CANDIDATE` (or `compare A1 A2 … -- B1 B2 …`): did anything get
 //! slower, trustworthily?
 //!
-//! Reads results files (nothing else: no MPI, no GPU), one or more runs per side, checks that
-//! they can be compared
+//! Reads results files (nothing else: no MPI, no GPU), one or more runs per side (with
+//! `--baseline-history N` the history index names the baseline's files:
+//! [`crate::history::baseline`]), checks that they can be compared
 //! ([`provenance`]), compares every case by its stable id ([`analysis`], with the statistics in
 //! [`stats`] and the per-sample metrics in [`metric`]), decides the exit code ([`gate`]) and
 //! renders the report ([`render`]).
@@ -94,6 +95,18 @@ pub struct Request {
     pub out: Option<PathBuf>,
     /// Text format: list every case, not only changes.
     pub all: bool,
+    /// `--baseline-history N`: the baseline is the recent N runs in this index, and `paths`
+    /// are all candidate runs.
+    pub baseline_history: Option<HistoryBaseline>,
+}
+
+/// Where `--baseline-history` takes the baseline from.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HistoryBaseline {
+    /// How many recent runs.
+    pub runs: usize,
+    /// The history index.
+    pub db: PathBuf,
 }
 
 /// The command: compare, print the report, write it to `--out`, return the exit code.
@@ -101,8 +114,13 @@ pub fn run(req: &Request) -> Result<u8, Error> {
     let options = req.options;
     options.check()?;
     let format = req.format;
-    let (baseline, candidate) = sides(req)?;
-    let report = compare_paths(&baseline, &candidate, &options)?;
+    let report = match &req.baseline_history {
+        Some(h) => compare_with_history(req, h)?,
+        None => {
+            let (baseline, candidate) = sides(req)?;
+            compare_paths(&baseline, &candidate, &options)?
+        }
+    };
     let text = render(&report, format, req.all);
     let mut stdout = std::io::stdout().lock();
     if let Err(e) = stdout
@@ -124,6 +142,25 @@ pub fn run(req: &Request) -> Result<u8, Error> {
         write_atomic(out, body.as_bytes())?;
     }
     Ok(report.exit_code)
+}
+
+/// `--baseline-history N`: reads the candidate runs, asks the index for the N recent runs of
+/// their cluster and set-up (said on stderr), and compares those files exactly as if they had
+/// been named before `--`.
+fn compare_with_history(req: &Request, h: &HistoryBaseline) -> Result<Report, Error> {
+    if req.separator {
+        return Err(Error::HistoryWithSeparator);
+    }
+    let candidate = load_side(&req.paths, req.options.allow_mismatch)?;
+    let files: Vec<&ResultsFile> = candidate.iter().map(|l| &l.file).collect();
+    let chosen = crate::history::baseline::baseline_runs(&h.db, &files, h.runs)?;
+    eprintln!(
+        "{}",
+        crate::present::untrusted::visible(&chosen.describe(&h.db))
+    );
+    let paths: Vec<PathBuf> = chosen.runs.into_iter().map(|r| r.path).collect();
+    let baseline = load_side(&paths, req.options.allow_mismatch)?;
+    compare_loaded(baseline, candidate, &req.options)
 }
 
 /// The two sides of the command line: `A B`, or `A1 A2 … -- B1 B2 …`.

@@ -8,12 +8,17 @@
 //!
 //! - `history ingest DIR…`: adds every `results.json` under the trees whose content (SHA-256)
 //!   the index does not hold yet ([`store::ingest`]).
-//! - `history show [CASE]`: each matching case's series, one row per run ([`query`]).
+//! - `history show [CASE]`: each matching case's series, one row per run ([`query`]), and
+//!   with `--chart FILE.svg` a chart of them ([`chart`]).
 //! - `history changes [CASE]`: the change points of each series ([`changes::detect`]); a change
 //!   of set-up (CPU model, MPI library, GEMM library, fabric variables) breaks a series into
 //!   segments, each searched alone, so a new machine is never reported as a step.
+//! - `history export --format bencher|csv`: the series for other tools ([`export`]).
 
+pub mod baseline;
 pub mod changes;
+pub mod chart;
+pub mod export;
 pub(crate) mod extract;
 pub mod query;
 pub mod store;
@@ -54,14 +59,60 @@ pub enum HistoryError {
     Label { given: String },
     #[error("--size {given}: {why}")]
     Size { given: String, why: String },
+    #[error("--format {}: give bencher (Bencher's JSON metric format, one run) or csv (every run)", crate::present::untrusted::visible(.given))]
+    Format { given: String },
+    #[error("--run picks the one run a Bencher report holds: give it with --format bencher, or leave it out (the CSV has every run)")]
+    RunWithCsv,
+    #[error("{}: {}", .db.display(), match .run { Some(r) => format!("no matching run has run id {}: `scalebench history show` lists the run ids", crate::present::untrusted::visible(r)), None => "no run matches the filters: `scalebench history show` lists what the index holds".to_string() })]
+    NoRun { run: Option<String>, db: PathBuf },
+    #[error("--baseline-history 0: give the number of recent runs to compare against, e.g. --baseline-history 5")]
+    ZeroBaseline,
+    #[error("--baseline-history: the candidate runs are from several clusters ({}): give runs of one cluster", .clusters.iter().map(|c| crate::present::untrusted::visible(c).into_owned()).collect::<Vec<_>>().join(", "))]
+    CandidateClusters { clusters: Vec<String> },
+    #[error("{}: the history index holds no run, so there is no baseline to take: index the baseline runs first (`scalebench history ingest DIR… --db {}`) or name the baseline files (`compare A1 A2 A3 -- B1 B2 B3`)", .path.display(), .path.display())]
+    EmptyIndex { path: PathBuf },
+    #[error("--baseline-history {asked}: {} holds {found} run(s) on cluster {} with the candidate's set-up started before it{}: {}", .path.display(), crate::present::untrusted::visible(.cluster), if *.other_setups > 0 { format!(" ({} more of another set-up do not count)", .other_setups) } else { String::new() }, too_few_fix(*.found, .path))]
+    TooFewRuns {
+        path: PathBuf,
+        asked: usize,
+        found: usize,
+        cluster: String,
+        other_setups: usize,
+    },
+    #[error("{}: the history index lists this file for run {}, but it {} since it was indexed: re-ingest its tree (`scalebench history ingest`) or name the baseline files", .path.display(), crate::present::untrusted::visible(.run_id), if *.gone { "is gone" } else { "has changed" })]
+    Stale {
+        path: PathBuf,
+        run_id: String,
+        gone: bool,
+    },
+    #[error("--chart: {count} series match, more than one chart shows ({}): narrow the filters (a case, --cluster, --workload, --size)", chart::MAX_PANELS)]
+    TooManyToChart { count: usize },
+    #[error("--chart: drawing failed: {why}")]
+    Chart { why: String },
+    /// Writing an export (atomically) failed.
+    #[error("{0}")]
+    Output(#[from] crate::results::io::ResultsError),
     #[error("{count} file(s) could not be indexed (the others were): {}{}", .first.join("; "), if *.count > .first.len() { "; …" } else { "" })]
     Refused { count: usize, first: Vec<String> },
+}
+
+/// What to do when the index has fewer comparable runs than asked for.
+fn too_few_fix(found: usize, db: &Path) -> String {
+    let ingest = format!("`scalebench history ingest DIR… --db {}`", db.display());
+    if found == 0 {
+        format!("ingest the baseline runs ({ingest}), or check the candidate's cluster and set-up against `scalebench history show --db {}`", db.display())
+    } else {
+        format!("give --baseline-history {found} or less, or ingest more runs ({ingest})")
+    }
 }
 
 impl HistoryError {
     pub fn exit_code(&self) -> u8 {
         match self {
-            HistoryError::Io { .. } | HistoryError::Sqlite { .. } => EXIT_RUNTIME,
+            HistoryError::Io { .. }
+            | HistoryError::Sqlite { .. }
+            | HistoryError::Output(_)
+            | HistoryError::Chart { .. } => EXIT_RUNTIME,
             _ => EXIT_BAD_INPUT,
         }
     }
@@ -150,6 +201,12 @@ pub fn ingest(req: &IngestRequest) -> Result<u8, HistoryError> {
                 .collect(),
         })
     }
+}
+
+/// The cluster a run is indexed under (the `cluster` label, else `SLURM_CLUSTER_NAME`, else
+/// the first host): what the report's trend section looks a case up by.
+pub fn cluster_of(file: &crate::results::schema::ResultsFile) -> String {
+    extract::run_row(file).cluster
 }
 
 /// Opens the index to read; a corrupt one is rebuilt first (with a warning).

@@ -63,8 +63,10 @@ pub struct Request {
     pub filter: Filter,
     pub metric: Metric,
     pub json: bool,
-    /// For `changes`.
+    /// For `changes`, and the change points `show --chart` marks.
     pub settings: Settings,
+    /// `show --chart FILE.svg`.
+    pub chart: Option<PathBuf>,
 }
 
 /// One run of a series.
@@ -118,13 +120,16 @@ pub struct Series {
 }
 
 /// A row as the index returns it, before the metric is chosen.
-struct Row {
-    case_id: String,
-    label: String,
-    cluster: String,
-    point: Point,
-    setup: String,
-    consts: [Option<f64>; 3],
+pub(super) struct Row {
+    pub(super) case_id: String,
+    pub(super) label: String,
+    pub(super) cluster: String,
+    pub(super) workload: String,
+    pub(super) bytes: Option<i64>,
+    pub(super) point: Point,
+    pub(super) setup: String,
+    /// What turns a time into busbw, algbw and GFLOP/s per device (rate = c / time).
+    pub(super) consts: [Option<f64>; 3],
 }
 
 fn where_clause(f: &Filter) -> Result<(String, Vec<Value>), HistoryError> {
@@ -192,7 +197,7 @@ fn fetch(req: &Request) -> Result<Vec<Row>, HistoryError> {
     let sql = format!(
         "SELECT m.case_id, m.label, r.cluster, r.run_id, r.started_unix_s, r.git_sha, r.version,
                 m.setup, m.n, m.median_s, m.lo_s, m.hi_s, m.unrepresentative,
-                m.busbw_c, m.algbw_c, m.gflops_c
+                m.busbw_c, m.algbw_c, m.gflops_c, m.workload, m.bytes
          FROM measurement m JOIN run r ON r.run_key = m.run_key {w}
          ORDER BY m.case_id, r.cluster, r.started_unix_s, r.run_id, r.sha256"
     );
@@ -204,6 +209,8 @@ fn fetch(req: &Request) -> Result<Vec<Row>, HistoryError> {
                 case_id: r.get(0)?,
                 label: r.get(1)?,
                 cluster: r.get(2)?,
+                workload: r.get(16)?,
+                bytes: r.get(17)?,
                 setup: r.get(7)?,
                 point: Point {
                     run_id: r.get(3)?,
@@ -225,16 +232,21 @@ fn fetch(req: &Request) -> Result<Vec<Row>, HistoryError> {
         .map_err(|e| classify(db, e))
 }
 
-/// Rows grouped into series (case × cluster), each in its metric (what `show` prints).
-pub fn series(req: &Request) -> Result<Vec<Series>, HistoryError> {
-    let rows = match fetch(req) {
+/// The matching rows in series order (case, cluster, start time).
+pub(super) fn rows(req: &Request) -> Result<Vec<Row>, HistoryError> {
+    match fetch(req) {
         // A page found bad only now: rebuild (open_read does, with a warning) and ask again.
         Err(HistoryError::Corrupt { .. }) => {
             drop(super::open_rebuilding(&req.db)?);
-            fetch(req)?
+            fetch(req)
         }
-        r => r?,
-    };
+        r => r,
+    }
+}
+
+/// Rows grouped into series (case × cluster), each in its metric (what `show` prints).
+pub fn series(req: &Request) -> Result<Vec<Series>, HistoryError> {
+    let rows = rows(req)?;
     let mut groups: BTreeMap<(String, String), Vec<Row>> = BTreeMap::new();
     for r in rows {
         groups
@@ -276,7 +288,7 @@ pub fn series(req: &Request) -> Result<Vec<Series>, HistoryError> {
                 let mut p = r.point;
                 p.setup = setup;
                 if let Some(c) = ci.and_then(|i| r.consts[i]) {
-                    (p.median, p.lo, p.hi) = (c / p.median, c / p.hi, c / p.lo);
+                    (p.median, p.lo, p.hi) = rate(c, &p);
                 }
                 p
             })
@@ -294,6 +306,43 @@ pub fn series(req: &Request) -> Result<Vec<Series>, HistoryError> {
         });
     }
     Ok(out)
+}
+
+/// The series of each `(case id, cluster)` with its set-up breaks and change points (what the
+/// report's trend section shows); pairs the index does not hold are left out. Each is a range
+/// of the case index, so a report of many cases over a large index stays quick.
+pub fn trends(
+    db: &std::path::Path,
+    wanted: &[(String, String)],
+    settings: &Settings,
+) -> Result<Vec<Series>, HistoryError> {
+    let mut out = Vec::new();
+    for (case, cluster) in wanted {
+        let req = Request {
+            db: db.to_path_buf(),
+            filter: Filter {
+                case: Some(case.clone()),
+                cluster: Some(cluster.clone()),
+                ..Filter::default()
+            },
+            metric: Metric::Auto,
+            json: false,
+            settings: *settings,
+            chart: None,
+        };
+        for mut s in series(&req)? {
+            if s.case_id == *case {
+                s.steps = steps(&s, settings);
+                out.push(s);
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// A time's median and interval as a rate `c / time` (the interval's ends swap).
+pub(super) fn rate(c: f64, p: &Point) -> (f64, f64, f64) {
+    (c / p.median, c / p.hi, c / p.lo)
 }
 
 /// Set-up breaks, then the change points of each set-up's stretch of runs.
@@ -396,6 +445,16 @@ fn print_json(all: &[Series]) -> u8 {
 /// `history show`.
 pub fn show(req: &Request) -> Result<u8, HistoryError> {
     let all = series(req)?;
+    if let Some(path) = &req.chart {
+        // The chart marks set-up breaks and change points; the table does not need them.
+        let mut marked = all.clone();
+        for s in &mut marked {
+            s.steps = steps(s, &req.settings);
+        }
+        let svg = super::chart::svg(&marked)?;
+        crate::results::io::write_atomic(path, svg.as_bytes())?;
+        eprintln!("{}: a chart of {} series", path.display(), marked.len());
+    }
     if req.json {
         return Ok(print_json(&all));
     }

@@ -6,6 +6,7 @@
 //! shows control characters and bidi overrides as escapes ([`untrusted`]).
 
 pub(crate) mod doc;
+pub(crate) mod font;
 pub(crate) mod html;
 pub(crate) mod markdown;
 pub(crate) mod nccl;

@@ -53,6 +53,8 @@ pub struct Request {
     pub outputs: Outputs,
     pub filters: Vec<Filter>,
     pub options: Options,
+    /// `--history-db`: add a trend section from this history index.
+    pub history_db: Option<PathBuf>,
 }
 
 /// What a report run wrote.
@@ -124,12 +126,16 @@ pub fn generate(req: &Request) -> Result<Written, Error> {
     let analysis = Analysis::new(&sources, &selection, req.options);
     let o = req.outputs;
     // Figures are cheap to lay out; drawing them is what costs, and only for chart outputs.
-    let figs = plot::figures(&analysis);
+    let mut figs = plot::figures(&analysis);
+    let trend = match &req.history_db {
+        Some(db) => Some(document::trend::Trend::read(&analysis, db, &mut figs)?),
+        None => None,
+    };
     let title = req
         .title
         .clone()
         .unwrap_or_else(|| default_title(&analysis));
-    let doc = document::build(&analysis, &figs, &title);
+    let doc = document::build(&analysis, &figs, &title, trend.as_ref());
     let stage = Stage::new(&req.out)?;
     let mut files: Vec<PathBuf> = Vec::new();
     let svgs = write_charts(&stage, &figs, o, &mut files)?;

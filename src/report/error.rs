@@ -52,6 +52,9 @@ pub enum ReportError {
         #[source]
         source: std::io::Error,
     },
+    /// `--history-db`: the index could not be read for the trend section.
+    #[error(transparent)]
+    History(#[from] crate::history::HistoryError),
     #[error("the embedded chart font could not be loaded (a build problem: assets/fonts/DejaVuSans.ttf)")]
     Font,
     #[error("chart {stem}: {source}")]
@@ -85,6 +88,7 @@ impl ReportError {
             | ReportError::Font
             | ReportError::Chart { .. }
             | ReportError::ChartFile { .. } => EXIT_RUNTIME,
+            ReportError::History(e) => e.exit_code(),
             _ => EXIT_BAD_INPUT,
         }
     }

@@ -1,6 +1,7 @@
 //! `scalebench history`: ingest (idempotent, concurrent, rebuilt when corrupt), show, changes.
 //! No MPI: the binary only reads results files, so no test here takes the MPI lock.
 
+use crate::common::csv::read_csv;
 use crate::common::{bin, fixture, no_panic, s, tmpdir, Ran};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -17,13 +18,32 @@ fn history(args: &[&str]) -> Ran {
     r
 }
 
-/// Run `i` of a synthetic history: 3 cases whose times are `scale` × their base, started a
-/// day after run i − 1, commit `i` in hex, on hosts with CPU model `cpu`.
+/// Run `i` of a synthetic history: 3 cases (two allreduce, one allgather) whose times are
+/// `scale` × their base, started a day after run i − 1, commit `i` in hex, on hosts with CPU
+/// model `cpu`, on cluster `testbed`.
 fn run_file(dir: &Path, i: usize, scale: f64, cpu: &str) -> PathBuf {
-    let mut f = fixture::simple(3, 1000 + i as u64, &|_| scale);
+    run_file_on(dir, i, scale, cpu, "testbed")
+}
+
+/// [`run_file`] on another cluster.
+fn run_file_on(dir: &Path, i: usize, scale: f64, cpu: &str, cluster: &str) -> PathBuf {
+    run_file_with(dir, i, 3, &|_| scale, cpu, cluster)
+}
+
+/// [`run_file_on`] with `cases` cases (the golden file's in turn: allreduce ×2, allgather ×2,
+/// matmul, batch_matmul), case k `scale(k)` × its base time.
+fn run_file_with(
+    dir: &Path,
+    i: usize,
+    cases: usize,
+    scale: &dyn Fn(usize) -> f64,
+    cpu: &str,
+    cluster: &str,
+) -> PathBuf {
+    let mut f = fixture::simple(cases, 1000 + i as u64, scale);
     f.run.run_id = format!("run{i:03}");
     f.run.started_unix_s = 1.8e9 + i as f64 * 86_400.0;
-    f.run.labels.insert("cluster".into(), "testbed".into());
+    f.run.labels.insert("cluster".into(), cluster.into());
     f.generator.git_sha = Some(sha(i));
     for l in &mut f.launches {
         for h in &mut l.provenance.as_mut().unwrap().hosts {
@@ -301,5 +321,535 @@ fn changes_find_a_step_and_setup_changes_break_the_series() {
         "{}",
         missing.stderr
     );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The point of `run` in the series of `case` on `cluster` in a `show --json` answer.
+fn point<'a>(
+    show: &'a serde_json::Value,
+    case: &str,
+    cluster: &str,
+    run: &str,
+) -> &'a serde_json::Value {
+    show["series"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|sr| sr["case_id"] == case && sr["cluster"] == cluster)
+        .flat_map(|sr| sr["points"].as_array().unwrap())
+        .find(|p| p["run_id"] == run)
+        .unwrap_or_else(|| panic!("no point {case} {cluster} {run}"))
+}
+
+fn f(v: &serde_json::Value) -> f64 {
+    v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"))
+}
+
+/// `history export`: the CSV has one row per case × run whose numbers are exactly `show
+/// --json`'s (time, busbw, GFLOP/s), with the commit and cluster; the filters of show apply;
+/// the Bencher file is the latest run (or `--run`'s) with latency in ns and the rates; a bad
+/// format, `--run` with csv or an unknown run is exit 2 with one sentence, and leaves a file
+/// already at `--out` as it was (no partial file).
+#[test]
+fn export_round_trips_bencher_and_csv() {
+    let dir = tmpdir("history-export");
+    // 5 cases: 4 collectives (busbw) and a matmul (GFLOP/s).
+    for i in 0..8 {
+        let (scale, cluster) = if i < 6 {
+            (1.0 + 0.03 * i as f64, "testbed")
+        } else {
+            (1.0, "other")
+        };
+        run_file_with(&dir.join("tree"), i, 5, &|_| scale, "CPU A", cluster);
+    }
+    let db = dir.join("h.sqlite");
+    assert_eq!(
+        history(&["ingest", s(&dir.join("tree")), "--db", s(&db)]).code,
+        0
+    );
+    let show = |metric: &str| {
+        json(&history(&[
+            "show",
+            "--db",
+            s(&db),
+            "--json",
+            "--metric",
+            metric,
+        ]))
+    };
+    let (time, busbw, gflops) = (show("time"), show("busbw"), show("gflops"));
+
+    let out = dir.join("all.csv");
+    let r = history(&[
+        "export",
+        "--db",
+        s(&db),
+        "--format",
+        "csv",
+        "--out",
+        s(&out),
+    ]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let rows = read_csv(&out);
+    assert_eq!(rows.len(), 5 * 8, "one row per case × run");
+    let (mut with_busbw, mut with_gflops) = (0, 0);
+    for row in &rows {
+        let (case, cluster, run) = (&row["case_id"], &row["cluster"], &row["run_id"]);
+        let i: usize = run[3..].parse().unwrap();
+        assert_eq!(row["commit"], sha(i));
+        assert_eq!(cluster, if i < 6 { "testbed" } else { "other" });
+        assert!(row["setup"].contains("cpu=CPU A"), "{row:?}");
+        let num = |c: &str| row[c].parse::<f64>().unwrap_or_else(|e| panic!("{c}: {e}"));
+        let p = point(&time, case, cluster, run);
+        assert_eq!(num("n"), f(&p["n"]));
+        for (col, key) in [("median_s", "median"), ("lo_s", "lo"), ("hi_s", "hi")] {
+            assert_eq!(num(col), f(&p[key]), "{col} {row:?}");
+        }
+        if !row["busbw_median_GBps"].is_empty() {
+            with_busbw += 1;
+            let p = point(&busbw, case, cluster, run);
+            for w in ["median", "lo", "hi"] {
+                assert_eq!(num(&format!("busbw_{w}_GBps")), f(&p[w]), "{row:?}");
+            }
+        }
+        if !row["gflops_per_device_median"].is_empty() {
+            with_gflops += 1;
+            let p = point(&gflops, case, cluster, run);
+            assert_eq!(num("gflops_per_device_median"), f(&p["median"]));
+        }
+    }
+    // allreduce and allgather have busbw, matmul GFLOP/s.
+    assert_eq!((with_busbw, with_gflops), (4 * 8, 8));
+
+    // The filters are show's.
+    let other = dir.join("other.csv");
+    let r = history(&[
+        "export",
+        "--db",
+        s(&db),
+        "--format",
+        "csv",
+        "--cluster",
+        "other",
+        "--out",
+        s(&other),
+    ]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let rows = read_csv(&other);
+    assert_eq!(rows.len(), 5 * 2);
+    assert!(rows.iter().all(|r| r["cluster"] == "other"));
+    let id = rows[0]["case_id"].clone();
+    let stdout = history(&["export", &id[..10], "--db", s(&db), "--format", "CSV"]);
+    assert_eq!(stdout.code, 0, "{}", stdout.stderr);
+    let lines: Vec<&str> = stdout.stdout.lines().collect();
+    assert_eq!(lines.len(), 1 + 8, "{}", stdout.stdout);
+    assert!(
+        lines[1..].iter().all(|l| l.starts_with(&id)),
+        "{}",
+        stdout.stdout
+    );
+
+    // Bencher: one run, the latest on the cluster asked for, or the one named.
+    for (run, args) in [("run005", vec![]), ("run002", vec!["--run", "run002"])] {
+        let bmf = dir.join(format!("{run}.json"));
+        let mut a = vec![
+            "export",
+            "--db",
+            s(&db),
+            "--format",
+            "bencher",
+            "--cluster",
+            "testbed",
+            "--out",
+            s(&bmf),
+        ];
+        a.extend(args);
+        let r = history(&a);
+        assert_eq!(r.code, 0, "{}", r.stderr);
+        assert!(
+            r.stderr.contains(run)
+                && r.stderr.contains("bencher run --hash")
+                && r.stderr.contains(&sha(run[3..].parse().unwrap())),
+            "{}",
+            r.stderr
+        );
+        let doc: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&bmf).unwrap()).unwrap();
+        let doc = doc.as_object().unwrap();
+        assert_eq!(doc.len(), 5, "{doc:?}");
+        for sr in time["series"].as_array().unwrap() {
+            if sr["cluster"] != "testbed" {
+                continue;
+            }
+            let case = sr["case_id"].as_str().unwrap();
+            let label = sr["label"].as_str().unwrap();
+            // A label two cases share carries the case id.
+            let bench = doc
+                .get(label)
+                .or_else(|| doc.get(&format!("{label} ({case})")))
+                .unwrap_or_else(|| panic!("{label} not in {doc:?}"));
+            let p = point(&time, case, "testbed", run);
+            for (k, key) in [
+                ("value", "median"),
+                ("lower_value", "lo"),
+                ("upper_value", "hi"),
+            ] {
+                let ns = f(&bench["latency"][k]);
+                assert!((ns / (f(&p[key]) * 1e9) - 1.0).abs() < 1e-12, "{bench}");
+            }
+            let (measure, show) = if bench.get("busbw-gb-s").is_some() {
+                ("busbw-gb-s", &busbw)
+            } else {
+                ("gflops-per-device", &gflops)
+            };
+            let p = point(show, case, "testbed", run);
+            assert_eq!(f(&bench[measure]["value"]), f(&p["median"]), "{bench}");
+            assert_eq!(f(&bench[measure]["lower_value"]), f(&p["lo"]), "{bench}");
+        }
+    }
+
+    // Refusals: one sentence, exit 2, the file already at --out untouched.
+    let kept = dir.join("kept.csv");
+    std::fs::write(&kept, "old\n").unwrap();
+    for (args, needle) in [
+        (vec!["--format", "xml"], "--format xml: give bencher"),
+        (
+            vec!["--format", "csv", "--run", "run001"],
+            "--run picks the one run",
+        ),
+        (
+            vec!["--format", "bencher", "--run", "run999"],
+            "no matching run has run id run999",
+        ),
+        (
+            vec!["--format", "bencher", "--cluster", "nowhere"],
+            "no run matches",
+        ),
+    ] {
+        let mut a = vec!["export", "--db", s(&db), "--out", s(&kept)];
+        a.extend(args);
+        let r = history(&a);
+        assert_eq!(r.code, 2, "{a:?}: {}", r.stderr);
+        assert!(r.stderr.contains(needle), "{a:?}: {}", r.stderr);
+        assert_eq!(r.stderr.trim().lines().count(), 1, "{}", r.stderr);
+        assert_eq!(std::fs::read_to_string(&kept).unwrap(), "old\n");
+    }
+    let stray: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.contains(".tmp-"))
+        .collect();
+    assert!(stray.is_empty(), "{stray:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+fn compare(args: &[&str]) -> Ran {
+    let r = Ran::from(
+        Command::new(bin())
+            .arg("compare")
+            .args(args)
+            .output()
+            .expect("start scalebench"),
+    );
+    no_panic(&r);
+    r
+}
+
+/// `compare --baseline-history 5`: of 7 runs on the candidate's cluster and set-up (2 newer
+/// ones on another CPU, 1 on another cluster), the index picks the 5 most recent, says so,
+/// and the comparison with 3 candidate runs (case 0 planted 20 % slower) is byte for byte the
+/// report of the file-based `compare A… -- B…` of the same runs: the same verdicts and
+/// figures, exit 1. Too many asked, an empty or missing index, `--`, a changed file: exit 2.
+#[test]
+fn compare_takes_its_baseline_from_the_history() {
+    let dir = tmpdir("history-baseline");
+    let tree = dir.join("tree");
+    let mut a = Vec::new();
+    for i in 0..7 {
+        a.push(run_file(&tree, i, 1.0, "CPU A"));
+    }
+    for i in 7..9 {
+        run_file(&tree, i, 1.0, "CPU B");
+    }
+    run_file_on(&tree, 9, 1.0, "CPU A", "other");
+    let cands: Vec<PathBuf> = (20..23)
+        .map(|i| {
+            run_file_with(
+                &dir.join("cand"),
+                i,
+                3,
+                &|k| if k == 0 { 1.2 } else { 1.0 },
+                "CPU A",
+                "testbed",
+            )
+        })
+        .collect();
+    let db = dir.join("h.sqlite");
+    // The candidates are indexed too (a nightly ingests every run): they never count as
+    // their own baseline.
+    let ing = history(&["ingest", s(&tree), s(&dir.join("cand")), "--db", s(&db)]);
+    assert_eq!(ing.code, 0, "{}", ing.stderr);
+
+    let c: Vec<&str> = cands.iter().map(|p| s(p)).collect();
+    let mut args = vec![
+        "--baseline-history",
+        "5",
+        "--db",
+        s(&db),
+        "--format",
+        "json",
+    ];
+    args.extend(&c);
+    let hist = compare(&args);
+    assert_eq!(hist.code, 1, "{}\n{}", hist.stdout, hist.stderr);
+    assert!(
+        hist.stderr
+            .contains("the 5 most recent run(s) on cluster testbed")
+            && hist
+                .stderr
+                .contains("(2 run(s) of another set-up passed over)")
+            && hist.stderr.contains("run002")
+            && hist.stderr.contains("run006")
+            && !hist.stderr.contains("run001")
+            && !hist.stderr.contains("run007"),
+        "{}",
+        hist.stderr
+    );
+    // The same runs named (as indexed: absolute paths), oldest first.
+    let named: Vec<PathBuf> = a[2..7]
+        .iter()
+        .map(|p| std::fs::canonicalize(p).unwrap())
+        .collect();
+    let mut args: Vec<&str> = named.iter().map(|p| s(p)).collect();
+    args.push("--format");
+    args.push("json");
+    args.push("--");
+    args.extend(&c);
+    let files = compare(&args);
+    assert_eq!(files.code, 1, "{}\n{}", files.stdout, files.stderr);
+    assert_eq!(hist.stdout, files.stdout, "the same report");
+    let v: serde_json::Value = serde_json::from_str(&hist.stdout).unwrap();
+    assert_eq!(v["settings"]["runs_baseline"], 5);
+    let verdicts: Vec<(&str, &str)> = v["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            (
+                c["label"].as_str().unwrap_or(""),
+                c["verdict"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        verdicts.iter().filter(|(_, v)| *v == "regressed").count(),
+        1,
+        "{verdicts:?}"
+    );
+    let worst = v["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["verdict"] == "regressed")
+        .unwrap();
+    // busbw of allreduce: 1/1.2 − 1 = −16.7 %.
+    let change = worst["stats"]["change"].as_f64().unwrap();
+    assert!((-0.19..-0.15).contains(&change), "{worst:#}");
+
+    // Too many asked: the count there is, what did not count, and the fix.
+    let mut args = vec!["--baseline-history", "9", "--db", s(&db)];
+    args.extend(&c);
+    let r = compare(&args);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("holds 7 run(s) on cluster testbed")
+            && r.stderr.contains("2 more of another set-up")
+            && r.stderr.contains("--baseline-history 7 or less"),
+        "{}",
+        r.stderr
+    );
+    // An empty index, a missing one, `--` with the history.
+    std::fs::create_dir_all(dir.join("nothing")).unwrap();
+    let empty = dir.join("empty.sqlite");
+    assert_eq!(
+        history(&["ingest", s(&dir.join("nothing")), "--db", s(&empty)]).code,
+        0
+    );
+    for (db, needle) in [
+        (&empty, "holds no run"),
+        (&dir.join("none.sqlite"), "no history index here"),
+    ] {
+        let mut args = vec!["--baseline-history", "3", "--db", s(db)];
+        args.extend(&c);
+        let r = compare(&args);
+        assert_eq!(r.code, 2, "{}", r.stderr);
+        assert!(
+            r.stderr.contains(needle) && r.stderr.contains("history ingest"),
+            "{}",
+            r.stderr
+        );
+    }
+    let r = compare(&["--baseline-history", "3", "--db", s(&db), c[0], "--", c[1]]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("without `--`"), "{}", r.stderr);
+    // A chosen file changed since it was indexed: refused by name, not silently skipped.
+    let mut text = std::fs::read_to_string(&a[6]).unwrap();
+    text.push('\n');
+    std::fs::write(&a[6], text).unwrap();
+    let mut args = vec!["--baseline-history", "5", "--db", s(&db)];
+    args.extend(&c);
+    let r = compare(&args);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("run006") && r.stderr.contains("has changed since it was indexed"),
+        "{}",
+        r.stderr
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `show --chart`: one SVG panel per series with a point per run, the set-up break drawn;
+/// more series than a chart holds is refused (exit 2) and writes nothing.
+#[test]
+fn show_draws_a_chart_of_each_series() {
+    let dir = tmpdir("history-chart");
+    for i in 0..20 {
+        run_file(
+            &dir.join("tree"),
+            i,
+            if i < 10 { 1.0 } else { 1.25 },
+            if i < 15 { "CPU A" } else { "CPU B" },
+        );
+    }
+    let db = dir.join("h.sqlite");
+    assert_eq!(
+        history(&["ingest", s(&dir.join("tree")), "--db", s(&db)]).code,
+        0
+    );
+    let svg = dir.join("c/all.svg");
+    let r = history(&["show", "--db", s(&db), "--chart", s(&svg)]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stderr.contains("a chart of 3 series"), "{}", r.stderr);
+    let text = std::fs::read_to_string(&svg).unwrap();
+    assert!(text.starts_with("<svg") && text.trim_end().ends_with("</svg>"));
+    // 3 panels × 20 runs: a marker per run.
+    assert_eq!(text.matches("<circle").count(), 3 * 20, "markers");
+    let series = json(&history(&["show", "--db", s(&db), "--json"]));
+    for sr in series["series"].as_array().unwrap() {
+        assert!(
+            text.contains(sr["label"].as_str().unwrap()),
+            "{}",
+            sr["label"]
+        );
+    }
+    // The set-up break (grey) and the change (orange) before run 11, in every panel.
+    assert_eq!(text.matches("#969696").count(), 3, "set-up lines");
+    assert!(text.matches("#D55E00").count() >= 3, "change lines");
+    // Too many series for one chart: refused, nothing written.
+    for i in 0..5 {
+        let mut f = fixture::simple(3, 50 + i, &|_| 1.0);
+        f.run.run_id = format!("wide{i}");
+        f.run.labels.insert("cluster".into(), format!("c{i}"));
+        let d = dir.join("tree").join(format!("wide{i}"));
+        std::fs::create_dir_all(&d).unwrap();
+        fixture::write(&d, "results.json", &f);
+    }
+    assert_eq!(
+        history(&["ingest", s(&dir.join("tree")), "--db", s(&db)]).code,
+        0
+    );
+    let wide = dir.join("wide.svg");
+    let r = history(&["show", "--db", s(&db), "--chart", s(&wide)]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("18 series match"), "{}", r.stderr);
+    assert!(!wide.exists());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `report --history-db`: a trend section naming each case's runs in the index, the latest
+/// median against the runs before it and the change point planted at run 7 (+25 % time from
+/// run index 6), with a chart per case; without the option no such section; a missing index
+/// is exit 2 with the fix.
+#[test]
+fn report_has_a_trend_section_from_the_history() {
+    let dir = tmpdir("history-report");
+    let tree = dir.join("tree");
+    let mut last = PathBuf::new();
+    for i in 0..16 {
+        last = run_file(&tree, i, if i < 6 { 1.0 } else { 1.25 }, "CPU A");
+    }
+    let db = dir.join("h.sqlite");
+    assert_eq!(history(&["ingest", s(&tree), "--db", s(&db)]).code, 0);
+    let out = dir.join("rep");
+    let r = crate::common::report(&[
+        s(&last),
+        "--out",
+        s(&out),
+        "--format",
+        "md,svg,csv",
+        "--history-db",
+        s(&db),
+    ]);
+    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    let section = md
+        .split("## Trend in the history")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no trend section:\n{md}"));
+    let section = section.split("\n## ").next().unwrap();
+    assert!(
+        section.contains("3 of the report's 3 cases have 2 or more runs"),
+        "{section}"
+    );
+    let rows = read_csv(&out.join("tables/trend.csv"));
+    assert_eq!(rows.len(), 3, "{rows:?}");
+    for row in &rows {
+        assert_eq!(row["runs"], "16");
+        assert_eq!(row["cluster"], "testbed");
+        // The change: run 7 (index 6), commit 006…, worse; busbw 1/1.25 − 1 = −20 %.
+        let change = &row["last change"];
+        let pct: f64 = change
+            .strip_prefix("run 7 (run006, 006aaaaaaaaa): worse ")
+            .unwrap_or_else(|| panic!("{row:?}"))
+            .trim_end_matches('%')
+            .replace('−', "-")
+            .parse()
+            .unwrap();
+        assert!((-22.0..-18.0).contains(&pct), "{row:?}");
+        // The latest run is on the new level: it moved little against the runs before it.
+        let moved: f64 = row["moved"].parse().unwrap();
+        assert!(moved.abs() < 0.03, "{row:?}");
+    }
+    for n in 1..=3 {
+        let svg = std::fs::read_to_string(out.join(format!("charts/trend_{n}.svg"))).unwrap();
+        // The change point's line is labelled with its direction and size (−20 % planted).
+        let at = svg
+            .find("worse -")
+            .unwrap_or_else(|| panic!("chart {n}: no change label"));
+        let pct: f64 = svg[at + "worse -".len()..]
+            .split(' ')
+            .next()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("chart {n}: {}", &svg[at..at + 20]));
+        assert!((18.0..22.0).contains(&pct), "chart {n}: {pct}");
+    }
+    assert!(!out.join("charts/trend_4.svg").exists());
+
+    let plain = dir.join("plain");
+    let r = crate::common::report(&[s(&last), "--out", s(&plain), "--format", "md"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(!std::fs::read_to_string(plain.join("report.md"))
+        .unwrap()
+        .contains("Trend in the history"));
+    let none = dir.join("none");
+    let r = crate::common::report(&[
+        s(&last),
+        "--out",
+        s(&none),
+        "--history-db",
+        s(&dir.join("missing.sqlite")),
+    ]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("history ingest"), "{}", r.stderr);
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -77,13 +77,20 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ),
     // The presentation layer (a document → text, Markdown, HTML) knows no results.
     ("present", &["units"]),
+    // `--history-db`: the trend section reads the history index (derived from results files).
     (
         "report",
-        &["present", "params", "results", "stats", "units", "exit"],
+        &[
+            "present", "params", "results", "stats", "units", "exit", "history",
+        ],
     ),
+    // `--baseline-history`: the index names the baseline's results files (history imports
+    // neither compare nor report, so the graph stays one-way).
     (
         "compare",
-        &["present", "params", "results", "stats", "units", "exit"],
+        &[
+            "present", "params", "results", "stats", "units", "exit", "history",
+        ],
     ),
     // Like report and compare: reads only results files (its SQLite index is built from them).
     (

@@ -1,6 +1,7 @@
 //! What the report says, in order: the context (what ran where), findings, inputs and set-up, definitions, collectives (size curves and
 //! α–β fits), scaling across devices, cost models and predictions, pure vs hybrid, binding,
-//! stragglers, GPU utilisation (where NVML sampled it), spread, problems, and every case.
+//! stragglers, GPU utilisation (where NVML sampled it), spread, the trend in a history index
+//! (`--history-db`), problems, and every case.
 //! Builds the neutral [`Doc`] that the Markdown and HTML renderers print; every table here is
 //! also exported as CSV.
 //!
@@ -26,6 +27,7 @@ mod ratios;
 mod scaling;
 mod spread;
 mod stragglers;
+pub(crate) mod trend;
 mod unrepresentative;
 
 pub(crate) use cases::case_block;
@@ -67,7 +69,12 @@ fn add_figures(doc: &mut Doc, figs: &[Figure], kind: FigureKind, w: Workload) {
 }
 
 /// Builds the report. `figs` are the charts drawn (their order is the figure index).
-pub(crate) fn build(a: &Analysis<'_>, figs: &[Figure], title: &str) -> Doc {
+pub(crate) fn build(
+    a: &Analysis<'_>,
+    figs: &[Figure],
+    title: &str,
+    trend: Option<&trend::Trend>,
+) -> Doc {
     let mut doc = Doc {
         title: title.to_string(),
         blocks: Vec::new(),
@@ -87,6 +94,9 @@ pub(crate) fn build(a: &Analysis<'_>, figs: &[Figure], title: &str) -> Doc {
     stragglers::stragglers(&mut doc, a, &mut found);
     gpu_use::gpu_use(&mut doc, a);
     spread::spread(&mut doc, a);
+    if let Some(t) = trend {
+        t.section(&mut doc, figs);
+    }
     problems::problems(&mut doc, a);
     inputs::inputs(&mut doc, a);
     definitions::definitions(&mut doc, a);

@@ -16,6 +16,7 @@ pub(crate) mod latency;
 pub(crate) mod predict;
 pub(crate) mod scaling;
 pub(crate) mod topology;
+pub(crate) mod trend;
 
 use super::analyze::{
     style_key, Analysis, CollectiveView, Curve, Entry, Layout, RatioGroup, RatioKind, StyleKey,
@@ -24,20 +25,10 @@ use crate::params::ParamKey;
 use crate::report::error::ReportError as Error;
 pub(crate) use axis::{Axis, Scale, Unit};
 use std::path::Path;
-use std::sync::OnceLock;
 
-/// DejaVu Sans (Bitstream Vera licence, assets/fonts/DejaVuSans-LICENSE.txt): PNG text needs a
-/// font and nodes often have none installed.
-const FONT: &[u8] = include_bytes!("../../../assets/fonts/DejaVuSans.ttf");
-
-/// Registers the embedded font once per process.
+/// Registers the embedded font once per process ([`crate::present::font`]).
 pub(crate) fn ensure_font() -> Result<(), Error> {
-    static DONE: OnceLock<bool> = OnceLock::new();
-    let ok = *DONE.get_or_init(|| {
-        plotters::style::register_font("sans-serif", plotters::style::FontStyle::Normal, FONT)
-            .is_ok()
-    });
-    if ok {
+    if crate::present::font::register() {
         Ok(())
     } else {
         Err(Error::Font)
@@ -219,6 +210,8 @@ pub(crate) enum FigureKind {
     Binding,
     DdpBreakdown,
     DdpOverlap,
+    /// A case's series in the history index (`--history-db`).
+    Trend,
 }
 
 impl FigureKind {
@@ -234,6 +227,7 @@ impl FigureKind {
             FigureKind::Binding => "binding",
             FigureKind::DdpBreakdown => "ddp_breakdown",
             FigureKind::DdpOverlap => "ddp_overlap",
+            FigureKind::Trend => "trend",
         }
     }
 
