@@ -56,12 +56,15 @@ impl Baseline {
             })
             .collect();
         format!(
-            "baseline from the history index {}: the {} most recent run(s) on cluster {} with the candidate's set-up, started before it{}: {}",
+            "baseline from the history index {}: the {} on cluster {} with the candidate's set-up, started before it{}: {}",
             db.display(),
-            self.runs.len(),
+            crate::units::count(self.runs.len(), "most recent run", "most recent runs"),
             self.cluster,
             if self.other_setups > 0 {
-                format!(" ({} run(s) of another set-up passed over)", self.other_setups)
+                format!(
+                    " ({} of another set-up passed over)",
+                    crate::units::count(self.other_setups, "run", "runs")
+                )
             } else {
                 String::new()
             },

@@ -75,7 +75,7 @@ pub fn export(req: &ExportRequest) -> Result<u8, HistoryError> {
         chart: None,
     })?;
     let (text, note) = match format {
-        Format::Csv => (csv(&all), format!("{} row(s)", all.len())),
+        Format::Csv => (csv(&all), crate::units::count(all.len(), "row", "rows")),
         Format::Bencher => bencher(&all, req)?,
     };
     match &req.out {
@@ -218,12 +218,12 @@ fn bencher(all: &[Row], req: &ExportRequest) -> Result<(String, String), History
     let text = serde_json::to_string_pretty(&doc).unwrap_or_default();
     let sha = commit(chosen);
     let note = format!(
-        "run {} (commit {}, cluster {}, started {} UTC): {} benchmark(s); load it with `bencher run --hash {} --testbed {} --adapter json --file FILE`",
+        "run {} (commit {}, cluster {}, started {} UTC): {}; load it with `bencher run --hash {} --testbed {} --adapter json --file FILE`",
         crate::present::untrusted::visible(run_id),
         if sha.is_empty() { "unknown" } else { &sha },
         crate::present::untrusted::visible(cluster),
         chosen.point.started_utc,
-        doc.len(),
+        crate::units::count(doc.len(), "benchmark", "benchmarks"),
         if sha.is_empty() { "SHA" } else { &sha },
         crate::present::untrusted::visible(cluster),
     );

@@ -71,7 +71,7 @@ pub enum HistoryError {
     CandidateClusters { clusters: Vec<String> },
     #[error("{}: the history index holds no run, so there is no baseline to take: index the baseline runs first (`scalebench history ingest DIR… --db {}`) or name the baseline files (`compare A1 A2 A3 -- B1 B2 B3`)", .path.display(), .path.display())]
     EmptyIndex { path: PathBuf },
-    #[error("--baseline-history {asked}: {} holds {found} run(s) on cluster {} with the candidate's set-up started before it{}: {}", .path.display(), crate::present::untrusted::visible(.cluster), if *.other_setups > 0 { format!(" ({} more of another set-up do not count)", .other_setups) } else { String::new() }, too_few_fix(*.found, .path))]
+    #[error("--baseline-history {asked}: {} holds {} on cluster {} with the candidate's set-up started before it{}: {}", .path.display(), crate::units::count(*.found, "run", "runs"), crate::present::untrusted::visible(.cluster), if *.other_setups > 0 { format!(" ({} more of another set-up do not count)", .other_setups) } else { String::new() }, too_few_fix(*.found, .path))]
     TooFewRuns {
         path: PathBuf,
         asked: usize,
@@ -92,7 +92,7 @@ pub enum HistoryError {
     /// Writing an export (atomically) failed.
     #[error("{0}")]
     Output(#[from] crate::results::io::ResultsError),
-    #[error("{count} file(s) could not be indexed (the others were): {}{}", .first.join("; "), if *.count > .first.len() { "; …" } else { "" })]
+    #[error("{} could not be indexed (the others were): {}{}", crate::units::count(*.count, "file", "files"), .first.join("; "), if *.count > .first.len() { "; …" } else { "" })]
     Refused { count: usize, first: Vec<String> },
 }
 
@@ -145,17 +145,17 @@ fn open_rebuilding(db: &Path) -> Result<(store::Index, store::WriteLock), Histor
             .filter(|r| r.exists())
             .collect();
         eprintln!(
-            "warning: {}: the history index was corrupt or truncated; moved it to {} and rebuilt it from the results files of the {} tree(s) it indexed",
+            "warning: {}: the history index was corrupt or truncated; moved it to {} and rebuilt it from the results files of the {} it indexed",
             db.display(),
             aside.display(),
-            roots.len()
+            crate::units::count(roots.len(), "tree", "trees")
         );
         let s = store::ingest(&mut index, &roots)?;
         eprintln!(
-            "warning: {}: rebuilt: {} results file(s), {} case row(s)",
+            "warning: {}: rebuilt: {}, {}",
             db.display(),
-            s.added_files,
-            s.added_cases
+            crate::units::count(s.added_files, "results file", "results files"),
+            crate::units::count(s.added_cases, "case row", "case rows")
         );
     }
     Ok((index, lock))
@@ -176,9 +176,9 @@ pub fn ingest(req: &IngestRequest) -> Result<u8, HistoryError> {
     let s = store::ingest(&mut index, &roots)?;
     if !req.quiet {
         println!(
-            "{}: {} results file(s) found, {} added ({} case rows), {} already indexed, {} refused; journal mode {} ({} filesystem, magic {:#x})",
+            "{}: {} found, {} added ({} case rows), {} already indexed, {} refused; journal mode {} ({} filesystem, magic {:#x})",
             req.db.display(),
-            s.found,
+            crate::units::count(s.found, "results file", "results files"),
             s.added_files,
             s.added_cases,
             s.already,

@@ -472,15 +472,19 @@ fn assemble(
 /// The findings as printed.
 fn render(f: &LinksFile, out: &std::path::Path) -> String {
     let mut s = format!(
-        "{} ranks on {} host(s), {} {} schedule, {} B messages: median {} GB/s ({} pairs analysed)\n",
+        "{} ranks on {}, {} {} schedule, {} B messages: median {} GB/s ({} pairs analysed)\n",
         f.hosts.len(),
         {
             let mut h = f.hosts.clone();
             h.sort();
             h.dedup();
-            h.len()
+            crate::units::count(h.len(), "host", "hosts")
         },
-        if f.bidirectional { "bidirectional" } else { "unidirectional" },
+        if f.bidirectional {
+            "bidirectional"
+        } else {
+            "unidirectional"
+        },
         f.schedule,
         f.message_bytes,
         f.median_gbps.map_or("?".into(), |m| format!("{m:.2}")),

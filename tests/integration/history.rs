@@ -84,7 +84,7 @@ fn ingest_is_idempotent_and_show_lists_each_run() {
     assert!(
         first
             .stdout
-            .contains("5 results file(s) found, 5 added (15 case rows)")
+            .contains("5 results files found, 5 added (15 case rows)")
             && first.stdout.contains("journal mode "),
         "{}",
         first.stdout
@@ -99,7 +99,7 @@ fn ingest_is_idempotent_and_show_lists_each_run() {
     assert!(
         again
             .stdout
-            .contains("6 results file(s) found, 0 added (0 case rows), 6 already"),
+            .contains("6 results files found, 0 added (0 case rows), 6 already"),
         "{}",
         again.stdout
     );
@@ -604,10 +604,10 @@ fn compare_takes_its_baseline_from_the_history() {
     assert_eq!(hist.code, 1, "{}\n{}", hist.stdout, hist.stderr);
     assert!(
         hist.stderr
-            .contains("the 5 most recent run(s) on cluster testbed")
+            .contains("the 5 most recent runs on cluster testbed")
             && hist
                 .stderr
-                .contains("(2 run(s) of another set-up passed over)")
+                .contains("(2 runs of another set-up passed over)")
             && hist.stderr.contains("run002")
             && hist.stderr.contains("run006")
             && !hist.stderr.contains("run001")
@@ -662,7 +662,7 @@ fn compare_takes_its_baseline_from_the_history() {
     let r = compare(&args);
     assert_eq!(r.code, 2, "{}", r.stderr);
     assert!(
-        r.stderr.contains("holds 7 run(s) on cluster testbed")
+        r.stderr.contains("holds 7 runs on cluster testbed")
             && r.stderr.contains("2 more of another set-up")
             && r.stderr.contains("--baseline-history 7 or less"),
         "{}",
