@@ -62,6 +62,8 @@ fn study() -> ResultsFile {
                     devices_per_node: 4,
                     binding,
                     placement: Placement::Fill,
+                    nccl_algo: None,
+                    nccl_proto: None,
                 };
                 let launch_id = shape.id();
                 launches.push(fixture::launch(shape));

@@ -9,9 +9,11 @@ pub(crate) mod counts;
 pub(crate) mod cpulist;
 pub(crate) mod ddp;
 mod key;
+pub mod nccl;
 mod settings;
 
 pub use key::ParamKey;
+pub use nccl::{NcclAlgo, NcclProto};
 pub use settings::{BufferOffset, Fault, IterPolicy, RunSettings};
 
 use serde::{Deserialize, Serialize};
@@ -434,6 +436,13 @@ pub struct CaseParams {
     /// ddp_step: how the CPU backend progresses the all-reduces (absent on other backends).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub progress: Option<Progress>,
+    /// The algorithm the launch forced on NCCL (`NCCL_ALGO`; CUDA backend). Absent: NCCL's
+    /// own choice ("default").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nccl_algo: Option<NcclAlgo>,
+    /// The protocol the launch forced on NCCL (`NCCL_PROTO`). Absent: NCCL's own choice.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nccl_proto: Option<NcclProto>,
 }
 
 impl CaseParams {
@@ -465,6 +474,8 @@ impl CaseParams {
             bucket_bytes: None,
             progress: None,
             first_bucket_bytes: None,
+            nccl_algo: None,
+            nccl_proto: None,
         }
     }
 
@@ -506,6 +517,8 @@ impl CaseParams {
             devices_per_node: self.devices_per_node,
             binding: self.binding,
             placement: self.placement,
+            nccl_algo: self.nccl_algo,
+            nccl_proto: self.nccl_proto,
         }
     }
 
@@ -542,6 +555,12 @@ impl CaseParams {
         if let Some(ip) = self.in_place {
             parts.push(if ip { "in-place" } else { "out-of-place" }.to_string());
         }
+        if let Some(a) = self.nccl_algo {
+            parts.push(format!("nccl_algo={}", a.name()));
+        }
+        if let Some(p) = self.nccl_proto {
+            parts.push(format!("nccl_proto={}", p.name()));
+        }
         parts.push(self.timing.to_string());
         parts.join(" ")
     }
@@ -556,6 +575,12 @@ pub struct LaunchShape {
     pub devices_per_node: u32,
     pub binding: Binding,
     pub placement: Placement,
+    /// `NCCL_ALGO` for the whole launch (NCCL reads it when a communicator is created).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nccl_algo: Option<NcclAlgo>,
+    /// `NCCL_PROTO` for the whole launch.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nccl_proto: Option<NcclProto>,
 }
 
 impl LaunchShape {
@@ -594,7 +619,7 @@ impl LaunchShape {
             self.devices_per_node,
             self.binding,
             self.placement
-        );
+        ) + &self.nccl_suffix(';');
         format!("{:016x}", fnv1a64(text.as_bytes()))
     }
     pub fn label(&self) -> String {
@@ -606,7 +631,20 @@ impl LaunchShape {
             self.topology,
             self.binding,
             self.placement
-        )
+        ) + &self.nccl_suffix(' ')
+    }
+
+    /// `;nccl_algo=ring;nccl_proto=ll128` (with `sep`) for what is forced; empty when nothing
+    /// is, so the ids and labels of launches from before these fields stay what they were.
+    fn nccl_suffix(&self, sep: char) -> String {
+        let mut s = String::new();
+        if let Some(a) = self.nccl_algo {
+            s += &format!("{sep}nccl_algo={}", a.name());
+        }
+        if let Some(p) = self.nccl_proto {
+            s += &format!("{sep}nccl_proto={}", p.name());
+        }
+        s
     }
 }
 

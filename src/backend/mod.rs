@@ -213,6 +213,9 @@ pub struct DevicePlan {
     /// The CPU GEMM provider to set up (CPU backend); `None` when the launch runs no GEMM,
     /// so no BLAS is loaded and none is recorded.
     pub gemm: Option<GemmChoice>,
+    /// The algorithm the launch forces on NCCL (already in `NCCL_ALGO`): a GPU backend refuses
+    /// to start where its NCCL does not know it.
+    pub nccl_algo: Option<crate::params::NcclAlgo>,
 }
 
 impl DevicePlan {
@@ -225,6 +228,7 @@ impl DevicePlan {
             worker_cpus: vec![None; devices],
             threads_per_device,
             gemm: Some(GemmChoice::GemmCrate),
+            nccl_algo: None,
         }
     }
 

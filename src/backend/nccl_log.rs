@@ -22,8 +22,6 @@
 #![cfg_attr(not(feature = "cuda"), allow(dead_code))]
 
 use std::collections::BTreeMap;
-use std::fmt;
-use std::str::FromStr;
 use std::sync::Mutex;
 
 /// The NCCL variables the CUDA backend set for its capture, each with its value before
@@ -95,139 +93,7 @@ impl NcclFunc {
     }
 }
 
-/// NCCL's algorithms, in `nccl_common.h`'s numbering (TREE 0 … PAT 6).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum NcclAlgo {
-    Tree,
-    Ring,
-    CollnetDirect,
-    CollnetChain,
-    Nvls,
-    NvlsTree,
-    Pat,
-}
-
-impl NcclAlgo {
-    pub const ALL: [NcclAlgo; 7] = [
-        NcclAlgo::Tree,
-        NcclAlgo::Ring,
-        NcclAlgo::CollnetDirect,
-        NcclAlgo::CollnetChain,
-        NcclAlgo::Nvls,
-        NcclAlgo::NvlsTree,
-        NcclAlgo::Pat,
-    ];
-
-    /// As `ncclAlgoToString` prints it (the ≥ 2.24 line).
-    pub fn log_name(self) -> &'static str {
-        match self {
-            NcclAlgo::Tree => "TREE",
-            NcclAlgo::Ring => "RING",
-            NcclAlgo::CollnetDirect => "COLLNET_DIRECT",
-            NcclAlgo::CollnetChain => "COLLNET_CHAIN",
-            NcclAlgo::Nvls => "NVLS",
-            NcclAlgo::NvlsTree => "NVLS_TREE",
-            NcclAlgo::Pat => "PAT",
-        }
-    }
-
-    /// As `NCCL_ALGO` spells it (matched case-insensitively by NCCL).
-    pub fn env_name(self) -> &'static str {
-        match self {
-            NcclAlgo::Tree => "Tree",
-            NcclAlgo::Ring => "Ring",
-            NcclAlgo::CollnetDirect => "CollnetDirect",
-            NcclAlgo::CollnetChain => "CollnetChain",
-            NcclAlgo::Nvls => "NVLS",
-            NcclAlgo::NvlsTree => "NVLSTree",
-            NcclAlgo::Pat => "PAT",
-        }
-    }
-
-    /// The first NCCL version (`ncclGetVersion` code) that accepts it in `NCCL_ALGO`.
-    pub fn since_version(self) -> i32 {
-        match self {
-            NcclAlgo::Tree | NcclAlgo::Ring => 20500,
-            NcclAlgo::CollnetDirect | NcclAlgo::CollnetChain => 21400,
-            NcclAlgo::Nvls => 21700,
-            NcclAlgo::NvlsTree => 21800,
-            NcclAlgo::Pat => 22300,
-        }
-    }
-
-    fn from_number(n: u32) -> Option<NcclAlgo> {
-        NcclAlgo::ALL.get(n as usize).copied()
-    }
-}
-
-impl fmt::Display for NcclAlgo {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.env_name())
-    }
-}
-
-impl FromStr for NcclAlgo {
-    type Err = String;
-    /// Either spelling (`NVLS_TREE`, `NVLSTree`), any case.
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        let flat = |x: &str| x.replace('_', "").to_ascii_lowercase();
-        NcclAlgo::ALL
-            .into_iter()
-            .find(|a| flat(a.log_name()) == flat(s))
-            .ok_or_else(|| {
-                format!("unknown NCCL algorithm '{s}' (Ring, Tree, CollnetDirect, CollnetChain, NVLS, NVLSTree, PAT)")
-            })
-    }
-}
-
-/// NCCL's protocols, in `nccl_common.h`'s numbering (LL 0, LL128 1, SIMPLE 2).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum NcclProto {
-    Ll,
-    Ll128,
-    Simple,
-}
-
-impl NcclProto {
-    pub const ALL: [NcclProto; 3] = [NcclProto::Ll, NcclProto::Ll128, NcclProto::Simple];
-
-    pub fn log_name(self) -> &'static str {
-        match self {
-            NcclProto::Ll => "LL",
-            NcclProto::Ll128 => "LL128",
-            NcclProto::Simple => "SIMPLE",
-        }
-    }
-
-    /// As `NCCL_PROTO` spells it.
-    pub fn env_name(self) -> &'static str {
-        match self {
-            NcclProto::Ll => "LL",
-            NcclProto::Ll128 => "LL128",
-            NcclProto::Simple => "Simple",
-        }
-    }
-
-    fn from_number(n: u32) -> Option<NcclProto> {
-        NcclProto::ALL.get(n as usize).copied()
-    }
-}
-
-impl fmt::Display for NcclProto {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.env_name())
-    }
-}
-
-impl FromStr for NcclProto {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        NcclProto::ALL
-            .into_iter()
-            .find(|p| p.log_name().eq_ignore_ascii_case(s))
-            .ok_or_else(|| format!("unknown NCCL protocol '{s}' (LL, LL128, Simple)"))
-    }
-}
+pub use crate::params::nccl::{NcclAlgo, NcclProto};
 
 /// Who wrote a line: `host:pid:tid [dev]`.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]

@@ -189,6 +189,16 @@ pub struct RunArgs {
     #[arg(long, value_name = "LEVEL")]
     pub thread_level: Option<crate::params::ThreadLevel>,
 
+    /// Force NCCL's algorithm for this launch (NCCL_ALGO; cuda backend): ring, tree,
+    /// collnet_direct, collnet_chain, nvls, nvls_tree or pat (NCCL's spellings too, any case;
+    /// one value: sweep several with the spec axis nccl_algo). Recorded in each case.
+    #[arg(long, value_name = "ALGO")]
+    pub nccl_algo: Option<crate::params::NcclAlgo>,
+
+    /// Force NCCL's protocol for this launch (NCCL_PROTO; cuda backend): ll, ll128 or simple.
+    #[arg(long, value_name = "PROTO")]
+    pub nccl_proto: Option<crate::params::NcclProto>,
+
     /// Run the launch plan in FILE (written by `scalebench sweep`/`submit`) instead of the
     /// workload, size and shape options.
     #[arg(long, value_name = "FILE")]
@@ -253,6 +263,8 @@ impl From<&RunArgs> for crate::plan::Request {
             gemm: a.gemm,
             thread_level: a.thread_level,
             fault: a.fault.clone(),
+            nccl_algo: a.nccl_algo,
+            nccl_proto: a.nccl_proto,
         }
     }
 }

@@ -42,6 +42,9 @@ pub enum AxisValue {
     Fault(Option<String>),
     Model(String),
     Progress(crate::params::Progress),
+    /// `None`: NCCL's own choice (`default`).
+    NcclAlgo(Option<crate::params::NcclAlgo>),
+    NcclProto(Option<crate::params::NcclProto>),
 }
 
 /// One factor of the product: a single axis, or a zip group advancing together.

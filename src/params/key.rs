@@ -32,6 +32,8 @@ pub enum ParamKey {
     BucketBytes,
     Progress,
     FirstBucketBytes,
+    NcclAlgo,
+    NcclProto,
 }
 
 impl ParamKey {
@@ -60,6 +62,8 @@ impl ParamKey {
         ParamKey::BucketBytes,
         ParamKey::Progress,
         ParamKey::FirstBucketBytes,
+        ParamKey::NcclAlgo,
+        ParamKey::NcclProto,
     ];
 
     /// The key as the canonical text writes it (the ids hash this text, so it never changes).
@@ -88,6 +92,8 @@ impl ParamKey {
             ParamKey::BucketBytes => "bucket_bytes",
             ParamKey::Progress => "progress",
             ParamKey::FirstBucketBytes => "first_bucket_bytes",
+            ParamKey::NcclAlgo => "nccl_algo",
+            ParamKey::NcclProto => "nccl_proto",
         }
     }
 
@@ -147,6 +153,13 @@ impl CaseParams {
             if let Some(b) = self.first_bucket_bytes {
                 v.push((ParamKey::FirstBucketBytes, b.to_string()));
             }
+        }
+        // Only when forced: the ids of every case before these fields stay what they were.
+        if let Some(a) = self.nccl_algo {
+            v.push((ParamKey::NcclAlgo, a.name().to_string()));
+        }
+        if let Some(p) = self.nccl_proto {
+            v.push((ParamKey::NcclProto, p.name().to_string()));
         }
         v
     }

@@ -75,6 +75,9 @@ pub enum PlanError {
     },
     #[error("--root {root}: this launch has {}, numbered 0..{}: give a root below {devices}", crate::units::count(*.devices as usize, "device", "devices"), .devices - 1)]
     RootOutOfRange { root: u32, devices: u32 },
+    /// `--nccl-algo` / `--nccl-proto` on a backend that does not use NCCL.
+    #[error("{0}")]
+    NcclNeedsCuda(String),
     #[error("--sizes {}: {source}", format_bytes(*.bytes))]
     Sizes {
         bytes: u64,

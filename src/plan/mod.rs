@@ -13,8 +13,8 @@ pub mod sweep;
 use crate::params::counts::{counts, CountError};
 use crate::params::{
     BackendKind, Binding, BufferOffset, CaseParams, Collect, Dtype, Fault, GemmChoice, IterPolicy,
-    LaunchShape, MatmulShape, Placement, Progress, ReduceOp, RunSettings, Scaling, ThreadLevel,
-    Timing, Topology, Workload,
+    LaunchShape, MatmulShape, NcclAlgo, NcclProto, Placement, Progress, ReduceOp, RunSettings,
+    Scaling, ThreadLevel, Timing, Topology, Workload,
 };
 use crate::topology::binding::Reserved;
 use crate::units::Bytes;
@@ -66,6 +66,10 @@ pub struct Request {
     pub thread_level: Option<ThreadLevel>,
     /// Test-only fault injection (see [`Fault`]).
     pub fault: Option<String>,
+    /// `--nccl-algo`: NCCL_ALGO for the launch (`None`: NCCL's own choice).
+    pub nccl_algo: Option<NcclAlgo>,
+    /// `--nccl-proto`: NCCL_PROTO for the launch.
+    pub nccl_proto: Option<NcclProto>,
 }
 
 impl Default for Request {
@@ -105,6 +109,8 @@ impl Default for Request {
             gemm: GemmChoice::Auto,
             thread_level: None,
             fault: None,
+            nccl_algo: None,
+            nccl_proto: None,
         }
     }
 }
@@ -148,6 +154,7 @@ impl RunOptions {
         check_given(a)?;
         check_limits(a)?;
         check_buffer_offset(a)?;
+        check_nccl(a)?;
         if let Some(f) = &a.fault {
             if Fault::parse(f).is_none() {
                 return Err(PlanError::UnknownFault { fault: f.clone() });
@@ -254,6 +261,32 @@ pub fn resolve_thread_level(
         Some(l) => Ok(l),
         None => Ok(needed.0),
     }
+}
+
+/// `--nccl-algo` / `--nccl-proto` only where NCCL runs the collectives.
+fn check_nccl(a: &Request) -> Result<()> {
+    if a.backend == BackendKind::Cuda {
+        return Ok(());
+    }
+    for (option, v) in [
+        ("--nccl-algo", a.nccl_algo.map(|x| x.name())),
+        ("--nccl-proto", a.nccl_proto.map(|x| x.name())),
+    ] {
+        if let Some(v) = v {
+            return Err(PlanError::NcclNeedsCuda(nccl_needs_cuda(
+                option, v, a.backend,
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// The sentence refusing a forced NCCL algorithm or protocol (`what`, the option or axis) on
+/// `backend`, which does not use NCCL.
+pub(crate) fn nccl_needs_cuda(what: &str, value: &str, backend: BackendKind) -> String {
+    format!(
+        "{what} {value}: the {backend} backend does not use NCCL, so it cannot honour it: run on the cuda backend, or leave {what} out"
+    )
 }
 
 /// Every list option has a value, counts are at least 1, models parse.
@@ -494,6 +527,8 @@ fn expand_unchecked(o: &RunOptions, shape: LaunchShape) -> Result<Vec<CaseParams
         binding: shape.binding,
         placement: shape.placement,
         fault: o.fault.clone(),
+        nccl_algo: shape.nccl_algo,
+        nccl_proto: shape.nccl_proto,
         ..CaseParams::new(Workload::Allreduce, shape.nodes, shape.devices_per_node)
     };
     for &w in &o.workloads {
@@ -648,6 +683,8 @@ mod tests {
             devices_per_node: devices,
             binding: Binding::None,
             placement: Placement::Fill,
+            nccl_algo: None,
+            nccl_proto: None,
         }
     }
 
@@ -673,6 +710,38 @@ mod tests {
             .iter()
             .filter(|c| c.workload == Workload::Broadcast)
             .all(|c| c.op.is_none() && c.in_place == Some(true)));
+    }
+
+    /// Issue 31: `--nccl-algo` / `--nccl-proto` only on the cuda backend; the cases carry
+    /// what the launch forces (from its shape), and nothing changes the ids where nothing is.
+    #[test]
+    fn forced_nccl_values_need_cuda_and_reach_every_case() {
+        let cpu = Request {
+            nccl_proto: Some(NcclProto::Ll128),
+            ..Request::default()
+        };
+        let e = opts(cpu).unwrap_err();
+        assert_eq!(e.to_string(), "--nccl-proto ll128: the cpu backend does not use NCCL, so it cannot honour it: run on the cuda backend, or leave --nccl-proto out");
+        assert_eq!(e.exit_code(), crate::exit::EXIT_BAD_INPUT);
+        let o = opts(Request {
+            backend: BackendKind::Cuda,
+            nccl_algo: Some(NcclAlgo::Ring),
+            ..Request::default()
+        })
+        .unwrap();
+        let plain = expand(&o, shape(2)).unwrap();
+        assert!(plain.iter().all(|c| c.nccl_algo.is_none()));
+        let forced_shape = LaunchShape {
+            nccl_algo: Some(NcclAlgo::Ring),
+            ..shape(2)
+        };
+        assert_ne!(forced_shape.id(), shape(2).id());
+        let forced = expand(&o, forced_shape).unwrap();
+        assert!(forced
+            .iter()
+            .all(|c| c.nccl_algo == Some(NcclAlgo::Ring) && c.launch_shape() == forced_shape));
+        assert!(forced[0].label().contains("nccl_algo=ring"));
+        assert_ne!(forced[0].id(), plain[0].id());
     }
 
     #[test]

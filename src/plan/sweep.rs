@@ -13,8 +13,8 @@ use super::LaunchPlan;
 use crate::config::{limits, Axis, AxisValue, SpecError, SweepSpec};
 use crate::params::counts::{counts, CountError};
 use crate::params::{
-    BackendKind, Binding, CaseParams, Collect, Dtype, LaunchShape, MatmulShape, Placement,
-    Progress, ReduceOp, Scaling, Timing, Topology, Workload,
+    BackendKind, Binding, CaseParams, Collect, Dtype, LaunchShape, MatmulShape, NcclAlgo,
+    NcclProto, Placement, Progress, ReduceOp, Scaling, Timing, Topology, Workload,
 };
 use crate::units::parse_size_list;
 use std::collections::{HashMap, HashSet};
@@ -57,6 +57,8 @@ struct Point {
     bucket: u64,
     first_bucket: u64,
     progress: Progress,
+    nccl_algo: Option<NcclAlgo>,
+    nccl_proto: Option<NcclProto>,
     /// Whether the spec gave `batch` (ddp_step's default differs from batch_matmul's).
     batch_given: bool,
     /// Whether the spec gave `bucket_sizes` / `first_bucket_sizes` (PyTorch's first-bucket
@@ -91,6 +93,8 @@ impl Default for Point {
             bucket: crate::params::ddp::DEFAULT_BUCKET_BYTES,
             first_bucket: crate::params::ddp::DEFAULT_FIRST_BUCKET_BYTES,
             progress: Progress::Thread,
+            nccl_algo: None,
+            nccl_proto: None,
             batch_given: false,
             bucket_given: false,
             first_bucket_given: false,
@@ -133,6 +137,8 @@ impl Point {
             (Axis::Progress, AxisValue::Progress(x)) => self.progress = *x,
             (Axis::Collect, AxisValue::Collect(x)) => self.collect = *x,
             (Axis::Fault, AxisValue::Fault(x)) => self.fault = x.clone(),
+            (Axis::NcclAlgo, AxisValue::NcclAlgo(x)) => self.nccl_algo = *x,
+            (Axis::NcclProto, AxisValue::NcclProto(x)) => self.nccl_proto = *x,
             (a, v) => unreachable!("axis {a:?} never holds {v:?}"),
         }
     }
@@ -162,6 +168,8 @@ impl Point {
             Axis::BucketSizes => AxisValue::Bytes(self.bucket),
             Axis::FirstBucketSizes => AxisValue::Bytes(self.first_bucket),
             Axis::Progress => AxisValue::Progress(self.progress),
+            Axis::NcclAlgo => AxisValue::NcclAlgo(self.nccl_algo),
+            Axis::NcclProto => AxisValue::NcclProto(self.nccl_proto),
         }
     }
 
@@ -173,6 +181,8 @@ impl Point {
             devices_per_node: self.devices_per_node,
             binding: self.binding,
             placement: self.placement,
+            nccl_algo: self.nccl_algo,
+            nccl_proto: self.nccl_proto,
         }
     }
 
@@ -215,6 +225,9 @@ impl Point {
                 crate::plan::first_bucket_default(self.bucket_given)
             }),
             progress: (ddp && cpu).then_some(self.progress),
+            // Every case of a forced launch carries it: it is the launch's environment.
+            nccl_algo: self.nccl_algo,
+            nccl_proto: self.nccl_proto,
         }
     }
 }
@@ -432,6 +445,16 @@ fn check_point(
     p: &Point,
     checked: &mut HashSet<(Workload, u64, Dtype, u32)>,
 ) -> Result<(), SpecError> {
+    if p.backend != BackendKind::Cuda {
+        for (axis, forced) in [
+            (Axis::NcclAlgo, p.nccl_algo.map(|a| a.name())),
+            (Axis::NcclProto, p.nccl_proto.map(|x| x.name())),
+        ] {
+            if let Some(v) = forced {
+                return Err(spec.error_at(axis, super::nccl_needs_cuda(axis.name(), v, p.backend)));
+            }
+        }
+    }
     let devices = p.nodes * p.devices_per_node;
     if p.workload.has_root() && p.root >= devices {
         return Err(spec.error_at(
@@ -509,6 +532,62 @@ mod tests {
 
     fn plan(text: &str) -> Result<SweepPlan, SpecError> {
         expand(&config::parse(Path::new("t.toml"), text)?)
+    }
+
+    /// Issue 31: nccl_algo × nccl_proto make one launch each (NCCL reads them at
+    /// communicator set-up), every case carries its launch's values, `default` forces
+    /// nothing; values NCCL does not know, lists, and a backend without NCCL are refused at
+    /// the axis's line.
+    #[test]
+    fn nccl_axes_are_launch_level_and_checked() {
+        use crate::params::{NcclAlgo, NcclProto};
+        let text = "[axes]\nbackend = \"cuda\"\ndevices_per_node = 2\nsizes = \"1KiB,64KiB\"\nnccl_algo = [\"default\", \"Ring\", \"tree\"]\nnccl_proto = [\"ll128\", \"SIMPLE\"]\n";
+        let p = plan(text).unwrap();
+        assert_eq!(p.launches.len(), 6);
+        let ids: HashSet<&str> = p.launches.iter().map(|l| l.launch_id.as_str()).collect();
+        assert_eq!(ids.len(), 6, "one id per launch");
+        for l in &p.launches {
+            assert_eq!(l.cases.len(), 4);
+            assert!(l.cases.iter().all(|c| c.launch_shape() == l.shape));
+        }
+        let forced: Vec<_> = p
+            .launches
+            .iter()
+            .map(|l| (l.shape.nccl_algo, l.shape.nccl_proto))
+            .collect();
+        assert_eq!(forced[0], (None, Some(NcclProto::Ll128)));
+        assert_eq!(forced[3], (Some(NcclAlgo::Ring), Some(NcclProto::Simple)));
+        assert_eq!(forced[5], (Some(NcclAlgo::Tree), Some(NcclProto::Simple)));
+        // Unforced launches keep the id they had before these axes existed.
+        let plain =
+            plan("[axes]\nbackend = \"cuda\"\ndevices_per_node = 2\nsizes = \"1KiB\"\n").unwrap();
+        let default = plan("[axes]\nbackend = \"cuda\"\ndevices_per_node = 2\nsizes = \"1KiB\"\nnccl_algo = \"default\"\n").unwrap();
+        assert_eq!(plain.launches[0].launch_id, default.launches[0].launch_id);
+        assert_eq!(plain.launches[0].cases, default.launches[0].cases);
+
+        let err = |t: &str| plan(t).unwrap_err().to_string();
+        let e = err("[axes]\nbackend = \"cuda\"\nnccl_algo = [\"ring\", \"rign\"]\n");
+        assert!(e.starts_with("t.toml:3:"), "{e}");
+        assert!(
+            e.contains("unknown NCCL algorithm 'rign': expected one of tree, ring,"),
+            "{e}"
+        );
+        let e = err("[axes]\nbackend = \"cuda\"\n\nnccl_proto = \"ll,ll128\"\n");
+        assert!(
+            e.starts_with("t.toml:4:") && e.contains("unknown NCCL protocol 'll,ll128'"),
+            "{e}"
+        );
+        let e = err("[axes]\nbackend = \"cuda\"\nnccl_algo = \"^tree\"\n");
+        assert!(e.contains("unknown NCCL algorithm '^tree'"), "{e}");
+        let e = err("[axes]\nsizes = \"8B\"\nnccl_algo = [\"default\", \"ring\"]\n");
+        assert_eq!(e.lines().count(), 1, "{e}");
+        assert!(e.starts_with("t.toml:3:"), "{e}");
+        assert!(
+            e.contains("nccl_algo ring: the cpu backend does not use NCCL"),
+            "{e}"
+        );
+        // Only the default on the CPU backend forces nothing: nothing to refuse.
+        assert!(plan("[axes]\nsizes = \"8B\"\nnccl_proto = \"default\"\n").is_ok());
     }
 
     #[test]

@@ -194,13 +194,13 @@ mod with_feature {
 /// under real mpirun where it takes processes; each fault the stand-ins can inject refused
 /// with one sentence and no panic; a planted defect caught.
 #[cfg(feature = "cuda")]
-mod standin {
+pub(crate) mod standin {
     use super::*;
     use std::path::{Path, PathBuf};
     use std::sync::OnceLock;
 
     /// Builds the stand-in libraries once per test process (`standin/build.sh`, needs `cc`).
-    fn libs() -> &'static Path {
+    pub(crate) fn libs() -> &'static Path {
         static DIR: OnceLock<PathBuf> = OnceLock::new();
         DIR.get_or_init(|| {
             let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("standin");
@@ -227,7 +227,7 @@ mod standin {
     }
 
     /// The stand-ins' environment, plus `extra` (`KEY=VALUE`).
-    fn env(lib_path: &str, extra: &[&str]) -> Vec<(String, String)> {
+    pub(crate) fn env(lib_path: &str, extra: &[&str]) -> Vec<(String, String)> {
         let mut v = vec![
             ("LD_LIBRARY_PATH".to_string(), lib_path.to_string()),
             ("SCALEBENCH_STANDIN".to_string(), "1".to_string()),
@@ -240,18 +240,23 @@ mod standin {
     }
 
     /// `scalebench ARGS` alone, with `env`'s variables.
-    fn solo_with(env: &[(String, String)], args: &[String]) -> Ran {
+    pub(crate) fn solo_with(env: &[(String, String)], args: &[String]) -> Ran {
         let e: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
         solo_env(&strs(args), &e)
     }
 
     /// `scalebench ARGS` alone on the stand-ins.
-    fn solo_on(extra: &[&str], args: &[String]) -> Ran {
+    pub(crate) fn solo_on(extra: &[&str], args: &[String]) -> Ran {
         solo_with(&env(libs().to_str().unwrap(), extra), args)
     }
 
     /// `mpirun -np N [gpus-per-rank.sh G] scalebench ARGS` on the stand-ins.
-    fn mpirun_on(np: u32, gpus_per_rank: Option<u32>, extra: &[&str], args: &[String]) -> Ran {
+    pub(crate) fn mpirun_on(
+        np: u32,
+        gpus_per_rank: Option<u32>,
+        extra: &[&str],
+        args: &[String],
+    ) -> Ran {
         let mut m: Vec<String> = Vec::new();
         for (k, v) in env(libs().to_str().unwrap(), extra) {
             m.push("-x".into());
@@ -264,12 +269,12 @@ mod standin {
         common::mpirun_with(np, &strs(&m), &strs(args))
     }
 
-    fn strs(v: &[String]) -> Vec<&str> {
+    pub(crate) fn strs(v: &[String]) -> Vec<&str> {
         v.iter().map(String::as_str).collect()
     }
 
     /// `run --backend cuda MID -n N --warmup 1 -q --out OUT`: the shape of every run here.
-    fn cuda_run(mid: &[&str], n: &str, out: &Path) -> Vec<String> {
+    pub(crate) fn cuda_run(mid: &[&str], n: &str, out: &Path) -> Vec<String> {
         ["run", "--backend", "cuda"]
             .iter()
             .chain(mid)
@@ -280,7 +285,7 @@ mod standin {
     }
 
     /// Every case ok (or skipped for the documented reason), none wrong, the run labelled.
-    fn all_valid(ran: &Ran, out: &Path, min_cases: usize) -> common::wire::ResultsFile {
+    pub(crate) fn all_valid(ran: &Ran, out: &Path, min_cases: usize) -> common::wire::ResultsFile {
         ran.assert_code(0);
         let r = common::read_results(out);
         let p = r.launches[0].provenance.as_ref().unwrap();
@@ -803,7 +808,7 @@ mod standin {
     /// One hybrid run (1 process × 2 stand-in devices) with NCCL's INFO output on; the log
     /// files it left (`%h`/`%p` expanded) parsed with scalebench's NCCL log parser, and the
     /// results.
-    fn logged_run(
+    pub(crate) fn logged_run(
         tag: &str,
         extra: &[&str],
         workloads: &str,
@@ -961,7 +966,7 @@ mod standin {
         }));
     }
 
-    fn r_named(out: &Path) -> Vec<common::wire::Case> {
+    pub(crate) fn r_named(out: &Path) -> Vec<common::wire::Case> {
         common::read_results(out).cases
     }
 
@@ -1001,7 +1006,7 @@ mod standin {
 
     /// The least time measured at `bytes` over the run's cases of that size (in and out of
     /// place).
-    fn min_time_s(out: &Path, bytes: u64) -> f64 {
+    pub(crate) fn min_time_s(out: &Path, bytes: u64) -> f64 {
         let r = common::read_results(out);
         r.cases
             .iter()

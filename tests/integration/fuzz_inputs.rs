@@ -549,6 +549,8 @@ fn thousands_of_random_run_command_lines_never_panic() {
             devices_per_node: a.devices_per_node.unwrap_or(2).max(1),
             binding: a.binding,
             placement: a.placement,
+            nccl_algo: None,
+            nccl_proto: None,
         };
         let cases = guarded("plan::expand", &input, || {
             scalebench::plan::expand(&opts, shape)
@@ -947,6 +949,8 @@ fn generated_ddp_models_never_panic() {
                     devices_per_node: 2,
                     binding: a.binding,
                     placement: a.placement,
+                    nccl_algo: None,
+                    nccl_proto: None,
                 };
                 let cases = guarded("plan::expand", &input, || {
                     scalebench::plan::expand(&o, shape)

@@ -90,3 +90,181 @@ fn secrets_in_the_environment_are_redacted_in_results_and_report() {
         assert_no_secret(&p, &t);
     }
 }
+
+/// Issue 31 item 2: a forced algorithm or protocol NCCL does not know, or one on a backend
+/// without NCCL, is refused before anything runs: exit 2, one sentence naming the option or
+/// the spec's file:line, nothing written.
+#[test]
+fn forced_nccl_values_are_refused_at_plan_time() {
+    use crate::common::{solo, write_file};
+    let dir = tmpdir("nccl-force-refused");
+    let out = dir.join("out");
+    // The CPU backend runs MPI's collectives: it cannot honour NCCL_ALGO.
+    let ran = solo(&run_q(&out, &["--nccl-algo", "ring", "--sizes", "1KiB"]));
+    ran.assert_refused(
+        &"--nccl-algo on cpu",
+        &["--nccl-algo ring: the cpu backend does not use NCCL, so it cannot honour it: run on the cuda backend, or leave --nccl-algo out"],
+        &out,
+    );
+    assert_eq!(ran.stderr.trim().lines().count(), 1, "{}", ran.stderr);
+    // Names NCCL does not document, a list, an exclusion: refused by name, with the set.
+    for (opt, bad, needle) in [
+        ("--nccl-algo", "rign", "unknown NCCL algorithm 'rign': expected one of tree, ring, collnet_direct, collnet_chain, nvls, nvls_tree, pat"),
+        ("--nccl-algo", "ring,tree", "unknown NCCL algorithm 'ring,tree'"),
+        ("--nccl-proto", "^ll", "unknown NCCL protocol '^ll': expected one of ll, ll128, simple"),
+    ] {
+        let ran = solo(&run_q(&out, &["--backend", "cuda", opt, bad]));
+        ran.assert_refused(&(opt, bad), &[needle], &out);
+    }
+    // Specs: the value's file:line, for `plan` and `sweep` alike.
+    let cases = [
+        (
+            "[axes]\nbackend = \"cuda\"\nsizes = \"1KiB\"\nnccl_algo = [\"ring\", \"PATT\"]\n",
+            4,
+            "unknown NCCL algorithm 'PATT'",
+        ),
+        (
+            "[axes]\nbackend = \"cuda\"\nnccl_proto = [\"LL\", \"LL64\"]\n",
+            3,
+            "unknown NCCL protocol 'LL64'",
+        ),
+        (
+            "[axes]\nsizes = \"1KiB\"\nnccl_proto = \"ll128\"\n",
+            3,
+            "nccl_proto ll128: the cpu backend does not use NCCL",
+        ),
+        (
+            "[axes]\nbackend = [\"cpu\", \"cuda\"]\nnccl_algo = [\"default\", \"tree\"]\n",
+            3,
+            "nccl_algo tree: the cpu backend does not use NCCL",
+        ),
+    ];
+    for (i, (text, line, needle)) in cases.iter().enumerate() {
+        let spec = write_file(&dir, &format!("s{i}.toml"), text);
+        for cmd in ["plan", "sweep"] {
+            let o = dir.join(format!("sweep{i}"));
+            let args: &[&str] = if cmd == "plan" {
+                &["plan", s(&spec)]
+            } else {
+                &["sweep", s(&spec), "--out", s(&o)]
+            };
+            let ran = solo(args);
+            let at = format!("{}:{line}:", spec.display());
+            ran.assert_refused(&(i, cmd), &[&at, needle], &o);
+            assert_eq!(ran.stderr.trim().lines().count(), 1, "{}", ran.stderr);
+        }
+    }
+}
+
+#[cfg(feature = "cuda")]
+mod on_the_standin {
+    use crate::common::{s, tmpdir, write_file};
+    use crate::cuda::standin::{cuda_run, env, libs, solo_on, solo_with};
+
+    /// Issue 31 item 2: a sweep over nccl_algo × nccl_proto on the stand-in NCCL: one launch
+    /// per pair, each case records what was forced, NCCL's own log of the case (captured)
+    /// shows it ran with it, and the launch's environment records NCCL_ALGO / NCCL_PROTO.
+    #[test]
+    fn a_sweep_forcing_each_value_records_it() {
+        let dir = tmpdir("nccl-force-sweep");
+        let out = dir.join("out");
+        let spec = write_file(
+            &dir,
+            "force.toml",
+            "[axes]\nbackend = \"cuda\"\ntopology = \"hybrid\"\ndevices_per_node = 2\nworkloads = \"allreduce\"\nsizes = \"1KiB,64KiB\"\nin_place = false\nnccl_algo = [\"default\", \"ring\", \"Tree\"]\nnccl_proto = [\"LL\", \"ll128\", \"simple\"]\n[run]\niters = 2\nwarmup = 1\n",
+        );
+        let e = env(libs().to_str().unwrap(), &["SCALEBENCH_NCCL_CAPTURE=1"]);
+        let args = ["sweep", "-q", s(&spec), "--out", s(&out)].map(String::from);
+        solo_with(&e, &args).assert_code(0);
+        let r = crate::common::read_results(&out);
+        assert_eq!(r.launches.len(), 9);
+        assert_eq!(r.cases.len(), 18);
+        let mut seen = std::collections::BTreeSet::new();
+        for c in &r.cases {
+            assert_eq!(c.status, "ok", "{}: {:?}", c.id, c.message);
+            let proto = c.params.nccl_proto.as_deref().expect("forced protocol");
+            let captured = &c.nccl.as_ref().expect("captured").choices;
+            assert_eq!(captured.len(), 1, "{}: {captured:?}", c.id);
+            assert_eq!(captured[0].protocol.to_lowercase(), proto, "{}", c.id);
+            match c.params.nccl_algo.as_deref() {
+                Some(a) => assert_eq!(captured[0].algorithm.to_lowercase(), a, "{}", c.id),
+                // NCCL's choice among the forced protocol's algorithms.
+                None => assert!(["Ring", "Tree"].contains(&captured[0].algorithm.as_str())),
+            }
+            seen.insert((c.params.nccl_algo.clone(), proto.to_string()));
+            // The launch's environment as it ran.
+            let l = r
+                .launches
+                .iter()
+                .find(|l| l.launch_id == c.launch_id)
+                .unwrap();
+            let env = &l.provenance.as_ref().unwrap().environment;
+            let want_algo = c.params.nccl_algo.as_ref().map(|a| match a.as_str() {
+                "ring" => "Ring",
+                _ => "Tree",
+            });
+            assert_eq!(
+                env.get("NCCL_ALGO").map(String::as_str),
+                want_algo,
+                "{}",
+                c.id
+            );
+            assert_eq!(
+                env.get("NCCL_PROTO").map(|p| p.to_lowercase()).as_deref(),
+                Some(proto)
+            );
+        }
+        assert_eq!(seen.len(), 9);
+    }
+
+    /// Issue 31 item 2: an NCCL older than the forced algorithm is refused before anything is
+    /// measured (exit 2, one sentence); the same run on a new enough NCCL starts.
+    #[test]
+    fn an_nccl_too_old_for_the_forced_algorithm_is_refused() {
+        let dir = tmpdir("nccl-force-version");
+        let out = dir.join("out");
+        let a = cuda_run(
+            &["-w", "allreduce", "--sizes", "1KiB", "--nccl-algo", "pat"],
+            "2",
+            &out,
+        );
+        let ran = solo_on(&["SCALEBENCH_STANDIN_NCCL_VERSION=22203"], &a);
+        ran.assert_refused(
+            &"pat on 2.22.3",
+            &["NCCL 2.22.3 does not know the algorithm PAT (NCCL 2.23 or newer): load a newer NCCL or force another algorithm"],
+            &out,
+        );
+        assert_eq!(ran.stderr.trim().lines().count(), 1, "{}", ran.stderr);
+        let a = cuda_run(
+            &[
+                "-w",
+                "allreduce",
+                "--sizes",
+                "1KiB",
+                "--nccl-algo",
+                "NVLSTree",
+            ],
+            "2",
+            &out,
+        );
+        let ran = solo_on(&["SCALEBENCH_STANDIN_NCCL_VERSION=21703"], &a);
+        ran.assert_refused(
+            &"nvls_tree on 2.17.3",
+            &["NCCL 2.17.3 does not know the algorithm NVLSTree (NCCL 2.18 or newer)"],
+            &out,
+        );
+        // New enough: set-up passes the check (the stand-in then runs Tree as forced).
+        let a = cuda_run(
+            &["-w", "allreduce", "--sizes", "1KiB", "--nccl-algo", "tree"],
+            "2",
+            &out,
+        );
+        let ran = solo_on(&["SCALEBENCH_STANDIN_NCCL_VERSION=22203"], &a);
+        ran.assert_code(0);
+        let r = crate::common::read_results(&out);
+        assert!(r
+            .cases
+            .iter()
+            .all(|c| c.params.nccl_algo.as_deref() == Some("tree")));
+    }
+}

@@ -1059,6 +1059,8 @@ fn charts_stay_readable_at_1024_devices_and_30_sizes() {
                 devices_per_node: 4,
                 binding: Binding::Core,
                 placement: Placement::Fill,
+                nccl_algo: None,
+                nccl_proto: None,
             };
             let mut launch = fixture::launch(shape);
             if topology == Topology::Hybrid {
@@ -1147,6 +1149,8 @@ fn size_axes_label_measured_sizes_not_a_models_samples() {
         devices_per_node: 2,
         binding: Binding::Core,
         placement: Placement::Fill,
+        nccl_algo: None,
+        nccl_proto: None,
     };
     let mut rng = fixture::Rng(11);
     let mut cases = Vec::new();

@@ -50,22 +50,56 @@ pub(crate) fn subsys_with_tuning(current: Option<&str>) -> Option<String> {
     }
 }
 
+/// Where NCCL's log goes, as [`prepare_env`] set it: the file pattern (`%h`, `%p`) and the
+/// directory scalebench made for it (`None`: the user's `NCCL_DEBUG_FILE`).
+#[derive(Debug)]
+struct Prepared {
+    pattern: String,
+    owned_dir: Option<PathBuf>,
+}
+
+static PREPARED: std::sync::OnceLock<Option<Prepared>> = std::sync::OnceLock::new();
+
+/// Sets NCCL's logging variables for the capture (when on). `run` calls it before MPI
+/// starts: once MPI's threads (or a C library's) run, one may call `getenv` while `setenv`
+/// moves the environment. Later calls do nothing.
+pub(crate) fn prepare_env() {
+    PREPARED.get_or_init(set_variables);
+}
+
 /// Points NCCL's INFO output at a file before NCCL first logs (it reads these variables
-/// once, at its first message). `None` when capture is off.
+/// once, at its first message): the tap that reads it per case. `None` when capture is off.
+/// The variables are set here only where [`prepare_env`] was not called first (a test's
+/// backend without `run`).
 pub(crate) fn prepare() -> Option<LogTap> {
+    let p = PREPARED.get_or_init(set_variables).as_ref()?;
+    if let Some(dir) = &p.owned_dir {
+        // A backend before this one in the process removed it when it closed.
+        std::fs::create_dir_all(dir).ok()?;
+    }
+    Some(LogTap {
+        path: PathBuf::from(expand(
+            &p.pattern,
+            &crate::topology::hostname(),
+            std::process::id(),
+        )),
+        offset: 0,
+        version: None,
+        owned_dir: p.owned_dir.clone(),
+    })
+}
+
+fn set_variables() -> Option<Prepared> {
     if !std::env::var(CAPTURE_ENV).is_ok_and(|v| v.trim() == "1") {
         return None;
     }
     let pid = std::process::id();
-    let host = crate::topology::hostname();
     let (pattern, owned_dir) = match std::env::var("NCCL_DEBUG_FILE") {
         Ok(p) if !p.is_empty() => (p, None),
         _ => {
             let dir = std::env::temp_dir().join(format!("scalebench-nccl-{pid}"));
             std::fs::create_dir_all(&dir).ok()?;
             let p = dir.join("nccl.%h.%p").to_string_lossy().into_owned();
-            // Set before any NCCL call of this process: the launch's other threads (MPI's)
-            // do not read the environment.
             nccl_log::set_for_capture("NCCL_DEBUG_FILE", &p);
             (p, Some(dir))
         }
@@ -77,12 +111,7 @@ pub(crate) fn prepare() -> Option<LogTap> {
     if let Some(s) = subsys_with_tuning(std::env::var("NCCL_DEBUG_SUBSYS").ok().as_deref()) {
         nccl_log::set_for_capture("NCCL_DEBUG_SUBSYS", &s);
     }
-    Some(LogTap {
-        path: PathBuf::from(expand(&pattern, &host, pid)),
-        offset: 0,
-        version: None,
-        owned_dir,
-    })
+    Some(Prepared { pattern, owned_dir })
 }
 
 impl LogTap {

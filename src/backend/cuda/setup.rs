@@ -291,6 +291,15 @@ fn refuse_shared_gpus<C: HostComm>(comm: &C, devices: &[Device]) -> BackendResul
     Err(BackendError::Unavailable(msg))
 }
 
+/// The sentence refusing `algo` where the loaded NCCL is older than the algorithm; `None`
+/// where it is new enough, or its version cannot be read (communicator set-up then says why).
+fn forced_algo_refusal(algo: crate::params::NcclAlgo) -> Option<String> {
+    guarded("NCCL", nccl::check_library).ok()?;
+    let text = guarded("ncclGetVersion", nccl::version).ok()?;
+    let code = crate::params::nccl::version_code(&text)?;
+    crate::params::nccl::version_refusal(algo, code, &text)
+}
+
 /// TF32 GEMMs only where every rank asks for them (a warning where only some do).
 fn agree_tf32<C: HostComm>(comm: &C, warnings: &mut Vec<String>) -> bool {
     let tf32_here = cublas::tf32_requested(std::env::var(cublas::TF32_ENV).ok().as_deref());
@@ -334,6 +343,14 @@ impl CudaBackend {
         let mut warnings = local.warnings;
         let tf32 = agree_tf32(comm, &mut warnings);
         let nccl_all = comm.all_ok(local.nccl_here);
+        // A forced algorithm this NCCL does not know (older NCCLs ignore it silently):
+        // refused before any communicator forms (exit 2), by every rank together.
+        let refusal = nccl_all
+            .then(|| plan.nccl_algo.and_then(forced_algo_refusal))
+            .flatten();
+        if !comm.all_ok(refusal.is_none()) {
+            return Err(refusal.map_or_else(|| silent(2), BackendError::Unavailable));
+        }
         let devices = local.devices;
         let comms = if nccl_all {
             // NCCL is there but cannot start (too old, incomplete, or its communicators fail

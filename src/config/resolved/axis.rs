@@ -48,6 +48,11 @@ axes! {
     FirstBucketSizes,
     /// ddp_step progress strategies of the CPU backend.
     Progress,
+    /// The algorithm forced on NCCL (`NCCL_ALGO`; `default` = NCCL's choice). Launch-level:
+    /// NCCL reads it when a communicator is created.
+    NcclAlgo,
+    /// The protocol forced on NCCL (`NCCL_PROTO`; `default` = NCCL's choice). Launch-level.
+    NcclProto,
 }
 
 impl Axis {
@@ -77,6 +82,8 @@ impl Axis {
             Axis::BucketSizes => "bucket_sizes",
             Axis::FirstBucketSizes => "first_bucket_sizes",
             Axis::Progress => "progress",
+            Axis::NcclAlgo => "nccl_algo",
+            Axis::NcclProto => "nccl_proto",
         }
     }
 
@@ -119,6 +126,8 @@ impl Axis {
                 | Axis::Binding
                 | Axis::Placement
                 | Axis::ThreadsPerDevice
+                | Axis::NcclAlgo
+                | Axis::NcclProto
         )
     }
 
@@ -134,22 +143,24 @@ impl Axis {
             Axis::Binding => 4,
             Axis::Placement => 5,
             Axis::ThreadsPerDevice => 6,
-            Axis::Fault => 7,
-            Axis::Workloads => 8,
-            Axis::Dtypes => 9,
-            Axis::Ops => 10,
-            Axis::Roots => 11,
-            Axis::Timing => 12,
-            Axis::Scaling => 13,
-            Axis::Collect => 14,
-            Axis::Batch => 15,
-            Axis::Dims => 16,
-            Axis::Models => 17,
-            Axis::Progress => 18,
-            Axis::BucketSizes => 19,
-            Axis::FirstBucketSizes => 20,
-            Axis::Sizes => 21,
-            Axis::InPlace => 22,
+            Axis::NcclAlgo => 7,
+            Axis::NcclProto => 8,
+            Axis::Fault => 9,
+            Axis::Workloads => 10,
+            Axis::Dtypes => 11,
+            Axis::Ops => 12,
+            Axis::Roots => 13,
+            Axis::Timing => 14,
+            Axis::Scaling => 15,
+            Axis::Collect => 16,
+            Axis::Batch => 17,
+            Axis::Dims => 18,
+            Axis::Models => 19,
+            Axis::Progress => 20,
+            Axis::BucketSizes => 21,
+            Axis::FirstBucketSizes => 22,
+            Axis::Sizes => 23,
+            Axis::InPlace => 24,
         }
     }
 }

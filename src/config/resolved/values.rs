@@ -177,6 +177,21 @@ fn scalar_unchecked(axis: Axis, v: &Value) -> Result<Vec<AxisValue>, ValueError>
         Axis::Models => model(v),
         Axis::BucketSizes => bucket_sizes(v),
         Axis::FirstBucketSizes => first_bucket_sizes(v),
+        Axis::NcclAlgo => nccl_forced(v, AxisValue::NcclAlgo),
+        Axis::NcclProto => nccl_forced(v, AxisValue::NcclProto),
+    }
+}
+
+/// One algorithm or protocol NCCL documents (any case, NCCL's or the wire spelling), or
+/// `default` (NCCL's own choice). Lists and `^` are refused: the axis is the list.
+fn nccl_forced<T: std::str::FromStr<Err = crate::params::UnknownName>>(
+    v: &Value,
+    wrap: fn(Option<T>) -> AxisValue,
+) -> Result<Vec<AxisValue>, ValueError> {
+    match v {
+        Value::String(s) if s.trim().eq_ignore_ascii_case("default") => Ok(vec![wrap(None)]),
+        Value::String(s) => Ok(vec![wrap(Some(s.parse::<T>()?))]),
+        other => Err(ValueError::expected("a name (or \"default\")", other)),
     }
 }
 

@@ -58,6 +58,8 @@ pub fn pretty_pair(k: ParamKey, v: &str) -> Option<String> {
             _ => format!("shape={v}"),
         },
         ParamKey::ThreadsPerDevice => format!("{v} thr/dev"),
+        ParamKey::NcclAlgo => format!("algo={v}"),
+        ParamKey::NcclProto => format!("proto={v}"),
         ParamKey::Root
         | ParamKey::Batch
         | ParamKey::Collect

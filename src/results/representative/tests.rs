@@ -30,6 +30,8 @@ fn launch(
         devices_per_node: ranks * per_rank,
         binding,
         placement: Placement::Fill,
+        nccl_algo: None,
+        nccl_proto: None,
     };
     let ranks: Vec<RankInfo> = (0..ranks)
         .map(|r| RankInfo {

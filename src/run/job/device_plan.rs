@@ -78,6 +78,7 @@ pub(super) fn device_plan(
             worker_cpus,
             threads_per_device: req.threads_per_device as usize,
             gemm: None,
+            nccl_algo: req.nccl_algo,
         },
         notes,
     ))

@@ -71,6 +71,7 @@ pub fn run(request: &super::Request, argv: &[String]) -> Result<RunOutcome> {
         return Err(RunError::NoRocm);
     }
     let level = thread_level(&req, request)?;
+    set_nccl_env(&req);
     let universe = match level {
         // Plain MPI_Init where no thread is added: see `plan::resolve_thread_level`.
         ThreadLevel::Single => mpi::initialize(),
@@ -102,6 +103,24 @@ pub fn run(request: &super::Request, argv: &[String]) -> Result<RunOutcome> {
     }
     result
 }
+/// The NCCL variables of the launch, set before MPI starts (once MPI's threads run, one may
+/// call `getenv` while `setenv` moves the environment): the forced NCCL_ALGO / NCCL_PROTO
+/// (NCCL reads them when a communicator forms; the provenance records them as the launch ran
+/// with them), and the capture's logging variables.
+fn set_nccl_env(req: &Launch) {
+    if req.backend != BackendKind::Cuda {
+        return;
+    }
+    if let Some(a) = req.nccl_algo {
+        std::env::set_var("NCCL_ALGO", a.env_name());
+    }
+    if let Some(p) = req.nccl_proto {
+        std::env::set_var("NCCL_PROTO", p.env_name());
+    }
+    #[cfg(feature = "cuda")]
+    crate::backend::cuda::capture::prepare_env();
+}
+
 /// The job once MPI is up: everything after `MPI_Init` and before `MPI_Finalize`.
 fn run_in_world(
     request: &super::Request,

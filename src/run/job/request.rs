@@ -2,7 +2,8 @@
 //! thread level, and the launch shape checked against the world we got. Pure: no MPI here.
 
 use crate::params::{
-    BackendKind, Binding, CaseParams, LaunchShape, Placement, ThreadLevel, Topology,
+    BackendKind, Binding, CaseParams, LaunchShape, NcclAlgo, NcclProto, Placement, ThreadLevel,
+    Topology,
 };
 use crate::plan::{self, LaunchPlan, RunOptions};
 use crate::run::error::{Result, RunError};
@@ -32,6 +33,9 @@ pub(super) struct Launch {
     pub(super) settings: RunSettings,
     pub(super) cases: Cases,
     pub(super) launch_id: Option<String>,
+    /// NCCL_ALGO / NCCL_PROTO forced on the whole launch.
+    pub(super) nccl_algo: Option<NcclAlgo>,
+    pub(super) nccl_proto: Option<NcclProto>,
 }
 
 pub(super) fn resolve(req: &crate::run::Request) -> Result<Launch> {
@@ -52,6 +56,8 @@ pub(super) fn resolve(req: &crate::run::Request) -> Result<Launch> {
                 settings: p.settings,
                 cases: Cases::Plan(p.cases),
                 launch_id: Some(p.launch_id),
+                nccl_algo: p.shape.nccl_algo,
+                nccl_proto: p.shape.nccl_proto,
             });
         }
     };
@@ -69,6 +75,8 @@ pub(super) fn resolve(req: &crate::run::Request) -> Result<Launch> {
         settings: opts.settings.clone(),
         cases: Cases::Options(Box::new(opts)),
         launch_id: req.launch_id.clone(),
+        nccl_algo: args.nccl_algo,
+        nccl_proto: args.nccl_proto,
     })
 }
 
@@ -134,5 +142,7 @@ pub(super) fn launch_shape(req: &Launch, layout: &NodeLayout, size: u32) -> Resu
         devices_per_node: dpn,
         binding: req.binding,
         placement: req.placement,
+        nccl_algo: req.nccl_algo,
+        nccl_proto: req.nccl_proto,
     })
 }

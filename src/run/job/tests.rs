@@ -146,6 +146,8 @@ fn shape(topology: Topology, placement: Placement, nodes: u32, dpn: u32) -> Laun
         devices_per_node: dpn,
         binding: Binding::None,
         placement,
+        nccl_algo: None,
+        nccl_proto: None,
     }
 }
 

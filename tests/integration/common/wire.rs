@@ -122,6 +122,9 @@ pub struct Shape {
     pub devices_per_node: u32,
     pub binding: String,
     pub placement: String,
+    /// Forced on the launch (issue 31); absent: NCCL's own choice.
+    pub nccl_algo: Option<String>,
+    pub nccl_proto: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -334,6 +337,9 @@ pub struct Params {
     pub scaling: Option<String>,
     pub threads_per_device: Option<u32>,
     pub fault: Option<String>,
+    /// Forced on the case's launch (issue 31); absent: NCCL's own choice.
+    pub nccl_algo: Option<String>,
+    pub nccl_proto: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
