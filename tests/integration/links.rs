@@ -90,24 +90,31 @@ fn links_json(dir: &std::path::Path) -> serde_json::Value {
     serde_json::from_str(&text).unwrap()
 }
 
-/// `scalebench links` on 4 ranks of this machine (256 KiB, 5 iterations), writing `out`.
+/// `scalebench links` on 4 ranks of this machine (256 KiB, 15 iterations), writing `out`.
+/// Four ranks on two cores jitter a cell by up to 2–3× (descheduling); 15 iterations keep
+/// each cell's median steady.
 fn links_on_four_ranks(out: &std::path::Path, extra: &[&str]) -> common::Ran {
-    let mut args = vec!["links", "--size", "256KiB", "--iters", "5", "--out", s(out)];
+    let mut args = vec!["links", "--size", "256KiB", "--iters", "15", "--out", s(out)];
     args.extend_from_slice(extra);
     mpirun(4, &args)
 }
 
-/// 4 ranks on this machine, ranks 1 and 2 slowed 20×: named as the link 1↔2, confirmed in
+/// 4 ranks on this machine, ranks 1 and 2 slowed 200×: named as the link 1↔2, confirmed in
 /// isolation, no node named; exit 1. The matrix is full off the diagonal.
+///
+/// Why 200× and not 20×: with 4 nodes each node has 3 partners, so median polish leaks part
+/// of one slow link into its nodes' effects, and only 6 link scores set the spread. On two
+/// oversubscribed cores a healthy cell varies 2–3×; CI once saw a 20× link reach only
+/// z = −3.9 (the verdict needs −5). 200× puts the same worst matrix at about z = −9.
 #[test]
 fn a_slowed_pair_is_named_as_a_link() {
     let _q = common::quiet();
     let out = tmpdir("links-fault");
-    let r = links_on_four_ranks(&out, &["--fault", "slow_link:1:2:20"]);
+    let r = links_on_four_ranks(&out, &["--fault", "slow_link:1:2:200"]);
     r.assert_code(1);
     let v = links_json(&out);
     assert_eq!(v["links_format_version"], 1);
-    assert_eq!(v["fault"], "slow_link:1:2:20");
+    assert_eq!(v["fault"], "slow_link:1:2:200");
     let m = v["matrix_gbps"].as_array().unwrap();
     assert_eq!(m.len(), 4);
     for (i, row) in m.iter().enumerate() {
