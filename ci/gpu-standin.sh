@@ -43,11 +43,11 @@ cases, least = r["cases"], int(sys.argv[2])
 bad = [c for c in cases if c["wrong"] or not (c["status"] == "ok" or (
     c["status"] == "skipped" and c["params"]["workload"] == "alltoall"
     and c["params"]["in_place"]))]
-assert not bad, f"{len(bad)} case(s) not valid, first: {bad[0]['id']} {bad[0]['status']} {bad[0].get('message')}"
+assert not bad, f"{len(bad)} case{'' if len(bad) == 1 else 's'} not valid, first: {bad[0]['id']} {bad[0]['status']} {bad[0].get('message')}"
 assert len(cases) >= least, f"{len(cases)} cases, expected at least {least}"
 for l in r["launches"]:
     assert l["provenance"]["backend"]["detail"].startswith("STAND-IN: "), "launch not labelled"
-print(f"  {len(cases)} case(s) validated, {sum(c['status'] == 'ok' for c in cases)} measured")
+print(f"  {len(cases)} case{'' if len(cases) == 1 else 's'} validated, {sum(c['status'] == 'ok' for c in cases)} measured")
 EOF
 }
 
@@ -80,9 +80,9 @@ cases = [c for c in json.load(open(sys.argv[1]))["cases"] if c["status"] == "ok"
 # all-to-all is point-to-point: NCCL logs no choice for it
 bad = [c["id"] for c in cases if c["params"]["workload"] != "alltoall"
        and not (c.get("nccl") and c["nccl"]["choices"])]
-assert not bad, f"{len(bad)} case(s) without NCCL's choice, first: {bad[0]}"
+assert not bad, f"{len(bad)} case{'' if len(bad) == 1 else 's'} without NCCL's choice, first: {bad[0]}"
 seen = {(x["algorithm"], x["protocol"]) for c in cases for x in (c.get("nccl") or {}).get("choices", [])}
-print(f"  {len(cases)} case(s), choices seen: {sorted(seen)}")
+print(f"  {len(cases)} case{'' if len(cases) == 1 else 's'}, choices seen: {sorted(seen)}")
 EOF
 NCCL_ALGO=ring NCCL_PROTO=LL128 "${mpi[@]}" -x NCCL_ALGO -x NCCL_PROTO -np 2 "$bin" run --backend cuda \
   -w allreduce --sizes 64KiB -n 3 --warmup 1 -q --out "$work/forced"
@@ -148,6 +148,6 @@ python3 - "$work/defect/results.json" "$work/defect-ddp/results.json" <<'EOF'
 import json, sys
 cases = [c for f in sys.argv[1:] for c in json.load(open(f))["cases"]]
 assert cases and all(c["wrong"] > 0 for c in cases), "a case missed the planted defect"
-print(f"  caught in all {len(cases)} case(s)")
+print(f"  caught in all {len(cases)} case{'' if len(cases) == 1 else 's'}")
 EOF
 step "ok"

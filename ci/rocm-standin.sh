@@ -39,7 +39,7 @@ cases, least = r["cases"], int(sys.argv[2])
 bad = [c for c in cases if c["wrong"] or not (c["status"] == "ok" or (
     c["status"] == "skipped" and c["params"]["workload"] == "alltoall"
     and c["params"]["in_place"]))]
-assert not bad, f"{len(bad)} case(s) not valid, first: {bad[0]['id']} {bad[0]['status']} {bad[0].get('message')}"
+assert not bad, f"{len(bad)} case{'' if len(bad) == 1 else 's'} not valid, first: {bad[0]['id']} {bad[0]['status']} {bad[0].get('message')}"
 assert len(cases) >= least, f"{len(cases)} cases, expected at least {least}"
 for c in cases:
     assert c["params"]["backend"] == "rocm", c["params"]["backend"]
@@ -47,7 +47,7 @@ for l in r["launches"]:
     b = l["provenance"]["backend"]
     assert b["kind"] == "rocm", b["kind"]
     assert b["detail"].startswith("STAND-IN: "), "launch not labelled"
-print(f"  {len(cases)} case(s) validated, {sum(c['status'] == 'ok' for c in cases)} measured")
+print(f"  {len(cases)} case{'' if len(cases) == 1 else 's'} validated, {sum(c['status'] == 'ok' for c in cases)} measured")
 PY
 }
 
@@ -79,7 +79,7 @@ python3 - "$work/defect/results.json" <<'PY'
 import json, sys
 cases = json.load(open(sys.argv[1]))["cases"]
 assert cases and all(c["wrong"] > 0 for c in cases), "a case missed the planted defect"
-print(f"  {len(cases)} case(s), every one caught")
+print(f"  {len(cases)} case{'' if len(cases) == 1 else 's'}, every one caught")
 PY
 
 step "no HIP runtime on the library path: one sentence naming libamdhip64.so, exit 2"

@@ -14,18 +14,20 @@
 //!    (1 + #{T_perm ≥ T_obs}) / (1 + permutations). Under no change the values are
 //!    exchangeable, so this p is exact for the *maximum* over splits (no multiple-testing
 //!    inflation from trying every τ).
-//! 4. If p ≤ `alpha` and the relative change exp(mean(R) − mean(L)) − 1 is at least
-//!    `min_relative` in size, τ̂ is a change point (the first run of the new level); recurse into
-//!    both halves. Otherwise the segment has none.
+//! 4. If p ≤ `alpha`, the step is placed by the window rule ([`locate`]: the place whose ±3
+//!    runs hold the most posterior mass, levels and noise integrated out), which lands within
+//!    ±3 runs more often than τ̂. If the relative change exp(mean(R) − mean(L)) − 1 there is
+//!    at least `min_relative` in size, it is a change point (the first run of the new level);
+//!    recurse into both halves. Otherwise the segment has none.
 //!
 //! Series shorter than `2 × min_segment` give nothing. A lone spike cannot be split off (each
 //! side needs `min_segment` points), so it is not reported as a change.
 //!
 //! Measured over 1,000 seeds each (`cargo test --lib history::changes -- --nocapture`, rates
 //! in docs/history.md): n = 60, one 5 % step, Gaussian noise of 3 % → found in about 95 % of
-//! series, alone and within ±3 runs in 87 % (an argmax locator reaches at most 94.5 % here
-//! even knowing both levels and σ: the bound in docs/history.md); 2 % noise → within ±3 runs
-//! in over 95 %; no step → false alarms below 1 %.
+//! series, alone and within ±3 runs in 90.8 % (87.2 % with the argmax as locator; detection
+//! caps it: docs/history.md); 2 % noise → within ±3 runs in 98.9 %; no step → false alarms
+//! below 1 %.
 
 use crate::stats::SplitMix64;
 
@@ -80,6 +82,9 @@ pub fn detect(values: &[f64], s: &Settings) -> Vec<Change> {
             continue;
         };
         let p = permutation_p(seg, t_obs, min_segment, s.permutations, &mut rng);
+        // The test says whether there is a step; where it starts is placed by the window
+        // rule, which lands within ±3 runs more often than the statistic's argmax.
+        let split = locate(seg, min_segment).unwrap_or(split);
         let (l, r) = seg.split_at(split);
         let relative = (mean(r) - mean(l)).exp() - 1.0;
         if p <= s.alpha && relative.abs() >= s.min_relative {
@@ -143,6 +148,62 @@ fn best_split(xs: &[f64], min_segment: usize) -> Option<(f64, usize)> {
         }
     }
     best
+}
+
+/// Runs either side of a candidate that [`locate`] counts as its window.
+const WINDOW: usize = 3;
+
+/// Where one step in `xs` most probably starts, give or take [`WINDOW`] runs: the candidate
+/// whose window holds the most posterior mass under a uniform prior on the place, with both
+/// levels and the noise integrated out of a Gaussian likelihood (a flat prior on the levels,
+/// 1/σ on σ): p(τ | x) ∝ (τ(n−τ))^−½ · RSS(τ)^−(n−2)/2. This is the Bayes rule for "within ±3
+/// runs"; the argmax of the t statistic (or of the likelihood) places a 5 % step in 3 % noise
+/// there in 91.6 % of series, this rule in 95.2 % (docs/history.md). O(n) with prefix sums.
+fn locate(xs: &[f64], min_segment: usize) -> Option<usize> {
+    let n = xs.len();
+    if n < 2 * min_segment || n < 3 {
+        return None;
+    }
+    let mut prefix = Vec::with_capacity(n + 1);
+    prefix.push((0.0f64, 0.0f64));
+    for x in xs {
+        let &(s, q) = prefix.last().unwrap_or(&(0.0, 0.0));
+        prefix.push((s + x, q + x * x));
+    }
+    let (tot, tot_sq) = prefix[n];
+    let rss = |k: usize| {
+        let (sl, ql) = prefix[k];
+        let (sr, qr) = (tot - sl, tot_sq - ql);
+        let (nl, nr) = (k as f64, (n - k) as f64);
+        (ql - sl * sl / nl).max(0.0) + (qr - sr * sr / nr).max(0.0)
+    };
+    let cands: Vec<usize> = (min_segment..=n - min_segment).collect();
+    let lp: Vec<f64> = cands
+        .iter()
+        .map(|&t| {
+            -0.5 * ((t * (n - t)) as f64).ln() - 0.5 * (n as f64 - 2.0) * rss(t).max(1e-300).ln()
+        })
+        .collect();
+    let top = lp.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let post: Vec<f64> = lp.iter().map(|v| (v - top).exp()).collect();
+    // The window sums from prefix sums of the posterior (the candidates are consecutive).
+    let mut cum = Vec::with_capacity(post.len() + 1);
+    cum.push(0.0f64);
+    for p in &post {
+        cum.push(cum[cum.len() - 1] + p);
+    }
+    let mass = |i: usize| cum[(i + WINDOW + 1).min(post.len())] - cum[i.saturating_sub(WINDOW)];
+    // A sharp posterior gives every window holding its peak the same mass: among the windows
+    // of (nearly) the largest mass, the one centred on the most probable place (the earliest
+    // of equals).
+    let top_mass = (0..post.len()).map(mass).fold(0.0, f64::max);
+    let mut best: Option<usize> = None;
+    for i in (0..post.len()).filter(|&i| mass(i) >= top_mass * (1.0 - 1e-9)) {
+        if best.is_none_or(|b| post[i] > post[b]) {
+            best = Some(i);
+        }
+    }
+    best.map(|i| cands[i])
 }
 
 /// Share of shuffles (plus the observed order) whose best split is at least as strong.
@@ -233,7 +294,8 @@ mod tests {
     fn five_percent_step_in_three_percent_noise() {
         let (found, within3) = step_rates(0.03, 0.05);
         assert!(found >= 0.93, "found {found}");
-        assert!(within3 >= 0.85, "within ±3: {within3}");
+        // 0.908 with the window locator (0.872 with the argmax): seeded, so the same each run.
+        assert!(within3 >= 0.89, "within ±3: {within3}");
     }
 
     /// How far placement of a 5 % step in 3 % noise can go, from the theory of the single
@@ -245,6 +307,23 @@ mod tests {
     /// uniform prior, the best any rule can do with the oracle's knowledge). Then the same
     /// window rule without the oracle, on the detector's own series (1,000 seeds): the
     /// marginal likelihood with both levels and σ integrated out, ∝ (τ(n−τ))^−½ RSS(τ)^−(n−2)/2.
+    /// The candidate whose ±3-run window holds the most posterior mass (the last on ties).
+    fn window_rule(cands: &[usize], post: &[f64]) -> usize {
+        let mass = |c: usize| -> f64 {
+            cands
+                .iter()
+                .zip(post)
+                .filter(|(t, _)| t.abs_diff(c) <= 3)
+                .map(|(_, p)| p)
+                .sum()
+        };
+        cands
+            .iter()
+            .copied()
+            .max_by(|&a, &b| mass(a).total_cmp(&mass(b)))
+            .unwrap_or(0)
+    }
+
     #[test]
     fn oracle_bound_on_placing_a_five_percent_step_in_three_percent_noise() {
         let (lambda, n, seeds) = (5.0 / 3.0, 60usize, 20_000u64);
@@ -265,17 +344,7 @@ mod tests {
             let top = ll.iter().copied().fold(f64::NEG_INFINITY, f64::max);
             let mle = cands[ll.iter().position(|&v| v == top).unwrap_or(0)];
             let post: Vec<f64> = ll.iter().map(|v| (v - top).exp()).collect();
-            let window = |c: usize| -> f64 {
-                cands
-                    .iter()
-                    .zip(&post)
-                    .filter(|(t, _)| t.abs_diff(c) <= 3)
-                    .map(|(_, p)| p)
-                    .sum()
-            };
-            let bayes = (10..=50)
-                .max_by(|&a, &b| window(a).total_cmp(&window(b)))
-                .unwrap_or(10);
+            let bayes = window_rule(&cands, &post);
             mle_ok += u64::from(mle.abs_diff(at) <= 3);
             exact += u64::from(mle == at);
             bayes_ok += u64::from(bayes.abs_diff(at) <= 3);
@@ -315,19 +384,7 @@ mod tests {
                 .collect();
             let top = lp.iter().copied().fold(f64::NEG_INFINITY, f64::max);
             let post: Vec<f64> = lp.iter().map(|v| (v - top).exp()).collect();
-            let window = |c: usize| -> f64 {
-                cands
-                    .iter()
-                    .zip(&post)
-                    .filter(|(t, _)| t.abs_diff(c) <= 3)
-                    .map(|(_, p)| p)
-                    .sum()
-            };
-            let best = cands
-                .iter()
-                .copied()
-                .max_by(|&a, &b| window(a).total_cmp(&window(b)))
-                .unwrap_or(4);
+            let best = window_rule(&cands, &post);
             plug_ok += u64::from(best.abs_diff(at) <= 3);
         }
         let plug = plug_ok as f64 / runs as f64;
@@ -335,6 +392,19 @@ mod tests {
             "window rule on the detector's series (levels and σ unknown): within ±3 runs {plug:.4}"
         );
         assert!(plug > 0.85 && plug <= bayes + 0.02, "{plug} {bayes}");
+    }
+
+    /// A clean step (no noise, or little) is placed exactly: every window holding a sharp
+    /// posterior's peak has the same mass, and the one centred on the peak is chosen.
+    #[test]
+    fn a_clean_step_is_placed_exactly() {
+        for at in [4, 6, 15, 26] {
+            let xs: Vec<f64> = (0..30).map(|i| if i < at { 1.0 } else { 1.2 }).collect();
+            let cs = detect(&xs, &Settings::default());
+            assert_eq!(cs.iter().map(|c| c.index).collect::<Vec<_>>(), [at]);
+            let xs = synthetic(at as u64, 30, 0.002, Some((at, 0.2)));
+            assert_eq!(locate(&xs, 4), Some(at), "step at {at}");
+        }
     }
 
     /// ≥ 95 % within ±3 runs, with no other change, where the noise allows it (2 %), and for

@@ -52,14 +52,10 @@ impl CaseChecker {
 
     /// `Err` for the first reason `c` cannot run.
     pub fn check(&mut self, c: &CaseParams) -> Result<(), CaseProblem> {
-        // Phase 1 of the ROCm backend runs the collectives only (issue 30).
-        if c.backend == BackendKind::Rocm && !c.workload.is_collective() {
+        if let Some(message) = c.backend.not_yet(c.workload) {
             return Err(CaseProblem {
                 key: CheckKey::Workload,
-                message: format!(
-                    "{} is not yet on the ROCm backend (it runs the six collectives; rocBLAS GEMMs and ddp_step are to come): use --backend cpu or cuda for it",
-                    c.workload
-                ),
+                message,
             });
         }
         if c.workload != Workload::DdpStep {

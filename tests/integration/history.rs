@@ -56,6 +56,12 @@ fn run_file_with(
 }
 
 /// Run i's commit: `i` in 3 digits, then `a`s.
+/// `history ingest TREE --db DB`, which must succeed.
+fn ingest_ok(tree: &Path, db: &Path) {
+    let r = history(&["ingest", s(tree), "--db", s(db)]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+}
+
 fn sha(i: usize) -> String {
     format!("{i:03}{}", "a".repeat(37))
 }
@@ -208,10 +214,7 @@ fn truncated_index_is_rebuilt_with_identical_answers() {
         );
     }
     let db = dir.join("h.sqlite");
-    assert_eq!(
-        history(&["ingest", s(&dir.join("tree")), "--db", s(&db)]).code,
-        0
-    );
+    ingest_ok(&dir.join("tree"), &db);
     let show = |db: &Path| history(&["show", "--db", s(db), "--json"]);
     let changes = |db: &Path| history(&["changes", "--db", s(db), "--json"]);
     let (golden_show, golden_changes) = (json(&show(&db)), json(&changes(&db)));
@@ -250,10 +253,7 @@ fn truncated_index_is_rebuilt_with_identical_answers() {
     assert_eq!(json(&show(&db)), golden_show);
 
     let fresh = dir.join("fresh.sqlite");
-    assert_eq!(
-        history(&["ingest", s(&dir.join("tree")), "--db", s(&fresh)]).code,
-        0
-    );
+    ingest_ok(&dir.join("tree"), &fresh);
     assert_eq!(json(&show(&fresh)), golden_show);
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -275,10 +275,7 @@ fn changes_find_a_step_and_setup_changes_break_the_series() {
     }
     for (tree, want_change) in [("step", true), ("newcpu", false)] {
         let db = dir.join(format!("{tree}.sqlite"));
-        assert_eq!(
-            history(&["ingest", s(&dir.join(tree)), "--db", s(&db)]).code,
-            0
-        );
+        ingest_ok(&dir.join(tree), &db);
         let v = json(&history(&[
             "changes",
             "--db",
@@ -363,10 +360,7 @@ fn export_round_trips_bencher_and_csv() {
         run_file_with(&dir.join("tree"), i, 5, &|_| scale, "CPU A", cluster);
     }
     let db = dir.join("h.sqlite");
-    assert_eq!(
-        history(&["ingest", s(&dir.join("tree")), "--db", s(&db)]).code,
-        0
-    );
+    ingest_ok(&dir.join("tree"), &db);
     let show = |metric: &str| {
         json(&history(&[
             "show",
@@ -671,10 +665,7 @@ fn compare_takes_its_baseline_from_the_history() {
     // An empty index, a missing one, `--` with the history.
     std::fs::create_dir_all(dir.join("nothing")).unwrap();
     let empty = dir.join("empty.sqlite");
-    assert_eq!(
-        history(&["ingest", s(&dir.join("nothing")), "--db", s(&empty)]).code,
-        0
-    );
+    ingest_ok(&dir.join("nothing"), &empty);
     for (db, needle) in [
         (&empty, "holds no run"),
         (&dir.join("none.sqlite"), "no history index here"),
@@ -722,10 +713,7 @@ fn show_draws_a_chart_of_each_series() {
         );
     }
     let db = dir.join("h.sqlite");
-    assert_eq!(
-        history(&["ingest", s(&dir.join("tree")), "--db", s(&db)]).code,
-        0
-    );
+    ingest_ok(&dir.join("tree"), &db);
     let svg = dir.join("c/all.svg");
     let r = history(&["show", "--db", s(&db), "--chart", s(&svg)]);
     assert_eq!(r.code, 0, "{}", r.stderr);
@@ -754,10 +742,7 @@ fn show_draws_a_chart_of_each_series() {
         std::fs::create_dir_all(&d).unwrap();
         fixture::write(&d, "results.json", &f);
     }
-    assert_eq!(
-        history(&["ingest", s(&dir.join("tree")), "--db", s(&db)]).code,
-        0
-    );
+    ingest_ok(&dir.join("tree"), &db);
     let wide = dir.join("wide.svg");
     let r = history(&["show", "--db", s(&db), "--chart", s(&wide)]);
     assert_eq!(r.code, 2, "{}", r.stderr);
@@ -779,7 +764,7 @@ fn report_has_a_trend_section_from_the_history() {
         last = run_file(&tree, i, if i < 6 { 1.0 } else { 1.25 }, "CPU A");
     }
     let db = dir.join("h.sqlite");
-    assert_eq!(history(&["ingest", s(&tree), "--db", s(&db)]).code, 0);
+    ingest_ok(&tree, &db);
     let out = dir.join("rep");
     let r = crate::common::report(&[
         s(&last),

@@ -94,7 +94,15 @@ fn links_json(dir: &std::path::Path) -> serde_json::Value {
 /// Four ranks on two cores jitter a cell by up to 2–3× (descheduling); 15 iterations keep
 /// each cell's median steady.
 fn links_on_four_ranks(out: &std::path::Path, extra: &[&str]) -> common::Ran {
-    let mut args = vec!["links", "--size", "256KiB", "--iters", "15", "--out", s(out)];
+    let mut args = vec![
+        "links",
+        "--size",
+        "256KiB",
+        "--iters",
+        "15",
+        "--out",
+        s(out),
+    ];
     args.extend_from_slice(extra);
     mpirun(4, &args)
 }

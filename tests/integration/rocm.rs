@@ -98,6 +98,13 @@ mod standin {
                 p.backend.detail
             );
             assert!(p.warnings[0].starts_with("STAND-IN: "), "{:?}", p.warnings);
+            // Every rank gives it; the launch says it once.
+            let said = p
+                .warnings
+                .iter()
+                .filter(|w| w.starts_with("STAND-IN: "))
+                .count();
+            assert_eq!(said, 1, "{:?}", p.warnings);
             for rank in &p.ranks {
                 for d in &rank.devices {
                     assert!(d.name.starts_with("scalebench stand-in "), "{}", d.name);

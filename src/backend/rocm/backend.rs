@@ -437,7 +437,7 @@ impl std::fmt::Display for RocmUnsupported {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             RocmUnsupported::InPlaceAlltoall => f.write_str("RCCL has no in-place all-to-all (grouped send/recv from and into one buffer races): use --in-place no"),
-            RocmUnsupported::NotYet(w) => write!(f, "{w} is not yet on the ROCm backend (it runs the six collectives; rocBLAS GEMMs and ddp_step are to come): use --backend cpu or cuda for it"),
+            RocmUnsupported::NotYet(w) => f.write_str(&BackendKind::Rocm.not_yet(*w).unwrap_or_default()),
         }
     }
 }

@@ -12,7 +12,7 @@ use super::TOP;
 use crate::history::changes::Settings;
 use crate::history::query::{Series, Step};
 use crate::params::Workload;
-use crate::present::doc::{text, Block, Doc, FigureBlock};
+use crate::present::doc::{prose, text, Block, Doc, FigureBlock, Span};
 use crate::present::table::{signed_percent, Cell, NumFmt, Table};
 use crate::report::analyze::Analysis;
 use crate::report::plot::{self, Figure};
@@ -37,11 +37,25 @@ pub(crate) struct Trend {
     charts: Vec<usize>,
 }
 
-/// The latest median against the median of the up to [`BEFORE`] runs of its set-up before it
-/// (relative; `None` with no such run).
+/// The latest median against the median of the up to [`BEFORE`] runs of its level before it
+/// (relative; `None` with no such run). Its level: the runs of its set-up since the last change
+/// point, or, where the latest run itself starts a new level, the level before it. A window
+/// that straddled a change would compare against a blend of two levels.
 fn moved(s: &Series) -> Option<f64> {
-    let last = s.points.last()?;
-    let mut before: Vec<f64> = s.points[..s.points.len() - 1]
+    let last_i = s.points.len().checked_sub(1)?;
+    let last = &s.points[last_i];
+    let mut changes = s
+        .steps
+        .iter()
+        .rev()
+        .filter(|st| st.kind == "change")
+        .map(|st| st.index);
+    let from = match changes.next() {
+        Some(i) if i == last_i => changes.next().unwrap_or(0),
+        Some(i) => i,
+        None => 0,
+    };
+    let mut before: Vec<f64> = s.points[from..last_i]
         .iter()
         .rev()
         .filter(|p| p.setup == last.setup)
@@ -106,19 +120,33 @@ impl Trend {
         doc.heading(2, "Trend in the history");
         let db = self.db.display().to_string();
         if self.series.is_empty() {
-            doc.para(vec![text(format!(
-                "None of the report's {} has 2 or more runs on its cluster in the history index {db}: index the runs with `scalebench history ingest DIR… --db {db}`.",
+            let mut spans = prose(&format!(
+                "None of the report's {} has 2 or more runs on its cluster in the history index ",
                 crate::present::count(self.looked_up, "case", "cases")
-            ))]);
+            ));
+            spans.push(text(db.clone()));
+            spans.push(text(": index the runs with "));
+            spans.push(Span::Code(format!(
+                "scalebench history ingest DIR… --db {db}"
+            )));
+            spans.push(text("."));
+            doc.para(spans);
             return;
         }
-        doc.para(vec![text(format!(
-            "{} of the report's {} have 2 or more runs on their cluster in the history index {db}. The {} that moved most: each latest run's median against the median of the (up to {BEFORE}) runs of its set-up before it, and the last change point `scalebench history changes` finds (binary segmentation with a permutation test, p ≤ {}; a set-up change breaks a series instead).",
+        // The path is the user's: plain text. The rest is the report's own prose, whose
+        // backticks mark code (text() would print them escaped).
+        let mut spans = prose(&format!(
+            "{} of the report's {} have 2 or more runs on their cluster in the history index ",
             self.series.len(),
             crate::present::count(self.looked_up, "case", "cases"),
+        ));
+        spans.push(text(db.clone()));
+        spans.extend(prose(&format!(
+            ". The {} that moved most: each latest run's median against the median of the (up to {BEFORE}) runs of its level before it (its set-up's runs since the last change point; where the latest run starts a new level, the level before it), and the last change point `scalebench history changes` finds (binary segmentation with a permutation test, p ≤ {}; a set-up change breaks a series instead).",
             self.series.len().min(TOP),
             Settings::default().alpha
-        ))]);
+        )));
+        doc.para(spans);
         let mut t = Table::new(&[
             "case",
             "cluster",
@@ -174,5 +202,88 @@ impl Trend {
                 caption: fig.caption.clone(),
             }));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::history::query::Point;
+
+    fn series(medians: &[f64], setups: &[usize], changes: &[usize]) -> Series {
+        let points = medians
+            .iter()
+            .zip(setups)
+            .enumerate()
+            .map(|(i, (&median, &setup))| Point {
+                run_id: format!("r{i}"),
+                started_utc: String::new(),
+                git_sha: None,
+                version: String::new(),
+                setup,
+                n: 10,
+                median,
+                lo: median,
+                hi: median,
+                unrepresentative: String::new(),
+            })
+            .collect();
+        let steps = changes
+            .iter()
+            .map(|&index| Step {
+                kind: "change",
+                index,
+                run_id: format!("r{index}"),
+                started_utc: String::new(),
+                git_sha: None,
+                direction: "worse",
+                relative: None,
+                confidence: None,
+            })
+            .collect();
+        Series {
+            case_id: "c".into(),
+            label: "c".into(),
+            cluster: "k".into(),
+            metric: "busbw",
+            unit: "GB/s",
+            higher_is_better: true,
+            setups: vec!["a".into(), "b".into()],
+            points,
+            steps,
+        }
+    }
+
+    fn close(x: Option<f64>, want: f64) -> bool {
+        x.is_some_and(|x| (x - want).abs() < 1e-12)
+    }
+
+    /// Without a change point the window is the set-up's runs before the latest (up to 10).
+    #[test]
+    fn no_change_compares_with_the_runs_before() {
+        let s = series(&[10.0, 10.0, 10.0, 11.0], &[0; 4], &[]);
+        assert!(close(moved(&s), 0.1));
+        // Other set-ups' runs are not compared with.
+        let s = series(&[20.0, 10.0, 10.0, 11.0], &[1, 0, 0, 0], &[]);
+        assert!(close(moved(&s), 0.1));
+        assert_eq!(moved(&series(&[5.0], &[0], &[])), None);
+    }
+
+    /// A change point before the latest run: the window starts at it, so the old level (20)
+    /// does not blend in; the latest stands 10 % above its new level.
+    #[test]
+    fn the_window_starts_at_the_last_change() {
+        let s = series(&[20.0, 20.0, 20.0, 10.0, 10.0, 11.0], &[0; 6], &[3]);
+        assert!(close(moved(&s), 0.1), "{:?}", moved(&s));
+    }
+
+    /// The latest run starts a new level: it is compared with the whole level before it
+    /// (back to the change before that), not a blend of older levels.
+    #[test]
+    fn a_latest_run_that_starts_a_level_is_compared_with_the_level_before() {
+        let s = series(&[40.0, 40.0, 20.0, 20.0, 20.0, 10.0], &[0; 6], &[2, 5]);
+        assert!(close(moved(&s), -0.5), "{:?}", moved(&s));
+        let s = series(&[20.0, 20.0, 10.0], &[0; 3], &[2]);
+        assert!(close(moved(&s), -0.5));
     }
 }

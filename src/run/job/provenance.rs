@@ -196,7 +196,12 @@ fn gather_provenance<B: Backend>(
             hosts.push(h);
         }
         ranks.push(r);
-        warnings.extend(w);
+        // A warning every rank gives (a stand-in library, a shared setting) is said once.
+        for x in w {
+            if !warnings.contains(&x) {
+                warnings.push(x);
+            }
+        }
         gemm_by_rank.push(g);
     }
     let gemm = rank0_gemm(&gemm_by_rank, &mut warnings);
