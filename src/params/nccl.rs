@@ -7,7 +7,7 @@
 //! `NVLS_TREE`, `Simple`), any case. Lists and `^` exclusions are not accepted: a sweep's axis
 //! is the list, and a case forced to "anything but Tree" could not say what it ran with.
 
-use super::UnknownName;
+use super::{Dtype, ReduceOp, UnknownName, Workload};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::str::FromStr;
@@ -200,9 +200,149 @@ pub fn version_refusal(algo: NcclAlgo, code: i32, version_text: &str) -> Option<
     })
 }
 
+/// NCCL's algorithms for each collective it has kernels for: NCCL's own table
+/// (`algos_of_coll` in `src/device/generate.py`, 2.23 to 2.29). `ddp_step` all-reduces its
+/// gradients; all-to-all is NCCL send/recv, which no algorithm applies to.
+pub fn algos_of(w: Workload) -> Option<&'static [NcclAlgo]> {
+    use NcclAlgo::*;
+    match w {
+        Workload::Allreduce | Workload::DdpStep => {
+            Some(&[Tree, Ring, CollnetDirect, CollnetChain, Nvls, NvlsTree])
+        }
+        Workload::Allgather | Workload::ReduceScatter => Some(&[Ring, CollnetDirect, Nvls, Pat]),
+        Workload::Broadcast | Workload::Reduce => Some(&[Ring]),
+        Workload::Alltoall | Workload::Matmul | Workload::BatchMatmul => None,
+    }
+}
+
+/// Why NCCL has no kernel for a case forced to `algo` / `proto`, as one sentence with the fix;
+/// `None` when it has one (or nothing is forced). NCCL builds (`generate.py`'s
+/// `required_cuda`): LL and LL128 only with Ring and Tree; NVLS and NVLS_TREE reductions only
+/// for integer sum/min/max, f32/f64 sum, f16/bf16 sum/min/max. Under NCCL 2.24+ such a forced
+/// value fails the call; before, NCCL quietly chose another: either way the case would not
+/// measure what its label says.
+pub fn no_kernel(
+    w: Workload,
+    dtype: Dtype,
+    op: ReduceOp,
+    algo: Option<NcclAlgo>,
+    proto: Option<NcclProto>,
+) -> Option<String> {
+    if algo.is_none() && proto.is_none() {
+        return None;
+    }
+    let forced = match (algo, proto) {
+        (Some(a), Some(p)) => format!("NCCL_ALGO={} NCCL_PROTO={}", a.env_name(), p.env_name()),
+        (Some(a), None) => format!("NCCL_ALGO={}", a.env_name()),
+        (None, Some(p)) => format!("NCCL_PROTO={}", p.env_name()),
+        (None, None) => String::new(),
+    };
+    let Some(algos) = algos_of(w) else {
+        return matches!(w, Workload::Alltoall).then(|| {
+            format!("{w} is NCCL send/recv, which {forced} does not apply to: force it on the other collectives only")
+        });
+    };
+    let a = algo?;
+    if !algos.contains(&a) {
+        let names: Vec<&str> = algos.iter().map(|x| x.name()).collect();
+        return Some(format!(
+            "NCCL has no {} algorithm for {w} (it has {}): force one of those for {w}, or sweep the algorithm per collective",
+            a.name(),
+            names.join(", ")
+        ));
+    }
+    if let Some(p) = proto.filter(|p| *p != NcclProto::Simple) {
+        if !matches!(a, NcclAlgo::Ring | NcclAlgo::Tree) {
+            return Some(format!(
+                "NCCL runs {} only with the simple protocol, not {}: force ring or tree with {}, or simple with {}",
+                a.name(),
+                p.name(),
+                p.name(),
+                a.name()
+            ));
+        }
+    }
+    let reduces = matches!(
+        w,
+        Workload::Allreduce | Workload::ReduceScatter | Workload::DdpStep
+    );
+    if reduces && matches!(a, NcclAlgo::Nvls | NcclAlgo::NvlsTree) {
+        let ok = match dtype {
+            Dtype::I32 | Dtype::F16 | Dtype::Bf16 => {
+                matches!(op, ReduceOp::Sum | ReduceOp::Min | ReduceOp::Max)
+            }
+            Dtype::F32 | Dtype::F64 => op == ReduceOp::Sum,
+        };
+        if !ok {
+            return Some(format!(
+                "NCCL's {} reduces only integer sum/min/max, f32 and f64 sum, and f16/bf16 sum/min/max, not {dtype} {op}: force another algorithm for it",
+                a.name()
+            ));
+        }
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Against NCCL's table (generate.py): every workload × algorithm × protocol pair.
+    #[test]
+    fn kernels_follow_nccls_table() {
+        use Workload as W;
+        let none = |w, a, p| no_kernel(w, Dtype::F32, ReduceOp::Sum, a, p);
+        assert_eq!(none(W::Allgather, None, None), None);
+        let tree = Some(NcclAlgo::Tree);
+        let m = none(W::Allgather, tree, None).unwrap();
+        assert!(
+            m.contains("no tree algorithm for allgather (it has ring, collnet_direct, nvls, pat)"),
+            "{m}"
+        );
+        assert!(none(W::Broadcast, Some(NcclAlgo::Pat), None)
+            .unwrap()
+            .contains("(it has ring)"));
+        assert!(none(W::Reduce, tree, None).is_some());
+        assert_eq!(none(W::ReduceScatter, Some(NcclAlgo::Pat), None), None);
+        assert_eq!(none(W::Allreduce, tree, Some(NcclProto::Ll128)), None);
+        assert_eq!(
+            none(
+                W::DdpStep,
+                Some(NcclAlgo::NvlsTree),
+                Some(NcclProto::Simple)
+            ),
+            None
+        );
+        assert!(
+            none(W::Allreduce, Some(NcclAlgo::Nvls), Some(NcclProto::Ll))
+                .unwrap()
+                .contains("only with the simple protocol")
+        );
+        assert!(none(W::Allgather, Some(NcclAlgo::Pat), Some(NcclProto::Ll128)).is_some());
+        assert!(none(W::Alltoall, None, Some(NcclProto::Ll))
+            .unwrap()
+            .contains("send/recv"));
+        assert_eq!(none(W::Matmul, tree, None), None);
+        // NVLS reductions: the type/operator pairs NCCL builds.
+        let nvls = Some(NcclAlgo::Nvls);
+        for (dtype, op, ok) in [
+            (Dtype::F32, ReduceOp::Sum, true),
+            (Dtype::F32, ReduceOp::Max, false),
+            (Dtype::F64, ReduceOp::Min, false),
+            (Dtype::F16, ReduceOp::Max, true),
+            (Dtype::Bf16, ReduceOp::Prod, false),
+            (Dtype::I32, ReduceOp::Min, true),
+            (Dtype::I32, ReduceOp::Avg, false),
+        ] {
+            let r = no_kernel(W::ReduceScatter, dtype, op, nvls, None);
+            assert_eq!(r.is_none(), ok, "{dtype} {op}: {r:?}");
+        }
+        // Gathers do not reduce: any type goes.
+        assert_eq!(
+            no_kernel(W::Allgather, Dtype::F64, ReduceOp::Prod, nvls, None),
+            None
+        );
+    }
 
     #[test]
     fn wire_names_and_spellings() {

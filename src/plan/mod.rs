@@ -515,6 +515,28 @@ pub fn expand(o: &RunOptions, shape: LaunchShape) -> Result<Vec<CaseParams>> {
             PlanError::Case { option, problem }
         })?;
     }
+    // A forced NCCL value no case has a kernel for would skip every case: refused here. Where
+    // some cases have one, the others are skipped with the sentence when the launch runs.
+    let no_kernel: Vec<String> = cases
+        .iter()
+        .filter_map(|c| {
+            let op = c.op.unwrap_or(crate::params::ReduceOp::Sum);
+            crate::params::nccl::no_kernel(c.workload, c.dtype, op, c.nccl_algo, c.nccl_proto)
+        })
+        .collect();
+    if let Some(first) = no_kernel.first().filter(|_| no_kernel.len() == cases.len()) {
+        return Err(PlanError::Case {
+            option: if shape.nccl_algo.is_some() {
+                "--nccl-algo"
+            } else {
+                "--nccl-proto"
+            },
+            problem: checks::CaseProblem {
+                key: checks::CheckKey::Workload,
+                message: first.clone(),
+            },
+        });
+    }
     Ok(cases)
 }
 

@@ -116,6 +116,42 @@ fn forced_nccl_values_are_refused_at_plan_time() {
         let ran = solo(&run_q(&out, &["--backend", "cuda", opt, bad]));
         ran.assert_refused(&(opt, bad), &[needle], &out);
     }
+    // An algorithm NCCL has no kernel for on any case of the run (NCCL's own table): nothing
+    // could run, so the plan is refused with the algorithms it does have.
+    let ran = solo(&run_q(
+        &out,
+        &[
+            "--backend",
+            "cuda",
+            "-w",
+            "allgather,broadcast",
+            "--nccl-algo",
+            "tree",
+        ],
+    ));
+    ran.assert_refused(
+        &"tree on gathers",
+        &["--nccl-algo: NCCL has no tree algorithm for allgather (it has ring, collnet_direct, nvls, pat): force one of those for allgather, or sweep the algorithm per collective"],
+        &out,
+    );
+    let ran = solo(&run_q(
+        &out,
+        &[
+            "--backend",
+            "cuda",
+            "-w",
+            "allreduce",
+            "--nccl-algo",
+            "nvls",
+            "--nccl-proto",
+            "ll",
+        ],
+    ));
+    ran.assert_refused(
+        &"nvls with ll",
+        &["--nccl-algo: NCCL runs nvls only with the simple protocol, not ll"],
+        &out,
+    );
     // Specs: the value's file:line, for `plan` and `sweep` alike.
     let cases = [
         (
@@ -219,12 +255,54 @@ mod on_the_standin {
 
     /// Issue 31 item 2: an NCCL older than the forced algorithm is refused before anything is
     /// measured (exit 2, one sentence); the same run on a new enough NCCL starts.
+    /// Tree forced on a run of allreduce and allgather: NCCL has a tree all-reduce only, so
+    /// the all-reduce cases run with it and the all-gather cases are skipped with NCCL's
+    /// table in the sentence, on every rank alike (exit 0: a skip is not a failure).
+    #[test]
+    fn cases_without_a_kernel_for_the_forced_algorithm_are_skipped() {
+        let dir = tmpdir("nccl-force-skip");
+        let out = dir.join("out");
+        let a = cuda_run(
+            &[
+                "-w",
+                "allreduce,allgather",
+                "--sizes",
+                "1KiB",
+                "--in-place",
+                "no",
+                "--nccl-algo",
+                "tree",
+            ],
+            "2",
+            &out,
+        );
+        solo_on(&[], &a).assert_code(0);
+        let r = crate::common::read_results(&out);
+        assert_eq!(
+            r.cases.len(),
+            2,
+            "{:?}",
+            r.cases.iter().map(|c| &c.id).collect::<Vec<_>>()
+        );
+        for c in &r.cases {
+            match c.params.workload.as_str() {
+                "allreduce" => assert_eq!(c.status, "ok", "{:?}", c.message),
+                "allgather" => {
+                    assert_eq!(c.status, "skipped");
+                    let m = c.message.as_deref().unwrap_or_default();
+                    assert!(m.contains("NCCL has no tree algorithm for allgather (it has ring, collnet_direct, nvls, pat)"), "{m}");
+                }
+                w => panic!("{w}"),
+            }
+        }
+    }
+
     #[test]
     fn an_nccl_too_old_for_the_forced_algorithm_is_refused() {
         let dir = tmpdir("nccl-force-version");
         let out = dir.join("out");
         let a = cuda_run(
-            &["-w", "allreduce", "--sizes", "1KiB", "--nccl-algo", "pat"],
+            &["-w", "allgather", "--sizes", "1KiB", "--nccl-algo", "pat"],
             "2",
             &out,
         );

@@ -298,6 +298,13 @@ impl Backend for CudaBackend {
         if p.workload == Workload::Alltoall && p.in_place == Some(true) {
             return Err(CudaUnsupported::InPlaceAlltoall.into());
         }
+        // ddp_step's gradient all-reduce sums.
+        let op = p.op.unwrap_or(crate::params::ReduceOp::Sum);
+        if let Some(why) =
+            crate::params::nccl::no_kernel(p.workload, p.dtype, op, p.nccl_algo, p.nccl_proto)
+        {
+            return Err(CudaUnsupported::NcclForced(why).into());
+        }
         if !p.workload.is_collective() {
             cublas::types(p.dtype, false).map_err(CudaUnsupported::Gemm)?;
             if let Some(s) = p.shape {
@@ -573,6 +580,9 @@ pub enum CudaUnsupported {
     HostReduction(Dtype),
     /// NCCL's communicators did not start, so nothing can overlap an all-reduce (ddp_step).
     NoCommunicators(CudaError),
+    /// NCCL has no kernel for the forced algorithm/protocol on this case
+    /// ([`crate::params::nccl::no_kernel`]).
+    NcclForced(String),
 }
 
 impl std::fmt::Display for CudaUnsupported {
@@ -585,6 +595,7 @@ impl std::fmt::Display for CudaUnsupported {
                 "batch_matmul --collect reduce sums the products on the host and through MPI, which have no {dtype} arithmetic: use --collect gather, or f32"
             ),
             CudaUnsupported::NoCommunicators(e) => e.fmt(f),
+            CudaUnsupported::NcclForced(why) => f.write_str(why),
         }
     }
 }
@@ -595,7 +606,9 @@ impl std::error::Error for CudaUnsupported {
             // These display their error itself, so its sources come next.
             CudaUnsupported::Gemm(e) => e.source(),
             CudaUnsupported::NoCommunicators(e) => e.source(),
-            CudaUnsupported::InPlaceAlltoall | CudaUnsupported::HostReduction(_) => None,
+            CudaUnsupported::InPlaceAlltoall
+            | CudaUnsupported::HostReduction(_)
+            | CudaUnsupported::NcclForced(_) => None,
         }
     }
 }
