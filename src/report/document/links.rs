@@ -146,3 +146,91 @@ fn section(doc: &mut Doc, l: &LinksInput<'_>) {
     }
     doc.table(t, "links_findings", None);
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::results::links::LINKS_FORMAT_VERSION;
+
+    fn healthy() -> LinksFile {
+        LinksFile {
+            links_format_version: LINKS_FORMAT_VERSION,
+            generator: crate::results::io::this_generator(),
+            schedule: "round_robin".into(),
+            bidirectional: false,
+            message_bytes: 1 << 20,
+            iters: 1,
+            warmup: 0,
+            hosts: vec!["a".into(), "b".into()],
+            analysed: "inter_node".into(),
+            matrix_gbps: vec![vec![None, Some(10.0)], vec![Some(10.0), None]],
+            median_gbps: Some(10.0),
+            residual_spread: Some(0.01),
+            findings: vec![],
+            note: None,
+            fault: None,
+            simulated: None,
+        }
+    }
+
+    /// The section's paragraphs as plain text.
+    fn text_of(doc: &Doc) -> String {
+        let mut out = String::new();
+        for b in &doc.blocks {
+            if let Block::Para(spans) | Block::FinePrint(spans) = b {
+                for s in spans {
+                    if let Span::Text(t) | Span::Code(t) = s {
+                        out.push_str(t);
+                    }
+                }
+                out.push('\n');
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn a_healthy_matrix_says_nothing_is_named_and_has_no_table_or_warning() {
+        let f = healthy();
+        let mut doc = Doc::default();
+        let input = LinksInput {
+            path: Path::new("run/links.json"),
+            file: &f,
+            figure: Some(3),
+            stem: "links".into(),
+        };
+        links(&mut doc, std::slice::from_ref(&input));
+        let t = text_of(&doc);
+        assert!(t.contains("Nothing is named"), "{t}");
+        assert!(
+            t.contains("2 ranks on 2 hosts") && t.contains("1 timed exchange per"),
+            "{t}"
+        );
+        assert!(
+            t.contains("Median of the inter-node pairs: 10.000 GB/s"),
+            "{t}"
+        );
+        assert!(doc.tables().next().is_none());
+        assert!(!doc.blocks.iter().any(|b| matches!(b, Block::Warnings(_))));
+        assert!(doc
+            .blocks
+            .iter()
+            .any(|b| matches!(b, Block::Figure(x) if x.figure == 3 && x.stem == "links")));
+        // No attribution: its reason instead of a verdict.
+        let mut g = healthy();
+        g.note = Some("fewer than 3 nodes".into());
+        let mut doc = Doc::default();
+        links(
+            &mut doc,
+            &[LinksInput {
+                file: &g,
+                figure: None,
+                ..input
+            }],
+        );
+        let t = text_of(&doc);
+        assert!(t.contains("No verdict: fewer than 3 nodes."), "{t}");
+        assert!(!t.contains("Nothing is named"), "{t}");
+        assert!(!doc.blocks.iter().any(|b| matches!(b, Block::Figure(_))));
+    }
+}
