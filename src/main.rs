@@ -79,13 +79,15 @@ fn dispatch(cli: Cli, argv: &[String]) -> Result<u8, Error> {
 
 /// `scalebench links`: the simulated matrix when asked, else the measurement (an MPI job).
 fn links(args: &scalebench::cli::LinksArgs) -> Result<u8, Error> {
-    match args.scenario() {
-        Some(s) => Ok(scalebench::links::simulate_command(
+    match (args.scenario(), &args.out) {
+        // With --out the simulation is written like a measurement (links.json, links.svg).
+        (Some(s), Some(dir)) => args.simulate_to(&s, dir),
+        (Some(s), None) => Ok(scalebench::links::simulate_command(
             &s,
             &args.settings(),
             args.json,
         )?),
-        None => links_measure(args),
+        (None, _) => links_measure(args),
     }
 }
 

@@ -1,8 +1,13 @@
 //! `scalebench links`' arguments.
 
-use crate::links::attribution::Settings;
+use crate::error::Error;
+use crate::links::attribution::{self, Matrix, Settings, Suspect};
 use crate::links::simulate::Scenario;
+use crate::results::links::{
+    LinkFinding, LinksFile, LINKS_CHART, LINKS_FILE, LINKS_FORMAT_VERSION,
+};
 use clap::Args;
+use std::path::Path;
 
 #[derive(Debug, Clone, Args)]
 pub struct LinksArgs {
@@ -60,8 +65,9 @@ pub struct LinksArgs {
     /// Untimed exchanges first (connection set-up, registration).
     #[arg(long, default_value_t = 1, conflicts_with = "simulate")]
     pub warmup: u32,
-    /// Directory for links.json (created if missing; default: the current directory).
-    #[arg(long, conflicts_with = "simulate")]
+    /// Directory for links.json and its heat map links.svg (created if missing; default: the
+    /// current directory). With --simulate, nothing is written unless it is given.
+    #[arg(long)]
     pub out: Option<std::path::PathBuf>,
     /// Test-only: `slow_link:A:B:TIMES` makes ranks A and B's exchanges take TIMES as long.
     #[arg(long, hide = true, conflicts_with = "simulate")]
@@ -110,7 +116,41 @@ impl LinksArgs {
             fault: self.fault.clone(),
             settings: self.settings(),
             json: self.json,
+            heat_map: Some(heat_map),
         }
+    }
+
+    /// `--simulate … --out DIR`: simulate, attribute, write `links.json` (labelled simulated)
+    /// and `links.svg`, print as `--simulate` does; exit 1 if anything is named.
+    pub fn simulate_to(&self, scenario: &Scenario, dir: &Path) -> Result<u8, Error> {
+        let settings = self.settings();
+        settings.check()?;
+        scenario
+            .check()
+            .map_err(crate::links::LinksError::Scenario)?;
+        let m = scenario.matrix();
+        let a = attribution::analyse(&m, &settings);
+        let file = simulated_file(scenario, &m, &a);
+        // Drawn before anything is written: a chart that cannot be drawn leaves no files.
+        let svg = crate::report::links_heat_map_svg(&file)?;
+        let text = serde_json::to_vec_pretty(&file).unwrap_or_default();
+        std::fs::create_dir_all(dir).map_err(|source| crate::results::io::ResultsError::Io {
+            path: dir.to_path_buf(),
+            source,
+        })?;
+        crate::results::io::write_atomic(&dir.join(LINKS_FILE), &text)?;
+        crate::results::io::write_atomic(&dir.join(LINKS_CHART), svg.as_bytes())?;
+        if self.json {
+            println!("{}", String::from_utf8_lossy(&text));
+        } else {
+            print!("{}", crate::links::render(&a, &m.names, &settings));
+            println!(
+                "wrote {} and {}",
+                dir.join(LINKS_FILE).display(),
+                dir.join(LINKS_CHART).display()
+            );
+        }
+        Ok(crate::links::exit_code(&a))
     }
 
     /// The simulated scenario, if `--simulate` was given.
@@ -123,6 +163,82 @@ impl LinksArgs {
             slow_blocks: self.slow_block.clone(),
             noise: self.noise,
         })
+    }
+}
+
+/// The heat map `scalebench links` writes beside links.json (the report draws it; `run` may
+/// not import `report`, so the edge hands it over).
+#[cfg(feature = "mpi")]
+fn heat_map(file: &LinksFile) -> Result<String, String> {
+    crate::report::links_heat_map_svg(file).map_err(|e| e.to_string())
+}
+
+/// A simulated matrix as a links file: nothing was measured (no sizes, no iterations), no
+/// suspect was re-measured in isolation, and `simulated` says what was simulated.
+pub fn simulated_file(s: &Scenario, m: &Matrix, a: &attribution::Analysis) -> LinksFile {
+    let n = m.n();
+    let mut what = vec![format!(
+        "{} nodes, seed {}, {:.0} % log-normal noise",
+        n,
+        s.seed,
+        s.noise * 100.0
+    )];
+    what.extend(
+        s.slow_nodes
+            .iter()
+            .map(|(k, f)| format!("slow node {k} at {f}")),
+    );
+    what.extend(
+        s.slow_links
+            .iter()
+            .map(|(x, y, f)| format!("slow link {x}:{y} at {f}")),
+    );
+    what.extend(
+        s.slow_blocks
+            .iter()
+            .map(|(x, y, f)| format!("slow block {x}-{y} at {f}")),
+    );
+    let findings = a
+        .findings
+        .iter()
+        .map(|f| {
+            let (kind, ranks) = match f.suspect {
+                Suspect::Node { node } => ("node", vec![node]),
+                Suspect::Link { a, b } => ("link", vec![a, b]),
+                Suspect::Block { first, last } => ("block", vec![first, last]),
+            };
+            LinkFinding {
+                kind: kind.into(),
+                ranks,
+                ratio: f.ratio,
+                z: f.z,
+                confidence: f.confidence,
+                isolated_ratio: None,
+                confirmed: false,
+                text: format!("{}; simulated: no isolated re-test", f.describe(&m.names)),
+            }
+        })
+        .collect();
+    LinksFile {
+        links_format_version: LINKS_FORMAT_VERSION,
+        generator: crate::results::io::this_generator(),
+        schedule: "simulated".into(),
+        bidirectional: false,
+        message_bytes: 0,
+        iters: 0,
+        warmup: 0,
+        // Each simulated node is a host of its own: every pair is inter-node.
+        hosts: m.names.clone(),
+        analysed: "inter_node".into(),
+        matrix_gbps: (0..n)
+            .map(|i| m.gbps[i * n..(i + 1) * n].to_vec())
+            .collect(),
+        median_gbps: a.median_gbps.is_finite().then_some(a.median_gbps),
+        residual_spread: a.residual_spread.is_finite().then_some(a.residual_spread),
+        findings,
+        note: a.note.clone(),
+        fault: None,
+        simulated: Some(what.join(", ")),
     }
 }
 

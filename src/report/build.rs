@@ -121,7 +121,12 @@ pub fn run(req: &Request) -> Result<u8, Error> {
 pub fn generate(req: &Request) -> Result<Written, Error> {
     // Refuse an unusable --out before any work.
     check_out(&req.out)?;
-    let sources = load::load(&req.inputs)?;
+    // links.json files (given, or in a run directory) get their own section.
+    let (results, links) = load::split_links(&req.inputs)?;
+    if results.is_empty() && !links.is_empty() {
+        return links_only(req, &links);
+    }
+    let sources = load::load(&results)?;
     let selection = load::select(&sources, &req.filters)?;
     let analysis = Analysis::new(&sources, &selection, req.options);
     let o = req.outputs;
@@ -135,10 +140,13 @@ pub fn generate(req: &Request) -> Result<Written, Error> {
         .title
         .clone()
         .unwrap_or_else(|| default_title(&analysis));
-    let doc = document::build(&analysis, &figs, &title, trend.as_ref());
+    let drawn = o.png || o.svg || o.html;
+    let link_inputs = link_inputs(&links, figs.len(), drawn);
+    let doc = document::build(&analysis, &figs, &title, trend.as_ref(), &link_inputs);
     let stage = Stage::new(&req.out)?;
     let mut files: Vec<PathBuf> = Vec::new();
-    let svgs = write_charts(&stage, &figs, o, &mut files)?;
+    let mut svgs = write_charts(&stage, &figs, o, &mut files)?;
+    svgs.extend(write_links_charts(&stage, &link_inputs, o, &mut files)?);
     let cases = case_table(&analysis.entries, analysis.sources);
     if o.csv {
         files.push(stage.write("results.csv", cases.to_csv().as_bytes())?);
@@ -147,14 +155,7 @@ pub fn generate(req: &Request) -> Result<Written, Error> {
         }
     }
     if o.md {
-        let ext = if o.png {
-            Some("png")
-        } else if o.svg {
-            Some("svg")
-        } else {
-            None
-        };
-        files.push(stage.write("report.md", markdown::render(&doc, ext).as_bytes())?);
+        files.push(stage.write("report.md", markdown::render(&doc, image_ext(o)).as_bytes())?);
     }
     if o.html {
         files.push(write_html(&stage, &doc, &cases, &svgs, o.csv)?);
@@ -163,11 +164,103 @@ pub fn generate(req: &Request) -> Result<Written, Error> {
     Ok(Written {
         dir: req.out.clone(),
         cases: analysis.entries.len(),
-        charts: if o.png || o.svg || o.html {
-            figs.len()
-        } else {
-            0
-        },
+        charts: if drawn { figs.len() + links.len() } else { 0 },
+        files,
+    })
+}
+
+/// The chart files report.md links to, if any.
+fn image_ext(o: Outputs) -> Option<&'static str> {
+    if o.png {
+        Some("png")
+    } else if o.svg {
+        Some("svg")
+    } else {
+        None
+    }
+}
+
+/// The links files as the document sees them: their heat maps follow the `first` figures.
+fn link_inputs(
+    links: &[load::LinksSource],
+    first: usize,
+    drawn: bool,
+) -> Vec<document::links::LinksInput<'_>> {
+    links
+        .iter()
+        .enumerate()
+        .map(|(i, l)| document::links::LinksInput {
+            path: &l.path,
+            file: &l.file,
+            figure: drawn.then_some(first + i),
+            stem: if i == 0 {
+                plot::links::STEM.to_string()
+            } else {
+                format!("{}_{}", plot::links::STEM, i + 1)
+            },
+        })
+        .collect()
+}
+
+/// Draws and stages the links heat maps like [`write_charts`]; returns their SVG text.
+fn write_links_charts(
+    stage: &Stage,
+    links: &[document::links::LinksInput<'_>],
+    o: Outputs,
+    files: &mut Vec<PathBuf>,
+) -> Result<Vec<String>, Error> {
+    let mut svgs = Vec::new();
+    for l in links {
+        if o.png {
+            let rel = format!("charts/{}.png", l.stem);
+            plot::links::write_png(l.file, &stage.path(&rel))?;
+            files.push(rel.into());
+        }
+        if o.svg || o.html {
+            let svg = plot::links::svg(l.file)?;
+            if o.svg {
+                files.push(stage.write(&format!("charts/{}.svg", l.stem), svg.as_bytes())?);
+            }
+            svgs.push(svg);
+        }
+    }
+    Ok(svgs)
+}
+
+/// A report of links files alone (no results among the inputs): their sections only.
+fn links_only(req: &Request, links: &[load::LinksSource]) -> Result<Written, Error> {
+    let o = req.outputs;
+    let drawn = o.png || o.svg || o.html;
+    let inputs = link_inputs(links, 0, drawn);
+    let mut doc = Doc {
+        title: req
+            .title
+            .clone()
+            .unwrap_or_else(|| "scalebench report: links".to_string()),
+        blocks: Vec::new(),
+    };
+    doc.prose("The inputs hold link matrices (`links.json`) and no results files, so this report has only their sections.");
+    document::links::links(&mut doc, &inputs);
+    let stage = Stage::new(&req.out)?;
+    let mut files: Vec<PathBuf> = Vec::new();
+    let svgs = write_links_charts(&stage, &inputs, o, &mut files)?;
+    if o.csv {
+        for t in doc.tables().filter(|t| t.export) {
+            files.push(stage.write(&t.csv, t.table.to_csv().as_bytes())?);
+        }
+    }
+    if o.md {
+        files.push(stage.write("report.md", markdown::render(&doc, image_ext(o)).as_bytes())?);
+    }
+    if o.html {
+        let page = html::render(&doc, &svgs, &html::nonce());
+        files.push(stage.write("report.html", page.as_bytes())?);
+    }
+    stage.commit()?;
+    Ok(Written {
+        dir: req.out.clone(),
+        cases: 0,
+        charts: if drawn { links.len() } else { 0 },
         files,
     })
 }

@@ -5,6 +5,7 @@
 use super::error::ReportError as Error;
 use crate::params::{CaseParams, ParamKey};
 use crate::results::io::{read_results, RESULTS_FILE};
+use crate::results::links::{read_links, LinksFile, LINKS_FILE};
 use crate::results::schema::{CaseResult, LaunchRecord, ResultsFile};
 use crate::results::validate::validate;
 use crate::units::parse_bytes;
@@ -63,6 +64,46 @@ pub(crate) fn load(paths: &[PathBuf]) -> Result<Vec<Source>, Error> {
         });
     }
     Ok(sources)
+}
+
+/// A `links.json` among the inputs (`scalebench links` wrote it; the report draws its heat map
+/// and lists its verdicts).
+#[derive(Debug, Clone)]
+pub(crate) struct LinksSource {
+    /// The file itself (`DIR/links.json` for a run directory).
+    pub path: PathBuf,
+    pub file: LinksFile,
+}
+
+/// Splits the inputs into results inputs and links files: a file named `links.json` is a links
+/// file; a directory holding one adds it, and is a results input too when it holds a
+/// `results.json` (a directory with neither stays one, so its error names the missing results).
+pub(crate) fn split_links(paths: &[PathBuf]) -> Result<(Vec<PathBuf>, Vec<LinksSource>), Error> {
+    let mut results = Vec::new();
+    let mut links = Vec::new();
+    for path in paths {
+        let (links_path, is_results) = if path.is_dir() {
+            let l = path.join(LINKS_FILE);
+            let has_results = path.join(RESULTS_FILE).exists();
+            (
+                l.exists().then_some(l),
+                has_results || !path.join(LINKS_FILE).exists(),
+            )
+        } else if path.file_name().is_some_and(|n| n == LINKS_FILE) {
+            (Some(path.clone()), false)
+        } else {
+            (None, true)
+        };
+        // A run directory and its links.json both given: one section, not two.
+        if let Some(l) = links_path.filter(|l| !links.iter().any(|x: &LinksSource| &x.path == l)) {
+            let file = read_links(&l)?;
+            links.push(LinksSource { path: l, file });
+        }
+        if is_results {
+            results.push(path.clone());
+        }
+    }
+    Ok((results, links))
 }
 
 /// A `--only KEY=VALUE` filter on case parameters (KEY as in the canonical case text).
@@ -250,6 +291,47 @@ mod tests {
             &pairs,
             &[wl("allreduce"), parse_filter("dtype=f64").unwrap()]
         ));
+    }
+
+    #[test]
+    fn links_files_are_found_beside_results_and_on_their_own() {
+        let dir = std::env::temp_dir().join(format!("scalebench-split-{}", std::process::id()));
+        let (only, both, neither) = (dir.join("only"), dir.join("both"), dir.join("neither"));
+        for d in [&only, &both, &neither] {
+            std::fs::create_dir_all(d).unwrap();
+        }
+        let text = r#"{"links_format_version": 1, "generator": {"name": "scalebench", "version": "0"},
+            "schedule": "round_robin", "bidirectional": false, "message_bytes": 1, "iters": 1,
+            "warmup": 0, "hosts": ["a", "b"], "analysed": "inter_node",
+            "matrix_gbps": [[null, 1.0], [1.0, null]], "median_gbps": 1.0,
+            "residual_spread": 0.0, "findings": []}"#;
+        for d in [&only, &both] {
+            std::fs::write(d.join(LINKS_FILE), text).unwrap();
+        }
+        std::fs::write(both.join(RESULTS_FILE), "{}").unwrap();
+        let inputs = vec![
+            only.clone(),
+            both.clone(),
+            neither.clone(),
+            both.join(LINKS_FILE),
+        ];
+        let (results, links) = split_links(&inputs).unwrap();
+        assert_eq!(results, vec![both.clone(), neither.clone()]);
+        let found: Vec<&PathBuf> = links.iter().map(|l| &l.path).collect();
+        assert_eq!(
+            found,
+            vec![&only.join(LINKS_FILE), &both.join(LINKS_FILE)],
+            "the directory and its own links.json given: one file"
+        );
+        std::fs::write(only.join(LINKS_FILE), "{\"links_format_version\": 7}").unwrap();
+        let e = split_links(std::slice::from_ref(&only))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("links_format_version 7") && e.contains("only/links.json"),
+            "{e}"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

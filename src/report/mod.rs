@@ -15,3 +15,5 @@ pub(crate) mod table;
 
 pub use build::{generate, run, Outputs, Request, Written};
 pub use error::ReportError;
+/// The links heat map (`scalebench links` writes it beside links.json).
+pub use plot::links::svg as links_heat_map_svg;

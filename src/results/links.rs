@@ -2,11 +2,19 @@
 //! matrix with how it was measured, and the verdicts with both passes (under load, isolated).
 //! Versioned on its own (`links_format_version`); readers refuse versions they do not know.
 
+use super::io::{read_input_text, ResultsError};
 use super::schema::Generator;
 use serde::{Deserialize, Serialize};
+use std::path::Path;
 
 /// The version this build writes.
 pub const LINKS_FORMAT_VERSION: u32 = 1;
+
+/// The file's name in a run directory.
+pub const LINKS_FILE: &str = "links.json";
+
+/// The heat map `scalebench links` writes beside it.
+pub const LINKS_CHART: &str = "links.svg";
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -39,6 +47,11 @@ pub struct LinksFile {
     /// The test-only fault that slowed a pair, if any (so no reader mistakes it for the fabric).
     #[serde(default)]
     pub fault: Option<String>,
+    /// Set when the matrix was simulated (`scalebench links --simulate … --out`): the scenario,
+    /// so no reader takes it for a measurement. Absent in measured files (and in files written
+    /// before the field existed), so older readers still read measured files.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub simulated: Option<String>,
 }
 
 /// One suspect, with both passes.
@@ -60,4 +73,199 @@ pub struct LinkFinding {
     pub confirmed: bool,
     /// The sentence printed.
     pub text: String,
+}
+
+/// Reads `links.json` (or a directory holding one), refusing other versions and matrices
+/// whose shape or numbers cannot be a measurement; every error names the file and the fix.
+pub fn read_links(path: &Path) -> Result<LinksFile, ResultsError> {
+    let file = if path.is_dir() {
+        path.join(LINKS_FILE)
+    } else {
+        path.to_path_buf()
+    };
+    let text = read_input_text(&file)?;
+    parse_links(&file, &text)
+}
+
+/// Parses links text; `path` is only used in messages.
+pub fn parse_links(path: &Path, text: &str) -> Result<LinksFile, ResultsError> {
+    if text.trim().is_empty() {
+        return Err(ResultsError::Empty {
+            path: path.to_path_buf(),
+        });
+    }
+    let parse_err = |e: serde_json::Error, what: &str| ResultsError::Parse {
+        path: path.to_path_buf(),
+        line: e.line(),
+        column: e.column(),
+        msg: format!("{what}: {e}"),
+    };
+    let value: serde_json::Value =
+        serde_json::from_str(text).map_err(|e| parse_err(e, "not JSON"))?;
+    // The version first: a newer file's unknown fields must not read as corruption.
+    match value.get("links_format_version").and_then(|v| v.as_u64()) {
+        Some(v) if v == u64::from(LINKS_FORMAT_VERSION) => {}
+        found => {
+            return Err(ResultsError::Parse {
+                path: path.to_path_buf(),
+                line: 1,
+                column: 1,
+                msg: match found {
+                    Some(v) => format!(
+                        "links_format_version {v}: this scalebench reads version {LINKS_FORMAT_VERSION}; use the scalebench that wrote it"
+                    ),
+                    None => "no links_format_version: give the links.json that `scalebench links` wrote".into(),
+                },
+            })
+        }
+    }
+    let file: LinksFile =
+        serde_json::from_str(text).map_err(|e| parse_err(e, "not a links.json"))?;
+    let problems = file.problems();
+    if problems.is_empty() {
+        Ok(file)
+    } else {
+        Err(ResultsError::Invalid {
+            path: path.to_path_buf(),
+            count: problems.len(),
+            problems: problems
+                .iter()
+                .map(|p| format!("  {p}"))
+                .collect::<Vec<_>>()
+                .join("\n"),
+        })
+    }
+}
+
+impl LinksFile {
+    /// What makes the file unusable (an N×N matrix over its hosts, positive finite cells,
+    /// findings naming ranks that exist), each named by its place in the file.
+    pub fn problems(&self) -> Vec<String> {
+        let n = self.hosts.len();
+        let mut out = Vec::new();
+        if self.matrix_gbps.len() != n {
+            out.push(format!(
+                "matrix_gbps: {} for {}",
+                crate::units::count(self.matrix_gbps.len(), "row", "rows"),
+                crate::units::count(n, "host", "hosts")
+            ));
+        }
+        for (i, row) in self.matrix_gbps.iter().enumerate() {
+            if row.len() != n {
+                out.push(format!(
+                    "matrix_gbps[{i}]: {} for {}",
+                    crate::units::count(row.len(), "cell", "cells"),
+                    crate::units::count(n, "host", "hosts")
+                ));
+            }
+            for (j, c) in row.iter().enumerate() {
+                if let Some(v) = c.filter(|v| !(v.is_finite() && *v > 0.0)) {
+                    out.push(format!(
+                        "matrix_gbps[{i}][{j}] = {v}: a bandwidth is positive and finite"
+                    ));
+                }
+            }
+        }
+        if let Some(m) = self.median_gbps.filter(|v| !(v.is_finite() && *v > 0.0)) {
+            out.push(format!(
+                "median_gbps = {m}: a bandwidth is positive and finite"
+            ));
+        }
+        for (k, f) in self.findings.iter().enumerate() {
+            if let Some(r) = f.ranks.iter().find(|&&r| r >= n) {
+                out.push(format!(
+                    "findings[{k}].ranks: rank {r}, but the matrix has ranks 0..{n}"
+                ));
+            }
+            let want = if f.kind == "node" { 1 } else { 2 };
+            if !["node", "link", "block"].contains(&f.kind.as_str()) || f.ranks.len() != want {
+                out.push(format!(
+                    "findings[{k}]: kind `{}` with {}: expected node (1 rank), link or block (2 ranks)",
+                    f.kind,
+                    crate::units::count(f.ranks.len(), "rank", "ranks")
+                ));
+            }
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn two() -> LinksFile {
+        LinksFile {
+            links_format_version: LINKS_FORMAT_VERSION,
+            generator: crate::results::io::this_generator(),
+            schedule: "round_robin".into(),
+            bidirectional: false,
+            message_bytes: 1 << 20,
+            iters: 10,
+            warmup: 1,
+            hosts: vec!["a".into(), "b".into()],
+            analysed: "inter_node".into(),
+            matrix_gbps: vec![vec![None, Some(10.0)], vec![Some(9.0), None]],
+            median_gbps: Some(9.5),
+            residual_spread: Some(0.01),
+            findings: vec![],
+            note: None,
+            fault: None,
+            simulated: None,
+        }
+    }
+
+    #[test]
+    fn a_written_file_reads_back_and_measured_files_carry_no_simulated_field() {
+        let f = two();
+        let text = serde_json::to_string_pretty(&f).unwrap();
+        assert!(!text.contains("simulated"), "{text}");
+        assert_eq!(parse_links(Path::new("links.json"), &text).unwrap(), f);
+        let mut s = two();
+        s.simulated = Some("16 nodes, seed 1".into());
+        let text = serde_json::to_string(&s).unwrap();
+        assert_eq!(parse_links(Path::new("l.json"), &text).unwrap(), s);
+    }
+
+    #[test]
+    fn bad_files_are_refused_with_the_place_and_the_fix() {
+        let p = Path::new("d/links.json");
+        let mut f = two();
+        f.links_format_version = 2;
+        let e = parse_links(p, &serde_json::to_string(&f).unwrap())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("d/links.json") && e.contains("links_format_version 2"),
+            "{e}"
+        );
+        let mut f = two();
+        f.matrix_gbps[1].pop();
+        f.matrix_gbps[0][1] = Some(-1.0);
+        f.findings.push(LinkFinding {
+            kind: "link".into(),
+            ranks: vec![0, 5],
+            ratio: 0.5,
+            z: -9.0,
+            confidence: 0.99,
+            isolated_ratio: None,
+            confirmed: false,
+            text: String::new(),
+        });
+        let e = parse_links(p, &serde_json::to_string(&f).unwrap())
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("3 problems"), "{e}");
+        assert!(e.contains("matrix_gbps[1]: 1 cell for 2 hosts"), "{e}");
+        assert!(e.contains("matrix_gbps[0][1] = -1"), "{e}");
+        assert!(e.contains("rank 5, but the matrix has ranks 0..2"), "{e}");
+        let e = parse_links(p, "{\"links_format_version\": 1,\n \"x\": }")
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("d/links.json:2:"), "{e}");
+        assert!(parse_links(p, "  ")
+            .unwrap_err()
+            .to_string()
+            .contains("empty"));
+    }
 }

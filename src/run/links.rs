@@ -7,7 +7,9 @@ use crate::comm::mpi::MpiComm;
 use crate::comm::HostComm;
 use crate::links::attribution::{self, Matrix, Settings, Suspect};
 use crate::links::{schedule, LinksError};
-use crate::results::links::{LinkFinding, LinksFile, LINKS_FORMAT_VERSION};
+use crate::results::links::{
+    LinkFinding, LinksFile, LINKS_CHART, LINKS_FILE, LINKS_FORMAT_VERSION,
+};
 use crate::run::error::RunError;
 use mpi::traits::*;
 use std::path::PathBuf;
@@ -58,8 +60,12 @@ impl SlowPair {
     }
 }
 
+/// Draws the heat map of a links file as SVG text (the report's; handed over by the edge,
+/// since `run` does not import `report`).
+pub type HeatMap = fn(&LinksFile) -> Result<String, String>;
+
 /// What `scalebench links` (measuring) is asked to do.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct Request {
     pub schedule: Schedule,
     pub bidirectional: bool,
@@ -70,6 +76,8 @@ pub struct Request {
     pub fault: Option<String>,
     pub settings: Settings,
     pub json: bool,
+    /// Writes `links.svg` beside links.json when given.
+    pub heat_map: Option<HeatMap>,
 }
 
 /// One rank's exchanges: the times of the cells it completed (`from → me` received, or
@@ -362,11 +370,23 @@ pub fn command(req: &Request) -> Result<u8, RunError> {
         })
     })?;
     let text = serde_json::to_vec_pretty(&file).unwrap_or_default();
-    crate::results::io::write_atomic(&out.join("links.json"), &text)?;
+    crate::results::io::write_atomic(&out.join(LINKS_FILE), &text)?;
+    // The matrix is the measurement; a chart that cannot be drawn is said, not fatal.
+    let chart = match req.heat_map.map(|draw| draw(&file)) {
+        Some(Ok(svg)) => {
+            crate::results::io::write_atomic(&out.join(LINKS_CHART), svg.as_bytes())?;
+            true
+        }
+        Some(Err(e)) => {
+            eprintln!("scalebench links: {LINKS_CHART} not drawn: {e}");
+            false
+        }
+        None => false,
+    };
     if req.json {
         println!("{}", String::from_utf8_lossy(&text));
     } else {
-        print!("{}", render(&file, &out));
+        print!("{}", render(&file, &out, chart));
     }
     Ok(code)
 }
@@ -466,11 +486,12 @@ fn assemble(
         findings,
         note: a.note.clone(),
         fault: faulted.then(|| req.fault.clone()).flatten(),
+        simulated: None,
     }
 }
 
 /// The findings as printed.
-fn render(f: &LinksFile, out: &std::path::Path) -> String {
+fn render(f: &LinksFile, out: &std::path::Path, chart: bool) -> String {
     let mut s = format!(
         "{} ranks on {}, {} {} schedule, {} B messages: median {} GB/s ({} pairs analysed)\n",
         f.hosts.len(),
@@ -499,6 +520,10 @@ fn render(f: &LinksFile, out: &std::path::Path) -> String {
         s.push_str(&x.text);
         s.push('\n');
     }
-    s.push_str(&format!("wrote {}\n", out.join("links.json").display()));
+    s.push_str(&format!("wrote {}", out.join(LINKS_FILE).display()));
+    if chart {
+        s.push_str(&format!(" and {}", out.join(LINKS_CHART).display()));
+    }
+    s.push('\n');
     s
 }

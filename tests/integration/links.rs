@@ -169,3 +169,125 @@ fn no_fault_names_nothing() {
         .collect();
     assert!(confirmed.is_empty(), "{}", r.stdout);
 }
+
+/// The `<figure>` of a report page with id `fig-STEM`, up to its end.
+fn html_figure<'a>(html: &'a str, stem: &str) -> &'a str {
+    let at = html
+        .find(&format!("<figure id=\"fig-{stem}\""))
+        .unwrap_or_else(|| panic!("no figure {stem} in the page"));
+    let rest = &html[at..];
+    &rest[..rest.find("</figure>").expect("a closed figure")]
+}
+
+/// `--simulate --out` writes links.json (labelled simulated) and links.svg; `scalebench report`
+/// on that directory alone is a links-only report, and beside a results file the run's report
+/// gains the links section: the link named with its effect and verdict, the heat map embedded
+/// (the link's two cells outlined), the simulation said.
+#[test]
+fn a_simulated_links_dir_is_reported_with_its_heat_map() {
+    let dir = tmpdir("links-report");
+    let out = dir.join("run");
+    let r = solo(&[
+        "links",
+        "--simulate",
+        "16",
+        "--slow-link",
+        "3:9",
+        "--out",
+        s(&out),
+    ]);
+    r.assert_code(1);
+    assert!(r.stdout.contains("links.svg"), "{}", r.stdout);
+    let v = links_json(&out);
+    assert_eq!(v["links_format_version"], 1);
+    let sim = v["simulated"].as_str().expect("labelled simulated");
+    assert!(
+        sim.contains("16 nodes") && sim.contains("slow link 3:9 at 0.5"),
+        "{sim}"
+    );
+    assert_eq!(v["findings"][0]["kind"], "link");
+    assert_eq!(v["findings"][0]["confirmed"], false);
+    let svg = std::fs::read_to_string(out.join("links.svg")).expect("links.svg written");
+    assert!(
+        svg.starts_with("<svg") && svg.contains("SIMULATED"),
+        "{}",
+        &svg[..200]
+    );
+
+    // Links only: the section is the report.
+    let only = dir.join("only");
+    solo(&["report", s(&out), "--out", s(&only)]).assert_code(0);
+    let md = std::fs::read_to_string(only.join("report.md")).unwrap();
+    assert!(md.contains("## Links: the slow node or link"), "{md}");
+    assert!(md.contains("| link | n3:3↔n9:9 | 5"), "{md}");
+    assert!(md.contains("not re-measured (simulated)"), "{md}");
+    assert!(md.contains("warning: SIMULATED matrix"), "{md}");
+    assert!(md.contains("](charts/links.png)"), "{md}");
+    for f in [
+        "charts/links.png",
+        "charts/links.svg",
+        "tables/links_findings.csv",
+    ] {
+        assert!(only.join(f).is_file(), "{f}");
+    }
+    // Unconfirmed: outlined in black, 2 px, at the link's two cells.
+    let html = std::fs::read_to_string(only.join("report.html")).unwrap();
+    let fig = html_figure(&html, "links");
+    assert!(fig.contains("<svg"), "the heat map is inline");
+    let marks = fig
+        .matches("<polyline fill=\"none\" opacity=\"1\" stroke=\"#000000\" stroke-width=\"2\"")
+        .count();
+    // The two cells, and the legend's sample.
+    assert_eq!(marks, 3, "{fig}");
+
+    // Beside a results file: the run's report, and the links section in it.
+    common::fixture::write(&out, "results.json", &common::fixture::golden());
+    let full = dir.join("full");
+    let rr = solo(&["report", s(&out), "--out", s(&full)]);
+    rr.assert_code(0);
+    // The results' cases are reported too (the golden file holds several).
+    assert!(!rr.stdout.contains("(0 cases"), "{}", rr.stdout);
+    let md = std::fs::read_to_string(full.join("report.md")).unwrap();
+    let links_at = md
+        .find("## Links: the slow node or link")
+        .expect("links section");
+    assert!(md[links_at..].contains("| link | n3:3↔n9:9 | 5"), "{md}");
+    let html = std::fs::read_to_string(full.join("report.html")).unwrap();
+    assert!(html_figure(&html, "links").contains("SIMULATED"));
+    assert!(full.join("charts/links.svg").is_file());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A measured links run with the test fault, reported: the section says the fault was injected
+/// and names the pair as a confirmed link, outlined in red on the heat map.
+#[test]
+fn a_faulted_links_run_is_reported_as_a_confirmed_link_and_a_test_fault() {
+    let _q = common::quiet();
+    let dir = tmpdir("links-fault-report");
+    let out = dir.join("run");
+    let r = links_on_four_ranks(&out, &["--fault", "slow_link:1:2:20"]);
+    r.assert_code(1);
+    assert!(out.join("links.svg").is_file(), "{}", r.stdout);
+    let rep = dir.join("report");
+    solo(&["report", s(&out), "--out", s(&rep)]).assert_code(0);
+    // Markdown escapes the underscore; the words are what matter.
+    let md = std::fs::read_to_string(rep.join("report.md"))
+        .unwrap()
+        .replace("\\_", "_");
+    assert!(
+        md.contains("test-only fault hook (slow_link:1:2:20)"),
+        "{md}"
+    );
+    let row = md
+        .lines()
+        .find(|l| l.starts_with("| link |") && l.contains(":1↔") && l.contains(":2 |"))
+        .unwrap_or_else(|| panic!("the link 1↔2 in the findings table:\n{md}"));
+    assert!(row.contains("**confirmed**"), "{row}");
+    let html = std::fs::read_to_string(rep.join("report.html")).unwrap();
+    let red = html_figure(&html, "links")
+        .matches("stroke=\"#E8001C\" stroke-width=\"3\"")
+        .count();
+    // The link's two cells and the legend's sample (a busy host may add unconfirmed ones).
+    assert_eq!(red, 3);
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -1,14 +1,14 @@
 //! What the report says, in order: the context (what ran where), findings, inputs and set-up, definitions, collectives (size curves and
 //! α–β fits), scaling across devices, cost models and predictions, pure vs hybrid, binding,
 //! stragglers, GPU utilisation (where NVML sampled it), spread, the trend in a history index
-//! (`--history-db`), problems, and every case.
+//! (`--history-db`), the link matrices (`links.json`), problems, and every case.
 //! Builds the neutral [`Doc`] that the Markdown and HTML renderers print; every table here is
 //! also exported as CSV.
 //!
 //! One file per section, in report order: [`overview`], [`context`], [`findings`] (and the
 //! sentence builder the sections use), [`unrepresentative`], [`collectives`], [`per_size`]
 //! (nccl-tests layout), [`scaling`], [`cost_model`],
-//! [`ratios`] (pure vs hybrid, binding), [`stragglers`], [`gpu_use`], [`spread`],
+//! [`ratios`] (pure vs hybrid, binding), [`stragglers`], [`gpu_use`], [`spread`], [`links`],
 //! [`problems`], [`inputs`] (Appendix A), [`definitions`] (Appendix B) and [`cases`] (all
 //! cases). This file orders them and holds the helpers they share.
 
@@ -20,6 +20,7 @@ mod definitions;
 mod findings;
 mod gpu_use;
 mod inputs;
+pub(crate) mod links;
 mod overview;
 mod per_size;
 mod problems;
@@ -74,6 +75,7 @@ pub(crate) fn build(
     figs: &[Figure],
     title: &str,
     trend: Option<&trend::Trend>,
+    link_files: &[links::LinksInput<'_>],
 ) -> Doc {
     let mut doc = Doc {
         title: title.to_string(),
@@ -97,6 +99,7 @@ pub(crate) fn build(
     if let Some(t) = trend {
         t.section(&mut doc, figs);
     }
+    links::links(&mut doc, link_files);
     problems::problems(&mut doc, a);
     inputs::inputs(&mut doc, a);
     definitions::definitions(&mut doc, a);

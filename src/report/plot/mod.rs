@@ -13,6 +13,7 @@ pub(crate) mod ddp;
 mod draw;
 pub(crate) mod fit;
 pub(crate) mod latency;
+pub(crate) mod links;
 pub(crate) mod predict;
 pub(crate) mod scaling;
 pub(crate) mod topology;

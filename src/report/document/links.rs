@@ -1,0 +1,236 @@
+//! The links section: the heat map of a `links.json` found among the inputs, the median, each
+//! verdict with its effect size, confidence and isolated re-measurement, and what the file is
+//! (a test fault, a simulation) so no reader mistakes either for the fabric.
+
+use crate::present::doc::{prose, text, Block, Doc, FigureBlock, Span};
+use crate::present::table::{Cell, NumFmt, Table, Tone};
+use crate::results::links::LinksFile;
+use std::path::Path;
+
+/// A links file and the figure index its heat map has in the report (`None`: not drawn).
+pub(crate) struct LinksInput<'a> {
+    pub path: &'a Path,
+    pub file: &'a LinksFile,
+    pub figure: Option<usize>,
+    /// The chart's stem (`links`, `links_2`, …).
+    pub stem: String,
+}
+
+/// Appends one links section per file.
+pub(crate) fn links(doc: &mut Doc, inputs: &[LinksInput<'_>]) {
+    for l in inputs {
+        section(doc, l);
+    }
+}
+
+fn section(doc: &mut Doc, l: &LinksInput<'_>) {
+    let f = l.file;
+    doc.heading(2, "Links: the slow node or link");
+    let mut hosts = f.hosts.clone();
+    hosts.sort();
+    hosts.dedup();
+    let measured = if f.simulated.is_some() {
+        format!(
+            "{} (no messages were sent); from ",
+            crate::units::count(f.hosts.len(), "simulated node", "simulated nodes")
+        )
+    } else {
+        format!(
+            "{} on {}, {} {} schedule, {} messages, {} per cell; from ",
+            crate::units::count(f.hosts.len(), "rank", "ranks"),
+            crate::units::count(hosts.len(), "host", "hosts"),
+            if f.bidirectional {
+                "bidirectional"
+            } else {
+                "unidirectional"
+            },
+            f.schedule.replace('_', "-"),
+            crate::units::format_bytes(f.message_bytes),
+            crate::units::count(f.iters as usize, "timed exchange", "timed exchanges"),
+        )
+    };
+    let mut what = vec![
+        text(measured),
+        Span::Code(l.path.display().to_string()),
+        text(". "),
+    ];
+    what.push(text(match f.median_gbps {
+        Some(m) => format!(
+            "Median of the {} pairs: {m:.3} GB/s{}.",
+            f.analysed.replace('_', "-"),
+            f.residual_spread.map_or(String::new(), |s| format!(
+                "; one cell's noise ±{:.1} % (robust)",
+                s * 100.0
+            ))
+        ),
+        None => "No median: no pair was analysed.".into(),
+    }));
+    doc.para(what);
+    let mut warnings = Vec::new();
+    if let Some(s) = &f.simulated {
+        warnings.push(vec![text(format!(
+            "SIMULATED matrix ({s}): made by `scalebench links --simulate` to test the attribution, not measured on any fabric."
+        ))]);
+    }
+    if let Some(fault) = &f.fault {
+        warnings.push(vec![text(format!(
+            "made with the test-only fault hook ({fault}): the slow pair was injected by scalebench, not found in the fabric."
+        ))]);
+    }
+    if !warnings.is_empty() {
+        doc.blocks.push(Block::Warnings(warnings));
+    }
+    if let Some(i) = l.figure {
+        doc.blocks.push(Block::Figure(FigureBlock {
+            figure: i,
+            stem: l.stem.clone(),
+            title: crate::report::plot::links::title(f),
+            caption: crate::report::plot::links::caption(f),
+        }));
+    }
+    if let Some(note) = &f.note {
+        doc.para(vec![text(format!("No verdict: {note}."))]);
+        return;
+    }
+    if f.findings.is_empty() {
+        doc.para(prose(
+            "Nothing is named: no node, link or block of nodes is slower than the thresholds of `scalebench links` (`--z`, `--min-effect`) allow, so the fabric looks healthy at this size.",
+        ));
+        return;
+    }
+    let confirmed = f.findings.iter().filter(|x| x.confirmed).count();
+    doc.para(vec![text(format!(
+        "{} named, {confirmed} confirmed by an isolated re-measurement (a link alone; a node or block against known-good partners). An unconfirmed suspect was slow only under the schedule's load (contention) or could not be re-measured.",
+        crate::units::count(f.findings.len(), "suspect", "suspects"),
+    ))]);
+    let mut t = Table::new(&[
+        "suspect",
+        "ranks",
+        "effect (of expected)",
+        "z",
+        "confidence",
+        "isolated (of median)",
+        "verdict",
+        "finding",
+    ]);
+    for x in &f.findings {
+        let names: Vec<String> = x
+            .ranks
+            .iter()
+            .map(|&r| format!("{}:{r}", f.hosts.get(r).map_or("?", |h| h.as_str())))
+            .collect();
+        let sep = if x.kind == "block" { "–" } else { "↔" };
+        let verdict = match (x.confirmed, x.isolated_ratio) {
+            (true, _) => Cell::Flag("confirmed".into(), Tone::Bad),
+            (false, Some(_)) => Cell::Flag("not confirmed".into(), Tone::Neutral),
+            (false, None) if f.simulated.is_some() => {
+                Cell::Flag("not re-measured (simulated)".into(), Tone::Neutral)
+            }
+            (false, None) => Cell::Flag("not re-measured".into(), Tone::Neutral),
+        };
+        t.push(vec![
+            Cell::text(x.kind.clone()),
+            Cell::text(names.join(sep)),
+            Cell::num(x.ratio, NumFmt::Percent),
+            Cell::num(x.z, NumFmt::Fixed(1)),
+            // As `scalebench links` prints it: four decimals would round 0.99999 up to 1.
+            Cell::text(if x.confidence >= 0.9999 {
+                "> 0.9999".to_string()
+            } else {
+                format!("{:.4}", x.confidence)
+            }),
+            Cell::opt(x.isolated_ratio, NumFmt::Percent),
+            verdict,
+            Cell::text(x.text.clone()),
+        ]);
+    }
+    doc.table(t, "links_findings", None);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::results::links::LINKS_FORMAT_VERSION;
+
+    fn healthy() -> LinksFile {
+        LinksFile {
+            links_format_version: LINKS_FORMAT_VERSION,
+            generator: crate::results::io::this_generator(),
+            schedule: "round_robin".into(),
+            bidirectional: false,
+            message_bytes: 1 << 20,
+            iters: 1,
+            warmup: 0,
+            hosts: vec!["a".into(), "b".into()],
+            analysed: "inter_node".into(),
+            matrix_gbps: vec![vec![None, Some(10.0)], vec![Some(10.0), None]],
+            median_gbps: Some(10.0),
+            residual_spread: Some(0.01),
+            findings: vec![],
+            note: None,
+            fault: None,
+            simulated: None,
+        }
+    }
+
+    /// The section's paragraphs as plain text.
+    fn text_of(doc: &Doc) -> String {
+        let mut out = String::new();
+        for b in &doc.blocks {
+            if let Block::Para(spans) | Block::FinePrint(spans) = b {
+                for s in spans {
+                    if let Span::Text(t) | Span::Code(t) = s {
+                        out.push_str(t);
+                    }
+                }
+                out.push('\n');
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn a_healthy_matrix_says_nothing_is_named_and_has_no_table_or_warning() {
+        let f = healthy();
+        let mut doc = Doc::default();
+        let input = LinksInput {
+            path: Path::new("run/links.json"),
+            file: &f,
+            figure: Some(3),
+            stem: "links".into(),
+        };
+        links(&mut doc, std::slice::from_ref(&input));
+        let t = text_of(&doc);
+        assert!(t.contains("Nothing is named"), "{t}");
+        assert!(
+            t.contains("2 ranks on 2 hosts") && t.contains("1 timed exchange per"),
+            "{t}"
+        );
+        assert!(
+            t.contains("Median of the inter-node pairs: 10.000 GB/s"),
+            "{t}"
+        );
+        assert!(doc.tables().next().is_none());
+        assert!(!doc.blocks.iter().any(|b| matches!(b, Block::Warnings(_))));
+        assert!(doc
+            .blocks
+            .iter()
+            .any(|b| matches!(b, Block::Figure(x) if x.figure == 3 && x.stem == "links")));
+        // No attribution: its reason instead of a verdict.
+        let mut g = healthy();
+        g.note = Some("fewer than 3 nodes".into());
+        let mut doc = Doc::default();
+        links(
+            &mut doc,
+            &[LinksInput {
+                file: &g,
+                figure: None,
+                ..input
+            }],
+        );
+        let t = text_of(&doc);
+        assert!(t.contains("No verdict: fewer than 3 nodes."), "{t}");
+        assert!(!t.contains("Nothing is named"), "{t}");
+        assert!(!doc.blocks.iter().any(|b| matches!(b, Block::Figure(_))));
+    }
+}
