@@ -265,7 +265,7 @@ fn a_faulted_links_run_is_reported_as_a_confirmed_link_and_a_test_fault() {
     let _q = common::quiet();
     let dir = tmpdir("links-fault-report");
     let out = dir.join("run");
-    let r = links_on_four_ranks(&out, &["--fault", "slow_link:1:2:20"]);
+    let r = links_on_four_ranks(&out, &["--fault", "slow_link:1:2:200"]);
     r.assert_code(1);
     assert!(out.join("links.svg").is_file(), "{}", r.stdout);
     let rep = dir.join("report");
@@ -275,7 +275,7 @@ fn a_faulted_links_run_is_reported_as_a_confirmed_link_and_a_test_fault() {
         .unwrap()
         .replace("\\_", "_");
     assert!(
-        md.contains("test-only fault hook (slow_link:1:2:20)"),
+        md.contains("test-only fault hook (slow_link:1:2:200)"),
         "{md}"
     );
     let row = md
