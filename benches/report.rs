@@ -134,6 +134,7 @@ fn bench(c: &mut Criterion) {
         filters: vec![],
         options: Options::default(),
         history_db: None,
+        nccl_tuner: None,
     };
     let mut g = c.benchmark_group("report");
     g.sample_size(10).measurement_time(Duration::from_secs(30));

@@ -75,6 +75,13 @@ pub struct ReportArgs {
     /// finds, as a table and charts.
     #[arg(long, value_name = "PATH")]
     pub history_db: Option<PathBuf>,
+
+    /// Also write an NCCL tuner configuration to FILE (NCCL's example CSV tuner, NCCL 2.28+:
+    /// `NCCL_TUNER_CONFIG_FILE=FILE`): per collective and layout of each sweep over
+    /// nccl_algo × nccl_proto, the fastest measured algorithm and protocol per size band.
+    /// Refused (nothing written) when the inputs hold no such sweep.
+    #[arg(long, value_name = "FILE")]
+    pub nccl_tuner: Option<PathBuf>,
 }
 
 impl ReportArgs {
@@ -112,6 +119,7 @@ impl ReportArgs {
             filters,
             options,
             history_db: self.history_db.clone(),
+            nccl_tuner: self.nccl_tuner.clone(),
         })
     }
 }

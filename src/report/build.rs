@@ -55,6 +55,8 @@ pub struct Request {
     pub options: Options,
     /// `--history-db`: add a trend section from this history index.
     pub history_db: Option<PathBuf>,
+    /// `--nccl-tuner`: also write NCCL's example-tuner configuration here.
+    pub nccl_tuner: Option<PathBuf>,
 }
 
 /// What a report run wrote.
@@ -114,6 +116,12 @@ pub fn run(req: &Request) -> Result<u8, Error> {
         crate::present::count(w.charts, "chart", "charts"),
         crate::present::count(w.files.len(), "file", "files")
     );
+    if let Some(t) = &req.nccl_tuner {
+        println!(
+            "scalebench report: NCCL tuner configuration {}",
+            visible(&t.display().to_string())
+        );
+    }
     Ok(EXIT_OK)
 }
 
@@ -143,6 +151,24 @@ pub fn generate(req: &Request) -> Result<Written, Error> {
     let drawn = o.png || o.svg || o.html;
     let link_inputs = link_inputs(&links, figs.len(), drawn);
     let doc = document::build(&analysis, &figs, &title, trend.as_ref(), &link_inputs);
+    // Refused before anything is written: a report without the file asked for is a surprise.
+    let tuner = match &req.nccl_tuner {
+        Some(path) => {
+            let from = req
+                .inputs
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(" ");
+            let text = super::nccl::tuner_text(&super::nccl::sweeps(&analysis), &visible(&from))
+                .map_err(|reason| Error::NcclTuner {
+                    path: path.clone(),
+                    reason,
+                })?;
+            Some((path, text))
+        }
+        None => None,
+    };
     let stage = Stage::new(&req.out)?;
     let mut files: Vec<PathBuf> = Vec::new();
     let mut svgs = write_charts(&stage, &figs, o, &mut files)?;
@@ -161,6 +187,16 @@ pub fn generate(req: &Request) -> Result<Written, Error> {
         files.push(write_html(&stage, &doc, &cases, &svgs, o.csv)?);
     }
     stage.commit()?;
+    if let Some((path, text)) = tuner {
+        // Whole or not at all: a tuner reading a half-written file would tune on half of it.
+        let tmp = path.with_file_name(format!(
+            ".{}.partial",
+            path.file_name()
+                .map_or("nccl_tuner".into(), |n| n.to_string_lossy())
+        ));
+        fs::write(&tmp, text).map_err(|e| io_err(&tmp, e))?;
+        fs::rename(&tmp, path).map_err(|e| io_err(path, e))?;
+    }
     Ok(Written {
         dir: req.out.clone(),
         cases: analysis.entries.len(),

@@ -57,6 +57,9 @@ pub enum ReportError {
     History(#[from] crate::history::HistoryError),
     #[error("the embedded chart font could not be loaded (a build problem: assets/fonts/DejaVuSans.ttf)")]
     Font,
+    /// `--nccl-tuner`: nothing in the inputs to export.
+    #[error("--nccl-tuner {}: {reason}", .path.display())]
+    NcclTuner { path: PathBuf, reason: String },
     #[error("chart {stem}: {source}")]
     Chart {
         stem: String,

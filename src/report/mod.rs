@@ -10,6 +10,7 @@ pub mod error;
 pub(crate) mod load;
 pub(crate) mod long_text;
 pub(crate) mod model;
+pub(crate) mod nccl;
 pub(crate) mod plot;
 pub(crate) mod table;
 

@@ -34,6 +34,7 @@ mod layering;
 mod links;
 mod measurement;
 mod nccl_capture;
+mod nccl_report;
 mod readers;
 mod report;
 mod report_browser;

@@ -21,6 +21,7 @@ mod findings;
 mod gpu_use;
 mod inputs;
 pub(crate) mod links;
+mod nccl;
 mod overview;
 mod per_size;
 mod problems;
@@ -88,6 +89,7 @@ pub(crate) fn build(
     unrepresentative::unrepresentative(&mut doc, a, &mut found);
     collectives::collectives(&mut doc, a, figs, &mut found);
     per_size::per_size(&mut doc, a);
+    nccl::nccl(&mut doc, a, figs, &mut found);
     scaling::scaling(&mut doc, a, figs, &mut found);
     super::ddp::section(&mut doc, a, figs);
     cost_model::cost_model(&mut doc, a, figs);

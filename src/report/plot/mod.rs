@@ -14,6 +14,7 @@ mod draw;
 pub(crate) mod fit;
 pub(crate) mod latency;
 pub(crate) mod links;
+pub(crate) mod nccl;
 pub(crate) mod predict;
 pub(crate) mod scaling;
 pub(crate) mod topology;
@@ -213,6 +214,8 @@ pub(crate) enum FigureKind {
     DdpOverlap,
     /// A case's series in the history index (`--history-db`).
     Trend,
+    /// An NCCL algorithm × protocol sweep (issue 31).
+    Nccl,
 }
 
 impl FigureKind {
@@ -229,6 +232,7 @@ impl FigureKind {
             FigureKind::DdpBreakdown => "ddp_breakdown",
             FigureKind::DdpOverlap => "ddp_overlap",
             FigureKind::Trend => "trend",
+            FigureKind::Nccl => "nccl",
         }
     }
 
@@ -281,6 +285,7 @@ pub(crate) fn figures(a: &Analysis<'_>) -> Vec<Figure> {
     v.extend(topology::figures(a));
     v.extend(binding::figures(a));
     v.extend(ddp::figures(a));
+    v.extend(nccl::figures(a));
     v.retain(|f| f.panels.iter().any(Panel::has_data));
     v
 }
