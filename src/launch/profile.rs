@@ -7,6 +7,7 @@
 
 use super::shell;
 use crate::config::line_col;
+use crate::params::{BackendKind, Binding, LaunchShape, Topology};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -87,6 +88,15 @@ pub(crate) struct Profile {
     /// Cores kept free (`first_per_numa` or a cpulist), passed to scalebench's binding.
     #[serde(default)]
     pub reserved_cores: Option<crate::topology::binding::Reserved>,
+    /// NUMA nodes in one node, each an equal contiguous block of its cores (needed with
+    /// `gpu_numa`: it places the cores the job script binds to).
+    #[serde(default)]
+    pub numa_domains: Option<u32>,
+    /// The NUMA node of each GPU of a node, by GPU number (LUMI: `[3, 3, 1, 1, 0, 0, 2, 2]`).
+    /// When set, `binding = "gpu"` puts device `i` on the usable cores of NUMA node
+    /// `gpu_numa[i]`, in the job script (`srun --cpu-bind=mask_cpu:`) and in each rank.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub gpu_numa: Vec<u32>,
     /// Environment modules to load.
     #[serde(default)]
     pub modules: Vec<String>,
@@ -177,6 +187,15 @@ pub(crate) enum ProfileError {
     ControlCharacter { directive: String },
     #[error("cores_per_node must be at least 1")]
     NoCores,
+    /// `gpu_numa` without `numa_domains`, or with a length or node number that does not fit.
+    #[error("gpu_numa: {problem}")]
+    GpuNuma { problem: String },
+    /// `gpu_numa` and `reserved_cores` leave a GPU without a core to bind to.
+    #[error("gpu_numa: {source}")]
+    GpuNumaBinding {
+        #[source]
+        source: crate::topology::binding::BindError,
+    },
     /// The profile could not be turned back into a table to apply overrides.
     #[error(transparent)]
     Encode(#[from] toml::ser::Error),
@@ -258,7 +277,99 @@ impl Profile {
         if self.cores_per_node == 0 {
             return Err(ProfileError::NoCores);
         }
-        Ok(())
+        self.check_gpu_numa()
+    }
+
+    /// A GPU → NUMA map must name a NUMA node for every GPU, each within `numa_domains`,
+    /// and leave every GPU a usable core.
+    fn check_gpu_numa(&self) -> Result<(), ProfileError> {
+        if self.gpu_numa.is_empty() {
+            return Ok(());
+        }
+        let problem = |problem: String| Err(ProfileError::GpuNuma { problem });
+        let Some(domains) = self.numa_domains.filter(|&n| n > 0) else {
+            return problem(
+                "set numa_domains (the NUMA nodes in one node) so the map can place cores".into(),
+            );
+        };
+        if self.cores_per_node % domains != 0 {
+            return problem(format!(
+                "cores_per_node {} does not split evenly over numa_domains {domains}: fix either",
+                self.cores_per_node
+            ));
+        }
+        if self.gpu_numa.len() != self.gpus_per_node as usize {
+            return problem(format!(
+                "lists {} but gpus_per_node is {}: give one NUMA node per GPU",
+                crate::units::count(self.gpu_numa.len(), "GPU", "GPUs"),
+                self.gpus_per_node
+            ));
+        }
+        if let Some(n) = self.gpu_numa.iter().find(|&&n| n >= domains) {
+            return problem(format!(
+                "NUMA node {n} is beyond numa_domains {domains}: number NUMA nodes from 0"
+            ));
+        }
+        self.gpu_cpus(self.gpus_per_node).map(|_| ())
+    }
+
+    /// Each GPU's cores under `gpu` binding by the profile's map, for `devices` GPUs of a node
+    /// (core numbers, one thread per core), computed by the same binding code the ranks run.
+    fn gpu_cpus(&self, devices: u32) -> Result<Vec<Vec<u32>>, ProfileError> {
+        use crate::topology::binding::{decide, BindRequest};
+        let domains = self.numa_domains.unwrap_or(1).max(1);
+        let node = crate::topology::machine::Machine::synthetic(
+            &self.name,
+            1,
+            domains,
+            self.cores_per_node / domains,
+            1,
+        );
+        (0..devices)
+            .map(|device| {
+                decide(
+                    &node,
+                    &BindRequest {
+                        policy: Binding::Gpu,
+                        devices_on_node: devices,
+                        device,
+                        host_share: (0, 1),
+                        reserved: self.reserved_cores.clone().unwrap_or_default(),
+                        gpu_numa: self.gpu_numa.clone(),
+                    },
+                )
+                .map(|d| d.cpus.unwrap_or_default())
+                .map_err(|source| ProfileError::GpuNumaBinding { source })
+            })
+            .collect()
+    }
+
+    /// Slurm's `--cpu-bind` for a launch, if any. With a GPU → NUMA map, `binding = "gpu"`
+    /// and whole nodes of GPUs, srun binds each task to its GPU's cores (a hybrid task to all
+    /// of them), so that the rank starts, allocates and initialises MPI and the collective
+    /// library on its GPU's NUMA node before it binds its own threads to the same cores.
+    /// Otherwise `--cpu-bind=none` when the profile asks for it: the ranks bind themselves.
+    /// A part of a node gets no masks: its allocation need not own those cores.
+    pub(crate) fn slurm_cpu_bind(
+        &self,
+        shape: &LaunchShape,
+    ) -> Result<Option<String>, ProfileError> {
+        if !self.cpu_bind_none {
+            return Ok(None);
+        }
+        let by_map = !self.gpu_numa.is_empty()
+            && shape.binding == Binding::Gpu
+            && shape.backend != BackendKind::Cpu
+            && shape.devices_per_node == self.gpus_per_node;
+        if !by_map {
+            return Ok(Some("--cpu-bind=none".into()));
+        }
+        let per_gpu = self.gpu_cpus(shape.devices_per_node)?;
+        let masks: Vec<String> = match shape.topology {
+            Topology::Pure => per_gpu.iter().map(|c| hex_mask(c)).collect(),
+            Topology::Hybrid => vec![hex_mask(&per_gpu.concat())],
+        };
+        Ok(Some(format!("--cpu-bind=mask_cpu:{}", masks.join(","))))
     }
 
     /// Applies an override table (a spec's `[submit]`): its keys replace this profile's.
@@ -286,6 +397,22 @@ impl Profile {
             .unwrap_or(self.cores_per_node / devices_per_node.max(1))
             .max(1)
     }
+}
+
+/// A Slurm CPU mask: hexadecimal, bit `c` for CPU `c`, no leading zeros (`[1, 2, 3]` → `e`).
+fn hex_mask(cpus: &[u32]) -> String {
+    let Some(&top) = cpus.iter().max() else {
+        return "0".into();
+    };
+    (0..=top / 4)
+        .rev()
+        .map(|nibble| {
+            let v = (0..4)
+                .filter(|b| cpus.contains(&(nibble * 4 + b)))
+                .fold(0u32, |v, b| v | 1 << b);
+            format!("{v:x}")
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -348,5 +475,96 @@ mod tests {
         assert!(p.apply(&t).is_err());
         assert_eq!(p.cpus_per_device(4), 10);
         assert_eq!(load("local-slurm").unwrap().cpus_per_device(2), 1);
+    }
+
+    fn shape(topology: Topology, devices_per_node: u32, binding: Binding) -> LaunchShape {
+        LaunchShape {
+            backend: BackendKind::Rocm,
+            topology,
+            nodes: 2,
+            devices_per_node,
+            binding,
+            placement: crate::params::Placement::Fill,
+            nccl_algo: None,
+            nccl_proto: None,
+        }
+    }
+
+    #[test]
+    fn lumi_gpu_binding_gives_srun_the_documented_masks() {
+        let p = load("lumi").unwrap();
+        // The LUMI user guide's masks, GCD 0 to 7 (the rocm note), for one task per GCD and
+        // their union for one task driving all eight.
+        let documented =
+            "fe000000000000,fe00000000000000,fe0000,fe000000,fe,fe00,fe00000000,fe0000000000";
+        assert_eq!(
+            p.slurm_cpu_bind(&shape(Topology::Pure, 8, Binding::Gpu))
+                .unwrap()
+                .unwrap(),
+            format!("--cpu-bind=mask_cpu:{documented}")
+        );
+        assert_eq!(
+            p.slurm_cpu_bind(&shape(Topology::Hybrid, 8, Binding::Gpu))
+                .unwrap()
+                .unwrap(),
+            "--cpu-bind=mask_cpu:fefefefefefefefe"
+        );
+        // Other bindings, part of a node, or no map: the ranks bind themselves.
+        for s in [
+            shape(Topology::Pure, 8, Binding::Core),
+            shape(Topology::Pure, 4, Binding::Gpu),
+        ] {
+            assert_eq!(
+                p.slurm_cpu_bind(&s).unwrap().as_deref(),
+                Some("--cpu-bind=none")
+            );
+        }
+        let puhti = load("puhti").unwrap();
+        assert_eq!(
+            puhti
+                .slurm_cpu_bind(&shape(Topology::Pure, 4, Binding::Gpu))
+                .unwrap()
+                .as_deref(),
+            Some("--cpu-bind=none")
+        );
+        assert_eq!(hex_mask(&[1, 2, 3]), "e");
+        assert_eq!(hex_mask(&[0, 64]), "10000000000000001");
+    }
+
+    #[test]
+    fn a_gpu_numa_map_that_does_not_fit_is_refused() {
+        let base = "name = \"x\"\nscheduler = \"slurm\"\ncores_per_node = 8\ngpus_per_node = 2\n";
+        for (extra, needle) in [
+            ("gpu_numa = [0, 1]\n", "set numa_domains"),
+            (
+                "numa_domains = 3\ngpu_numa = [0, 1]\n",
+                "does not split evenly",
+            ),
+            (
+                "numa_domains = 2\ngpu_numa = [0]\n",
+                "lists 1 GPU but gpus_per_node is 2",
+            ),
+            (
+                "numa_domains = 2\ngpu_numa = [0, 2]\n",
+                "NUMA node 2 is beyond",
+            ),
+            (
+                "numa_domains = 2\ngpu_numa = [0, 1]\nreserved_cores = \"4-7\"\n",
+                "NUMA node 1, which has no usable core",
+            ),
+        ] {
+            let e = parse("p.toml", &format!("{base}{extra}"))
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.starts_with("p.toml: gpu_numa") && e.contains(needle),
+                "{extra}: {e}"
+            );
+        }
+        let ok = parse(
+            "p.toml",
+            &format!("{base}numa_domains = 2\ngpu_numa = [1, 0]\n"),
+        );
+        assert_eq!(ok.unwrap().gpu_numa, vec![1, 0]);
     }
 }

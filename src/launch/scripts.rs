@@ -96,6 +96,9 @@ pub(crate) enum ScriptError {
         profile: String,
         available: u32,
     },
+    /// The profile's GPU → NUMA map gives a task no cores (see `Profile::slurm_cpu_bind`).
+    #[error("profile {profile}: {message}")]
+    Binding { profile: String, message: String },
     /// The shape's tasks × CPUs per task exceed the profile's cores per node.
     #[error("{shape} needs {tasks_per_node} × {cpus_per_task} cores per node but profile {profile} has {available}: lower cpus_per_gpu or devices_per_node")]
     Cores {
@@ -294,9 +297,13 @@ pub(crate) fn slurm(ctx: &Context<'_>, job: &JobPlan) -> Result<String, ScriptEr
     } else {
         p.launcher.clone()
     };
-    if p.cpu_bind_none {
-        launcher.push("--cpu-bind=none".into());
-    }
+    let bind = p
+        .slurm_cpu_bind(&job.shape)
+        .map_err(|e| ScriptError::Binding {
+            profile: p.name.clone(),
+            message: e.to_string(),
+        })?;
+    launcher.extend(bind);
     if job.shape.placement == Placement::RoundRobin {
         launcher.push("--distribution=cyclic".into());
     }

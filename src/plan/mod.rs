@@ -453,6 +453,10 @@ pub struct LaunchPlan {
     pub threads_per_device: u32,
     /// Cores kept free (`""`, `first_per_numa` or a cpulist), written as given.
     pub reserved_cores: Reserved,
+    /// The site's NUMA node of each node-local GPU (a profile's `gpu_numa`, e.g. LUMI's GCDs),
+    /// which `gpu` binding follows; empty (and left out of the file): hwloc's PCI locality.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub gpu_numa: Vec<u32>,
     /// Whether nodes are emulated on one host.
     pub emulate_nodes: bool,
     pub settings: RunSettings,

@@ -488,6 +488,8 @@ fn new_launch(spec: &SweepSpec, p: &Point) -> LaunchPlan {
         shape,
         threads_per_device: p.threads,
         reserved_cores: spec.launch.reserved_cores.clone(),
+        // A site's map comes with its profile, at submission.
+        gpu_numa: Vec::new(),
         emulate_nodes: false,
         settings: spec.settings.clone(),
         cases: Vec::new(),

@@ -10,7 +10,9 @@
 //! - `numa` / `socket`: devices spread over NUMA nodes / packages in blocks; each device may
 //!   run on every usable core of its domain.
 //! - `gpu`: the usable cores nearest the device's GPU (PCI locality); without GPUs it falls
-//!   back to `core` and says so.
+//!   back to `core` and says so. A site's GPU → NUMA node map (a profile's `gpu_numa`, e.g.
+//!   LUMI's GCDs) takes the place of PCI locality where it is given: device `i` runs on the
+//!   usable cores of NUMA node `gpu_numa[i]`, split between the devices that share the node.
 //!
 //! Usable cores: all cores minus reserved ones; with emulated nodes, each emulated node gets an
 //! equal contiguous share of the host's usable cores.
@@ -106,6 +108,17 @@ pub enum BindError {
     /// `reserved_cores` text that is not a CPU list.
     #[error("'{text}' is not a CPU list: write CPU numbers and ranges such as 0,8-9, or first_per_numa, or leave it empty")]
     NotACpuList { text: String },
+    /// A GPU → NUMA map with no entry for a device.
+    #[error("gpu_numa lists {} but device {device} is bound: give one NUMA node per GPU of the node", crate::units::count(*gpus, "GPU", "GPUs"))]
+    GpuNumaShort { device: u32, gpus: usize },
+    /// A GPU → NUMA map naming a NUMA node with no usable core on this host.
+    #[error("gpu_numa maps device {device} to NUMA node {node}, which has no usable core on {host} ({} found): check the profile's gpu_numa and reserved_cores against this node", crate::units::count(*numa_nodes as usize, "NUMA node", "NUMA nodes"))]
+    GpuNumaEmpty {
+        device: u32,
+        node: u32,
+        host: String,
+        numa_nodes: u32,
+    },
     /// The reserved cores cover every core of the host.
     #[error("reserved_cores leaves no usable core on {host} ({cores} cores): reserve fewer cores")]
     NoUsableCore { host: String, cores: usize },
@@ -122,6 +135,10 @@ pub struct BindRequest {
     /// With emulated nodes: (this node's index among the host's emulated nodes, how many).
     pub host_share: (u32, u32),
     pub reserved: Reserved,
+    /// The site's NUMA node of each node-local GPU (LUMI: `[3,3,1,1,0,0,2,2]`), used by `gpu`
+    /// instead of PCI locality; empty: PCI locality. Site data because the HIP device order
+    /// and hwloc's PCI order need not agree, and a cgroup may hide the GPUs from hwloc.
+    pub gpu_numa: Vec<u32>,
 }
 
 /// The CPUs to bind to and what was actually applied.
@@ -224,6 +241,7 @@ pub fn decide(m: &Machine, req: &BindRequest) -> Result<BindDecision, BindError>
             let picked: Vec<Vec<&Core>> = block(&doms, d, i);
             (picked.into_iter().flatten().collect(), req.policy, None)
         }
+        Binding::Gpu if !req.gpu_numa.is_empty() => by_gpu_numa(m, &mine, &req.gpu_numa, d, i)?,
         Binding::Gpu => {
             if m.gpus.is_empty() {
                 let note = Some(format!(
@@ -262,6 +280,43 @@ pub fn decide(m: &Machine, req: &BindRequest) -> Result<BindDecision, BindError>
         applied,
         note,
     })
+}
+
+/// `gpu` binding from a site's GPU → NUMA node map: device `i`'s share of the usable cores of
+/// NUMA node `map[i]`, split in device order between the devices mapped to that node.
+fn by_gpu_numa<'a>(
+    m: &Machine,
+    mine: &[&'a Core],
+    map: &[u32],
+    d: u32,
+    i: u32,
+) -> Result<(Vec<&'a Core>, Binding, Option<String>), BindError> {
+    let Some(&node) = map.get(i as usize) else {
+        return Err(BindError::GpuNumaShort {
+            device: i,
+            gpus: map.len(),
+        });
+    };
+    let near: Vec<&Core> = mine.iter().copied().filter(|c| c.numa == node).collect();
+    if near.is_empty() {
+        return Err(BindError::GpuNumaEmpty {
+            device: i,
+            node,
+            host: m.host.clone(),
+            numa_nodes: m.numa_nodes,
+        });
+    }
+    let same = |j: &u32| map.get(*j as usize) == Some(&node);
+    let sharing = (0..d).filter(same).count() as u32;
+    let nth = (0..i).filter(same).count() as u32;
+    let note = (sharing as usize > near.len()).then(|| {
+        format!(
+            "{} share NUMA node {node}'s {}: binding cannot give each device its own",
+            crate::units::count(sharing as usize, "device", "devices"),
+            crate::units::count(near.len(), "usable core", "usable cores")
+        )
+    });
+    Ok((block(&near, sharing, nth), Binding::Gpu, note))
 }
 
 /// Where a rank's MPI progress thread (ddp_step, `progress = thread`) runs: a core of the
@@ -316,6 +371,7 @@ mod tests {
             device: i,
             host_share: (0, 1),
             reserved: Reserved::default(),
+            gpu_numa: Vec::new(),
         }
     }
 
@@ -421,6 +477,100 @@ mod tests {
         // 4 devices on 2 GPUs: devices 0 and 2 share GPU 0's cores
         assert_eq!(cpus(&m, &req(Binding::Gpu, 4, 0)), vec![0, 1]);
         assert_eq!(cpus(&m, &req(Binding::Gpu, 4, 2)), vec![2, 3]);
+    }
+
+    /// A LUMI-G node as docs/rocm notes describe it: 64 cores, SMT 2 (core c has PUs c and
+    /// c + 64), NPS4 (NUMA node n = cores 16n..16n+15), and 8 GCDs whose PCI locality is
+    /// given here in a deliberately wrong order (GPU g near NUMA node g / 2), so that only the
+    /// profile's map can give the right cores.
+    fn lumi_g() -> Machine {
+        let mut m = Machine::synthetic("nid005000", 1, 4, 16, 1);
+        for c in &mut m.cores {
+            c.pus = vec![c.index, c.index + 64];
+        }
+        m.gpus = (0..8u32)
+            .map(|g| PciDevice {
+                bus_id: format!("0000:{:02x}:00.0", 0xc1 + 5 * g),
+                vendor_id: 0x1002,
+                device_id: 0x740c,
+                name: format!("rsmi{g}"),
+                local_pus: (16 * (g / 2)..16 * (g / 2) + 16)
+                    .flat_map(|c| [c, c + 64])
+                    .collect(),
+            })
+            .collect();
+        m
+    }
+
+    /// The first PUs (< 64) set in a Slurm `mask_cpu` hex word.
+    fn mask_pus(hex: &str) -> Vec<u32> {
+        let v = u64::from_str_radix(hex, 16).unwrap();
+        (0..64).filter(|b| v >> b & 1 == 1).collect()
+    }
+
+    #[test]
+    fn lumi_gcds_bind_to_their_numa_cores_without_the_reserved_ones() {
+        let m = lumi_g();
+        // LUMI's documented hybrid masks, GCD 0 to 7 (the rocm note): each GCD's L3 region
+        // without its first core, which low-noise mode reserves.
+        let documented = [
+            "fe000000000000",
+            "fe00000000000000",
+            "fe0000",
+            "fe000000",
+            "fe",
+            "fe00",
+            "fe00000000",
+            "fe0000000000",
+        ];
+        let mut r = req(Binding::Gpu, 8, 0);
+        r.gpu_numa = vec![3, 3, 1, 1, 0, 0, 2, 2];
+        r.reserved = Reserved::parse("0,8,16,24,32,40,48,56").unwrap();
+        for (gcd, hex) in documented.iter().enumerate() {
+            r.device = gcd as u32;
+            let d = decide(&m, &r).unwrap();
+            assert_eq!(
+                (d.applied, d.note.clone()),
+                (Binding::Gpu, None),
+                "GCD {gcd}"
+            );
+            let cpus = d.cpus.unwrap();
+            let first: Vec<u32> = cpus.iter().copied().filter(|&p| p < 64).collect();
+            assert_eq!(first, mask_pus(hex), "GCD {gcd}");
+            // Each core comes with its SMT sibling.
+            let siblings: Vec<u32> = cpus.iter().copied().filter(|&p| p >= 64).collect();
+            assert_eq!(siblings, first.iter().map(|p| p + 64).collect::<Vec<_>>());
+        }
+        // Without the map, PCI locality (here in the wrong order) decides: GCD 0 lands on
+        // NUMA node 0, which is what the map is there to prevent.
+        r.gpu_numa.clear();
+        r.device = 0;
+        assert!(cpus(&m, &r).iter().all(|&p| p % 64 < 16));
+    }
+
+    #[test]
+    fn a_short_or_wrong_gpu_numa_map_is_an_input_error() {
+        let m = lumi_g();
+        let mut r = req(Binding::Gpu, 8, 5);
+        r.gpu_numa = vec![3, 3, 1, 1];
+        let e = decide(&m, &r).unwrap_err().to_string();
+        assert!(e.contains("gpu_numa lists 4 GPUs but device 5"), "{e}");
+        r.gpu_numa = vec![3, 3, 1, 1, 0, 7, 2, 2];
+        let e = decide(&m, &r).unwrap_err().to_string();
+        assert!(
+            e.contains("NUMA node 7") && e.contains("4 NUMA nodes found"),
+            "{e}"
+        );
+        // More devices on a node than its cores: they share, and the note says so.
+        let small = Machine::synthetic("h", 1, 2, 2, 1);
+        let mut r = req(Binding::Gpu, 4, 1);
+        r.gpu_numa = vec![1, 1, 1, 0];
+        let d = decide(&small, &r).unwrap();
+        assert_eq!(d.cpus.unwrap(), vec![2]);
+        assert!(d
+            .note
+            .unwrap()
+            .contains("3 devices share NUMA node 1's 2 usable cores"));
     }
 
     #[test]

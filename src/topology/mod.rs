@@ -235,6 +235,8 @@ const ENV_PREFIXES: &[&str] = &[
     "MPICH_",
     "MV2_",
     "FI_",
+    // HPE Slingshot's CXI provider (LUMI: CXI_FORK_SAFE, CXI_FORK_SAFE_HP).
+    "CXI_",
     // Collective libraries and their network plugins (aws-ofi-nccl reads OFI_NCCL_*).
     "RCCL_",
     "OFI_NCCL_",

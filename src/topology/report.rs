@@ -49,6 +49,8 @@ pub fn topo_report(
                     device,
                     host_share: (0, 1),
                     reserved: reserved.clone(),
+                    // The topo report shows hwloc's view; a site map comes with a plan.
+                    gpu_numa: Vec::new(),
                 },
             )?;
             devices.push(DeviceCpus {

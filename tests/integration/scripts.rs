@@ -454,3 +454,132 @@ fn uge_and_pbs_runs_are_submitted_held_and_followed_with_their_own_tools() {
         assert_eq!(rows[1].2, "pending", "{profile}: {}", st.stdout);
     }
 }
+
+/// The CPUs set in a Slurm `mask_cpu` word (hexadecimal, bit c = CPU c).
+fn mask_cpus(hex: &str) -> Vec<u32> {
+    let hex = hex.trim_start_matches("0x");
+    let bits = u128::from_str_radix(hex, 16).unwrap_or_else(|e| panic!("mask {hex}: {e}"));
+    (0..128).filter(|b| bits >> b & 1 == 1).collect()
+}
+
+#[test]
+fn lumi_gpu_binding_puts_each_rank_on_its_gcds_numa_cores() {
+    // Expectations written from the LUMI-G facts (the rocm note, LUMI user guide), not from
+    // the profile: 64 cores, NUMA node n = cores 16n..16n+15, the first core of each 8-core
+    // L3 region reserved, GCD g on NUMA node MAP[g], and the guide's map_cpu first cores.
+    const MAP: [u32; 8] = [3, 3, 1, 1, 0, 0, 2, 2];
+    const FIRST: [u32; 8] = [49, 57, 17, 25, 1, 9, 33, 41];
+    let numa_of = |core: u32| core / 16;
+    let reserved = |core: u32| core % 8 == 0;
+    let dir = tmpdir("scripts-lumi");
+    let stubs = dir.join("stubs");
+    std::fs::create_dir_all(&stubs).unwrap();
+    stub(&stubs, "sbatch", "echo 4242");
+    let spec = dir.join("lumi.toml");
+    std::fs::write(
+        &spec,
+        "name = \"gcd\"\n[axes]\nbackend = \"rocm\"\nnodes = 2\ndevices_per_node = 8\ntopology = [\"pure\", \"hybrid\"]\nbinding = \"gpu\"\nworkloads = \"allreduce\"\nsizes = \"1MiB\"\n[submit]\nscalebench = \"/opt/scalebench/bin/scalebench\"\n",
+    )
+    .unwrap();
+    let out = dir.join("run");
+    let args = [
+        "submit",
+        spec.to_str().unwrap(),
+        "--profile",
+        "lumi",
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    let ran = solo(&[&args[..], &["--dry-run"]].concat());
+    ran.assert_code(0);
+    assert!(!out.exists(), "a dry run writes nothing");
+    let all = scripts(&ran.stdout);
+    for (_, text) in &all {
+        bash_n(text);
+    }
+    let jobs: Vec<&String> = all
+        .iter()
+        .filter(|(n, _)| n.starts_with("job-"))
+        .map(|(_, t)| t)
+        .collect();
+    let masks_of = |text: &str| -> Vec<Vec<u32>> {
+        let srun = text
+            .lines()
+            .find(|l| l.contains(" srun "))
+            .unwrap_or_else(|| panic!("no srun line:\n{text}"));
+        let list = srun
+            .split_whitespace()
+            .find_map(|w| w.strip_prefix("--cpu-bind=mask_cpu:"))
+            .unwrap_or_else(|| panic!("srun binds no masks: {srun}"));
+        list.split(',').map(mask_cpus).collect()
+    };
+    let pure = jobs
+        .iter()
+        .find(|t| t.contains("#SBATCH --ntasks-per-node=8"))
+        .unwrap_or_else(|| panic!("no pure job:\n{}", ran.stdout));
+    assert!(pure.contains("#SBATCH --nodes=2") && pure.contains("#SBATCH --gpus-per-node=8"));
+    let masks = masks_of(pure);
+    assert_eq!(masks.len(), 8, "one mask per task (Slurm local id = GCD)");
+    let mut seen = std::collections::BTreeSet::new();
+    for (gcd, cores) in masks.iter().enumerate() {
+        assert!(
+            cores
+                .iter()
+                .all(|&c| numa_of(c) == MAP[gcd] && !reserved(c)),
+            "GCD {gcd} (NUMA node {}): {cores:?}",
+            MAP[gcd]
+        );
+        let want: Vec<u32> = (FIRST[gcd]..FIRST[gcd] + 7).collect();
+        assert_eq!(cores, &want, "GCD {gcd}");
+        assert!(cores.iter().all(|c| seen.insert(*c)), "GCDs share a core");
+    }
+    assert_eq!(seen.len(), 56, "every usable core, once");
+    // One hybrid task drives the node's 8 GCDs: it gets all their cores.
+    let hybrid = jobs
+        .iter()
+        .find(|t| t.contains("#SBATCH --ntasks-per-node=1"))
+        .unwrap_or_else(|| panic!("no hybrid job:\n{}", ran.stdout));
+    assert_eq!(
+        masks_of(hybrid),
+        vec![seen.iter().copied().collect::<Vec<_>>()]
+    );
+    // Slingshot for RCCL as the LUMI docs set it.
+    for line in [
+        "export NCCL_SOCKET_IFNAME=hsn0,hsn1,hsn2,hsn3",
+        "export NCCL_NET_GDR_LEVEL=PHB",
+        "export CXI_FORK_SAFE=1",
+        "export CXI_FORK_SAFE_HP=1",
+        "export FI_CXI_DISABLE_CQ_HUGETLB=1",
+    ] {
+        assert!(pure.lines().any(|l| l == line), "{line}:\n{pure}");
+    }
+    // Submitted (to a stub sbatch): each launch's plan carries the map and the reserved cores,
+    // which the ranks' own `gpu` binding follows and which stay with the run as provenance.
+    let path = format!("{}:{}", stubs.display(), std::env::var("PATH").unwrap());
+    solo_env(&args, &[("PATH", &path)]).assert_code(0);
+    let plans: Vec<PathBuf> = std::fs::read_dir(out.join("launches"))
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.path().join("plan.json"))
+        .filter(|p| p.exists())
+        .collect();
+    assert_eq!(plans.len(), 2, "{plans:?}");
+    for p in plans {
+        let plan: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
+        assert_eq!(plan["gpu_numa"], serde_json::json!(MAP), "{}", p.display());
+        let listed: Vec<u32> = plan["reserved_cores"]
+            .as_str()
+            .unwrap()
+            .split(',')
+            .map(|c| c.parse().unwrap())
+            .collect();
+        assert_eq!(
+            listed,
+            (0..64).filter(|&c| reserved(c)).collect::<Vec<_>>(),
+            "{}",
+            p.display()
+        );
+        assert_eq!(plan["shape"]["binding"], "gpu");
+    }
+}

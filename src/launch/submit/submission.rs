@@ -48,6 +48,8 @@ fn generic(scheduler: Scheduler) -> Profile {
         mem_per_cpu: None,
         mem_per_node: None,
         reserved_cores: None,
+        numa_domains: None,
+        gpu_numa: Vec::new(),
         modules: Vec::new(),
         container: Vec::new(),
         env: BTreeMap::new(),
@@ -299,6 +301,7 @@ fn plan_attempts(
         attempt.cases = todo[&l.launch_id].clone();
         attempt.emulate_nodes = false;
         attempt.reserved_cores = profile.reserved_cores.clone().unwrap_or_default();
+        attempt.gpu_numa = profile.gpu_numa.clone();
         let dir = rundir::attempt_path(out, first_attempt + i, &l.launch_id);
         let res = scripts::resources(profile, &l.shape);
         match groups.iter_mut().find(|g| {

@@ -58,6 +58,7 @@ pub(super) fn device_plan(
                     device,
                     host_share: slot.host_share,
                     reserved: req.reserved.clone(),
+                    gpu_numa: req.gpu_numa.clone(),
                 },
             )
             .map_err(|source| DevicePlanError::Bind {

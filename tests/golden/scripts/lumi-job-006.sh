@@ -14,8 +14,12 @@ set -u
 dir=/scratch/study/launches/006-0b23dcda420f7d0c
 cd "$dir" || exit 1
 module load LUMI/23.09 partition/G
+export CXI_FORK_SAFE=1
+export CXI_FORK_SAFE_HP=1
+export FI_CXI_DISABLE_CQ_HUGETLB=1
 export MPICH_GPU_SUPPORT_ENABLED=1
-export NCCL_SOCKET_IFNAME=hsn
+export NCCL_NET_GDR_LEVEL=PHB
+export NCCL_SOCKET_IFNAME=hsn0,hsn1,hsn2,hsn3
 sb=/opt/scalebench/bin/scalebench
 started=$(date +%s.%N)
 timeout --signal=TERM --kill-after=30 1200 srun --mpi=pmix --cpu-bind=none "$sb" run -q --plan "$dir/plan.json" --out "$dir" 2> "$dir/stderr.log"
