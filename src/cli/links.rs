@@ -1,7 +1,7 @@
 //! `scalebench links`' arguments.
 
 use crate::error::Error;
-use crate::links::attribution::{self, Matrix, Settings, Suspect};
+use crate::links::attribution::{self, Matrix, Settings};
 use crate::links::simulate::Scenario;
 use crate::results::links::{
     LinkFinding, LinksFile, LINKS_CHART, LINKS_FILE, LINKS_FORMAT_VERSION,
@@ -202,11 +202,7 @@ pub fn simulated_file(s: &Scenario, m: &Matrix, a: &attribution::Analysis) -> Li
         .findings
         .iter()
         .map(|f| {
-            let (kind, ranks) = match f.suspect {
-                Suspect::Node { node } => ("node", vec![node]),
-                Suspect::Link { a, b } => ("link", vec![a, b]),
-                Suspect::Block { first, last } => ("block", vec![first, last]),
-            };
+            let (kind, ranks) = f.suspect.kind_and_ranks();
             LinkFinding {
                 kind: kind.into(),
                 ranks,

@@ -61,6 +61,18 @@ pub enum Suspect {
     Block { first: usize, last: usize },
 }
 
+impl Suspect {
+    /// The kind as results name it (`node`, `link`, `block`) and its ranks (a node; a link's
+    /// two ends; a block's first and last).
+    pub fn kind_and_ranks(&self) -> (&'static str, Vec<usize>) {
+        match *self {
+            Suspect::Node { node } => ("node", vec![node]),
+            Suspect::Link { a, b } => ("link", vec![a, b]),
+            Suspect::Block { first, last } => ("block", vec![first, last]),
+        }
+    }
+}
+
 /// One verdict.
 #[derive(Debug, Clone, Serialize)]
 pub struct Finding {

@@ -190,29 +190,43 @@ impl LinksFile {
     }
 }
 
+/// A measured-looking file for unit tests: 1 MiB round-robin, one host per rank, no findings.
+#[cfg(test)]
+pub(crate) fn test_file(
+    hosts: Vec<String>,
+    matrix_gbps: Vec<Vec<Option<f64>>>,
+    median_gbps: f64,
+) -> LinksFile {
+    LinksFile {
+        links_format_version: LINKS_FORMAT_VERSION,
+        generator: crate::results::io::this_generator(),
+        schedule: "round_robin".into(),
+        bidirectional: false,
+        message_bytes: 1 << 20,
+        iters: 10,
+        warmup: 1,
+        hosts,
+        analysed: "inter_node".into(),
+        matrix_gbps,
+        median_gbps: Some(median_gbps),
+        residual_spread: Some(0.01),
+        findings: vec![],
+        note: None,
+        fault: None,
+        simulated: None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn two() -> LinksFile {
-        LinksFile {
-            links_format_version: LINKS_FORMAT_VERSION,
-            generator: crate::results::io::this_generator(),
-            schedule: "round_robin".into(),
-            bidirectional: false,
-            message_bytes: 1 << 20,
-            iters: 10,
-            warmup: 1,
-            hosts: vec!["a".into(), "b".into()],
-            analysed: "inter_node".into(),
-            matrix_gbps: vec![vec![None, Some(10.0)], vec![Some(9.0), None]],
-            median_gbps: Some(9.5),
-            residual_spread: Some(0.01),
-            findings: vec![],
-            note: None,
-            fault: None,
-            simulated: None,
-        }
+        test_file(
+            vec!["a".into(), "b".into()],
+            vec![vec![None, Some(10.0)], vec![Some(9.0), None]],
+            9.5,
+        )
     }
 
     #[test]

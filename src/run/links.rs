@@ -443,11 +443,7 @@ fn assemble(
                 .collect();
             let isolated = (!ratios.is_empty()).then(|| median(&mut ratios));
             let confirmed = isolated.is_some_and(|r| r < 1.0 - req.settings.min_effect);
-            let (kind, ranks) = match f.suspect {
-                Suspect::Node { node } => ("node", vec![node]),
-                Suspect::Link { a, b } => ("link", vec![a, b]),
-                Suspect::Block { first, last } => ("block", vec![first, last]),
-            };
+            let (kind, ranks) = f.suspect.kind_and_ranks();
             let mut text = f.describe(&m.names);
             match isolated {
                 Some(r) if confirmed => text.push_str(&format!("; isolated: {:.0} %, confirmed", r * 100.0)),

@@ -150,26 +150,17 @@ fn section(doc: &mut Doc, l: &LinksInput<'_>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::results::links::LINKS_FORMAT_VERSION;
 
     fn healthy() -> LinksFile {
+        // One iteration: the sentence's count is singular.
         LinksFile {
-            links_format_version: LINKS_FORMAT_VERSION,
-            generator: crate::results::io::this_generator(),
-            schedule: "round_robin".into(),
-            bidirectional: false,
-            message_bytes: 1 << 20,
             iters: 1,
             warmup: 0,
-            hosts: vec!["a".into(), "b".into()],
-            analysed: "inter_node".into(),
-            matrix_gbps: vec![vec![None, Some(10.0)], vec![Some(10.0), None]],
-            median_gbps: Some(10.0),
-            residual_spread: Some(0.01),
-            findings: vec![],
-            note: None,
-            fault: None,
-            simulated: None,
+            ..crate::results::links::test_file(
+                vec!["a".into(), "b".into()],
+                vec![vec![None, Some(10.0)], vec![Some(10.0), None]],
+                10.0,
+            )
         }
     }
 

@@ -593,7 +593,7 @@ fn legend<DB: DrawingBackend<ErrorType: 'static>>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::results::links::{LinkFinding, LINKS_FORMAT_VERSION};
+    use crate::results::links::LinkFinding;
 
     /// A simulated file of `n` nodes on `n` hosts named in reverse (so drawing order differs
     /// from rank order), with the given findings.
@@ -608,24 +608,16 @@ mod tests {
         };
         let m = s.matrix();
         LinksFile {
-            links_format_version: LINKS_FORMAT_VERSION,
-            generator: crate::results::io::this_generator(),
-            schedule: "round_robin".into(),
-            bidirectional: false,
-            message_bytes: 1 << 20,
-            iters: 1,
-            warmup: 0,
-            hosts: (0..n).map(|i| format!("n{:04}", n - i)).collect(),
-            analysed: "inter_node".into(),
-            matrix_gbps: (0..n)
-                .map(|i| m.gbps[i * n..(i + 1) * n].to_vec())
-                .collect(),
-            median_gbps: Some(crate::links::simulate::BASE_GBPS),
             residual_spread: Some(0.05),
             findings,
-            note: None,
-            fault: None,
             simulated: Some("test".into()),
+            ..crate::results::links::test_file(
+                (0..n).map(|i| format!("n{:04}", n - i)).collect(),
+                (0..n)
+                    .map(|i| m.gbps[i * n..(i + 1) * n].to_vec())
+                    .collect(),
+                crate::links::simulate::BASE_GBPS,
+            )
         }
     }
 
