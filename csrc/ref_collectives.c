@@ -21,10 +21,13 @@
  * the process, so every later wait polls it too (results/benchmarking-log.md shows what that
  * costs).
  *
+ * `-r 1` also prints each rank's mean (`# rank R collective mode requested_bytes time_us`), to see
+ * which rank a difference sits on.
+ *
  * `-n N` times N calls per size and mode (warm-up N / 10) instead of OSU's counts, e.g. to see
  * how a pipelined small-message time depends on the length of the timed batch.
  *
- * Usage: ref_collectives [-m MIN_BYTES] [-M MAX_BYTES] [-c COLL,...] [-t osu,nccl] [-d 0|1] [-n N]
+ * Usage: ref_collectives [-m MIN_BYTES] [-M MAX_BYTES] [-c COLL,...] [-t osu,nccl] [-d 0|1] [-n N] [-r 0|1]
  * Output (rank 0): `collective mode requested_bytes bytes time_us` per line; `#` lines are
  * comments. Exit 2 on bad arguments. */
 #include <mpi.h>
@@ -149,7 +152,7 @@ int main(int argc, char **argv) {
     long long min_bytes = 8, max_bytes = 4 << 20;
     int want[NCOLL] = {1, 1, 1, 1, 1};
     int modes[2] = {1, 1}; /* osu, nccl */
-    int dup = 0, fixed_iters = 0;
+    int dup = 0, fixed_iters = 0, per_rank = 0;
     for (int i = 1; i < argc; i++) {
         if (i + 1 >= argc) return usage(rank, "every option takes a value");
         const char *v = argv[++i];
@@ -163,6 +166,9 @@ int main(int argc, char **argv) {
             long x = strtol(v, &end, 10);
             if (*end || x < 10 || x > 100000000) return usage(rank, "-n takes a whole number of calls, 10 to 10^8");
             fixed_iters = (int)x;
+        } else if (!strcmp(argv[i - 1], "-r")) {
+            if (strcmp(v, "0") && strcmp(v, "1")) return usage(rank, "-r takes 0 or 1");
+            per_rank = v[0] == '1';
         } else if (!strcmp(argv[i - 1], "-d")) {
             if (strcmp(v, "0") && strcmp(v, "1")) return usage(rank, "-d takes 0 or 1");
             dup = v[0] == '1';
@@ -222,6 +228,14 @@ int main(int argc, char **argv) {
                 if (rank == 0)
                     printf("%s %s %lld %lld %.4f\n", coll_names[c], m == 0 ? "osu" : "nccl", size,
                            b.bytes, sum / n * 1e6);
+                if (per_rank) {
+                    double *all = rank == 0 ? malloc(sizeof(double) * (size_t)n) : NULL;
+                    MPI_Gather(&mine, 1, MPI_DOUBLE, all, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+                    for (int r = 0; rank == 0 && r < n; r++)
+                        printf("# rank %d %s %s %lld %.4f\n", r, coll_names[c],
+                               m == 0 ? "osu" : "nccl", size, all[r] * 1e6);
+                    free(all);
+                }
             }
             free(b.send);
             free(b.recv);

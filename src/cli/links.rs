@@ -3,9 +3,7 @@
 use crate::error::Error;
 use crate::links::attribution::{self, Matrix, Settings};
 use crate::links::simulate::Scenario;
-use crate::results::links::{
-    LinkFinding, LinksFile, LINKS_CHART, LINKS_FILE, LINKS_FORMAT_VERSION,
-};
+use crate::results::links::{LinksFile, LINKS_CHART, LINKS_FILE, LINKS_FORMAT_VERSION};
 use clap::Args;
 use std::path::Path;
 
@@ -202,17 +200,8 @@ pub fn simulated_file(s: &Scenario, m: &Matrix, a: &attribution::Analysis) -> Li
         .findings
         .iter()
         .map(|f| {
-            let (kind, ranks) = f.suspect.kind_and_ranks();
-            LinkFinding {
-                kind: kind.into(),
-                ranks,
-                ratio: f.ratio,
-                z: f.z,
-                confidence: f.confidence,
-                isolated_ratio: None,
-                confirmed: false,
-                text: format!("{}; simulated: no isolated re-test", f.describe(&m.names)),
-            }
+            let text = format!("{}; simulated: no isolated re-test", f.describe(&m.names));
+            crate::run::links::link_finding(f, None, false, text)
         })
         .collect();
     LinksFile {

@@ -443,7 +443,6 @@ fn assemble(
                 .collect();
             let isolated = (!ratios.is_empty()).then(|| median(&mut ratios));
             let confirmed = isolated.is_some_and(|r| r < 1.0 - req.settings.min_effect);
-            let (kind, ranks) = f.suspect.kind_and_ranks();
             let mut text = f.describe(&m.names);
             match isolated {
                 Some(r) if confirmed => text.push_str(&format!("; isolated: {:.0} %, confirmed", r * 100.0)),
@@ -453,16 +452,7 @@ fn assemble(
                 )),
                 None => text.push_str("; no isolated re-test possible (no good partner)"),
             }
-            LinkFinding {
-                kind: kind.into(),
-                ranks,
-                ratio: f.ratio,
-                z: f.z,
-                confidence: f.confidence,
-                isolated_ratio: isolated,
-                confirmed,
-                text,
-            }
+            link_finding(f, isolated, confirmed, text)
         })
         .collect();
     let several = hosts.iter().any(|h| h != &hosts[0]);
@@ -522,4 +512,25 @@ fn render(f: &LinksFile, out: &std::path::Path, chart: bool) -> String {
     }
     s.push('\n');
     s
+}
+
+/// One attribution finding as results record it, with what the isolated re-test (if any) said;
+/// the measured run and `links --simulate` both build theirs here.
+pub(crate) fn link_finding(
+    f: &attribution::Finding,
+    isolated_ratio: Option<f64>,
+    confirmed: bool,
+    text: String,
+) -> LinkFinding {
+    let (kind, ranks) = f.suspect.kind_and_ranks();
+    LinkFinding {
+        kind: kind.into(),
+        ranks,
+        ratio: f.ratio,
+        z: f.z,
+        confidence: f.confidence,
+        isolated_ratio,
+        confirmed,
+        text,
+    }
 }

@@ -531,16 +531,20 @@ fn legend<DB: DrawingBackend<ErrorType: 'static>>(
         y += 22;
     }
     let sw = 18;
+    // Every legend row is a swatch with its label to the right, centred on the swatch.
+    let label = |text: &str, y: i32| {
+        root.draw(&Text::new(
+            text.to_string(),
+            (x + sw + 8, y + sw / 2),
+            left(font.clone()),
+        ))
+    };
     for s in (0..SCALE.len()).rev() {
         root.draw(&Rectangle::new(
             [(x, y), (x + sw, y + sw)],
             rgb(SCALE[s]).filled(),
         ))?;
-        root.draw(&Text::new(
-            step_label(s),
-            (x + sw + 8, y + sw / 2),
-            left(font.clone()),
-        ))?;
+        label(&step_label(s), y)?;
         y += sw;
     }
     y += 14;
@@ -564,11 +568,7 @@ fn legend<DB: DrawingBackend<ErrorType: 'static>>(
                 rgb(HATCH).stroke_width(1),
             ))?;
         }
-        root.draw(&Text::new(
-            text,
-            (x + sw + 8, y + sw / 2),
-            left(font.clone()),
-        ))?;
+        label(text, y)?;
         y += sw + 6;
     }
     y += 10;
@@ -580,11 +580,7 @@ fn legend<DB: DrawingBackend<ErrorType: 'static>>(
             ring([(x + 2, y + 2), (x + sw - 2, y + sw - 2)]),
             rgb(c).stroke_width(w),
         ))?;
-        root.draw(&Text::new(
-            text,
-            (x + sw + 8, y + sw / 2),
-            left(font.clone()),
-        ))?;
+        label(text, y)?;
         y += sw + 6;
     }
     Ok(())
