@@ -118,10 +118,12 @@ fn a_submitted_sweep_runs_on_two_slurm_nodes_and_is_collected_after_its_jobs() {
                 l.launch_id
             );
         } else if ranks >= 2 {
-            // Across emulated nodes: TCP (over loopback). Not every rank need show a socket of
-            // its own (seen: 1 of 2 ranks in a 2 × 1 launch, 3 of 4 in 2 × 2).
+            // Across emulated nodes: TCP (over loopback), seen by every rank: each has a peer on
+            // the other node (2 × 2 pure: recursive doubling's second step crosses). Every rank
+            // probes before any may finalize (before that fix a rank that finished first had
+            // closed its sockets: 1 of 2 ranks showed TCP in a 2 × 1 launch).
             assert!(
-                t.ranks_with_tcp >= 1 && t.summary.contains("TCP"),
+                t.ranks_with_tcp == ranks && t.summary.contains("TCP"),
                 "{}: {t:?}",
                 l.launch_id
             );

@@ -60,6 +60,11 @@ impl Job<'_> {
             std::process::id(),
         );
         let payload = serde_json::to_vec(&mine).expect("probe serialises");
+        // Every rank has probed before any rank may go on: a rank whose gather send returns at
+        // once would otherwise reach MPI_Finalize and close its TCP connections while a slower
+        // rank (rank 0 reads the host's processes first) is still to probe, which then sees
+        // them in CLOSE_WAIT and counts no TCP (seen: 1 of 2 ranks in a 2 × 1 Slurm launch).
+        self.comm.barrier();
         let all = self.comm.gather_bytes(&payload);
         let (Some(h0), Some(h1)) = (&before.host, &after.host) else {
             return; // not rank 0
