@@ -13,6 +13,17 @@ pub struct CeilingsArgs {
     /// Only the best instruction set's peaks (what a launch measures), not every one the CPU runs.
     #[arg(long)]
     pub best_only: bool,
+    /// The sysfs tree to read network ports from (tests point it at a recorded tree).
+    #[arg(long, value_name = "DIR", default_value = "/sys")]
+    pub sysfs_root: std::path::PathBuf,
+    /// The InfiniBand rate every active port should run at, Gb/s (e.g. 400 for NDR 4X): a
+    /// port below it is warned about as negotiated down (sysfs gives no port maximum).
+    #[arg(long, value_name = "GBPS")]
+    pub ib_rate_gbps: Option<f64>,
+    /// For testing: GPU values from a TOML file (the NVML / AMD SMI values of
+    /// tests/fixtures/ceilings/gpu/*.toml) instead of the driver.
+    #[arg(long, value_name = "FILE", hide = true)]
+    pub gpu_values: Option<std::path::PathBuf>,
 }
 
 impl From<&CeilingsArgs> for crate::run::ceilings::Request {
@@ -21,6 +32,9 @@ impl From<&CeilingsArgs> for crate::run::ceilings::Request {
             json: a.json,
             no_stream: a.no_stream,
             best_only: a.best_only,
+            sysfs_root: a.sysfs_root.clone(),
+            ib_rate_gbps: a.ib_rate_gbps,
+            gpu_values: a.gpu_values.clone(),
         }
     }
 }

@@ -14,13 +14,20 @@ pub enum CeilingsError {
     Affinity(#[source] std::io::Error),
     #[error("cannot write the ceilings as JSON: {0}")]
     Json(#[source] serde_json::Error),
+    /// A `--gpu-values` file that cannot be read (the text names file and line).
+    #[error("{0}")]
+    GpuValues(String),
+    #[error("--ib-rate-gbps {0}: give a positive rate in Gb/s, e.g. 400 for NDR 4X")]
+    IbRate(f64),
 }
 
 impl CeilingsError {
     /// An unusable machine (2), or writing failed (4).
     pub fn exit_code(&self) -> u8 {
         match self {
-            CeilingsError::Affinity(_) => crate::exit::EXIT_BAD_INPUT,
+            CeilingsError::Affinity(_) | CeilingsError::GpuValues(_) | CeilingsError::IbRate(_) => {
+                crate::exit::EXIT_BAD_INPUT
+            }
             CeilingsError::Json(_) => crate::exit::EXIT_RUNTIME,
         }
     }
@@ -35,6 +42,12 @@ pub struct Request {
     pub no_stream: bool,
     /// Only the best instruction set's peaks.
     pub best_only: bool,
+    /// Where sysfs is (`/sys`; tests give a recorded tree).
+    pub sysfs_root: std::path::PathBuf,
+    /// The rate InfiniBand ports should run at, Gb/s, when the user knows it.
+    pub ib_rate_gbps: Option<f64>,
+    /// GPU values from a file instead of the driver (tests).
+    pub gpu_values: Option<std::path::PathBuf>,
 }
 
 /// What the command found.
@@ -49,6 +62,8 @@ pub struct HostCeilings {
     pub gemm_library: Option<String>,
     pub gemm_kernel: Option<String>,
     pub warnings: Vec<String>,
+    /// The sysfs tree the network ceilings were read from.
+    pub sysfs_root: String,
 }
 
 /// Measures and gathers; nothing is written.
@@ -59,10 +74,29 @@ pub fn gather(req: &Request) -> Result<HostCeilings, CeilingsError> {
         stream: !req.no_stream,
         ..CpuOptions::default()
     };
-    let found = ceilings::cpu_ceilings(&cpus, &opts);
+    if let Some(r) = req.ib_rate_gbps.filter(|r| !(r.is_finite() && *r > 0.0)) {
+        return Err(CeilingsError::IbRate(r));
+    }
+    let gpus = match &req.gpu_values {
+        Some(f) => Some(ceilings::gpu::GpuValues::from_file(f).map_err(CeilingsError::GpuValues)?),
+        None => None,
+    };
+    let mut found = ceilings::cpu_ceilings(&cpus, &opts);
+    let net = ceilings::network::read(
+        &req.sysfs_root,
+        &ceilings::network::Expect {
+            ib_rate_gbps: req.ib_rate_gbps,
+        },
+    );
+    found.extend(net.ceilings);
+    let mut warnings = net.warnings;
+    if let Some(g) = gpus {
+        let g = ceilings::gpu::ceilings(&g);
+        found.extend(g.ceilings);
+        warnings.extend(g.warnings);
+    }
     let info = crate::topology::host_info();
     let tier = kernel::host_tier();
-    let mut warnings = Vec::new();
     let (library, kern) = match Blas::load() {
         Ok(b) => {
             let k = kernel::BlasKernel {
@@ -85,6 +119,7 @@ pub fn gather(req: &Request) -> Result<HostCeilings, CeilingsError> {
         gemm_library: library,
         gemm_kernel: kern,
         warnings,
+        sysfs_root: req.sysfs_root.display().to_string(),
     })
 }
 
@@ -121,6 +156,13 @@ pub fn text(h: &HostCeilings) -> String {
             format!("{} {}", crate::units::echo_f64(round3(v)), c.unit.symbol())
         });
         let _ = writeln!(s, "  {:<w$}  {:>16}  {}", c.what, v, c.source.name());
+    }
+    if !h.ceilings.iter().any(|c| c.id.starts_with("net.")) {
+        let _ = writeln!(
+            s,
+            "  (no InfiniBand port and no physical network interface under {}/class)",
+            h.sysfs_root
+        );
     }
     let _ = writeln!(s, "How each was obtained:");
     for c in &h.ceilings {

@@ -119,3 +119,115 @@ fn a_forced_older_kernel_is_named_with_its_variable() {
         "{warnings}"
     );
 }
+
+/// A recorded fixture's path.
+fn fixture(rel: &str) -> String {
+    format!(
+        "{}/tests/fixtures/ceilings/{rel}",
+        env!("CARGO_MANIFEST_DIR")
+    )
+}
+
+#[test]
+fn network_and_gpu_ceilings_of_a_recorded_node_with_their_warnings() {
+    let root = fixture("ib_ndr/before/sys");
+    let gpus = fixture("gpu/gen4_x8.toml");
+    let base = [
+        "--no-stream",
+        "--best-only",
+        "--sysfs-root",
+        &root,
+        "--ib-rate-gbps",
+        "400",
+        "--gpu-values",
+        &gpus,
+    ];
+    let mut args = vec!["--json"];
+    args.extend(base);
+    let out = ceilings(&args, None);
+    out.assert_code(0);
+    let v: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+    let get = |id: &str| {
+        v["ceilings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["id"] == id)
+            .unwrap_or_else(|| panic!("{id} missing: {v}"))
+            .clone()
+    };
+    // NDR 4X = 400 Gb/s = 50 GB/s per direction; the port negotiated down to HDR = 25 GB/s
+    assert_eq!(get("net.ib.mlx5_0.1")["value"].as_f64(), Some(50.0));
+    assert_eq!(get("net.ib.mlx5_0.1")["source"], "sysfs");
+    assert_eq!(get("net.ib.mlx5_1.1")["value"].as_f64(), Some(25.0));
+    // Gen4 x8: half of Gen4 x16's 31.5 GB/s
+    assert_eq!(get("gpu0.pcie")["value"].as_f64(), Some(15.75));
+    assert_eq!(get("gpu0.pcie")["source"], "driver");
+    assert!(get("gpu0.peak.bf16_tensor")["value"].is_null());
+    let warnings: Vec<&str> = v["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w.as_str().unwrap())
+        .collect();
+    for (who, why) in [
+        ("mlx5_1 port 1", "negotiated down"),
+        ("mlx5_2 port 1", "not ACTIVE"),
+        ("gpu0", "x8 of x16"),
+    ] {
+        assert!(
+            warnings.iter().any(|w| w.contains(who) && w.contains(why)),
+            "{who}: {why} not in {warnings:?}"
+        );
+    }
+    // the text form: each port with its source, and the warnings
+    let text = ceilings(&base, None);
+    let t = &text.assert_code(0).stdout;
+    assert!(
+        t.contains("mlx5_0 port 1 (InfiniBand)") && t.contains("sysfs"),
+        "{t}"
+    );
+    assert!(t.contains("warning: mlx5_2 port 1"), "{t}");
+}
+
+#[test]
+fn a_host_without_network_ports_says_so() {
+    let empty = common::tmpdir("ceil-nosys");
+    let out = ceilings(
+        &[
+            "--no-stream",
+            "--best-only",
+            "--sysfs-root",
+            empty.to_str().unwrap(),
+        ],
+        None,
+    );
+    let t = &out.assert_code(0).stdout;
+    assert!(
+        t.contains("no InfiniBand port and no physical network interface"),
+        "{t}"
+    );
+    assert!(!t.contains("net."), "{t}");
+}
+
+#[test]
+fn bad_gpu_values_and_ib_rate_are_refused_naming_the_fix() {
+    let dir = common::tmpdir("ceil-badgpu");
+    let f = dir.join("gpus.toml");
+    std::fs::write(&f, "[[amd]]\nindex = 0\nname = \"x\"\ngfx = \"gfx90a\"\n").unwrap();
+    let out = ceilings(&["--no-stream", "--gpu-values", f.to_str().unwrap()], None);
+    out.assert_code(2);
+    assert!(
+        out.stderr.contains("gpus.toml, line 4") && out.stderr.contains("gfx"),
+        "{}",
+        out.stderr
+    );
+    assert!(out.stdout.is_empty(), "no partial output: {}", out.stdout);
+    let out = ceilings(&["--no-stream", "--ib-rate-gbps=0"], None);
+    out.assert_code(2);
+    assert!(
+        out.stderr.contains("positive rate in Gb/s"),
+        "{}",
+        out.stderr
+    );
+}

@@ -4,7 +4,9 @@
 //! the CPU's best kernel ([`kernel`]). Each ceiling says how it was obtained.
 
 pub mod fma;
+pub mod gpu;
 pub mod kernel;
+pub mod network;
 pub mod stream;
 
 use crate::params::cpulist::format_cpulist;
