@@ -308,6 +308,7 @@ mod tests {
             overlap_efficiency: (devices > 1).then(|| 1.0 - (step - compute).max(0.0)),
             samples_per_s: 1.0,
             bucket_bytes: Some(bucket),
+            digits: 3,
             concerns: BTreeSet::new(),
             usable: true,
         }
