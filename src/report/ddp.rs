@@ -119,7 +119,9 @@ fn step_table(pts: &[Point]) -> Table {
             Cell::opt(p.compute_imbalance_s, secs),
             Cell::num(p.exposed_comm_s, secs),
             Cell::text(p.exposed_comm_ci_s.map_or("-".into(), |[lo, hi]| {
-                format!("{} … {}", seconds(lo), seconds(hi))
+                // the step's digits: the interval is of the same noisy figure
+                let at = |x| crate::present::table::format_num(x, secs);
+                format!("{} … {}", at(lo), at(hi))
             })),
             Cell::num(
                 {
@@ -142,11 +144,6 @@ fn step_table(pts: &[Point]) -> Table {
         ]);
     }
     t
-}
-
-/// Seconds as the tables show them (µs/ms/s).
-fn seconds(x: f64) -> String {
-    crate::units::format_seconds(x)
 }
 
 /// Overlap efficiency against bucket size: per set-up without the bucket, nodes and devices,
