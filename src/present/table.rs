@@ -33,12 +33,16 @@ pub enum NumFmt {
 }
 
 /// Significant digits a measured figure supports, from the relative spread (cv) of its
-/// samples: 2 from 10 % up, 3 from 1 %, 4 below (and when the spread is unknown). A digit
-/// finer than the spread would claim a precision the next run does not repeat.
-pub(crate) fn digits_for_spread(cv: Option<f64>) -> u8 {
+/// `samples`: 2 from 10 % up, 3 from 1 %, 4 below (a zero spread included). A digit finer
+/// than the spread would claim a precision the next run does not repeat. One sample (or
+/// none, or a spread that is not a number) shows no spread at all: 3 digits, as a
+/// spread of a few percent, the run-to-run variation of a timed case on a shared host,
+/// rather than the 4 a zero cv from one sample would claim.
+pub(crate) fn digits_for_spread(samples: usize, cv: f64) -> u8 {
     match cv {
-        Some(r) if r.is_finite() && r >= 0.1 => 2,
-        Some(r) if r.is_finite() && r >= 0.01 => 3,
+        _ if samples < 2 || !cv.is_finite() => 3,
+        r if r >= 0.1 => 2,
+        r if r >= 0.01 => 3,
         _ => 4,
     }
 }
@@ -343,12 +347,21 @@ mod tests {
 
     #[test]
     fn measured_figures_keep_the_digits_their_spread_supports() {
-        assert_eq!(digits_for_spread(Some(0.05)), 3);
-        assert_eq!(digits_for_spread(Some(1.42)), 2);
-        assert_eq!(digits_for_spread(Some(0.1)), 2);
-        assert_eq!(digits_for_spread(Some(0.009)), 4);
-        assert_eq!(digits_for_spread(None), 4);
-        assert_eq!(digits_for_spread(Some(f64::NAN)), 4);
+        // spreads of 0.1 %, 3 %, 30 % over many samples
+        assert_eq!(digits_for_spread(50, 0.001), 4);
+        assert_eq!(digits_for_spread(50, 0.03), 3);
+        assert_eq!(digits_for_spread(50, 0.3), 2);
+        // the edges: 10 % and 1 % belong to the coarser side
+        assert_eq!(digits_for_spread(50, 0.1), 2);
+        assert_eq!(digits_for_spread(50, 0.01), 3);
+        assert_eq!(digits_for_spread(50, 0.0099), 4);
+        assert_eq!(digits_for_spread(50, 1.42), 2);
+        // zero spread over many samples (a coarse timer, a cached no-op): as tight as it gets
+        assert_eq!(digits_for_spread(50, 0.0), 4);
+        // a single sample has cv 0 but shows no spread: not 4 digits
+        assert_eq!(digits_for_spread(1, 0.0), 3);
+        assert_eq!(digits_for_spread(0, 0.0), 3);
+        assert_eq!(digits_for_spread(50, f64::NAN), 3);
         let m = |v, d| format_num(v, NumFmt::Measured(d));
         assert_eq!(m(12.3456, 3), "12.3");
         assert_eq!(m(12.3456, 4), "12.35");

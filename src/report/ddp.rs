@@ -33,6 +33,7 @@ struct BucketRow {
     bucket_bytes: u64,
     efficiency: Option<f64>,
     step_s: f64,
+    digits: u8,
 }
 
 /// Adds `figs`' ddp_step charts of kind `kind` (their index in `figs` is the figure number).
@@ -107,16 +108,20 @@ fn step_table(pts: &[Point]) -> Table {
             .get(p.setup.as_str())
             .filter(|_| p.usable)
             .and_then(|&(p0, t0)| scaling_efficiency(p.scaling, p0, t0, p.devices, p.step_s));
+        // as many digits as the step samples' spread supports
+        let secs = NumFmt::MeasuredSeconds(p.digits);
         t.push(vec![
             Cell::text(p.setup.clone()),
             Cell::UInt(u64::from(p.nodes)),
             Cell::UInt(u64::from(p.devices)),
-            Cell::num(p.step_s, NumFmt::Seconds),
-            Cell::num(p.compute_s, NumFmt::Seconds),
-            Cell::opt(p.compute_imbalance_s, NumFmt::Seconds),
-            Cell::num(p.exposed_comm_s, NumFmt::Seconds),
+            Cell::num(p.step_s, secs),
+            Cell::num(p.compute_s, secs),
+            Cell::opt(p.compute_imbalance_s, secs),
+            Cell::num(p.exposed_comm_s, secs),
             Cell::text(p.exposed_comm_ci_s.map_or("-".into(), |[lo, hi]| {
-                format!("{} … {}", seconds(lo), seconds(hi))
+                // the step's digits: the interval is of the same noisy figure
+                let at = |x| crate::present::table::format_num(x, secs);
+                format!("{} … {}", at(lo), at(hi))
             })),
             Cell::num(
                 {
@@ -130,20 +135,15 @@ fn step_table(pts: &[Point]) -> Table {
                 },
                 NumFmt::Percent,
             ),
-            Cell::num(p.comm_s, NumFmt::Seconds),
-            Cell::num(p.step_no_overlap_s, NumFmt::Seconds),
+            Cell::num(p.comm_s, secs),
+            Cell::num(p.step_no_overlap_s, secs),
             Cell::opt(p.overlap_efficiency, NumFmt::Percent),
-            Cell::num(p.samples_per_s, NumFmt::Sig),
+            Cell::num(p.samples_per_s, NumFmt::Measured(p.digits)),
             Cell::opt(efficiency, NumFmt::Percent),
             Cell::text(representative_cell(p)),
         ]);
     }
     t
-}
-
-/// Seconds as the tables show them (µs/ms/s).
-fn seconds(x: f64) -> String {
-    crate::units::format_seconds(x)
 }
 
 /// Overlap efficiency against bucket size: per set-up without the bucket, nodes and devices,
@@ -165,6 +165,7 @@ fn bucket_rows(pts: &[Point]) -> BTreeMap<(String, u32, u32), Vec<BucketRow>> {
                     bucket_bytes: b,
                     efficiency: p.overlap_efficiency,
                     step_s: p.step_s,
+                    digits: p.digits,
                 });
         }
     }
@@ -191,7 +192,7 @@ fn bucket_table(by_bucket: BTreeMap<(String, u32, u32), Vec<BucketRow>>) -> Tabl
                 Cell::UInt(u64::from(devices)),
                 Cell::num(r.bucket_bytes as f64, NumFmt::Bytes),
                 Cell::opt(r.efficiency, NumFmt::Percent),
-                Cell::num(r.step_s, NumFmt::Seconds),
+                Cell::num(r.step_s, NumFmt::MeasuredSeconds(r.digits)),
             ]);
         }
     }

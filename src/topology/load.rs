@@ -178,9 +178,33 @@ fn ended_at(name: &str) -> Option<f64> {
     name.strip_suffix(".json")?.split_once('-')?.0.parse().ok()
 }
 
-/// Processes that ended within [`ENDED_VISIBLE_S`] of `now`; records past [`ENDED_KEPT_S`]
+/// When this process started (seconds since the epoch: boot time plus its start in clock
+/// ticks after boot, /proc), or `None` without /proc.
+fn process_started_unix_s() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/stat").ok()?;
+    let boot_s: f64 = stat
+        .lines()
+        .find_map(|l| l.strip_prefix("btime "))?
+        .trim()
+        .parse()
+        .ok()?;
+    let own = std::fs::read_to_string("/proc/self/stat").ok()?;
+    parse_start_ticks(&own).map(|t| boot_s + t as f64 / ticks_per_s())
+}
+
+/// The start time (clock ticks after boot) of a /proc/<pid>/stat line.
+fn parse_start_ticks(text: &str) -> Option<u64> {
+    let rest = &text[text.rfind(')')? + 1..];
+    // after ")": state(0) ... starttime(19)
+    rest.split_whitespace().nth(19)?.parse().ok()
+}
+
+/// Processes that ended within [`ENDED_VISIBLE_S`] of `now` and not before `since` (a
+/// process that ended before this one started cannot have shared a window with it: its
+/// record is not opened, so a look costs a listing plus the few records of its own
+/// lifetime, however many launches the folder remembers); records past [`ENDED_KEPT_S`]
 /// are removed.
-fn ended_processes(dir: &std::path::Path, now: f64) -> Vec<Ended> {
+fn ended_processes(dir: &std::path::Path, now: f64, since: f64) -> Vec<Ended> {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return Vec::new();
     };
@@ -192,7 +216,7 @@ fn ended_processes(dir: &std::path::Path, now: f64) -> Vec<Ended> {
         };
         if now - at > ENDED_KEPT_S {
             let _ = std::fs::remove_file(e.path());
-        } else if now - at <= ENDED_VISIBLE_S {
+        } else if now - at <= ENDED_VISIBLE_S && at >= since {
             let read = std::fs::read(e.path()).ok();
             out.extend(read.and_then(|b| serde_json::from_slice::<Ended>(&b).ok()));
         }
@@ -209,10 +233,13 @@ fn add_ended(running: &mut BTreeMap<u32, (String, f64)>, ended: Vec<Ended>) {
 }
 
 /// pid → (command line, CPU seconds) of every process named `scalebench` running now, and of
-/// those that ended within the last hour (their final CPU time).
+/// those that ended since this process started, within the last hour (their final CPU time).
 pub fn scalebench_processes() -> BTreeMap<u32, (String, f64)> {
     let mut all = running_scalebench_processes();
-    add_ended(&mut all, ended_processes(&ended_dir(), now_unix_s()));
+    // Boot time is in whole seconds: a second of slack. A record read at both ends of a
+    // window adds nothing (its CPU time does not change).
+    let since = process_started_unix_s().map_or(f64::NEG_INFINITY, |t| t - 1.0);
+    add_ended(&mut all, ended_processes(&ended_dir(), now_unix_s(), since));
     all
 }
 
@@ -303,8 +330,13 @@ mod tests {
         assert_eq!(parse_proc_stat("intr 1\n"), None);
         assert_eq!(parse_loadavg("1.52 0.80 0.40 3/200 1234\n"), Some(1.52));
         assert_eq!(parse_loadavg(""), None);
-        let pid = "4242 (scale bench) S 17 4242 4242 0 -1 4194560 100 0 0 0 250 31 0 0 20 0 3 0";
+        let pid = "4242 (scale bench) S 17 4242 4242 0 -1 4194560 100 0 0 0 250 31 0 0 20 0 3 0 98765 1000";
         assert_eq!(parse_pid_stat(pid), Some((17, 281)));
+        assert_eq!(parse_start_ticks(pid), Some(98765));
+        assert_eq!(parse_start_ticks("4242 (x) S 17"), None);
+        // This process started before now.
+        let started = process_started_unix_s().unwrap();
+        assert!(started > 0.0 && started <= now_unix_s() + 1.0, "{started}");
         assert_eq!(parse_pid_stat("garbage"), None);
     }
 
@@ -374,8 +406,17 @@ mod tests {
         put(now - 200_000.0, 62, 1.0); // two days ago: removed
         std::fs::write(dir.join("not-a-record.txt"), "x").unwrap();
         std::fs::write(dir.join(".5.000-63.json.tmp"), "partial").unwrap();
-        let ended = ended_processes(&dir, now);
+        let all = f64::NEG_INFINITY;
+        let ended = ended_processes(&dir, now, all);
         assert_eq!(ended.iter().map(|e| e.pid).collect::<Vec<_>>(), [60]);
+        // Only records of processes that ended since the reader started: one that ended
+        // 20 minutes ago is within the hour but before a reader of 5 minutes.
+        put(now - 1200.0, 64, 2.0);
+        let pids = |v: Vec<Ended>| v.into_iter().map(|e| e.pid).collect::<BTreeSet<_>>();
+        assert_eq!(pids(ended_processes(&dir, now, all)), [60, 64].into());
+        assert_eq!(pids(ended_processes(&dir, now, now - 300.0)), [60].into());
+        assert!(dir.join(format!("{:.3}-64.json", now - 1200.0)).exists());
+        std::fs::remove_file(dir.join(format!("{:.3}-64.json", now - 1200.0))).unwrap();
         assert!(dir.join(format!("{:.3}-61.json", now - 7200.0)).exists());
         assert!(!dir.join(format!("{:.3}-62.json", now - 200_000.0)).exists());
         // A running process keeps its pid; an ended one joins the look.
@@ -383,7 +424,7 @@ mod tests {
         add_ended(&mut running, ended);
         assert_eq!(running[&60].0, "alive");
         let mut running = BTreeMap::new();
-        add_ended(&mut running, ended_processes(&dir, now));
+        add_ended(&mut running, ended_processes(&dir, now, all));
         // Seen only in the look after the window (not before): its whole CPU time counts.
         let before = HostSnapshot::default();
         let after = HostSnapshot {

@@ -291,11 +291,12 @@ fn two_launches_at_once_are_both_marked_and_name_no_winner() {
 /// A launch that starts and ends inside one long case of another is named by it: rank 0 looks
 /// only at the start, after each case and at the end, but every scalebench process leaves its
 /// CPU time as it ends (`$TMPDIR/scalebench-ended-<uid>/`), and the looks read those records.
+/// The two are a pure/hybrid pair of one case: both marked, no winner named between them.
 #[test]
 fn a_launch_inside_one_long_case_is_named() {
-    let _g = common::mpi_lock(); // launches of its own: no helper that takes the lock
+    let mpi = common::mpi_lock(); // launches of its own: no helper that takes the lock
     let dir = tmpdir("context-inside");
-    let (long, short) = (dir.join("long"), dir.join("short"));
+    let (long, short, rep) = (dir.join("long"), dir.join("short"), dir.join("rep"));
     // One case of several seconds (a 4 MiB all-reduce, thousands of times) …
     let mut a = start(
         2,
@@ -316,7 +317,8 @@ fn a_launch_inside_one_long_case_is_named() {
             s(&long),
         ],
     );
-    // … and, once it runs, a short launch that is over well before that case ends.
+    // … and, once it runs, a short launch of the same case on one rank × 2 devices (hybrid)
+    // that is over well before that case ends.
     std::thread::sleep(std::time::Duration::from_millis(1500));
     let mut b = start(
         1,
@@ -326,9 +328,17 @@ fn a_launch_inside_one_long_case_is_named() {
             "-w",
             "allreduce",
             "--sizes",
-            "8",
+            "4MiB",
+            "--in-place",
+            "no",
             "--iters",
-            "200",
+            "20",
+            "--warmup",
+            "2",
+            "--topology",
+            "hybrid",
+            "--devices-per-node",
+            "2",
             "--out",
             s(&short),
         ],
@@ -360,4 +370,34 @@ fn a_launch_inside_one_long_case_is_named() {
         .map(|u| u.kind.as_str())
         .collect();
     assert!(kinds.contains(&"co_scheduled"), "{kinds:?}: {h:?}");
+    // The short launch saw the long one's ranks running at both of its looks.
+    let a_pids: Vec<u32> = la
+        .provenance
+        .as_ref()
+        .unwrap()
+        .ranks
+        .iter()
+        .map(|r| r.pid)
+        .collect();
+    let hb = lb.host_load.as_ref().unwrap();
+    let seen_b: Vec<u32> = hb.other_scalebench.iter().map(|p| p.pid).collect();
+    assert!(
+        a_pids.iter().all(|p| seen_b.contains(p)),
+        "the short launch did not name the long one's ranks {a_pids:?}: {hb:?}"
+    );
+    let kinds_b: Vec<&str> = lb
+        .unrepresentative
+        .iter()
+        .map(|u| u.kind.as_str())
+        .collect();
+    assert!(kinds_b.contains(&"co_scheduled"), "{kinds_b:?}: {hb:?}");
+    // A pure/hybrid pair of one case: both kept out of the winners, with the reason said.
+    solo_held(&mpi, &["report", s(&long), s(&short), "--out", s(&rep)]).assert_code(0);
+    assert!(!rep.join("tables/topology_bands.csv").exists());
+    let rows = read_csv(&rep.join("tables/topology_bands_unrepresentative.csv"));
+    assert!(!rows.is_empty());
+    for r in &rows {
+        assert_eq!(r["winner"], "not named", "{r:?}");
+        assert!(r["why"].contains("co scheduled"), "{r:?}");
+    }
 }

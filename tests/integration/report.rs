@@ -542,8 +542,10 @@ fn cv(samples: &[f64]) -> Option<f64> {
     Some(var.sqrt() / mean)
 }
 
+/// Digits the report gives a figure (docs/report.md): a single sample shows no spread: 3.
 fn digits_for(cv: Option<f64>) -> i32 {
     match cv {
+        None => 3,
         Some(r) if r >= 0.1 => 2,
         Some(r) if r >= 0.01 => 3,
         _ => 4,
@@ -631,8 +633,8 @@ fn demo_per_size_tables_hold_every_ok_busbw() {
             assert_eq!(row[col], "", "{}", p.label());
             continue;
         }
-        // Digits from the samples' spread: 2 from a cv of 10 %, 3 from 1 %, else 4; the shown
-        // figure is the nearest on that grid.
+        // Digits from the samples' spread: 2 from a cv of 10 %, 3 from 1 %, else 4 (3 for a
+        // single sample); the shown figure is the nearest on that grid.
         let timing = c.timing.as_ref().unwrap();
         let d = digits_for(cv(&timing.samples_s));
         let shown: f64 = row[col].parse().unwrap_or_else(|_| panic!("{row:?}"));

@@ -60,6 +60,8 @@ pub(crate) struct Point {
     pub overlap_efficiency: Option<f64>,
     pub samples_per_s: f64,
     pub bucket_bytes: Option<u64>,
+    /// Significant digits its step figures support (the spread of its step samples).
+    pub digits: u8,
     /// Why the case cannot represent its set-up (kinds; empty: representative).
     pub concerns: BTreeSet<String>,
     /// Whether it may support a conclusion (representative, or included by the user).
@@ -96,6 +98,7 @@ pub(crate) fn points(a: &Analysis<'_>) -> Vec<Point> {
                 overlap_efficiency: m.overlap_efficiency,
                 samples_per_s: m.samples_per_s,
                 bucket_bytes: c.params.bucket_bytes,
+                digits: e.digits(),
             })
         })
         .collect();

@@ -59,9 +59,11 @@ impl<'a> Entry<'a> {
     pub fn representative(&self) -> bool {
         self.concerns.is_empty()
     }
-    /// Significant digits its figures support: from the relative spread (cv) of its samples.
+    /// Significant digits its figures support: from the relative spread (cv) of its samples
+    /// (3 without samples to show one).
     pub fn digits(&self) -> u8 {
-        crate::present::table::digits_for_spread(self.spread.map(|s| s.cv))
+        let (n, cv) = self.spread.map_or((0, f64::NAN), |s| (s.n, s.cv));
+        crate::present::table::digits_for_spread(n, cv)
     }
     /// The kinds of its concerns.
     pub fn concern_kinds(&self) -> BTreeSet<String> {

@@ -119,13 +119,17 @@ fn curve_row(a: &Analysis<'_>, c: &Curve) -> Vec<Cell> {
         ),
         peak.filter(|p| p.0 > 0.0)
             .map_or(Cell::Empty, |p| bytes_cell(p.1)),
-        Cell::opt(
-            pts.iter()
-                .filter_map(|e| e.case.algbw_gbps)
-                .max_by(f64::total_cmp)
-                .filter(|_| c.shape.devices() > 1), // 1 device: S/time of a local copy, not a bandwidth
-            NumFmt::Sig,
-        ),
+        {
+            let peak_algbw = pts
+                .iter()
+                .filter_map(|e| Some((e.case.algbw_gbps?, e.digits())))
+                .max_by(|x, y| x.0.total_cmp(&y.0))
+                .filter(|_| c.shape.devices() > 1); // 1 device: S/time of a local copy, not a bandwidth
+            Cell::opt(
+                peak_algbw.map(|p| p.0),
+                NumFmt::Measured(peak_algbw.map_or(3, |p| p.1)),
+            )
+        },
         alpha,
         bw,
         r2,

@@ -27,11 +27,11 @@ pub(super) fn spread(doc: &mut Doc, a: &Analysis<'_>) {
             Cell::text(case_text(e)),
             Cell::text(setup_text(a, &e.shape())),
             Cell::UInt(s.n as u64),
-            Cell::num(s.median_s, NumFmt::Seconds),
-            Cell::num(s.p5_s, NumFmt::Seconds),
-            Cell::num(s.p95_s, NumFmt::Seconds),
+            Cell::num(s.median_s, NumFmt::MeasuredSeconds(e.digits())),
+            Cell::num(s.p5_s, NumFmt::MeasuredSeconds(e.digits())),
+            Cell::num(s.p95_s, NumFmt::MeasuredSeconds(e.digits())),
             Cell::num(s.cv, NumFmt::Percent),
-            Cell::opt(e.time_s(), NumFmt::Seconds),
+            Cell::opt(e.time_s(), NumFmt::MeasuredSeconds(e.digits())),
         ]);
     }
     doc.table(t, "noisy", None);

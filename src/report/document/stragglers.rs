@@ -130,7 +130,7 @@ fn imbalance_table(doc: &mut Doc, a: &Analysis<'_>) {
                 .map_or(Cell::Empty, |r| Cell::text(r.node_name.clone())),
             e.slowest
                 .map_or(Cell::Empty, |r| Cell::text(r.host.clone())),
-            Cell::opt(e.time_s(), NumFmt::Seconds),
+            Cell::opt(e.time_s(), NumFmt::MeasuredSeconds(e.digits())),
         ]);
     }
     doc.table(t, "most_imbalanced", None);

@@ -198,6 +198,32 @@ struct Curve {
     points: Vec<Pt>,
 }
 
+/// The words (whitespace-separated) every one of `setups` has, in the first one's order, and
+/// each set-up without them. One set-up (or none) shares nothing: it keeps its words.
+fn split_shared_words(setups: &[&str]) -> (String, Vec<String>) {
+    if setups.len() < 2 {
+        return (
+            String::new(),
+            setups.iter().map(|s| s.to_string()).collect(),
+        );
+    }
+    let has = |s: &str, w: &str| s.split_whitespace().any(|x| x == w);
+    let shared: Vec<&str> = setups[0]
+        .split_whitespace()
+        .filter(|w| setups.iter().all(|s| has(s, w)))
+        .collect();
+    let own = setups
+        .iter()
+        .map(|s| {
+            s.split_whitespace()
+                .filter(|w| !shared.contains(w))
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .collect();
+    (shared.join(" "), own)
+}
+
 fn overlap_vs_bucket(pts: &[Point]) -> Vec<Figure> {
     type Key = (String, u32, u32, BTreeSet<String>);
     let mut groups: BTreeMap<Key, Vec<Pt>> = BTreeMap::new();
@@ -215,14 +241,25 @@ fn overlap_vs_bucket(pts: &[Point]) -> Vec<Figure> {
             .or_default()
             .push(Pt::new(b as f64, e));
     }
+    groups.retain(|_, v| v.len() > 1);
+    // Words every curve's set-up shares (model, dtype, batch, …) go to the title once: the
+    // legend names what tells the curves apart, short enough to show every entry.
+    let setups: Vec<&str> = groups.keys().map(|k| k.0.as_str()).collect();
+    let (shared, own) = split_shared_words(&setups);
+    let title = if shared.is_empty() {
+        "ddp_step: overlap efficiency vs gradient bucket capacity".to_string()
+    } else {
+        format!("ddp_step: overlap efficiency vs gradient bucket capacity — {shared}")
+    };
     let curves: Vec<Curve> = groups
         .into_iter()
-        .filter(|(_, v)| v.len() > 1)
-        .map(|((setup, nodes, devices, concerns), mut v)| {
+        .zip(own)
+        .map(|(((_, nodes, devices, concerns), mut v), setup)| {
             v.sort_by(|a, b| a.x.total_cmp(&b.x));
+            let sep = if setup.is_empty() { "" } else { ": " };
             Curve {
                 label: format!(
-                    "{}, {devices} devices: {setup}{}",
+                    "{}, {devices} devices{sep}{setup}{}",
                     crate::present::count(nodes as usize, "node", "nodes"),
                     not_representative_suffix(&concerns)
                 ),
@@ -265,7 +302,7 @@ fn overlap_vs_bucket(pts: &[Point]) -> Vec<Figure> {
             } else {
                 FigureKind::DdpOverlap.to_string()
             },
-            title: "ddp_step: overlap efficiency vs gradient bucket capacity".to_string(),
+            title: title.clone(),
             caption: "How much of the all-reduce time the step hides behind backward compute, against the bucket capacity: overlap_efficiency = 1 − exposed_comm_s / comm_s (1: all hidden; 0: none). Small buckets start communication early but pay a per-call cost; one huge bucket cannot start before backward ends.".to_string(),
             panels: vec![Panel {
                 title: String::new(),
@@ -308,9 +345,31 @@ mod tests {
             overlap_efficiency: (devices > 1).then(|| 1.0 - (step - compute).max(0.0)),
             samples_per_s: 1.0,
             bucket_bytes: Some(bucket),
+            digits: 3,
             concerns: BTreeSet::new(),
             usable: true,
         }
+    }
+
+    #[test]
+    fn the_overlap_legend_names_what_tells_the_set_ups_apart() {
+        let (shared, own) = split_shared_words(&[
+            "m f32 cpu batch=64 hybrid core fill",
+            "m f32 cpu batch=64 pure none fill",
+            "m f32 cpu batch=64 pure core fill",
+        ]);
+        assert_eq!(shared, "m f32 cpu batch=64 fill");
+        assert_eq!(own, ["hybrid core", "pure none", "pure core"]);
+        // one set-up keeps its words; nothing shared leaves each whole
+        assert_eq!(
+            split_shared_words(&["a b"]),
+            (String::new(), vec!["a b".into()])
+        );
+        let (shared, own) = split_shared_words(&["a b", "c d"]);
+        assert_eq!(
+            (shared.as_str(), own),
+            ("", vec!["a b".into(), "c d".into()])
+        );
     }
 
     #[test]

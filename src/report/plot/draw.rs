@@ -556,6 +556,26 @@ fn wrap_with(text: &str, fits: impl Fn(&str) -> bool) -> Vec<String> {
     lines
 }
 
+/// Legend type sizes (px) and their line heights, largest first.
+const LEGEND_SIZES: [(u32, i32); 3] = [(15, 18), (13, 16), (12, 14)];
+
+/// The legend's type size and line height: the largest of [`LEGEND_SIZES`] at which every
+/// entry fits `room_px` (each entry its wrapped lines plus 8 px), else the smallest (the
+/// drawer then shows the entries that fit and counts the rest). A smaller legend beats one
+/// that hides most series behind "… more". `lines(label, size)` wraps one label.
+fn fit_legend(labels: &[&str], room_px: i32, lines: impl Fn(&str, u32) -> usize) -> (u32, i32) {
+    let need = |(size, line_h): (u32, i32)| -> i32 {
+        labels
+            .iter()
+            .map(|l| lines(l, size) as i32 * line_h + 8)
+            .sum()
+    };
+    LEGEND_SIZES
+        .into_iter()
+        .find(|&s| need(s) <= room_px)
+        .unwrap_or(LEGEND_SIZES[LEGEND_SIZES.len() - 1])
+}
+
 fn draw_legend<DB: DrawingBackend<ErrorType: 'static>>(
     root: &DrawingArea<DB, Shift>,
     legend: &DrawingArea<DB, Shift>,
@@ -567,7 +587,6 @@ fn draw_legend<DB: DrawingBackend<ErrorType: 'static>>(
     );
     let (_, h) = root.dim_in_pixel();
     let bottom = h as i32 - 10;
-    let text = (FONT, 15).into_font().color(&BLACK);
     let head = (FONT, 16).into_font().color(&BLACK);
     let note = (FONT, 13).into_font().color(&RGBColor(80, 80, 80));
     let width = LEGEND_W - 36;
@@ -583,10 +602,15 @@ fn draw_legend<DB: DrawingBackend<ErrorType: 'static>>(
         .flat_map(|n| wrap(root, n, &note, width))
         .collect();
     let notes_h = note_lines.len() as i32 * 17 + 12;
+    let labels: Vec<&str> = fig.legend.iter().map(|e| e.label.as_str()).collect();
+    let (size, line_h) = fit_legend(&labels, bottom - notes_h - 18 - y, |l, size| {
+        wrap(root, l, &(FONT, size).into_font().color(&BLACK), width - 44).len()
+    });
+    let text = (FONT, size).into_font().color(&BLACK);
     let mut shown = 0;
     for e in &fig.legend {
         let lines = wrap(root, &e.label, &text, width - 44);
-        let need = lines.len() as i32 * 18 + 8;
+        let need = lines.len() as i32 * line_h + 8;
         if y + need > bottom - notes_h - 18 {
             break;
         }
@@ -595,7 +619,7 @@ fn draw_legend<DB: DrawingBackend<ErrorType: 'static>>(
         for (i, l) in lines.iter().enumerate() {
             root.draw(&Text::new(
                 l.clone(),
-                (ox + 44, y + 18 * i as i32),
+                (ox + 44, y + line_h * i as i32),
                 text.clone(),
             ))?;
         }
@@ -665,6 +689,25 @@ mod tests {
     /// at smaller sizes (a stand-in for the font's measure).
     fn fits_chars(chars: usize) -> impl Fn(&str, u32) -> bool {
         move |s: &str, size: u32| s.chars().count() * size as usize <= chars * 22
+    }
+
+    #[test]
+    fn a_legend_shrinks_its_type_before_it_hides_series() {
+        // Lines of at most 30 characters at 22 px: 44 at 15 px, 50 at 13, 55 at 12.
+        let fits = fits_chars(30);
+        let lines = |l: &str, size: u32| wrap_with(l, |s| fits(s, size)).len();
+        let short = ["pure bind=core", "hybrid bind=none"];
+        assert_eq!(fit_legend(&short, 500, lines), (15, 18));
+        // Eight entries of ~100 characters (the ddp overlap legend of a study run on a busy
+        // host): 3 lines each at 15 px (8 × 62 = 496 px) do not fit 420 px; at 13 px they do.
+        let long = "1 node, 2 devices: 256x256x8 f32 hybrid core fill — NOT REPRESENTATIVE: host busy, oversubscribed";
+        let eight = [long; 8];
+        assert_eq!(lines(long, 15), 3);
+        assert_eq!(fit_legend(&eight, 420, lines), (13, 16));
+        // Room for none at any size: the smallest, and the drawer counts what it leaves out.
+        assert_eq!(fit_legend(&eight, 100, lines), (12, 14));
+        // No entries: the largest.
+        assert_eq!(fit_legend(&[], 0, lines), (15, 18));
     }
 
     #[test]
