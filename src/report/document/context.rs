@@ -179,14 +179,8 @@ fn executes(l: &LaunchRecord) -> String {
 fn transport_text(l: &LaunchRecord) -> String {
     if let Some(t) = &l.transport {
         let mut s = t.summary.clone();
-        let set: Vec<String> = t
-            .mca
-            .iter()
-            .filter(|m| m.source != "default")
-            .map(|m| format!("{}={} ({})", m.name, m.value, m.source))
-            .collect();
-        if !set.is_empty() {
-            s.push_str(&format!("; MCA {}", set.join(", ")));
+        if let Some(set) = mca_text(&t.mca) {
+            s.push_str(&format!("; MCA {set}"));
         }
         return s;
     }
@@ -200,6 +194,24 @@ fn transport_text(l: &LaunchRecord) -> String {
     } else {
         format!("not recorded (environment: {})", asked.join(", "))
     }
+}
+
+/// The MCA settings not left at their default, grouped by where they came from with each
+/// source named once (a parameter file's path repeated after every setting filled the cell).
+fn mca_text(mca: &[crate::results::schema::McaSetting]) -> Option<String> {
+    let mut groups: Vec<(&str, Vec<String>)> = Vec::new();
+    for m in mca.iter().filter(|m| m.source != "default") {
+        let setting = format!("{}={}", m.name, m.value);
+        match groups.iter_mut().find(|(src, _)| *src == m.source) {
+            Some((_, v)) => v.push(setting),
+            None => groups.push((m.source.as_str(), vec![setting])),
+        }
+    }
+    let set: Vec<String> = groups
+        .iter()
+        .map(|(src, v)| format!("{} ({src})", v.join(", ")))
+        .collect();
+    (!set.is_empty()).then(|| set.join("; "))
 }
 
 /// Prefixes of the variables that steer the collective libraries and their networks.
@@ -306,5 +318,27 @@ mod tests {
         assert_eq!(range(&[0.5, 1.25], |x| format!("{x:.2}")), "0.50–1.25");
         assert_eq!(range(&[0.5, 0.501], |x| format!("{x:.2}")), "0.50");
         assert_eq!(range(&[], |x| format!("{x:.2}")), "");
+    }
+
+    #[test]
+    fn mca_sources_are_named_once() {
+        use crate::results::schema::McaSetting;
+        let m = |name: &str, value: &str, source: &str| McaSetting {
+            name: name.into(),
+            value: value.into(),
+            source: source.into(),
+        };
+        let file = "/etc/openmpi/openmpi-mca-params.conf";
+        let set = [
+            m("pml", "ob1", file),
+            m("btl", "self,tcp", "environment"),
+            m("mtl", "", "default"),
+            m("btl_tcp_if_include", "lo", file),
+        ];
+        assert_eq!(
+            mca_text(&set).as_deref(),
+            Some("pml=ob1, btl_tcp_if_include=lo (/etc/openmpi/openmpi-mca-params.conf); btl=self,tcp (environment)")
+        );
+        assert_eq!(mca_text(&[m("pml", "", "default")]), None);
     }
 }
