@@ -283,6 +283,8 @@ fn no_ceilings_records_none_and_says_so_and_files_without_them_still_report_and_
                 common::s(&with2),
                 "--format",
                 "json",
+                // two samples a side: too few for the gate, enough to show the fractions
+                "--allow-low-power",
             ])
             .output()
             .unwrap(),
@@ -310,13 +312,13 @@ fn no_ceilings_records_none_and_says_so_and_files_without_them_still_report_and_
     for (a, b) in [(&with, &without), (&without, &with)] {
         let ran = common::Ran::raw(
             std::process::Command::new(bin())
-                .args(["compare", common::s(a), common::s(b)])
+                .args(["compare", common::s(a), common::s(b), "--allow-low-power"])
                 .output()
                 .unwrap(),
         );
         common::no_panic(&ran);
         // 0 or 1: real timings of two runs may differ by chance; a refusal (2) would mean the
-        // ceilings made the runs incomparable
+        // ceilings made the runs incomparable (low power is allowed: two samples a side)
         assert!(
             ran.code == 0 || ran.code == 1,
             "{}\n{}",
@@ -324,4 +326,37 @@ fn no_ceilings_records_none_and_says_so_and_files_without_them_still_report_and_
             ran.stderr
         );
     }
+}
+
+#[test]
+fn every_busbw_and_gflops_figure_of_the_demo_study_has_a_ceiling_or_says_why_not() {
+    let r = common::read_results(crate::report::demo());
+    for l in &r.launches {
+        let p = l.provenance.as_ref().unwrap();
+        assert!(!p.ceilings.is_empty(), "{}: no ceilings", l.launch_id);
+    }
+    let mut figures = 0;
+    for c in &r.cases {
+        for (figure, value) in [("busbw_gbps", c.busbw_gbps), ("gflops", c.gflops)] {
+            if value.is_none() {
+                continue;
+            }
+            figures += 1;
+            let f = c
+                .peak
+                .iter()
+                .find(|f| f.figure == figure)
+                .unwrap_or_else(|| panic!("{}: {figure} has no ceiling: {:?}", c.id, c.peak));
+            assert!(!f.ceiling_id.is_empty());
+            match f.frac_peak {
+                Some(x) => assert!(
+                    (0.0..100.0).contains(&x) && f.bound.is_some_and(|b| b > 0.0),
+                    "{f:?}"
+                ),
+                None => assert!(f.unknown.as_deref().is_some_and(|u| !u.is_empty()), "{f:?}"),
+            }
+        }
+    }
+    // allreduce and allgather over 7 sizes, and the GEMMs
+    assert!(figures >= 28, "{figures} figures");
 }
