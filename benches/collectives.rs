@@ -106,6 +106,7 @@ fn prepare<B: Backend>(
         gemm: Default::default(),
         buffer_offset: Default::default(),
         thread_level: None,
+        ceilings: false,
     };
     match run_case(backend, comm, case, &settings) {
         Ok(m) if m.wrong == 0 => {}

@@ -32,6 +32,7 @@ fn main() {
         gemm: Default::default(),
         buffer_offset: Default::default(),
         thread_level: None,
+        ceilings: false,
     };
     if comm.is_root() {
         println!(

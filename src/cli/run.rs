@@ -189,6 +189,11 @@ pub struct RunArgs {
     #[arg(long, value_name = "LEVEL")]
     pub thread_level: Option<crate::params::ThreadLevel>,
 
+    /// Do not measure the hosts' ceilings (FMA peak, STREAM Copy) at start-up: figures then
+    /// carry no fraction of peak, and the provenance says the ceilings were skipped.
+    #[arg(long)]
+    pub no_ceilings: bool,
+
     /// Force NCCL's algorithm for this launch (NCCL_ALGO; cuda backend): ring, tree,
     /// collnet_direct, collnet_chain, nvls, nvls_tree or pat (NCCL's spellings too, any case;
     /// one value: sweep several with the spec axis nccl_algo). Recorded in each case.
@@ -262,6 +267,7 @@ impl From<&RunArgs> for crate::plan::Request {
             threads_per_device: a.threads_per_device,
             gemm: a.gemm,
             thread_level: a.thread_level,
+            ceilings: !a.no_ceilings,
             fault: a.fault.clone(),
             nccl_algo: a.nccl_algo,
             nccl_proto: a.nccl_proto,

@@ -245,6 +245,10 @@ pub struct CaseStats {
     /// the mean over ranks), averaged over the side's runs that measured it.
     pub headline_baseline: Option<f64>,
     pub headline_candidate: Option<f64>,
+    /// The headline as a fraction of its ceiling (the case's `peak`), averaged over the side's
+    /// runs that recorded one; absent for time and where a side has none.
+    pub frac_peak_baseline: Option<f64>,
+    pub frac_peak_candidate: Option<f64>,
 }
 
 impl CaseStats {

@@ -332,7 +332,16 @@ fn stat_cells(s: &CaseStats) -> [Cell; 9] {
             (b, c) => {
                 let f =
                     |x: Option<f64>| x.map_or("–".to_string(), |v| format_num(v, m.value_fmt()));
-                format!("{} → {}", f(b), f(c))
+                // beside the change, where both sides know their ceiling: how far from it
+                let peak = match (s.frac_peak_baseline, s.frac_peak_candidate) {
+                    (Some(pb), Some(pc)) => format!(
+                        " ({} → {} of peak)",
+                        format_num(pb, NumFmt::Percent),
+                        format_num(pc, NumFmt::Percent)
+                    ),
+                    _ => String::new(),
+                };
+                format!("{} → {}{peak}", f(b), f(c))
             }
         }),
         Cell::Text(match s.basis {
@@ -561,6 +570,11 @@ struct JsonStats {
     /// ranks), averaged over the side's runs.
     baseline_headline: Option<f64>,
     candidate_headline: Option<f64>,
+    /// The headline as a fraction of its ceiling, each side (absent where a side has none).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    baseline_frac_peak: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    candidate_frac_peak: Option<f64>,
     n_baseline: usize,
     n_candidate: usize,
 }
@@ -707,6 +721,8 @@ fn json_case(x: &CaseComparison, noise: f64) -> JsonCase<'_> {
             floored_at_timer: s.floored,
             baseline_headline: s.headline_baseline,
             candidate_headline: s.headline_candidate,
+            baseline_frac_peak: s.frac_peak_baseline,
+            candidate_frac_peak: s.frac_peak_candidate,
             n_baseline: s.n_baseline,
             n_candidate: s.n_candidate,
         }),

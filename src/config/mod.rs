@@ -146,6 +146,18 @@ mod tests {
     }
 
     #[test]
+    fn run_ceilings_turns_the_launch_measurement_off() {
+        let on = |text: &str| parse(Path::new("s.toml"), text).map(|s| s.settings.ceilings);
+        assert!(on("name = \"x\"\n").unwrap());
+        assert!(on("[run]\nceilings = true\n").unwrap());
+        assert!(!on("[run]\nceilings = false\n").unwrap());
+        // not a boolean: refused with the line, nothing guessed
+        let e = on("name = \"x\"\n[run]\nceilings = \"no\"\n").unwrap_err();
+        assert!(e.to_string().starts_with("s.toml:3:"), "{e}");
+        assert_eq!(e.line, 3);
+    }
+
+    #[test]
     fn buffer_offsets_as_the_command_line_takes_them() {
         let offset = |text: &str| {
             let s = parse(Path::new("s.toml"), text).unwrap();

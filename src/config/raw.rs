@@ -50,6 +50,9 @@ pub(crate) struct RawRun {
     /// The MPI thread level of every launch (`--thread-level`): `single`, `funneled`,
     /// `serialized` or `multiple`; default: the highest any launch needs.
     pub thread_level: Option<Spanned<String>>,
+    /// Measure each host's ceilings at the start of each launch (default true; `false` as
+    /// `--no-ceilings`).
+    pub ceilings: Option<bool>,
 }
 
 /// `[launch]`: how local sweeps start their launches.

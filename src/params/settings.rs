@@ -46,6 +46,14 @@ pub struct RunSettings {
     /// cases need (see `plan::thread_level_needed`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub thread_level: Option<super::ThreadLevel>,
+    /// Measure each host's ceilings once at the start of the launch (`--no-ceilings`, spec
+    /// `run.ceilings = false` turn it off); plans written before it existed measure them.
+    #[serde(default = "measure_ceilings_default")]
+    pub ceilings: bool,
+}
+
+fn measure_ceilings_default() -> bool {
+    true
 }
 
 /// Where benchmark buffers start after a page boundary (`--buffer-offset`), bytes; to study

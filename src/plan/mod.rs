@@ -64,6 +64,8 @@ pub struct Request {
     pub gemm: GemmChoice,
     /// `--thread-level` (`None`: the lowest the launch needs).
     pub thread_level: Option<ThreadLevel>,
+    /// Measure the hosts' ceilings at start-up (`--no-ceilings`: false).
+    pub ceilings: bool,
     /// Test-only fault injection (see [`Fault`]).
     pub fault: Option<String>,
     /// `--nccl-algo`: NCCL_ALGO for the launch (`None`: NCCL's own choice).
@@ -108,6 +110,7 @@ impl Default for Request {
             threads_per_device: 1,
             gemm: GemmChoice::Auto,
             thread_level: None,
+            ceilings: true,
             fault: None,
             nccl_algo: None,
             nccl_proto: None,
@@ -195,6 +198,7 @@ impl RunOptions {
                 gemm: a.gemm,
                 buffer_offset: a.buffer_offset,
                 thread_level: a.thread_level,
+                ceilings: a.ceilings,
             },
         })
     }

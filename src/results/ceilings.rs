@@ -74,6 +74,184 @@ impl Ceiling {
     }
 }
 
+/// One host's ceilings as a launch measured them at its start (by the host's node leader,
+/// the lowest rank on it, while the host's other ranks slept).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HostCeilings {
+    pub host: String,
+    /// The rank that measured them.
+    pub rank: u32,
+    /// The CPUs offered to the launch's ranks on this host (cpulist): the ones measured.
+    pub cpus: String,
+    /// How long the measurement took, seconds (the launch's start-up cost on this host).
+    pub seconds: f64,
+    pub ceilings: Vec<Ceiling>,
+}
+
+/// A figure of a case as a fraction of the ceiling that bounds it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PeakFraction {
+    /// The case's field it applies to: `busbw_gbps` or `gflops`.
+    pub figure: String,
+    /// The bounding ceiling's id (in the launch's provenance, or an unknown one named here).
+    pub ceiling_id: String,
+    /// The bound used: the ceiling's value, times `cpus` where given; absent when unknown.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bound: Option<f64>,
+    /// The ceiling is per CPU and the figure's threads use this many CPUs (GEMM).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpus: Option<u32>,
+    /// figure / bound; absent exactly when `unknown` says why.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub frac_peak: Option<f64>,
+    /// Why the ceiling is not known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unknown: Option<String>,
+}
+
+/// What a results reader needs of a launch to bound its figures.
+#[derive(Debug, Clone, Copy)]
+pub struct LaunchCeilings<'a> {
+    /// The hosts' ceilings (empty: skipped, or a file from before they were recorded).
+    pub hosts: &'a [HostCeilings],
+    /// Why they were not measured (`--no-ceilings`), if so.
+    pub skipped: Option<&'a str>,
+    /// Distinct hosts of the launch.
+    pub host_count: usize,
+    /// Nodes were emulated on one host.
+    pub emulated_nodes: bool,
+    pub nodes: u32,
+    /// Rank 0's host (GEMM figures are rank 0's mean over devices).
+    pub rank0_host: &'a str,
+}
+
+impl<'a> LaunchCeilings<'a> {
+    /// A launch's, from its provenance.
+    pub fn of(p: &'a crate::results::schema::Provenance) -> LaunchCeilings<'a> {
+        LaunchCeilings {
+            hosts: &p.ceilings,
+            skipped: p.ceilings_skipped.as_deref(),
+            host_count: p.hosts.len(),
+            emulated_nodes: p.emulated_nodes,
+            nodes: p.nodes,
+            rank0_host: p.ranks.first().map_or("", |r| r.host.as_str()),
+        }
+    }
+}
+
+/// The fraction of peak of each bandwidth (busbw) and GFLOP/s figure of a case (pure).
+///
+/// busbw on one host is bounded by the host's all-CPU STREAM Copy bandwidth (a collective's
+/// bytes are copied through memory, and Copy moves each byte once in, once out, like a
+/// shared-memory transport); across hosts by the network link, which no ceiling records yet;
+/// GEMM GFLOP/s by the one-CPU FMA peak of its precision times the CPUs its threads use.
+/// A launch with no ceilings recorded and no reason (an older file) gets none.
+pub fn fractions(
+    params: &crate::params::CaseParams,
+    busbw_gbps: Option<f64>,
+    gflops: Option<f64>,
+    l: &LaunchCeilings<'_>,
+) -> Vec<PeakFraction> {
+    use crate::params::{BackendKind, Dtype};
+    if l.hosts.is_empty() && l.skipped.is_none() {
+        return Vec::new();
+    }
+    let unknown = |figure: &str, id: &str, why: String| PeakFraction {
+        figure: figure.into(),
+        ceiling_id: id.into(),
+        bound: None,
+        cpus: None,
+        frac_peak: None,
+        unknown: Some(why),
+    };
+    let host = l
+        .hosts
+        .iter()
+        .find(|h| h.host == l.rank0_host)
+        .or(l.hosts.first());
+    let find = |id: &str| host.and_then(|h| h.ceilings.iter().find(|c| c.id == id));
+    let against = |figure: &str, value: f64, c: &Ceiling, cpus: Option<u32>| {
+        let bound = c.value.map(|v| v * f64::from(cpus.unwrap_or(1)));
+        PeakFraction {
+            figure: figure.into(),
+            ceiling_id: c.id.clone(),
+            bound,
+            cpus,
+            frac_peak: bound.filter(|b| *b > 0.0).map(|b| value / b),
+            unknown: c.value.is_none().then(|| c.detail.clone()),
+        }
+    };
+    let gpu = matches!(params.backend, BackendKind::Cuda | BackendKind::Rocm);
+    let mut out = Vec::new();
+    if let Some(b) = busbw_gbps {
+        const F: &str = "busbw_gbps";
+        if gpu {
+            out.push(unknown(
+                F,
+                "gpu.link",
+                "GPU link ceilings are not recorded in a launch yet".into(),
+            ));
+        } else if l.host_count > 1 {
+            out.push(unknown(F, "net.link", "the network link's ceiling is not recorded yet (no sysfs port rate read in a launch)".into()));
+        } else if l.emulated_nodes && l.nodes > 1 {
+            out.push(unknown(F, "net.link", "emulated nodes: the ranks of different nodes share one host, so no network link bounds the figure".into()));
+        } else if let Some(why) = l.skipped {
+            out.push(unknown(F, "cpu.mem.copy.all_cpus", why.into()));
+        } else {
+            match find("cpu.mem.copy.all_cpus").or_else(|| find("cpu.mem.copy.one_cpu")) {
+                Some(c) => out.push(against(F, b, c, None)),
+                None => out.push(unknown(
+                    F,
+                    "cpu.mem.copy.all_cpus",
+                    "no STREAM Copy ceiling recorded for rank 0's host".into(),
+                )),
+            }
+        }
+    }
+    if let Some(g) = gflops {
+        const F: &str = "gflops";
+        let precision = match params.dtype {
+            Dtype::F32 => Some("f32"),
+            Dtype::F64 => Some("f64"),
+            _ => None,
+        };
+        if gpu {
+            out.push(unknown(
+                F,
+                "gpu.peak",
+                "GPU peaks are not recorded in a launch yet".into(),
+            ));
+        } else if let Some(why) = l.skipped {
+            out.push(unknown(F, "cpu.peak", why.into()));
+        } else if let Some(p) = precision {
+            // the best instruction set's one-CPU peak (a launch measures only the best)
+            let prefix = format!("cpu.peak.{p}.");
+            let best = host.and_then(|h| {
+                h.ceilings
+                    .iter()
+                    .filter(|c| c.id.starts_with(&prefix) && c.id.ends_with(".one_cpu"))
+                    .max_by(|a, b| a.value.unwrap_or(0.0).total_cmp(&b.value.unwrap_or(0.0)))
+            });
+            let cpus = params.threads_per_device.unwrap_or(1).max(1);
+            match best {
+                Some(c) => out.push(against(F, g, c, Some(cpus))),
+                None => out.push(unknown(
+                    F,
+                    &format!("cpu.peak.{p}"),
+                    format!("no {p} FMA peak recorded for rank 0's host"),
+                )),
+            }
+        } else {
+            out.push(unknown(
+                F,
+                "cpu.peak",
+                format!("no FMA peak is measured for {}", params.dtype),
+            ));
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -95,5 +273,194 @@ mod tests {
         let json = serde_json::to_string(&c).unwrap();
         assert!(json.contains("\"source\":\"unknown\"") && json.contains("\"unit\":\"gbps\""));
         assert_eq!(serde_json::from_str::<Ceiling>(&json).unwrap(), c);
+    }
+
+    fn ceiling(id: &str, unit: CeilingUnit, value: Option<f64>) -> Ceiling {
+        Ceiling {
+            id: id.into(),
+            what: id.into(),
+            unit,
+            value,
+            source: if value.is_some() {
+                CeilingSource::Measured
+            } else {
+                CeilingSource::Unknown
+            },
+            detail: if value.is_some() { "how" } else { "why not" }.into(),
+        }
+    }
+
+    fn host(name: &str) -> HostCeilings {
+        HostCeilings {
+            host: name.into(),
+            rank: 0,
+            cpus: "0-3".into(),
+            seconds: 0.2,
+            ceilings: vec![
+                ceiling(
+                    "cpu.peak.f32.avx2+fma.one_cpu",
+                    CeilingUnit::Gflops,
+                    Some(100.0),
+                ),
+                ceiling(
+                    "cpu.peak.f64.avx2+fma.one_cpu",
+                    CeilingUnit::Gflops,
+                    Some(50.0),
+                ),
+                ceiling(
+                    "cpu.peak.f64.avx2+fma.all_cpus",
+                    CeilingUnit::Gflops,
+                    Some(180.0),
+                ),
+                ceiling("cpu.mem.copy.one_cpu", CeilingUnit::Gbps, Some(10.0)),
+                ceiling("cpu.mem.copy.all_cpus", CeilingUnit::Gbps, Some(40.0)),
+            ],
+        }
+    }
+
+    /// A case's parameters and its two figures.
+    struct Case {
+        params: crate::params::CaseParams,
+        busbw_gbps: Option<f64>,
+        gflops: Option<f64>,
+    }
+
+    fn case(w: crate::params::Workload, dtype: crate::params::Dtype) -> Case {
+        let mut params = crate::params::CaseParams::new(w, 1, 4);
+        params.dtype = dtype;
+        params.threads_per_device = Some(2);
+        Case {
+            params,
+            busbw_gbps: None,
+            gflops: None,
+        }
+    }
+
+    fn fractions(c: &Case, l: &LaunchCeilings<'_>) -> Vec<PeakFraction> {
+        super::fractions(&c.params, c.busbw_gbps, c.gflops, l)
+    }
+
+    fn launch(hosts: &[HostCeilings]) -> LaunchCeilings<'_> {
+        LaunchCeilings {
+            hosts,
+            skipped: None,
+            host_count: 1,
+            emulated_nodes: false,
+            nodes: 1,
+            rank0_host: "a",
+        }
+    }
+
+    #[test]
+    fn busbw_on_one_host_is_a_fraction_of_the_all_cpu_copy_bandwidth() {
+        use crate::params::{Dtype, Workload};
+        let hosts = [host("a")];
+        let mut c = case(Workload::Allreduce, Dtype::F32);
+        c.busbw_gbps = Some(10.0);
+        let f = fractions(&c, &launch(&hosts));
+        assert_eq!(f.len(), 1);
+        assert_eq!(
+            (f[0].figure.as_str(), f[0].ceiling_id.as_str()),
+            ("busbw_gbps", "cpu.mem.copy.all_cpus")
+        );
+        assert_eq!(
+            (f[0].bound, f[0].frac_peak, f[0].unknown.as_deref()),
+            (Some(40.0), Some(0.25), None)
+        );
+        // one CPU offered: its Copy is the ceiling
+        let mut one = host("a");
+        one.ceilings.retain(|x| x.id != "cpu.mem.copy.all_cpus");
+        let one = [one];
+        let f = fractions(&c, &launch(&one));
+        assert_eq!(
+            (f[0].ceiling_id.as_str(), f[0].frac_peak),
+            ("cpu.mem.copy.one_cpu", Some(1.0))
+        );
+        // an unknown Copy ceiling: no number, its reason
+        let mut unk = host("a");
+        unk.ceilings[4].value = None;
+        unk.ceilings[4].source = CeilingSource::Unknown;
+        unk.ceilings[4].detail = "why not".into();
+        let unk = [unk];
+        let f = fractions(&c, &launch(&unk));
+        assert_eq!(
+            (f[0].frac_peak, f[0].unknown.as_deref()),
+            (None, Some("why not"))
+        );
+    }
+
+    #[test]
+    fn across_hosts_and_emulated_nodes_the_link_ceiling_is_unknown_with_its_reason() {
+        use crate::params::{Dtype, Workload};
+        let hosts = [host("a"), host("b")];
+        let mut c = case(Workload::Allgather, Dtype::F32);
+        c.busbw_gbps = Some(5.0);
+        let two = LaunchCeilings {
+            host_count: 2,
+            nodes: 2,
+            ..launch(&hosts)
+        };
+        let f = fractions(&c, &two);
+        assert_eq!(
+            (f[0].ceiling_id.as_str(), f[0].frac_peak),
+            ("net.link", None)
+        );
+        assert!(f[0].unknown.as_deref().unwrap().contains("network link"));
+        let emulated = LaunchCeilings {
+            emulated_nodes: true,
+            nodes: 2,
+            ..launch(&hosts[..1])
+        };
+        let f = fractions(&c, &emulated);
+        assert_eq!(
+            (f[0].ceiling_id.as_str(), f[0].frac_peak),
+            ("net.link", None)
+        );
+        assert!(f[0].unknown.as_deref().unwrap().contains("emulated nodes"));
+    }
+
+    #[test]
+    fn gemm_gflops_against_the_fma_peak_of_its_precision_times_its_cpus() {
+        use crate::params::{Dtype, Workload};
+        let hosts = [host("a")];
+        let mut c = case(Workload::Matmul, Dtype::F64);
+        c.gflops = Some(80.0);
+        let f = fractions(&c, &launch(&hosts));
+        assert_eq!(f.len(), 1);
+        assert_eq!(f[0].ceiling_id, "cpu.peak.f64.avx2+fma.one_cpu");
+        // 2 threads per device: 2 × 50 GFLOP/s
+        assert_eq!(
+            (f[0].cpus, f[0].bound, f[0].frac_peak),
+            (Some(2), Some(100.0), Some(0.8))
+        );
+        let mut c32 = case(Workload::Matmul, Dtype::F32);
+        c32.gflops = Some(50.0);
+        assert_eq!(fractions(&c32, &launch(&hosts))[0].frac_peak, Some(0.25));
+        // no FMA peak for integers: unknown, with why
+        let mut ci = case(Workload::Matmul, Dtype::I32);
+        ci.gflops = Some(1.0);
+        let f = fractions(&ci, &launch(&hosts));
+        assert_eq!(f[0].frac_peak, None);
+        assert!(f[0].unknown.as_deref().unwrap().contains("i32"), "{f:?}");
+    }
+
+    #[test]
+    fn skipped_ceilings_say_so_and_older_files_get_none() {
+        use crate::params::{Dtype, Workload};
+        let mut c = case(Workload::Allreduce, Dtype::F32);
+        c.busbw_gbps = Some(10.0);
+        let skipped = LaunchCeilings {
+            skipped: Some("not measured: --no-ceilings"),
+            ..launch(&[])
+        };
+        let f = fractions(&c, &skipped);
+        assert_eq!(f.len(), 1);
+        assert_eq!(f[0].frac_peak, None);
+        assert!(f[0].unknown.as_deref().unwrap().contains("--no-ceilings"));
+        // a file from before ceilings were recorded: nothing is claimed
+        assert!(fractions(&c, &launch(&[])).is_empty());
+        // a case with no figure (failed, skipped) gets none either
+        let hosts = [host("a")];
+        assert!(fractions(&case(Workload::Allreduce, Dtype::F32), &launch(&hosts)).is_empty());
     }
 }

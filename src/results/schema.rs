@@ -294,6 +294,13 @@ pub struct Provenance {
     /// recorded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mpi_thread_level: Option<crate::params::ThreadLevel>,
+    /// Each host's ceilings, measured once at the launch's start (`results::ceilings`);
+    /// empty when skipped and in files written before they were recorded.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ceilings: Vec<crate::results::ceilings::HostCeilings>,
+    /// Why no ceilings were measured (`--no-ceilings`, spec `run.ceilings = false`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ceilings_skipped: Option<String>,
 }
 
 /// Which CPU GEMM ran, and how it was set up.
@@ -526,6 +533,10 @@ pub struct CaseResult {
     /// rank 0's process); absent where nothing was captured.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub nccl: Option<NcclCapture>,
+    /// Each busbw and GFLOP/s figure as a fraction of the ceiling that bounds it, or the
+    /// unknown ceiling with its reason; absent in files from before ceilings were recorded.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub peak: Vec<crate::results::ceilings::PeakFraction>,
 }
 
 /// NCCL's own account of one case (`docs/nccl-capture.md`).

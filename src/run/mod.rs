@@ -84,6 +84,7 @@ pub fn record(
         unrepresentative: Vec::new(),
         buffers: None,
         nccl: None,
+        peak: Vec::new(),
     };
     let m = match outcome {
         Ok(m) => m,

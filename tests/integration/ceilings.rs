@@ -231,3 +231,244 @@ fn bad_gpu_values_and_ib_rate_are_refused_naming_the_fix() {
         out.stderr
     );
 }
+
+/// `run` with tiny sizes on `np` ranks (EXTRA added), and its results.
+fn tiny_run(np: u32, dir: &std::path::Path, extra: &[&str]) -> common::wire::ResultsFile {
+    let mut args = common::run_q(
+        dir,
+        &[
+            "-w",
+            "allreduce,matmul",
+            "--sizes",
+            "4KiB",
+            "--dims",
+            "64",
+            "--in-place",
+            "no",
+            "--iters",
+            "2",
+            "--warmup",
+            "0",
+        ],
+    );
+    args.extend_from_slice(extra);
+    common::mpirun(np, &args).assert_code(0);
+    common::read_results(dir)
+}
+
+#[test]
+fn a_run_records_its_hosts_ceilings_and_every_figure_its_fraction_of_peak() {
+    let dir = common::tmpdir("ceilings-run");
+    let r = tiny_run(2, &dir, &[]);
+    let p = r.launches[0].provenance.as_ref().unwrap();
+    // two ranks on one host: one entry, measured by the lowest rank, on both ranks' CPUs
+    assert_eq!(p.ceilings.len(), 1, "{:?}", p.ceilings);
+    let h = &p.ceilings[0];
+    assert_eq!((h.host.as_str(), h.rank), (p.hosts[0].host.as_str(), 0));
+    assert!(!h.cpus.is_empty());
+    // a generous bound on the start-up cost (the goal is 0.5 s; CI machines are shared)
+    assert!(h.seconds > 0.0 && h.seconds < 30.0, "{}", h.seconds);
+    assert!(p.ceilings_skipped.is_none());
+    for want in ["cpu.peak.f32.", "cpu.peak.f64.", "cpu.mem.copy."] {
+        assert!(
+            h.ceilings.iter().any(|c| c.id.starts_with(want)),
+            "{want} missing: {:?}",
+            h.ceilings
+        );
+    }
+    for c in &h.ceilings {
+        match c.value {
+            // sanity bounds far above any CPU: 1 PFLOP/s, 100 TB/s
+            Some(v) => assert!(
+                c.source == "measured" && v > 0.0 && v < 1e6 && !c.detail.is_empty(),
+                "{c:?}"
+            ),
+            None => assert!(c.source == "unknown" && !c.detail.is_empty(), "{c:?}"),
+        }
+        assert!(["gflops", "gbps"].contains(&c.unit.as_str()), "{c:?}");
+    }
+    let mut seen = (0, 0);
+    for case in &r.cases {
+        for (figure, value) in [("busbw_gbps", case.busbw_gbps), ("gflops", case.gflops)] {
+            let Some(value) = value else { continue };
+            assert!(value > 0.0);
+            let f: Vec<_> = case.peak.iter().filter(|f| f.figure == figure).collect();
+            assert_eq!(f.len(), 1, "{}: {figure}: {:?}", case.id, case.peak);
+            let f = f[0];
+            // the ceiling is one the provenance holds
+            let c = h
+                .ceilings
+                .iter()
+                .find(|c| c.id == f.ceiling_id)
+                .unwrap_or_else(|| panic!("{}: {} not in the provenance", case.id, f.ceiling_id));
+            match f.frac_peak {
+                Some(x) => {
+                    let bound = f.bound.unwrap();
+                    assert!(x > 0.0 && x < 100.0 && bound > 0.0, "{f:?}");
+                    assert!((x - value / bound).abs() <= 1e-9 * x, "{f:?}");
+                    assert!(f.unknown.is_none(), "{f:?}");
+                }
+                None => assert!(c.value.is_none() && f.unknown.is_some(), "{f:?}"),
+            }
+            if figure == "busbw_gbps" {
+                assert!(f.ceiling_id.starts_with("cpu.mem.copy."), "{f:?}");
+                seen.0 += 1;
+            } else {
+                // f32 by default, one thread per device
+                assert!(f.ceiling_id.starts_with("cpu.peak.f32."), "{f:?}");
+                assert_eq!(f.cpus, Some(1), "{f:?}");
+                seen.1 += 1;
+            }
+        }
+    }
+    assert!(seen.0 >= 1 && seen.1 >= 1, "figures seen: {seen:?}");
+}
+
+#[test]
+fn no_ceilings_records_none_and_says_so_and_files_without_them_still_report_and_compare() {
+    let dir = common::tmpdir("ceilings-none");
+    let (with, with2, without) = (dir.join("with"), dir.join("with2"), dir.join("without"));
+    tiny_run(2, &with, &[]);
+    tiny_run(2, &with2, &[]);
+    let r = tiny_run(2, &without, &["--no-ceilings"]);
+    let p = r.launches[0].provenance.as_ref().unwrap();
+    assert!(p.ceilings.is_empty(), "{:?}", p.ceilings);
+    assert!(
+        p.ceilings_skipped
+            .as_deref()
+            .is_some_and(|s| s.contains("--no-ceilings")),
+        "{:?}",
+        p.ceilings_skipped
+    );
+    // every figure says its ceiling is unknown, and why
+    for case in r
+        .cases
+        .iter()
+        .filter(|c| c.busbw_gbps.is_some() || c.gflops.is_some())
+    {
+        assert!(!case.peak.is_empty(), "{}", case.id);
+        for f in &case.peak {
+            assert!(f.frac_peak.is_none() && f.bound.is_none(), "{f:?}");
+            assert!(
+                f.unknown.as_deref().unwrap().contains("--no-ceilings"),
+                "{f:?}"
+            );
+        }
+    }
+    // a file from before ceilings were recorded: no provenance ceilings, no case `peak`
+    let path = without.join("results.json");
+    let mut v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    for l in v["launches"].as_array_mut().unwrap() {
+        l["provenance"]
+            .as_object_mut()
+            .unwrap()
+            .remove("ceilings_skipped");
+    }
+    for c in v["cases"].as_array_mut().unwrap() {
+        c.as_object_mut().unwrap().remove("peak");
+    }
+    std::fs::write(&path, serde_json::to_string_pretty(&v).unwrap()).unwrap();
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(!text.contains("\"ceilings") && !text.contains("\"peak\""));
+    let rep = dir.join("report");
+    let ran = common::report(&[
+        common::s(&without),
+        "--out",
+        common::s(&rep),
+        "--format",
+        "md",
+    ]);
+    common::no_panic(&ran);
+    ran.assert_code(0);
+    // the report's per-size table: busbw as a fraction of its ceiling
+    let rep = dir.join("report-with");
+    common::report(&[common::s(&with), "--out", common::s(&rep), "--format", "md"]).assert_code(0);
+    let md = std::fs::read_to_string(rep.join("report.md")).unwrap();
+    assert!(md.contains("out-of-place busbw / ceiling"), "{md}");
+    // compare: the fraction of peak of each side beside the change, where both have it
+    let ran = common::Ran::raw(
+        std::process::Command::new(bin())
+            .args([
+                "compare",
+                common::s(&with),
+                common::s(&with2),
+                "--format",
+                "json",
+                // two samples a side: too few for the gate, enough to show the fractions
+                "--allow-low-power",
+            ])
+            .output()
+            .unwrap(),
+    );
+    let v: serde_json::Value = serde_json::from_str(&ran.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}\n{}", ran.stdout, ran.stderr));
+    let with_peak: Vec<&serde_json::Value> = v["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["stats"]["baseline_frac_peak"].is_number())
+        .collect();
+    assert!(!with_peak.is_empty(), "{}", ran.stdout);
+    for c in with_peak {
+        let (b, x) = (
+            &c["stats"]["baseline_frac_peak"],
+            &c["stats"]["candidate_frac_peak"],
+        );
+        assert!(
+            b.as_f64().unwrap() > 0.0 && x.as_f64().unwrap() > 0.0,
+            "{c}"
+        );
+    }
+    // the old file beside a new one in compare, both ways: no fraction where one side lacks it
+    for (a, b) in [(&with, &without), (&without, &with)] {
+        let ran = common::Ran::raw(
+            std::process::Command::new(bin())
+                .args(["compare", common::s(a), common::s(b), "--allow-low-power"])
+                .output()
+                .unwrap(),
+        );
+        common::no_panic(&ran);
+        // 0 or 1: real timings of two runs may differ by chance; a refusal (2) would mean the
+        // ceilings made the runs incomparable (low power is allowed: two samples a side)
+        assert!(
+            ran.code == 0 || ran.code == 1,
+            "{}\n{}",
+            ran.stdout,
+            ran.stderr
+        );
+    }
+}
+
+#[test]
+fn every_busbw_and_gflops_figure_of_the_demo_study_has_a_ceiling_or_says_why_not() {
+    let r = common::read_results(crate::report::demo());
+    for l in &r.launches {
+        let p = l.provenance.as_ref().unwrap();
+        assert!(!p.ceilings.is_empty(), "{}: no ceilings", l.launch_id);
+    }
+    let mut figures = 0;
+    for c in &r.cases {
+        for (figure, value) in [("busbw_gbps", c.busbw_gbps), ("gflops", c.gflops)] {
+            if value.is_none() {
+                continue;
+            }
+            figures += 1;
+            let f = c
+                .peak
+                .iter()
+                .find(|f| f.figure == figure)
+                .unwrap_or_else(|| panic!("{}: {figure} has no ceiling: {:?}", c.id, c.peak));
+            assert!(!f.ceiling_id.is_empty());
+            match f.frac_peak {
+                Some(x) => assert!(
+                    (0.0..100.0).contains(&x) && f.bound.is_some_and(|b| b > 0.0),
+                    "{f:?}"
+                ),
+                None => assert!(f.unknown.as_deref().is_some_and(|u| !u.is_empty()), "{f:?}"),
+            }
+        }
+    }
+    // allreduce and allgather over 7 sizes, and the GEMMs
+    assert!(figures >= 28, "{figures} figures");
+}

@@ -256,7 +256,29 @@ fn headline(recs: &[Rec<'_>], metric: Metric) -> Option<f64> {
 fn with_headlines(mut s: CaseStats, b: &[Rec<'_>], c: &[Rec<'_>]) -> CaseStats {
     s.headline_baseline = headline(b, s.metric);
     s.headline_candidate = headline(c, s.metric);
+    s.frac_peak_baseline = frac_peak(b, s.metric);
+    s.frac_peak_candidate = frac_peak(c, s.metric);
     s
+}
+
+/// The mean fraction of peak of the side's headline figure, if any run recorded one.
+fn frac_peak(recs: &[Rec<'_>], metric: Metric) -> Option<f64> {
+    let figure = match metric {
+        Metric::Busbw => "busbw_gbps",
+        Metric::Gflops => "gflops",
+        Metric::Time | Metric::Algbw => return None,
+    };
+    let v: Vec<f64> = recs
+        .iter()
+        .filter_map(|r| {
+            r.case
+                .peak
+                .iter()
+                .find(|f| f.figure == figure)
+                .and_then(|f| f.frac_peak)
+        })
+        .collect();
+    (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
 }
 
 /// Each record's median metric value and its relative timer resolution (res / median time).
@@ -476,6 +498,8 @@ fn from_log(
         floored: l.floored,
         headline_baseline: None,
         headline_candidate: None,
+        frac_peak_baseline: None,
+        frac_peak_candidate: None,
     })
 }
 
@@ -566,6 +590,8 @@ fn batch_stats(
         floored: false,
         headline_baseline: None,
         headline_candidate: None,
+        frac_peak_baseline: None,
+        frac_peak_candidate: None,
     })
 }
 

@@ -209,6 +209,7 @@ fn run_settings(
         gemm,
         buffer_offset,
         thread_level,
+        ceilings: r.ceilings.unwrap_or(true),
     })
 }
 

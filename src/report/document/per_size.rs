@@ -53,13 +53,79 @@ pub(super) fn per_size(doc: &mut Doc, a: &Analysis<'_>) {
             .next()
             .expect("a block has a case");
         doc.para(vec![Span::Strong(title(first, rows, a))]);
-        let columns = nccl::flat_columns();
+        let mut columns = nccl::flat_columns();
+        // busbw as a fraction of its ceiling, where the launch recorded one (issue 28)
+        let with_peak = rows
+            .values()
+            .flat_map(|r| [r.0, r.1])
+            .flatten()
+            .any(|i| busbw_peak(&a.entries[i]).is_some());
+        if with_peak {
+            columns.push("out-of-place busbw / ceiling".into());
+            columns.push("in-place busbw / ceiling".into());
+        }
         let mut t = Table::new(&columns.iter().map(String::as_str).collect::<Vec<_>>());
         for (&bytes, r) in rows {
-            t.push(row(a, bytes, *r));
+            let mut cells = row(a, bytes, *r);
+            if with_peak {
+                for side in [r.0, r.1] {
+                    let f = side
+                        .and_then(|i| busbw_peak(&a.entries[i]))
+                        .and_then(|f| f.frac_peak);
+                    cells.push(Cell::opt(f, NumFmt::Percent));
+                }
+            }
+            t.push(cells);
         }
         doc.table(t, &format!("sizes_{}", first.params().workload), None);
+        if let Some(s) = rows
+            .values()
+            .next_back()
+            .and_then(|r| largest_size_note(a, *r))
+        {
+            doc.prose(&s);
+        }
     }
+}
+
+/// The busbw's fraction of its ceiling, as the run recorded it.
+fn busbw_peak<'a>(e: &Entry<'a>) -> Option<&'a crate::results::ceilings::PeakFraction> {
+    e.case.peak.iter().find(|f| f.figure == "busbw_gbps")
+}
+
+/// At the largest size of a block: a warning when busbw is below half its ceiling (naming the
+/// ceiling and its source), or why the ceiling is unknown.
+fn largest_size_note(a: &Analysis<'_>, (oop, ip): Row) -> Option<String> {
+    let e = &a.entries[oop.or(ip)?];
+    let f = busbw_peak(e)?;
+    let Some(frac) = f.frac_peak else {
+        return Some(format!(
+            "busbw has no fraction of peak: its ceiling `{}` is unknown ({}).",
+            f.ceiling_id,
+            f.unknown.as_deref().unwrap_or("no reason recorded")
+        ));
+    };
+    if frac >= 0.5 {
+        return None;
+    }
+    let source = e
+        .launch
+        .and_then(|l| l.provenance.as_ref())
+        .and_then(|p| {
+            p.ceilings
+                .iter()
+                .flat_map(|h| &h.ceilings)
+                .find(|c| c.id == f.ceiling_id)
+        })
+        .map_or(String::new(), |c| {
+            format!(", {}: {}", c.source.name(), c.detail)
+        });
+    Some(format!(
+        "Below half its ceiling at the largest size: busbw is {:.1} % of `{}` ({:.1} GB/s{source}).",
+        frac * 100.0,
+        f.ceiling_id,
+        f.bound.unwrap_or(f64::NAN)
+    ))
 }
 
 /// The block's set-up line, as a run prints it, with what makes it unrepresentative.

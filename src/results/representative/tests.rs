@@ -100,6 +100,8 @@ fn launch(
             gemm: None,
             mpi_thread_level_requested: None,
             mpi_thread_level: None,
+            ceilings: Vec::new(),
+            ceilings_skipped: None,
         }),
         unrepresentative: vec![],
         transport: None,

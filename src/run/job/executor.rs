@@ -184,6 +184,7 @@ impl Job<'_> {
             self.out_dir.display()
         );
         std::iter::once(first)
+            .chain(ceilings_lines(p))
             .chain(p.warnings.iter().map(|w| format!("# warning: {w}")))
             .chain(
                 launch
@@ -245,12 +246,20 @@ impl Job<'_> {
         let mut unrepresentative = representative::case_specific(launch, params);
         let host = topology::hostname();
         unrepresentative.extend(representative::frequency_change(&host, &mhz0, &mhz1));
-        let rec = CaseResult {
+        let mut rec = CaseResult {
             telemetry,
             unrepresentative,
             nccl,
             ..rec
         };
+        if let Some(p) = &launch.provenance {
+            rec.peak = crate::results::ceilings::fractions(
+                &rec.params,
+                rec.busbw_gbps,
+                rec.gflops,
+                &crate::results::ceilings::LaunchCeilings::of(p),
+            );
+        }
         (Some(rec), failed)
     }
 
@@ -303,6 +312,38 @@ impl Around {
 
 /// The lines that say what makes `rec` unrepresentative beyond what is on screen (`said`,
 /// which grows by them): a ddp_step progress thread or a GEMM's threads the launch's
+/// One header line per host with the ceilings the figures are read against, or why none were
+/// measured.
+fn ceilings_lines(p: &Provenance) -> Vec<String> {
+    if let Some(why) = &p.ceilings_skipped {
+        return vec![format!("# ceilings: {why}")];
+    }
+    p.ceilings
+        .iter()
+        .map(|h| {
+            let parts: Vec<String> = h
+                .ceilings
+                .iter()
+                .filter(|c| {
+                    c.id.ends_with(".all_cpus")
+                        || h.ceilings.iter().all(|o| !o.id.ends_with(".all_cpus"))
+                })
+                .map(|c| match c.value {
+                    Some(v) => format!("{} {v:.1} {}", c.id, c.unit.symbol()),
+                    None => format!("{} unknown", c.id),
+                })
+                .collect();
+            format!(
+                "# ceilings of {} (CPUs {}, measured in {:.2} s): {}",
+                h.host,
+                h.cpus,
+                h.seconds,
+                parts.join(", ")
+            )
+        })
+        .collect()
+}
+
 /// collectives did not have.
 pub(super) fn case_warnings(
     rec: &CaseResult,

@@ -11,6 +11,7 @@
 
 mod device_plan;
 mod executor;
+mod host_ceilings;
 mod keep;
 mod provenance;
 mod request;

@@ -6,6 +6,7 @@ use crate::backend::Backend;
 use crate::comm::mpi::MpiComm;
 use crate::comm::HostComm;
 use crate::params::ThreadLevel;
+use crate::results::ceilings::HostCeilings;
 use crate::results::representative;
 use crate::results::schema::{
     GemmProvenance, HostInfo, LaunchRecord, LaunchStatus, Provenance, RankInfo,
@@ -18,12 +19,18 @@ impl Job<'_> {
     /// The launch's record as it starts (incomplete): shape, launcher, provenance (gathered
     /// from every rank) and what makes it unrepresentative.
     pub(super) fn launch_record<B: Backend>(&self, backend: &B, started: f64) -> LaunchRecord {
-        let provenance =
-            gather_provenance(self.comm, backend, self.layout, &self.notes).map(|mut p| {
-                p.buffer_policy = backend.buffer_policy(self.settings.buffer_offset);
-                record_thread_level(&mut p, self.thread_level);
-                p
-            });
+        let provenance = gather_provenance(
+            self.comm,
+            backend,
+            self.layout,
+            &self.notes,
+            self.settings.ceilings,
+        )
+        .map(|mut p| {
+            p.buffer_policy = backend.buffer_policy(self.settings.buffer_offset);
+            record_thread_level(&mut p, self.thread_level);
+            p
+        });
         let mut launch = LaunchRecord::starting(
             self.launch_id.clone(),
             self.shape,
@@ -173,18 +180,35 @@ fn record_thread_level(p: &mut Provenance, asked: ThreadLevel) {
     p.mpi_thread_level = Some(provided);
 }
 
+/// What each rank tells rank 0: itself, its host, its warnings, its GEMM provider and, on a
+/// host's leader, the host's ceilings.
+type RankReport = (
+    RankInfo,
+    HostInfo,
+    Vec<String>,
+    Option<GemmProvenance>,
+    Option<HostCeilings>,
+);
+
 /// Every rank describes itself; rank 0 assembles the provenance.
 fn gather_provenance<B: Backend>(
     comm: &MpiComm,
     backend: &B,
     layout: &NodeLayout,
     notes: &[String],
+    measure_ceilings: bool,
 ) -> Option<Provenance> {
     let me = describe_rank(comm.rank(), backend, layout);
+    let host_ceilings = measure_ceilings
+        .then(|| {
+            let cpus = affinity::parse_cpulist(&me.cpus).unwrap_or_default();
+            super::host_ceilings::measure(comm, &me.host, &cpus)
+        })
+        .flatten();
     let mut warnings = notes.to_vec();
     warnings.extend(backend.warnings());
     let gemm = backend.gemm_provenance();
-    let payload = serde_json::to_vec(&(me, topology::host_info(), warnings, gemm))
+    let payload = serde_json::to_vec(&(me, topology::host_info(), warnings, gemm, host_ceilings))
         .expect("rank info serialises");
     let all = comm.gather_bytes(&payload);
     if !comm.is_root() {
@@ -194,9 +218,11 @@ fn gather_provenance<B: Backend>(
     let mut hosts: Vec<HostInfo> = Vec::new();
     let mut warnings = Vec::new();
     let mut gemm_by_rank = Vec::new();
+    let mut ceilings = Vec::new();
     for b in all {
-        let (r, h, w, g): (RankInfo, HostInfo, Vec<String>, Option<GemmProvenance>) =
+        let (r, h, w, g, c): RankReport =
             serde_json::from_slice(&b).expect("rank info from our own ranks");
+        ceilings.extend(c);
         if !hosts.iter().any(|x| x.host == h.host) {
             hosts.push(h);
         }
@@ -234,5 +260,8 @@ fn gather_provenance<B: Backend>(
         buffer_policy: None,
         mpi_thread_level_requested: None,
         mpi_thread_level: None,
+        ceilings,
+        ceilings_skipped: (!measure_ceilings)
+            .then(|| "not measured: --no-ceilings (spec run.ceilings = false)".to_string()),
     })
 }

@@ -26,6 +26,8 @@ pub struct CpuOptions {
     pub flop_run_s: f64,
     /// Timed runs of each measurement; the best is kept.
     pub repeats: usize,
+    /// Largest STREAM array, bytes (a launch caps it to keep its start-up short).
+    pub stream_max_array_bytes: u64,
 }
 
 impl Default for CpuOptions {
@@ -35,6 +37,7 @@ impl Default for CpuOptions {
             stream: true,
             flop_run_s: 0.01,
             repeats: 3,
+            stream_max_array_bytes: 1 << 30,
         }
     }
 }
@@ -70,7 +73,7 @@ pub fn cpu_ceilings(cpus: &[u32], opts: &CpuOptions) -> Vec<Ceiling> {
         }
     }
     if opts.stream {
-        out.extend(stream_ceilings(cpus));
+        out.extend(stream_ceilings(cpus, opts.stream_max_array_bytes));
     }
     out
 }
@@ -191,7 +194,7 @@ fn together(cpus: &[u32], repeats: usize, work: impl Fn(usize) + Sync) -> f64 {
 }
 
 /// STREAM Copy and Triad on one CPU and on all of them.
-fn stream_ceilings(cpus: &[u32]) -> Vec<Ceiling> {
+fn stream_ceilings(cpus: &[u32], max_array_bytes: u64) -> Vec<Ceiling> {
     let ids = |scope: &str| {
         (
             format!("cpu.mem.copy.{scope}"),
@@ -216,14 +219,20 @@ fn stream_ceilings(cpus: &[u32]) -> Vec<Ceiling> {
                 .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
         })
         .map_or(1 << 30, |kib| kib * 1024 / 8 / 3);
-    let n = stream::elements(llc.unwrap_or(0), avail.min(1 << 30));
+    let n = stream::elements(llc.unwrap_or(0), avail.min(max_array_bytes));
     let size = crate::units::format_bytes((n * 8) as u64);
-    let cache = llc.map_or("last-level cache unknown".to_string(), |b| {
-        format!(
+    let cache = match llc {
+        None => "last-level cache unknown".to_string(),
+        // capped (a launch's short start-up): part of the arrays may stay in cache
+        Some(b) if (n as u64) * 8 < 4 * b => format!(
+            "capped below 4 × the last-level cache of {}, so caches may raise the figure",
+            crate::units::format_bytes(b)
+        ),
+        Some(b) => format!(
             "4 × the last-level cache of {}",
             crate::units::format_bytes(b)
-        )
-    });
+        ),
+    };
     let passes = 3;
     let mut out = Vec::new();
     let mut scopes = vec![("one_cpu", vec![cpus[0]])];
@@ -274,6 +283,7 @@ mod tests {
             stream: false,
             flop_run_s: 0.001,
             repeats: 1,
+            stream_max_array_bytes: 16 << 20,
         };
         let c = cpu_ceilings(&cpus, &opts);
         assert!(!c.is_empty());

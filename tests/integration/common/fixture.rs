@@ -248,6 +248,8 @@ pub fn launch(shape: LaunchShape) -> LaunchRecord {
         buffer_policy: None,
         mpi_thread_level_requested: None,
         mpi_thread_level: None,
+        ceilings: Vec::new(),
+        ceilings_skipped: None,
     };
     LaunchRecord {
         launch_id: shape.id(),

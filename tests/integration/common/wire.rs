@@ -152,6 +152,10 @@ pub struct Provenance {
     pub mpi_thread_level_requested: Option<String>,
     #[serde(default)]
     pub mpi_thread_level: Option<String>,
+    #[serde(default)]
+    pub ceilings: Vec<HostCeilings>,
+    #[serde(default)]
+    pub ceilings_skipped: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -268,6 +272,8 @@ pub struct Case {
     /// Optional: NCCL's account of the case (CUDA backend, its INFO output captured).
     #[serde(default)]
     pub nccl: Option<NcclCapture>,
+    #[serde(default)]
+    pub peak: Vec<PeakFraction>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -420,4 +426,41 @@ pub struct Phase {
     /// Optional: ddp_step's phases keep their per-round samples.
     #[serde(default)]
     pub samples_s: Vec<f64>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HostCeilings {
+    pub host: String,
+    pub rank: u32,
+    pub cpus: String,
+    pub seconds: f64,
+    pub ceilings: Vec<Ceiling>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Ceiling {
+    pub id: String,
+    pub what: String,
+    pub unit: String,
+    #[serde(default)]
+    pub value: Option<f64>,
+    pub source: String,
+    pub detail: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PeakFraction {
+    pub figure: String,
+    pub ceiling_id: String,
+    #[serde(default)]
+    pub bound: Option<f64>,
+    #[serde(default)]
+    pub cpus: Option<u32>,
+    #[serde(default)]
+    pub frac_peak: Option<f64>,
+    #[serde(default)]
+    pub unknown: Option<String>,
 }

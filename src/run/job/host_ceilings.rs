@@ -1,0 +1,121 @@
+//! Ceilings per launch: once per host, the host's node leader (its lowest rank) measures a
+//! trimmed set of the host's ceilings (the best instruction set's FMA peak in f32 and f64, a
+//! short STREAM Copy/Triad) on the CPUs offered to the launch's ranks there, while the host's
+//! other ranks wait in a sleeping poll so that they do not take the CPUs being measured.
+
+use crate::comm::mpi::MpiComm;
+use crate::comm::HostComm;
+use crate::results::ceilings::HostCeilings;
+use crate::topology::ceilings::{cpu_ceilings, CpuOptions};
+use std::time::{Duration, Instant};
+
+/// What the leaders measure: short runs, a capped STREAM array (a launch's start-up budget is
+/// about 0.5 s per host; `scalebench ceilings` measures the full set).
+pub(super) fn launch_options() -> CpuOptions {
+    CpuOptions {
+        all_isas: false,
+        stream: true,
+        flop_run_s: 0.01,
+        repeats: 2,
+        stream_max_array_bytes: 32 << 20,
+    }
+}
+
+/// Which rank leads each host and which CPUs it measures: for each rank, `Some(cpus)` if it
+/// is the lowest rank on its host (the union of the CPUs of the host's ranks), else `None`.
+pub(super) fn leaders(ranks: &[(String, Vec<u32>)]) -> Vec<Option<Vec<u32>>> {
+    let mut out = vec![None; ranks.len()];
+    for (r, (host, _)) in ranks.iter().enumerate() {
+        if ranks[..r].iter().any(|(h, _)| h == host) {
+            continue;
+        }
+        let mut cpus: Vec<u32> = ranks
+            .iter()
+            .filter(|(h, _)| h == host)
+            .flat_map(|(_, c)| c.iter().copied())
+            .collect();
+        cpus.sort_unstable();
+        cpus.dedup();
+        out[r] = Some(cpus);
+    }
+    out
+}
+
+/// Every rank calls this with its host and CPUs; the leaders return their host's ceilings.
+pub(super) fn measure(comm: &MpiComm, host: &str, my_cpus: &[u32]) -> Option<HostCeilings> {
+    let mine = serde_json::to_vec(&(host, my_cpus)).expect("host and CPUs serialise");
+    let all = comm.gather_bytes(&mine);
+    let mut plan = if comm.is_root() {
+        let ranks: Vec<(String, Vec<u32>)> = all
+            .iter()
+            .map(|b| serde_json::from_slice(b).expect("host and CPUs from our own ranks"))
+            .collect();
+        serde_json::to_vec(&leaders(&ranks)).expect("leaders serialise")
+    } else {
+        Vec::new()
+    };
+    comm.broadcast_bytes(&mut plan);
+    let plan: Vec<Option<Vec<u32>>> = serde_json::from_slice(&plan).expect("leaders from rank 0");
+    let rank = comm.rank();
+    let found = plan.get(rank as usize).cloned().flatten().map(|cpus| {
+        let t0 = Instant::now();
+        let ceilings = cpu_ceilings(&cpus, &launch_options());
+        HostCeilings {
+            host: host.to_string(),
+            rank,
+            cpus: crate::params::cpulist::format_cpulist(&cpus),
+            seconds: t0.elapsed().as_secs_f64(),
+            ceilings,
+        }
+    });
+    sleeping_barrier(comm);
+    found
+}
+
+/// A barrier whose waiters sleep between polls (`MPI_Ibarrier` + `MPI_Test` every 2 ms): a
+/// blocking `MPI_Barrier` spins in most MPI libraries and would take the CPUs the leader
+/// measures.
+fn sleeping_barrier(comm: &MpiComm) {
+    use mpi::ffi;
+    // SAFETY: a null request handle is a valid output slot.
+    let mut req = unsafe { ffi::RSMPI_REQUEST_NULL };
+    // SAFETY: a valid communicator handle and an output request slot.
+    let rc = unsafe { ffi::MPI_Ibarrier(comm.raw(), &mut req) };
+    if rc != 0 {
+        // the default error handler aborts before this; a barrier that cannot start would
+        // leave the ranks out of step, so fall back to the blocking one
+        comm.barrier();
+        return;
+    }
+    loop {
+        let mut flag: std::os::raw::c_int = 0;
+        // SAFETY: the active request from MPI_Ibarrier (MPI sets it to null when done).
+        let rc = unsafe { ffi::MPI_Test(&mut req, &mut flag, ffi::RSMPI_STATUS_IGNORE) };
+        if rc != 0 || flag != 0 {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_lowest_rank_of_each_host_measures_all_its_ranks_cpus() {
+        let r = |h: &str, c: &[u32]| (h.to_string(), c.to_vec());
+        let ranks = [
+            r("a", &[2, 3]),
+            r("b", &[0]),
+            r("a", &[0, 1]),
+            r("b", &[1]),
+            r("a", &[1]),
+        ];
+        assert_eq!(
+            leaders(&ranks),
+            vec![Some(vec![0, 1, 2, 3]), Some(vec![0, 1]), None, None, None]
+        );
+        assert!(leaders(&[]).is_empty());
+    }
+}
