@@ -128,7 +128,9 @@ fn flop_ceilings(isa: Isa, p: Precision, cpus: &[u32], opts: &CpuOptions) -> Vec
         unit: CeilingUnit::Gflops,
         value: Some(one),
         source: CeilingSource::Measured,
-        detail: method(&format!("1 thread bound to CPU {first}")),
+        detail: method(&format!(
+            "1 thread bound to CPU {first}, timed by its own CPU time"
+        )),
     }];
     if cpus.len() > 1 {
         // as many iterations as one run of the target length on one CPU
