@@ -125,11 +125,23 @@ fn part_figure(
             dodge: true,
         });
     }
+    // Where every series carries the same NOT REPRESENTATIVE reasons (a report run with
+    // --include-unrepresentative on a busy host), the title says them once and the legend
+    // keeps the room for what tells the series apart (it hid 3 of 8 series otherwise).
+    let mut labels: Vec<String> = p.legend.iter().map(|e| e.label.clone()).collect();
+    let shared = hoist_shared_suffix(&mut labels, " — NOT REPRESENTATIVE: ");
+    for (e, l) in p.legend.iter_mut().zip(labels) {
+        e.label = l;
+    }
+    let title = format!("{wl}: {kind} scaling, speedup and efficiency vs devices");
     Some(Figure {
         kind: FigureKind::Scaling,
         workload: wl,
         stem: format!("{}_{wl}_{kind}{part_s}", FigureKind::Scaling),
-        title: format!("{wl}: {kind} scaling, speedup and efficiency vs devices"),
+        title: match shared {
+            Some(suffix) => format!("{title} — all series{suffix}"),
+            None => title,
+        },
         caption: format!(
             "{kind} scaling of {wl}: speedup (left, log2 axes; grey dashed: ideal), efficiency (middle; ideal 1) and the aggregate GFLOP/s of the results (right, where recorded; dashed: the baseline's rate × p/p0) against the total devices p. Each series names its baseline point."
         ),
@@ -231,6 +243,24 @@ fn add_series(a: &Analysis<'_>, j: usize, s: &ScaleSeries, p: &mut Parts) {
     p.gf.push(Series { mark, points: gpts });
 }
 
+/// When two or more labels all end with the same text starting at `marker`, removes it from
+/// each and returns it; otherwise leaves them as they are.
+fn hoist_shared_suffix(labels: &mut [String], marker: &str) -> Option<String> {
+    if labels.len() < 2 {
+        return None;
+    }
+    let suffix = |l: &String| l.find(marker).map(|i| l[i..].to_string());
+    let first = suffix(&labels[0])?;
+    if !labels.iter().all(|l| suffix(l).as_ref() == Some(&first)) {
+        return None;
+    }
+    for l in labels.iter_mut() {
+        let cut = l.len() - first.len();
+        l.truncate(cut);
+    }
+    Some(first)
+}
+
 /// The speedup and efficiency axis titles and the notes of a strong or weak scaling chart.
 fn axis_titles_and_notes(strong: bool) -> (&'static str, &'static str, Vec<String>) {
     if strong {
@@ -255,5 +285,34 @@ fn axis_titles_and_notes(strong: bool) -> (&'static str, &'static str, Vec<Strin
                     .to_string(),
             ],
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_warning_every_series_shares_is_said_once() {
+        let m = " — NOT REPRESENTATIVE: ";
+        let mut same = vec![
+            format!("pure (1×1: 2 ms){m}host busy"),
+            format!("hybrid (1×1: 3 ms){m}host busy"),
+        ];
+        assert_eq!(
+            hoist_shared_suffix(&mut same, m).as_deref(),
+            Some(" — NOT REPRESENTATIVE: host busy")
+        );
+        assert_eq!(same, ["pure (1×1: 2 ms)", "hybrid (1×1: 3 ms)"]);
+        // Different reasons, one series without, or a single series: left whole.
+        for labels in [
+            vec![format!("a{m}host busy"), format!("b{m}emulated nodes")],
+            vec![format!("a{m}host busy"), "b".to_string()],
+            vec![format!("a{m}host busy")],
+        ] {
+            let mut l = labels.clone();
+            assert_eq!(hoist_shared_suffix(&mut l, m), None);
+            assert_eq!(l, labels);
+        }
     }
 }
