@@ -201,7 +201,7 @@ pub fn simulated_file(s: &Scenario, m: &Matrix, a: &attribution::Analysis) -> Li
         .iter()
         .map(|f| {
             let text = format!("{}; simulated: no isolated re-test", f.describe(&m.names));
-            crate::run::links::link_finding(f, None, false, text)
+            crate::run::link_record::link_finding(f, None, false, text)
         })
         .collect();
     LinksFile {

@@ -7,9 +7,7 @@ use crate::comm::mpi::MpiComm;
 use crate::comm::HostComm;
 use crate::links::attribution::{self, Matrix, Settings, Suspect};
 use crate::links::{schedule, LinksError};
-use crate::results::links::{
-    LinkFinding, LinksFile, LINKS_CHART, LINKS_FILE, LINKS_FORMAT_VERSION,
-};
+use crate::results::links::{LinksFile, LINKS_CHART, LINKS_FILE, LINKS_FORMAT_VERSION};
 use crate::run::error::RunError;
 use mpi::traits::*;
 use std::path::PathBuf;
@@ -452,7 +450,7 @@ fn assemble(
                 )),
                 None => text.push_str("; no isolated re-test possible (no good partner)"),
             }
-            link_finding(f, isolated, confirmed, text)
+            super::link_record::link_finding(f, isolated, confirmed, text)
         })
         .collect();
     let several = hosts.iter().any(|h| h != &hosts[0]);
@@ -512,25 +510,4 @@ fn render(f: &LinksFile, out: &std::path::Path, chart: bool) -> String {
     }
     s.push('\n');
     s
-}
-
-/// One attribution finding as results record it, with what the isolated re-test (if any) said;
-/// the measured run and `links --simulate` both build theirs here.
-pub(crate) fn link_finding(
-    f: &attribution::Finding,
-    isolated_ratio: Option<f64>,
-    confirmed: bool,
-    text: String,
-) -> LinkFinding {
-    let (kind, ranks) = f.suspect.kind_and_ranks();
-    LinkFinding {
-        kind: kind.into(),
-        ranks,
-        ratio: f.ratio,
-        z: f.z,
-        confidence: f.confidence,
-        isolated_ratio,
-        confirmed,
-        text,
-    }
 }

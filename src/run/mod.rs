@@ -7,6 +7,7 @@ pub(crate) mod console;
 pub mod error;
 #[cfg(feature = "mpi")]
 pub mod job;
+pub mod link_record;
 #[cfg(feature = "mpi")]
 pub mod links;
 #[cfg(feature = "mpi")]
