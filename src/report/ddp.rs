@@ -13,7 +13,7 @@ use super::analyze::ddp::{points, scaling_efficiency, Point};
 use super::analyze::{kinds_text, Analysis};
 use super::plot::{Figure, FigureKind};
 use crate::params::Workload;
-use crate::present::doc::{text, Block, Doc, FigureBlock};
+use crate::present::doc::{text, Doc};
 use crate::present::table::{Cell, NumFmt, Table};
 use std::collections::BTreeMap;
 
@@ -40,12 +40,7 @@ struct BucketRow {
 fn add_figures(doc: &mut Doc, figs: &[Figure], kind: FigureKind) {
     for (i, f) in figs.iter().enumerate() {
         if f.kind == kind && f.workload == Workload::DdpStep {
-            doc.blocks.push(Block::Figure(FigureBlock {
-                figure: i,
-                stem: f.stem.clone(),
-                title: f.title.clone(),
-                caption: f.caption.clone(),
-            }));
+            super::document::push_figure(doc, i, f);
         }
     }
 }

@@ -57,15 +57,20 @@ fn case_text(e: &Entry<'_>) -> String {
     e.params().label()
 }
 
+/// Adds chart `i` of the report (`f`, drawn as figure `i`) as a figure block.
+pub(crate) fn push_figure(doc: &mut Doc, i: usize, f: &Figure) {
+    doc.blocks.push(Block::Figure(FigureBlock {
+        figure: i,
+        stem: f.stem.clone(),
+        title: f.title.clone(),
+        caption: f.caption.clone(),
+    }));
+}
+
 fn add_figures(doc: &mut Doc, figs: &[Figure], kind: FigureKind, w: Workload) {
     for (i, f) in figs.iter().enumerate() {
         if f.kind == kind && f.workload == w {
-            doc.blocks.push(Block::Figure(FigureBlock {
-                figure: i,
-                stem: f.stem.clone(),
-                title: f.title.clone(),
-                caption: f.caption.clone(),
-            }));
+            push_figure(doc, i, f);
         }
     }
 }

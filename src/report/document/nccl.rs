@@ -6,7 +6,6 @@
 use super::bytes_cell;
 use super::findings::{Findings, Sentence};
 use crate::present::doc::{text, Doc, Span};
-use crate::present::doc::{Block, FigureBlock};
 use crate::present::table::{Cell, NumFmt, Table};
 use crate::report::analyze::Analysis;
 use crate::report::nccl::{self, chart_stem, pair_text, Sweep};
@@ -45,12 +44,7 @@ pub(super) fn nccl(doc: &mut Doc, a: &Analysis<'_>, figs: &[Figure], found: &mut
         let chart = figs.iter().position(|f| f.stem == stem);
         if let Some(i) = chart {
             let f = &figs[i];
-            doc.blocks.push(Block::Figure(FigureBlock {
-                figure: i,
-                stem: f.stem.clone(),
-                title: f.title.clone(),
-                caption: f.caption.clone(),
-            }));
+            super::push_figure(doc, i, f);
         }
         if s.left_out > 0 {
             doc.para(vec![text(format!(

@@ -12,7 +12,7 @@ use super::TOP;
 use crate::history::changes::Settings;
 use crate::history::query::{Series, Step};
 use crate::params::Workload;
-use crate::present::doc::{prose, text, Block, Doc, FigureBlock, Span};
+use crate::present::doc::{prose, text, Doc, Span};
 use crate::present::table::{signed_percent, Cell, NumFmt, Table};
 use crate::report::analyze::Analysis;
 use crate::report::plot::{self, Figure};
@@ -195,12 +195,7 @@ impl Trend {
         doc.table(t, "trend", None);
         for &f in &self.charts {
             let fig = &figs[f];
-            doc.blocks.push(Block::Figure(FigureBlock {
-                figure: f,
-                stem: fig.stem.clone(),
-                title: fig.title.clone(),
-                caption: fig.caption.clone(),
-            }));
+            super::push_figure(doc, f, fig);
         }
     }
 }
