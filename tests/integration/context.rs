@@ -274,13 +274,7 @@ fn two_launches_at_once_are_both_marked_and_name_no_winner() {
     assert!(named >= 1, "neither launch named the other's ranks");
     // Together they are a pure/hybrid pair: no winner is named, and the report says why.
     solo_held(&mpi, &["report", s(&pure), s(&hybrid), "--out", s(&rep)]).assert_code(0);
-    assert!(!rep.join("tables/topology_bands.csv").exists());
-    let rows = read_csv(&rep.join("tables/topology_bands_unrepresentative.csv"));
-    assert!(!rows.is_empty());
-    for r in &rows {
-        assert_eq!(r["winner"], "not named", "{r:?}");
-        assert!(r["why"].contains("co scheduled"), "{r:?}");
-    }
+    assert_no_winner_co_scheduled(&rep);
     let reasons = read_csv(&rep.join("tables/unrepresentative_summary.csv"));
     assert!(
         reasons.iter().any(|r| r["reason"] == "co_scheduled"),
@@ -394,6 +388,11 @@ fn a_launch_inside_one_long_case_is_named() {
     );
     // A pure/hybrid pair of one case: both kept out of the winners, with the reason said.
     solo_held(&mpi, &["report", s(&long), s(&short), "--out", s(&rep)]).assert_code(0);
+    assert_no_winner_co_scheduled(&rep);
+}
+
+/// A report over a co-scheduled pure/hybrid pair names no winner and says why in each row.
+fn assert_no_winner_co_scheduled(rep: &std::path::Path) {
     assert!(!rep.join("tables/topology_bands.csv").exists());
     let rows = read_csv(&rep.join("tables/topology_bands_unrepresentative.csv"));
     assert!(!rows.is_empty());
