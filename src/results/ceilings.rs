@@ -86,6 +86,35 @@ pub struct HostCeilings {
     /// How long the measurement took, seconds (the launch's start-up cost on this host).
     pub seconds: f64,
     pub ceilings: Vec<Ceiling>,
+    /// What the host's hardware says is wrong with it (a link below its maximum, error
+    /// counters that grew during the launch, ...). Absent in files written before they were
+    /// recorded.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<CeilingWarning>,
+}
+
+/// A ceiling-related problem of a host, device or link, with its cause.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CeilingWarning {
+    pub kind: CeilingWarningKind,
+    /// What it is about: a device and port (`mlx5_0 port 1`), a GPU (`GPU 0 (NVIDIA H100 ...)`).
+    pub subject: String,
+    /// One sentence naming the cause and, where there is one, the fix.
+    pub message: String,
+}
+
+/// What kind of problem a [`CeilingWarning`] is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CeilingWarningKind {
+    /// A link (PCIe, NVLink, InfiniBand) runs below its maximum generation, width or rate.
+    NegotiatedDown,
+    /// A port or link that exists is not up.
+    LinkDown,
+    /// Error counters grew between the launch's start and end.
+    CountersGrew,
+    /// Anything else the hardware reports (the message says what).
+    Other,
 }
 
 /// A figure of a case as a fraction of the ceiling that bounds it.
@@ -296,6 +325,7 @@ mod tests {
             rank: 0,
             cpus: "0-3".into(),
             seconds: 0.2,
+            warnings: Vec::new(),
             ceilings: vec![
                 ceiling(
                     "cpu.peak.f32.avx2+fma.one_cpu",

@@ -65,6 +65,7 @@ pub(super) fn measure(comm: &MpiComm, host: &str, my_cpus: &[u32]) -> Option<Hos
             rank,
             cpus: crate::params::cpulist::format_cpulist(&cpus),
             seconds: t0.elapsed().as_secs_f64(),
+            warnings: Vec::new(),
             ceilings,
         }
     });

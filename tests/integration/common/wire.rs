@@ -436,6 +436,16 @@ pub struct HostCeilings {
     pub cpus: String,
     pub seconds: f64,
     pub ceilings: Vec<Ceiling>,
+    #[serde(default)]
+    pub warnings: Vec<CeilingWarning>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CeilingWarning {
+    pub kind: String,
+    pub subject: String,
+    pub message: String,
 }
 
 #[derive(Debug, Deserialize)]
