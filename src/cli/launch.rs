@@ -43,6 +43,10 @@ pub struct SweepArgs {
     /// The MPI launcher.
     #[arg(long, default_value = "mpirun")]
     pub mpirun: String,
+    /// Do not measure the hosts' ceilings at each launch's start (as the spec's
+    /// `run.ceilings = false`): figures then carry no fraction of peak.
+    #[arg(long)]
+    pub no_ceilings: bool,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -142,6 +146,7 @@ impl From<&SweepArgs> for crate::launch::local::SweepRequest {
             quiet: a.quiet,
             launch_timeout_s: a.launch_timeout,
             mpirun: a.mpirun.clone(),
+            no_ceilings: a.no_ceilings,
         }
     }
 }

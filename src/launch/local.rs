@@ -43,6 +43,8 @@ pub struct SweepRequest {
     pub launch_timeout_s: Option<f64>,
     /// The MPI launcher to use (default `mpirun`).
     pub mpirun: String,
+    /// `--no-ceilings`: no launch measures its hosts' ceilings, whatever the spec says.
+    pub no_ceilings: bool,
 }
 
 /// Loads and plans a spec (errors: file:line: key: message). The second value says why the
@@ -193,7 +195,12 @@ fn end_orphaned_launches(out: &Path, quiet: bool) {
 
 /// Runs `scalebench sweep`.
 pub fn sweep(req: &SweepRequest, argv: &[String]) -> Result<u8> {
-    let (spec, plan) = plan_local(&req.spec)?;
+    let (spec, mut plan) = plan_local(&req.spec)?;
+    if req.no_ceilings {
+        for l in &mut plan.launches {
+            l.settings.ceilings = false;
+        }
+    }
     let out = req.out.clone().unwrap_or_else(|| default_out(&spec));
     if let Some(t) = req.launch_timeout_s {
         crate::config::limits::check_seconds("--launch-timeout", t, "600")?;

@@ -417,9 +417,14 @@ pub(crate) fn check_same_plan(dir: &Path, launches: &[LaunchPlan], what: &str) -
     let (before, now) = (ids(&old.launches), ids(launches));
     let added = now.difference(&before).count();
     let removed = before.difference(&now).count();
+    // Whether ceilings are measured changes no figure, only the start-up: a resume may differ.
     let settings = |ls: &[LaunchPlan]| {
         ls.iter()
-            .map(|l| (l.settings.clone(), l.reserved_cores.clone()))
+            .map(|l| {
+                let mut s = l.settings.clone();
+                s.ceilings = true;
+                (s, l.reserved_cores.clone())
+            })
             .collect::<Vec<_>>()
     };
     let settings_differ = {

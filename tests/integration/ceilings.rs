@@ -472,3 +472,48 @@ fn every_busbw_and_gflops_figure_of_the_demo_study_has_a_ceiling_or_says_why_not
     // allreduce and allgather over 7 sizes, and the GEMMs
     assert!(figures >= 28, "{figures} figures");
 }
+
+#[test]
+fn sweep_no_ceilings_skips_them_in_every_launch_and_a_resume_may_turn_them_back_on() {
+    let dir = common::tmpdir("ceilings-sweep");
+    let spec = dir.join("s.toml");
+    std::fs::write(
+        &spec,
+        "name = \"nc\"\n[axes]\nworkloads = [\"allreduce\"]\nsizes = \"4KiB\"\nin_place = false\ndevices_per_node = [1, 2]\n[run]\niters = 2\nwarmup = 0\n",
+    )
+    .unwrap();
+    let out = dir.join("out");
+    common::solo(&[
+        "sweep",
+        "-q",
+        common::s(&spec),
+        "--out",
+        common::s(&out),
+        "--no-ceilings",
+    ])
+    .assert_code(0);
+    let r = common::read_results(&out);
+    assert_eq!(r.launches.len(), 2);
+    for l in &r.launches {
+        let p = l.provenance.as_ref().unwrap();
+        assert!(p.ceilings.is_empty(), "{}: {:?}", l.launch_id, p.ceilings);
+        assert!(p.ceilings_skipped.is_some(), "{}", l.launch_id);
+    }
+    // whether ceilings are measured changes no figure: resuming without the flag is the same plan
+    common::solo(&[
+        "sweep",
+        "-q",
+        common::s(&spec),
+        "--out",
+        common::s(&out),
+        "--resume",
+    ])
+    .assert_code(0);
+    // and the same sweep without the flag measures them in every launch
+    let again = dir.join("again");
+    let r = common::sweep_ok(&spec, &again);
+    for l in &r.launches {
+        let p = l.provenance.as_ref().unwrap();
+        assert!(!p.ceilings.is_empty(), "{}", l.launch_id);
+    }
+}
