@@ -150,7 +150,7 @@ pub fn measure_thread(isa: Isa, p: Precision, target_s: f64, repeats: usize) -> 
 }
 
 /// This thread's CPU time in seconds (CLOCK_THREAD_CPUTIME_ID), if the clock is there.
-fn thread_cpu_s() -> Option<f64> {
+pub(super) fn thread_cpu_s() -> Option<f64> {
     let mut ts = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,
