@@ -7,6 +7,10 @@
 # recorded the warning naming OPENBLAS_CORETYPE. Goals: forced <= 0.6 with the warning; the
 # library's own choice >= 0.8 and no warning. Not part of CI's pass/fail.
 #
+# Then csrc/gemm_microkernel.c (a C model, no shared code): an in-L1 GEMM-shaped inner loop
+# against pure FMA chains on this core, which says how much of the peak a GEMM can reach before
+# packing and cache traffic (x86-64 with AVX2 or AVX-512 only).
+#
 # Usage: bash ci/bench-gemm-kernel.sh [ROUNDS] [DIMS]   (defaults 5 and 2048; one thread)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -65,3 +69,9 @@ for s in settings:
               f"{m:>9.3f} {min(frac):>6.3f}-{max(frac):.3f} {w:>7} {goal:>10} {'yes' if met else 'NO':>4}")
 print("every goal met" if missed == 0 else f"{missed} goal(s) missed")
 PY
+if cc -O3 -march=native -o "$work/gemm_microkernel" csrc/gemm_microkernel.c 2> /dev/null; then
+  echo "# the model (csrc/gemm_microkernel.c), CPU 0, 15 alternating rounds, thread CPU time:"
+  taskset -c 0 "$work/gemm_microkernel" 15
+else
+  echo "# the model (csrc/gemm_microkernel.c) does not build here (x86-64 with AVX2 or AVX-512 only)"
+fi
