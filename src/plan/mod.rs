@@ -525,20 +525,23 @@ pub fn expand(o: &RunOptions, shape: LaunchShape) -> Result<Vec<CaseParams>> {
     }
     // A forced NCCL value no case has a kernel for would skip every case: refused here. Where
     // some cases have one, the others are skipped with the sentence when the launch runs.
-    let no_kernel: Vec<String> = cases
+    let why = |c: &CaseParams, proto| {
+        let op = c.op.unwrap_or(crate::params::ReduceOp::Sum);
+        crate::params::nccl::no_kernel(c.workload, c.dtype, op, c.nccl_algo, proto)
+    };
+    let no_kernel: Vec<(&CaseParams, String)> = cases
         .iter()
-        .filter_map(|c| {
-            let op = c.op.unwrap_or(crate::params::ReduceOp::Sum);
-            crate::params::nccl::no_kernel(c.workload, c.dtype, op, c.nccl_algo, c.nccl_proto)
-        })
+        .filter_map(|c| why(c, c.nccl_proto).map(|m| (c, m)))
         .collect();
-    if let Some(first) = no_kernel.first().filter(|_| no_kernel.len() == cases.len()) {
+    if let Some((case, first)) = no_kernel.first().filter(|_| no_kernel.len() == cases.len()) {
+        // the option to change: the protocol where the algorithm alone has a kernel
+        let option = match (shape.nccl_algo, shape.nccl_proto) {
+            (Some(_), Some(_)) if why(case, None).is_none() => "--nccl-proto",
+            (Some(_), _) => "--nccl-algo",
+            _ => "--nccl-proto",
+        };
         return Err(PlanError::Case {
-            option: if shape.nccl_algo.is_some() {
-                "--nccl-algo"
-            } else {
-                "--nccl-proto"
-            },
+            option,
             problem: checks::CaseProblem {
                 key: checks::CheckKey::Workload,
                 message: first.clone(),

@@ -149,7 +149,7 @@ fn forced_nccl_values_are_refused_at_plan_time() {
     ));
     ran.assert_refused(
         &"nvls with ll",
-        &["--nccl-algo: NCCL runs nvls only with the simple protocol, not ll"],
+        &["--nccl-proto: NCCL runs nvls only with the simple protocol, not ll"],
         &out,
     );
     // Specs: the value's file:line, for `plan` and `sweep` alike.

@@ -235,7 +235,8 @@ fn stream_ceilings(cpus: &[u32], max_array_bytes: u64) -> Vec<Ceiling> {
         })
         .map_or(1 << 30, |kib| kib * 1024 / 8 / 3);
     let n = stream::elements(llc.unwrap_or(0), avail.min(max_array_bytes));
-    let size = crate::units::format_bytes((n * 8) as u64);
+    // MiB with one decimal: the array is an element count, rarely a whole unit (1008970KiB)
+    let size = format!("{:.1} MiB", (n * 8) as f64 / (1u64 << 20) as f64);
     let cache = match llc {
         None => "last-level cache unknown".to_string(),
         // capped (a launch's short start-up): part of the arrays may stay in cache
