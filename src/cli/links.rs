@@ -42,8 +42,9 @@ pub struct LinksArgs {
     /// Print JSON instead of text.
     #[arg(long)]
     pub json: bool,
-    /// The rounds: concurrent disjoint pairs (every pair once), or mpiGraph's shift rounds
-    /// (every rank sends and receives in every round: the fabric under full load).
+    /// The rounds: concurrent disjoint pairs (every pair once), mpiGraph's shift rounds
+    /// (every rank sends and receives in every round: the fabric under full load), or per rail
+    /// (the same local rank across nodes; needs several nodes).
     #[arg(
         long,
         value_enum,
@@ -79,6 +80,9 @@ pub enum ScheduleArg {
     RoundRobin,
     /// mpiGraph's shift rounds: rank r sends to r+D while receiving from r−D.
     Shift,
+    /// Per rail: each node's k-th rank with the k-th rank of every other node (the same GPU
+    /// or NIC index: one rail of a rail-optimised fabric), rails side by side.
+    Rail,
 }
 
 fn parse_bytes(s: &str) -> Result<u64, String> {
@@ -105,6 +109,7 @@ impl LinksArgs {
             schedule: match self.schedule {
                 ScheduleArg::RoundRobin => Schedule::RoundRobin,
                 ScheduleArg::Shift => Schedule::Shift,
+                ScheduleArg::Rail => Schedule::Rail,
             },
             bidirectional: self.bidirectional,
             message_bytes: self.size,
@@ -214,6 +219,7 @@ pub fn simulated_file(s: &Scenario, m: &Matrix, a: &attribution::Analysis) -> Li
         warmup: 0,
         // Each simulated node is a host of its own: every pair is inter-node.
         hosts: m.names.clone(),
+        emulated_nodes: false,
         analysed: "inter_node".into(),
         matrix_gbps: (0..n)
             .map(|i| m.gbps[i * n..(i + 1) * n].to_vec())

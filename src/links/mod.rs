@@ -25,6 +25,8 @@ pub enum LinksError {
     Fault(String),
     #[error("--fault slow_link:{a}:{b}: this job has ranks 0..{ranks}")]
     FaultRanks { a: usize, b: usize, ranks: usize },
+    #[error("--schedule rail pairs each node's k-th rank with the k-th rank of the other nodes, and this job's {ranks} ranks run on one node ({node}), so there is no such pair: run on several nodes, or use --schedule round-robin")]
+    RailOneNode { ranks: usize, node: String },
     #[error("--iters {0}: give at least 1")]
     Iters(u32),
     #[error("--size {0}: give at least 1 byte and at most 1 GiB")]

@@ -21,7 +21,8 @@ pub const LINKS_CHART: &str = "links.svg";
 pub struct LinksFile {
     pub links_format_version: u32,
     pub generator: Generator,
-    /// `round_robin` (concurrent disjoint pairs) or `shift` (mpiGraph's rounds, all ranks busy).
+    /// `round_robin` (concurrent disjoint pairs), `shift` (mpiGraph's rounds, all ranks busy)
+    /// or `rail` (the same local rank across nodes).
     pub schedule: String,
     /// Both directions at once, or one after the other.
     pub bidirectional: bool,
@@ -29,8 +30,12 @@ pub struct LinksFile {
     /// Timed exchanges per cell (the cell is bytes over their median time), after `warmup`.
     pub iters: u32,
     pub warmup: u32,
-    /// Rank r's host; cells between ranks on one host are intra-node.
+    /// Rank r's node (its host, or Slurm's node name); cells between ranks on one node are
+    /// intra-node.
     pub hosts: Vec<String>,
+    /// The nodes were emulated: Slurm nodes that share one host (a local test cluster).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub emulated_nodes: bool,
     /// Which cells the attribution used: `inter_node` (pairs on different hosts) when the job
     /// spans several hosts, else `intra_node` (all pairs on the one host).
     pub analysed: String,
@@ -206,6 +211,7 @@ pub(crate) fn test_file(
         iters: 10,
         warmup: 1,
         hosts,
+        emulated_nodes: false,
         analysed: "inter_node".into(),
         matrix_gbps,
         median_gbps: Some(median_gbps),

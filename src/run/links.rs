@@ -20,6 +20,8 @@ pub enum Schedule {
     RoundRobin,
     /// mpiGraph's shift rounds: rank r sends to r+D while receiving from r−D, all ranks busy.
     Shift,
+    /// Per rail: the same local rank (GPU or NIC index) across nodes, rails side by side.
+    Rail,
 }
 
 impl Schedule {
@@ -27,6 +29,7 @@ impl Schedule {
         match self {
             Schedule::RoundRobin => "round_robin",
             Schedule::Shift => "shift",
+            Schedule::Rail => "rail",
         }
     }
 }
@@ -224,6 +227,45 @@ fn measure_shift(ex: &mut Exchanger<'_>, n: usize) -> Cells {
         .collect()
 }
 
+/// Every rank's node, on every rank: Slurm's node name where the job runs under Slurm (a local
+/// test cluster's nodes share one host), else the host name; and whether distinct nodes share
+/// a host (emulated nodes).
+fn nodes(comm: &MpiComm) -> (Vec<String>, bool) {
+    let host = crate::topology::hostname();
+    let node = std::env::var("SLURMD_NODENAME")
+        .ok()
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| host.clone());
+    let mut all = serde_json::to_vec(
+        &comm
+            .gather_bytes(format!("{node}\n{host}").as_bytes())
+            .into_iter()
+            .map(|b| String::from_utf8_lossy(&b).into_owned())
+            .collect::<Vec<_>>(),
+    )
+    .unwrap_or_default();
+    comm.broadcast_bytes(&mut all);
+    let pairs: Vec<String> = serde_json::from_slice(&all).unwrap_or_default();
+    let split: Vec<(String, String)> = pairs
+        .iter()
+        .map(|p| {
+            let (n, h) = p.split_once('\n').unwrap_or((p, p));
+            (n.to_string(), h.to_string())
+        })
+        .collect();
+    let emulated = split
+        .iter()
+        .any(|(n, h)| split.iter().any(|(m, g)| m != n && g == h));
+    (split.into_iter().map(|(n, _)| n).collect(), emulated)
+}
+
+/// Each rank's index among the ranks of its node, in rank order (its rail).
+fn local_ranks(nodes: &[String]) -> Vec<usize> {
+    (0..nodes.len())
+        .map(|r| nodes[..r].iter().filter(|n| **n == nodes[r]).count())
+        .collect()
+}
+
 /// Gathers every rank's cells at rank 0 as an N×N matrix of seconds.
 fn gather(comm: &MpiComm, cells: &Cells, n: usize) -> Vec<Option<f64>> {
     let bytes: Vec<u8> = cells
@@ -294,11 +336,7 @@ pub fn command(req: &Request) -> Result<u8, RunError> {
             ranks: n,
         }));
     }
-    let hosts: Vec<String> = comm
-        .gather_bytes(crate::topology::hostname().as_bytes())
-        .into_iter()
-        .map(|h| String::from_utf8_lossy(&h).into_owned())
-        .collect();
+    let (hosts, emulated_nodes) = nodes(&comm);
     let mut ex = Exchanger {
         world: &world,
         me,
@@ -313,6 +351,17 @@ pub fn command(req: &Request) -> Result<u8, RunError> {
             measure_rounds(&mut ex, &schedule::round_robin(n), req.bidirectional)
         }
         Schedule::Shift => measure_shift(&mut ex, n),
+        Schedule::Rail => {
+            let rounds = schedule::per_rail(&local_ranks(&hosts));
+            if rounds.is_empty() {
+                // every rank has the same node list, so every rank refuses alike
+                return Err(RunError::Links(LinksError::RailOneNode {
+                    ranks: n,
+                    node: hosts[0].clone(),
+                }));
+            }
+            measure_rounds(&mut ex, &rounds, req.bidirectional)
+        }
     };
     let seconds = gather(&comm, &cells, n);
     let gbps: Vec<Option<f64>> = seconds
@@ -354,7 +403,8 @@ pub fn command(req: &Request) -> Result<u8, RunError> {
     let Some(a) = analysis else {
         return Ok(crate::exit::EXIT_OK);
     };
-    let file = assemble(req, &hosts, &gbps, &iso, &a, slow.is_some());
+    let mut file = assemble(req, &hosts, &gbps, &iso, &a, slow.is_some());
+    file.emulated_nodes = emulated_nodes;
     let code = if file.findings.iter().any(|f| f.confirmed) {
         1
     } else {
@@ -463,6 +513,7 @@ fn assemble(
         iters: req.iters,
         warmup: req.warmup,
         hosts: hosts.to_vec(),
+        emulated_nodes: false,
         analysed: if several { "inter_node" } else { "intra_node" }.into(),
         matrix_gbps: (0..n).map(|i| gbps[i * n..(i + 1) * n].to_vec()).collect(),
         median_gbps: a.median_gbps.is_finite().then_some(a.median_gbps),
@@ -483,7 +534,11 @@ fn render(f: &LinksFile, out: &std::path::Path, chart: bool) -> String {
             let mut h = f.hosts.clone();
             h.sort();
             h.dedup();
-            crate::units::count(h.len(), "host", "hosts")
+            if f.emulated_nodes {
+                crate::units::count(h.len(), "emulated node", "emulated nodes")
+            } else {
+                crate::units::count(h.len(), "host", "hosts")
+            }
         },
         if f.bidirectional {
             "bidirectional"
@@ -510,4 +565,33 @@ fn render(f: &LinksFile, out: &std::path::Path, chart: bool) -> String {
     }
     s.push('\n');
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A rank's rail is its index among its node's ranks, whatever order the ranks were placed
+    /// in; the rail rounds then pair only equal rails on different nodes.
+    #[test]
+    fn rails_pair_the_same_local_rank_across_nodes() {
+        let nodes: Vec<String> = ["a", "b", "a", "b", "c", "c"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        let local = local_ranks(&nodes);
+        assert_eq!(local, vec![0, 0, 1, 1, 0, 1]);
+        let rounds = schedule::per_rail(&local);
+        let mut pairs: Vec<(usize, usize)> = rounds.iter().flatten().copied().collect();
+        pairs.sort_unstable();
+        // rail 0: ranks 0, 1, 4; rail 1: ranks 2, 3, 5 — every pair of a rail once
+        assert_eq!(pairs, vec![(0, 1), (0, 4), (1, 4), (2, 3), (2, 5), (3, 5)]);
+        for (a, b) in pairs {
+            assert_ne!(nodes[a], nodes[b]);
+            assert_eq!(local[a], local[b]);
+        }
+        // one node: no pair, which `links` refuses with a sentence
+        let one: Vec<String> = vec!["a".into(); 4];
+        assert!(schedule::per_rail(&local_ranks(&one)).is_empty());
+    }
 }

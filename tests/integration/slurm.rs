@@ -563,3 +563,91 @@ fn starting_the_cluster_again_attaches_and_its_jobs_run_on() {
         std::thread::sleep(std::time::Duration::from_millis(300));
     }
 }
+
+/// `links --schedule rail` on two emulated nodes of two ranks each: only each node's k-th rank
+/// with the other node's k-th rank is measured (both directions), the nodes are Slurm's and
+/// labelled emulated; on one node the schedule is refused with the sentence (exit 2).
+#[test]
+fn links_rail_measures_the_same_local_rank_across_nodes() {
+    let Some(_c) = cluster() else { return };
+    let dir = tmpdir("slurm-links-rail");
+    let out = dir.join("out");
+    // as profiles/local-slurm.toml: each emulated node its own shared-memory directory, TCP on
+    // loopback between nodes
+    let o = Command::new("timeout")
+        .args(["120", "srun", "-N", "2", "-n", "4", "--ntasks-per-node=2", "--mpi=pmix"])
+        .args([
+            "/bin/sh",
+            "-c",
+            "d=/dev/shm/scalebench-node-${SLURMD_NODENAME:-none}; mkdir -p \"$d\" && OMPI_MCA_btl_vader_backing_directory=\"$d\" exec \"$@\"",
+            "links-rail",
+        ])
+        .args([bin(), "links", "--schedule", "rail", "--size", "64KiB", "--iters", "2"])
+        .args(["--out", out.to_str().unwrap()])
+        .env("OMPI_MCA_btl", "self,vader,tcp")
+        .env("OMPI_MCA_btl_tcp_if_include", "lo")
+        .env("OMPI_MCA_oob_tcp_if_include", "lo")
+        .output()
+        .unwrap();
+    let ran = Ran::from(o);
+    ran.assert_code(0);
+    assert!(
+        ran.stdout.contains("4 ranks on 2 emulated nodes"),
+        "{}",
+        ran.stdout
+    );
+    let f: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("links.json")).unwrap()).unwrap();
+    assert_eq!(f["schedule"], "rail");
+    assert_eq!(f["emulated_nodes"], true);
+    let hosts: Vec<&str> = f["hosts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h.as_str().unwrap())
+        .collect();
+    assert_eq!(hosts, ["n1", "n1", "n2", "n2"]);
+    let mut measured = Vec::new();
+    for (i, row) in f["matrix_gbps"].as_array().unwrap().iter().enumerate() {
+        for (j, cell) in row.as_array().unwrap().iter().enumerate() {
+            if let Some(g) = cell.as_f64() {
+                assert!(g > 0.0, "{i}->{j}: {g}");
+                measured.push((i, j));
+            }
+        }
+    }
+    assert_eq!(
+        measured,
+        [(0, 2), (1, 3), (2, 0), (3, 1)],
+        "{}",
+        f["matrix_gbps"]
+    );
+    // one node: no pair on any rail
+    let one = Ran::from(
+        Command::new("timeout")
+            .args([
+                "120",
+                "srun",
+                "-N",
+                "1",
+                "-w",
+                "n1",
+                "-n",
+                "2",
+                "--mpi=pmix",
+            ])
+            .args([bin(), "links", "--schedule", "rail", "--out"])
+            .arg(dir.join("one"))
+            .output()
+            .unwrap(),
+    );
+    assert_ne!(one.code, 0);
+    assert!(
+        one.stderr
+            .contains("--schedule rail pairs each node's k-th rank")
+            && one.stderr.contains("2 ranks run on one node (n1)"),
+        "{}",
+        one.stderr
+    );
+    assert!(!dir.join("one").join("links.json").exists());
+}

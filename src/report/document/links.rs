@@ -38,7 +38,12 @@ fn section(doc: &mut Doc, l: &LinksInput<'_>) {
         format!(
             "{} on {}, {} {} schedule, {} messages, {} per cell; from ",
             crate::units::count(f.hosts.len(), "rank", "ranks"),
-            crate::units::count(hosts.len(), "host", "hosts"),
+            if f.emulated_nodes {
+                // Slurm nodes sharing one machine: not a fabric
+                crate::units::count(hosts.len(), "emulated node", "emulated nodes")
+            } else {
+                crate::units::count(hosts.len(), "host", "hosts")
+            },
             if f.bidirectional {
                 "bidirectional"
             } else {
