@@ -136,7 +136,7 @@ impl LinksArgs {
         let file = simulated_file(scenario, &m, &a);
         // Drawn before anything is written: a chart that cannot be drawn leaves no files.
         let svg = crate::report::links_heat_map_svg(&file)?;
-        let text = serde_json::to_vec_pretty(&file).unwrap_or_default();
+        let text = file.to_json_bytes();
         std::fs::create_dir_all(dir).map_err(|source| crate::results::io::ResultsError::Io {
             path: dir.to_path_buf(),
             source,

@@ -142,7 +142,21 @@ pub fn parse_links(path: &Path, text: &str) -> Result<LinksFile, ResultsError> {
     }
 }
 
+/// Above this many ranks links.json is written without indentation: pretty JSON puts every
+/// cell on a line of its own (27 MB at 1,024 ranks).
+pub const PRETTY_UP_TO_RANKS: usize = 64;
+
 impl LinksFile {
+    /// The file's text: indented for a reader up to [`PRETTY_UP_TO_RANKS`] ranks, compact above
+    /// (the matrix dominates; each row on one line would still be a 1,024-cell line).
+    pub fn to_json_bytes(&self) -> Vec<u8> {
+        if self.hosts.len() <= PRETTY_UP_TO_RANKS {
+            serde_json::to_vec_pretty(self).unwrap_or_default()
+        } else {
+            serde_json::to_vec(self).unwrap_or_default()
+        }
+    }
+
     /// What makes the file unusable (an N×N matrix over its hosts, positive finite cells,
     /// findings naming ranks that exist), each named by its place in the file.
     pub fn problems(&self) -> Vec<String> {
@@ -233,6 +247,23 @@ mod tests {
             vec![vec![None, Some(10.0)], vec![Some(9.0), None]],
             9.5,
         )
+    }
+
+    #[test]
+    fn large_files_are_written_compact_and_read_back_the_same() {
+        let n = PRETTY_UP_TO_RANKS + 1;
+        let big = test_file(
+            (0..n).map(|i| format!("n{i}")).collect(),
+            (0..n)
+                .map(|i| (0..n).map(|j| (i != j).then_some(1.5 + j as f64)).collect())
+                .collect(),
+            9.5,
+        );
+        let text = big.to_json_bytes();
+        assert!(!text.contains(&b'\n'));
+        let back: LinksFile = serde_json::from_slice(&text).unwrap();
+        assert_eq!(back, big);
+        assert!(two().to_json_bytes().contains(&b'\n'));
     }
 
     #[test]

@@ -417,7 +417,7 @@ pub fn command(req: &Request) -> Result<u8, RunError> {
             source,
         })
     })?;
-    let text = serde_json::to_vec_pretty(&file).unwrap_or_default();
+    let text = file.to_json_bytes();
     crate::results::io::write_atomic(&out.join(LINKS_FILE), &text)?;
     // The matrix is the measurement; a chart that cannot be drawn is said, not fatal.
     let chart = match req.heat_map.map(|draw| draw(&file)) {
