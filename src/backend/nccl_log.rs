@@ -16,7 +16,11 @@
 //! - the per-call line (subsystem COLL, every rank): `AllReduce: opCount 3 sendbuff 0x..
 //!   recvbuff 0x.. count N datatype 7 op 0 root 0 comm 0x.. [nranks=8] stream 0x..`.
 //!
-//! Anything else (other subsystems, WARN lines, text that is not NCCL's) is skipped.
+//! - `NCCL WARN <message>` lines (any subsystem: NCCL prints them at NCCL_DEBUG=WARN and
+//!   above), e.g. `NET/IB : Got async event : port error`: kept as said, so a case run while
+//!   the fabric or a GPU complained says so.
+//!
+//! Anything else (other subsystems' INFO lines, text that is not NCCL's) is skipped.
 
 // Only the CUDA backend captures logs; the parser is built everywhere so it is tested everywhere.
 #![cfg_attr(not(feature = "cuda"), allow(dead_code))]
@@ -164,6 +168,8 @@ pub enum Event {
     },
     Choice(Choice),
     Call(Call),
+    /// A `NCCL WARN` line's message.
+    Warn(String),
 }
 
 /// A recognised line: who wrote it (where the prefix has the usual shape) and what it says.
@@ -174,10 +180,18 @@ pub struct Entry {
 }
 
 const MARK: &str = " NCCL INFO ";
+const WARN_MARK: &str = " NCCL WARN ";
 
 /// One line of NCCL output; `None` for anything that is not one of the messages above.
 pub fn parse_line(line: &str) -> Option<Entry> {
     let line = line.trim_end_matches(['\r', '\n']);
+    if let Some(at) = line.find(WARN_MARK) {
+        let msg = line[at + WARN_MARK.len()..].trim();
+        return (!msg.is_empty()).then(|| Entry {
+            origin: parse_origin(&line[..at]),
+            event: Event::Warn(msg.to_string()),
+        });
+    }
     let at = line.find(MARK)?;
     let origin = parse_origin(&line[..at]);
     let msg = line[at + MARK.len()..].trim();
@@ -185,6 +199,20 @@ pub fn parse_line(line: &str) -> Option<Entry> {
         .or_else(|| parse_choice(msg))
         .or_else(|| parse_call(msg))?;
     Some(Entry { origin, event })
+}
+
+/// The distinct WARN messages of `entries` with how often each came, first seen first.
+pub fn warnings(entries: &[Entry]) -> Vec<(String, usize)> {
+    let mut out: Vec<(String, usize)> = Vec::new();
+    for e in entries {
+        if let Event::Warn(m) = &e.event {
+            match out.iter_mut().find(|(x, _)| x == m) {
+                Some((_, n)) => *n += 1,
+                None => out.push((m.clone(), 1)),
+            }
+        }
+    }
+    out
 }
 
 /// Every recognised line of a log, in order.

@@ -615,6 +615,7 @@ mod tests {
         let cap = |c: Vec<NcclChoice>| NcclCapture {
             version: None,
             choices: c,
+            warnings: Vec::new(),
         };
         // Unforced, nothing captured: unknown.
         assert_eq!(ran_with(&p, None), None);

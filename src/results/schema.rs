@@ -549,6 +549,10 @@ pub struct NcclCapture {
     /// calibration calls included), most frequent first; empty where NCCL logs none (before
     /// 2.20, or TUNING excluded from NCCL_DEBUG_SUBSYS by the user).
     pub choices: Vec<NcclChoice>,
+    /// NCCL's WARN lines while the case ran (each distinct message once, `(×N)` appended where
+    /// it came N > 1 times), as NCCL wrote them. Absent in files written before they were kept.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
 }
 
 /// One algorithm/protocol choice and how many planned collectives had it.

@@ -165,9 +165,14 @@ impl LogTap {
                 calls: n as u64,
             })
             .collect();
+        let warnings = nccl_log::warnings(&entries)
+            .into_iter()
+            .map(|(m, n)| if n > 1 { format!("{m} (×{n})") } else { m })
+            .collect();
         NcclCapture {
             version: self.version.clone(),
             choices,
+            warnings,
         }
     }
 }
@@ -219,7 +224,17 @@ mod tests {
         let ring = "AllReduce: 1024 Bytes -> Algo RING proto LL channel{Lo..Hi}={0..1}";
         let tree = "AllReduce: 1024 Bytes -> Algo TREE proto LL channel{Lo..Hi}={0..0}";
         let other = format!("h:{}:1 [0] NCCL INFO {tree}\n", pid + 1);
-        let text = [line(ring), line(ring), other, line(tree)].concat();
+        let warn =
+            format!("h:{pid}:7 [0] NCCL WARN NET/IB : mlx5_0:1 Got async event : port error\n");
+        let text = [
+            line(ring),
+            warn.clone(),
+            line(ring),
+            other,
+            warn,
+            line(tree),
+        ]
+        .concat();
         // The last line half written.
         let half = format!("h:{pid}:1 [0] NCCL INFO AllReduce: 8 Bytes");
         let all = format!("{}{text}{half}", std::fs::read_to_string(&path).unwrap());
@@ -242,10 +257,15 @@ mod tests {
             got,
             [("Ring", "LL", Some(2), 2), ("Tree", "LL", Some(1), 1)]
         );
+        assert_eq!(
+            c.warnings,
+            ["NET/IB : mlx5_0:1 Got async event : port error (×2)"]
+        );
         // The next case starts at the half line, and sees it once it is whole.
         tap.begin();
         std::fs::write(&path, format!("{all} -> Algo 0 proto 0 time 1.0\n")).unwrap();
         let c = tap.end();
+        assert!(c.warnings.is_empty());
         assert_eq!(c.choices.len(), 1);
         assert_eq!(c.choices[0].algorithm, "Tree");
         drop(tap);

@@ -60,9 +60,28 @@ fn numeric_form_without_function() {
     assert_eq!((c[2].algo, c[2].proto), (NcclAlgo::Ring, NcclProto::Ll128));
     assert_eq!(c[2].per_rank_bytes(NcclFunc::AllGather, 22105, 4), 4096);
     assert_eq!(c[2].per_rank_bytes(NcclFunc::AllReduce, 22105, 4), 16384);
-    // The WARN line is not INFO.
+    // The WARN line is kept as a warning, with who wrote it.
     assert_eq!(calls(&e).len(), 3);
-    assert_eq!(e.len(), 7);
+    assert_eq!(e.len(), 8);
+    assert_eq!(
+        warnings(&e),
+        [("some warning that is not an INFO line".to_string(), 1)]
+    );
+    let w = e
+        .iter()
+        .find(|x| matches!(x.event, Event::Warn(_)))
+        .unwrap();
+    assert_eq!(
+        w.origin.as_ref().map(|o| (o.host.as_str(), o.pid)),
+        Some(("gpu-a", 310))
+    );
+    // An empty WARN is nothing; one repeated is counted.
+    assert!(parse_line("h:1:1 [0] NCCL WARN ").is_none());
+    let twice = parse_log("h:1:1 [0] NCCL WARN x\nh:1:2 [1] NCCL WARN x\nh:1:1 [0] NCCL WARN y\n");
+    assert_eq!(
+        warnings(&twice),
+        [("x".to_string(), 2), ("y".to_string(), 1)]
+    );
 }
 
 #[test]
@@ -137,11 +156,13 @@ fn lines_that_only_look_alike_are_skipped() {
         "h:1:1 [0] NCCL INFO 8 Bytes -> Algo 0 proto 3 time 1.0",
         "h:1:1 [0] NCCL INFO NCCL version 2.x",
         "h:1:1 [0] NCCL INFO Channel 00/02 : 0 1",
-        "h:1:1 [0] NCCL WARN AllReduce: 8 Bytes -> Algo 0 proto 0 time 1.0",
         "h:1:1 [0] NCCL INFO AllReduce: opCount zz sendbuff 0 recvbuff 0 count 1 datatype 7 op 0 root 0 comm 0x1 [nranks=2] stream 0x2",
     ] {
         assert_eq!(parse_line(line), None, "{line}");
     }
+    // A WARN line that reads like a choice is a warning, not a choice.
+    let w = parse_line("h:1:1 [0] NCCL WARN AllReduce: 8 Bytes -> Algo 0 proto 0 time 1.0");
+    assert!(matches!(w.unwrap().event, Event::Warn(_)));
     // A prefix that is not `host:pid:tid [dev]` still gives the event, without an origin.
     let e = parse_line("somewhere NCCL INFO 8 Bytes -> Algo 1 proto 2 time 3.5").unwrap();
     assert_eq!(e.origin, None);

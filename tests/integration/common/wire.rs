@@ -282,6 +282,8 @@ pub struct NcclCapture {
     #[serde(default)]
     pub version: Option<String>,
     pub choices: Vec<NcclChoice>,
+    #[serde(default)]
+    pub warnings: Vec<String>,
 }
 
 #[derive(Debug, Deserialize)]
