@@ -515,6 +515,7 @@ mod tests {
     fn without_infiniband_the_fastest_ethernet_link_bounds_and_none_is_unknown() {
         let root = eth_tree("fast", &[("eno1", Some(1000)), ("ens2", Some(25000))]);
         let n = read(&root, &Expect::default());
+        let _ = std::fs::remove_dir_all(&root);
         // 25000 Mb/s = 3.125 GB/s; the 1 Gb/s management port does not lower it
         assert_eq!(n.link.value, Some(3.125));
         assert!(n.link.detail.contains("net.eth.ens2"), "{}", n.link.detail);
