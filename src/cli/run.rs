@@ -194,6 +194,20 @@ pub struct RunArgs {
     #[arg(long)]
     pub no_ceilings: bool,
 
+    /// The rate every InfiniBand port should run at, Gb/s (e.g. 400 for NDR 4X): an ACTIVE
+    /// port below it is recorded as negotiated down (sysfs gives no port maximum).
+    #[arg(long, value_name = "GBPS", value_parser = positive_gbps)]
+    pub ib_rate_gbps: Option<f64>,
+
+    /// Test-only: the sysfs tree the network ceilings and error counters are read from.
+    #[arg(long, hide = true, value_name = "DIR", default_value = "/sys")]
+    pub sysfs_root: PathBuf,
+
+    /// Test-only: the tree the error counters are read from after the last case (a test makes
+    /// them grow deterministically; default: --sysfs-root again).
+    #[arg(long, hide = true, value_name = "DIR")]
+    pub sysfs_root_after: Option<PathBuf>,
+
     /// Force NCCL's algorithm for this launch (NCCL_ALGO; cuda backend): ring, tree,
     /// collnet_direct, collnet_chain, nvls, nvls_tree or pat (NCCL's spellings too, any case;
     /// one value: sweep several with the spec axis nccl_algo). Recorded in each case.
@@ -286,6 +300,13 @@ impl From<&RunArgs> for crate::run::Request {
             op_timeout_s: a.op_timeout,
             quiet: a.quiet,
             launch_id: a.launch_id.clone(),
+            network: crate::topology::ceilings::network::Probe {
+                sysfs_root: a.sysfs_root.clone(),
+                sysfs_root_after: a.sysfs_root_after.clone(),
+                expect: crate::topology::ceilings::network::Expect {
+                    ib_rate_gbps: a.ib_rate_gbps,
+                },
+            },
         }
     }
 }
@@ -317,5 +338,15 @@ impl From<ScalingArg> for Scaling {
             ScalingArg::Weak => Scaling::Weak,
             ScalingArg::Strong => Scaling::Strong,
         }
+    }
+}
+
+/// `--ib-rate-gbps`: a positive, finite number of Gb/s.
+fn positive_gbps(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
+        _ => Err(format!(
+            "\"{text}\" is not a rate in Gb/s: give a positive number such as 200 (HDR 4X) or 400 (NDR 4X)"
+        )),
     }
 }

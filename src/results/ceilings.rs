@@ -91,6 +91,23 @@ pub struct HostCeilings {
     /// recorded.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<CeilingWarning>,
+    /// The InfiniBand/RoCE ports' error counters at the launch's start and end. Absent where
+    /// the host has none (and in older files).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub counters: Vec<ErrorCounter>,
+}
+
+/// One port error counter read at a launch's start and end (sysfs
+/// `class/infiniband/<device>/ports/<port>/counters/<counter>`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ErrorCounter {
+    pub device: String,
+    pub port: String,
+    pub counter: String,
+    pub before: u64,
+    /// Absent when the launch did not reach its end snapshot (or the file was gone by then).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after: Option<u64>,
 }
 
 /// A ceiling-related problem of a host, device or link, with its cause.
@@ -172,7 +189,8 @@ impl<'a> LaunchCeilings<'a> {
 ///
 /// busbw on one host is bounded by the host's all-CPU STREAM Copy bandwidth (a collective's
 /// bytes are copied through memory, and Copy moves each byte once in, once out, like a
-/// shared-memory transport); across hosts by the network link, which no ceiling records yet;
+/// shared-memory transport); across hosts by the slowest host's network link (`net.link`,
+/// see [`across_hosts`]);
 /// GEMM GFLOP/s by the one-CPU FMA peak of its precision times the CPUs its threads use.
 /// A launch with no ceilings recorded and no reason (an older file) gets none.
 pub fn fractions(
@@ -221,7 +239,7 @@ pub fn fractions(
                 "GPU link ceilings are not recorded in a launch yet".into(),
             ));
         } else if l.host_count > 1 {
-            out.push(unknown(F, "net.link", "the network link's ceiling is not recorded yet (no sysfs port rate read in a launch)".into()));
+            out.push(across_hosts(F, b, l));
         } else if l.emulated_nodes && l.nodes > 1 {
             out.push(unknown(F, "net.link", "emulated nodes: the ranks of different nodes share one host, so no network link bounds the figure".into()));
         } else if let Some(why) = l.skipped {
@@ -281,6 +299,67 @@ pub fn fractions(
     out
 }
 
+/// A figure across hosts against the slowest host's `net.link` (every host sends and receives
+/// its share, so none can go faster than its own link). Hosts whose link is unknown are left
+/// out: any host's link still bounds the figure, so the known ones' minimum is a ceiling (a
+/// looser one). Unknown, with every host's reason, when no host reports a usable port.
+fn across_hosts(figure: &str, value: f64, l: &LaunchCeilings<'_>) -> PeakFraction {
+    const ID: &str = "net.link";
+    let unknown = |why: String| PeakFraction {
+        figure: figure.into(),
+        ceiling_id: ID.into(),
+        bound: None,
+        cpus: None,
+        frac_peak: None,
+        unknown: Some(why),
+    };
+    if let Some(why) = l.skipped {
+        return unknown(why.into());
+    }
+    let links: Vec<(&str, Option<&Ceiling>)> = l
+        .hosts
+        .iter()
+        .map(|h| (h.host.as_str(), h.ceilings.iter().find(|c| c.id == ID)))
+        .collect();
+    let slowest = links
+        .iter()
+        .filter_map(|(_, c)| c.filter(|c| c.value.is_some_and(|v| v > 0.0)))
+        .min_by(|a, b| a.value.unwrap_or(0.0).total_cmp(&b.value.unwrap_or(0.0)));
+    match slowest {
+        Some(c) => {
+            let bound = c.value;
+            PeakFraction {
+                figure: figure.into(),
+                ceiling_id: ID.into(),
+                bound,
+                cpus: None,
+                frac_peak: bound.map(|b| value / b),
+                unknown: None,
+            }
+        }
+        None => {
+            let mut why: Vec<String> = links
+                .iter()
+                .map(|(h, c)| match c {
+                    Some(c) => format!("{h}: {}", c.detail),
+                    None => format!("{h}: no network ceiling recorded"),
+                })
+                .collect();
+            if l.hosts.len() < l.host_count {
+                why.push(format!(
+                    "{} of {} recorded no ceilings",
+                    l.host_count - l.hosts.len(),
+                    crate::units::count(l.host_count, "host", "hosts")
+                ));
+            }
+            unknown(format!(
+                "no host reports a usable network port ({})",
+                why.join("; ")
+            ))
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -326,6 +405,7 @@ mod tests {
             cpus: "0-3".into(),
             seconds: 0.2,
             warnings: Vec::new(),
+            counters: Vec::new(),
             ceilings: vec![
                 ceiling(
                     "cpu.peak.f32.avx2+fma.one_cpu",
@@ -419,27 +499,96 @@ mod tests {
         );
     }
 
-    #[test]
-    fn across_hosts_and_emulated_nodes_the_link_ceiling_is_unknown_with_its_reason() {
-        use crate::params::{Dtype, Workload};
-        let hosts = [host("a"), host("b")];
-        let mut c = case(Workload::Allgather, Dtype::F32);
-        c.busbw_gbps = Some(5.0);
-        let two = LaunchCeilings {
+    /// `host(name)` with a `net.link` ceiling of `gbps` (`None`: unknown, saying `why`).
+    fn networked(name: &str, gbps: Option<f64>, why: &str) -> HostCeilings {
+        let mut h = host(name);
+        let mut c = ceiling("net.link", CeilingUnit::Gbps, gbps);
+        if gbps.is_none() {
+            c.detail = why.into();
+        }
+        h.ceilings.push(c);
+        h
+    }
+
+    fn two_hosts(hosts: &[HostCeilings]) -> LaunchCeilings<'_> {
+        LaunchCeilings {
             host_count: 2,
             nodes: 2,
-            ..launch(&hosts)
-        };
-        let f = fractions(&c, &two);
+            ..launch(hosts)
+        }
+    }
+
+    #[test]
+    fn across_hosts_the_slowest_hosts_link_bounds_the_figure() {
+        use crate::params::{Dtype, Workload};
+        let mut c = case(Workload::Allgather, Dtype::F32);
+        c.busbw_gbps = Some(5.0);
+        // b's 12.5 GB/s link bounds, not a's 50 (nor either host's 40 GB/s STREAM Copy)
+        let hosts = [
+            networked("a", Some(50.0), ""),
+            networked("b", Some(12.5), ""),
+        ];
+        let f = fractions(&c, &two_hosts(&hosts));
+        assert_eq!(f.len(), 1);
         assert_eq!(
-            (f[0].ceiling_id.as_str(), f[0].frac_peak),
-            ("net.link", None)
+            (
+                f[0].ceiling_id.as_str(),
+                f[0].bound,
+                f[0].frac_peak,
+                f[0].unknown.as_deref()
+            ),
+            ("net.link", Some(12.5), Some(0.4), None)
         );
-        assert!(f[0].unknown.as_deref().unwrap().contains("network link"));
+        // a host whose link is unknown is left out: the known host's link still bounds
+        let hosts = [
+            networked("a", None, "eth0 speed -1"),
+            networked("b", Some(25.0), ""),
+        ];
+        let f = fractions(&c, &two_hosts(&hosts));
+        assert_eq!((f[0].bound, f[0].frac_peak), (Some(25.0), Some(0.2)));
+    }
+
+    #[test]
+    fn across_hosts_with_no_usable_port_the_link_is_unknown_with_each_hosts_reason() {
+        use crate::params::{Dtype, Workload};
+        let mut c = case(Workload::Allreduce, Dtype::F32);
+        c.busbw_gbps = Some(5.0);
+        let hosts = [
+            networked("a", None, "net.eth.eth0: \"-1\": no speed"),
+            host("b"),
+        ];
+        let f = fractions(&c, &two_hosts(&hosts));
+        assert_eq!(
+            (f[0].ceiling_id.as_str(), f[0].bound, f[0].frac_peak),
+            ("net.link", None, None)
+        );
+        let why = f[0].unknown.as_deref().unwrap();
+        assert!(
+            why.contains("no host reports a usable network port")
+                && why.contains("a: net.eth.eth0: \"-1\"")
+                && why.contains("b: no network ceiling recorded"),
+            "{why}"
+        );
+        // --no-ceilings across hosts: the reason is the skip
+        let skipped = LaunchCeilings {
+            skipped: Some("not measured: --no-ceilings"),
+            ..two_hosts(&[])
+        };
+        let f = fractions(&c, &skipped);
+        assert_eq!(f[0].ceiling_id, "net.link");
+        assert!(f[0].unknown.as_deref().unwrap().contains("--no-ceilings"));
+    }
+
+    #[test]
+    fn emulated_nodes_have_no_link_ceiling_even_where_the_host_has_one() {
+        use crate::params::{Dtype, Workload};
+        let hosts = [networked("a", Some(25.0), "")];
+        let mut c = case(Workload::Allgather, Dtype::F32);
+        c.busbw_gbps = Some(5.0);
         let emulated = LaunchCeilings {
             emulated_nodes: true,
             nodes: 2,
-            ..launch(&hosts[..1])
+            ..launch(&hosts)
         };
         let f = fractions(&c, &emulated);
         assert_eq!(
@@ -447,6 +596,12 @@ mod tests {
             ("net.link", None)
         );
         assert!(f[0].unknown.as_deref().unwrap().contains("emulated nodes"));
+        // one real host: the STREAM Copy bound, the link plays no part
+        let f = fractions(&c, &launch(&hosts));
+        assert_eq!(
+            (f[0].ceiling_id.as_str(), f[0].frac_peak),
+            ("cpu.mem.copy.all_cpus", Some(0.125))
+        );
     }
 
     #[test]

@@ -89,7 +89,11 @@ pub fn gather(req: &Request) -> Result<HostCeilings, CeilingsError> {
         },
     );
     found.extend(net.ceilings);
-    let mut warnings = net.warnings;
+    let mut warnings: Vec<String> = net
+        .warnings
+        .into_iter()
+        .map(|w| format!("{}: {}", w.subject, w.message))
+        .collect();
     if let Some(g) = gpus {
         let g = ceilings::gpu::ceilings(&g);
         found.extend(g.ceilings);

@@ -31,6 +31,8 @@ pub struct Request {
     pub quiet: bool,
     /// Launch id recorded with the results (set by `sweep`; a plan file carries its own).
     pub launch_id: Option<String>,
+    /// Where the network ceilings and error counters are read (`/sys`; tests give trees).
+    pub network: crate::topology::ceilings::network::Probe,
 }
 
 /// Where a run's cases come from.

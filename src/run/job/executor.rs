@@ -47,6 +47,8 @@ pub(super) struct Job<'a> {
     pub(super) notes: Vec<String>,
     /// The MPI thread level asked for.
     pub(super) thread_level: ThreadLevel,
+    /// Where the network ceilings and error counters are read from.
+    pub(super) network: &'a crate::topology::ceilings::network::Probe,
 }
 
 impl Job<'_> {
@@ -112,6 +114,12 @@ impl Job<'_> {
         }
         self.print(table.flush());
         let mut launch = launch;
+        if self.settings.ceilings {
+            // the error counters' end snapshot, before the results are written
+            let grew =
+                super::net_ceilings::at_end(self.comm, self.network, launch.provenance.as_mut());
+            self.print(grew.iter().map(|w| format!("# warning: {w}")).collect());
+        }
         self.record_context(&mut launch, &before, started, seen);
 
         let results_path = if self.comm.is_root() {
@@ -320,25 +328,33 @@ fn ceilings_lines(p: &Provenance) -> Vec<String> {
     }
     p.ceilings
         .iter()
-        .map(|h| {
+        .flat_map(|h| {
             let parts: Vec<String> = h
                 .ceilings
                 .iter()
                 .filter(|c| {
                     c.id.ends_with(".all_cpus")
-                        || h.ceilings.iter().all(|o| !o.id.ends_with(".all_cpus"))
+                        || c.id == crate::topology::ceilings::network::LINK_ID
+                        || (!c.id.starts_with("net.")
+                            && h.ceilings.iter().all(|o| !o.id.ends_with(".all_cpus")))
                 })
                 .map(|c| match c.value {
                     Some(v) => format!("{} {v:.1} {}", c.id, c.unit.symbol()),
                     None => format!("{} unknown", c.id),
                 })
                 .collect();
-            format!(
+            let line = format!(
                 "# ceilings of {} (CPUs {}, measured in {:.2} s): {}",
                 h.host,
                 h.cpus,
                 h.seconds,
                 parts.join(", ")
+            );
+            // a port down or negotiated down, said before the figures it lowers
+            std::iter::once(line).chain(
+                h.warnings
+                    .iter()
+                    .map(|w| format!("# warning: {}: {}: {}", h.host, w.subject, w.message)),
             )
         })
         .collect()

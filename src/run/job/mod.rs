@@ -13,6 +13,7 @@ mod device_plan;
 mod executor;
 mod host_ceilings;
 mod keep;
+mod net_ceilings;
 mod provenance;
 mod request;
 #[cfg(test)]
@@ -204,6 +205,7 @@ fn run_in_world(
         cases: &cases,
         notes,
         thread_level,
+        network: &request.network,
     };
     match req.backend {
         BackendKind::Cpu => {

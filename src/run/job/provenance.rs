@@ -25,6 +25,7 @@ impl Job<'_> {
             self.layout,
             &self.notes,
             self.settings.ceilings,
+            self.network,
         )
         .map(|mut p| {
             p.buffer_policy = backend.buffer_policy(self.settings.buffer_offset);
@@ -197,12 +198,13 @@ fn gather_provenance<B: Backend>(
     layout: &NodeLayout,
     notes: &[String],
     measure_ceilings: bool,
+    network: &crate::topology::ceilings::network::Probe,
 ) -> Option<Provenance> {
     let me = describe_rank(comm.rank(), backend, layout);
     let host_ceilings = measure_ceilings
         .then(|| {
             let cpus = affinity::parse_cpulist(&me.cpus).unwrap_or_default();
-            super::host_ceilings::measure(comm, &me.host, &cpus)
+            super::host_ceilings::measure(comm, &me.host, &cpus, network)
         })
         .flatten();
     let mut warnings = notes.to_vec();

@@ -23,6 +23,7 @@ fn request(options: plan::Request, launch_id: Option<&str>) -> crate::run::Reque
         op_timeout_s: None,
         quiet: true,
         launch_id: launch_id.map(str::to_string),
+        network: Default::default(),
     }
 }
 

@@ -6,7 +6,9 @@
 //! File formats: the kernel's `Documentation/ABI/stable/sysfs-class-infiniband` and
 //! `Documentation/ABI/testing/sysfs-class-net`.
 
-use crate::results::ceilings::{Ceiling, CeilingSource, CeilingUnit};
+use crate::results::ceilings::{
+    Ceiling, CeilingSource, CeilingUnit, CeilingWarning, CeilingWarningKind,
+};
 use std::path::{Path, PathBuf};
 
 /// The error counters read before and after a launch. They are narrow and saturate, so only
@@ -21,11 +23,38 @@ pub const ERROR_COUNTERS: [&str; 7] = [
     "excessive_buffer_overrun_errors",
 ];
 
-/// What was found: ceilings (one per port or interface) and warnings with their cause.
-#[derive(Debug, Clone, PartialEq, Default)]
+/// What was found: ceilings (one per port or interface), the host's link ceiling that bounds
+/// figures across hosts (see [`host_link`]) and warnings with their cause.
+#[derive(Debug, Clone, PartialEq)]
 pub struct NetworkCeilings {
     pub ceilings: Vec<Ceiling>,
-    pub warnings: Vec<String>,
+    /// `net.link`: the host's network ceiling, or unknown with why.
+    pub link: Ceiling,
+    pub warnings: Vec<CeilingWarning>,
+}
+
+/// The id of a host's network ceiling, the bound of a figure across hosts.
+pub const LINK_ID: &str = "net.link";
+
+/// Where a launch reads the network from (all of it test-only except the expected rate).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Probe {
+    /// The sysfs mount (`/sys`; tests give a recorded tree).
+    pub sysfs_root: PathBuf,
+    /// Test-only: the tree the launch's end snapshot of the error counters is read from, so a
+    /// test makes counters grow deterministically (`None`: `sysfs_root` again).
+    pub sysfs_root_after: Option<PathBuf>,
+    pub expect: Expect,
+}
+
+impl Default for Probe {
+    fn default() -> Self {
+        Probe {
+            sysfs_root: PathBuf::from("/sys"),
+            sysfs_root_after: None,
+            expect: Expect::default(),
+        }
+    }
 }
 
 /// What the caller expects of the fabric, where it knows it (sysfs gives no port maximum).
@@ -67,25 +96,135 @@ pub fn parse_ib_rate(text: &str) -> Option<f64> {
 
 /// Reads every InfiniBand/RoCE port and network interface under `root` (a sysfs mount).
 pub fn read(root: &Path, expect: &Expect) -> NetworkCeilings {
-    let mut out = NetworkCeilings::default();
+    let mut ceilings = Vec::new();
+    let mut warnings = Vec::new();
+    let mut active_ib = Vec::new();
     let ib = root.join("class/infiniband");
     for dev in entries(&ib) {
         let ports = ib.join(&dev).join("ports");
         for port in entries(&ports) {
-            ib_port(&ports.join(&port), &dev, &port, expect, &mut out);
+            let c = ib_port(&ports.join(&port), &dev, &port, expect, &mut warnings);
+            if c.1 {
+                active_ib.push(c.0.clone());
+            }
+            ceilings.push(c.0);
         }
     }
+    let mut eth = Vec::new();
     let net = root.join("class/net");
     for ifname in entries(&net) {
         // virtual interfaces (lo, bridges, veth, ifb) have no `device`: no link to bound
         if net.join(&ifname).join("device").exists() {
-            out.ceilings.push(ethernet(&net.join(&ifname), &ifname));
+            eth.push(ethernet(&net.join(&ifname), &ifname));
         }
     }
-    out
+    let link = host_link(root, &active_ib, &ceilings, &eth);
+    ceilings.extend(eth);
+    NetworkCeilings {
+        ceilings,
+        link,
+        warnings,
+    }
 }
 
-fn ib_port(dir: &Path, dev: &str, port: &str, expect: &Expect, out: &mut NetworkCeilings) {
+/// The host's network ceiling (`net.link`), per direction: the sum of its ACTIVE
+/// InfiniBand/RoCE ports' rates where it has any (NCCL, UCX and Open MPI stripe a job's
+/// traffic over every active HCA port, so together they bound what the host can send);
+/// otherwise its fastest Ethernet link with a reported speed (MPI's and NCCL's socket
+/// transports use one interface by default, and a host's other NICs are usually slower
+/// management ports; a figure above it says the traffic was striped). Unknown, with every
+/// port's reason, when no port gives a rate.
+fn host_link(root: &Path, active_ib: &[Ceiling], ib: &[Ceiling], eth: &[Ceiling]) -> Ceiling {
+    let what = "the host's network link, per direction".to_string();
+    let rated: Vec<&Ceiling> = active_ib.iter().filter(|c| c.value.is_some()).collect();
+    if !rated.is_empty() {
+        let sum: f64 = rated.iter().filter_map(|c| c.value).sum();
+        let parts: Vec<String> = rated
+            .iter()
+            .map(|c| {
+                format!(
+                    "{} {} GB/s",
+                    c.id,
+                    crate::units::echo_f64(c.value.unwrap_or(0.0))
+                )
+            })
+            .collect();
+        return Ceiling {
+            id: LINK_ID.into(),
+            what,
+            unit: CeilingUnit::Gbps,
+            value: Some(sum),
+            source: CeilingSource::Sysfs,
+            detail: format!(
+                "the sum of the {} ({}; from each port's rate file): traffic is striped over \
+                 every active HCA port",
+                crate::units::count(
+                    rated.len(),
+                    "active InfiniBand/RoCE port",
+                    "active InfiniBand/RoCE ports"
+                ),
+                parts.join(" + ")
+            ),
+        };
+    }
+    if let Some(best) = eth
+        .iter()
+        .filter(|c| c.value.is_some())
+        .max_by(|a, b| a.value.unwrap_or(0.0).total_cmp(&b.value.unwrap_or(0.0)))
+    {
+        return Ceiling {
+            id: LINK_ID.into(),
+            what,
+            unit: CeilingUnit::Gbps,
+            value: best.value,
+            source: CeilingSource::Sysfs,
+            detail: format!(
+                "{}, the fastest Ethernet link with a reported speed and no active \
+                 InfiniBand/RoCE port ({})",
+                best.id, best.detail
+            ),
+        };
+    }
+    let mut why: Vec<String> = ib
+        .iter()
+        .filter(|c| !active_ib.iter().any(|a| a.id == c.id))
+        .map(|c| format!("{}: not ACTIVE", c.id))
+        .collect();
+    why.extend(
+        active_ib
+            .iter()
+            .chain(eth)
+            .filter(|c| c.value.is_none())
+            .map(|c| format!("{}: {}", c.id, c.detail)),
+    );
+    unknown_gbps(
+        LINK_ID.into(),
+        what,
+        if why.is_empty() {
+            format!(
+                "no InfiniBand/RoCE port or physical network interface under {}",
+                root.display()
+            )
+        } else {
+            format!("no port reports a usable rate: {}", why.join("; "))
+        },
+    )
+}
+
+/// One port's ceiling and whether it is ACTIVE; its warnings go to `warnings`.
+fn ib_port(
+    dir: &Path,
+    dev: &str,
+    port: &str,
+    expect: &Expect,
+    warnings: &mut Vec<CeilingWarning>,
+) -> (Ceiling, bool) {
+    let subject = format!("{dev} port {port}");
+    let warn = |kind, message: String| CeilingWarning {
+        kind,
+        subject: subject.clone(),
+        message,
+    };
     let id = format!("net.ib.{dev}.{port}");
     let layer = read_trim(&dir.join("link_layer")).unwrap_or_else(|_| "InfiniBand".into());
     let what = format!("{dev} port {port} ({layer}), per direction");
@@ -95,24 +234,29 @@ fn ib_port(dir: &Path, dev: &str, port: &str, expect: &Expect, out: &mut Network
     let rate = read_trim(&rate_file);
     let active = matches!(&state, Ok(s) if s.ends_with("ACTIVE"));
     match &state {
-        Ok(s) if active => {
-            let _ = s;
-        }
-        Ok(s) => out.warnings.push(format!(
-            "{dev} port {port}: state is \"{s}\" (phys_state \"{phys}\"), not ACTIVE: the port \
-             carries no traffic; check its cable and the subnet manager"
+        Ok(_) if active => {}
+        Ok(s) => warnings.push(warn(
+            CeilingWarningKind::LinkDown,
+            format!(
+                "state is \"{s}\" (phys_state \"{phys}\"), not ACTIVE: the port carries no \
+                 traffic; check its cable and the subnet manager"
+            ),
         )),
-        Err(e) => out
-            .warnings
-            .push(format!("{dev} port {port}: link state unknown ({e})")),
+        Err(e) => warnings.push(warn(
+            CeilingWarningKind::Other,
+            format!("link state unknown ({e})"),
+        )),
     }
     let c = match rate.as_deref().map(|t| (t, parse_ib_rate(t))) {
         Ok((t, Some(gbps))) => {
             if let Some(want) = expect.ib_rate_gbps.filter(|w| active && gbps < *w) {
-                out.warnings.push(format!(
-                    "{dev} port {port}: running at {t}, below the expected {} Gb/s: \
-                     negotiated down (cable, transceiver or the switch port's speed)",
-                    crate::units::echo_f64(want)
+                warnings.push(warn(
+                    CeilingWarningKind::NegotiatedDown,
+                    format!(
+                        "running at {t}, below the expected {} Gb/s: negotiated down (cable, \
+                         transceiver or the switch port's speed)",
+                        crate::units::echo_f64(want)
+                    ),
                 ));
             }
             let no_max = if expect.ib_rate_gbps.is_none() {
@@ -144,7 +288,7 @@ fn ib_port(dir: &Path, dev: &str, port: &str, expect: &Expect, out: &mut Network
         ),
         Err(e) => unknown_gbps(id, what, e.clone()),
     };
-    out.ceilings.push(c);
+    (c, active)
 }
 
 fn ethernet(dir: &Path, ifname: &str) -> Ceiling {
@@ -188,7 +332,7 @@ fn unknown_gbps(id: String, what: String, why: String) -> Ceiling {
 }
 
 /// One error counter's value at one moment.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct CounterReading {
     pub device: String,
     pub port: String,
@@ -230,7 +374,7 @@ pub fn counters(root: &Path) -> (Vec<CounterReading>, Vec<String>) {
 
 /// A warning for each counter that grew between two snapshots, naming device, port, counter
 /// and the values before → after.
-pub fn counter_growth(before: &[CounterReading], after: &[CounterReading]) -> Vec<String> {
+pub fn counter_growth(before: &[CounterReading], after: &[CounterReading]) -> Vec<CeilingWarning> {
     let mut w = Vec::new();
     for a in after {
         let Some(b) = before
@@ -239,19 +383,28 @@ pub fn counter_growth(before: &[CounterReading], after: &[CounterReading]) -> Ve
         else {
             continue;
         };
+        let subject = format!("{} port {}", a.device, a.port);
         if a.value > b.value {
-            w.push(format!(
-                "{} port {}: error counter {} grew during the run, {} → {}: the link is \
-                 faulty or was reset; figures through it may be low",
-                a.device, a.port, a.counter, b.value, a.value
-            ));
+            w.push(CeilingWarning {
+                kind: CeilingWarningKind::CountersGrew,
+                subject,
+                message: format!(
+                    "error counter {} grew during the run, {} → {}: the link is faulty or was \
+                     reset; figures through it may be low",
+                    a.counter, b.value, a.value
+                ),
+            });
         } else if a.value < b.value {
             // the counters only grow; a drop means someone reset them (perfquery -R)
-            w.push(format!(
-                "{} port {}: error counter {} dropped during the run, {} → {}: it was reset, \
-                 so growth in between cannot be told",
-                a.device, a.port, a.counter, b.value, a.value
-            ));
+            w.push(CeilingWarning {
+                kind: CeilingWarningKind::Other,
+                subject,
+                message: format!(
+                    "error counter {} dropped during the run, {} → {}: it was reset, so growth \
+                     in between cannot be told",
+                    a.counter, b.value, a.value
+                ),
+            });
         }
     }
     w
@@ -307,17 +460,26 @@ mod tests {
         assert_eq!(find(&n, "net.ib.mlx5_0.1").value, Some(50.0));
         assert_eq!(find(&n, "net.ib.mlx5_1.1").value, Some(25.0));
         assert_eq!(n.warnings.len(), 2, "{:?}", n.warnings);
-        assert!(n.warnings.iter().any(|w| w.contains("mlx5_1 port 1")
-            && w.contains("200 Gb/sec (4X HDR)")
-            && w.contains("negotiated down")));
-        assert!(n.warnings.iter().any(|w| w.contains("mlx5_2 port 1")
-            && w.contains("1: DOWN")
-            && w.contains("not ACTIVE")));
+        assert!(n.warnings.iter().any(|w| w.subject == "mlx5_1 port 1"
+            && w.kind == CeilingWarningKind::NegotiatedDown
+            && w.message.contains("200 Gb/sec (4X HDR)")
+            && w.message.contains("negotiated down")));
+        assert!(n.warnings.iter().any(|w| w.subject == "mlx5_2 port 1"
+            && w.kind == CeilingWarningKind::LinkDown
+            && w.message.contains("1: DOWN")
+            && w.message.contains("not ACTIVE")));
         // the down port is below 400 too, but its state is the cause: one warning for it
         assert!(!n
             .warnings
             .iter()
-            .any(|w| w.contains("mlx5_2") && w.contains("negotiated")));
+            .any(|w| w.subject.contains("mlx5_2") && w.message.contains("negotiated")));
+        // the host's link: the two ACTIVE ports, 50 + 25 GB/s; the DOWN one adds nothing
+        assert_eq!((n.link.id.as_str(), n.link.value), (LINK_ID, Some(75.0)));
+        assert!(
+            n.link.detail.contains("2 active") && !n.link.detail.contains("mlx5_2"),
+            "{}",
+            n.link.detail
+        );
     }
 
     #[test]
@@ -330,6 +492,45 @@ mod tests {
         assert!(v.detail.contains("-1") && v.detail.contains("eth1/speed"));
         // lo has no device: virtual, not listed
         assert!(!n.ceilings.iter().any(|c| c.id == "net.eth.lo"));
+        // an active HDR port: the link is the port, not eth0's 12.5 GB/s
+        assert_eq!(n.link.value, Some(25.0));
+        assert_eq!(n.link.source, CeilingSource::Sysfs);
+    }
+
+    /// A tree with only the given Ethernet speeds (`None`: a `speed` file that says -1).
+    fn eth_tree(tag: &str, speeds: &[(&str, Option<u64>)]) -> PathBuf {
+        let root =
+            std::env::temp_dir().join(format!("scalebench-net-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        for (name, mbps) in speeds {
+            let d = root.join("class/net").join(name);
+            std::fs::create_dir_all(d.join("device")).unwrap();
+            let text = mbps.map_or("-1".to_string(), |m| m.to_string());
+            std::fs::write(d.join("speed"), text + "\n").unwrap();
+        }
+        root
+    }
+
+    #[test]
+    fn without_infiniband_the_fastest_ethernet_link_bounds_and_none_is_unknown() {
+        let root = eth_tree("fast", &[("eno1", Some(1000)), ("ens2", Some(25000))]);
+        let n = read(&root, &Expect::default());
+        let _ = std::fs::remove_dir_all(&root);
+        // 25000 Mb/s = 3.125 GB/s; the 1 Gb/s management port does not lower it
+        assert_eq!(n.link.value, Some(3.125));
+        assert!(n.link.detail.contains("net.eth.ens2"), "{}", n.link.detail);
+        let root = eth_tree("virtio", &[("eth0", None)]);
+        let n = read(&root, &Expect::default());
+        assert_eq!(
+            (n.link.value, n.link.source),
+            (None, CeilingSource::Unknown)
+        );
+        assert!(
+            n.link.detail.contains("net.eth.eth0") && n.link.detail.contains("-1"),
+            "{}",
+            n.link.detail
+        );
+        let _ = std::fs::remove_dir_all(&root);
     }
 
     #[test]
@@ -349,14 +550,15 @@ mod tests {
             assert!(b.len() >= 4, "{b:?}");
             let w = counter_growth(&b, &a);
             assert!(
-                w.iter().any(|x| x.contains(&format!("{dev} port 1"))
-                    && x.contains("symbol_error")
-                    && x.contains("3 → 1027")),
+                w.iter().any(|x| x.subject == format!("{dev} port 1")
+                    && x.kind == CeilingWarningKind::CountersGrew
+                    && x.message.contains("symbol_error")
+                    && x.message.contains("3 → 1027")),
                 "{dir}: {w:?}"
             );
             assert!(
                 w.iter()
-                    .any(|x| x.contains("link_downed") && x.contains("0 → 1")),
+                    .any(|x| x.message.contains("link_downed") && x.message.contains("0 → 1")),
                 "{dir}: {w:?}"
             );
             // unchanged counters give no warning
@@ -377,12 +579,19 @@ mod tests {
         };
         let w = counter_growth(&[r(9)], &[r(0)]);
         assert_eq!(w.len(), 1);
-        assert!(w[0].contains("reset") && w[0].contains("9 → 0"));
+        assert_eq!(w[0].kind, CeilingWarningKind::Other);
+        assert!(w[0].message.contains("reset") && w[0].message.contains("9 → 0"));
     }
 
     #[test]
     fn no_sysfs_no_ceilings() {
         let n = read(Path::new("/nonexistent/sys"), &Expect::default());
         assert!(n.ceilings.is_empty() && n.warnings.is_empty());
+        assert_eq!(n.link.value, None);
+        assert!(
+            n.link.detail.contains("no InfiniBand/RoCE port"),
+            "{}",
+            n.link.detail
+        );
     }
 }

@@ -440,6 +440,19 @@ pub struct HostCeilings {
     pub ceilings: Vec<Ceiling>,
     #[serde(default)]
     pub warnings: Vec<CeilingWarning>,
+    #[serde(default)]
+    pub counters: Vec<ErrorCounter>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ErrorCounter {
+    pub device: String,
+    pub port: String,
+    pub counter: String,
+    pub before: u64,
+    #[serde(default)]
+    pub after: Option<u64>,
 }
 
 #[derive(Debug, Deserialize)]
