@@ -19,6 +19,7 @@ mod common;
 
 mod bad_input;
 mod ceilings;
+mod ceilings_gpu;
 mod compare;
 mod context;
 mod cuda;

@@ -41,8 +41,15 @@ pub(super) fn leaders(ranks: &[(String, Vec<u32>)]) -> Vec<Option<Vec<u32>>> {
     out
 }
 
-/// Every rank calls this with its host and CPUs; the leaders return their host's ceilings.
-pub(super) fn measure(comm: &MpiComm, host: &str, my_cpus: &[u32]) -> Option<HostCeilings> {
+/// Every rank calls this with its host and CPUs; the leaders return their host's ceilings
+/// (on the CUDA backend with its GPUs').
+#[cfg_attr(not(feature = "cuda"), allow(unused_variables))]
+pub(super) fn measure(
+    comm: &MpiComm,
+    host: &str,
+    my_cpus: &[u32],
+    backend: crate::params::BackendKind,
+) -> Option<HostCeilings> {
     let mine = serde_json::to_vec(&(host, my_cpus)).expect("host and CPUs serialise");
     let all = comm.gather_bytes(&mine);
     let mut plan = if comm.is_root() {
@@ -60,14 +67,20 @@ pub(super) fn measure(comm: &MpiComm, host: &str, my_cpus: &[u32]) -> Option<Hos
     let found = plan.get(rank as usize).cloned().flatten().map(|cpus| {
         let t0 = Instant::now();
         let ceilings = cpu_ceilings(&cpus, &launch_options());
-        HostCeilings {
+        let mut h = HostCeilings {
             host: host.to_string(),
             rank,
             cpus: crate::params::cpulist::format_cpulist(&cpus),
-            seconds: t0.elapsed().as_secs_f64(),
+            seconds: 0.0,
             warnings: Vec::new(),
             ceilings,
+        };
+        #[cfg(feature = "cuda")]
+        if backend == crate::params::BackendKind::Cuda {
+            crate::backend::cuda::ceilings::record(&mut h);
         }
+        h.seconds = t0.elapsed().as_secs_f64();
+        h
     });
     sleeping_barrier(comm);
     found
