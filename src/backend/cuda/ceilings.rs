@@ -114,8 +114,8 @@ fn one(nvml: &Nvml, g: &GpuInfo) -> NvidiaValues {
             return NvidiaValues::name_only(g.ordinal, g.name.clone(), &why);
         }
     };
-    let mut v = NvidiaValues::name_only(g.ordinal, d.name().unwrap_or(g.name.clone()), "");
-    v.not_read.clear();
+    // CUDA's name where NVML gives none (the table is keyed on it)
+    let mut v = NvidiaValues::named(g.ordinal, d.name().unwrap_or_else(|_| g.name.clone()));
     match pcie(&d) {
         Ok(p) => v.pcie = Some(p),
         Err(why) => {

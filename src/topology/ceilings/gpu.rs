@@ -64,9 +64,24 @@ pub struct NvidiaValues {
 }
 
 impl NvidiaValues {
+    /// A device with no value read yet.
+    pub fn named(index: u32, name: String) -> NvidiaValues {
+        NvidiaValues {
+            index,
+            name,
+            pcie: None,
+            nvlink: None,
+            memory_bus_width_bits: None,
+            memory_clock_max_mhz: None,
+            sm_clock_max_mhz: None,
+            not_read: BTreeMap::new(),
+        }
+    }
+
     /// A device known by name only: every driver value absent, for `why`.
     pub fn name_only(index: u32, name: String, why: &str) -> NvidiaValues {
-        let not_read = [
+        let mut v = NvidiaValues::named(index, name);
+        v.not_read = [
             "pcie",
             "nvlink",
             "memory_bus_width_bits",
@@ -76,16 +91,7 @@ impl NvidiaValues {
         .iter()
         .map(|k| (k.to_string(), why.to_string()))
         .collect();
-        NvidiaValues {
-            index,
-            name,
-            pcie: None,
-            nvlink: None,
-            memory_bus_width_bits: None,
-            memory_clock_max_mhz: None,
-            sm_clock_max_mhz: None,
-            not_read,
-        }
+        v
     }
 
     /// "`what`" plus the recorded reason for `field`, if any.
