@@ -191,7 +191,9 @@ impl<'a> LaunchCeilings<'a> {
 /// bytes are copied through memory, and Copy moves each byte once in, once out, like a
 /// shared-memory transport); across hosts by the slowest host's network link (`net.link`,
 /// see [`across_hosts`]);
-/// GEMM GFLOP/s by the one-CPU FMA peak of its precision times the CPUs its threads use.
+/// GEMM GFLOP/s by the one-CPU FMA peak of its precision times the CPUs its threads use. On
+/// the CUDA backend, busbw on one host by rank 0's GPU link ([`gpu_link`]) and GEMM GFLOP/s by
+/// the GPU's table peak of its precision ([`gpu_peak`]).
 /// A launch with no ceilings recorded and no reason (an older file) gets none.
 pub fn fractions(
     params: &crate::params::CaseParams,
@@ -229,14 +231,23 @@ pub fn fractions(
         }
     };
     let gpu = matches!(params.backend, BackendKind::Cuda | BackendKind::Rocm);
+    let cuda = params.backend == BackendKind::Cuda;
+    // on one host (and no emulated nodes) a collective's bytes cross the GPUs' own links
+    let on_node = l.host_count <= 1 && !(l.emulated_nodes && l.nodes > 1);
     let mut out = Vec::new();
     if let Some(b) = busbw_gbps {
         const F: &str = "busbw_gbps";
-        if gpu {
+        if cuda && on_node {
+            out.push(match (l.skipped, gpu_link(host)) {
+                (Some(why), _) => unknown(F, &format!("{RANK0_GPU}.link"), why.into()),
+                (None, Ok(c)) => against(F, b, c, None),
+                (None, Err(why)) => unknown(F, &format!("{RANK0_GPU}.link"), why),
+            });
+        } else if gpu && on_node {
             out.push(unknown(
                 F,
                 "gpu.link",
-                "GPU link ceilings are not recorded in a launch yet".into(),
+                "GPU link ceilings are not recorded in a launch on this backend yet".into(),
             ));
         } else if l.host_count > 1 {
             out.push(across_hosts(F, b, l));
@@ -262,11 +273,17 @@ pub fn fractions(
             Dtype::F64 => Some("f64"),
             _ => None,
         };
-        if gpu {
+        if cuda {
+            out.push(match (l.skipped, gpu_peak(host, params.dtype)) {
+                (Some(why), _) => unknown(F, &format!("{RANK0_GPU}.peak"), why.into()),
+                (None, Ok(c)) => against(F, g, c, None),
+                (None, Err((id, why))) => unknown(F, &id, why),
+            });
+        } else if gpu {
             out.push(unknown(
                 F,
                 "gpu.peak",
-                "GPU peaks are not recorded in a launch yet".into(),
+                "GPU peaks are not recorded in a launch on this backend yet".into(),
             ));
         } else if let Some(why) = l.skipped {
             out.push(unknown(F, "cpu.peak", why.into()));
@@ -357,6 +374,71 @@ fn across_hosts(figure: &str, value: f64, l: &LaunchCeilings<'_>) -> PeakFractio
                 why.join("; ")
             ))
         }
+    }
+}
+
+/// The GPU whose ceilings bound a CUDA figure: rank 0's first, node-local GPU 0 (rank 0 is the
+/// lowest rank of node 0, so its local rank is 0; GEMM figures are rank 0's, and every GPU of
+/// a node runs the same collective).
+const RANK0_GPU: &str = "gpu0";
+
+/// The link a GPU's on-node collective crosses: its NVLink, all active links together, when it
+/// has active links; else its PCIe link (current width at the slot's generation).
+fn gpu_link(host: Option<&HostCeilings>) -> Result<&Ceiling, String> {
+    let find = |id: String| host.and_then(|h| h.ceilings.iter().find(|c| c.id == id));
+    let nvlink = find(format!("{RANK0_GPU}.nvlink"));
+    if let Some(c) = nvlink.filter(|c| c.value.is_some_and(|v| v > 0.0)) {
+        return Ok(c);
+    }
+    match find(format!("{RANK0_GPU}.pcie")) {
+        Some(c) => Ok(c),
+        None => Err(format!(
+            "no link ceiling of {RANK0_GPU} recorded for rank 0's host{}",
+            host.and_then(|h| h.ceilings.iter().find(|c| c.id == "gpu"))
+                .map_or(String::new(), |c| format!(": {}", c.detail))
+        )),
+    }
+}
+
+/// The table peak a CUDA GEMM of `dtype` runs against: f32 the FP32 peak (TF32 tensor math is
+/// a launch-wide switch the case does not record), f16/bf16 their tensor peaks, f64 the FP64
+/// tensor peak (cuBLAS DGEMM runs on the FP64 tensor cores where a GPU has them), else FP64.
+fn gpu_peak(
+    host: Option<&HostCeilings>,
+    dtype: crate::params::Dtype,
+) -> Result<&Ceiling, (String, String)> {
+    use crate::params::Dtype;
+    let precisions: &[&str] = match dtype {
+        Dtype::F32 => &["fp32"],
+        Dtype::F64 => &["fp64_tensor", "fp64"],
+        Dtype::F16 => &["fp16_tensor"],
+        Dtype::Bf16 => &["bf16_tensor"],
+        Dtype::I32 => {
+            return Err((
+                format!("{RANK0_GPU}.peak"),
+                format!("no GPU peak is tabled for {dtype}"),
+            ))
+        }
+    };
+    let find = |p: &str| {
+        let id = format!("{RANK0_GPU}.peak.{p}");
+        host.and_then(|h| h.ceilings.iter().find(|c| c.id == id))
+    };
+    if let Some(c) = precisions
+        .iter()
+        .filter_map(|p| find(p))
+        .find(|c| c.value.is_some())
+    {
+        return Ok(c);
+    }
+    let first = format!("{RANK0_GPU}.peak.{}", precisions[0]);
+    match find(precisions[0]) {
+        // the first precision's ceiling, unknown: its reason
+        Some(c) => Ok(c),
+        None => Err((
+            first.clone(),
+            format!("no {first} ceiling recorded for rank 0's host"),
+        )),
     }
 }
 
@@ -627,6 +709,127 @@ mod tests {
         let f = fractions(&ci, &launch(&hosts));
         assert_eq!(f[0].frac_peak, None);
         assert!(f[0].unknown.as_deref().unwrap().contains("i32"), "{f:?}");
+    }
+
+    /// A host with one CUDA GPU: NVLink `nvlink` GB/s (`None`: unknown), PCIe 15.75 GB/s,
+    /// BF16 989 and FP64 tensor 67 TFLOP/s, FP32 unknown.
+    fn gpu_host(nvlink: Option<f64>) -> HostCeilings {
+        let mut h = host("a");
+        let g = CeilingUnit::Gflops;
+        h.ceilings.extend([
+            ceiling("gpu0.pcie", CeilingUnit::Gbps, Some(15.75)),
+            ceiling("gpu0.nvlink", CeilingUnit::Gbps, nvlink),
+            ceiling("gpu0.peak.bf16_tensor", g, Some(989e3)),
+            ceiling("gpu0.peak.fp64_tensor", g, Some(67e3)),
+            ceiling("gpu0.peak.fp64", g, Some(34e3)),
+            ceiling("gpu0.peak.fp32", g, None),
+            ceiling("gpu1.nvlink", CeilingUnit::Gbps, Some(1.0)),
+        ]);
+        h
+    }
+
+    fn cuda(w: crate::params::Workload, dtype: crate::params::Dtype) -> Case {
+        let mut c = case(w, dtype);
+        c.params.backend = crate::params::BackendKind::Cuda;
+        c
+    }
+
+    #[test]
+    fn cuda_busbw_on_one_host_against_nvlink_when_active_else_pcie() {
+        use crate::params::{Dtype, Workload};
+        let mut c = cuda(Workload::Allreduce, Dtype::F32);
+        c.busbw_gbps = Some(90.0);
+        let hosts = [gpu_host(Some(450.0))];
+        let f = fractions(&c, &launch(&hosts));
+        assert_eq!(f.len(), 1);
+        assert_eq!(
+            (f[0].ceiling_id.as_str(), f[0].bound, f[0].frac_peak),
+            ("gpu0.nvlink", Some(450.0), Some(0.2))
+        );
+        // no NVLink (0 GB/s, or unknown): the PCIe link bounds it
+        for nv in [Some(0.0), None] {
+            let hosts = [gpu_host(nv)];
+            let f = fractions(&c, &launch(&hosts));
+            assert_eq!(
+                (f[0].ceiling_id.as_str(), f[0].bound, f[0].frac_peak),
+                ("gpu0.pcie", Some(15.75), Some(90.0 / 15.75))
+            );
+        }
+        // no GPU ceilings recorded: unknown, naming the device and why
+        let mut none = host("a");
+        none.ceilings.push(ceiling("gpu", CeilingUnit::Gbps, None));
+        let none = [none];
+        let f = fractions(&c, &launch(&none));
+        assert_eq!(
+            (f[0].ceiling_id.as_str(), f[0].frac_peak),
+            ("gpu0.link", None)
+        );
+        assert!(
+            f[0].unknown.as_deref().unwrap().ends_with(": why not"),
+            "{f:?}"
+        );
+        // across hosts the GPU links are not the bound: the network branch answers
+        let two = LaunchCeilings {
+            host_count: 2,
+            nodes: 2,
+            ..launch(&hosts)
+        };
+        assert_eq!(fractions(&c, &two)[0].ceiling_id, "net.link");
+    }
+
+    #[test]
+    fn cuda_gemm_against_the_table_peak_of_its_precision() {
+        use crate::params::{Dtype, Workload};
+        let hosts = [gpu_host(Some(450.0))];
+        let frac = |dtype: Dtype, gflops: f64| {
+            let mut c = cuda(Workload::Matmul, dtype);
+            c.gflops = Some(gflops);
+            let f = fractions(&c, &launch(&hosts));
+            assert_eq!(f.len(), 1);
+            f.into_iter().next().unwrap()
+        };
+        let f = frac(Dtype::Bf16, 494.5e3);
+        assert_eq!(
+            (f.ceiling_id.as_str(), f.bound, f.frac_peak, f.cpus),
+            ("gpu0.peak.bf16_tensor", Some(989e3), Some(0.5), None)
+        );
+        // f64: the FP64 tensor peak
+        let f = frac(Dtype::F64, 33.5e3);
+        assert_eq!(
+            (f.ceiling_id.as_str(), f.frac_peak),
+            ("gpu0.peak.fp64_tensor", Some(0.5))
+        );
+        // FP32 not in the table: unknown with the ceiling's reason
+        let f = frac(Dtype::F32, 1e3);
+        assert_eq!(
+            (f.ceiling_id.as_str(), f.frac_peak),
+            ("gpu0.peak.fp32", None)
+        );
+        assert_eq!(f.unknown.as_deref(), Some("why not"));
+        // f16: no ceiling recorded at all
+        let f = frac(Dtype::F16, 1e3);
+        assert_eq!(
+            (f.ceiling_id.as_str(), f.frac_peak),
+            ("gpu0.peak.fp16_tensor", None)
+        );
+        assert!(f
+            .unknown
+            .as_deref()
+            .unwrap()
+            .contains("no gpu0.peak.fp16_tensor"));
+        // skipped: the reason
+        let mut c = cuda(Workload::Matmul, Dtype::Bf16);
+        c.gflops = Some(1.0);
+        let skipped = LaunchCeilings {
+            skipped: Some("not measured: --no-ceilings"),
+            ..launch(&[])
+        };
+        let f = fractions(&c, &skipped);
+        assert_eq!(
+            (f[0].ceiling_id.as_str(), f[0].frac_peak),
+            ("gpu0.peak", None)
+        );
+        assert!(f[0].unknown.as_deref().unwrap().contains("--no-ceilings"));
     }
 
     #[test]

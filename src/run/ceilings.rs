@@ -97,7 +97,9 @@ pub fn gather(req: &Request) -> Result<HostCeilings, CeilingsError> {
     if let Some(g) = gpus {
         let g = ceilings::gpu::ceilings(&g);
         found.extend(g.ceilings);
-        warnings.extend(g.warnings);
+        warnings.extend(g.warnings.into_iter().map(|w| w.message));
+    } else {
+        gpu_from_driver(&mut found, &mut warnings);
     }
     let info = crate::topology::host_info();
     let tier = kernel::host_tier();
@@ -126,6 +128,22 @@ pub fn gather(req: &Request) -> Result<HostCeilings, CeilingsError> {
         sysfs_root: req.sysfs_root.display().to_string(),
     })
 }
+
+/// The GPUs' ceilings read live from NVML (a CUDA build), or one sentence saying why none.
+#[cfg(feature = "cuda")]
+fn gpu_from_driver(found: &mut Vec<Ceiling>, warnings: &mut Vec<String>) {
+    match crate::backend::cuda::ceilings::read() {
+        Ok((c, w)) => {
+            found.extend(c);
+            warnings.extend(w.into_iter().map(|w| w.message));
+        }
+        Err(why) => warnings.push(why),
+    }
+}
+
+/// A build without the CUDA backend reads no GPU (`--gpu-values` still maps a file).
+#[cfg(not(feature = "cuda"))]
+fn gpu_from_driver(_: &mut Vec<Ceiling>, _: &mut Vec<String>) {}
 
 /// Prints the ceilings; exit 0.
 pub fn command(req: &Request) -> Result<u8, CeilingsError> {

@@ -19,6 +19,7 @@ mod common;
 
 mod bad_input;
 mod ceilings;
+mod ceilings_gpu;
 mod ceilings_network;
 mod compare;
 mod context;

@@ -9,6 +9,7 @@
 //! - [`events`]: device-timeline marks.
 //! - [`pipeline`]: batch_matmul's copies overlapped with compute on a second stream.
 //! - [`nvml`]: GPU utilisation, clocks and power sampled during each case.
+//! - [`ceilings`]: the GPUs' PCIe, NVLink, memory and peak ceilings, read from NVML per launch.
 //! - [`backend`]: [`CudaBackend`], which puts them together behind [`crate::backend::Backend`],
 //!   with its jobs in [`memory`] (device buffers), [`setup`] (opening GPUs, agreement, NCCL
 //!   communicators), [`batch`] (batch_matmul's overlapped step) and [`ddp`] (ddp_step's
@@ -17,6 +18,7 @@
 pub(crate) mod backend;
 mod batch;
 pub(crate) mod capture;
+pub mod ceilings;
 pub(crate) mod cublas;
 mod ddp;
 mod ddp_state;

@@ -41,13 +41,15 @@ pub(super) fn leaders(ranks: &[(String, Vec<u32>)]) -> Vec<Option<Vec<u32>>> {
     out
 }
 
-/// Every rank calls this with its host and CPUs; the leaders return their host's ceilings.
-/// The leaders also record the host's network (`net_ceilings`).
+/// Every rank calls this with its host and CPUs; the leaders return their host's ceilings
+/// (on the CUDA backend with its GPUs') and record the host's network (`net_ceilings`).
+#[cfg_attr(not(feature = "cuda"), allow(unused_variables))]
 pub(super) fn measure(
     comm: &MpiComm,
     host: &str,
     my_cpus: &[u32],
     net: &crate::topology::ceilings::network::Probe,
+    backend: crate::params::BackendKind,
 ) -> Option<HostCeilings> {
     let mine = serde_json::to_vec(&(host, my_cpus)).expect("host and CPUs serialise");
     let all = comm.gather_bytes(&mine);
@@ -76,6 +78,10 @@ pub(super) fn measure(
             ceilings,
         };
         super::net_ceilings::at_start(net, &mut h);
+        #[cfg(feature = "cuda")]
+        if backend == crate::params::BackendKind::Cuda {
+            crate::backend::cuda::ceilings::record(&mut h);
+        }
         h.seconds = t0.elapsed().as_secs_f64();
         h
     });

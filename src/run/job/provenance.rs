@@ -204,7 +204,7 @@ fn gather_provenance<B: Backend>(
     let host_ceilings = measure_ceilings
         .then(|| {
             let cpus = affinity::parse_cpulist(&me.cpus).unwrap_or_default();
-            super::host_ceilings::measure(comm, &me.host, &cpus, network)
+            super::host_ceilings::measure(comm, &me.host, &cpus, network, backend.info().kind)
         })
         .flatten();
     let mut warnings = notes.to_vec();

@@ -7,8 +7,11 @@
 //! Figures and references: notes/ceilings.md (NVML API reference, NVIDIA datasheets via
 //! torchtitan's `get_peak_flops`, AMD's MI250X specification, the LUMI-G documentation).
 
-use crate::results::ceilings::{Ceiling, CeilingSource, CeilingUnit};
+use crate::results::ceilings::{
+    Ceiling, CeilingSource, CeilingUnit, CeilingWarning, CeilingWarningKind,
+};
 use serde::Deserialize;
+use std::collections::BTreeMap;
 
 /// PCIe link values as NVML reports them (`nvmlDeviceGetCurrPcieLinkGeneration/Width`,
 /// `…GetMaxPcieLinkGeneration/Width`: the maximum in this slot; `…GetGpuMaxPcieLinkGeneration`:
@@ -54,6 +57,57 @@ pub struct NvidiaValues {
     /// `nvmlDeviceGetMaxClockInfo(NVML_CLOCK_SM)`, MHz.
     #[serde(default)]
     pub sm_clock_max_mhz: Option<u32>,
+    /// Why a value is absent, by its field (`pcie`, `nvlink`, `memory_bus_width_bits`, ...):
+    /// the call that failed and its error, so the unknown ceiling says why.
+    #[serde(default)]
+    pub not_read: BTreeMap<String, String>,
+}
+
+impl NvidiaValues {
+    /// A device with no value read yet.
+    pub fn named(index: u32, name: String) -> NvidiaValues {
+        NvidiaValues {
+            index,
+            name,
+            pcie: None,
+            nvlink: None,
+            memory_bus_width_bits: None,
+            memory_clock_max_mhz: None,
+            sm_clock_max_mhz: None,
+            not_read: BTreeMap::new(),
+        }
+    }
+
+    /// A device known by name only: every driver value absent, for `why`.
+    pub fn name_only(index: u32, name: String, why: &str) -> NvidiaValues {
+        let mut v = NvidiaValues::named(index, name);
+        v.not_read = [
+            "pcie",
+            "nvlink",
+            "memory_bus_width_bits",
+            "memory_clock_max_mhz",
+            "sm_clock_max_mhz",
+        ]
+        .iter()
+        .map(|k| (k.to_string(), why.to_string()))
+        .collect();
+        v
+    }
+
+    /// "`what`" plus the recorded reason for `field`, if any.
+    fn why(&self, what: &str, fields: &[&str]) -> String {
+        let reasons: Vec<&str> = fields
+            .iter()
+            .filter_map(|f| self.not_read.get(*f).map(String::as_str))
+            .collect();
+        if reasons.is_empty() {
+            what.to_string()
+        } else {
+            let mut r = reasons;
+            r.dedup();
+            format!("{what}: {}", r.join("; "))
+        }
+    }
 }
 
 /// One XGMI peer of an AMD GCD (`amdsmi_get_minmax_bandwidth_between_processors`, MB/s).
@@ -115,10 +169,29 @@ impl GpuValues {
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct GpuCeilings {
     pub ceilings: Vec<Ceiling>,
-    pub warnings: Vec<String>,
+    pub warnings: Vec<CeilingWarning>,
+}
+
+fn warning(kind: CeilingWarningKind, dev: &str, message: String) -> CeilingWarning {
+    CeilingWarning {
+        kind,
+        subject: dev.to_string(),
+        message,
+    }
 }
 
 impl GpuCeilings {
+    /// Marks every ceiling and warning as coming from `label` (the stand-in NVML): its values
+    /// are a test double's, and must never read as a GPU's.
+    pub fn label(&mut self, label: &str) {
+        for c in &mut self.ceilings {
+            c.detail = format!("{label}: {}", c.detail);
+        }
+        for w in &mut self.warnings {
+            w.message = format!("{label}: {}", w.message);
+        }
+    }
+
     fn extend(&mut self, o: GpuCeilings) {
         self.ceilings.extend(o.ceilings);
         self.warnings.extend(o.warnings);
@@ -180,37 +253,46 @@ fn unknown(id: String, what: String, unit: CeilingUnit, why: String) -> Ceiling 
 /// The PCIe ceiling at the slot's maximum generation and the width actually trained (the
 /// current generation drops at idle, the width does not), and warnings when either is below
 /// its maximum.
-fn pcie(dev: &str, p: Option<&Pcie>, out: &mut GpuCeilings) {
+fn pcie(dev: &str, p: Option<&Pcie>, missing: String, out: &mut GpuCeilings) {
     let id = format!("{dev}.pcie");
     let what = format!("{dev} PCIe, per direction");
     let Some(p) = p else {
-        out.ceilings.push(unknown(
-            id,
-            what,
-            CeilingUnit::Gbps,
-            "the driver did not report the PCIe link".into(),
-        ));
+        out.ceilings
+            .push(unknown(id, what, CeilingUnit::Gbps, missing));
         return;
     };
+    let nd = CeilingWarningKind::NegotiatedDown;
     if p.width_current < p.width_max {
-        out.warnings.push(format!(
-            "{dev}: PCIe link negotiated down to x{} of x{} (Gen{}): a lane or slot fault, or \
+        out.warnings.push(warning(
+            nd,
+            dev,
+            format!(
+                "{dev}: PCIe link negotiated down to x{} of x{} (Gen{}): a lane or slot fault, or \
              the card is not fully seated; host-device copies get at most {}/{} of the bandwidth",
-            p.width_current, p.width_max, p.gen_current, p.width_current, p.width_max
+                p.width_current, p.width_max, p.gen_current, p.width_current, p.width_max
+            ),
         ));
     }
     if p.gen_current < p.gen_max {
-        out.warnings.push(format!(
-            "{dev}: PCIe link at Gen{} of Gen{} (x{}): negotiated down, or power saving at \
+        out.warnings.push(warning(
+            nd,
+            dev,
+            format!(
+                "{dev}: PCIe link at Gen{} of Gen{} (x{}): negotiated down, or power saving at \
              idle (the generation drops when idle: check it under traffic)",
-            p.gen_current, p.gen_max, p.width_current
+                p.gen_current, p.gen_max, p.width_current
+            ),
         ));
     }
     if let Some(g) = p.gpu_gen_max.filter(|g| *g > p.gen_max) {
-        out.warnings.push(format!(
-            "{dev}: the slot allows PCIe Gen{} but the GPU supports Gen{g}: the slot or its \
+        out.warnings.push(warning(
+            nd,
+            dev,
+            format!(
+                "{dev}: the slot allows PCIe Gen{} but the GPU supports Gen{g}: the slot or its \
              BIOS setting limits it",
-            p.gen_max
+                p.gen_max
+            ),
         ));
     }
     match pcie_x16_gbps(p.gen_max) {
@@ -367,16 +449,21 @@ fn peak_ceilings(dev: &str, name: &str, p: Option<&Peaks>, extra: &str, out: &mu
 pub fn nvidia(v: &NvidiaValues) -> GpuCeilings {
     let mut out = GpuCeilings::default();
     let dev = format!("gpu{}", v.index);
-    pcie(&dev, v.pcie.as_ref(), &mut out);
+    let missing = v.why("the driver did not report the PCIe link", &["pcie"]);
+    pcie(&dev, v.pcie.as_ref(), missing, &mut out);
     let id = format!("{dev}.nvlink");
     let what = format!("{dev} NVLink, all active links");
     match &v.nvlink {
         Some(l) if l.links_present > 0 => {
             if l.links_active < l.links_present {
-                out.warnings.push(format!(
-                    "{dev}: {} of {} NVLink links active: degraded (a link is down; \
-                     nvidia-smi nvlink -s shows which)",
-                    l.links_active, l.links_present
+                out.warnings.push(warning(
+                    CeilingWarningKind::LinkDown,
+                    &dev,
+                    format!(
+                        "{dev}: {} of {} NVLink links active: degraded (a link is down; \
+                         nvidia-smi nvlink -s shows which)",
+                        l.links_active, l.links_present
+                    ),
                 ));
             }
             out.ceilings.push(known(
@@ -405,7 +492,7 @@ pub fn nvidia(v: &NvidiaValues) -> GpuCeilings {
             id,
             what,
             CeilingUnit::Gbps,
-            "the driver did not report NVLink".into(),
+            v.why("the driver did not report NVLink", &["nvlink"]),
         )),
     }
     let id = format!("{dev}.mem");
@@ -427,7 +514,10 @@ pub fn nvidia(v: &NvidiaValues) -> GpuCeilings {
             id,
             what,
             CeilingUnit::Gbps,
-            "the driver did not report the memory bus width and clock".into(),
+            v.why(
+                "the driver did not report the memory bus width and clock",
+                &["memory_bus_width_bits", "memory_clock_max_mhz"],
+            ),
         )),
     }
     let extra = v.sm_clock_max_mhz.map_or(String::new(), |m| {
@@ -450,7 +540,8 @@ const MI250X_GCD_CUS: u32 = 110;
 pub fn amd(v: &AmdValues) -> GpuCeilings {
     let mut out = GpuCeilings::default();
     let dev = format!("gpu{}", v.index);
-    pcie(&dev, v.pcie.as_ref(), &mut out);
+    let missing = "the driver did not report the PCIe link".to_string();
+    pcie(&dev, v.pcie.as_ref(), missing, &mut out);
     let src = "AMD MI250X specification (module: FP64/FP32 vector 47.9, matrix 95.7, \
                FP16/BF16 383 TFLOP/s, 3.2 TB/s) halved per GCD; docs.lumi-supercomputer.eu/\
                hardware/lumig (notes/ceilings.md)";
@@ -587,7 +678,12 @@ mod tests {
         assert!(close(value(&c, "gpu0.nvlink"), 300.0));
         assert!(close(value(&c, "gpu1.nvlink"), 275.0));
         assert_eq!(c.warnings.len(), 1, "{:?}", c.warnings);
-        assert!(c.warnings[0].contains("gpu1") && c.warnings[0].contains("11 of 12 NVLink"));
+        let w = &c.warnings[0];
+        assert!(w.message.contains("11 of 12 NVLink"), "{w:?}");
+        assert_eq!(
+            (w.kind, w.subject.as_str()),
+            (CeilingWarningKind::LinkDown, "gpu1")
+        );
     }
 
     #[test]
@@ -598,10 +694,14 @@ mod tests {
         let w: Vec<_> = c
             .warnings
             .iter()
-            .filter(|w| w.contains("x8 of x16"))
+            .filter(|w| w.message.contains("x8 of x16"))
             .collect();
         assert_eq!(w.len(), 1, "{:?}", c.warnings);
-        assert!(w[0].contains("negotiated down") && w[0].contains("gpu0"));
+        assert!(w[0].message.contains("negotiated down"));
+        assert_eq!(
+            (w[0].kind, w[0].subject.as_str()),
+            (CeilingWarningKind::NegotiatedDown, "gpu0")
+        );
         // an unknown name: peaks unknown with the reason, no figure made up
         let p = c
             .ceilings
@@ -628,15 +728,45 @@ mod tests {
             memory_bus_width_bits: None,
             memory_clock_max_mhz: None,
             sm_clock_max_mhz: None,
+            not_read: BTreeMap::new(),
         };
         let c = nvidia(&v);
         // the ceiling is the slot's generation at the trained width
         assert!(close(value(&c, "gpu3.pcie"), 63.0));
         assert_eq!(c.warnings.len(), 1);
-        assert!(c.warnings[0].contains("Gen1 of Gen5") && c.warnings[0].contains("idle"));
+        let w = &c.warnings[0].message;
+        assert!(w.contains("Gen1 of Gen5") && w.contains("idle"), "{w}");
         assert_eq!(value(&c, "gpu3.mem"), None);
         assert_eq!(value(&c, "gpu3.nvlink"), None);
         assert!(close(value(&c, "gpu3.peak.bf16_tensor"), 756e3));
+    }
+
+    #[test]
+    fn values_not_read_say_which_call_failed_and_peaks_still_come_from_the_name() {
+        let mut v = NvidiaValues::name_only(
+            2,
+            "NVIDIA H100 80GB HBM3".into(),
+            "NVML could not be loaded",
+        );
+        v.not_read.insert(
+            "nvlink".into(),
+            "nvmlDeviceGetFieldValues(NVML_FI_DEV_NVLINK_LINK_COUNT): Not supported".into(),
+        );
+        let c = nvidia(&v);
+        let get = |id: &str| c.ceilings.iter().find(|x| x.id == id).unwrap();
+        assert_eq!(get("gpu2.pcie").value, None);
+        assert!(get("gpu2.pcie")
+            .detail
+            .ends_with(": NVML could not be loaded"));
+        assert!(get("gpu2.nvlink")
+            .detail
+            .contains("NVML_FI_DEV_NVLINK_LINK_COUNT): Not supported"));
+        // both the bus width and the clock failed for one reason: said once
+        let mem = &get("gpu2.mem").detail;
+        assert_eq!(mem.matches("NVML could not be loaded").count(), 1, "{mem}");
+        // the table needs only the name
+        assert!(close(value(&c, "gpu2.peak.bf16_tensor"), 989e3));
+        assert!(c.warnings.is_empty());
     }
 
     #[test]
@@ -656,6 +786,21 @@ mod tests {
         let c = amd(&v);
         assert_eq!(value(&c, "gpu0.peak.fp64"), None);
         assert_eq!(value(&c, "gpu0.mem"), None);
+    }
+
+    #[test]
+    fn stand_in_values_are_labelled_everywhere() {
+        let mut c = ceilings(&fixture("gen4_x8.toml"));
+        c.label("STAND-IN (test)");
+        assert!(c
+            .ceilings
+            .iter()
+            .all(|x| x.detail.starts_with("STAND-IN (test): ")));
+        assert!(!c.warnings.is_empty());
+        assert!(c
+            .warnings
+            .iter()
+            .all(|w| w.message.starts_with("STAND-IN (test): ")));
     }
 
     #[test]
