@@ -180,7 +180,7 @@ pub(crate) fn hardware_warnings(a: &Analysis<'_>) -> Vec<HardwareWarning> {
         let rank0 = p.ranks.first().map_or("", |r| r.host.as_str());
         for w in p.warnings.iter().filter(|w| is_kernel_warning(w)) {
             let g = groups
-                .entry((WarningKind::ForcedKernel, "GEMM".into(), w.clone()))
+                .entry((WarningKind::ForcedKernel, "GEMM library".into(), w.clone()))
                 .or_default();
             g.0.insert(rank0.to_string());
             g.1.insert(k);
@@ -231,7 +231,7 @@ pub(crate) fn series_bound<'a, 'e: 'a>(
     let f = peak(e, figure)?;
     let Some(bound) = f.bound.filter(|b| *b > 0.0 && f.frac_peak.is_some()) else {
         return Some(Err(format!(
-            "`{}` is unknown ({})",
+            "{} is unknown ({})",
             f.ceiling_id,
             f.unknown.as_deref().unwrap_or("no reason recorded")
         )));
