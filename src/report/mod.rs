@@ -3,6 +3,7 @@
 
 pub mod analyze;
 pub(crate) mod build;
+pub(crate) mod ceilings;
 pub(crate) mod ddp;
 pub(crate) mod derive;
 pub(crate) mod document;

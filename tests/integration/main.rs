@@ -40,6 +40,7 @@ mod nccl_report;
 mod readers;
 mod report;
 mod report_browser;
+mod report_ceilings;
 mod representative;
 mod rocm;
 mod run_mpi;

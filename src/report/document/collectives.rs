@@ -7,6 +7,7 @@ use crate::params::Workload;
 use crate::present::doc::{text, Doc, Span};
 use crate::present::table::{Cell, NumFmt, Table};
 use crate::report::analyze::{kinds_text, Analysis, CollectiveView, Curve, Entry};
+use crate::report::ceilings as ceil;
 use crate::report::model;
 use crate::report::plot::{Figure, FigureKind};
 
@@ -41,6 +42,14 @@ pub(super) fn collectives(doc: &mut Doc, a: &Analysis<'_>, figs: &[Figure], foun
             doc.table(t, &format!("collective_{}", v.workload), None),
             list,
         );
+        let pts = v
+            .curves
+            .iter()
+            .flat_map(|c| &c.points)
+            .map(|&i| &a.entries[i]);
+        if let Some(s) = ceil::unknown_note(pts, ceil::BUSBW) {
+            doc.prose(&s);
+        }
     }
 }
 
@@ -53,6 +62,7 @@ fn curve_table(a: &Analysis<'_>, v: &CollectiveView) -> Table {
         "smallest S",
         "time at smallest S",
         "peak busbw (GB/s)",
+        "peak busbw / ceiling",
         "at S",
         "peak algbw (GB/s)",
         "α (µs)",
@@ -76,7 +86,7 @@ fn curve_row(a: &Analysis<'_>, c: &Curve) -> Vec<Cell> {
     let first = pts.first();
     let peak = pts
         .iter()
-        .filter_map(|e| Some((e.case.busbw_gbps?, e.bytes()?, e.digits())))
+        .filter_map(|e| Some((e.case.busbw_gbps?, e.bytes()?, e.digits(), *e)))
         .max_by(|x, y| x.0.total_cmp(&y.0));
     let f = c.factor.filter(|f| *f > 0.0).unwrap_or(1.0);
     let (alpha, bw, r2, regimes, switch, half, note) = match &c.regimes {
@@ -117,6 +127,8 @@ fn curve_row(a: &Analysis<'_>, c: &Curve) -> Vec<Cell> {
             peak.map(|p| p.0).filter(|b| *b > 0.0),
             NumFmt::Measured(peak.map_or(4, |p| p.2)),
         ),
+        peak.filter(|p| p.0 > 0.0)
+            .map_or(Cell::Empty, |p| ceil::frac_cell(p.3, ceil::BUSBW)),
         peak.filter(|p| p.0 > 0.0)
             .map_or(Cell::Empty, |p| bytes_cell(p.1)),
         {

@@ -7,12 +7,14 @@
 //!
 //! One file per section, in report order: [`overview`], [`context`], [`findings`] (and the
 //! sentence builder the sections use), [`unrepresentative`], [`collectives`], [`per_size`]
-//! (nccl-tests layout), [`scaling`], [`cost_model`],
+//! (nccl-tests layout), [`scaling`], [`ceilings`] (figures far below their ceilings,
+//! hardware warnings), [`cost_model`],
 //! [`ratios`] (pure vs hybrid, binding), [`stragglers`], [`gpu_use`], [`spread`], [`links`],
 //! [`problems`], [`inputs`] (Appendix A), [`definitions`] (Appendix B) and [`cases`] (all
 //! cases). This file orders them and holds the helpers they share.
 
 mod cases;
+mod ceilings;
 mod collectives;
 mod context;
 mod cost_model;
@@ -96,6 +98,7 @@ pub(crate) fn build(
     per_size::per_size(&mut doc, a);
     nccl::nccl(&mut doc, a, figs, &mut found);
     scaling::scaling(&mut doc, a, figs, &mut found);
+    ceilings::ceilings(&mut doc, a, &mut found);
     super::ddp::section(&mut doc, a, figs);
     cost_model::cost_model(&mut doc, a, figs);
     ratios::ratios(&mut doc, a, figs, RatioKind::Topology, &mut found);

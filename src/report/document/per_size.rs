@@ -8,6 +8,7 @@ use crate::present::doc::{Doc, Span};
 use crate::present::nccl::{self, BlockTitle};
 use crate::present::table::{Cell, NumFmt, Table};
 use crate::report::analyze::{kinds_text, Analysis, Entry};
+use crate::report::ceilings as ceil;
 use crate::results::schema::CaseStatus;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -55,11 +56,14 @@ pub(super) fn per_size(doc: &mut Doc, a: &Analysis<'_>) {
         doc.para(vec![Span::Strong(title(first, rows, a))]);
         let mut columns = nccl::flat_columns();
         // busbw as a fraction of its ceiling, where the launch recorded one (issue 28)
-        let with_peak = rows
-            .values()
-            .flat_map(|r| [r.0, r.1])
-            .flatten()
-            .any(|i| busbw_peak(&a.entries[i]).is_some());
+        let entries = || {
+            rows.values()
+                .flat_map(|r| [r.0, r.1])
+                .flatten()
+                .map(|i| &a.entries[i])
+        };
+        // (the columns of every block alike: a 1-device block keeps them, empty)
+        let with_peak = entries().any(|e| e.case.peak.iter().any(|f| f.figure == ceil::BUSBW));
         if with_peak {
             columns.push("out-of-place busbw / ceiling".into());
             columns.push("in-place busbw / ceiling".into());
@@ -69,15 +73,17 @@ pub(super) fn per_size(doc: &mut Doc, a: &Analysis<'_>) {
             let mut cells = row(a, bytes, *r);
             if with_peak {
                 for side in [r.0, r.1] {
-                    let f = side
-                        .and_then(|i| busbw_peak(&a.entries[i]))
-                        .and_then(|f| f.frac_peak);
-                    cells.push(Cell::opt(f, NumFmt::Percent));
+                    cells.push(
+                        side.map_or(Cell::Empty, |i| ceil::frac_cell(&a.entries[i], ceil::BUSBW)),
+                    );
                 }
             }
             t.push(cells);
         }
         doc.table(t, &format!("sizes_{}", first.params().workload), None);
+        if let Some(s) = ceil::unknown_note(entries(), ceil::BUSBW) {
+            doc.prose(&s);
+        }
         if let Some(s) = rows
             .values()
             .next_back()
@@ -88,43 +94,19 @@ pub(super) fn per_size(doc: &mut Doc, a: &Analysis<'_>) {
     }
 }
 
-/// The busbw's fraction of its ceiling, as the run recorded it.
-fn busbw_peak<'a>(e: &Entry<'a>) -> Option<&'a crate::results::ceilings::PeakFraction> {
-    e.case.peak.iter().find(|f| f.figure == "busbw_gbps")
-}
-
-/// At the largest size of a block: a warning when busbw is below half its ceiling (naming the
-/// ceiling and its source), or why the ceiling is unknown.
+/// At the largest size of a block: a note when busbw is below half its ceiling, naming the
+/// ceiling and its source (the Findings list it too, grouped).
 fn largest_size_note(a: &Analysis<'_>, (oop, ip): Row) -> Option<String> {
     let e = &a.entries[oop.or(ip)?];
-    let f = busbw_peak(e)?;
-    let Some(frac) = f.frac_peak else {
-        return Some(format!(
-            "busbw has no fraction of peak: its ceiling `{}` is unknown ({}).",
-            f.ceiling_id,
-            f.unknown.as_deref().unwrap_or("no reason recorded")
-        ));
-    };
-    if frac >= 0.5 {
-        return None;
-    }
-    let source = e
-        .launch
-        .and_then(|l| l.provenance.as_ref())
-        .and_then(|p| {
-            p.ceilings
-                .iter()
-                .flat_map(|h| &h.ceilings)
-                .find(|c| c.id == f.ceiling_id)
-        })
-        .map_or(String::new(), |c| {
-            format!(", {}: {}", c.source.name(), c.detail)
-        });
+    let f = ceil::peak(e, ceil::BUSBW)?;
+    let frac = f.frac_peak.filter(|x| *x < ceil::FAR_BELOW)?;
+    let ceiling = ceil::ceiling_of(e, f).map_or(String::new(), |c| {
+        format!(" ({}; {})", ceil::ceiling_text(c, f), c.detail)
+    });
     Some(format!(
-        "Below half its ceiling at the largest size: busbw is {:.1} % of `{}` ({:.1} GB/s{source}).",
-        frac * 100.0,
+        "Below half its ceiling at the largest size: busbw is {} of `{}`{ceiling}.",
+        crate::present::table::rounded(frac, e.digits()),
         f.ceiling_id,
-        f.bound.unwrap_or(f64::NAN)
     ))
 }
 

@@ -8,6 +8,7 @@ use crate::params::Workload;
 use crate::present::doc::{text, Doc, Span};
 use crate::present::table::{Cell, NumFmt, Table};
 use crate::report::analyze::{kinds_text, Analysis, CollScale, ScaleSeries};
+use crate::report::ceilings as ceil;
 use crate::report::derive::ScalingKind;
 use crate::report::plot::{Figure, FigureKind};
 
@@ -85,6 +86,7 @@ fn gemm_series_table(
         "ideal speedup",
         "efficiency",
         "GFLOP/s per device",
+        "GFLOP/s per device / ceiling",
         "GFLOP/s aggregate",
         "cv",
     ]);
@@ -99,6 +101,7 @@ fn gemm_series_table(
             Cell::num(sc.ideal_speedup, NumFmt::Fixed(3)),
             Cell::num(sc.efficiency, NumFmt::Fixed(3)),
             Cell::opt(e.case.gflops, NumFmt::Measured(e.digits())),
+            ceil::frac_cell(e, ceil::GFLOPS),
             Cell::opt(e.case.gflops_total, NumFmt::Measured(e.digits())),
             Cell::opt(e.spread.map(|x| x.cv), NumFmt::Percent),
         ]);
@@ -128,6 +131,9 @@ fn gemm_series_table(
         );
     }
     found.cite(doc.table(t, &format!("scaling_{}", s.workload), None), list);
+    if let Some(n) = ceil::unknown_note(s.points.iter().map(|&i| &a.entries[i]), ceil::GFLOPS) {
+        doc.prose(&n);
+    }
 }
 
 /// ` (caveat: ...)` when included entries are not representative.
@@ -165,6 +171,14 @@ fn coll_scale_table(
         doc.table(t, &format!("busbw_vs_devices_{}", cs.workload), None),
         list,
     );
+    let pts = cs
+        .sizes
+        .iter()
+        .flat_map(|(_, v)| v.iter().flatten())
+        .map(|&i| &a.entries[i]);
+    if let Some(n) = ceil::unknown_note(pts, ceil::BUSBW) {
+        doc.prose(&n);
+    }
 }
 
 /// busbw per size and device count, and its retention R against the smallest count ≥ 2.
@@ -175,6 +189,9 @@ fn retention_table(a: &Analysis<'_>, cs: &CollScale) -> Table {
     }
     for l in &cs.layouts {
         cols.push(format!("{} R", l.label()));
+    }
+    for l in &cs.layouts {
+        cols.push(format!("{} busbw / ceiling", l.label()));
     }
     let mut t = Table {
         columns: cols,
@@ -201,6 +218,10 @@ fn retention_table(a: &Analysis<'_>, cs: &CollScale) -> Table {
             (Some(b), Some(b0), Some(k)) if j >= k => Cell::num(b / b0, NumFmt::Fixed(3)),
             _ => Cell::Empty,
         }));
+        cells.extend(
+            row.iter()
+                .map(|e| e.map_or(Cell::Empty, |i| ceil::frac_cell(&a.entries[i], ceil::BUSBW))),
+        );
         t.push(cells);
     }
     t

@@ -2,8 +2,8 @@
 //! one curve per set-up, bars from the samples.
 
 use super::{
-    curve_label, curve_mark, curve_sets, in_place_series, size_point, Axis, Figure, FigureKind,
-    LegendEntry, Panel, Quantity, Scale, Series, Unit, SETUP_LEGEND,
+    ceiling_refs, curve_label, curve_mark, curve_sets, in_place_series, size_point, Axis, Figure,
+    FigureKind, LegendEntry, Panel, Quantity, Scale, Series, Unit, SETUP_LEGEND,
 };
 use crate::report::analyze::Analysis;
 
@@ -13,6 +13,8 @@ pub(crate) fn figures(a: &Analysis<'_>) -> Vec<Figure> {
         let mut series = Vec::new();
         let mut legend = Vec::new();
         let mut no_busbw = false;
+        // each drawn curve's ceiling, for the ceiling lines
+        let mut bounds = Vec::new();
         for c in &set.curves {
             if c.shape.devices() < 2 {
                 // No data moves between devices: busbw is 0 (or, for rooted collectives, a
@@ -31,6 +33,10 @@ pub(crate) fn figures(a: &Analysis<'_>) -> Vec<Figure> {
                 continue;
             }
             let mark = curve_mark(a, c);
+            bounds.push(crate::report::ceilings::series_bound(
+                c.points.iter().map(|&i| &a.entries[i]),
+                crate::report::ceilings::BUSBW,
+            ));
             legend.push(LegendEntry {
                 mark,
                 label: curve_label(a, c),
@@ -40,6 +46,13 @@ pub(crate) fn figures(a: &Analysis<'_>) -> Vec<Figure> {
         if series.is_empty() {
             continue;
         }
+        let colors: Vec<_> = series.iter().map(|s| s.mark.color).collect();
+        let xs = series.iter().flat_map(|s| &s.points).map(|p| p.x);
+        let span = (
+            xs.clone().fold(f64::INFINITY, f64::min),
+            xs.fold(f64::NEG_INFINITY, f64::max),
+        );
+        let (refs, ceiling_note) = ceiling_refs(&bounds, &colors, span, false);
         let (twins, twin_entry) = in_place_series(a, &set, Quantity::Busbw);
         series.extend(twins);
         legend.extend(twin_entry);
@@ -49,6 +62,9 @@ pub(crate) fn figures(a: &Analysis<'_>) -> Vec<Figure> {
             "busbw = algbw × F, nccl-tests' normalisation to a flat ring; not a link speed"
                 .to_string(),
         ];
+        if !refs.is_empty() {
+            notes.push("dashed line: a ceiling, labelled at its right end".to_string());
+        }
         if no_busbw {
             notes.push(
                 "1-device set-ups move no data between devices and are not drawn".to_string(),
@@ -61,15 +77,16 @@ pub(crate) fn figures(a: &Analysis<'_>) -> Vec<Figure> {
             stem: format!("{}_{w}_{}", FigureKind::Busbw, set.suffix),
             title: format!("{w}: bus bandwidth vs size — {}", set.view.label),
             caption: format!(
-                "Bus bandwidth of {w} ({}) against the size S, one curve per set-up (each set-up keeps its colour in every chart; the marker shows topology and binding); 1-device set-ups move no data between devices and are left out. Bars span the bandwidth at the p5 and p95 sample times.",
-                set.view.label
+                "Bus bandwidth of {w} ({}) against the size S, one curve per set-up (each set-up keeps its colour in every chart; the marker shows topology and binding); 1-device set-ups move no data between devices and are left out. Bars span the bandwidth at the p5 and p95 sample times.{}",
+                set.view.label,
+                ceiling_note.map_or(String::new(), |n| format!(" {n}"))
             ),
             panels: vec![Panel {
                 title: String::new(),
                 x: Axis::new("size S (log2 scale)", Scale::Log2Bytes),
                 y: Axis::new("busbw (GB/s, log scale)", Scale::Log10(Unit::Plain)),
                 series,
-                refs: vec![],
+                refs,
                 dodge: false,
             }],
             legend_title: SETUP_LEGEND.to_string(),

@@ -310,6 +310,7 @@ fn overlap_vs_bucket(pts: &[Point]) -> Vec<Figure> {
                 y: Axis::new("overlap efficiency", Scale::Linear(Unit::Plain)),
                 series,
                 refs: vec![RefLine {
+color: None,
                     points: vec![(x0, 1.0), (x1, 1.0)],
                     label: "all hidden".to_string(),
                 }],

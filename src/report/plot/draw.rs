@@ -267,14 +267,14 @@ fn draw_axes<'c, DB: DrawingBackend<ErrorType: 'static>>(
     Ok(chart)
 }
 
-/// The panel's reference lines (grey, dashed), each labelled at its end.
+/// The panel's reference lines (dashed; grey unless coloured), each labelled at its end.
 fn draw_refs<DB: DrawingBackend<ErrorType: 'static>>(
     root: &DrawingArea<DB, Shift>,
     panel: &Panel,
     px: &dyn Fn(f64, f64) -> Option<(i32, i32)>,
 ) -> Res<()> {
-    let grey = RGBColor(120, 120, 120);
     for r in &panel.refs {
+        let grey = r.color.map_or(RGBColor(120, 120, 120), rgb);
         let pts: Vec<(i32, i32)> = r.points.iter().filter_map(|&(x, y)| px(x, y)).collect();
         for seg in dashes(&pts, 7.0, 5.0) {
             root.draw(&PathElement::new(seg, grey.stroke_width(2)))?;

@@ -32,6 +32,7 @@ pub(crate) fn figures(a: &Analysis<'_>) -> Vec<Figure> {
             .switches
             .into_iter()
             .map(|(s, label)| RefLine {
+                color: None,
                 points: vec![(s, ylo), (s, yhi)],
                 label,
             })

@@ -24,8 +24,10 @@ use super::analyze::{
     style_key, Analysis, CollectiveView, Curve, Entry, Layout, RatioGroup, RatioKind, StyleKey,
 };
 use crate::params::ParamKey;
+use crate::report::ceilings::{bound_lines, BoundLines, SeriesBound};
 use crate::report::error::ReportError as Error;
 pub(crate) use axis::{Axis, Scale, Unit};
+use std::collections::BTreeSet;
 use std::path::Path;
 
 /// Registers the embedded font once per process ([`crate::present::font`]).
@@ -146,11 +148,13 @@ pub(crate) struct Series {
     pub points: Vec<Pt>,
 }
 
-/// A grey dashed reference line (ideal scaling, ratio 1), labelled at its right end.
+/// A dashed reference line (ideal scaling, ratio 1, a ceiling), labelled at its right end.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct RefLine {
     pub points: Vec<(f64, f64)>,
     pub label: String,
+    /// Grey when `None`; a ceiling that bounds some series only takes their colour.
+    pub color: Option<Rgb>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -588,6 +592,7 @@ pub(crate) fn ratio_figures(a: &Analysis<'_>, kind: RatioKind, text: &RatioText)
                     y: Axis::new(text.y_title, Scale::Log2Ratio),
                     series,
                     refs: vec![RefLine {
+                        color: None,
                         points: vec![(x0, 1.0), (x1, 1.0)],
                         label: "equal".into(),
                     }],
@@ -648,6 +653,76 @@ fn ratio_series(
         ),
     };
     Some((entry, Series { mark, points: pts }))
+}
+
+/// The ceiling lines of a panel whose x spans `x0..=x1`, from the bound of each series
+/// (`bounds[i]` of the series drawn in `colors[i]`; `None`: the file records no fraction), and
+/// the caption's sentence on them. A line sits at y = the bound, or at the bound × x where
+/// `per_x` (an aggregate over x devices). One grey line where the series share a bound, one
+/// in a series' colour per distinct bound, or none and why.
+pub(crate) fn ceiling_refs(
+    bounds: &[Option<Result<SeriesBound, String>>],
+    colors: &[Rgb],
+    (x0, x1): (f64, f64),
+    per_x: bool,
+) -> (Vec<RefLine>, Option<String>) {
+    let known: Vec<(usize, Result<SeriesBound, String>)> = bounds
+        .iter()
+        .enumerate()
+        .filter_map(|(i, b)| Some((i, b.clone()?)))
+        .collect();
+    if known.is_empty() || !x0.is_finite() || !x1.is_finite() {
+        return (Vec::new(), None);
+    }
+    let line = |b: &SeriesBound, color: Option<Rgb>| {
+        let y = |x: f64| if per_x { b.bound * x } else { b.bound };
+        RefLine {
+            points: vec![(x0, y(x0)), (x1, y(x1))],
+            label: if per_x {
+                b.label.replacen("ceiling", "ceiling × p", 1)
+            } else {
+                b.label.clone()
+            },
+            color,
+        }
+    };
+    let per = if per_x {
+        " times the devices p (throughput panel)"
+    } else {
+        ""
+    };
+    let list: Vec<Result<SeriesBound, String>> = known.iter().map(|(_, b)| b.clone()).collect();
+    match bound_lines(&list) {
+        BoundLines::Shared(b) => (
+            vec![line(&b, None)],
+            Some(format!(
+                "Grey dashed line: the ceiling that bounds every series{per}, {} (each figure's fraction of it is in the tables).",
+                b.label.trim_start_matches("ceiling: ")
+            )),
+        ),
+        BoundLines::PerSeries(v) => {
+            let refs: Vec<RefLine> = v
+                .iter()
+                .map(|(b, ix)| line(b, Some(colors[known[ix[0]].0])))
+                .collect();
+            let unknown: BTreeSet<String> = list.iter().filter_map(|b| b.clone().err()).collect();
+            let mut s = format!(
+                "Dashed lines in a series' colour: the ceiling that bounds it{per} ({}).",
+                v.iter()
+                    .map(|(b, _)| b.label.trim_start_matches("ceiling: ").to_string())
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            );
+            if !unknown.is_empty() {
+                s.push_str(&format!(
+                    " No line for the other series: {}.",
+                    unknown.into_iter().collect::<Vec<_>>().join("; ")
+                ));
+            }
+            (refs, Some(s))
+        }
+        BoundLines::None(why) => (Vec::new(), Some(format!("No ceiling line: {why}."))),
+    }
 }
 
 /// The words of a ratio chart.

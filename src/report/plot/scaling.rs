@@ -2,11 +2,12 @@
 //! per set-up and shape, with the ideal lines. Strong and weak scaling get separate charts.
 
 use super::{
-    chunk, color, marker, Axis, Figure, FigureKind, LegendEntry, Mark, Panel, Pt, RefLine, Scale,
-    Series, Unit,
+    ceiling_refs, chunk, color, marker, Axis, Figure, FigureKind, LegendEntry, Mark, Panel, Pt,
+    RefLine, Rgb, Scale, Series, Unit,
 };
 use crate::params::Workload;
 use crate::report::analyze::{style_key, Analysis, ScaleSeries};
+use crate::report::ceilings::SeriesBound;
 use crate::report::derive::ScalingKind;
 
 pub(crate) fn figures(a: &Analysis<'_>) -> Vec<Figure> {
@@ -41,6 +42,8 @@ struct Parts {
     /// Aggregate GFLOP/s, and its ideal (the baseline's rate × p / p0) per series.
     gf: Vec<Series>,
     gf_ideal: Vec<RefLine>,
+    /// Each series' per-device GFLOP/s ceiling (for the throughput panel's ceiling lines).
+    gf_bounds: Vec<Option<Result<SeriesBound, String>>>,
     legend: Vec<LegendEntry>,
     /// First device count of a series → the largest device count of the series from it.
     ideal_from: std::collections::BTreeMap<u32, u32>,
@@ -62,6 +65,7 @@ fn part_figure(
         ef: Vec::new(),
         gf: Vec::new(),
         gf_ideal: Vec::new(),
+        gf_bounds: Vec::new(),
         legend: Vec::new(),
         ideal_from: Default::default(),
         pmin: u32::MAX,
@@ -77,6 +81,7 @@ fn part_figure(
         .ideal_from
         .iter()
         .map(|(&p0, &p1)| RefLine {
+            color: None,
             points: vec![
                 (f64::from(p0), 1.0),
                 (f64::from(p1), f64::from(p1) / f64::from(p0)),
@@ -89,6 +94,7 @@ fn part_figure(
         })
         .collect();
     let refs_ef = vec![RefLine {
+        color: None,
         points: vec![(f64::from(p.pmin), 1.0), (f64::from(p.pmax), 1.0)],
         label: "ideal".to_string(),
     }];
@@ -111,8 +117,18 @@ fn part_figure(
             dodge: true,
         },
     ];
-    // The rate itself: what a GEMM delivers, in total, at each scale.
+    // The rate itself: what a GEMM delivers, in total, at each scale, under its ceiling.
+    let mut ceiling_note = None;
     if p.gf.iter().any(|s| !s.points.is_empty()) {
+        let colors: Vec<Rgb> = p.gf.iter().map(|s| s.mark.color).collect();
+        let (refs, note) = ceiling_refs(
+            &p.gf_bounds,
+            &colors,
+            (f64::from(p.pmin), f64::from(p.pmax)),
+            true,
+        );
+        ceiling_note = note;
+        p.gf_ideal.extend(refs);
         panels.push(Panel {
             title: "throughput".to_string(),
             x: Axis::new("devices p (log2 scale)", Scale::Log2Count),
@@ -143,7 +159,8 @@ fn part_figure(
             None => title,
         },
         caption: format!(
-            "{kind} scaling of {wl}: speedup (left, log2 axes; grey dashed: ideal), efficiency (middle; ideal 1) and the aggregate GFLOP/s of the results (right, where recorded; dashed: the baseline's rate × p/p0) against the total devices p. Each series names its baseline point."
+            "{kind} scaling of {wl}: speedup (left, log2 axes; grey dashed: ideal), efficiency (middle; ideal 1) and the aggregate GFLOP/s of the results (right, where recorded; dashed: the baseline's rate × p/p0) against the total devices p. Each series names its baseline point.{}",
+            ceiling_note.map_or(String::new(), |n| format!(" {n}"))
         ),
         panels,
         legend_title: "series (baseline)".to_string(),
@@ -217,6 +234,7 @@ fn add_series(a: &Analysis<'_>, j: usize, s: &ScaleSeries, p: &mut Parts) {
         .map_or(p0, |&i| a.entries[i].layout().devices());
     if let Some(g0) = base.case.gflops_total.filter(|g| *g > 0.0) {
         p.gf_ideal.push(RefLine {
+            color: None,
             points: vec![
                 (f64::from(p0), g0),
                 (f64::from(last_p), g0 * f64::from(last_p) / f64::from(p0)),
@@ -240,6 +258,10 @@ fn add_series(a: &Analysis<'_>, j: usize, s: &ScaleSeries, p: &mut Parts) {
     });
     p.sp.push(Series { mark, points: spts });
     p.ef.push(Series { mark, points: epts });
+    p.gf_bounds.push(crate::report::ceilings::series_bound(
+        s.points.iter().map(|&i| &a.entries[i]),
+        crate::report::ceilings::GFLOPS,
+    ));
     p.gf.push(Series { mark, points: gpts });
 }
 

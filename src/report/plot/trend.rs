@@ -51,6 +51,7 @@ pub(crate) fn figure(s: &History, n: usize, workload: crate::params::Workload) -
         .map(|st| {
             let x = st.index as f64 + 0.5;
             RefLine {
+                color: None,
                 points: vec![(x, lo), (x, hi)],
                 label: format!(
                     "{} {:+.1} %",
