@@ -237,7 +237,14 @@ pub fn fractions(
     let mut out = Vec::new();
     if let Some(b) = busbw_gbps {
         const F: &str = "busbw_gbps";
-        if cuda && on_node {
+        if b == 0.0 {
+            // one device: the bus-bandwidth factor is 0, nothing crosses a link to bound
+            out.push(unknown(
+                F,
+                "none",
+                "one device: busbw is 0 by definition (nothing crosses a link)".into(),
+            ));
+        } else if cuda && on_node {
             out.push(match (l.skipped, gpu_link(host)) {
                 (Some(why), _) => unknown(F, &format!("{RANK0_GPU}.link"), why.into()),
                 (None, Ok(c)) => against(F, b, c, None),
@@ -579,6 +586,11 @@ mod tests {
             (f[0].frac_peak, f[0].unknown.as_deref()),
             (None, Some("why not"))
         );
+        // one device: busbw is 0 by definition, no fraction of any ceiling
+        c.busbw_gbps = Some(0.0);
+        let f = fractions(&c, &launch(&hosts));
+        assert_eq!(f[0].frac_peak, None);
+        assert!(f[0].unknown.as_deref().unwrap().contains("one device"));
     }
 
     /// `host(name)` with a `net.link` ceiling of `gbps` (`None`: unknown, saying `why`).

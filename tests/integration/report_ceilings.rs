@@ -30,6 +30,7 @@ fn host(warnings: Vec<CeilingWarning>) -> HostCeilings {
         rank: 0,
         cpus: "0-1".into(),
         seconds: 0.2,
+        counters: Vec::new(),
         ceilings: vec![
             c(
                 "cpu.peak.f32.avx2+fma.one_cpu",

@@ -221,6 +221,8 @@ const LIBRARY_PREFIXES: &[&str] = &[
     "OFI_NCCL_",
     "NVSHMEM_",
     "FI_",
+    // HPE Slingshot's CXI provider (LUMI: CXI_FORK_SAFE, CXI_FORK_SAFE_HP)
+    "CXI_",
     "UCX_",
     "HCOLL_",
     "SHARP_",
