@@ -20,8 +20,8 @@ fn ceilings(args: &[&str], coretype: Option<&str>) -> Ran {
     Ran::from(cmd.output().unwrap())
 }
 
-/// The best vector tier of this CPU, from /proc/cpuinfo (what the check compares against).
-fn cpu_has(flag: &str) -> bool {
+/// Whether this CPU has a `flag` (/proc/cpuinfo: what the kernel check compares against).
+pub(crate) fn cpu_has(flag: &str) -> bool {
     std::fs::read_to_string("/proc/cpuinfo")
         .unwrap_or_default()
         .lines()
@@ -244,7 +244,12 @@ fn bad_gpu_values_and_ib_rate_are_refused_naming_the_fix() {
 }
 
 /// `run` with tiny sizes on `np` ranks (EXTRA added), and its results.
-fn tiny_run(np: u32, dir: &std::path::Path, extra: &[&str]) -> common::wire::ResultsFile {
+/// A tiny allreduce and GEMM on NP ranks with EXTRA options; its results.
+pub(crate) fn tiny_run(
+    np: u32,
+    dir: &std::path::Path,
+    extra: &[&str],
+) -> common::wire::ResultsFile {
     let mut args = common::run_q(
         dir,
         &[
@@ -498,15 +503,18 @@ fn sweep_no_ceilings_skips_them_in_every_launch_and_a_resume_may_turn_them_back_
     )
     .unwrap();
     let out = dir.join("out");
-    common::solo(&[
-        "sweep",
-        "-q",
-        common::s(&spec),
-        "--out",
-        common::s(&out),
-        "--no-ceilings",
-    ])
-    .assert_code(0);
+    let sweep = |flag: &str| {
+        common::solo(&[
+            "sweep",
+            "-q",
+            common::s(&spec),
+            "--out",
+            common::s(&out),
+            flag,
+        ])
+        .assert_code(0);
+    };
+    sweep("--no-ceilings");
     let r = common::read_results(&out);
     assert_eq!(r.launches.len(), 2);
     for l in &r.launches {
@@ -515,15 +523,7 @@ fn sweep_no_ceilings_skips_them_in_every_launch_and_a_resume_may_turn_them_back_
         assert!(p.ceilings_skipped.is_some(), "{}", l.launch_id);
     }
     // whether ceilings are measured changes no figure: resuming without the flag is the same plan
-    common::solo(&[
-        "sweep",
-        "-q",
-        common::s(&spec),
-        "--out",
-        common::s(&out),
-        "--resume",
-    ])
-    .assert_code(0);
+    sweep("--resume");
     // and the same sweep without the flag measures them in every launch
     let again = dir.join("again");
     let r = common::sweep_ok(&spec, &again);

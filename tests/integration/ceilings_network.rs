@@ -14,26 +14,9 @@ fn fixture(rel: &str) -> String {
     )
 }
 
-/// A tiny allreduce on 2 ranks with EXTRA options; its results.
+/// A tiny allreduce and GEMM on 2 ranks with EXTRA options; its results.
 fn tiny_run(dir: &Path, extra: &[&str]) -> ResultsFile {
-    let mut args = common::run_q(
-        dir,
-        &[
-            "-w",
-            "allreduce",
-            "--sizes",
-            "4KiB",
-            "--in-place",
-            "no",
-            "--iters",
-            "2",
-            "--warmup",
-            "0",
-        ],
-    );
-    args.extend_from_slice(extra);
-    common::mpirun(2, &args).assert_code(0);
-    common::read_results(dir)
+    crate::ceilings::tiny_run(2, dir, extra)
 }
 
 /// The one host's ceilings (2 ranks on one host: one leader).

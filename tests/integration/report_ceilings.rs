@@ -352,22 +352,13 @@ fn known_ceilings_and_warnings_make_columns_findings_and_chart_lines() {
     );
 }
 
-/// Whether this CPU has a `flag` (from /proc/cpuinfo).
-fn cpu_has(flag: &str) -> bool {
-    std::fs::read_to_string("/proc/cpuinfo")
-        .unwrap_or_default()
-        .lines()
-        .find(|l| l.starts_with("flags"))
-        .is_some_and(|l| l.split_whitespace().any(|f| f == flag))
-}
-
 /// A tiny real study, 1 and 2 ranks, with OPENBLAS_CORETYPE forcing SSE-era kernels where the
 /// CPU has AVX: the report's Findings name the forced kernel, the GEMM table has the fraction
 /// column, the busbw chart draws the measured Copy ceiling.
 #[test]
 fn a_real_tiny_run_reports_its_ceilings() {
     let dir = tmpdir("report-ceilings-real");
-    let forced = cpu_has("avx");
+    let forced = crate::ceilings::cpu_has("avx");
     let env: &[&str] = if forced {
         &["-x", "OPENBLAS_CORETYPE=Prescott"]
     } else {
