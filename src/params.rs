@@ -190,6 +190,18 @@ pub enum Timing {
 }
 named_enum!(Timing, "timing", { Pipelined => "pipelined", Isolated => "isolated" });
 
+/// Which buffers a collective's timed iterations use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BufferUse {
+    /// OSU: every iteration on the same buffers (a message the cache holds stays there).
+    Reuse,
+    /// nccl-tests' "avoid cache effects": each iteration on the next of several buffer sets
+    /// whose sum exceeds the device's last-level cache, so no iteration finds its data cached.
+    Rotate,
+}
+named_enum!(BufferUse, "buffers", { Reuse => "reuse", Rotate => "rotate" });
+
 /// How processes map to devices.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -455,6 +467,10 @@ pub struct CaseParams {
     /// The protocol the launch forced on NCCL (`NCCL_PROTO`). Absent: NCCL's own choice.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub nccl_proto: Option<NcclProto>,
+    /// Collectives: `rotate` when each timed iteration used the next of several buffer sets
+    /// (`--buffers rotate`); absent when every iteration reused one set (the default).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub buffers: Option<BufferUse>,
 }
 
 impl CaseParams {
@@ -488,6 +504,7 @@ impl CaseParams {
             first_bucket_bytes: None,
             nccl_algo: None,
             nccl_proto: None,
+            buffers: None,
         }
     }
 
@@ -572,6 +589,9 @@ impl CaseParams {
         }
         if let Some(p) = self.nccl_proto {
             parts.push(format!("nccl_proto={}", p.name()));
+        }
+        if let Some(b) = self.buffers {
+            parts.push(format!("buffers={b}"));
         }
         parts.push(self.timing.to_string());
         parts.join(" ")

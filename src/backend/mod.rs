@@ -422,6 +422,13 @@ pub trait Backend {
     fn buffer_policy(&self, _offset: BufferOffset) -> Option<String> {
         None
     }
+
+    /// The last-level cache in front of local device `dev`'s memory, bytes (a GPU's L2; the
+    /// host's last-level cache for CPU devices): what `--buffers rotate` must outgrow. `None`
+    /// where the backend cannot say.
+    fn cache_bytes(&self, _dev: usize) -> Option<u64> {
+        None
+    }
     /// Copies `host` into `buf` (same dtype and length).
     fn upload(&mut self, dev: usize, buf: &mut Self::Buf, host: &HostBuf) -> BackendResult<()>;
     /// Copies `buf` back to the host.

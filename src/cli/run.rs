@@ -102,6 +102,12 @@ pub struct RunArgs {
     #[arg(long, value_enum, default_value = "both")]
     pub in_place: InPlaceChoice,
 
+    /// Collectives' buffers across timed iterations: `reuse` one set (OSU; a message the
+    /// cache holds stays cached), `rotate` through sets larger together than the device's
+    /// last-level cache (nccl-tests' "avoid cache effects"), or both (`reuse,rotate`).
+    #[arg(long, value_delimiter = ',', default_value = "reuse")]
+    pub buffers: Vec<crate::params::BufferUse>,
+
     /// Timed iterations per case (default: automatic, see --time-budget).
     #[arg(short = 'n', long)]
     pub iters: Option<u32>,
@@ -264,6 +270,7 @@ impl From<&RunArgs> for crate::plan::Request {
             scaling: a.scaling.into(),
             timings: a.timings.clone(),
             in_place: a.in_place.into(),
+            buffers: a.buffers.clone(),
             iters: a.iters,
             warmup: a.warmup,
             time_budget_s: a.time_budget,

@@ -34,6 +34,7 @@ pub enum ParamKey {
     FirstBucketBytes,
     NcclAlgo,
     NcclProto,
+    Buffers,
 }
 
 impl ParamKey {
@@ -64,6 +65,7 @@ impl ParamKey {
         ParamKey::FirstBucketBytes,
         ParamKey::NcclAlgo,
         ParamKey::NcclProto,
+        ParamKey::Buffers,
     ];
 
     /// The key as the canonical text writes it (the ids hash this text, so it never changes).
@@ -94,6 +96,7 @@ impl ParamKey {
             ParamKey::FirstBucketBytes => "first_bucket_bytes",
             ParamKey::NcclAlgo => "nccl_algo",
             ParamKey::NcclProto => "nccl_proto",
+            ParamKey::Buffers => "buffers",
         }
     }
 
@@ -160,6 +163,9 @@ impl CaseParams {
         }
         if let Some(p) = self.nccl_proto {
             v.push((ParamKey::NcclProto, p.name().to_string()));
+        }
+        if let Some(b) = self.buffers {
+            v.push((ParamKey::Buffers, b.name().to_string()));
         }
         v
     }

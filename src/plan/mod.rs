@@ -12,9 +12,9 @@ pub mod sweep;
 
 use crate::params::counts::{counts, CountError};
 use crate::params::{
-    BackendKind, Binding, BufferOffset, CaseParams, Collect, Dtype, Fault, GemmChoice, IterPolicy,
-    LaunchShape, MatmulShape, NcclAlgo, NcclProto, Placement, Progress, ReduceOp, RunSettings,
-    Scaling, ThreadLevel, Timing, Topology, Workload,
+    BackendKind, Binding, BufferOffset, BufferUse, CaseParams, Collect, Dtype, Fault, GemmChoice,
+    IterPolicy, LaunchShape, MatmulShape, NcclAlgo, NcclProto, Placement, Progress, ReduceOp,
+    RunSettings, Scaling, ThreadLevel, Timing, Topology, Workload,
 };
 use crate::topology::binding::Reserved;
 use crate::units::Bytes;
@@ -45,6 +45,8 @@ pub struct Request {
     pub timings: Vec<Timing>,
     /// Buffer placements to measure: `false` out of place, `true` in place.
     pub in_place: Vec<bool>,
+    /// Collectives: reuse one buffer set, rotate through several, or both (`--buffers`).
+    pub buffers: Vec<BufferUse>,
     pub iters: Option<u32>,
     pub warmup: Option<u32>,
     pub time_budget_s: f64,
@@ -93,6 +95,7 @@ impl Default for Request {
             scaling: Scaling::Weak,
             timings: vec![Timing::Pipelined],
             in_place: vec![false, true],
+            buffers: vec![BufferUse::Reuse],
             iters: None,
             warmup: None,
             time_budget_s: IterPolicy::default().time_budget_s,
@@ -139,6 +142,7 @@ pub struct RunOptions {
     pub scaling: Scaling,
     pub timings: Vec<Timing>,
     pub in_place: Vec<bool>,
+    pub buffers: Vec<BufferUse>,
     pub threads_per_device: u32,
     pub fault: Option<String>,
     pub settings: RunSettings,
@@ -185,6 +189,7 @@ impl RunOptions {
             scaling: a.scaling,
             timings: dedup(&a.timings),
             in_place: a.in_place.clone(),
+            buffers: dedup(&a.buffers),
             threads_per_device: a.threads_per_device,
             fault: a.fault.clone(),
             settings: RunSettings {
@@ -302,6 +307,7 @@ fn check_given(a: &Request) -> Result<()> {
     nonempty(&a.roots, "--root")?;
     nonempty(&a.dims, "--dims")?;
     nonempty(&a.timings, "--timing")?;
+    nonempty(&a.buffers, "--buffers")?;
     if a.iters == Some(0) {
         return Err(PlanError::NoIters);
     }
@@ -400,6 +406,7 @@ fn check_case_bound(a: &Request) -> Result<()> {
         a.ops.len(),
         a.roots.len(),
         a.timings.len(),
+        a.buffers.len(),
     ]
     .iter()
     .map(|n| *n as u128)
@@ -686,11 +693,15 @@ fn expand_collective(
             Ok(_) | Err(CountError::TooSmall { .. }) => {}
         }
         for &ip in &places {
-            out.push(CaseParams {
-                requested_bytes: Some(bytes),
-                in_place: Some(ip),
-                ..c.clone()
-            });
+            for &b in &o.buffers {
+                out.push(CaseParams {
+                    requested_bytes: Some(bytes),
+                    in_place: Some(ip),
+                    // Reuse is the default and unnamed: the ids of earlier cases stay.
+                    buffers: (b == BufferUse::Rotate).then_some(b),
+                    ..c.clone()
+                });
+            }
         }
     }
     Ok(())

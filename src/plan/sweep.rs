@@ -228,6 +228,8 @@ impl Point {
             // Every case of a forced launch carries it: it is the launch's environment.
             nccl_algo: self.nccl_algo,
             nccl_proto: self.nccl_proto,
+            // Specs have no buffers axis yet: every iteration reuses one set.
+            buffers: None,
         }
     }
 }

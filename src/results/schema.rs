@@ -529,6 +529,11 @@ pub struct CaseResult {
     /// otherwise).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub buffers: Option<BufferPlacement>,
+    /// `--buffers rotate`: how many buffer sets the timed iterations went through and how
+    /// much memory they spanned against the device's last-level cache; absent when every
+    /// iteration reused one set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rotation: Option<BufferRotation>,
     /// What NCCL said of the case's collectives, read from its INFO output (CUDA backend,
     /// rank 0's process); absent where nothing was captured.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -585,6 +590,24 @@ pub struct BufferPlacement {
     pub recv_page_offsets_bytes: Vec<u64>,
     /// Distinct (receive − send) start distances modulo the page size, bytes (empty in place).
     pub recv_minus_send_mod_page_bytes: Vec<u64>,
+}
+
+/// The buffer sets a case's timed iterations rotated through (rank 0's; `--buffers rotate`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BufferRotation {
+    /// Buffer sets (each a send and a receive buffer per device, or one in place); iteration
+    /// i uses set i mod sets.
+    pub sets: u32,
+    /// One device's buffers over all sets, bytes.
+    pub footprint_bytes: u64,
+    /// The device's last-level cache, bytes (GPU L2; the host's last-level cache for CPU
+    /// devices); absent where the backend cannot say.
+    #[serde(default)]
+    pub cache_bytes: Option<u64>,
+    /// Whether the footprint is at least twice the cache, so that no iteration can find its
+    /// data cached from its previous use; false at small messages, where the sets' count is
+    /// capped, or where the cache is unknown.
+    pub exceeds_cache: bool,
 }
 
 /// What NVML saw on one GPU during one case (warm-up, timing and validation included).

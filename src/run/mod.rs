@@ -86,6 +86,7 @@ pub fn record(
         ddp: None,
         unrepresentative: Vec::new(),
         buffers: None,
+        rotation: None,
         nccl: None,
         peak: Vec::new(),
     };
@@ -111,6 +112,7 @@ pub fn record(
     r.phases = m.phases;
     r.ddp = m.ddp;
     r.buffers = m.buffers;
+    r.rotation = m.rotation;
     if m.wrong > 0 {
         r.status = CaseStatus::Wrong;
         r.message = Some(format!(

@@ -86,6 +86,7 @@ pub fn run<B: Backend, C: HostComm>(
         flops_total: Some(layout.total as f64 * MatmulShape::square(layout.dim).flops()),
         phases,
         buffers,
+        rotation: None,
         ..Measured::default()
     })
 }

@@ -13,7 +13,7 @@ use crate::backend::{
 };
 use crate::comm::HostComm;
 use crate::measure;
-use crate::params::{CaseParams, Workload};
+use crate::params::{BufferUse, CaseParams, Workload};
 
 // The size rule is shared vocabulary (plans check sizes with it before anything runs).
 pub use crate::params::counts::{counts, CountError, Counts, MAX_COUNT};
@@ -124,6 +124,20 @@ pub fn run<B: Backend, C: HostComm>(
     let buffers = placement(backend, comm, off, &send, &recv);
     // Fresh inputs before timing and before every checked iteration.
     agree(comm, layout.reset(backend, corrupt, &mut send, &mut recv))?;
+    // `--buffers rotate`: the other sets, each with valid inputs (a reduction over
+    // uninitialised memory could meet NaNs or denormals the reused set never has).
+    let rotation = (params.buffers == Some(BufferUse::Rotate))
+        .then(|| super::rotation::plan(set_bytes(&call), backend.cache_bytes(0)));
+    let mut others: Vec<Buffers<B::Buf>> = Vec::new();
+    if let Some(r) = rotation {
+        let extra = (1..r.sets).try_fold(Vec::new(), |mut v, _| {
+            let mut b = alloc_buffers(backend, &call, off)?;
+            layout.reset(backend, false, &mut b.send, &mut b.recv)?;
+            v.push(b);
+            Ok(v)
+        });
+        others = agree(comm, extra)?;
+    }
 
     let mut cold = fault == Some(Fault::Cold);
     let mut cold_first = move || {
@@ -132,18 +146,44 @@ pub fn run<B: Backend, C: HostComm>(
         }
     };
     let (mode, policy, bytes) = (params.timing, &settings.policy, Some(cnt.bytes));
-    // The prepared call leaves the backend's per-call dispatch out of the timed window, as
-    // the reference benchmarks have none (docs/benchmarking.md, small isolated sizes).
-    let timed = match backend.prepare_collective(&call, &send, &mut recv) {
-        Some(mut prepared) => measure::time_op(backend, comm, mode, policy, bytes, |_| {
+    // The prepared calls leave the backend's per-call dispatch out of the timed window, as
+    // the reference benchmarks have none (docs/benchmarking.md, small isolated sizes): one
+    // per set, iteration i on set i mod sets (set 0 is the one validated below).
+    let sets = others.len() + 1;
+    let mut prepared = Vec::new();
+    if let Some(p) = backend.prepare_collective(&call, &send, &mut recv) {
+        prepared.push(p);
+        for o in others.iter_mut() {
+            match backend.prepare_collective(&call, &o.send, &mut o.recv) {
+                Some(p) => prepared.push(p),
+                None => break,
+            }
+        }
+    }
+    let mut next = 0usize;
+    let timed = if prepared.len() == sets {
+        measure::time_op(backend, comm, mode, policy, bytes, |_| {
             cold_first();
-            prepared.issue()
-        }),
-        None => measure::time_op(backend, comm, mode, policy, bytes, |b| {
+            let k = next;
+            next = (next + 1) % sets;
+            prepared[k].issue()
+        })
+    } else {
+        drop(prepared);
+        measure::time_op(backend, comm, mode, policy, bytes, |b| {
             cold_first();
-            b.collective(&call, &send, &mut recv)
-        }),
+            let k = next;
+            next = (next + 1) % sets;
+            match k.checked_sub(1) {
+                None => b.collective(&call, &send, &mut recv),
+                Some(j) => {
+                    let o = &mut others[j];
+                    b.collective(&call, &o.send, &mut o.recv)
+                }
+            }
+        })
     };
+    drop(others);
     let samples = agree(comm, timed)?;
     let timing = measure::combine(comm, params.timing, &samples);
 
@@ -165,6 +205,7 @@ pub fn run<B: Backend, C: HostComm>(
         ddp: None,
         phases: Vec::new(),
         buffers,
+        rotation: rotation.filter(|_| comm.is_root()),
     })
 }
 
@@ -197,6 +238,16 @@ fn collective_call(
         devices,
     };
     Ok((cnt, call))
+}
+
+/// One device's buffers of `call`, bytes: send and receive, or the one in place.
+fn set_bytes(call: &CollectiveCall) -> u64 {
+    let eb = call.dtype.size_bytes();
+    if call.in_place {
+        call.in_place_count() as u64 * eb
+    } else {
+        (call.send_count + call.recv_count) as u64 * eb
+    }
 }
 
 /// One receive (or in-place) buffer per local device, plus send buffers out of place, each

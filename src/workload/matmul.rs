@@ -108,6 +108,7 @@ pub fn run<B: Backend, C: HostComm>(
         tolerance: tol,
         flops_total: Some(total_flops(total, scaling, devices)),
         buffers,
+        rotation: None,
         ..Measured::default()
     })
 }

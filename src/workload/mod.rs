@@ -11,6 +11,7 @@ pub(crate) mod ddp;
 pub mod gemm_check;
 pub mod matmul;
 pub mod pattern;
+pub mod rotation;
 
 use crate::backend::{Backend, BackendError, DeviceError};
 use crate::comm::HostComm;
@@ -38,6 +39,8 @@ pub struct Measured {
     pub ddp: Option<crate::results::ddp::DdpMetrics>,
     /// Where the benchmark buffers sat (collectives on host memory; root only).
     pub buffers: Option<BufferPlacement>,
+    /// The buffer sets the timed iterations rotated through (`--buffers rotate`; root only).
+    pub rotation: Option<crate::results::schema::BufferRotation>,
 }
 
 /// Why a case produced no measurement (the same on every rank).

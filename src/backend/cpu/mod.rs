@@ -365,6 +365,12 @@ impl Backend for CpuBackend {
         Some(p)
     }
 
+    fn cache_bytes(&self, _dev: usize) -> Option<u64> {
+        // The host's: a CPU device's buffers can sit in any of its caches. Read once (sysfs).
+        static LLC: std::sync::OnceLock<Option<u64>> = std::sync::OnceLock::new();
+        *LLC.get_or_init(crate::topology::ceilings::stream::last_level_cache_bytes)
+    }
+
     fn upload(&mut self, _dev: usize, buf: &mut HostBuf, host: &HostBuf) -> BackendResult<()> {
         if buf.len() != host.len() || buf.dtype() != host.dtype() {
             return Err(BackendError::check(format!(

@@ -342,6 +342,10 @@ impl Backend for CudaBackend {
         })
     }
 
+    fn cache_bytes(&self, dev: usize) -> Option<u64> {
+        self.devices.get(dev)?.info.l2_cache_bytes
+    }
+
     fn upload(&mut self, dev: usize, buf: &mut DeviceBuf, host: &HostBuf) -> BackendResult<()> {
         if buf.count != host.len() || buf.dtype != host.dtype() || buf.dev != dev {
             return Err(BackendError::check(format!(

@@ -256,6 +256,7 @@ mod tests {
             visible_as: None,
             nearby_cpus: None,
             numa_node: None,
+            l2_cache_bytes: None,
         };
         let v = values(std::slice::from_ref(&g));
         assert_eq!(v.len(), 1);

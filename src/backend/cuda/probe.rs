@@ -199,6 +199,8 @@ pub struct GpuInfo {
     pub nearby_cpus: Option<String>,
     /// NUMA node of the device's PCI slot, where the kernel knows it.
     pub numa_node: Option<i32>,
+    /// L2 cache, bytes, where the driver says.
+    pub l2_cache_bytes: Option<u64>,
 }
 
 impl GpuInfo {
@@ -512,6 +514,11 @@ pub fn gpu_info(ordinal: u32) -> CudaResult<GpuInfo> {
             visible_as,
             nearby_cpus,
             numa_node,
+            // Optional: a driver (or stand-in) without the attribute leaves it unknown.
+            l2_cache_bytes: attr(A::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE)
+                .ok()
+                .and_then(|b| u64::try_from(b).ok())
+                .filter(|b| *b > 0),
         })
     })
 }

@@ -60,6 +60,7 @@ pub fn pretty_pair(k: ParamKey, v: &str) -> Option<String> {
         ParamKey::ThreadsPerDevice => format!("{v} thr/dev"),
         ParamKey::NcclAlgo => format!("algo={v}"),
         ParamKey::NcclProto => format!("proto={v}"),
+        ParamKey::Buffers => format!("buffers={v}"),
         ParamKey::Root
         | ParamKey::Batch
         | ParamKey::Collect
