@@ -593,6 +593,13 @@ pub trait Backend {
     fn synchronize(&mut self) -> BackendResult<()>;
     /// Records a point on the timeline of every local device.
     fn mark(&mut self) -> BackendResult<Self::Mark>;
+    /// Marks that can be taken one after another, with work enqueued between them, and all
+    /// still be read after one synchronisation (device events: a GPU records each when its
+    /// stream reaches it). 0 where a mark reads a host clock, which must be read when the work
+    /// before it is done (the CPU backend).
+    fn marks_in_flight(&self) -> usize {
+        0
+    }
     /// Seconds between two marks (waits for `to` if needed); with several local devices, the
     /// longest.
     fn elapsed_s(&mut self, from: Self::Mark, to: Self::Mark) -> BackendResult<f64>;

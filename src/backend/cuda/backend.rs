@@ -549,6 +549,10 @@ impl Backend for CudaBackend {
         Ok(())
     }
 
+    fn marks_in_flight(&self) -> usize {
+        events::SLOTS
+    }
+
     fn mark(&mut self) -> BackendResult<Mark> {
         let m = self.ring.take();
         let slot = self.ring.check(m)?;

@@ -402,6 +402,10 @@ impl Backend for RocmBackend {
         Ok(())
     }
 
+    fn marks_in_flight(&self) -> usize {
+        crate::backend::marks::SLOTS
+    }
+
     fn mark(&mut self) -> BackendResult<Mark> {
         let m = self.ring.take();
         let slot = self.ring.check(m)?;
