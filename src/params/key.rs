@@ -215,5 +215,15 @@ mod tests {
                 p.canonical()
             )
         );
+        // Rotated buffers are another case; reused ones (the default) keep the old id.
+        let rotated = CaseParams {
+            buffers: Some(crate::params::BufferUse::Rotate),
+            ..p.clone()
+        };
+        assert_eq!(
+            rotated.canonical(),
+            format!("{};buffers=rotate", p.canonical())
+        );
+        assert_ne!(rotated.id(), p.id());
     }
 }

@@ -354,3 +354,83 @@ fn gemm_workloads_place_their_operands_at_the_buffer_offset() {
         }
     }
 }
+
+/// `--buffers reuse,rotate`: each collective case twice, the rotated one a case of its own
+/// (another id, `buffers=rotate`), validated, with its sets recorded: at least one buffer's
+/// worth each, the footprint twice the host's last-level cache where the 256 sets can reach
+/// it, and said to fall short where they cannot. Pure on two ranks and hybrid.
+#[test]
+fn rotated_buffers_are_a_case_of_their_own_with_their_sets_recorded() {
+    for (np, extra) in [
+        (2, &[][..]),
+        (1, &["--topology", "hybrid", "--devices-per-node", "2"][..]),
+    ] {
+        let out = tmpdir(&format!("rotate-{np}")).join("out");
+        let mut args = run_q(
+            &out,
+            &[
+                "-w",
+                COLLECTIVES,
+                "--sizes",
+                "64,64KiB",
+                "--time-budget",
+                "0.01",
+            ],
+        );
+        args.extend(["--buffers", "reuse,rotate"]);
+        args.extend(extra);
+        mpirun_with(np, &["--bind-to", "none"], &args).assert_code(0);
+        let cases = read_results(&out).cases;
+        let (rotated, reused): (Vec<&Case>, Vec<&Case>) = cases
+            .iter()
+            .partition(|c| c.params.buffers.as_deref() == Some("rotate"));
+        assert_eq!(rotated.len(), reused.len(), "every case in both forms");
+        assert!(rotated.len() >= 6 * 3, "{}", rotated.len());
+        for c in &reused {
+            assert!(
+                c.params.buffers.is_none() && c.rotation.is_none(),
+                "{}",
+                c.id
+            );
+        }
+        for c in &rotated {
+            assert_eq!((c.status.as_str(), c.wrong), ("ok", 0), "{:?}", c.message);
+            let twin = reused
+                .iter()
+                .find(|r| {
+                    (
+                        r.params.workload.as_str(),
+                        r.params.requested_bytes,
+                        r.params.in_place,
+                    ) == (
+                        c.params.workload.as_str(),
+                        c.params.requested_bytes,
+                        c.params.in_place,
+                    )
+                })
+                .expect("its reused twin");
+            assert_ne!(twin.id, c.id);
+            let r = c.rotation.as_ref().expect("rotation recorded");
+            assert!((1..=256).contains(&r.sets), "{r:?}");
+            assert_eq!(r.footprint_bytes % u64::from(r.sets), 0, "{r:?}");
+            let set = r.footprint_bytes / u64::from(r.sets);
+            let send = c.send_count.unwrap() * c.element_bytes;
+            assert!(set >= send, "a set holds at least the send buffer: {r:?}");
+            match r.cache_bytes {
+                Some(cache) => {
+                    let want = (2 * cache).div_ceil(set).clamp(1, 256);
+                    assert_eq!(u64::from(r.sets), want, "{r:?}");
+                    assert_eq!(r.exceeds_cache, r.footprint_bytes >= 2 * cache, "{r:?}");
+                }
+                None => assert!(!r.exceeds_cache, "no cache size, no claim: {r:?}"),
+            }
+        }
+    }
+    let bad = solo(&["run", "--buffers", "cold"]);
+    bad.assert_code(2);
+    assert!(
+        bad.stderr.contains("reuse") && bad.stderr.contains("rotate"),
+        "{}",
+        bad.stderr
+    );
+}

@@ -269,11 +269,23 @@ pub struct Case {
     /// Optional: where the benchmark buffers sat (host-memory collectives).
     #[serde(default)]
     pub buffers: Option<Buffers>,
+    /// Optional: the buffer sets of a rotated case.
+    #[serde(default)]
+    pub rotation: Option<Rotation>,
     /// Optional: NCCL's account of the case (CUDA backend, its INFO output captured).
     #[serde(default)]
     pub nccl: Option<NcclCapture>,
     #[serde(default)]
     pub peak: Vec<PeakFraction>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Rotation {
+    pub sets: u32,
+    pub footprint_bytes: u64,
+    pub cache_bytes: Option<u64>,
+    pub exceeds_cache: bool,
 }
 
 #[derive(Debug, Deserialize)]
@@ -348,6 +360,8 @@ pub struct Params {
     /// Forced on the case's launch (issue 31); absent: NCCL's own choice.
     pub nccl_algo: Option<String>,
     pub nccl_proto: Option<String>,
+    /// `rotate` where the timed iterations rotated through buffer sets; absent: reused.
+    pub buffers: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
