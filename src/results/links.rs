@@ -1,6 +1,11 @@
 //! The link matrix file (`links.json`) that `scalebench links` writes: the N×N bandwidth
 //! matrix with how it was measured, and the verdicts with both passes (under load, isolated).
 //! Versioned on its own (`links_format_version`); readers refuse versions they do not know.
+//!
+//! Versions: 1, MPI only; 2 adds the transport (`transport`, `nccl_version`, `standin`), which
+//! every measured file of version 2 carries. This build reads both (a version-1 file was
+//! measured over MPI) and writes 2; a version-1 reader refuses a version-2 file by its number
+//! rather than by an unknown field.
 
 use super::io::{read_input_text, ResultsError};
 use super::schema::Generator;
@@ -8,7 +13,10 @@ use serde::{Deserialize, Serialize};
 use std::path::Path;
 
 /// The version this build writes.
-pub const LINKS_FORMAT_VERSION: u32 = 1;
+pub const LINKS_FORMAT_VERSION: u32 = 2;
+
+/// The oldest version this build reads.
+pub const LINKS_FORMAT_OLDEST: u32 = 1;
 
 /// The file's name in a run directory.
 pub const LINKS_FILE: &str = "links.json";
@@ -57,6 +65,18 @@ pub struct LinksFile {
     /// before the field existed), so older readers still read measured files.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub simulated: Option<String>,
+    /// How the cells were measured: `mpi` (host buffers, wall clock on the sender) or `nccl`
+    /// (ncclSend/ncclRecv between GPUs, one per rank, CUDA events on the receiver's stream).
+    /// Absent in simulated files and in version-1 files (all MPI): see [`LinksFile::transport`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transport: Option<String>,
+    /// The NCCL version that moved the bytes (`nccl` only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nccl_version: Option<String>,
+    /// Set when the CUDA libraries were scalebench's CPU stand-ins: their STAND-IN label; then
+    /// no number in the file is a GPU's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub standin: Option<String>,
 }
 
 /// One suspect, with both passes.
@@ -109,7 +129,7 @@ pub fn parse_links(path: &Path, text: &str) -> Result<LinksFile, ResultsError> {
         serde_json::from_str(text).map_err(|e| parse_err(e, "not JSON"))?;
     // The version first: a newer file's unknown fields must not read as corruption.
     match value.get("links_format_version").and_then(|v| v.as_u64()) {
-        Some(v) if v == u64::from(LINKS_FORMAT_VERSION) => {}
+        Some(v) if (u64::from(LINKS_FORMAT_OLDEST)..=u64::from(LINKS_FORMAT_VERSION)).contains(&v) => {}
         found => {
             return Err(ResultsError::Parse {
                 path: path.to_path_buf(),
@@ -117,7 +137,7 @@ pub fn parse_links(path: &Path, text: &str) -> Result<LinksFile, ResultsError> {
                 column: 1,
                 msg: match found {
                     Some(v) => format!(
-                        "links_format_version {v}: this scalebench reads version {LINKS_FORMAT_VERSION}; use the scalebench that wrote it"
+                        "links_format_version {v}: this scalebench reads versions {LINKS_FORMAT_OLDEST} to {LINKS_FORMAT_VERSION}; use the scalebench that wrote it"
                     ),
                     None => "no links_format_version: give the links.json that `scalebench links` wrote".into(),
                 },
@@ -157,6 +177,34 @@ impl LinksFile {
         }
     }
 
+    /// The transport that measured the cells: `mpi` or `nccl`; `None` for a simulated matrix.
+    /// A measured file without the field predates it (version 1), when links measured over
+    /// MPI only.
+    pub fn transport(&self) -> Option<&str> {
+        if self.simulated.is_some() {
+            return None;
+        }
+        Some(self.transport.as_deref().unwrap_or("mpi"))
+    }
+
+    /// The transport in words, for the output and the report: `MPI`, `NCCL 2.28.3
+    /// send/recv, one GPU per rank`, with `STAND-IN` first where the stand-ins ran.
+    pub fn transport_words(&self) -> Option<String> {
+        let t = match self.transport()? {
+            "nccl" => format!(
+                "NCCL {} send/recv, one GPU per rank",
+                self.nccl_version.as_deref().unwrap_or("(version unknown)")
+            ),
+            "mpi" => "MPI".to_string(),
+            other => other.to_string(),
+        };
+        Some(if self.standin.is_some() {
+            format!("STAND-IN {t}")
+        } else {
+            t
+        })
+    }
+
     /// What makes the file unusable (an N×N matrix over its hosts, positive finite cells,
     /// findings naming ranks that exist), each named by its place in the file.
     pub fn problems(&self) -> Vec<String> {
@@ -189,6 +237,23 @@ impl LinksFile {
             out.push(format!(
                 "median_gbps = {m}: a bandwidth is positive and finite"
             ));
+        }
+        if let Some(t) = self
+            .transport
+            .as_deref()
+            .filter(|t| !["mpi", "nccl"].contains(t))
+        {
+            out.push(format!(
+                "transport `{t}`: expected mpi or nccl (what scalebench links measures over)"
+            ));
+        }
+        if self.transport.as_deref() != Some("nccl")
+            && (self.nccl_version.is_some() || self.standin.is_some())
+        {
+            out.push(
+                "nccl_version or standin without transport nccl: they describe NCCL runs only"
+                    .into(),
+            );
         }
         for (k, f) in self.findings.iter().enumerate() {
             if let Some(r) = f.ranks.iter().find(|&&r| r >= n) {
@@ -234,6 +299,9 @@ pub(crate) fn test_file(
         note: None,
         fault: None,
         simulated: None,
+        transport: Some("mpi".into()),
+        nccl_version: None,
+        standin: None,
     }
 }
 
