@@ -350,14 +350,15 @@ mod tests {
     fn bad_files_are_refused_with_the_place_and_the_fix() {
         let p = Path::new("d/links.json");
         let mut f = two();
-        f.links_format_version = 2;
+        f.links_format_version = LINKS_FORMAT_VERSION + 1;
         let e = parse_links(p, &serde_json::to_string(&f).unwrap())
             .unwrap_err()
             .to_string();
         assert!(
-            e.contains("d/links.json") && e.contains("links_format_version 2"),
+            e.contains("d/links.json") && e.contains("links_format_version 3"),
             "{e}"
         );
+        assert!(e.contains("reads versions 1 to 2"), "{e}");
         let mut f = two();
         f.matrix_gbps[1].pop();
         f.matrix_gbps[0][1] = Some(-1.0);
@@ -386,5 +387,61 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("empty"));
+    }
+
+    /// A version-1 file (before the transport existed) still reads, as MPI; a version-2 NCCL
+    /// file round-trips with its version and stand-in label; a simulated file has no transport.
+    #[test]
+    fn the_transport_reads_from_both_versions() {
+        let v1 = r#"{"links_format_version": 1, "generator": {"name": "scalebench", "version": "0"},
+            "schedule": "round_robin", "bidirectional": false, "message_bytes": 4, "iters": 1,
+            "warmup": 0, "hosts": ["a", "b"], "analysed": "inter_node",
+            "matrix_gbps": [[null, 1.0], [1.0, null]], "median_gbps": 1.0,
+            "residual_spread": 0.0, "findings": []}"#;
+        let old = parse_links(Path::new("v1/links.json"), v1).unwrap();
+        assert_eq!(old.transport, None);
+        assert_eq!(old.transport(), Some("mpi"));
+        assert_eq!(old.transport_words().as_deref(), Some("MPI"));
+
+        let mut f = two();
+        f.transport = Some("nccl".into());
+        f.nccl_version = Some("2.28.3".into());
+        f.standin = Some("STAND-IN: test doubles".into());
+        let text = String::from_utf8(f.to_json_bytes()).unwrap();
+        assert!(text.contains("\"links_format_version\": 2"), "{text}");
+        assert!(text.contains("\"transport\": \"nccl\""), "{text}");
+        let back = parse_links(Path::new("links.json"), &text).unwrap();
+        assert_eq!(back, f);
+        assert_eq!(
+            back.transport_words().as_deref(),
+            Some("STAND-IN NCCL 2.28.3 send/recv, one GPU per rank")
+        );
+
+        let mut sim = two();
+        sim.transport = None;
+        sim.simulated = Some("16 nodes".into());
+        assert_eq!(sim.transport(), None);
+        let text = serde_json::to_string(&sim).unwrap();
+        assert!(!text.contains("transport"), "{text}");
+    }
+
+    #[test]
+    fn an_unknown_transport_or_a_stray_nccl_field_is_refused() {
+        let p = Path::new("d/links.json");
+        let mut f = two();
+        f.transport = Some("tcp".into());
+        let e = parse_links(p, &serde_json::to_string(&f).unwrap())
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("transport `tcp`: expected mpi or nccl"), "{e}");
+        let mut f = two();
+        f.standin = Some("STAND-IN".into());
+        let e = parse_links(p, &serde_json::to_string(&f).unwrap())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("standin without transport nccl") && e.contains("1 problem"),
+            "{e}"
+        );
     }
 }

@@ -686,4 +686,75 @@ mod tests {
         let one: Vec<String> = vec!["a".into(); 4];
         assert!(schedule::per_rail(&local_ranks(&one)).is_empty());
     }
+
+    fn request(backend: BackendKind, message_bytes: u64) -> Request {
+        Request {
+            backend,
+            schedule: Schedule::RoundRobin,
+            bidirectional: false,
+            message_bytes,
+            iters: 3,
+            warmup: 1,
+            out: None,
+            fault: Some("slow_link:1:2:5".into()),
+            settings: Settings::default(),
+            json: false,
+            heat_map: None,
+        }
+    }
+
+    /// Refused before MPI starts, each with its sentence: ROCm (no RCCL transport), a size NCCL
+    /// cannot send as 4-byte words, CUDA in a build without it; the CPU and CUDA paths pass
+    /// with the fault parsed.
+    #[test]
+    fn backends_and_sizes_are_checked_before_mpi() {
+        let e = check(&request(BackendKind::Rocm, 1 << 20)).unwrap_err();
+        assert_eq!(e.to_string(), NO_ROCM);
+        assert_eq!(e.exit_code(), crate::exit::EXIT_BAD_INPUT);
+        let want = Some(SlowPair {
+            a: 1,
+            b: 2,
+            times: 5.0,
+        });
+        assert_eq!(check(&request(BackendKind::Cpu, 1001)).unwrap(), want);
+        let cuda = check(&request(BackendKind::Cuda, 1001));
+        let e = cuda.unwrap_err();
+        assert_eq!(e.exit_code(), crate::exit::EXIT_BAD_INPUT);
+        if cfg!(feature = "cuda") {
+            assert_eq!(
+                e.to_string(),
+                "--size 1001: --backend cuda sends whole 4-byte words (ncclInt32): give a multiple of 4 bytes, e.g. 1MiB"
+            );
+            assert_eq!(check(&request(BackendKind::Cuda, 1 << 20)).unwrap(), want);
+        } else {
+            assert!(matches!(e, RunError::NoCuda), "{e}");
+        }
+    }
+
+    /// The printed summary names the transport, and a stand-in run carries the label on a line
+    /// of its own.
+    #[test]
+    fn the_output_names_the_transport() {
+        let mut f = crate::results::links::test_file(
+            vec!["a".into(), "b".into()],
+            vec![vec![None, Some(10.0)], vec![Some(9.0), None]],
+            9.5,
+        );
+        let out = std::path::Path::new("o");
+        let text = render(&f, out, false);
+        assert!(
+            text.contains("1048576 B messages over MPI: median 9.50 GB/s"),
+            "{text}"
+        );
+        f.transport = Some("nccl".into());
+        f.nccl_version = Some("2.28.3".into());
+        f.standin = Some("STAND-IN: doubles".into());
+        let text = render(&f, out, false);
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(
+            lines[0].contains("over STAND-IN NCCL 2.28.3 send/recv, one GPU per rank: median"),
+            "{text}"
+        );
+        assert_eq!(lines[1], "STAND-IN: doubles");
+    }
 }
