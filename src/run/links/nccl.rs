@@ -65,10 +65,8 @@ impl NcclTransport {
         local_rank: usize,
         message_bytes: u64,
     ) -> Result<NcclTransport, RunError> {
-        let mut backend = crate::run::job::start_backend(
-            comm,
-            CudaBackend::new(world, plan(local_rank)).map_err(Into::into),
-        )?;
+        let mut backend =
+            crate::run::job::start_backend(comm, CudaBackend::new(world, plan(local_rank)))?;
         // Set-up succeeds without NCCL (a run's GEMMs need none); an exchange cannot.
         let why = backend
             .nccl_unusable()
