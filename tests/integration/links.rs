@@ -300,23 +300,6 @@ fn a_faulted_links_run_is_reported_as_a_confirmed_link_and_a_test_fault() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// Every off-diagonal cell of a links.json measured, the diagonal empty.
-fn assert_full_matrix(v: &serde_json::Value, n: usize) {
-    let m = v["matrix_gbps"].as_array().unwrap();
-    assert_eq!(m.len(), n);
-    for (i, row) in m.iter().enumerate() {
-        let row = row.as_array().unwrap();
-        assert_eq!(row.len(), n);
-        for (j, c) in row.iter().enumerate() {
-            if i == j {
-                assert!(c.is_null(), "cell {i}→{j}: {c}");
-            } else {
-                assert!(c.as_f64().is_some_and(|g| g > 0.0), "cell {i}→{j}: {c}");
-            }
-        }
-    }
-}
-
 /// `--backend rocm` has no RCCL transport: one sentence, exit 2, nothing written.
 #[test]
 fn rocm_is_refused_with_one_sentence() {
@@ -391,6 +374,23 @@ fn cuda_without_a_driver_is_refused_with_one_sentence() {
 mod over_nccl {
     use super::*;
     use crate::cuda::standin::{env, libs, strs};
+
+    /// Every off-diagonal cell of a links.json measured, the diagonal empty.
+    fn assert_full_matrix(v: &serde_json::Value, n: usize) {
+        let m = v["matrix_gbps"].as_array().unwrap();
+        assert_eq!(m.len(), n);
+        for (i, row) in m.iter().enumerate() {
+            let row = row.as_array().unwrap();
+            assert_eq!(row.len(), n);
+            for (j, c) in row.iter().enumerate() {
+                if i == j {
+                    assert!(c.is_null(), "cell {i}→{j}: {c}");
+                } else {
+                    assert!(c.as_f64().is_some_and(|g| g > 0.0), "cell {i}→{j}: {c}");
+                }
+            }
+        }
+    }
 
     /// `mpirun -np 4 [PREFIX…] scalebench links --backend cuda --size 256KiB --iters 15
     /// --out OUT EXTRA…` on the stand-ins, 4 stand-in devices visible.
