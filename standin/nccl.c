@@ -8,7 +8,9 @@
  * process-shared mutex and condition variable. It serves ranks in one process (hybrid) and
  * in several processes alike. Every collective is one round: each rank copies its input into
  * its slot, all meet at a barrier (where the ranks' calls are compared: kind, count, type,
- * operator, root), each computes its own output from the slots, all meet again. Rounds run
+ * operator, root), each computes its own output from the slots, all meet again. A group of
+ * ncclSend/ncclRecv meets only its peers (twice: data posted, data read), as NCCL's
+ * point-to-point involves only the ranks that exchange. Rounds run
  * on the stream threads of the libcuda stand-in, so they are ordered with copies and events
  * exactly as on a GPU stream.
  *
@@ -74,6 +76,8 @@ struct seg {
     struct desc desc[MAXR];
     uint32_t ndir[MAXR];
     struct dirent_ dir[MAXR][MAXP];
+    /* arrivals[a][b]: how often rank a has reached a point-to-point sync with peer b */
+    uint64_t arrivals[MAXR][MAXR];
 };
 
 struct comm {
@@ -899,6 +903,34 @@ static void run_collective(struct comm *c, const struct call *k) {
     }
 }
 
+/* Point-to-point synchronises only the ranks that exchange, as NCCL's send/recv involve only
+ * the peers (a full barrier would hang every pair whose other ranks sit idle, e.g. an isolated
+ * pair): each rank counts its arrivals per peer and waits until each peer of this group has
+ * arrived as often. 0, or -1 when a peer left, failed or did not come in time. */
+static int pair_sync(struct comm *c, const int *peers, int npeers) {
+    struct seg *h = c->h;
+    int me = c->rank;
+    struct timespec ts;
+    abs_deadline(&ts);
+    pthread_mutex_lock(&h->mu);
+    for (int i = 0; i < npeers; i++)
+        h->arrivals[me][peers[i]]++;
+    pthread_cond_broadcast(&h->cv);
+    int ok = !h->failed;
+    for (int i = 0; i < npeers && ok; i++) {
+        int p = peers[i];
+        while (h->arrivals[p][me] < h->arrivals[me][p] && !h->failed) {
+            if (pthread_cond_timedwait(&h->cv, &h->mu, &ts) == ETIMEDOUT) {
+                h->failed = 1;
+                pthread_cond_broadcast(&h->cv);
+            }
+        }
+        ok = h->arrivals[p][me] >= h->arrivals[me][p];
+    }
+    pthread_mutex_unlock(&h->mu);
+    return ok ? 0 : -1;
+}
+
 static void run_p2p(struct comm *c, const struct call *calls, size_t ncalls) {
     int me = c->rank;
     char *slot = c->data + (size_t)me * c->h->slot;
@@ -918,12 +950,23 @@ static void run_p2p(struct comm *c, const struct call *calls, size_t ncalls) {
     c->h->ndir[me] = nd;
     struct desc d = {K_P2P, 0, 0, 0, 0};
     c->h->desc[me] = d;
-    if (barrier(c) != 0) {
+    /* the group's peers, each once */
+    int peers[MAXR] = {0}, np = 0, in[MAXR] = {0};
+    for (size_t i = 0; i < ncalls; i++) {
+        int p = calls[i].peer;
+        if ((calls[i].kind == K_SEND || calls[i].kind == K_RECV) && !in[p]) {
+            in[p] = 1;
+            peers[np++] = p;
+        }
+    }
+    if (pair_sync(c, peers, np) != 0) {
         __atomic_store_n(&c->async_err, N_REMOTE, __ATOMIC_RELEASE);
         fail(N_REMOTE, "scalebench stand-in: ncclSend/ncclRecv on rank %d: a peer left, failed or did not arrive", me);
         return;
     }
-    check_round(c, &d);
+    for (int i = 0; i < np; i++)
+        if (c->h->desc[peers[i]].kind != K_P2P)
+            sbs_die("ncclSend/ncclRecv", "rank %d exchanges with rank %d, which issued %s in the same round: a peer's matching ncclSend/ncclRecv must come in the same order", me, peers[i], KIND[c->h->desc[peers[i]].kind]);
     int seen[MAXR] = {0};
     for (size_t i = 0; i < ncalls; i++) {
         const struct call *k = &calls[i];
@@ -946,7 +989,8 @@ static void run_p2p(struct comm *c, const struct call *calls, size_t ncalls) {
             maybe_corrupt(outp, k->count, k->dtype);
         }
     }
-    if (barrier(c) != 0) {
+    /* senders reuse their slot only after every receiver has read it */
+    if (pair_sync(c, peers, np) != 0) {
         __atomic_store_n(&c->async_err, N_REMOTE, __ATOMIC_RELEASE);
         fail(N_REMOTE, "scalebench stand-in: ncclSend/ncclRecv on rank %d: a peer left or failed", me);
     }

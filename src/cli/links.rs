@@ -52,6 +52,11 @@ pub struct LinksArgs {
         conflicts_with = "simulate"
     )]
     pub schedule: ScheduleArg,
+    /// How the pairs exchange: cpu (MPI between host buffers, wall clock) or cuda (NCCL
+    /// send/recv between GPUs, one per rank — its local rank's —, timed with CUDA events;
+    /// needs the `cuda` feature).
+    #[arg(long, default_value = "cpu", conflicts_with = "simulate")]
+    pub backend: crate::params::BackendKind,
     /// Both directions of a pair at once (shift rounds always are).
     #[arg(long, conflicts_with = "simulate")]
     pub bidirectional: bool,
@@ -106,6 +111,7 @@ impl LinksArgs {
     pub fn measure(&self) -> crate::run::links::Request {
         use crate::run::links::Schedule;
         crate::run::links::Request {
+            backend: self.backend,
             schedule: match self.schedule {
                 ScheduleArg::RoundRobin => Schedule::RoundRobin,
                 ScheduleArg::Shift => Schedule::Shift,
@@ -230,6 +236,9 @@ pub fn simulated_file(s: &Scenario, m: &Matrix, a: &attribution::Analysis) -> Li
         note: a.note.clone(),
         fault: None,
         simulated: Some(what.join(", ")),
+        transport: None,
+        nccl_version: None,
+        standin: None,
     }
 }
 

@@ -1,6 +1,11 @@
 //! The link matrix file (`links.json`) that `scalebench links` writes: the N×N bandwidth
 //! matrix with how it was measured, and the verdicts with both passes (under load, isolated).
 //! Versioned on its own (`links_format_version`); readers refuse versions they do not know.
+//!
+//! Versions: 1, MPI only; 2 adds the transport (`transport`, `nccl_version`, `standin`), which
+//! every measured file of version 2 carries. This build reads both (a version-1 file was
+//! measured over MPI) and writes 2; a version-1 reader refuses a version-2 file by its number
+//! rather than by an unknown field.
 
 use super::io::{read_input_text, ResultsError};
 use super::schema::Generator;
@@ -8,7 +13,10 @@ use serde::{Deserialize, Serialize};
 use std::path::Path;
 
 /// The version this build writes.
-pub const LINKS_FORMAT_VERSION: u32 = 1;
+pub const LINKS_FORMAT_VERSION: u32 = 2;
+
+/// The oldest version this build reads.
+pub const LINKS_FORMAT_OLDEST: u32 = 1;
 
 /// The file's name in a run directory.
 pub const LINKS_FILE: &str = "links.json";
@@ -57,6 +65,18 @@ pub struct LinksFile {
     /// before the field existed), so older readers still read measured files.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub simulated: Option<String>,
+    /// How the cells were measured: `mpi` (host buffers, wall clock on the sender) or `nccl`
+    /// (ncclSend/ncclRecv between GPUs, one per rank, CUDA events on the receiver's stream).
+    /// Absent in simulated files and in version-1 files (all MPI): see [`LinksFile::transport`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transport: Option<String>,
+    /// The NCCL version that moved the bytes (`nccl` only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nccl_version: Option<String>,
+    /// Set when the CUDA libraries were scalebench's CPU stand-ins: their STAND-IN label; then
+    /// no number in the file is a GPU's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub standin: Option<String>,
 }
 
 /// One suspect, with both passes.
@@ -109,7 +129,7 @@ pub fn parse_links(path: &Path, text: &str) -> Result<LinksFile, ResultsError> {
         serde_json::from_str(text).map_err(|e| parse_err(e, "not JSON"))?;
     // The version first: a newer file's unknown fields must not read as corruption.
     match value.get("links_format_version").and_then(|v| v.as_u64()) {
-        Some(v) if v == u64::from(LINKS_FORMAT_VERSION) => {}
+        Some(v) if (u64::from(LINKS_FORMAT_OLDEST)..=u64::from(LINKS_FORMAT_VERSION)).contains(&v) => {}
         found => {
             return Err(ResultsError::Parse {
                 path: path.to_path_buf(),
@@ -117,7 +137,7 @@ pub fn parse_links(path: &Path, text: &str) -> Result<LinksFile, ResultsError> {
                 column: 1,
                 msg: match found {
                     Some(v) => format!(
-                        "links_format_version {v}: this scalebench reads version {LINKS_FORMAT_VERSION}; use the scalebench that wrote it"
+                        "links_format_version {v}: this scalebench reads versions {LINKS_FORMAT_OLDEST} to {LINKS_FORMAT_VERSION}; use the scalebench that wrote it"
                     ),
                     None => "no links_format_version: give the links.json that `scalebench links` wrote".into(),
                 },
@@ -157,6 +177,34 @@ impl LinksFile {
         }
     }
 
+    /// The transport that measured the cells: `mpi` or `nccl`; `None` for a simulated matrix.
+    /// A measured file without the field predates it (version 1), when links measured over
+    /// MPI only.
+    pub fn transport(&self) -> Option<&str> {
+        if self.simulated.is_some() {
+            return None;
+        }
+        Some(self.transport.as_deref().unwrap_or("mpi"))
+    }
+
+    /// The transport in words, for the output and the report: `MPI`, `NCCL 2.28.3
+    /// send/recv, one GPU per rank`, with `STAND-IN` first where the stand-ins ran.
+    pub fn transport_words(&self) -> Option<String> {
+        let t = match self.transport()? {
+            "nccl" => format!(
+                "NCCL {} send/recv, one GPU per rank",
+                self.nccl_version.as_deref().unwrap_or("(version unknown)")
+            ),
+            "mpi" => "MPI".to_string(),
+            other => other.to_string(),
+        };
+        Some(if self.standin.is_some() {
+            format!("STAND-IN {t}")
+        } else {
+            t
+        })
+    }
+
     /// What makes the file unusable (an N×N matrix over its hosts, positive finite cells,
     /// findings naming ranks that exist), each named by its place in the file.
     pub fn problems(&self) -> Vec<String> {
@@ -189,6 +237,23 @@ impl LinksFile {
             out.push(format!(
                 "median_gbps = {m}: a bandwidth is positive and finite"
             ));
+        }
+        if let Some(t) = self
+            .transport
+            .as_deref()
+            .filter(|t| !["mpi", "nccl"].contains(t))
+        {
+            out.push(format!(
+                "transport `{t}`: expected mpi or nccl (what scalebench links measures over)"
+            ));
+        }
+        if self.transport.as_deref() != Some("nccl")
+            && (self.nccl_version.is_some() || self.standin.is_some())
+        {
+            out.push(
+                "nccl_version or standin without transport nccl: they describe NCCL runs only"
+                    .into(),
+            );
         }
         for (k, f) in self.findings.iter().enumerate() {
             if let Some(r) = f.ranks.iter().find(|&&r| r >= n) {
@@ -234,6 +299,9 @@ pub(crate) fn test_file(
         note: None,
         fault: None,
         simulated: None,
+        transport: Some("mpi".into()),
+        nccl_version: None,
+        standin: None,
     }
 }
 
@@ -282,14 +350,15 @@ mod tests {
     fn bad_files_are_refused_with_the_place_and_the_fix() {
         let p = Path::new("d/links.json");
         let mut f = two();
-        f.links_format_version = 2;
+        f.links_format_version = LINKS_FORMAT_VERSION + 1;
         let e = parse_links(p, &serde_json::to_string(&f).unwrap())
             .unwrap_err()
             .to_string();
         assert!(
-            e.contains("d/links.json") && e.contains("links_format_version 2"),
+            e.contains("d/links.json") && e.contains("links_format_version 3"),
             "{e}"
         );
+        assert!(e.contains("reads versions 1 to 2"), "{e}");
         let mut f = two();
         f.matrix_gbps[1].pop();
         f.matrix_gbps[0][1] = Some(-1.0);
@@ -318,5 +387,61 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("empty"));
+    }
+
+    /// A version-1 file (before the transport existed) still reads, as MPI; a version-2 NCCL
+    /// file round-trips with its version and stand-in label; a simulated file has no transport.
+    #[test]
+    fn the_transport_reads_from_both_versions() {
+        let v1 = r#"{"links_format_version": 1, "generator": {"name": "scalebench", "version": "0"},
+            "schedule": "round_robin", "bidirectional": false, "message_bytes": 4, "iters": 1,
+            "warmup": 0, "hosts": ["a", "b"], "analysed": "inter_node",
+            "matrix_gbps": [[null, 1.0], [1.0, null]], "median_gbps": 1.0,
+            "residual_spread": 0.0, "findings": []}"#;
+        let old = parse_links(Path::new("v1/links.json"), v1).unwrap();
+        assert_eq!(old.transport, None);
+        assert_eq!(old.transport(), Some("mpi"));
+        assert_eq!(old.transport_words().as_deref(), Some("MPI"));
+
+        let mut f = two();
+        f.transport = Some("nccl".into());
+        f.nccl_version = Some("2.28.3".into());
+        f.standin = Some("STAND-IN: test doubles".into());
+        let text = String::from_utf8(f.to_json_bytes()).unwrap();
+        assert!(text.contains("\"links_format_version\": 2"), "{text}");
+        assert!(text.contains("\"transport\": \"nccl\""), "{text}");
+        let back = parse_links(Path::new("links.json"), &text).unwrap();
+        assert_eq!(back, f);
+        assert_eq!(
+            back.transport_words().as_deref(),
+            Some("STAND-IN NCCL 2.28.3 send/recv, one GPU per rank")
+        );
+
+        let mut sim = two();
+        sim.transport = None;
+        sim.simulated = Some("16 nodes".into());
+        assert_eq!(sim.transport(), None);
+        let text = serde_json::to_string(&sim).unwrap();
+        assert!(!text.contains("transport"), "{text}");
+    }
+
+    #[test]
+    fn an_unknown_transport_or_a_stray_nccl_field_is_refused() {
+        let p = Path::new("d/links.json");
+        let mut f = two();
+        f.transport = Some("tcp".into());
+        let e = parse_links(p, &serde_json::to_string(&f).unwrap())
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("transport `tcp`: expected mpi or nccl"), "{e}");
+        let mut f = two();
+        f.standin = Some("STAND-IN".into());
+        let e = parse_links(p, &serde_json::to_string(&f).unwrap())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("standin without transport nccl") && e.contains("1 problem"),
+            "{e}"
+        );
     }
 }

@@ -1,6 +1,8 @@
 //! `scalebench links`: the simulated attribution through the binary (findings, exit codes, bad
 //! input), and the real measurement under mpirun, where a pair slowed by the test-only fault is
-//! named as a link (not either node) and confirmed in isolation, and no fault names nothing.
+//! named as a link (not either node) and confirmed in isolation, and no fault names nothing;
+//! over MPI (`--backend cpu`) and over NCCL send/recv on the stand-in CUDA libraries
+//! (`--backend cuda`, [`over_nccl`]), which without a driver is refused with one sentence.
 
 use crate::common;
 use common::{mpirun, s, solo, tmpdir};
@@ -121,7 +123,8 @@ fn a_slowed_pair_is_named_as_a_link() {
     let r = links_on_four_ranks(&out, &["--fault", "slow_link:1:2:200"]);
     r.assert_code(1);
     let v = links_json(&out);
-    assert_eq!(v["links_format_version"], 1);
+    assert_eq!(v["links_format_version"], 2);
+    assert_eq!(v["transport"], "mpi");
     assert_eq!(v["fault"], "slow_link:1:2:200");
     let m = v["matrix_gbps"].as_array().unwrap();
     assert_eq!(m.len(), 4);
@@ -199,7 +202,12 @@ fn a_simulated_links_dir_is_reported_with_its_heat_map() {
     r.assert_code(1);
     assert!(r.stdout.contains("links.svg"), "{}", r.stdout);
     let v = links_json(&out);
-    assert_eq!(v["links_format_version"], 1);
+    assert_eq!(v["links_format_version"], 2);
+    assert_eq!(
+        v["transport"],
+        serde_json::Value::Null,
+        "a simulation has no transport"
+    );
     let sim = v["simulated"].as_str().expect("labelled simulated");
     assert!(
         sim.contains("16 nodes") && sim.contains("slow link 3:9 at 0.5"),
@@ -290,4 +298,212 @@ fn a_faulted_links_run_is_reported_as_a_confirmed_link_and_a_test_fault() {
     // The link's two cells and the legend's sample (a busy host may add unconfirmed ones).
     assert_eq!(red, 3);
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `--backend rocm` has no RCCL transport: one sentence, exit 2, nothing written.
+#[test]
+fn rocm_is_refused_with_one_sentence() {
+    let dir = tmpdir("links-rocm");
+    let out = dir.join("out");
+    solo(&["links", "--backend", "rocm", "--out", s(&out)]).assert_refused(
+        &"--backend rocm",
+        &["--backend rocm: `scalebench links` measures over MPI (--backend cpu) or NCCL send/recv (--backend cuda); an RCCL transport is not built yet"],
+        &out,
+    );
+}
+
+/// Without a CUDA driver (this machine, CI) `--backend cuda` is refused by every rank with the
+/// driver's sentence, exit 2, no panic, nothing written; in a build without the feature, with
+/// the rebuild command. Where a driver exists, hiding every device must fail the same way.
+#[test]
+fn cuda_without_a_driver_is_refused_with_one_sentence() {
+    let dir = tmpdir("links-nodriver");
+    let out = dir.join("out");
+    let args = [
+        "links",
+        "--backend",
+        "cuda",
+        "--size",
+        "64KiB",
+        "--out",
+        s(&out),
+    ];
+    if !cfg!(feature = "cuda") {
+        mpirun(2, &args).assert_refused(
+            &"--backend cuda",
+            &["--backend cuda: this scalebench was built without CUDA support: rebuild with"],
+            &out,
+        );
+        return;
+    }
+    #[cfg(feature = "cuda")]
+    {
+        let (ran, sentence) = if scalebench::backend::cuda::probe::libraries().driver {
+            (
+                common::mpirun_with(2, &["-x", "CUDA_VISIBLE_DEVICES="], &args),
+                "no CUDA device: ",
+            )
+        } else {
+            (mpirun(2, &args), "no CUDA driver found: ")
+        };
+        ran.assert_refused(&"--backend cuda", &[sentence], &out);
+        // Rank 0 says it once: the ranks agreed on one sentence.
+        assert_eq!(
+            ran.stderr.matches("scalebench: error:").count(),
+            1,
+            "{}",
+            ran.stderr
+        );
+        // A size NCCL cannot send as 4-byte words is refused before any GPU is looked for.
+        let odd = [
+            "links",
+            "--backend",
+            "cuda",
+            "--size",
+            "1001",
+            "--out",
+            s(&out),
+        ];
+        solo(&odd).assert_refused(&"--size 1001", &["give a multiple of 4 bytes"], &out);
+    }
+}
+
+/// `--backend cuda` on scalebench's stand-in CUDA libraries (CPU test doubles; no GPU): NCCL
+/// send/recv between one stand-in device per rank, under real mpirun.
+#[cfg(feature = "cuda")]
+mod over_nccl {
+    use super::*;
+    use crate::cuda::standin::{env, libs, strs};
+
+    /// Every off-diagonal cell of a links.json measured, the diagonal empty.
+    fn assert_full_matrix(v: &serde_json::Value, n: usize) {
+        let m = v["matrix_gbps"].as_array().unwrap();
+        assert_eq!(m.len(), n);
+        for (i, row) in m.iter().enumerate() {
+            let row = row.as_array().unwrap();
+            assert_eq!(row.len(), n);
+            for (j, c) in row.iter().enumerate() {
+                if i == j {
+                    assert!(c.is_null(), "cell {i}→{j}: {c}");
+                } else {
+                    assert!(c.as_f64().is_some_and(|g| g > 0.0), "cell {i}→{j}: {c}");
+                }
+            }
+        }
+    }
+
+    /// `mpirun -np 4 [PREFIX…] scalebench links --backend cuda --size 256KiB --iters 15
+    /// --out OUT EXTRA…` on the stand-ins, 4 stand-in devices visible.
+    fn links_on_standin(out: &std::path::Path, prefix: &[&str], extra: &[&str]) -> common::Ran {
+        let mut m: Vec<String> = Vec::new();
+        for (k, v) in env(libs().to_str().unwrap(), &["SCALEBENCH_STANDIN_DEVICES=4"]) {
+            m.push("-x".into());
+            m.push(format!("{k}={v}"));
+        }
+        m.extend(prefix.iter().map(|p| p.to_string()));
+        let mut args = vec![
+            "links",
+            "--backend",
+            "cuda",
+            "--size",
+            "256KiB",
+            "--iters",
+            "15",
+            "--out",
+            s(out),
+        ];
+        args.extend_from_slice(extra);
+        common::mpirun_with(4, &strs(&m), &args)
+    }
+
+    /// The file says NCCL, its version and the stand-in label; so does the output.
+    fn assert_nccl_standin(r: &common::Ran, v: &serde_json::Value) {
+        assert_eq!(v["links_format_version"], 2);
+        assert_eq!(v["transport"], "nccl");
+        assert_eq!(
+            v["nccl_version"], "2.28.3",
+            "the stand-in's default version"
+        );
+        assert!(
+            v["standin"]
+                .as_str()
+                .is_some_and(|l| l.starts_with("STAND-IN: ")),
+            "{}",
+            v["standin"]
+        );
+        assert!(
+            r.stdout
+                .contains("over STAND-IN NCCL 2.28.3 send/recv, one GPU per rank"),
+            "{}",
+            r.stdout
+        );
+    }
+
+    /// 2 emulated nodes × 2 ranks (Slurm's node names set per rank; each node its own pair of
+    /// stand-in devices, as a launcher's GPU binding gives): every off-diagonal cell measured
+    /// over NCCL, the nodes recognised as emulated, the inter-node pairs analysed.
+    #[test]
+    fn two_by_two_standin_devices_give_a_full_matrix() {
+        let out = tmpdir("links-nccl-2x2");
+        let emulate = "k=$((OMPI_COMM_WORLD_RANK / 2)); export SLURMD_NODENAME=node$k CUDA_VISIBLE_DEVICES=$((2 * k)),$((2 * k + 1)); exec \"$@\"";
+        let r = links_on_standin(&out, &["bash", "-c", emulate, "emulate-nodes"], &[]);
+        assert!(
+            r.code == 0 || r.code == 1,
+            "exit {}\n{}\n{}",
+            r.code,
+            r.stdout,
+            r.stderr
+        );
+        let v = links_json(&out);
+        assert_full_matrix(&v, 4);
+        assert_nccl_standin(&r, &v);
+        assert_eq!(
+            v["hosts"],
+            serde_json::json!(["node0", "node0", "node1", "node1"])
+        );
+        assert_eq!(v["emulated_nodes"], true);
+        assert_eq!(v["analysed"], "inter_node");
+        assert!(
+            r.stdout.starts_with("4 ranks on 2 emulated nodes"),
+            "{}",
+            r.stdout
+        );
+        // Nothing was injected, so whatever the busy host made look slow under load is not
+        // confirmed in isolation: exit 0.
+        let confirmed: Vec<&serde_json::Value> = v["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|f| f["confirmed"] == true)
+            .collect();
+        assert!(confirmed.is_empty(), "{}", r.stdout);
+        r.assert_code(0);
+        let _ = std::fs::remove_dir_all(&out);
+    }
+
+    /// The test fault on the NCCL path (ranks 1 and 2, 200×, slept between the stream's CUDA
+    /// events so the events time the longer exchange): named as the link 1↔2 — not either
+    /// node — and confirmed in isolation; exit 1. 4 ranks on this host, one device each.
+    #[test]
+    fn a_slowed_pair_is_named_as_a_link_over_nccl() {
+        let _q = common::quiet();
+        let out = tmpdir("links-nccl-fault");
+        let r = links_on_standin(&out, &[], &["--fault", "slow_link:1:2:200"]);
+        r.assert_code(1);
+        let v = links_json(&out);
+        assert_full_matrix(&v, 4);
+        assert_nccl_standin(&r, &v);
+        assert_eq!(v["fault"], "slow_link:1:2:200");
+        let f: Vec<&serde_json::Value> = v["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|f| f["confirmed"] == true)
+            .collect();
+        assert_eq!(f.len(), 1, "{}\n{}", r.stdout, v["findings"]);
+        assert_eq!(f[0]["kind"], "link");
+        assert_eq!(f[0]["ranks"], serde_json::json!([1, 2]));
+        assert!(f[0]["isolated_ratio"].as_f64().unwrap() < 0.5, "{}", f[0]);
+        let _ = std::fs::remove_dir_all(&out);
+    }
 }

@@ -13,7 +13,8 @@
 //! - [`backend`]: [`CudaBackend`], which puts them together behind [`crate::backend::Backend`],
 //!   with its jobs in [`memory`] (device buffers), [`setup`] (opening GPUs, agreement, NCCL
 //!   communicators), [`batch`] (batch_matmul's overlapped step) and [`ddp`] (ddp_step's
-//!   non-blocking all-reduces on a communication stream; their state in [`ddp_state`]).
+//!   non-blocking all-reduces on a communication stream; their state in [`ddp_state`]) and
+//!   [`p2p`] (`scalebench links`' ncclSend/ncclRecv between ranks).
 
 pub(crate) mod backend;
 mod batch;
@@ -27,6 +28,7 @@ pub(crate) mod events;
 mod memory;
 pub(crate) mod nccl;
 pub(crate) mod nvml;
+mod p2p;
 pub(crate) mod pipeline;
 pub mod probe;
 mod setup;

@@ -23,6 +23,18 @@ pub(crate) fn links(doc: &mut Doc, inputs: &[LinksInput<'_>]) {
     }
 }
 
+/// How the cells were measured, in words: MPI between host buffers (wall clock on the
+/// sender), or NCCL send/recv between GPUs (CUDA events on the receiver's stream).
+fn transport(f: &LinksFile) -> String {
+    match f.transport() {
+        Some("nccl") => format!(
+            "NCCL {} send/recv between GPUs (one per rank; CUDA events on the receiver's stream)",
+            f.nccl_version.as_deref().unwrap_or("(version unknown)")
+        ),
+        _ => "MPI between host buffers (wall clock on the sender)".into(),
+    }
+}
+
 fn section(doc: &mut Doc, l: &LinksInput<'_>) {
     let f = l.file;
     doc.heading(2, "Links: the slow node or link");
@@ -36,7 +48,7 @@ fn section(doc: &mut Doc, l: &LinksInput<'_>) {
         )
     } else {
         format!(
-            "{} on {}, {} {} schedule, {} messages, {} per cell; from ",
+            "{} on {}, {} {} schedule, {} messages over {}, {} per cell; from ",
             crate::units::count(f.hosts.len(), "rank", "ranks"),
             if f.emulated_nodes {
                 // Slurm nodes sharing one machine: not a fabric
@@ -51,6 +63,7 @@ fn section(doc: &mut Doc, l: &LinksInput<'_>) {
             },
             f.schedule.replace('_', "-"),
             crate::units::format_bytes(f.message_bytes),
+            transport(f),
             crate::units::count(f.iters as usize, "timed exchange", "timed exchanges"),
         )
     };
@@ -75,6 +88,11 @@ fn section(doc: &mut Doc, l: &LinksInput<'_>) {
     if let Some(s) = &f.simulated {
         warnings.push(vec![text(format!(
             "SIMULATED matrix ({s}): made by `scalebench links --simulate` to test the attribution, not measured on any fabric."
+        ))]);
+    }
+    if let Some(label) = &f.standin {
+        warnings.push(vec![text(format!(
+            "measured on the STAND-IN CUDA libraries ({label})."
         ))]);
     }
     if let Some(fault) = &f.fault {
@@ -228,5 +246,60 @@ mod tests {
         assert!(t.contains("No verdict: fewer than 3 nodes."), "{t}");
         assert!(!t.contains("Nothing is named"), "{t}");
         assert!(!doc.blocks.iter().any(|b| matches!(b, Block::Figure(_))));
+    }
+
+    /// The section names the transport; a stand-in NCCL run carries its label as a warning
+    /// (a version-1 file, which has no transport field, reads as MPI).
+    #[test]
+    fn the_transport_is_named_and_a_standin_run_is_labelled() {
+        let mut doc = Doc::default();
+        let mut old = healthy();
+        old.transport = None;
+        let input = LinksInput {
+            path: Path::new("run/links.json"),
+            file: &old,
+            figure: None,
+            stem: "links".into(),
+        };
+        links(&mut doc, std::slice::from_ref(&input));
+        let t = text_of(&doc);
+        assert!(t.contains("messages over MPI between host buffers"), "{t}");
+        let nccl = LinksFile {
+            transport: Some("nccl".into()),
+            nccl_version: Some("2.28.3".into()),
+            standin: Some("STAND-IN: test doubles".into()),
+            ..healthy()
+        };
+        let mut doc = Doc::default();
+        links(
+            &mut doc,
+            &[LinksInput {
+                file: &nccl,
+                ..input
+            }],
+        );
+        let t = text_of(&doc);
+        assert!(
+            t.contains("messages over NCCL 2.28.3 send/recv between GPUs (one per rank"),
+            "{t}"
+        );
+        let warned: Vec<String> = doc
+            .blocks
+            .iter()
+            .filter_map(|b| match b {
+                Block::Warnings(w) => Some(w),
+                _ => None,
+            })
+            .flatten()
+            .flatten()
+            .filter_map(|s| match s {
+                Span::Text(t) => Some(t.clone()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            warned,
+            vec!["measured on the STAND-IN CUDA libraries (STAND-IN: test doubles).".to_string()]
+        );
     }
 }

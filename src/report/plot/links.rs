@@ -315,6 +315,12 @@ pub(crate) fn title(f: &LinksFile) -> String {
     if f.simulated.is_some() {
         t.push_str(" — SIMULATED, not a measurement");
     }
+    if f.transport() == Some("nccl") {
+        t.push_str(" over NCCL send/recv between GPUs");
+    }
+    if f.standin.is_some() {
+        t.push_str(" — STAND-IN libraries, no GPU's bandwidth");
+    }
     if let Some(fault) = &f.fault {
         t.push_str(&format!(" — test fault {fault}"));
     }

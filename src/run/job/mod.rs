@@ -24,7 +24,9 @@ use self::device_plan::device_plan;
 use self::executor::Job;
 use self::keep::{keep_on_expiry, keep_start_up, Kept};
 use self::request::{launch_shape, resolve, thread_level, Cases, Launch};
-use self::world::{agree_env, agree_input, agree_layout, agree_out_dir, start_backend};
+use self::world::{agree_env, agree_input, agree_layout, agree_out_dir};
+// `links --backend cuda` starts its backend the way a run does.
+pub(crate) use self::world::start_backend;
 use crate::backend::cpu::CpuBackend;
 use crate::comm::mpi::MpiComm;
 use crate::comm::HostComm;

@@ -82,7 +82,7 @@ pub(super) fn agree_input<T, E: std::fmt::Display>(
 
 /// Agrees on the backend's start: an unavailable backend (no driver, no device) is an
 /// environment error (exit 2) with the failing ranks' own sentences.
-pub(super) fn start_backend<B: Backend>(
+pub(crate) fn start_backend<B: Backend>(
     comm: &MpiComm,
     backend: crate::backend::BackendResult<B>,
 ) -> Result<B> {

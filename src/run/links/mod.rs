@@ -1,17 +1,24 @@
-//! `scalebench links` over MPI: every pair of ranks exchanges messages on a schedule of
-//! concurrent disjoint pairs (or mpiGraph's shift rounds), rank 0 gathers the N×N matrix, the
-//! attribution names suspects, and each suspect is re-measured in isolation (a link alone; a
-//! node or block against known-good partners) before it is named. Writes `links.json`.
+//! `scalebench links`: every pair of ranks exchanges messages on a schedule of concurrent
+//! disjoint pairs (or mpiGraph's shift rounds), rank 0 gathers the N×N matrix, the attribution
+//! names suspects, and each suspect is re-measured in isolation (a link alone; a node or block
+//! against known-good partners) before it is named. Writes `links.json`.
+//!
+//! One exchange goes through a [`Transport`]: [`mpi`] (host buffers, `--backend cpu`) or
+//! [`nccl`] (ncclSend/ncclRecv between GPUs, `--backend cuda`); the rest is shared.
+
+mod mpi;
+#[cfg(feature = "cuda")]
+mod nccl;
 
 use crate::comm::mpi::MpiComm;
 use crate::comm::HostComm;
 use crate::links::attribution::{self, Matrix, Settings, Suspect};
 use crate::links::{schedule, LinksError};
+use crate::params::BackendKind;
 use crate::results::links::{LinksFile, LINKS_CHART, LINKS_FILE, LINKS_FORMAT_VERSION};
 use crate::run::error::RunError;
-use mpi::traits::*;
+use ::mpi::traits::*;
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
 
 /// Which rounds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -68,6 +75,8 @@ pub type HeatMap = fn(&LinksFile) -> Result<String, String>;
 /// What `scalebench links` (measuring) is asked to do.
 #[derive(Debug, Clone)]
 pub struct Request {
+    /// `cpu`: MPI between host buffers; `cuda`: NCCL send/recv between GPUs, one per rank.
+    pub backend: BackendKind,
     pub schedule: Schedule,
     pub bidirectional: bool,
     pub message_bytes: u64,
@@ -81,16 +90,40 @@ pub struct Request {
     pub heat_map: Option<HeatMap>,
 }
 
-/// One rank's exchanges: the times of the cells it completed (`from → me` received, or
-/// `me → to` acknowledged), medians over the timed iterations.
+/// How one exchange moves the bytes and is timed: MPI between host buffers (wall clock) or
+/// NCCL send/recv between GPUs (CUDA events on the stream). Everything around it — schedules,
+/// handshakes, the fault, medians, the confirmation pass, attribution — is shared.
+pub(super) trait Transport {
+    /// `from` sends the message to `to` once (this rank is one of them). The seconds on the
+    /// rank that times the cell, `None` on the other. `stretch`: the test fault's extra time,
+    /// as a multiple of the exchange's own, spent inside the timed region on the timing rank.
+    fn one_way(&mut self, from: usize, to: usize, stretch: f64) -> Option<f64>;
+    /// Sends to `to` while receiving from `from` (the same rank in a bidirectional pair), once:
+    /// the seconds until both completed on this rank (the cell `from → me`).
+    fn both_ways(&mut self, from: usize, to: usize, stretch: f64) -> f64;
+    /// What links.json and the output say about it.
+    fn describe(&self) -> TransportInfo;
+}
+
+/// The transport as results record it.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct TransportInfo {
+    /// `mpi` or `nccl`.
+    pub name: &'static str,
+    /// The library's version, where known (NCCL's).
+    pub version: Option<String>,
+    /// The STAND-IN label when the CUDA libraries were scalebench's CPU test doubles.
+    pub standin: Option<String>,
+}
+
+/// One rank's exchanges: the times of the cells it timed, medians over the timed iterations.
 struct Exchanger<'a> {
-    world: &'a mpi::topology::SimpleCommunicator,
+    world: &'a ::mpi::topology::SimpleCommunicator,
     me: usize,
-    send: Vec<u8>,
-    recv: Vec<u8>,
     iters: u32,
     warmup: u32,
     slow: Option<SlowPair>,
+    transport: &'a mut dyn Transport,
 }
 
 impl Exchanger<'_> {
@@ -98,7 +131,7 @@ impl Exchanger<'_> {
     fn handshake(&self, peer: usize) {
         let p = self.world.process_at_rank(peer as i32);
         let mut none = [0u8; 0];
-        mpi::request::scope(|scope| {
+        ::mpi::request::scope(|scope| {
             let r = p.immediate_receive_into(scope, &mut none[..]);
             let s = p.immediate_send(scope, &[0u8; 0][..]);
             r.wait();
@@ -106,59 +139,36 @@ impl Exchanger<'_> {
         });
     }
 
-    /// The fault: sleep so the exchange took `times` as long.
-    fn slow_down(&self, peer: usize, elapsed: Duration) {
-        if let Some(f) = self.slow.filter(|f| f.hits(self.me, peer)) {
-            std::thread::sleep(elapsed.mul_f64(f.times - 1.0));
-        }
+    /// The fault's extra time on exchanges with `peer`, as a multiple of their own.
+    fn stretch(&self, peer: usize) -> f64 {
+        self.slow
+            .filter(|f| f.hits(self.me, peer))
+            .map_or(0.0, |f| f.times - 1.0)
     }
 
-    /// `from` sends to `to` (a message, then a one-byte acknowledgement), timed on `from`.
-    /// Returns the median seconds on `from`, `None` on `to`.
+    /// `from` sends to `to`: the median seconds on the rank that times it, `None` on the other.
     fn one_way(&mut self, from: usize, to: usize) -> Option<f64> {
+        let peer = if self.me == from { to } else { from };
+        let stretch = self.stretch(peer);
         let mut times = Vec::new();
         for i in 0..self.warmup + self.iters {
-            if self.me == from {
-                self.handshake(to);
-                let t0 = Instant::now();
-                let p = self.world.process_at_rank(to as i32);
-                p.send(&self.send[..]);
-                let mut ack = [0u8; 1];
-                p.receive_into(&mut ack[..]);
-                self.slow_down(to, t0.elapsed());
-                if i >= self.warmup {
-                    times.push(t0.elapsed().as_secs_f64());
-                }
-            } else {
-                self.handshake(from);
-                let p = self.world.process_at_rank(from as i32);
-                p.receive_into(&mut self.recv[..]);
-                p.send(&[1u8][..]);
+            self.handshake(peer);
+            let s = self.transport.one_way(from, to, stretch);
+            if let Some(s) = s.filter(|_| i >= self.warmup) {
+                times.push(s);
             }
         }
-        (self.me == from).then(|| median(&mut times))
+        (!times.is_empty()).then(|| median(&mut times))
     }
 
-    /// Sends to `to` while receiving from `from` (the same rank in a bidirectional pair),
-    /// timed until the receive completes: the cell `from → me`.
+    /// Sends to `to` while receiving from `from`: the median seconds of the cell `from → me`.
     fn both_ways(&mut self, from: usize, to: usize) -> f64 {
+        let stretch = self.stretch(from);
         let mut times = Vec::new();
         for i in 0..self.warmup + self.iters {
-            let t0 = Instant::now();
-            let (world, recv, send) = (self.world, &mut self.recv, &self.send);
-            mpi::request::scope(|scope| {
-                let r = world
-                    .process_at_rank(from as i32)
-                    .immediate_receive_into(scope, &mut recv[..]);
-                let s = world
-                    .process_at_rank(to as i32)
-                    .immediate_send(scope, &send[..]);
-                r.wait();
-                s.wait();
-            });
-            self.slow_down(from, t0.elapsed());
+            let s = self.transport.both_ways(from, to, stretch);
             if i >= self.warmup {
-                times.push(t0.elapsed().as_secs_f64());
+                times.push(s);
             }
             // Each iteration starts together: a straggler's late start is not the link's.
             self.world.barrier();
@@ -309,9 +319,11 @@ fn confirmation_pairs(s: &Suspect, good: &[usize]) -> Vec<(usize, usize)> {
     }
 }
 
-/// Runs `scalebench links` in this process (one MPI rank). Exit 1 when a confirmed suspect is
-/// named, 0 when healthy.
-pub fn command(req: &Request) -> Result<u8, RunError> {
+/// `--backend rocm`: no RCCL transport yet.
+const NO_ROCM: &str = "--backend rocm: `scalebench links` measures over MPI (--backend cpu) or NCCL send/recv (--backend cuda); an RCCL transport is not built yet: use --backend cpu on AMD GPU nodes";
+
+/// The checks that need no MPI; the test fault, parsed.
+fn check(req: &Request) -> Result<Option<SlowPair>, RunError> {
     req.settings.check()?;
     if req.iters == 0 {
         return Err(LinksError::Iters(req.iters).into());
@@ -319,15 +331,61 @@ pub fn command(req: &Request) -> Result<u8, RunError> {
     if req.message_bytes == 0 || req.message_bytes > 1 << 30 {
         return Err(LinksError::Size(req.message_bytes).into());
     }
-    let slow = match &req.fault {
-        Some(f) => {
-            Some(SlowPair::parse(f).ok_or_else(|| RunError::Links(LinksError::Fault(f.clone())))?)
+    match req.backend {
+        BackendKind::Cpu => {}
+        BackendKind::Cuda if !cfg!(feature = "cuda") => return Err(RunError::NoCuda),
+        BackendKind::Cuda => {
+            if let Some(m) = cuda_size_refusal(req.message_bytes) {
+                return Err(RunError::Refused { message: m });
+            }
         }
-        None => None,
-    };
-    let universe = mpi::initialize().ok_or(RunError::MpiInitialised)?;
+        BackendKind::Rocm => {
+            return Err(RunError::Refused {
+                message: NO_ROCM.into(),
+            })
+        }
+    }
+    match &req.fault {
+        Some(f) => {
+            Ok(Some(SlowPair::parse(f).ok_or_else(|| {
+                RunError::Links(LinksError::Fault(f.clone()))
+            })?))
+        }
+        None => Ok(None),
+    }
+}
+
+/// NCCL moves the message as 4-byte words (`ncclInt32`): the sentence for a size that is not.
+fn cuda_size_refusal(bytes: u64) -> Option<String> {
+    (bytes % 4 != 0).then(|| {
+        format!("--size {bytes}: --backend cuda sends whole 4-byte words (ncclInt32): give a multiple of 4 bytes, e.g. 1MiB")
+    })
+}
+
+/// Runs `scalebench links` in this process (one MPI rank). Exit 1 when a confirmed suspect is
+/// named, 0 when healthy.
+pub fn command(req: &Request) -> Result<u8, RunError> {
+    let slow = check(req)?;
+    let universe = ::mpi::initialize().ok_or(RunError::MpiInitialised)?;
     let world = universe.world();
     let comm = MpiComm::new(&world);
+    let result = measure(req, slow, &world, &comm);
+    if let Err(e) = &result {
+        // Said before MPI_Finalize: a rank that exits first (and so makes mpirun end the job)
+        // cannot cut rank 0 off before it has printed the sentence the ranks agreed on.
+        if comm.rank() == 0 {
+            crate::exit::report(e);
+        }
+    }
+    result
+}
+
+fn measure(
+    req: &Request,
+    slow: Option<SlowPair>,
+    world: &::mpi::topology::SimpleCommunicator,
+    comm: &MpiComm,
+) -> Result<u8, RunError> {
     let (me, n) = (comm.rank() as usize, comm.size() as usize);
     if let Some(f) = slow.filter(|f| f.a >= n || f.b >= n) {
         return Err(RunError::Links(LinksError::FaultRanks {
@@ -336,34 +394,53 @@ pub fn command(req: &Request) -> Result<u8, RunError> {
             ranks: n,
         }));
     }
-    let (hosts, emulated_nodes) = nodes(&comm);
+    let (hosts, emulated_nodes) = nodes(comm);
+    let local = local_ranks(&hosts);
+    let rail_rounds = schedule::per_rail(&local);
+    if req.schedule == Schedule::Rail && rail_rounds.is_empty() {
+        // every rank has the same node list, so every rank refuses alike (before any GPU opens)
+        return Err(RunError::Links(LinksError::RailOneNode {
+            ranks: n,
+            node: hosts[0].clone(),
+        }));
+    }
+    let mut over_mpi;
+    #[cfg(feature = "cuda")]
+    let mut over_nccl;
+    let transport: &mut dyn Transport = match req.backend {
+        #[cfg(feature = "cuda")]
+        BackendKind::Cuda => {
+            over_nccl = nccl::NcclTransport::open(world, comm, local[me], req.message_bytes)?;
+            &mut over_nccl
+        }
+        // `check` refused the others before MPI started.
+        _ => {
+            over_mpi = mpi::MpiTransport {
+                world,
+                me,
+                send: vec![0xa5; req.message_bytes as usize],
+                recv: vec![0; req.message_bytes as usize],
+            };
+            &mut over_mpi
+        }
+    };
+    let how = transport.describe();
     let mut ex = Exchanger {
-        world: &world,
+        world,
         me,
-        send: vec![0xa5; req.message_bytes as usize],
-        recv: vec![0; req.message_bytes as usize],
         iters: req.iters,
         warmup: req.warmup,
         slow,
+        transport,
     };
     let cells = match req.schedule {
         Schedule::RoundRobin => {
             measure_rounds(&mut ex, &schedule::round_robin(n), req.bidirectional)
         }
         Schedule::Shift => measure_shift(&mut ex, n),
-        Schedule::Rail => {
-            let rounds = schedule::per_rail(&local_ranks(&hosts));
-            if rounds.is_empty() {
-                // every rank has the same node list, so every rank refuses alike
-                return Err(RunError::Links(LinksError::RailOneNode {
-                    ranks: n,
-                    node: hosts[0].clone(),
-                }));
-            }
-            measure_rounds(&mut ex, &rounds, req.bidirectional)
-        }
+        Schedule::Rail => measure_rounds(&mut ex, &rail_rounds, req.bidirectional),
     };
-    let seconds = gather(&comm, &cells, n);
+    let seconds = gather(comm, &cells, n);
     let gbps: Vec<Option<f64>> = seconds
         .iter()
         .map(|s| s.map(|s| req.message_bytes as f64 / s / 1e9))
@@ -398,13 +475,20 @@ pub fn command(req: &Request) -> Result<u8, RunError> {
         vec![None; n * n]
     } else {
         let cells = measure_rounds(&mut ex, &schedule::isolated(&pairs), req.bidirectional);
-        gather(&comm, &cells, n)
+        gather(comm, &cells, n)
     };
+    // Every exchange is over before any rank tears its transport down: a rank idle in the
+    // isolated pass leaves the gather early, and an NCCL communicator aborted while a pair still
+    // exchanges fails that pair.
+    world.barrier();
     let Some(a) = analysis else {
         return Ok(crate::exit::EXIT_OK);
     };
     let mut file = assemble(req, &hosts, &gbps, &iso, &a, slow.is_some());
     file.emulated_nodes = emulated_nodes;
+    file.transport = Some(how.name.into());
+    file.nccl_version = how.version;
+    file.standin = how.standin;
     let code = if file.findings.iter().any(|f| f.confirmed) {
         1
     } else {
@@ -522,13 +606,16 @@ fn assemble(
         note: a.note.clone(),
         fault: faulted.then(|| req.fault.clone()).flatten(),
         simulated: None,
+        transport: None,
+        nccl_version: None,
+        standin: None,
     }
 }
 
 /// The findings as printed.
 fn render(f: &LinksFile, out: &std::path::Path, chart: bool) -> String {
     let mut s = format!(
-        "{} ranks on {}, {} {} schedule, {} B messages: median {} GB/s ({} pairs analysed)\n",
+        "{} ranks on {}, {} {} schedule, {} B messages over {}: median {} GB/s ({} pairs analysed)\n",
         f.hosts.len(),
         {
             let mut h = f.hosts.clone();
@@ -547,9 +634,14 @@ fn render(f: &LinksFile, out: &std::path::Path, chart: bool) -> String {
         },
         f.schedule,
         f.message_bytes,
+        f.transport_words().unwrap_or_else(|| "MPI".into()),
         f.median_gbps.map_or("?".into(), |m| format!("{m:.2}")),
         f.analysed.replace('_', "-"),
     );
+    if let Some(label) = &f.standin {
+        s.push_str(label);
+        s.push('\n');
+    }
     if let Some(note) = &f.note {
         s.push_str(&format!("no verdict: {note}\n"));
     } else if f.findings.is_empty() {
@@ -593,5 +685,76 @@ mod tests {
         // one node: no pair, which `links` refuses with a sentence
         let one: Vec<String> = vec!["a".into(); 4];
         assert!(schedule::per_rail(&local_ranks(&one)).is_empty());
+    }
+
+    fn request(backend: BackendKind, message_bytes: u64) -> Request {
+        Request {
+            backend,
+            schedule: Schedule::RoundRobin,
+            bidirectional: false,
+            message_bytes,
+            iters: 3,
+            warmup: 1,
+            out: None,
+            fault: Some("slow_link:1:2:5".into()),
+            settings: Settings::default(),
+            json: false,
+            heat_map: None,
+        }
+    }
+
+    /// Refused before MPI starts, each with its sentence: ROCm (no RCCL transport), a size NCCL
+    /// cannot send as 4-byte words, CUDA in a build without it; the CPU and CUDA paths pass
+    /// with the fault parsed.
+    #[test]
+    fn backends_and_sizes_are_checked_before_mpi() {
+        let e = check(&request(BackendKind::Rocm, 1 << 20)).unwrap_err();
+        assert_eq!(e.to_string(), NO_ROCM);
+        assert_eq!(e.exit_code(), crate::exit::EXIT_BAD_INPUT);
+        let want = Some(SlowPair {
+            a: 1,
+            b: 2,
+            times: 5.0,
+        });
+        assert_eq!(check(&request(BackendKind::Cpu, 1001)).unwrap(), want);
+        let cuda = check(&request(BackendKind::Cuda, 1001));
+        let e = cuda.unwrap_err();
+        assert_eq!(e.exit_code(), crate::exit::EXIT_BAD_INPUT);
+        if cfg!(feature = "cuda") {
+            assert_eq!(
+                e.to_string(),
+                "--size 1001: --backend cuda sends whole 4-byte words (ncclInt32): give a multiple of 4 bytes, e.g. 1MiB"
+            );
+            assert_eq!(check(&request(BackendKind::Cuda, 1 << 20)).unwrap(), want);
+        } else {
+            assert!(matches!(e, RunError::NoCuda), "{e}");
+        }
+    }
+
+    /// The printed summary names the transport, and a stand-in run carries the label on a line
+    /// of its own.
+    #[test]
+    fn the_output_names_the_transport() {
+        let mut f = crate::results::links::test_file(
+            vec!["a".into(), "b".into()],
+            vec![vec![None, Some(10.0)], vec![Some(9.0), None]],
+            9.5,
+        );
+        let out = std::path::Path::new("o");
+        let text = render(&f, out, false);
+        assert!(
+            text.contains("1048576 B messages over MPI: median 9.50 GB/s"),
+            "{text}"
+        );
+        f.transport = Some("nccl".into());
+        f.nccl_version = Some("2.28.3".into());
+        f.standin = Some("STAND-IN: doubles".into());
+        let text = render(&f, out, false);
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(
+            lines[0].contains("over STAND-IN NCCL 2.28.3 send/recv, one GPU per rank: median"),
+            "{text}"
+        );
+        assert_eq!(lines[1], "STAND-IN: doubles");
     }
 }
