@@ -240,11 +240,12 @@ named_enum!(BackendKind, "backend", { Cpu => "cpu", Cuda => "cuda", Rocm => "roc
 
 impl BackendKind {
     /// Why `w` cannot run on this backend yet, if so: one sentence with the fix, the same at
-    /// plan time and at run time. Phase 1 of the ROCm backend runs the collectives only.
+    /// plan time and at run time. The ROCm backend runs the collectives and the GEMMs; its
+    /// ddp_step (overlapped all-reduces on a second stream) is to come.
     pub fn not_yet(self, w: Workload) -> Option<String> {
-        (self == BackendKind::Rocm && !w.is_collective()).then(|| {
+        (self == BackendKind::Rocm && w == Workload::DdpStep).then(|| {
             format!(
-                "{w} is not yet on the ROCm backend (it runs the six collectives; rocBLAS GEMMs and ddp_step are to come): use --backend cpu or cuda for it"
+                "{w} is not yet on the ROCm backend (it runs the six collectives, matmul and batch_matmul; ddp_step's all-reduces overlapped on a second stream are to come): use --backend cpu or cuda for it"
             )
         })
     }

@@ -1,29 +1,31 @@
 //! [`RocmBackend`]: device buffers on the GPUs (GCDs) a rank drives, RCCL collectives and
 //! HIP-event timing, as the CUDA backend does with NCCL and CUDA events.
 //!
-//! Streams: each GPU has one stream that carries everything (copies, RCCL calls, timing
-//! events), so stream order is the only synchronisation the timed paths need. Uploads and
+//! Streams: each GPU has one stream that carries everything (copies, RCCL calls, rocBLAS
+//! GEMMs, timing events), so stream order is the only synchronisation the timed paths need. Uploads and
 //! downloads synchronise the stream before they return (HIP may read a pageable source after
 //! `hipMemcpyAsync` returned), outside the timed window.
 
 use super::hip::{CopyKind, Event, Hip, Stream};
 use super::memory::RocmBuf;
 use super::rccl::{Comm, Rccl};
+use super::rocblas::{self, Rocblas};
 use super::RocmError;
 use crate::backend::ccl::{self, Resolved};
+use crate::backend::gpu_gemm::GemmUnsupported;
 use crate::backend::marks::{Mark, Ring};
 use crate::backend::{
     Backend, BackendError, BackendResult, CollectiveCall, DevicePlan, GemmBatch, HostBuf,
     Unsupported,
 };
-use crate::params::{BackendKind, CaseParams, Dtype, ReduceOp, Workload};
+use crate::params::{BackendKind, CaseParams, Collect, Dtype, ReduceOp, Workload};
 use crate::results::schema::{BackendInfo, DeviceBinding, TimerInfo};
 use crate::topology::affinity;
 use std::ffi::c_void;
 use std::sync::Arc;
 
 /// The warning and label every run on the stand-in libraries carries.
-pub const STANDIN_LABEL: &str = "STAND-IN: the ROCm libraries (HIP runtime, RCCL) are scalebench's CPU test doubles (standin/, SCALEBENCH_STANDIN=1), not an AMD GPU: results prove the device path runs and validates; no time or bandwidth here is a GPU's";
+pub const STANDIN_LABEL: &str = "STAND-IN: the ROCm libraries (HIP runtime, RCCL, rocBLAS) are scalebench's CPU test doubles (standin/, SCALEBENCH_STANDIN=1), not an AMD GPU: results prove the device path runs and validates; no time, bandwidth or GFLOP/s here is a GPU's";
 
 /// The name the stand-in HIP runtime gives every device.
 pub(crate) const STANDIN_DEVICE_NAME: &str = "scalebench stand-in";
@@ -38,7 +40,23 @@ pub(super) struct Device {
     pub(super) stream: Stream,
     /// One timing event per mark slot.
     pub(super) marks: Vec<Event>,
+    /// The rocBLAS handle on `stream` (`None`: the launch runs no GEMM, rocBLAS not opened).
+    pub(super) blas: Option<BlasHandle>,
     pub(super) hip: Arc<Hip>,
+}
+
+/// A rocBLAS handle bound to its device's stream, destroyed on drop.
+pub(super) struct BlasHandle {
+    pub(super) handle: rocblas::Handle,
+    pub(super) lib: Arc<Rocblas>,
+}
+
+impl Drop for BlasHandle {
+    fn drop(&mut self) {
+        // SAFETY: created by `Rocblas::handle`, destroyed once; the owning device synchronised
+        // its stream first (Device's drop).
+        let _ = unsafe { self.lib.destroy(self.handle) };
+    }
 }
 
 impl Device {
@@ -59,6 +77,8 @@ impl Drop for Device {
             return;
         }
         let _ = self.hip.device_synchronize();
+        // Before the stream it is bound to.
+        self.blas = None;
         for &e in &self.marks {
             // SAFETY: created by this device, no work left that records it, destroyed once.
             let _ = unsafe { self.hip.event_destroy(e) };
@@ -97,6 +117,8 @@ pub struct RocmBackend {
     pub(super) plan: DevicePlan,
     pub(super) hip_version: String,
     pub(super) rccl_version: String,
+    /// rocBLAS's version where the launch runs a GEMM (rocBLAS opened), else `None`.
+    pub(super) rocblas_version: Option<String>,
     pub(super) ring: Ring,
     pub(super) timer: TimerInfo,
     pub(super) warnings: Vec<String>,
@@ -115,10 +137,22 @@ impl RocmBackend {
     }
 
     fn check_buf(&self, what: &str, b: &RocmBuf, dev: usize, dtype: Dtype) -> BackendResult<()> {
-        if b.dev != dev || b.dtype != dtype {
+        self.check_len(what, b, dev, dtype, 0)
+    }
+
+    /// `b` is a buffer of `dtype` on local device `dev` with at least `min` elements.
+    fn check_len(
+        &self,
+        what: &str,
+        b: &RocmBuf,
+        dev: usize,
+        dtype: Dtype,
+        min: usize,
+    ) -> BackendResult<()> {
+        if b.dev != dev || b.dtype != dtype || b.count < min {
             return Err(BackendError::check(format!(
-                "{what}: a {} buffer on local device {} where {dtype} on device {dev} is needed",
-                b.dtype, b.dev
+                "{what}: a {} {} buffer on local device {} where {min} {dtype} elements on device {dev} are needed",
+                b.count, b.dtype, b.dev
             )));
         }
         Ok(())
@@ -207,6 +241,12 @@ impl Backend for RocmBackend {
 
     fn info(&self) -> BackendInfo {
         let g = self.devices.len();
+        let blas = match &self.rocblas_version {
+            Some(v) => format!(
+                "rocBLAS {v} rocblas_gemm_strided_batched_ex (f32 and f64 in their own precision; f16/bf16: f32 accumulation)"
+            ),
+            None => "rocBLAS not opened (no GEMM in this launch)".to_string(),
+        };
         let rccl = match &self.comms {
             Ok(_) => format!(
                 "RCCL {} (NCCL API) collectives, one RCCL rank per GPU ({})",
@@ -222,7 +262,7 @@ impl Backend for RocmBackend {
         BackendInfo {
             kind: BackendKind::Rocm,
             detail: format!(
-                "{}{rccl}; HIP runtime {} (libamdhip64.so and librccl.so loaded at run time); no GEMM or ddp_step on this backend yet (phase 1)",
+                "{}{rccl}; {blas}; HIP runtime {} (libamdhip64.so, librccl.so and librocblas.so loaded at run time); no ddp_step on this backend yet",
                 if self.standin {
                     format!("{STANDIN_LABEL}. ")
                 } else {
@@ -268,8 +308,25 @@ impl Backend for RocmBackend {
     }
 
     fn supports(&self, p: &CaseParams) -> Result<(), Unsupported> {
-        if !p.workload.is_collective() {
+        if BackendKind::Rocm.not_yet(p.workload).is_some() {
             return Err(RocmUnsupported::NotYet(p.workload).into());
+        }
+        if !p.workload.is_collective() {
+            rocblas::types(p.dtype).map_err(RocmUnsupported::Gemm)?;
+            if let Some(s) = p.shape {
+                rocblas::row_major(&GemmBatch {
+                    shape: s,
+                    count: 1,
+                    shared_b: false,
+                })
+                .map_err(RocmUnsupported::Gemm)?;
+            }
+        }
+        if p.workload == Workload::BatchMatmul
+            && p.collect == Some(Collect::Reduce)
+            && matches!(p.dtype, Dtype::F16 | Dtype::Bf16)
+        {
+            return Err(RocmUnsupported::HostReduction(p.dtype).into());
         }
         if p.workload == Workload::Alltoall && p.in_place == Some(true) {
             return Err(RocmUnsupported::InPlaceAlltoall.into());
@@ -368,14 +425,56 @@ impl Backend for RocmBackend {
 
     fn gemm(
         &mut self,
-        _batches: &[GemmBatch],
-        _a: &[RocmBuf],
-        _b: &[RocmBuf],
-        _c: &mut [RocmBuf],
+        batches: &[GemmBatch],
+        a: &[RocmBuf],
+        b: &[RocmBuf],
+        c: &mut [RocmBuf],
     ) -> BackendResult<()> {
-        Err(BackendError::Unsupported(
-            RocmUnsupported::NotYet(Workload::Matmul).to_string(),
-        ))
+        let g = self.devices.len();
+        if batches.len() != g || a.len() != g || b.len() != g || c.len() != g {
+            return Err(BackendError::check(format!(
+                "a GEMM needs one batch, A, B and C per local device ({g})"
+            )));
+        }
+        for dev in 0..g {
+            let bt = batches[dev];
+            if bt.count == 0 || bt.c_len() == 0 {
+                continue;
+            }
+            let dtype = a[dev].dtype;
+            let nb = if bt.shared_b { 1 } else { bt.count };
+            self.check_len("GEMM A", &a[dev], dev, dtype, bt.count * bt.a_len())?;
+            self.check_len("GEMM B", &b[dev], dev, dtype, nb * bt.b_len())?;
+            self.check_len("GEMM C", &c[dev], dev, dtype, bt.count * bt.c_len())?;
+            let params = rocblas::row_major(&bt)?;
+            let types = rocblas::types(dtype)?;
+            let d = &self.devices[dev];
+            let blas = d.blas.as_ref().ok_or_else(|| {
+                BackendError::check(
+                    "a GEMM on a ROCm backend set up without rocBLAS (the launch planned no GEMM)",
+                )
+            })?;
+            self.hip.set_device(d.ordinal)?;
+            // SAFETY: the handle is this device's (now current) and bound to its stream; A, B
+            // and C were checked above to be buffers of this device holding the whole batch;
+            // C is exclusively borrowed, so it overlaps neither A nor B; all stay allocated
+            // until the device has synchronised (RocmBuf's drop).
+            unsafe {
+                blas.lib.gemm(
+                    blas.handle,
+                    &params,
+                    types,
+                    a[dev].ptr(),
+                    b[dev].ptr(),
+                    c[dev].ptr(),
+                )
+            }?;
+        }
+        Ok(())
+    }
+
+    fn gemm_accumulator(&self, dtype: Dtype) -> Dtype {
+        crate::backend::gpu_gemm::accumulator(dtype)
     }
 
     fn reduction_tolerance(&self, dtype: Dtype, op: ReduceOp) -> f64 {
@@ -429,8 +528,13 @@ impl Backend for RocmBackend {
 pub enum RocmUnsupported {
     /// RCCL has no in-place all-to-all (grouped send/recv from and into one buffer races).
     InPlaceAlltoall,
-    /// A workload phase 1 of the backend does not run yet (GEMMs, ddp_step).
+    /// A workload the backend does not run yet (ddp_step).
     NotYet(Workload),
+    /// rocBLAS cannot take this GEMM (its type or dimensions).
+    Gemm(GemmUnsupported),
+    /// `batch_matmul --collect reduce` sums on the host and through MPI, which have no
+    /// arithmetic for this type.
+    HostReduction(Dtype),
 }
 
 impl std::fmt::Display for RocmUnsupported {
@@ -438,11 +542,24 @@ impl std::fmt::Display for RocmUnsupported {
         match self {
             RocmUnsupported::InPlaceAlltoall => f.write_str("RCCL has no in-place all-to-all (grouped send/recv from and into one buffer races): use --in-place no"),
             RocmUnsupported::NotYet(w) => f.write_str(&BackendKind::Rocm.not_yet(*w).unwrap_or_default()),
+            RocmUnsupported::Gemm(e) => e.fmt(f),
+            RocmUnsupported::HostReduction(dtype) => write!(
+                f,
+                "batch_matmul --collect reduce sums the products on the host and through MPI, which have no {dtype} arithmetic: use --collect gather, or f32"
+            ),
         }
     }
 }
 
-impl std::error::Error for RocmUnsupported {}
+impl std::error::Error for RocmUnsupported {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            // Displayed itself, so its sources come next.
+            RocmUnsupported::Gemm(e) => e.source(),
+            _ => None,
+        }
+    }
+}
 
 impl From<RocmUnsupported> for Unsupported {
     fn from(e: RocmUnsupported) -> Unsupported {
