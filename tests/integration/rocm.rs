@@ -1,9 +1,10 @@
-//! The ROCm backend (issue 30, phase 1) through the real binary, on scalebench's stand-in HIP
-//! runtime and RCCL (`standin/`: CPU test doubles, no AMD GPU anywhere): every collective
-//! validated under real mpirun, results labelled STAND-IN with backend `rocm`; a planted RCCL
-//! defect caught (exit 3); a missing library, a missing symbol and too old a version each
-//! refused with one sentence (exit 2), never a panic. Built without the feature, `--backend
-//! rocm` is refused with the rebuild command.
+//! The ROCm backend (issue 30) through the real binary, on scalebench's stand-in HIP runtime,
+//! RCCL and rocBLAS (`standin/`: CPU test doubles, no AMD GPU anywhere): every collective and
+//! the GEMMs validated under real mpirun, results labelled STAND-IN with backend `rocm`; a
+//! planted RCCL defect and a planted GEMM defect caught (exit 3); a missing library, a missing
+//! symbol and too old a version each refused with one sentence (exit 2), never a panic; ddp_step
+//! refused as not yet there. Built without the feature, `--backend rocm` is refused with the
+//! rebuild command.
 
 // Ran serves the tests that need the rocm feature.
 #[cfg_attr(not(feature = "rocm"), allow(unused_imports))]
@@ -369,19 +370,145 @@ mod standin {
         all_valid(&solo_with(&at_floor, &small_run(&out)), &out, 1);
     }
 
-    /// GEMMs and ddp_step are not on the backend yet: refused at plan time (exit 2) with the
-    /// sentence, before any library loads.
+    /// ddp_step is not on the backend yet: refused at plan time (exit 2) with the sentence,
+    /// before any library loads.
     #[test]
-    fn gemm_and_ddp_step_are_refused_as_not_yet() {
-        for (w, mid) in [
-            ("matmul", &["-w", "matmul", "--dims", "32"][..]),
-            ("batch_matmul", &["-w", "batch_matmul", "--dims", "32"][..]),
-            ("ddp_step", &["-w", "ddp_step"][..]),
-        ] {
-            let out = tmpdir("rocm-notyet").join("out");
-            let ran = solo_with(&on_standins(&[]), &rocm_run(mid, "2", &out));
-            refused(&ran, &[w, "not yet on the ROCm backend"], &out);
+    fn ddp_step_is_refused_as_not_yet() {
+        let out = tmpdir("rocm-notyet").join("out");
+        let ran = solo_with(&on_standins(&[]), &rocm_run(&["-w", "ddp_step"], "2", &out));
+        refused(&ran, &["ddp_step", "not yet on the ROCm backend"], &out);
+    }
+
+    /// `-w matmul,batch_matmul` over every GEMM type (`--dims 48 --batch 3`).
+    fn gemm_run(out: &Path, extra: &[&str]) -> Vec<String> {
+        let mut mid = vec![
+            "-w",
+            "matmul,batch_matmul",
+            "--dims",
+            "48",
+            "--batch",
+            "3",
+            "--dtype",
+            "f32,f64,f16,bf16",
+        ];
+        mid.extend_from_slice(extra);
+        rocm_run(&mid, "3", out)
+    }
+
+    /// The launch's backend detail names rocBLAS and its version (it was opened and used).
+    fn names_rocblas(r: &common::wire::ResultsFile) {
+        for l in &r.launches {
+            let detail = &l.provenance.as_ref().unwrap().backend.detail;
+            assert!(
+                detail.contains("rocBLAS 4.2.0.sbs rocblas_gemm_strided_batched_ex"),
+                "{detail}"
+            );
         }
+    }
+
+    /// rocBLAS stand-in: matmul and batch_matmul in every GEMM type validate exactly (f16/bf16
+    /// against the f32-accumulation tolerance) in pure MPI (np=2) and hybrid (1 × 2 GCDs, one
+    /// rocBLAS handle per GCD), every case measured, labelled STAND-IN.
+    #[test]
+    fn gemms_validate_on_the_rocblas_standin() {
+        let dir = tmpdir("rocm-gemm");
+        let out = dir.join("np2");
+        let r = all_valid(
+            &mpirun_with_env(2, &on_standins(&[]), &gemm_run(&out, &[])),
+            &out,
+            8,
+        );
+        names_rocblas(&r);
+        assert!(r.cases.iter().all(|c| c.status == "ok"));
+        let workloads: std::collections::BTreeSet<&str> =
+            r.cases.iter().map(|c| c.params.workload.as_str()).collect();
+        assert_eq!(workloads.len(), 2, "{workloads:?}");
+        let out = dir.join("hybrid");
+        let hybrid = gemm_run(&out, &["--topology", "hybrid", "--devices-per-node", "2"]);
+        let r = all_valid(&solo_with(&on_standins(&[]), &hybrid), &out, 8);
+        names_rocblas(&r);
+        assert_eq!(
+            r.launches[0].provenance.as_ref().unwrap().ranks[0]
+                .devices
+                .len(),
+            2
+        );
+    }
+
+    /// The planted GEMM defect (one wrong element in every rocBLAS product) must be caught in
+    /// both GEMM workloads: wrong > 0 in every case, exit 3. Proof that the GEMM check on this
+    /// path can fail.
+    #[test]
+    fn a_planted_gemm_defect_is_caught() {
+        let out = tmpdir("rocm-gemm-defect").join("out");
+        let args = rocm_run(
+            &[
+                "-w",
+                "matmul,batch_matmul",
+                "--dims",
+                "32",
+                "--batch",
+                "2",
+                "--dtype",
+                "f32,bf16",
+            ],
+            "2",
+            &out,
+        );
+        let ran = mpirun_with_env(2, &on_standins(&["SCALEBENCH_STANDIN_DEFECT=gemm"]), &args);
+        ran.assert_code(3);
+        let r = common::read_results(&out);
+        assert_eq!(r.cases.len(), 4);
+        for c in &r.cases {
+            assert!(c.wrong > 0, "{}: the defect went unnoticed", c.id);
+        }
+    }
+
+    /// No rocBLAS on the path: a GEMM launch is refused with one sentence naming
+    /// librocblas.so and the minimum ROCm (exit 2), while a collectives-only launch, which
+    /// never opens rocBLAS, still runs there.
+    #[test]
+    fn a_missing_rocblas_is_one_sentence_for_gemms_only() {
+        let dir = tmpdir("rocm-norocblas");
+        let no_blas = dir.join("no-rocblas");
+        std::fs::create_dir_all(&no_blas).unwrap();
+        for lib in ["libamdhip64.so", "librccl.so"] {
+            std::fs::copy(libs().join(lib), no_blas.join(lib)).unwrap();
+        }
+        let e = env(no_blas.to_str().unwrap(), &[]);
+        let out = dir.join("gemm");
+        refused(
+            &solo_with(&e, &rocm_run(&["-w", "matmul", "--dims", "32"], "2", &out)),
+            &["no rocBLAS found", "librocblas.so", "ROCm 5.7 or newer"],
+            &out,
+        );
+        let out = dir.join("collectives");
+        all_valid(&solo_with(&e, &small_run(&out)), &out, 1);
+    }
+
+    /// A rocBLAS older than 3.1.0 (ROCm 5.7's) is refused by version; at the floor it runs.
+    #[test]
+    fn too_old_a_rocblas_is_refused() {
+        let dir = tmpdir("rocm-old-rocblas");
+        let out = dir.join("old");
+        let gemm = |o: &Path| rocm_run(&["-w", "matmul", "--dims", "16"], "2", o);
+        refused(
+            &solo_with(
+                &on_standins(&["SCALEBENCH_STANDIN_ROCBLAS_VERSION=3.0.2.abc"]),
+                &gemm(&out),
+            ),
+            &["librocblas.so is rocBLAS 3.0.2.abc, older than rocBLAS 3.1.0"],
+            &out,
+        );
+        let out = dir.join("floor");
+        all_valid(
+            &solo_with(
+                &on_standins(&["SCALEBENCH_STANDIN_ROCBLAS_VERSION=3.1.0"]),
+                &gemm(&out),
+            ),
+            &out,
+            1,
+        );
     }
 }
 
