@@ -6,9 +6,10 @@
 # hybrid (np=1, 2 GCDs) and 2 processes x 2 GCDs; all six collectives x f32 f64 f16 bf16 i32 x
 # sum prod min max avg x in/out-of-place x pipelined/isolated — every case validated, every
 # result labelled as a stand-in's and recorded as backend rocm; then matmul and batch_matmul in
-# f32 f64 f16 bf16 through rocBLAS, pure and hybrid, validated the same way. Then a planted RCCL
-# defect and a planted GEMM defect must be caught (exit 3), a missing HIP runtime and a missing
-# rocBLAS refused (exit 2), and ddp_step refused as not yet on the backend (exit 2).
+# f32 f64 f16 bf16 through rocBLAS, pure and hybrid, and ddp_step (all-reduces on a
+# communication stream after HIP events), validated the same way. Then a planted RCCL defect
+# (collectives and ddp_step) and a planted GEMM defect must be caught (exit 3), and a missing
+# HIP runtime and a missing rocBLAS refused (exit 2).
 #
 # Uses $SCALEBENCH_BIN when set (ci/test.sh passes the binary its test step built with
 # --all-features), else builds `--features rocm`.
@@ -82,6 +83,17 @@ step "GEMMs through rocBLAS: 1 process x 2 GCDs (a rocBLAS handle per GCD)"
 "$bin" run --backend rocm --topology hybrid --devices-per-node 2 "${gemm[@]}" --out "$work/gemm-hybrid"
 validated "$work/gemm-hybrid" 8
 
+ddp=(-w ddp_step --model 64x48x3+200x40 --bucket-size 1B,16KiB,1MiB --first-bucket 0B --batch 8
+     --dtype f32,f64 -n 3 --warmup 1 -q)
+
+step "ddp_step: 2 processes x 1 GCD, all-reduces on a communication stream"
+"${mpi[@]}" -np 2 "$bin" run --backend rocm "${ddp[@]}" --out "$work/ddp-pure"
+validated "$work/ddp-pure" 6
+
+step "ddp_step: 1 process x 2 GCDs (one RCCL group on the communication streams)"
+"$bin" run --backend rocm --topology hybrid --devices-per-node 2 "${ddp[@]}" --out "$work/ddp-hybrid"
+validated "$work/ddp-hybrid" 6
+
 step "a planted RCCL defect must be caught (wrong > 0, exit 3)"
 code=0
 SCALEBENCH_STANDIN_DEFECT=corrupt "${mpi[@]}" -x SCALEBENCH_STANDIN_DEFECT -np 2 "$bin" run --backend rocm \
@@ -92,6 +104,16 @@ import json, sys
 cases = json.load(open(sys.argv[1]))["cases"]
 assert cases and all(c["wrong"] > 0 for c in cases), "a case missed the planted defect"
 print(f"  {len(cases)} case{'' if len(cases) == 1 else 's'}, every one caught")
+PY
+code=0
+SCALEBENCH_STANDIN_DEFECT=corrupt "${mpi[@]}" -x SCALEBENCH_STANDIN_DEFECT -np 2 "$bin" run --backend rocm \
+  -w ddp_step --model 64x48x3+200x40 --bucket-size 16KiB --batch 8 -n 2 --warmup 1 -q --out "$work/defect-ddp" || code=$?
+[ "$code" = 3 ] || { echo "the planted defect under ddp_step exited $code, not 3"; exit 1; }
+python3 - "$work/defect-ddp/results.json" <<'PY'
+import json, sys
+cases = json.load(open(sys.argv[1]))["cases"]
+assert cases and all(c["wrong"] > 0 for c in cases), "ddp_step missed the planted defect"
+print("  ddp_step: caught")
 PY
 
 step "a planted GEMM defect (one wrong element in every rocBLAS product) must be caught (exit 3)"
@@ -122,9 +144,4 @@ err=$(LD_LIBRARY_PATH="$work/no-rocblas" "$bin" run --backend rocm -w matmul --d
 grep -q "no rocBLAS found: librocblas.so" <<<"$err" || { echo "librocblas.so not named: $err"; exit 1; }
 ! grep -q panicked <<<"$err" || { echo "panic: $err"; exit 1; }
 
-step "ddp_step is not yet on the ROCm backend: refused at plan time, exit 2"
-code=0
-err=$("$bin" run --backend rocm -w ddp_step -q --out "$work/ddp" 2>&1) || code=$?
-[ "$code" = 2 ] || { echo "ddp_step on rocm exited $code, not 2: $err"; exit 1; }
-grep -q "not yet on the ROCm backend" <<<"$err" || { echo "no sentence: $err"; exit 1; }
 echo "rocm-standin: all checks passed"

@@ -238,19 +238,6 @@ pub enum BackendKind {
 }
 named_enum!(BackendKind, "backend", { Cpu => "cpu", Cuda => "cuda", Rocm => "rocm" });
 
-impl BackendKind {
-    /// Why `w` cannot run on this backend yet, if so: one sentence with the fix, the same at
-    /// plan time and at run time. The ROCm backend runs the collectives and the GEMMs; its
-    /// ddp_step (overlapped all-reduces on a second stream) is to come.
-    pub fn not_yet(self, w: Workload) -> Option<String> {
-        (self == BackendKind::Rocm && w == Workload::DdpStep).then(|| {
-            format!(
-                "{w} is not yet on the ROCm backend (it runs the six collectives, matmul and batch_matmul; ddp_step's all-reduces overlapped on a second stream are to come): use --backend cpu or cuda for it"
-            )
-        })
-    }
-}
-
 /// Which CPU GEMM the CPU backend should use (`--gemm`, spec key `run.gemm`).
 #[derive(
     Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default, Serialize, Deserialize,

@@ -1,10 +1,10 @@
 //! The ROCm backend (issue 30) through the real binary, on scalebench's stand-in HIP runtime,
 //! RCCL and rocBLAS (`standin/`: CPU test doubles, no AMD GPU anywhere): every collective and
 //! the GEMMs validated under real mpirun, results labelled STAND-IN with backend `rocm`; a
-//! planted RCCL defect and a planted GEMM defect caught (exit 3); a missing library, a missing
-//! symbol and too old a version each refused with one sentence (exit 2), never a panic; ddp_step
-//! refused as not yet there. Built without the feature, `--backend rocm` is refused with the
-//! rebuild command.
+//! planted RCCL defect and a planted GEMM defect caught (exit 3); ddp_step's gradients exact
+//! with its all-reduces on a communication stream; a missing library, a missing symbol and too
+//! old a version each refused with one sentence (exit 2), never a panic. Built without the
+//! feature, `--backend rocm` is refused with the rebuild command.
 
 // Ran serves the tests that need the rocm feature.
 #[cfg_attr(not(feature = "rocm"), allow(unused_imports))]
@@ -370,13 +370,120 @@ mod standin {
         all_valid(&solo_with(&at_floor, &small_run(&out)), &out, 1);
     }
 
-    /// ddp_step is not on the backend yet: refused at plan time (exit 2) with the sentence,
-    /// before any library loads.
+    /// ddp_step's results as JSON (the wire types do not model the `ddp` record).
+    fn ddp_results(out: &Path) -> serde_json::Value {
+        let text = std::fs::read_to_string(out.join("results.json"))
+            .unwrap_or_else(|e| panic!("{}: {e}", out.display()));
+        serde_json::from_str(&text).unwrap()
+    }
+
+    /// `run --backend rocm -w ddp_step` on layers 64×48 ×3 and 200×40 with buckets of `cap`
+    /// (one cap for all: no larger first bucket), gradients checked once.
+    fn ddp_args(cap: &str, mid: &[&str], out: &Path) -> Vec<String> {
+        let mut m = vec![
+            "-w",
+            "ddp_step",
+            "--model",
+            "64x48x3+200x40",
+            "--bucket-size",
+            cap,
+            "--first-bucket",
+            "0B",
+            "--batch",
+            "8",
+            "--check",
+            "1",
+        ];
+        m.extend_from_slice(mid);
+        rocm_run(&m, "2", out)
+    }
+
+    /// Every case ok with exact gradients (2 GCDs average exactly with RCCL's native
+    /// average), DDP's bucket layout (in f32: one bucket per layer at 1 B, three at 16 KiB,
+    /// one at 1 MiB), the step figures present, backend rocm, labelled STAND-IN.
+    fn ddp_exact(ran: &Ran, out: &Path, want_cases: usize) {
+        ran.assert_code(0);
+        let v = ddp_results(out);
+        let detail = v["launches"][0]["provenance"]["backend"]["detail"]
+            .as_str()
+            .unwrap();
+        assert!(detail.starts_with("STAND-IN: "), "{detail}");
+        let cases = v["cases"].as_array().unwrap();
+        assert_eq!(cases.len(), want_cases, "{v}");
+        for c in cases {
+            assert_eq!(c["params"]["backend"], "rocm");
+            assert_eq!(c["status"], "ok", "{}: {}", c["params"], c["message"]);
+            assert_eq!(c["wrong"], 0);
+            assert_eq!(c["tolerance"].as_f64(), Some(0.0));
+            assert_eq!(c["devices"].as_u64(), Some(2));
+            let want = match c["params"]["bucket_bytes"].as_u64().unwrap() {
+                1 => 4,
+                16384 if c["params"]["dtype"] == "f64" => 4,
+                16384 => 3,
+                1048576 => 1,
+                other => panic!("unexpected bucket size {other}"),
+            };
+            assert_eq!(c["ddp"]["buckets"].as_u64(), Some(want), "{}", c["params"]);
+            for k in ["step_s", "step_no_overlap_s", "compute_s", "comm_s"] {
+                let t = c["ddp"][k].as_f64().unwrap();
+                assert!(t > 0.0 && t.is_finite(), "{k} = {t}");
+            }
+        }
+    }
+
+    /// ddp_step on ROCm: GEMMs through rocBLAS on each GCD's compute stream, each bucket's
+    /// RCCL all-reduce (avg) on a communication stream after a HIP event — pure MPI (2
+    /// processes) and hybrid (1 process, 2 GCDs in one RCCL group); every gradient exact.
     #[test]
-    fn ddp_step_is_refused_as_not_yet() {
-        let out = tmpdir("rocm-notyet").join("out");
-        let ran = solo_with(&on_standins(&[]), &rocm_run(&["-w", "ddp_step"], "2", &out));
-        refused(&ran, &["ddp_step", "not yet on the ROCm backend"], &out);
+    fn ddp_step_gradients_are_exact_pure_and_hybrid() {
+        let dir = tmpdir("rocm-ddp");
+        let out = dir.join("pure");
+        let args = ddp_args("1B,16KiB,1MiB", &["--dtype", "f32,f64"], &out);
+        ddp_exact(&mpirun_with_env(2, &on_standins(&[]), &args), &out, 6);
+        let out = dir.join("hybrid");
+        let hybrid = ["--topology", "hybrid", "--devices-per-node", "2"];
+        let args = ddp_args("1B,16KiB,1MiB", &hybrid, &out);
+        ddp_exact(&solo_with(&on_standins(&[]), &args), &out, 3);
+    }
+
+    /// The planted RCCL defect under ddp_step (one wrong element in every all-reduce) is a
+    /// wrong gradient: counted, exit 3.
+    #[test]
+    fn ddp_step_wrong_gradients_exit_3() {
+        let out = tmpdir("rocm-ddp-defect").join("out");
+        let args = ddp_args("16KiB", &[], &out);
+        let ran = mpirun_with_env(
+            2,
+            &on_standins(&["SCALEBENCH_STANDIN_DEFECT=corrupt"]),
+            &args,
+        );
+        ran.assert_code(3);
+        let c = &ddp_results(&out)["cases"][0];
+        assert_eq!(c["status"], "wrong", "{c}");
+        assert!(c["wrong"].as_u64().unwrap() > 0);
+    }
+
+    /// With a slow link (fault `slow_comm`: a host function sleeping 40 ms on the
+    /// communication stream after each all-reduce, hipLaunchHostFunc) the step cannot end
+    /// before the four buckets' delays have passed one after another: the compute stream
+    /// really waits for the communication stream's events.
+    #[test]
+    fn ddp_step_slow_link_shows_as_exposed_communication() {
+        let out = tmpdir("rocm-ddp-slow").join("out");
+        let mut args = ddp_args(
+            "1B",
+            &["--topology", "hybrid", "--devices-per-node", "2"],
+            &out,
+        );
+        args.splice(3..3, ["--fault".to_string(), "slow_comm:40".to_string()]);
+        let ran = solo_with(&on_standins(&[]), &args);
+        ran.assert_code(0);
+        let c = &ddp_results(&out)["cases"][0];
+        assert_eq!(c["wrong"], 0);
+        let d = |k: &str| c["ddp"][k].as_f64().unwrap();
+        assert!(d("comm_s") >= 0.16, "comm {}", d("comm_s"));
+        assert!(d("step_s") >= 0.16, "step {}", d("step_s"));
+        assert!(d("exposed_comm_s") >= 0.16 - d("compute_s"), "{}", c["ddp"]);
     }
 
     /// `-w matmul,batch_matmul` over every GEMM type (`--dims 48 --batch 3`).

@@ -16,7 +16,7 @@ use crate::backend::gpu_gemm::GemmUnsupported;
 use crate::backend::marks::{Mark, Ring};
 use crate::backend::{
     Backend, BackendError, BackendResult, CollectiveCall, DevicePlan, GemmBatch, HostBuf,
-    Unsupported,
+    OverlapSettings, Unsupported,
 };
 use crate::params::{BackendKind, CaseParams, Collect, Dtype, ReduceOp, Workload};
 use crate::results::schema::{BackendInfo, DeviceBinding, TimerInfo};
@@ -40,6 +40,10 @@ pub(super) struct Device {
     pub(super) stream: Stream,
     /// One timing event per mark slot.
     pub(super) marks: Vec<Event>,
+    /// ddp_step's communication stream (null until the first ddp_step case).
+    pub(super) comm: Stream,
+    /// ddp_step's ordering events, all this device ever created (destroyed with it).
+    pub(super) order_events: Vec<Event>,
     /// The rocBLAS handle on `stream` (`None`: the launch runs no GEMM, rocBLAS not opened).
     pub(super) blas: Option<BlasHandle>,
     pub(super) hip: Arc<Hip>,
@@ -79,13 +83,15 @@ impl Drop for Device {
         let _ = self.hip.device_synchronize();
         // Before the stream it is bound to.
         self.blas = None;
-        for &e in &self.marks {
+        for &e in self.marks.iter().chain(&self.order_events) {
             // SAFETY: created by this device, no work left that records it, destroyed once.
             let _ = unsafe { self.hip.event_destroy(e) };
         }
-        if !self.stream.is_null() {
-            // SAFETY: created for this device, synchronised above, destroyed once.
-            let _ = unsafe { self.hip.stream_destroy(self.stream) };
+        for s in [self.stream, self.comm] {
+            if !s.is_null() {
+                // SAFETY: created for this device, synchronised above, destroyed once.
+                let _ = unsafe { self.hip.stream_destroy(s) };
+            }
         }
     }
 }
@@ -124,6 +130,8 @@ pub struct RocmBackend {
     pub(super) warnings: Vec<String>,
     /// The devices are scalebench's stand-ins, not GPUs (labelled in every result).
     pub(super) standin: bool,
+    /// ddp_step's all-reduces in flight and idle ordering events.
+    pub(super) ddp: super::ddp::State,
 }
 
 impl RocmBackend {
@@ -141,7 +149,7 @@ impl RocmBackend {
     }
 
     /// `b` is a buffer of `dtype` on local device `dev` with at least `min` elements.
-    fn check_len(
+    pub(super) fn check_len(
         &self,
         what: &str,
         b: &RocmBuf,
@@ -158,23 +166,26 @@ impl RocmBackend {
         Ok(())
     }
 
-    /// Enqueues `resolved` (checked calls, each with its local device) in one RCCL group. On
-    /// an error the communicators are aborted, so later collectives fail with the sentence
-    /// instead of hanging.
-    fn rccl_group(
+    /// Enqueues `resolved` (checked calls, each with its local device) in one RCCL group,
+    /// device `dev`'s calls on `streams[dev]`. On an error the communicators are aborted, so
+    /// later collectives fail with the sentence instead of hanging.
+    pub(super) fn rccl_group(
         &mut self,
         call: &CollectiveCall,
         resolved: &[(usize, Resolved)],
+        streams: &[Stream],
     ) -> BackendResult<()> {
         let comms = self.comms.as_ref().map_err(|e| e.clone())?;
         self.rccl.group_start()?;
         let mut first_err = None;
         for (dev, r) in resolved {
-            let d = &self.devices[*dev];
-            // SAFETY: `comms.comms[dev]` is this device's live communicator and `d.stream` a
-            // live stream of it; the regions were checked against live buffers of this
+            // SAFETY: `comms.comms[dev]` is this device's live communicator and `streams[dev]`
+            // a live stream of it; the regions were checked against live buffers of this
             // device, which stay allocated until the device has synchronised (RocmBuf's drop).
-            let out = unsafe { self.rccl.launch(r, call.dtype, comms.comms[*dev], d.stream) };
+            let out = unsafe {
+                self.rccl
+                    .launch(r, call.dtype, comms.comms[*dev], streams[*dev])
+            };
             if let Err(e) = out {
                 first_err = Some(e);
                 break;
@@ -262,7 +273,7 @@ impl Backend for RocmBackend {
         BackendInfo {
             kind: BackendKind::Rocm,
             detail: format!(
-                "{}{rccl}; {blas}; HIP runtime {} (libamdhip64.so, librccl.so and librocblas.so loaded at run time); no ddp_step on this backend yet",
+                "{}{rccl}; {blas}; HIP runtime {} (libamdhip64.so, librccl.so and librocblas.so loaded at run time); ddp_step's all-reduces on a communication stream per GPU, ordered after the compute stream by HIP events",
                 if self.standin {
                     format!("{STANDIN_LABEL}. ")
                 } else {
@@ -308,9 +319,6 @@ impl Backend for RocmBackend {
     }
 
     fn supports(&self, p: &CaseParams) -> Result<(), Unsupported> {
-        if BackendKind::Rocm.not_yet(p.workload).is_some() {
-            return Err(RocmUnsupported::NotYet(p.workload).into());
-        }
         if !p.workload.is_collective() {
             rocblas::types(p.dtype).map_err(RocmUnsupported::Gemm)?;
             if let Some(s) = p.shape {
@@ -420,7 +428,8 @@ impl Backend for RocmBackend {
                 resolved.push((dev, Resolved::new(c, send_r, recv_r, eb)?));
             }
         }
-        self.rccl_group(call, &resolved)
+        let streams: Vec<_> = self.devices.iter().map(|d| d.stream).collect();
+        self.rccl_group(call, &resolved, &streams)
     }
 
     fn gemm(
@@ -484,6 +493,35 @@ impl Backend for RocmBackend {
         }
     }
 
+    fn overlap_support(&self) -> Result<(), Unsupported> {
+        self.ddp_support()
+            .map_err(|e| RocmUnsupported::NoCommunicators(e).into())
+    }
+
+    fn set_overlap(&mut self, settings: OverlapSettings) -> BackendResult<()> {
+        self.ddp_configure(settings)
+    }
+
+    fn allreduce_start(&mut self, call: &CollectiveCall, bufs: Vec<RocmBuf>) -> BackendResult<u64> {
+        self.ddp_start(call, bufs)
+    }
+
+    fn allreduce_wait(&mut self, ticket: u64) -> BackendResult<Vec<RocmBuf>> {
+        self.ddp_wait(ticket)
+    }
+
+    fn copy_within(
+        &mut self,
+        dev: usize,
+        dst: &mut RocmBuf,
+        dst_at: usize,
+        src: &RocmBuf,
+        src_at: usize,
+        len: usize,
+    ) -> BackendResult<()> {
+        self.ddp_copy(dev, dst, dst_at, src, src_at, len)
+    }
+
     fn synchronize(&mut self) -> BackendResult<()> {
         for d in &self.devices {
             self.hip.set_device(d.ordinal)?;
@@ -491,6 +529,7 @@ impl Backend for RocmBackend {
                 .stream_synchronize(d.stream)
                 .map_err(|e| e.context(format!("HIP device {}", d.ordinal)))?;
         }
+        self.ddp_synchronize()?;
         if let Ok(c) = &self.comms {
             for (i, &comm) in c.comms.iter().enumerate() {
                 self.rccl
@@ -528,8 +567,8 @@ impl Backend for RocmBackend {
 pub enum RocmUnsupported {
     /// RCCL has no in-place all-to-all (grouped send/recv from and into one buffer races).
     InPlaceAlltoall,
-    /// A workload the backend does not run yet (ddp_step).
-    NotYet(Workload),
+    /// RCCL's communicators did not start, so nothing can overlap an all-reduce (ddp_step).
+    NoCommunicators(RocmError),
     /// rocBLAS cannot take this GEMM (its type or dimensions).
     Gemm(GemmUnsupported),
     /// `batch_matmul --collect reduce` sums on the host and through MPI, which have no
@@ -541,7 +580,7 @@ impl std::fmt::Display for RocmUnsupported {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             RocmUnsupported::InPlaceAlltoall => f.write_str("RCCL has no in-place all-to-all (grouped send/recv from and into one buffer races): use --in-place no"),
-            RocmUnsupported::NotYet(w) => f.write_str(&BackendKind::Rocm.not_yet(*w).unwrap_or_default()),
+            RocmUnsupported::NoCommunicators(e) => e.fmt(f),
             RocmUnsupported::Gemm(e) => e.fmt(f),
             RocmUnsupported::HostReduction(dtype) => write!(
                 f,
@@ -556,6 +595,7 @@ impl std::error::Error for RocmUnsupported {
         match self {
             // Displayed itself, so its sources come next.
             RocmUnsupported::Gemm(e) => e.source(),
+            RocmUnsupported::NoCommunicators(e) => e.source(),
             _ => None,
         }
     }

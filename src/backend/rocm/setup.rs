@@ -99,6 +99,8 @@ fn open_device(hip: &Arc<Hip>, rocblas: Option<&Arc<Rocblas>>, ordinal: i32) -> 
         memory_bytes: hip.total_mem_bytes(ordinal)?,
         stream: std::ptr::null_mut(),
         marks: Vec::new(),
+        comm: std::ptr::null_mut(),
+        order_events: Vec::new(),
         blas: None,
         hip: hip.clone(),
     };
@@ -317,6 +319,7 @@ impl RocmBackend {
             timer,
             warnings,
             standin,
+            ddp: Default::default(),
         })
     }
 }
