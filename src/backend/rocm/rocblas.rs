@@ -158,7 +158,10 @@ impl Rocblas {
         self.check("rocblas_get_version_string", unsafe {
             (self.get_version_string)(buf.as_mut_ptr(), n)
         })?;
-        *buf.last_mut().expect("n > 0") = 0;
+        // Terminated whatever the library wrote (n > 0 was checked above).
+        if let Some(last) = buf.last_mut() {
+            *last = 0;
+        }
         // SAFETY: NUL-terminated above, inside the buffer.
         Ok(unsafe { CStr::from_ptr(buf.as_ptr()) }
             .to_string_lossy()
