@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # The ROCm backend end to end without an AMD GPU: builds scalebench's stand-in libraries
-# (standin/: CPU test doubles; here libamdhip64.so, the HIP runtime, and librccl.so, RCCL) and
+# (standin/: CPU test doubles; here libamdhip64.so, the HIP runtime, librccl.so, RCCL, and
+# librocblas.so, rocBLAS) and
 # runs `scalebench run --backend rocm` on them under real mpirun — pure (np=2, one GCD each),
 # hybrid (np=1, 2 GCDs) and 2 processes x 2 GCDs; all six collectives x f32 f64 f16 bf16 i32 x
 # sum prod min max avg x in/out-of-place x pipelined/isolated — every case validated, every
-# result labelled as a stand-in's and recorded as backend rocm. Then a planted RCCL defect must
-# be caught (exit 3), a missing HIP runtime refused (exit 2), and matmul refused as not yet on
-# the backend (exit 2).
+# result labelled as a stand-in's and recorded as backend rocm; then matmul and batch_matmul in
+# f32 f64 f16 bf16 through rocBLAS, pure and hybrid, and ddp_step (all-reduces on a
+# communication stream after HIP events), validated the same way. Then a planted RCCL defect
+# (collectives and ddp_step) and a planted GEMM defect must be caught (exit 3), and a missing
+# HIP runtime and a missing rocBLAS refused (exit 2).
 #
 # Uses $SCALEBENCH_BIN when set (ci/test.sh passes the binary its test step built with
 # --all-features), else builds `--features rocm`.
@@ -70,6 +73,27 @@ SCALEBENCH_STANDIN_DEVICES=4 "${mpi[@]}" -x SCALEBENCH_STANDIN_DEVICES -np 2 sta
   "${all[@]}" --out "$work/2x2"
 validated "$work/2x2" 700
 
+gemm=(-w matmul,batch_matmul --dims 64 --batch 3 --dtype f32,f64,f16,bf16 -n 3 --warmup 1 -q)
+
+step "GEMMs through rocBLAS: 2 processes x 1 GCD"
+"${mpi[@]}" -np 2 "$bin" run --backend rocm "${gemm[@]}" --out "$work/gemm-pure"
+validated "$work/gemm-pure" 8
+
+step "GEMMs through rocBLAS: 1 process x 2 GCDs (a rocBLAS handle per GCD)"
+"$bin" run --backend rocm --topology hybrid --devices-per-node 2 "${gemm[@]}" --out "$work/gemm-hybrid"
+validated "$work/gemm-hybrid" 8
+
+ddp=(-w ddp_step --model 64x48x3+200x40 --bucket-size 1B,16KiB,1MiB --first-bucket 0B --batch 8
+     --dtype f32,f64 -n 3 --warmup 1 -q)
+
+step "ddp_step: 2 processes x 1 GCD, all-reduces on a communication stream"
+"${mpi[@]}" -np 2 "$bin" run --backend rocm "${ddp[@]}" --out "$work/ddp-pure"
+validated "$work/ddp-pure" 6
+
+step "ddp_step: 1 process x 2 GCDs (one RCCL group on the communication streams)"
+"$bin" run --backend rocm --topology hybrid --devices-per-node 2 "${ddp[@]}" --out "$work/ddp-hybrid"
+validated "$work/ddp-hybrid" 6
+
 step "a planted RCCL defect must be caught (wrong > 0, exit 3)"
 code=0
 SCALEBENCH_STANDIN_DEFECT=corrupt "${mpi[@]}" -x SCALEBENCH_STANDIN_DEFECT -np 2 "$bin" run --backend rocm \
@@ -81,6 +105,28 @@ cases = json.load(open(sys.argv[1]))["cases"]
 assert cases and all(c["wrong"] > 0 for c in cases), "a case missed the planted defect"
 print(f"  {len(cases)} case{'' if len(cases) == 1 else 's'}, every one caught")
 PY
+code=0
+SCALEBENCH_STANDIN_DEFECT=corrupt "${mpi[@]}" -x SCALEBENCH_STANDIN_DEFECT -np 2 "$bin" run --backend rocm \
+  -w ddp_step --model 64x48x3+200x40 --bucket-size 16KiB --batch 8 -n 2 --warmup 1 -q --out "$work/defect-ddp" || code=$?
+[ "$code" = 3 ] || { echo "the planted defect under ddp_step exited $code, not 3"; exit 1; }
+python3 - "$work/defect-ddp/results.json" <<'PY'
+import json, sys
+cases = json.load(open(sys.argv[1]))["cases"]
+assert cases and all(c["wrong"] > 0 for c in cases), "ddp_step missed the planted defect"
+print("  ddp_step: caught")
+PY
+
+step "a planted GEMM defect (one wrong element in every rocBLAS product) must be caught (exit 3)"
+code=0
+SCALEBENCH_STANDIN_DEFECT=gemm "${mpi[@]}" -x SCALEBENCH_STANDIN_DEFECT -np 2 "$bin" run --backend rocm \
+  -w matmul,batch_matmul --dims 32 --batch 2 --dtype f32,bf16 -n 2 --warmup 1 -q --out "$work/defect-gemm" || code=$?
+[ "$code" = 3 ] || { echo "the planted GEMM defect exited $code, not 3"; exit 1; }
+python3 - "$work/defect-gemm/results.json" <<'PY'
+import json, sys
+cases = json.load(open(sys.argv[1]))["cases"]
+assert len(cases) == 4 and all(c["wrong"] > 0 for c in cases), "a GEMM case missed the planted defect"
+print(f"  {len(cases)} cases, every one caught")
+PY
 
 step "no HIP runtime on the library path: one sentence naming libamdhip64.so, exit 2"
 code=0
@@ -89,9 +135,13 @@ err=$(LD_LIBRARY_PATH= "$bin" run --backend rocm -w allreduce --sizes 4KiB -q --
 grep -q "libamdhip64.so" <<<"$err" || { echo "libamdhip64.so not named: $err"; exit 1; }
 ! grep -q panicked <<<"$err" || { echo "panic: $err"; exit 1; }
 
-step "matmul is not yet on the ROCm backend: refused at plan time, exit 2"
+step "no rocBLAS on the library path: a GEMM is one sentence naming librocblas.so, exit 2"
+mkdir -p "$work/no-rocblas"
+cp "$libs/libamdhip64.so" "$libs/librccl.so" "$work/no-rocblas/"
 code=0
-err=$("$bin" run --backend rocm -w matmul --dims 64 -q --out "$work/gemm" 2>&1) || code=$?
-[ "$code" = 2 ] || { echo "matmul on rocm exited $code, not 2: $err"; exit 1; }
-grep -q "not yet on the ROCm backend" <<<"$err" || { echo "no sentence: $err"; exit 1; }
+err=$(LD_LIBRARY_PATH="$work/no-rocblas" "$bin" run --backend rocm -w matmul --dims 32 -q --out "$work/norocblas" 2>&1) || code=$?
+[ "$code" = 2 ] || { echo "a missing rocBLAS exited $code, not 2: $err"; exit 1; }
+grep -q "no rocBLAS found: librocblas.so" <<<"$err" || { echo "librocblas.so not named: $err"; exit 1; }
+! grep -q panicked <<<"$err" || { echo "panic: $err"; exit 1; }
+
 echo "rocm-standin: all checks passed"

@@ -250,18 +250,6 @@ pub enum BackendKind {
 }
 named_enum!(BackendKind, "backend", { Cpu => "cpu", Cuda => "cuda", Rocm => "rocm" });
 
-impl BackendKind {
-    /// Why `w` cannot run on this backend yet, if so: one sentence with the fix, the same at
-    /// plan time and at run time. Phase 1 of the ROCm backend runs the collectives only.
-    pub fn not_yet(self, w: Workload) -> Option<String> {
-        (self == BackendKind::Rocm && !w.is_collective()).then(|| {
-            format!(
-                "{w} is not yet on the ROCm backend (it runs the six collectives; rocBLAS GEMMs and ddp_step are to come): use --backend cpu or cuda for it"
-            )
-        })
-    }
-}
-
 /// Which CPU GEMM the CPU backend should use (`--gemm`, spec key `run.gemm`).
 #[derive(
     Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default, Serialize, Deserialize,

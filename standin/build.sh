@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the scalebench stand-in CUDA libraries (CPU test doubles; see standin.h) into $1
 # (default: target/standin): libcuda.so.1, libcublas.so, libnccl.so, libnvidia-ml.so.1,
-# libamdhip64.so and librccl.so (ROCm), and
+# libamdhip64.so, librccl.so and librocblas.so (ROCm), and
 # missing-symbol/ (a libcuda without cuMemHostAlloc, for the missing-symbol test), and
 # contract-test (the contract checks' own test).
 # Use: LD_LIBRARY_PATH=$dir SCALEBENCH_STANDIN=1 scalebench run --backend cuda ...
@@ -25,12 +25,14 @@ if [ -f "$here/nvml.c" ]; then
   $CC "${flags[@]}" -Wl,-soname,libnvidia-ml.so.1 -o "$out/libnvidia-ml.so.1" "$here/nvml.c" -ldl
 fi
 # ROCm (the ROCm backend): the HIP runtime (the driver above compiled in, under HIP's names),
-# RCCL (nccl.c again: RCCL keeps NCCL's API), and rocm-missing-symbol/ (a HIP runtime
-# without hipEventElapsedTime, for the missing-symbol test).
+# RCCL (nccl.c again: RCCL keeps NCCL's API), rocBLAS (cuBLAS's arithmetic, gemm_arith.h, under
+# rocBLAS's API), and rocm-missing-symbol/ (a HIP runtime without hipEventElapsedTime, for the
+# missing-symbol test).
 mkdir -p "$out/rocm-missing-symbol"
 $CC "${flags[@]}" -Wl,-soname,libamdhip64.so -o "$out/libamdhip64.so" "$here/hip.c"
 $CC "${flags[@]}" -DSBS_OMIT_HIP_ELAPSED -Wl,-soname,libamdhip64.so -o "$out/rocm-missing-symbol/libamdhip64.so" "$here/hip.c"
 $CC "${flags[@]}" -DSBS_RCCL -Wl,-soname,librccl.so -o "$out/librccl.so" "$here/nccl.c" -L"$out" -l:libamdhip64.so -lm
+$CC "${flags[@]}" -Wl,-soname,librocblas.so -o "$out/librocblas.so" "$here/rocblas.c" -L"$out" -l:libamdhip64.so
 # The contract checks' own test (run by tests/integration/cuda.rs): each misuse must abort naming the call.
 $CC -std=gnu11 -O1 -g -Wall -Wextra -Werror -o "$out/contract-test" "$here/contract_test.c" \
   -L"$out" -l:libcuda.so.1 -l:libnccl.so -Wl,-rpath,"$out"

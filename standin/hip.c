@@ -170,6 +170,16 @@ SBS_EXPORT hipError_t hipEventSynchronize(void *e) {
     return cuEventSynchronize(e);
 }
 
+SBS_EXPORT hipError_t hipStreamWaitEvent(void *s, void *e, unsigned int flags) {
+    hipError_t r = current();
+    return r != OK ? r : cuStreamWaitEvent(s, e, flags);
+}
+
+SBS_EXPORT hipError_t hipLaunchHostFunc(void *s, void (*fn)(void *), void *arg) {
+    hipError_t r = current();
+    return r != OK ? r : cuLaunchHostFunc(s, fn, arg);
+}
+
 #ifndef SBS_OMIT_HIP_ELAPSED
 SBS_EXPORT hipError_t hipEventElapsedTime(float *ms, void *a, void *b) {
     return cuEventElapsedTime(ms, a, b);

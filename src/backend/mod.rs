@@ -22,8 +22,11 @@ pub mod ccl;
 pub mod cpu;
 #[cfg(feature = "cuda")]
 pub mod cuda;
-// Device-timeline marks (a ring of event slots), shared by the GPU backends.
 pub mod gemm;
+// The GPU libraries' GEMM call (row-major on column-major), shared by cuBLAS and rocBLAS.
+#[cfg(any(feature = "cuda", feature = "rocm"))]
+pub(crate) mod gpu_gemm;
+// Device-timeline marks (a ring of event slots), shared by the GPU backends.
 #[cfg(any(feature = "cuda", feature = "rocm"))]
 pub(crate) mod marks;
 pub mod nccl_log;
@@ -655,8 +658,9 @@ mod tests {
         #[cfg(feature = "cuda")]
         {
             use cuda::{CudaUnsupported, GemmUnsupported};
-            let gemm = Unsupported::from(CudaUnsupported::Gemm(GemmUnsupported::Int32));
-            assert_eq!(gemm.to_string(), GemmUnsupported::Int32.to_string());
+            let int32 = GemmUnsupported::Int32 { library: "cuBLAS" };
+            let gemm = Unsupported::from(CudaUnsupported::Gemm(int32.clone()));
+            assert_eq!(gemm.to_string(), int32.to_string());
             assert!(Unsupported::from(CudaUnsupported::InPlaceAlltoall)
                 .to_string()
                 .starts_with("NCCL has no in-place all-to-all"));

@@ -52,12 +52,6 @@ impl CaseChecker {
 
     /// `Err` for the first reason `c` cannot run.
     pub fn check(&mut self, c: &CaseParams) -> Result<(), CaseProblem> {
-        if let Some(message) = c.backend.not_yet(c.workload) {
-            return Err(CaseProblem {
-                key: CheckKey::Workload,
-                message,
-            });
-        }
         if c.workload != Workload::DdpStep {
             return Ok(());
         }

@@ -1,9 +1,10 @@
-//! The ROCm backend (issue 30, phase 1) through the real binary, on scalebench's stand-in HIP
-//! runtime and RCCL (`standin/`: CPU test doubles, no AMD GPU anywhere): every collective
-//! validated under real mpirun, results labelled STAND-IN with backend `rocm`; a planted RCCL
-//! defect caught (exit 3); a missing library, a missing symbol and too old a version each
-//! refused with one sentence (exit 2), never a panic. Built without the feature, `--backend
-//! rocm` is refused with the rebuild command.
+//! The ROCm backend (issue 30) through the real binary, on scalebench's stand-in HIP runtime,
+//! RCCL and rocBLAS (`standin/`: CPU test doubles, no AMD GPU anywhere): every collective and
+//! the GEMMs validated under real mpirun, results labelled STAND-IN with backend `rocm`; a
+//! planted RCCL defect and a planted GEMM defect caught (exit 3); ddp_step's gradients exact
+//! with its all-reduces on a communication stream; a missing library, a missing symbol and too
+//! old a version each refused with one sentence (exit 2), never a panic. Built without the
+//! feature, `--backend rocm` is refused with the rebuild command.
 
 // Ran serves the tests that need the rocm feature.
 #[cfg_attr(not(feature = "rocm"), allow(unused_imports))]
@@ -369,19 +370,252 @@ mod standin {
         all_valid(&solo_with(&at_floor, &small_run(&out)), &out, 1);
     }
 
-    /// GEMMs and ddp_step are not on the backend yet: refused at plan time (exit 2) with the
-    /// sentence, before any library loads.
-    #[test]
-    fn gemm_and_ddp_step_are_refused_as_not_yet() {
-        for (w, mid) in [
-            ("matmul", &["-w", "matmul", "--dims", "32"][..]),
-            ("batch_matmul", &["-w", "batch_matmul", "--dims", "32"][..]),
-            ("ddp_step", &["-w", "ddp_step"][..]),
-        ] {
-            let out = tmpdir("rocm-notyet").join("out");
-            let ran = solo_with(&on_standins(&[]), &rocm_run(mid, "2", &out));
-            refused(&ran, &[w, "not yet on the ROCm backend"], &out);
+    /// ddp_step's results as JSON (the wire types do not model the `ddp` record).
+    fn ddp_results(out: &Path) -> serde_json::Value {
+        let text = std::fs::read_to_string(out.join("results.json"))
+            .unwrap_or_else(|e| panic!("{}: {e}", out.display()));
+        serde_json::from_str(&text).unwrap()
+    }
+
+    /// `run --backend rocm -w ddp_step` on layers 64×48 ×3 and 200×40 with buckets of `cap`
+    /// (one cap for all: no larger first bucket), gradients checked once.
+    fn ddp_args(cap: &str, mid: &[&str], out: &Path) -> Vec<String> {
+        let mut m = vec![
+            "-w",
+            "ddp_step",
+            "--model",
+            "64x48x3+200x40",
+            "--bucket-size",
+            cap,
+            "--first-bucket",
+            "0B",
+            "--batch",
+            "8",
+            "--check",
+            "1",
+        ];
+        m.extend_from_slice(mid);
+        rocm_run(&m, "2", out)
+    }
+
+    /// Every case ok with exact gradients (2 GCDs average exactly with RCCL's native
+    /// average), DDP's bucket layout (in f32: one bucket per layer at 1 B, three at 16 KiB,
+    /// one at 1 MiB), the step figures present, backend rocm, labelled STAND-IN.
+    fn ddp_exact(ran: &Ran, out: &Path, want_cases: usize) {
+        ran.assert_code(0);
+        let v = ddp_results(out);
+        let detail = v["launches"][0]["provenance"]["backend"]["detail"]
+            .as_str()
+            .unwrap();
+        assert!(detail.starts_with("STAND-IN: "), "{detail}");
+        let cases = v["cases"].as_array().unwrap();
+        assert_eq!(cases.len(), want_cases, "{v}");
+        for c in cases {
+            assert_eq!(c["params"]["backend"], "rocm");
+            assert_eq!(c["status"], "ok", "{}: {}", c["params"], c["message"]);
+            assert_eq!(c["wrong"], 0);
+            assert_eq!(c["tolerance"].as_f64(), Some(0.0));
+            assert_eq!(c["devices"].as_u64(), Some(2));
+            let want = match c["params"]["bucket_bytes"].as_u64().unwrap() {
+                1 => 4,
+                16384 if c["params"]["dtype"] == "f64" => 4,
+                16384 => 3,
+                1048576 => 1,
+                other => panic!("unexpected bucket size {other}"),
+            };
+            assert_eq!(c["ddp"]["buckets"].as_u64(), Some(want), "{}", c["params"]);
+            for k in ["step_s", "step_no_overlap_s", "compute_s", "comm_s"] {
+                let t = c["ddp"][k].as_f64().unwrap();
+                assert!(t > 0.0 && t.is_finite(), "{k} = {t}");
+            }
         }
+    }
+
+    /// ddp_step on ROCm: GEMMs through rocBLAS on each GCD's compute stream, each bucket's
+    /// RCCL all-reduce (avg) on a communication stream after a HIP event — pure MPI (2
+    /// processes) and hybrid (1 process, 2 GCDs in one RCCL group); every gradient exact.
+    #[test]
+    fn ddp_step_gradients_are_exact_pure_and_hybrid() {
+        let dir = tmpdir("rocm-ddp");
+        let out = dir.join("pure");
+        let args = ddp_args("1B,16KiB,1MiB", &["--dtype", "f32,f64"], &out);
+        ddp_exact(&mpirun_with_env(2, &on_standins(&[]), &args), &out, 6);
+        let out = dir.join("hybrid");
+        let hybrid = ["--topology", "hybrid", "--devices-per-node", "2"];
+        let args = ddp_args("1B,16KiB,1MiB", &hybrid, &out);
+        ddp_exact(&solo_with(&on_standins(&[]), &args), &out, 3);
+    }
+
+    /// The planted RCCL defect under ddp_step (one wrong element in every all-reduce) is a
+    /// wrong gradient: counted, exit 3.
+    #[test]
+    fn ddp_step_wrong_gradients_exit_3() {
+        let out = tmpdir("rocm-ddp-defect").join("out");
+        let args = ddp_args("16KiB", &[], &out);
+        let ran = mpirun_with_env(
+            2,
+            &on_standins(&["SCALEBENCH_STANDIN_DEFECT=corrupt"]),
+            &args,
+        );
+        ran.assert_code(3);
+        let c = &ddp_results(&out)["cases"][0];
+        assert_eq!(c["status"], "wrong", "{c}");
+        assert!(c["wrong"].as_u64().unwrap() > 0);
+    }
+
+    /// With a slow link (fault `slow_comm`: a host function sleeping 40 ms on the
+    /// communication stream after each all-reduce, hipLaunchHostFunc) the step cannot end
+    /// before the four buckets' delays have passed one after another: the compute stream
+    /// really waits for the communication stream's events.
+    #[test]
+    fn ddp_step_slow_link_shows_as_exposed_communication() {
+        let out = tmpdir("rocm-ddp-slow").join("out");
+        let mut args = ddp_args(
+            "1B",
+            &["--topology", "hybrid", "--devices-per-node", "2"],
+            &out,
+        );
+        args.splice(3..3, ["--fault".to_string(), "slow_comm:40".to_string()]);
+        let ran = solo_with(&on_standins(&[]), &args);
+        ran.assert_code(0);
+        let c = &ddp_results(&out)["cases"][0];
+        assert_eq!(c["wrong"], 0);
+        let d = |k: &str| c["ddp"][k].as_f64().unwrap();
+        assert!(d("comm_s") >= 0.16, "comm {}", d("comm_s"));
+        assert!(d("step_s") >= 0.16, "step {}", d("step_s"));
+        assert!(d("exposed_comm_s") >= 0.16 - d("compute_s"), "{}", c["ddp"]);
+    }
+
+    /// `-w matmul,batch_matmul` over every GEMM type (`--dims 48 --batch 3`).
+    fn gemm_run(out: &Path, extra: &[&str]) -> Vec<String> {
+        let mut mid = vec![
+            "-w",
+            "matmul,batch_matmul",
+            "--dims",
+            "48",
+            "--batch",
+            "3",
+            "--dtype",
+            "f32,f64,f16,bf16",
+        ];
+        mid.extend_from_slice(extra);
+        rocm_run(&mid, "3", out)
+    }
+
+    /// The launch's backend detail names rocBLAS and its version (it was opened and used).
+    fn names_rocblas(r: &common::wire::ResultsFile) {
+        for l in &r.launches {
+            let detail = &l.provenance.as_ref().unwrap().backend.detail;
+            assert!(
+                detail.contains("rocBLAS 4.2.0.sbs rocblas_gemm_strided_batched_ex"),
+                "{detail}"
+            );
+        }
+    }
+
+    /// rocBLAS stand-in: matmul and batch_matmul in every GEMM type validate exactly (f16/bf16
+    /// against the f32-accumulation tolerance) in pure MPI (np=2) and hybrid (1 × 2 GCDs, one
+    /// rocBLAS handle per GCD), every case measured, labelled STAND-IN.
+    #[test]
+    fn gemms_validate_on_the_rocblas_standin() {
+        let dir = tmpdir("rocm-gemm");
+        let out = dir.join("np2");
+        let r = all_valid(
+            &mpirun_with_env(2, &on_standins(&[]), &gemm_run(&out, &[])),
+            &out,
+            8,
+        );
+        names_rocblas(&r);
+        assert!(r.cases.iter().all(|c| c.status == "ok"));
+        let workloads: std::collections::BTreeSet<&str> =
+            r.cases.iter().map(|c| c.params.workload.as_str()).collect();
+        assert_eq!(workloads.len(), 2, "{workloads:?}");
+        let out = dir.join("hybrid");
+        let hybrid = gemm_run(&out, &["--topology", "hybrid", "--devices-per-node", "2"]);
+        let r = all_valid(&solo_with(&on_standins(&[]), &hybrid), &out, 8);
+        names_rocblas(&r);
+        assert_eq!(
+            r.launches[0].provenance.as_ref().unwrap().ranks[0]
+                .devices
+                .len(),
+            2
+        );
+    }
+
+    /// The planted GEMM defect (one wrong element in every rocBLAS product) must be caught in
+    /// both GEMM workloads: wrong > 0 in every case, exit 3. Proof that the GEMM check on this
+    /// path can fail.
+    #[test]
+    fn a_planted_gemm_defect_is_caught() {
+        let out = tmpdir("rocm-gemm-defect").join("out");
+        let args = rocm_run(
+            &[
+                "-w",
+                "matmul,batch_matmul",
+                "--dims",
+                "32",
+                "--batch",
+                "2",
+                "--dtype",
+                "f32,bf16",
+            ],
+            "2",
+            &out,
+        );
+        let ran = mpirun_with_env(2, &on_standins(&["SCALEBENCH_STANDIN_DEFECT=gemm"]), &args);
+        ran.assert_code(3);
+        let r = common::read_results(&out);
+        assert_eq!(r.cases.len(), 4);
+        for c in &r.cases {
+            assert!(c.wrong > 0, "{}: the defect went unnoticed", c.id);
+        }
+    }
+
+    /// No rocBLAS on the path: a GEMM launch is refused with one sentence naming
+    /// librocblas.so and the minimum ROCm (exit 2), while a collectives-only launch, which
+    /// never opens rocBLAS, still runs there.
+    #[test]
+    fn a_missing_rocblas_is_one_sentence_for_gemms_only() {
+        let dir = tmpdir("rocm-norocblas");
+        let no_blas = dir.join("no-rocblas");
+        std::fs::create_dir_all(&no_blas).unwrap();
+        for lib in ["libamdhip64.so", "librccl.so"] {
+            std::fs::copy(libs().join(lib), no_blas.join(lib)).unwrap();
+        }
+        let e = env(no_blas.to_str().unwrap(), &[]);
+        let out = dir.join("gemm");
+        refused(
+            &solo_with(&e, &rocm_run(&["-w", "matmul", "--dims", "32"], "2", &out)),
+            &["no rocBLAS found", "librocblas.so", "ROCm 5.7 or newer"],
+            &out,
+        );
+        let out = dir.join("collectives");
+        all_valid(&solo_with(&e, &small_run(&out)), &out, 1);
+    }
+
+    /// A rocBLAS older than 3.1.0 (ROCm 5.7's) is refused by version; at the floor it runs.
+    #[test]
+    fn too_old_a_rocblas_is_refused() {
+        let dir = tmpdir("rocm-old-rocblas");
+        let out = dir.join("old");
+        let gemm = |o: &Path| rocm_run(&["-w", "matmul", "--dims", "16"], "2", o);
+        refused(
+            &solo_with(
+                &on_standins(&["SCALEBENCH_STANDIN_ROCBLAS_VERSION=3.0.2.abc"]),
+                &gemm(&out),
+            ),
+            &["librocblas.so is rocBLAS 3.0.2.abc, older than rocBLAS 3.1.0"],
+            &out,
+        );
+        let out = dir.join("floor");
+        all_valid(
+            &solo_with(
+                &on_standins(&["SCALEBENCH_STANDIN_ROCBLAS_VERSION=3.1.0"]),
+                &gemm(&out),
+            ),
+            &out,
+            1,
+        );
     }
 }
 

@@ -33,9 +33,9 @@ pub(crate) mod pipeline;
 pub mod probe;
 mod setup;
 
+pub use crate::backend::gpu_gemm::GemmUnsupported;
 pub use backend::{CudaBackend, CudaUnsupported};
 pub use capture::CAPTURE_ENV;
-pub use cublas::GemmUnsupported;
 pub use error::{CudaError, CudaResult};
 pub use events::MarkOverwritten;
 pub use memory::{DeviceBuf, TooLarge};

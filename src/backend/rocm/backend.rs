@@ -1,29 +1,31 @@
 //! [`RocmBackend`]: device buffers on the GPUs (GCDs) a rank drives, RCCL collectives and
 //! HIP-event timing, as the CUDA backend does with NCCL and CUDA events.
 //!
-//! Streams: each GPU has one stream that carries everything (copies, RCCL calls, timing
-//! events), so stream order is the only synchronisation the timed paths need. Uploads and
+//! Streams: each GPU has one stream that carries everything (copies, RCCL calls, rocBLAS
+//! GEMMs, timing events), so stream order is the only synchronisation the timed paths need. Uploads and
 //! downloads synchronise the stream before they return (HIP may read a pageable source after
 //! `hipMemcpyAsync` returned), outside the timed window.
 
 use super::hip::{CopyKind, Event, Hip, Stream};
 use super::memory::RocmBuf;
 use super::rccl::{Comm, Rccl};
+use super::rocblas::{self, Rocblas};
 use super::RocmError;
 use crate::backend::ccl::{self, Resolved};
+use crate::backend::gpu_gemm::GemmUnsupported;
 use crate::backend::marks::{Mark, Ring};
 use crate::backend::{
     Backend, BackendError, BackendResult, CollectiveCall, DevicePlan, GemmBatch, HostBuf,
-    Unsupported,
+    OverlapSettings, Unsupported,
 };
-use crate::params::{BackendKind, CaseParams, Dtype, ReduceOp, Workload};
+use crate::params::{BackendKind, CaseParams, Collect, Dtype, ReduceOp, Workload};
 use crate::results::schema::{BackendInfo, DeviceBinding, TimerInfo};
 use crate::topology::affinity;
 use std::ffi::c_void;
 use std::sync::Arc;
 
 /// The warning and label every run on the stand-in libraries carries.
-pub const STANDIN_LABEL: &str = "STAND-IN: the ROCm libraries (HIP runtime, RCCL) are scalebench's CPU test doubles (standin/, SCALEBENCH_STANDIN=1), not an AMD GPU: results prove the device path runs and validates; no time or bandwidth here is a GPU's";
+pub const STANDIN_LABEL: &str = "STAND-IN: the ROCm libraries (HIP runtime, RCCL, rocBLAS) are scalebench's CPU test doubles (standin/, SCALEBENCH_STANDIN=1), not an AMD GPU: results prove the device path runs and validates; no time, bandwidth or GFLOP/s here is a GPU's";
 
 /// The name the stand-in HIP runtime gives every device.
 pub(crate) const STANDIN_DEVICE_NAME: &str = "scalebench stand-in";
@@ -38,7 +40,27 @@ pub(super) struct Device {
     pub(super) stream: Stream,
     /// One timing event per mark slot.
     pub(super) marks: Vec<Event>,
+    /// ddp_step's communication stream (null until the first ddp_step case).
+    pub(super) comm: Stream,
+    /// ddp_step's ordering events, all this device ever created (destroyed with it).
+    pub(super) order_events: Vec<Event>,
+    /// The rocBLAS handle on `stream` (`None`: the launch runs no GEMM, rocBLAS not opened).
+    pub(super) blas: Option<BlasHandle>,
     pub(super) hip: Arc<Hip>,
+}
+
+/// A rocBLAS handle bound to its device's stream, destroyed on drop.
+pub(super) struct BlasHandle {
+    pub(super) handle: rocblas::Handle,
+    pub(super) lib: Arc<Rocblas>,
+}
+
+impl Drop for BlasHandle {
+    fn drop(&mut self) {
+        // SAFETY: created by `Rocblas::handle`, destroyed once; the owning device synchronised
+        // its stream first (Device's drop).
+        let _ = unsafe { self.lib.destroy(self.handle) };
+    }
 }
 
 impl Device {
@@ -59,13 +81,17 @@ impl Drop for Device {
             return;
         }
         let _ = self.hip.device_synchronize();
-        for &e in &self.marks {
+        // Before the stream it is bound to.
+        self.blas = None;
+        for &e in self.marks.iter().chain(&self.order_events) {
             // SAFETY: created by this device, no work left that records it, destroyed once.
             let _ = unsafe { self.hip.event_destroy(e) };
         }
-        if !self.stream.is_null() {
-            // SAFETY: created for this device, synchronised above, destroyed once.
-            let _ = unsafe { self.hip.stream_destroy(self.stream) };
+        for s in [self.stream, self.comm] {
+            if !s.is_null() {
+                // SAFETY: created for this device, synchronised above, destroyed once.
+                let _ = unsafe { self.hip.stream_destroy(s) };
+            }
         }
     }
 }
@@ -97,11 +123,15 @@ pub struct RocmBackend {
     pub(super) plan: DevicePlan,
     pub(super) hip_version: String,
     pub(super) rccl_version: String,
+    /// rocBLAS's version where the launch runs a GEMM (rocBLAS opened), else `None`.
+    pub(super) rocblas_version: Option<String>,
     pub(super) ring: Ring,
     pub(super) timer: TimerInfo,
     pub(super) warnings: Vec<String>,
     /// The devices are scalebench's stand-ins, not GPUs (labelled in every result).
     pub(super) standin: bool,
+    /// ddp_step's all-reduces in flight and idle ordering events.
+    pub(super) ddp: super::ddp::State,
 }
 
 impl RocmBackend {
@@ -115,32 +145,47 @@ impl RocmBackend {
     }
 
     fn check_buf(&self, what: &str, b: &RocmBuf, dev: usize, dtype: Dtype) -> BackendResult<()> {
-        if b.dev != dev || b.dtype != dtype {
+        self.check_len(what, b, dev, dtype, 0)
+    }
+
+    /// `b` is a buffer of `dtype` on local device `dev` with at least `min` elements.
+    pub(super) fn check_len(
+        &self,
+        what: &str,
+        b: &RocmBuf,
+        dev: usize,
+        dtype: Dtype,
+        min: usize,
+    ) -> BackendResult<()> {
+        if b.dev != dev || b.dtype != dtype || b.count < min {
             return Err(BackendError::check(format!(
-                "{what}: a {} buffer on local device {} where {dtype} on device {dev} is needed",
-                b.dtype, b.dev
+                "{what}: a {} {} buffer on local device {} where {min} {dtype} elements on device {dev} are needed",
+                b.count, b.dtype, b.dev
             )));
         }
         Ok(())
     }
 
-    /// Enqueues `resolved` (checked calls, each with its local device) in one RCCL group. On
-    /// an error the communicators are aborted, so later collectives fail with the sentence
-    /// instead of hanging.
-    fn rccl_group(
+    /// Enqueues `resolved` (checked calls, each with its local device) in one RCCL group,
+    /// device `dev`'s calls on `streams[dev]`. On an error the communicators are aborted, so
+    /// later collectives fail with the sentence instead of hanging.
+    pub(super) fn rccl_group(
         &mut self,
         call: &CollectiveCall,
         resolved: &[(usize, Resolved)],
+        streams: &[Stream],
     ) -> BackendResult<()> {
         let comms = self.comms.as_ref().map_err(|e| e.clone())?;
         self.rccl.group_start()?;
         let mut first_err = None;
         for (dev, r) in resolved {
-            let d = &self.devices[*dev];
-            // SAFETY: `comms.comms[dev]` is this device's live communicator and `d.stream` a
-            // live stream of it; the regions were checked against live buffers of this
+            // SAFETY: `comms.comms[dev]` is this device's live communicator and `streams[dev]`
+            // a live stream of it; the regions were checked against live buffers of this
             // device, which stay allocated until the device has synchronised (RocmBuf's drop).
-            let out = unsafe { self.rccl.launch(r, call.dtype, comms.comms[*dev], d.stream) };
+            let out = unsafe {
+                self.rccl
+                    .launch(r, call.dtype, comms.comms[*dev], streams[*dev])
+            };
             if let Err(e) = out {
                 first_err = Some(e);
                 break;
@@ -207,6 +252,12 @@ impl Backend for RocmBackend {
 
     fn info(&self) -> BackendInfo {
         let g = self.devices.len();
+        let blas = match &self.rocblas_version {
+            Some(v) => format!(
+                "rocBLAS {v} rocblas_gemm_strided_batched_ex (f32 and f64 in their own precision; f16/bf16: f32 accumulation)"
+            ),
+            None => "rocBLAS not opened (no GEMM in this launch)".to_string(),
+        };
         let rccl = match &self.comms {
             Ok(_) => format!(
                 "RCCL {} (NCCL API) collectives, one RCCL rank per GPU ({})",
@@ -222,7 +273,7 @@ impl Backend for RocmBackend {
         BackendInfo {
             kind: BackendKind::Rocm,
             detail: format!(
-                "{}{rccl}; HIP runtime {} (libamdhip64.so and librccl.so loaded at run time); no GEMM or ddp_step on this backend yet (phase 1)",
+                "{}{rccl}; {blas}; HIP runtime {} (libamdhip64.so, librccl.so and librocblas.so loaded at run time); ddp_step's all-reduces on a communication stream per GPU, ordered after the compute stream by HIP events",
                 if self.standin {
                     format!("{STANDIN_LABEL}. ")
                 } else {
@@ -269,7 +320,21 @@ impl Backend for RocmBackend {
 
     fn supports(&self, p: &CaseParams) -> Result<(), Unsupported> {
         if !p.workload.is_collective() {
-            return Err(RocmUnsupported::NotYet(p.workload).into());
+            rocblas::types(p.dtype).map_err(RocmUnsupported::Gemm)?;
+            if let Some(s) = p.shape {
+                rocblas::row_major(&GemmBatch {
+                    shape: s,
+                    count: 1,
+                    shared_b: false,
+                })
+                .map_err(RocmUnsupported::Gemm)?;
+            }
+        }
+        if p.workload == Workload::BatchMatmul
+            && p.collect == Some(Collect::Reduce)
+            && matches!(p.dtype, Dtype::F16 | Dtype::Bf16)
+        {
+            return Err(RocmUnsupported::HostReduction(p.dtype).into());
         }
         if p.workload == Workload::Alltoall && p.in_place == Some(true) {
             return Err(RocmUnsupported::InPlaceAlltoall.into());
@@ -363,19 +428,62 @@ impl Backend for RocmBackend {
                 resolved.push((dev, Resolved::new(c, send_r, recv_r, eb)?));
             }
         }
-        self.rccl_group(call, &resolved)
+        let streams: Vec<_> = self.devices.iter().map(|d| d.stream).collect();
+        self.rccl_group(call, &resolved, &streams)
     }
 
     fn gemm(
         &mut self,
-        _batches: &[GemmBatch],
-        _a: &[RocmBuf],
-        _b: &[RocmBuf],
-        _c: &mut [RocmBuf],
+        batches: &[GemmBatch],
+        a: &[RocmBuf],
+        b: &[RocmBuf],
+        c: &mut [RocmBuf],
     ) -> BackendResult<()> {
-        Err(BackendError::Unsupported(
-            RocmUnsupported::NotYet(Workload::Matmul).to_string(),
-        ))
+        let g = self.devices.len();
+        if batches.len() != g || a.len() != g || b.len() != g || c.len() != g {
+            return Err(BackendError::check(format!(
+                "a GEMM needs one batch, A, B and C per local device ({g})"
+            )));
+        }
+        for dev in 0..g {
+            let bt = batches[dev];
+            if bt.count == 0 || bt.c_len() == 0 {
+                continue;
+            }
+            let dtype = a[dev].dtype;
+            let nb = if bt.shared_b { 1 } else { bt.count };
+            self.check_len("GEMM A", &a[dev], dev, dtype, bt.count * bt.a_len())?;
+            self.check_len("GEMM B", &b[dev], dev, dtype, nb * bt.b_len())?;
+            self.check_len("GEMM C", &c[dev], dev, dtype, bt.count * bt.c_len())?;
+            let params = rocblas::row_major(&bt)?;
+            let types = rocblas::types(dtype)?;
+            let d = &self.devices[dev];
+            let blas = d.blas.as_ref().ok_or_else(|| {
+                BackendError::check(
+                    "a GEMM on a ROCm backend set up without rocBLAS (the launch planned no GEMM)",
+                )
+            })?;
+            self.hip.set_device(d.ordinal)?;
+            // SAFETY: the handle is this device's (now current) and bound to its stream; A, B
+            // and C were checked above to be buffers of this device holding the whole batch;
+            // C is exclusively borrowed, so it overlaps neither A nor B; all stay allocated
+            // until the device has synchronised (RocmBuf's drop).
+            unsafe {
+                blas.lib.gemm(
+                    blas.handle,
+                    &params,
+                    types,
+                    a[dev].ptr(),
+                    b[dev].ptr(),
+                    c[dev].ptr(),
+                )
+            }?;
+        }
+        Ok(())
+    }
+
+    fn gemm_accumulator(&self, dtype: Dtype) -> Dtype {
+        crate::backend::gpu_gemm::accumulator(dtype)
     }
 
     fn reduction_tolerance(&self, dtype: Dtype, op: ReduceOp) -> f64 {
@@ -385,6 +493,35 @@ impl Backend for RocmBackend {
         }
     }
 
+    fn overlap_support(&self) -> Result<(), Unsupported> {
+        self.ddp_support()
+            .map_err(|e| RocmUnsupported::NoCommunicators(e).into())
+    }
+
+    fn set_overlap(&mut self, settings: OverlapSettings) -> BackendResult<()> {
+        self.ddp_configure(settings)
+    }
+
+    fn allreduce_start(&mut self, call: &CollectiveCall, bufs: Vec<RocmBuf>) -> BackendResult<u64> {
+        self.ddp_start(call, bufs)
+    }
+
+    fn allreduce_wait(&mut self, ticket: u64) -> BackendResult<Vec<RocmBuf>> {
+        self.ddp_wait(ticket)
+    }
+
+    fn copy_within(
+        &mut self,
+        dev: usize,
+        dst: &mut RocmBuf,
+        dst_at: usize,
+        src: &RocmBuf,
+        src_at: usize,
+        len: usize,
+    ) -> BackendResult<()> {
+        self.ddp_copy(dev, dst, dst_at, src, src_at, len)
+    }
+
     fn synchronize(&mut self) -> BackendResult<()> {
         for d in &self.devices {
             self.hip.set_device(d.ordinal)?;
@@ -392,6 +529,7 @@ impl Backend for RocmBackend {
                 .stream_synchronize(d.stream)
                 .map_err(|e| e.context(format!("HIP device {}", d.ordinal)))?;
         }
+        self.ddp_synchronize()?;
         if let Ok(c) = &self.comms {
             for (i, &comm) in c.comms.iter().enumerate() {
                 self.rccl
@@ -433,20 +571,39 @@ impl Backend for RocmBackend {
 pub enum RocmUnsupported {
     /// RCCL has no in-place all-to-all (grouped send/recv from and into one buffer races).
     InPlaceAlltoall,
-    /// A workload phase 1 of the backend does not run yet (GEMMs, ddp_step).
-    NotYet(Workload),
+    /// RCCL's communicators did not start, so nothing can overlap an all-reduce (ddp_step).
+    NoCommunicators(RocmError),
+    /// rocBLAS cannot take this GEMM (its type or dimensions).
+    Gemm(GemmUnsupported),
+    /// `batch_matmul --collect reduce` sums on the host and through MPI, which have no
+    /// arithmetic for this type.
+    HostReduction(Dtype),
 }
 
 impl std::fmt::Display for RocmUnsupported {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             RocmUnsupported::InPlaceAlltoall => f.write_str("RCCL has no in-place all-to-all (grouped send/recv from and into one buffer races): use --in-place no"),
-            RocmUnsupported::NotYet(w) => f.write_str(&BackendKind::Rocm.not_yet(*w).unwrap_or_default()),
+            RocmUnsupported::NoCommunicators(e) => e.fmt(f),
+            RocmUnsupported::Gemm(e) => e.fmt(f),
+            RocmUnsupported::HostReduction(dtype) => write!(
+                f,
+                "batch_matmul --collect reduce sums the products on the host and through MPI, which have no {dtype} arithmetic: use --collect gather, or f32"
+            ),
         }
     }
 }
 
-impl std::error::Error for RocmUnsupported {}
+impl std::error::Error for RocmUnsupported {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            // Displayed itself, so its sources come next.
+            RocmUnsupported::Gemm(e) => e.source(),
+            RocmUnsupported::NoCommunicators(e) => e.source(),
+            _ => None,
+        }
+    }
+}
 
 impl From<RocmUnsupported> for Unsupported {
     fn from(e: RocmUnsupported) -> Unsupported {

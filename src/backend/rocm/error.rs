@@ -47,6 +47,13 @@ pub enum RocmError {
         code: i32,
         text: String,
     },
+    /// A rocBLAS call failed: its name and rocBLAS's name for the status.
+    #[error("{call} failed in rocBLAS (librocblas.so): {text}")]
+    Rocblas {
+        call: &'static str,
+        status: i32,
+        text: String,
+    },
     /// The runtime started and sees no device.
     #[error("no ROCm device: the HIP runtime (libamdhip64.so) sees no GPU ({0}): check `rocm-smi`, and that ROCR_VISIBLE_DEVICES / HIP_VISIBLE_DEVICES do not hide them")]
     NoDevice(String),

@@ -7,7 +7,7 @@
 
 use super::error::{RocmError, RocmResult};
 use super::loader::{self, entry_points};
-use std::ffi::{c_char, c_float, c_int, c_void, CStr};
+use std::ffi::{c_char, c_float, c_int, c_uint, c_void, CStr};
 
 /// A HIP stream (`hipStream_t`).
 pub(crate) type Stream = *mut c_void;
@@ -20,7 +20,11 @@ pub(crate) type Event = *mut c_void;
 pub(crate) enum CopyKind {
     HostToDevice = 1,
     DeviceToHost = 2,
+    DeviceToDevice = 3,
 }
+
+/// A host function enqueued on a stream (`hipHostFn_t`).
+pub(crate) type HostFn = unsafe extern "C" fn(*mut c_void);
 
 /// `hipErrorNoDevice`.
 const NO_DEVICE: c_int = 100;
@@ -55,6 +59,8 @@ entry_points! {
         event_create = "hipEventCreate": fn(*mut Event) -> c_int;
         event_destroy = "hipEventDestroy": fn(Event) -> c_int;
         event_record = "hipEventRecord": fn(Event, Stream) -> c_int;
+        stream_wait_event = "hipStreamWaitEvent": fn(Stream, Event, c_uint) -> c_int;
+        launch_host_func = "hipLaunchHostFunc": fn(Stream, HostFn, *mut c_void) -> c_int;
         event_synchronize = "hipEventSynchronize": fn(Event) -> c_int;
         event_elapsed_time = "hipEventElapsedTime": fn(*mut c_float, Event, Event) -> c_int;
         device_synchronize = "hipDeviceSynchronize": fn() -> c_int;
@@ -261,6 +267,31 @@ impl Hip {
     pub(crate) fn event_record(&self, e: Event, s: Stream) -> RocmResult<()> {
         // SAFETY: HIP checks the handles; the backend passes only its live ones.
         self.check("hipEventRecord", unsafe { (self.event_record)(e, s) })
+    }
+
+    /// Makes later work on `s` wait for the last record of `e` (both live, of the current
+    /// device); the host does not wait.
+    pub(crate) fn stream_wait_event(&self, s: Stream, e: Event) -> RocmResult<()> {
+        // SAFETY: HIP checks the handles; the backend passes only its live ones. Flags 0.
+        self.check("hipStreamWaitEvent", unsafe {
+            (self.stream_wait_event)(s, e, 0)
+        })
+    }
+
+    /// Enqueues `f(arg)` on `s`, run on a runtime thread after the work before it.
+    ///
+    /// # Safety
+    /// `f` calls no HIP function and is sound for `arg` whenever the stream runs it.
+    pub(crate) unsafe fn launch_host_func(
+        &self,
+        s: Stream,
+        f: HostFn,
+        arg: *mut c_void,
+    ) -> RocmResult<()> {
+        // SAFETY: the caller's guarantee; the stream is live.
+        self.check("hipLaunchHostFunc", unsafe {
+            (self.launch_host_func)(s, f, arg)
+        })
     }
 
     /// Seconds from `a` to `b` (waits for `b`).

@@ -52,7 +52,7 @@ macro_rules! entry_points {
             fn resolve(lib: libloading::Library) -> $crate::backend::rocm::error::RocmResult<$name> {
                 $(
                     // SAFETY: the function type is the C prototype of this symbol in the
-                    // library's header (HIP's hip_runtime_api.h, RCCL's rccl.h); the pointer
+                    // library's header (HIP's hip_runtime_api.h, RCCL's rccl.h, rocblas.h); the pointer
                     // is kept only inside this struct, next to the library that owns it.
                     let $field = unsafe {
                         lib.get::<unsafe extern "C" fn($($arg),*) -> $ret>($symbol.as_bytes())

@@ -1,24 +1,29 @@
 //! The ROCm backend (feature `rocm`): device buffers on AMD GPUs (each MI250X GCD is one),
 //! RCCL collectives and HIP-event timing, with the HIP runtime and RCCL opened at run time
-//! (libloading), so the build needs no ROCm. Phase 1 of issue 30: the six collectives; GEMMs
-//! (rocBLAS), ddp_step and AMD SMI telemetry are refused with a sentence until they land.
+//! (libloading), so the build needs no ROCm. Issue 30: the six collectives, rocBLAS GEMMs
+//! (matmul, batch_matmul) and ddp_step; AMD SMI telemetry is to come.
 //!
 //! - [`error`]: [`RocmError`], one sentence per failure; a missing library, symbol or too old
 //!   a version makes the backend unavailable (exit 2).
 //! - [`loader`]: opening a library and resolving every entry point once.
-//! - [`hip`], [`rccl`]: the typed entry points of `libamdhip64.so` and `librccl.so`.
+//! - [`hip`], [`rccl`], [`rocblas`]: the typed entry points of `libamdhip64.so`, `librccl.so`
+//!   and `librocblas.so` (opened only where the launch runs a GEMM).
 //! - [`memory`]: device buffers; [`setup`]: opening GPUs and communicators;
-//!   [`backend`]: [`RocmBackend`] behind [`crate::backend::Backend`].
+//!   [`backend`]: [`RocmBackend`] behind [`crate::backend::Backend`]; [`ddp`]: ddp_step's
+//!   all-reduces on a communication stream per GPU.
 //!
 //! The calls a collective makes are NCCL's, shared with the CUDA backend
-//! ([`crate::backend::ccl`]), as is the ring of timing marks ([`crate::backend::marks`]).
+//! ([`crate::backend::ccl`]), as are the ring of timing marks ([`crate::backend::marks`]) and
+//! the GEMM call's mapping and accumulation rule ([`crate::backend::gpu_gemm`]).
 
 pub(crate) mod backend;
+mod ddp;
 pub(crate) mod error;
 pub(crate) mod hip;
 mod loader;
 pub(crate) mod memory;
 pub(crate) mod rccl;
+pub(crate) mod rocblas;
 mod setup;
 
 pub use backend::{RocmBackend, RocmUnsupported, STANDIN_LABEL};

@@ -1,11 +1,12 @@
-//! Setting the backend up: every rank opens the HIP runtime, RCCL and its GPUs, the ranks agree
-//! that all could, then the RCCL communicators are created (unique id from rank 0, broadcast
+//! Setting the backend up: every rank opens the HIP runtime, RCCL (and rocBLAS where the
+//! launch runs a GEMM) and its GPUs, the ranks agree that all could, then the RCCL communicators are created (unique id from rank 0, broadcast
 //! over MPI). A missing, incomplete or too old library, or no device, is one sentence (exit 2);
 //! a communicator that cannot form fails the launch with RCCL's reason (exit 4). Never a panic.
 
-use super::backend::{Comms, Device, RocmBackend, STANDIN_DEVICE_NAME, STANDIN_LABEL};
+use super::backend::{BlasHandle, Comms, Device, RocmBackend, STANDIN_DEVICE_NAME, STANDIN_LABEL};
 use super::hip::{self, Hip};
 use super::rccl::Rccl;
+use super::rocblas::Rocblas;
 use super::{RocmError, RocmResult};
 use crate::backend::ccl;
 use crate::backend::marks::{Ring, SLOTS};
@@ -19,6 +20,7 @@ use std::sync::Arc;
 struct Local {
     hip: Arc<Hip>,
     rccl: Arc<Rccl>,
+    rocblas: Option<Arc<Rocblas>>,
     devices: Vec<Device>,
     timer: TimerInfo,
     warnings: Vec<String>,
@@ -52,6 +54,11 @@ fn open_local(plan: &DevicePlan) -> BackendResult<Local> {
     }
     let hip = Arc::new(Hip::open()?);
     let rccl = Arc::new(Rccl::open()?);
+    // Only a launch with a GEMM needs rocBLAS: a collectives-only node may lack it.
+    let rocblas = match plan.gemm {
+        Some(_) => Some(Arc::new(Rocblas::open()?)),
+        None => None,
+    };
     let visible = hip.device_count()?;
     if visible == 0 {
         return Err(RocmError::NoDevice("hipGetDeviceCount: 0 devices".into()).into());
@@ -64,7 +71,7 @@ fn open_local(plan: &DevicePlan) -> BackendResult<Local> {
             ))
             .into());
         }
-        let d = open_device(&hip, index as i32)
+        let d = open_device(&hip, rocblas.as_ref(), index as i32)
             .map_err(|e| e.context(format!("could not open HIP device {index}")))?;
         devices.push(d);
     }
@@ -74,14 +81,16 @@ fn open_local(plan: &DevicePlan) -> BackendResult<Local> {
     Ok(Local {
         hip,
         rccl,
+        rocblas,
         devices,
         timer,
         warnings,
     })
 }
 
-/// One GPU: its stream, timing events, and a small allocation that proves it holds buffers.
-fn open_device(hip: &Arc<Hip>, ordinal: i32) -> RocmResult<Device> {
+/// One GPU: its stream, timing events, its rocBLAS handle where the launch runs a GEMM, and a
+/// small allocation that proves it holds buffers.
+fn open_device(hip: &Arc<Hip>, rocblas: Option<&Arc<Rocblas>>, ordinal: i32) -> RocmResult<Device> {
     hip.set_device(ordinal)?;
     let mut d = Device {
         ordinal,
@@ -90,6 +99,9 @@ fn open_device(hip: &Arc<Hip>, ordinal: i32) -> RocmResult<Device> {
         memory_bytes: hip.total_mem_bytes(ordinal)?,
         stream: std::ptr::null_mut(),
         marks: Vec::new(),
+        comm: std::ptr::null_mut(),
+        order_events: Vec::new(),
+        blas: None,
         hip: hip.clone(),
     };
     // Created into `d` one by one, so a failure part way releases what exists (its drop).
@@ -97,6 +109,12 @@ fn open_device(hip: &Arc<Hip>, ordinal: i32) -> RocmResult<Device> {
     for _ in 0..SLOTS {
         let e = hip.event_create()?;
         d.marks.push(e);
+    }
+    if let Some(lib) = rocblas {
+        d.blas = Some(BlasHandle {
+            handle: lib.handle(d.stream)?,
+            lib: lib.clone(),
+        });
     }
     let p = hip.malloc(64)?;
     // SAFETY: 64 bytes of the allocation just made on the current device.
@@ -269,6 +287,7 @@ impl RocmBackend {
         let Local {
             hip,
             rccl,
+            rocblas,
             devices,
             timer,
             mut warnings,
@@ -280,6 +299,7 @@ impl RocmBackend {
         };
         let hip_version = hip::format_version(hip.version()?);
         let rccl_version = ccl::format_version(rccl.version()?);
+        let rocblas_version = rocblas.as_ref().map(|b| b.version()).transpose()?;
         let standin = devices.iter().any(|d| d.name == STANDIN_DEVICE_NAME);
         if standin {
             warnings.insert(0, STANDIN_LABEL.to_string());
@@ -294,10 +314,12 @@ impl RocmBackend {
             plan,
             hip_version,
             rccl_version,
+            rocblas_version,
             ring: Ring::new(SLOTS),
             timer,
             warnings,
             standin,
+            ddp: Default::default(),
         })
     }
 }
