@@ -27,6 +27,9 @@ pub mod gemm;
 #[cfg(any(feature = "cuda", feature = "rocm"))]
 pub(crate) mod gpu_gemm;
 // Device-timeline marks (a ring of event slots), shared by the GPU backends.
+// NCCL's (and RCCL's) INFO output read back per case, shared by the GPU backends.
+#[cfg(any(feature = "cuda", feature = "rocm"))]
+pub(crate) mod capture;
 #[cfg(any(feature = "cuda", feature = "rocm"))]
 pub(crate) mod marks;
 pub mod nccl_log;

@@ -239,8 +239,12 @@ fn parse_origin(head: &str) -> Option<Origin> {
 }
 
 fn parse_version(msg: &str) -> Option<Event> {
+    // RCCL logs through NCCL's code; some of its releases name themselves (`RCCL version
+    // 2.18.3+hip6.0.32830 HEAD:...`, with or without a colon).
     let text = msg
-        .strip_prefix("NCCL version ")?
+        .strip_prefix("NCCL version ")
+        .or_else(|| msg.strip_prefix("RCCL version "))?
+        .trim_start_matches([':', ' '])
         .split_whitespace()
         .next()?;
     let numbers: Vec<i32> = text

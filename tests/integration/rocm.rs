@@ -270,6 +270,49 @@ mod standin {
         }
     }
 
+    /// Issue 31 on RCCL: with SCALEBENCH_NCCL_CAPTURE=1 every collective case records the
+    /// library's version and the algorithm/protocol its log showed for the case (RCCL reads
+    /// NCCL's logging variables; the stand-in logs in NCCL's formats), nothing of it on the
+    /// console; without it, nothing is captured.
+    #[test]
+    fn rccl_choices_are_captured_per_case() {
+        let dir = tmpdir("rocm-capture");
+        let mid = [
+            "-w",
+            "allreduce,allgather,reduce_scatter",
+            "--sizes",
+            "4KiB,1MiB",
+            "--in-place",
+            "no",
+        ];
+        let out = dir.join("on");
+        let ran = mpirun_with_env(
+            2,
+            &on_standins(&["SCALEBENCH_NCCL_CAPTURE=1"]),
+            &rocm_run(&mid, "3", &out),
+        );
+        let r = all_valid(&ran, &out, 6);
+        assert!(!ran.stdout.contains("NCCL INFO"), "{}", ran.stdout);
+        assert!(!ran.stderr.contains("NCCL INFO"), "{}", ran.stderr);
+        for c in &r.cases {
+            let n = c.nccl.as_ref().unwrap_or_else(|| panic!("{}: no capture", c.id));
+            assert!(
+                n.version.as_deref().is_some_and(|v| v.starts_with("2.")),
+                "{}: {:?}",
+                c.id,
+                n.version
+            );
+            assert!(!n.choices.is_empty(), "{}: no choice read", c.id);
+            for ch in &n.choices {
+                assert!(!ch.algorithm.is_empty() && !ch.protocol.is_empty() && ch.calls > 0);
+            }
+        }
+        let out = dir.join("off");
+        let ran = mpirun_with_env(2, &on_standins(&[]), &rocm_run(&mid, "3", &out));
+        let r = all_valid(&ran, &out, 6);
+        assert!(r.cases.iter().all(|c| c.nccl.is_none()));
+    }
+
     /// Set-up refused: exit 2, one `scalebench: error:` line naming each of `needles`, no
     /// panic, no results directory.
     fn refused(ran: &Ran, needles: &[&str], out: &Path) {

@@ -80,7 +80,7 @@ pub struct CudaBackend {
     /// ddp_step's communication streams and all-reduces in flight.
     pub(super) ddp: super::ddp_state::State,
     /// NCCL's INFO output, read per case (`None`: capture off).
-    pub(super) nccl_log: Option<super::capture::LogTap>,
+    pub(super) nccl_log: Option<crate::backend::capture::LogTap>,
 }
 
 impl CudaBackend {

@@ -18,7 +18,6 @@
 
 pub(crate) mod backend;
 mod batch;
-pub(crate) mod capture;
 pub mod ceilings;
 pub(crate) mod cublas;
 mod ddp;
@@ -33,9 +32,9 @@ pub(crate) mod pipeline;
 pub mod probe;
 mod setup;
 
+pub use crate::backend::capture::CAPTURE_ENV;
 pub use crate::backend::gpu_gemm::GemmUnsupported;
 pub use backend::{CudaBackend, CudaUnsupported};
-pub use capture::CAPTURE_ENV;
 pub use error::{CudaError, CudaResult};
 pub use events::MarkOverwritten;
 pub use memory::{DeviceBuf, TooLarge};

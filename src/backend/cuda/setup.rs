@@ -328,7 +328,7 @@ impl CudaBackend {
     pub fn setup<C: HostComm>(comm: &C, plan: DevicePlan) -> BackendResult<CudaBackend> {
         let (rank, size) = (comm.rank(), comm.size());
         // Before the libraries load: NCCL reads its logging variables at its first message.
-        let nccl_log = super::capture::prepare();
+        let nccl_log = crate::backend::capture::prepare();
         let g = plan.devices_per_rank.max(1);
         let local = open_local(&plan);
         let mine = local.as_ref().err().map_or(0, class_of);

@@ -216,3 +216,28 @@ fn a_real_2_28_log_with_one_rank() {
     let o = e[0].origin.as_ref().unwrap();
     assert_eq!((o.host.as_str(), o.pid, o.device), ("vm", 904, 0));
 }
+
+/// RCCL's own version lines read as NCCL's do (the capture on the ROCm backend).
+#[test]
+fn rccl_names_its_version_its_own_way() {
+    for (line, text, code) in [
+        (
+            "lumi:7:7 [0] NCCL INFO RCCL version 2.18.3+hip6.0.32830 HEAD:b2c3d4e",
+            "2.18.3+hip6.0.32830",
+            21803,
+        ),
+        (
+            "lumi:7:7 [0] NCCL INFO RCCL version : 2.20.5-HEAD:7a1b2c3",
+            "2.20.5-HEAD:7a1b2c3",
+            22005,
+        ),
+        (
+            "lumi:7:7 [0] NCCL INFO NCCL version 2.18.3+hip6.0",
+            "2.18.3+hip6.0",
+            21803,
+        ),
+    ] {
+        let e: Vec<Entry> = parse_line(line).into_iter().collect();
+        assert_eq!(version(&e), Some((text.to_string(), code)), "{line}");
+    }
+}

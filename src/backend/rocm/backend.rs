@@ -132,6 +132,8 @@ pub struct RocmBackend {
     pub(super) standin: bool,
     /// ddp_step's all-reduces in flight and idle ordering events.
     pub(super) ddp: super::ddp::State,
+    /// RCCL's INFO output, read per case (`None`: capture off).
+    pub(super) nccl_log: Option<crate::backend::capture::LogTap>,
 }
 
 impl RocmBackend {
@@ -316,6 +318,16 @@ impl Backend for RocmBackend {
 
     fn warnings(&self) -> Vec<String> {
         self.warnings.clone()
+    }
+
+    fn capture_begin(&mut self) {
+        if let Some(t) = &mut self.nccl_log {
+            t.begin();
+        }
+    }
+
+    fn capture_end(&mut self) -> Option<crate::results::schema::NcclCapture> {
+        self.nccl_log.as_mut().map(|t| t.end())
     }
 
     fn supports(&self, p: &CaseParams) -> Result<(), Unsupported> {

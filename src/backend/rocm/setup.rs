@@ -276,6 +276,8 @@ impl RocmBackend {
     /// [`RocmBackend::new`] over any control plane.
     pub fn setup<C: HostComm>(comm: &C, plan: DevicePlan) -> BackendResult<RocmBackend> {
         let (rank, size) = (comm.rank(), comm.size());
+        // Before RCCL loads: it reads NCCL's logging variables at its first message.
+        let nccl_log = crate::backend::capture::prepare();
         let local = open_local(&plan);
         let mine = local.as_ref().err().map_or(0, class_of);
         let worst = comm.max_f64(f64::from(mine)) as u8;
@@ -320,6 +322,7 @@ impl RocmBackend {
             warnings,
             standin,
             ddp: Default::default(),
+            nccl_log,
         })
     }
 }

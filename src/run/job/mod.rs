@@ -112,6 +112,12 @@ pub fn run(request: &super::Request, argv: &[String]) -> Result<RunOutcome> {
 /// (NCCL reads them when a communicator forms; the provenance records them as the launch ran
 /// with them), and the capture's logging variables.
 fn set_nccl_env(req: &Launch) {
+    if req.backend == BackendKind::Rocm {
+        // RCCL reads NCCL's logging variables: the capture only (no forced algorithm on ROCm).
+        #[cfg(feature = "rocm")]
+        crate::backend::capture::prepare_env();
+        return;
+    }
     if req.backend != BackendKind::Cuda {
         return;
     }
@@ -122,7 +128,7 @@ fn set_nccl_env(req: &Launch) {
         std::env::set_var("NCCL_PROTO", p.env_name());
     }
     #[cfg(feature = "cuda")]
-    crate::backend::cuda::capture::prepare_env();
+    crate::backend::capture::prepare_env();
 }
 
 /// The job once MPI is up: everything after `MPI_Init` and before `MPI_Finalize`.
