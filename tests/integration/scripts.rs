@@ -583,3 +583,113 @@ fn lumi_gpu_binding_puts_each_rank_on_its_gcds_numa_cores() {
         assert_eq!(plan["shape"]["binding"], "gpu");
     }
 }
+
+/// Issue 29: `[links]` in a submitted spec puts one links step per set-up (nodes × ranks per
+/// node) into the first job of that set-up, under the job's own launcher and binding, before
+/// its launch; an array runs it in task 0 only; a set-up whose links.json already holds a
+/// matrix measured as asked is not submitted again; the job's time limit makes room for it.
+#[test]
+fn submitted_links_steps_run_once_per_set_up_in_the_job_script() {
+    let dir = tmpdir("scripts-links");
+    let spec = dir.join("l.toml");
+    std::fs::write(
+        &spec,
+        "name = \"lk\"\n[axes]\nnodes = [1, 2]\ndevices_per_node = [1, 2]\ntopology = [\"pure\", \"hybrid\"]\nsizes = \"64\"\n[launch]\ntimeout_s = 600\n[links]\nschedule = \"shift\"\nsize = \"64KiB\"\niters = 5\ntimeout_s = 300\n",
+    )
+    .unwrap();
+    let out = dir.join("run");
+    let dry = |out: &Path| {
+        let ran = solo(&[
+            "submit",
+            spec.to_str().unwrap(),
+            "--scheduler",
+            "slurm",
+            "--dry-run",
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        ran.assert_code(0);
+        scripts(&ran.stdout)
+            .into_iter()
+            .filter(|(n, _)| n.starts_with("job-"))
+            .collect::<Vec<_>>()
+    };
+    let jobs = dry(&out);
+    let step = |setup: &str| {
+        format!(
+            "links --schedule shift --size 65536 --iters 5 --warmup 1 --z 5 --min-effect 0.15 --out {}/links/{setup}",
+            out.display()
+        )
+    };
+    // Set-ups with two or more ranks: n1-ppn2, n2-ppn1, n2-ppn2 (n1-ppn1 has one rank).
+    for setup in ["n1-ppn2", "n2-ppn1", "n2-ppn2"] {
+        let with: Vec<&(String, String)> = jobs
+            .iter()
+            .filter(|(_, t)| t.contains(&step(setup)))
+            .collect();
+        assert_eq!(with.len(), 1, "{setup}: {jobs:#?}");
+        let text = &with[0].1;
+        bash_n(text);
+        let line = text.lines().find(|l| l.contains(&step(setup))).unwrap();
+        // the job's launcher (srun, with the profile's binding), under its own timeout
+        assert!(
+            line.trim_start()
+                .starts_with("timeout --signal=TERM --kill-after=30 300 srun"),
+            "{line}"
+        );
+        assert!(line.contains("\"$sb\" links"), "{line}");
+        // before the launch
+        let at = text.find(&step(setup)).unwrap();
+        assert!(at < text.find("run -q --plan").unwrap(), "{text}");
+        // launch 600 s + links 300 s: 15 min, + 5 min margin
+        assert!(text.contains("#SBATCH --time=20\n"), "{text}");
+        if text.contains("#SBATCH --array=") {
+            assert!(
+                text.contains("if [ \"${SLURM_ARRAY_TASK_ID:-0}\" = 0 ] && [ ! -s "),
+                "{text}"
+            );
+        }
+    }
+    assert!(
+        !jobs.iter().any(|(_, t)| t.contains("links/n1-ppn1")),
+        "{jobs:#?}"
+    );
+    let plain = jobs
+        .iter()
+        .filter(|(_, t)| !t.contains("links --schedule"))
+        .count();
+    assert!(
+        plain >= 1,
+        "the one-rank jobs carry no links step: {jobs:#?}"
+    );
+    assert!(jobs
+        .iter()
+        .filter(|(_, t)| !t.contains("links --schedule"))
+        .all(|(_, t)| t.contains("#SBATCH --time=15\n")));
+
+    // n2-ppn2 measured before, as the spec asks: not submitted again; the others still are.
+    let done = out.join("links/n2-ppn2");
+    std::fs::create_dir_all(&done).unwrap();
+    std::fs::write(
+        done.join("links.json"),
+        r#"{"links_format_version": 1, "generator": {"name": "scalebench", "version": "0"},
+            "schedule": "shift", "bidirectional": true, "message_bytes": 65536, "iters": 5,
+            "warmup": 1, "hosts": ["a", "a", "b", "b"], "analysed": "inter_node",
+            "matrix_gbps": [[null, 1.0, 1.0, 1.0], [1.0, null, 1.0, 1.0], [1.0, 1.0, null, 1.0], [1.0, 1.0, 1.0, null]],
+            "median_gbps": 1.0, "residual_spread": 0.0, "findings": []}"#,
+    )
+    .unwrap();
+    let jobs = dry(&out);
+    assert!(
+        !jobs.iter().any(|(_, t)| t.contains(&step("n2-ppn2"))),
+        "{jobs:#?}"
+    );
+    for setup in ["n1-ppn2", "n2-ppn1"] {
+        assert_eq!(
+            jobs.iter()
+                .filter(|(_, t)| t.contains(&step(setup)))
+                .count(),
+            1
+        );
+    }
+}
