@@ -275,7 +275,7 @@ pub fn sweep(req: &SweepRequest, argv: &[String]) -> Result<u8> {
     write_results(&out.join(RESULTS_FILE), &merged)?;
     if !req.quiet {
         print_summary(&merged);
-        closing_line(&out, &merged, interrupted);
+        closing_line(&out, &merged, interrupted, links.failed);
     }
     if interrupted {
         eprintln!(
@@ -342,9 +342,9 @@ fn check_out(req: &SweepRequest, out: &Path) -> Result<()> {
 
 /// The line that closes a sweep: the next command, and the warnings so far (launches whose
 /// measurements may not represent their set-up, which the report sets apart).
-fn closing_line(out: &Path, merged: &ResultsFile, interrupted: bool) {
+fn closing_line(out: &Path, merged: &ResultsFile, interrupted: bool, links_failed: usize) {
     let results = out.join(RESULTS_FILE);
-    let needs_rerun = merged.cases.iter().any(|c| c.status.needs_rerun());
+    let needs_rerun = merged.cases.iter().any(|c| c.status.needs_rerun()) || links_failed > 0;
     let next = if interrupted || needs_rerun {
         format!(
             "scalebench sweep {} --out {} --resume (runs only what is missing or failed)",
@@ -367,6 +367,14 @@ fn closing_line(out: &Path, merged: &ResultsFile, interrupted: bool) {
             crate::units::count(kinds.values().sum::<usize>(), "launch", "launches"),
             list.join(", ")
         )
+    };
+    let warnings = if links_failed > 0 {
+        format!(
+            "{} wrote no links.json; {warnings}",
+            crate::units::count(links_failed, "links step", "links steps")
+        )
+    } else {
+        warnings
     };
     eprintln!("# done: {warnings}; next: {next}");
 }

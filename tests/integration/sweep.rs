@@ -844,9 +844,62 @@ fn a_links_step_runs_once_per_set_up_and_a_resume_keeps_it() {
         std::fs::read_to_string(step.join("outcome.json")).unwrap(),
         outcome
     );
-    // A step whose file is gone (it crashed) runs again; the cases do not.
-    std::fs::remove_file(&file).unwrap();
-    let ran = solo(&["sweep", spec_s, "--out", out_s, "--resume"]);
+    assert_eq!(
+        journaled(&out),
+        journals,
+        "a resume with nothing to do ran cases"
+    );
+    // A step that crashed (the launcher exits 7 for it, runs the launches) fails the sweep
+    // (exit 3) with its outcome recorded; `--resume` runs it again, and no case.
+    let out2 = dir.join("run2");
+    let fake = dir.join("fake-mpirun");
+    std::fs::write(
+        &fake,
+        "#!/bin/bash\nfor a in \"$@\"; do [ \"$a\" = links ] && { echo 'fake: the links step crashes' >&2; exit 7; }; done\nexec mpirun \"$@\"\n",
+    )
+    .unwrap();
+    std::process::Command::new("chmod")
+        .arg("+x")
+        .arg(&fake)
+        .status()
+        .unwrap();
+    let out2_s = out2.to_str().unwrap();
+    let ran = solo(&[
+        "sweep",
+        spec_s,
+        "--out",
+        out2_s,
+        "--mpirun",
+        fake.to_str().unwrap(),
+    ]);
+    ran.assert_code(3);
+    assert!(
+        ran.stderr
+            .contains("# links n1-ppn2 (1 node × 2 ranks per node): failed (exit 7)")
+            && ran.stderr.contains("1 links step wrote no links.json")
+            && ran.stderr.contains("--resume"),
+        "{}",
+        ran.stderr
+    );
+    let step2 = out2.join("links/n1-ppn2");
+    assert!(!step2.join("links.json").exists());
+    let o: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(step2.join("outcome.json")).unwrap())
+            .unwrap();
+    assert_eq!(
+        (o["status"].as_str(), o["exit_code"].as_i64()),
+        (Some("failed"), Some(7))
+    );
+    assert!(std::fs::read_to_string(step2.join("stderr.log"))
+        .unwrap()
+        .contains("the links step crashes"));
+    assert_eq!(
+        common::read_results(&out2).cases.len(),
+        4,
+        "the launches ran"
+    );
+    let journals = journaled(&out2);
+    let ran = solo(&["sweep", spec_s, "--out", out2_s, "--resume"]);
     ran.assert_code(0);
     assert!(
         ran.stderr
@@ -854,10 +907,9 @@ fn a_links_step_runs_once_per_set_up_and_a_resume_keeps_it() {
         "{}",
         ran.stderr
     );
-    assert!(common::read_results(&out).cases.len() == 4);
-    assert_eq!(journaled(&out), journals, "a resume reran cases");
+    assert_eq!(journaled(&out2), journals, "a resume reran cases");
     let again: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+        serde_json::from_str(&std::fs::read_to_string(step2.join("links.json")).unwrap()).unwrap();
     assert_eq!(again["hosts"].as_array().unwrap().len(), 2);
 
     // The report finds the step in the run directory, its section named by its set-up.

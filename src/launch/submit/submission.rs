@@ -163,6 +163,19 @@ pub fn submit(req: &SubmitRequest, argv: &[String]) -> Result<u8> {
                 "# {}: every case has a result; nothing to submit",
                 out.display()
             );
+            // No job is submitted, so no job can run a links step that is still missing.
+            let step = spec.links.as_ref();
+            for setup in plan.links.iter().filter(|s| s.skipped.is_none()) {
+                let dir = crate::launch::links_step::step_dir(&out, setup);
+                if step.is_some_and(|st| !crate::launch::links_step::finished(&dir, st)) {
+                    eprintln!(
+                        "# links {}: no links.json measured as the spec asks; run `scalebench links` in an allocation of {} with --out {}",
+                        setup.id,
+                        setup.label(),
+                        dir.display()
+                    );
+                }
+            }
         }
         return Ok(EXIT_OK);
     }
@@ -171,7 +184,7 @@ pub fn submit(req: &SubmitRequest, argv: &[String]) -> Result<u8> {
     if !req.quiet {
         for id in &unplaced {
             eprintln!(
-                "# links {id}: no job of this submission has that set-up (its launches are done), so its links step is not submitted: run `scalebench links` in such an allocation with --out {}",
+                "# links {id}: no job of this submission has that set-up (its launches are done), so its links step is not submitted: run `scalebench links` in an allocation of that set-up with --out {}",
                 out.join(crate::launch::links_step::LINKS_DIR).join(id).display()
             );
         }
