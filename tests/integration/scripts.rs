@@ -693,3 +693,107 @@ fn submitted_links_steps_run_once_per_set_up_in_the_job_script() {
         );
     }
 }
+
+/// Issue 29: a job script's links step, run for real against stub `srun` and `scalebench`:
+/// task 0 of the array runs `links` (under the job's launcher) before its launch, other tasks
+/// do not; the step's exit code (1: a suspect named) is recorded beside it and is not the
+/// job's; once its links.json exists no task runs it again.
+#[test]
+fn a_job_scripts_links_step_runs_in_task_0_once() {
+    let dir = tmpdir("scripts-links-run");
+    let stubs = dir.join("stubs");
+    std::fs::create_dir_all(&stubs).unwrap();
+    let calls = stubs.join("calls.txt");
+    // srun's own options dropped, the rest run (the profile's container wrapper, then sb)
+    stub(
+        &stubs,
+        "srun",
+        "while [[ \"$1\" == -* ]]; do shift; done\nexec \"$@\"",
+    );
+    stub(
+        &stubs,
+        "sb",
+        &format!(
+            "echo \"$1\" >> {calls}\nif [ \"$1\" = links ]; then\n  while [ $# -gt 0 ]; do [ \"$1\" = --out ] && out=$2; shift; done\n  echo '{{}}' > \"$out/links.json\"\n  exit 1\nfi\nexit 0",
+            calls = calls.display()
+        ),
+    );
+    let spec = dir.join("l.toml");
+    // pure and hybrid with one device per node share an allocation: one array, set-up n2-ppn1
+    std::fs::write(
+        &spec,
+        format!(
+            "name = \"lk\"\n[axes]\nnodes = 2\ndevices_per_node = 1\ntopology = [\"pure\", \"hybrid\"]\nsizes = \"64\"\n[links]\nsize = \"64KiB\"\n[submit]\nscalebench = \"{}/sb\"\n",
+            stubs.display()
+        ),
+    )
+    .unwrap();
+    let out = dir.join("run");
+    let ran = solo(&[
+        "submit",
+        spec.to_str().unwrap(),
+        "--profile",
+        "local-slurm",
+        "--out",
+        out.to_str().unwrap(),
+        "--dry-run",
+    ]);
+    ran.assert_code(0);
+    let jobs: Vec<(String, String)> = scripts(&ran.stdout)
+        .into_iter()
+        .filter(|(n, _)| n.starts_with("job-"))
+        .collect();
+    assert_eq!(jobs.len(), 1, "{}", ran.stdout);
+    let text = &jobs[0].1;
+    assert!(text.contains("#SBATCH --array=0-1"), "{text}");
+    let attempts: Vec<String> = text
+        .lines()
+        .find_map(|l| l.strip_prefix("dirs=("))
+        .unwrap()
+        .trim_end_matches(')')
+        .split_whitespace()
+        .map(|d| d.trim_matches('\'').to_string())
+        .collect();
+    assert_eq!(attempts.len(), 2);
+    for a in &attempts {
+        std::fs::create_dir_all(a).unwrap();
+    }
+    let script = dir.join("job.sh");
+    std::fs::write(&script, text).unwrap();
+    let path = format!("{}:{}", stubs.display(), std::env::var("PATH").unwrap());
+    let task = |i: &str| {
+        let st = Command::new("bash")
+            .arg(&script)
+            .env("PATH", &path)
+            .env("SLURM_ARRAY_TASK_ID", i)
+            .status()
+            .unwrap();
+        assert!(
+            st.success(),
+            "task {i}: the links step's exit 1 is not the job's"
+        );
+        let c = std::fs::read_to_string(&calls).unwrap_or_default();
+        std::fs::remove_file(&calls).unwrap();
+        c.lines().map(str::to_string).collect::<Vec<_>>()
+    };
+    assert_eq!(
+        task("1"),
+        ["run", "finish-launch"],
+        "task 1 runs no links step"
+    );
+    let step = out.join("links/n2-ppn1");
+    assert!(!step.exists());
+    assert_eq!(task("0"), ["links", "run", "finish-launch"]);
+    assert!(step.join("links.json").exists());
+    assert_eq!(
+        std::fs::read_to_string(step.join("exit_code"))
+            .unwrap()
+            .trim(),
+        "1"
+    );
+    assert_eq!(
+        task("0"),
+        ["run", "finish-launch"],
+        "its links.json exists: not again"
+    );
+}
