@@ -871,7 +871,7 @@ devices_per_node = 1
         let e = check_local(&spec, &expand(&spec).unwrap(), 64).unwrap_err();
         assert_eq!(
             (e.line, e.key.as_deref()),
-            (11, Some("links.schedule")),
+            (10, Some("links.schedule")),
             "{e}"
         );
         assert!(e.message.contains("round_robin"), "{e}");
