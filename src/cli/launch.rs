@@ -20,7 +20,7 @@ pub struct PlanArgs {
 
 #[derive(Debug, Clone, Args)]
 #[command(
-    after_help = "Exit codes: 0 every case ok; 2 bad spec; 3 some case failed, was wrong or timed out (results are kept); 130 interrupted (results are kept; continue with --resume)."
+    after_help = "Exit codes: 0 every case ok; 2 bad spec; 3 some case failed, was wrong or timed out, or a [links] step wrote no links.json (results are kept); 130 interrupted (results are kept; continue with --resume)."
 )]
 pub struct SweepArgs {
     /// The sweep spec (TOML; see examples/).

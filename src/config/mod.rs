@@ -19,6 +19,9 @@
 //! [launch]                     # local launcher
 //! oversubscribe = true
 //! timeout_s = 300
+//! [links]                      # a `scalebench links` step per set-up (nodes × ranks per node)
+//! schedule = "round_robin"
+//! size = "1MiB"
 //! ```
 //!
 //! Every error names the file, line and column, the key, and how to fix it.
@@ -27,7 +30,9 @@ pub mod limits;
 pub(crate) mod raw;
 mod resolved;
 
-pub use resolved::{Axis, AxisValue, Dim, Exclude, LocalLaunch, SweepSpec};
+pub use resolved::{
+    Axis, AxisValue, Dim, Exclude, LinksSchedule, LinksStep, LocalLaunch, SweepSpec,
+};
 
 use std::path::{Path, PathBuf};
 
@@ -192,5 +197,81 @@ mod tests {
             assert!(e.to_string().starts_with("s.toml:"), "{e}");
             assert!(e.to_string().contains(needle), "{text}: {e}");
         }
+    }
+
+    /// `[links]`: the defaults are `scalebench links`' own; every bad value is refused at its
+    /// line with the key and the fix; an unknown key is refused by the table.
+    #[test]
+    fn a_links_table_is_read_with_defaults_and_bad_values_are_located() {
+        let spec = |t: &str| parse(Path::new("s.toml"), t);
+        assert!(spec("name = \"x\"\n").unwrap().links.is_none());
+        let l = spec("name = \"x\"\n[links]\n").unwrap().links.unwrap();
+        assert_eq!(
+            (
+                l.schedule,
+                l.bidirectional,
+                l.message_bytes,
+                l.iters,
+                l.warmup
+            ),
+            (LinksSchedule::RoundRobin, false, 1 << 20, 10, 1)
+        );
+        assert_eq!(
+            (l.z, l.min_effect, l.timeout_s, l.at),
+            (5.0, 0.15, 600.0, (2, 1))
+        );
+        let l = spec("[links]\nschedule = \"shift\"\nbidirectional = true\nsize = 4096\niters = 3\nwarmup = 0\nz = 4\nmin_effect = 0.2\ntimeout_s = 30\n")
+            .unwrap()
+            .links
+            .unwrap();
+        assert_eq!(
+            (
+                l.schedule,
+                l.bidirectional,
+                l.message_bytes,
+                l.iters,
+                l.warmup
+            ),
+            (LinksSchedule::Shift, true, 4096, 3, 0)
+        );
+        assert_eq!((l.z, l.min_effect, l.timeout_s), (4.0, 0.2, 30.0));
+        assert_eq!(
+            spec("[links]\nschedule = \"round-robin\"\nsize = \"64KiB\"\n")
+                .unwrap()
+                .links
+                .unwrap()
+                .message_bytes,
+            64 << 10
+        );
+        for (text, key, needle) in [
+            ("schedule = \"ring\"", "links.schedule", "round_robin"),
+            ("size = \"0B\"", "links.size", "from 1 B to 1 GiB"),
+            ("size = \"2GiB\"", "links.size", "from 1 B to 1 GiB"),
+            ("size = -5", "links.size", "negative"),
+            ("size = \"lots\"", "links.size", "e.g. \"1MiB\""),
+            ("size = [1, 2]", "links.size", "one size"),
+            ("iters = 0", "links.iters", "from 1"),
+            ("warmup = -1", "links.warmup", "from 0"),
+            ("z = 0", "links.z", "positive"),
+            ("z = nan", "links.z", "positive"),
+            ("min_effect = 1.0", "links.min_effect", "below 1"),
+            ("min_effect = -0.1", "links.min_effect", "below 1"),
+            (
+                "timeout_s = 0",
+                "links.timeout_s",
+                "positive number of seconds",
+            ),
+        ] {
+            let e = spec(&format!("name = \"x\"\n[links]\n{text}\n")).unwrap_err();
+            assert_eq!(e.line, 3, "{text}: {e}");
+            assert_eq!(e.key.as_deref(), Some(key), "{text}: {e}");
+            assert!(e.to_string().starts_with("s.toml:3:"), "{text}: {e}");
+            assert!(e.to_string().contains(needle), "{text}: {e}");
+        }
+        let e = spec("name = \"x\"\n[links]\nsizes = \"1MiB\"\n").unwrap_err();
+        assert!(e.to_string().starts_with("s.toml:3:"), "{e}");
+        assert!(e.to_string().contains("unknown field `sizes`"), "{e}");
+        let e = spec("[links]\nbidirectional = \"yes\"\n").unwrap_err();
+        assert_eq!(e.line, 2, "{e}");
     }
 }

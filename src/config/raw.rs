@@ -31,6 +31,26 @@ pub(crate) struct RawSpec {
     /// Scheduler submission settings (`scalebench submit`).
     #[serde(default)]
     pub submit: Option<Spanned<SpannedTable>>,
+    /// A `scalebench links` step run once per set-up (nodes × ranks per node).
+    #[serde(default)]
+    pub links: Option<Spanned<RawLinks>>,
+}
+
+/// `[links]`: the link-matrix step, as `scalebench links` takes its options.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawLinks {
+    /// `round_robin`, `shift` or `rail` (hyphens accepted).
+    pub schedule: Option<Spanned<String>>,
+    pub bidirectional: Option<bool>,
+    /// The message size: `"1MiB"` or a whole number of bytes.
+    pub size: Option<Spanned<toml::Value>>,
+    pub iters: Option<Spanned<i64>>,
+    pub warmup: Option<Spanned<i64>>,
+    pub z: Option<Spanned<f64>>,
+    pub min_effect: Option<Spanned<f64>>,
+    /// The step is killed (with its process group) after this many seconds.
+    pub timeout_s: Option<Spanned<f64>>,
 }
 
 /// `[run]`: measurement settings, as for `scalebench run`.

@@ -16,10 +16,12 @@ use toml::Spanned;
 // The types here; the axis list in [`axis`]; one parser per axis value in [`values`]; the
 // whole spec resolved in [`resolve`] (the only entry point, for `config::load`).
 mod axis;
+mod links;
 mod resolve;
 mod values;
 
 pub use axis::Axis;
+pub use links::{LinksSchedule, LinksStep};
 pub(super) use resolve::resolve;
 
 /// One value of one axis.
@@ -92,6 +94,8 @@ pub struct SweepSpec {
     pub launch: LocalLaunch,
     /// `[submit]` as written (resolved by `scalebench submit`).
     pub submit: Option<Spanned<SpannedTable>>,
+    /// `[links]`: a link-matrix step per set-up, if the spec asks for one.
+    pub links: Option<LinksStep>,
     /// Where each axis was given (line, column), for later errors.
     pub axis_at: BTreeMap<Axis, (usize, usize)>,
     /// The file's text (for locating later errors).

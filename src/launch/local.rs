@@ -9,13 +9,14 @@
 
 use super::error::{LaunchError, Result};
 use super::jobs::journal_cases;
+use super::links_step;
 use super::process::{self, Spawned};
 use super::progress::{Counts, ProgressLine};
 use super::rundir::{self, LaunchOutcome, SweepRecord, OUTCOME_FILE, PLAN_FILE};
 use crate::config::{self, SpecError, SweepSpec};
 use crate::exit::{EXIT_CASES_FAILED, EXIT_OK};
 use crate::params::CaseParams;
-use crate::plan::sweep::{self, SweepPlan};
+use crate::plan::sweep::{self, LinksSetup, SweepPlan};
 use crate::plan::LaunchPlan;
 use crate::results::io::{write_results, JOURNAL_FILE, RESULTS_FILE};
 use crate::results::schema::{CaseStatus, LaunchStatus, ResultsFile};
@@ -85,11 +86,42 @@ pub fn launch_command(
     plan_file: &Path,
     out: &Path,
 ) -> Vec<String> {
+    let mut cmd = mpirun_prefix(req, spec, plan.shape.ranks());
+    cmd.extend([
+        "run".into(),
+        "-q".into(),
+        "--plan".into(),
+        plan_file.display().to_string(),
+        "--out".into(),
+        out.display().to_string(),
+    ]);
+    if let Some(t) = spec.launch.op_timeout_s {
+        cmd.extend(["--op-timeout".into(), t.to_string()]);
+    }
+    cmd
+}
+
+/// The `mpirun` command line of a set-up's links step: the launches' launcher and its
+/// arguments, with the set-up's ranks, running `scalebench links` into `dir`.
+pub fn links_command(
+    req: &SweepRequest,
+    spec: &SweepSpec,
+    step: &crate::config::LinksStep,
+    setup: &LinksSetup,
+    dir: &Path,
+) -> Vec<String> {
+    let mut cmd = mpirun_prefix(req, spec, setup.ranks());
+    cmd.extend(links_step::links_args(step, &dir.display().to_string()));
+    cmd
+}
+
+/// `mpirun -np RANKS …` up to and including scalebench itself.
+fn mpirun_prefix(req: &SweepRequest, spec: &SweepSpec, ranks: u32) -> Vec<String> {
     let exe = std::env::current_exe().map_or("scalebench".to_string(), |p| p.display().to_string());
     let mut cmd = vec![
         req.mpirun.clone(),
         "-np".into(),
-        plan.shape.ranks().to_string(),
+        ranks.to_string(),
         "--bind-to".into(),
         "none".into(),
     ];
@@ -102,18 +134,7 @@ pub fn launch_command(
         cmd.push("--allow-run-as-root".into());
     }
     cmd.extend(spec.launch.mpirun_args.iter().cloned());
-    cmd.extend([
-        exe,
-        "run".into(),
-        "-q".into(),
-        "--plan".into(),
-        plan_file.display().to_string(),
-        "--out".into(),
-        out.display().to_string(),
-    ]);
-    if let Some(t) = spec.launch.op_timeout_s {
-        cmd.extend(["--op-timeout".into(), t.to_string()]);
-    }
+    cmd.push(exe);
     cmd
 }
 
@@ -173,7 +194,10 @@ pub(crate) const LIVE_FILE: &str = "live.json";
 /// Ends launches that a driver which died left running (their `live.json` remains), before a
 /// resume runs anything.
 fn end_orphaned_launches(out: &Path, quiet: bool) {
-    for d in rundir::attempt_dirs(out) {
+    let links_dirs = std::fs::read_dir(out.join(links_step::LINKS_DIR))
+        .map(|rd| rd.filter_map(|e| e.ok()).map(|e| e.path()).collect())
+        .unwrap_or_else(|_| Vec::new());
+    for d in rundir::attempt_dirs(out).into_iter().chain(links_dirs) {
         let path = d.join(LIVE_FILE);
         let Ok(live) = rundir::read_json::<LiveLaunch>(&path) else {
             continue;
@@ -245,12 +269,13 @@ pub fn sweep(req: &SweepRequest, argv: &[String]) -> Result<u8> {
         record: &record,
         timeout,
     };
-    let interrupted = sweep.run_launches(&plan, &todo, total)?;
+    let links = sweep.run_links_steps(&plan)?;
+    let interrupted = links.interrupted || sweep.run_launches(&plan, &todo, total)?;
     let merged = rundir::merge(&out, &record);
     write_results(&out.join(RESULTS_FILE), &merged)?;
     if !req.quiet {
         print_summary(&merged);
-        closing_line(&out, &merged, interrupted);
+        closing_line(&out, &merged, interrupted, links.failed);
     }
     if interrupted {
         eprintln!(
@@ -260,7 +285,8 @@ pub fn sweep(req: &SweepRequest, argv: &[String]) -> Result<u8> {
         return Ok(EXIT_INTERRUPTED);
     }
     let failed = merged.cases.iter().any(|c| c.status.needs_rerun())
-        || merged.cases.len() < plan.case_count();
+        || merged.cases.len() < plan.case_count()
+        || links.failed > 0;
     Ok(if failed { EXIT_CASES_FAILED } else { EXIT_OK })
 }
 
@@ -272,6 +298,18 @@ fn print_dry_run(req: &SweepRequest, spec: &SweepSpec, plan: &SweepPlan, out: &P
         crate::units::count(plan.launches.len(), "launch", "launches"),
         out.display()
     );
+    if let Some(step) = &spec.links {
+        for setup in &plan.links {
+            let dir = links_step::step_dir(out, setup);
+            match &setup.skipped {
+                Some(why) => println!("# links {}: not run ({why})", setup.id),
+                None => println!(
+                    "{}",
+                    super::shell::quote_all(&links_command(req, spec, step, setup, &dir))
+                ),
+            }
+        }
+    }
     for (i, l) in plan.launches.iter().enumerate() {
         let dir = out
             .join(rundir::LAUNCHES_DIR)
@@ -304,9 +342,9 @@ fn check_out(req: &SweepRequest, out: &Path) -> Result<()> {
 
 /// The line that closes a sweep: the next command, and the warnings so far (launches whose
 /// measurements may not represent their set-up, which the report sets apart).
-fn closing_line(out: &Path, merged: &ResultsFile, interrupted: bool) {
+fn closing_line(out: &Path, merged: &ResultsFile, interrupted: bool, links_failed: usize) {
     let results = out.join(RESULTS_FILE);
-    let needs_rerun = merged.cases.iter().any(|c| c.status.needs_rerun());
+    let needs_rerun = merged.cases.iter().any(|c| c.status.needs_rerun()) || links_failed > 0;
     let next = if interrupted || needs_rerun {
         format!(
             "scalebench sweep {} --out {} --resume (runs only what is missing or failed)",
@@ -329,6 +367,14 @@ fn closing_line(out: &Path, merged: &ResultsFile, interrupted: bool) {
             crate::units::count(kinds.values().sum::<usize>(), "launch", "launches"),
             list.join(", ")
         )
+    };
+    let warnings = if links_failed > 0 {
+        format!(
+            "{} wrote no links.json; {warnings}",
+            crate::units::count(links_failed, "links step", "links steps")
+        )
+    } else {
+        warnings
     };
     eprintln!("# done: {warnings}; next: {next}");
 }
@@ -389,7 +435,110 @@ struct LaunchDone {
     interrupted: bool,
 }
 
+/// How the links steps went.
+struct LinksDone {
+    /// Steps that ended without a links.json (crashed, timed out): the sweep exits 3 and a
+    /// `--resume` runs them again.
+    failed: usize,
+    interrupted: bool,
+}
+
 impl Sweep<'_> {
+    /// Runs each set-up's links step (`[links]`) that has not finished, before the launches:
+    /// the fabric is measured before the studies that run over it. A step that names a suspect
+    /// (exit 1) has finished: its findings are in its links.json and the report.
+    fn run_links_steps(&self, plan: &SweepPlan) -> Result<LinksDone> {
+        let mut done = LinksDone {
+            failed: 0,
+            interrupted: false,
+        };
+        let Some(step) = &self.spec.links else {
+            return Ok(done);
+        };
+        let timeout = Duration::from_secs_f64(step.timeout_s);
+        for setup in plan.links.iter().filter(|s| s.skipped.is_none()) {
+            let dir = links_step::step_dir(self.out, setup);
+            if links_step::finished(&dir, step) {
+                if !self.req.quiet {
+                    eprintln!(
+                        "# links {} ({}): finished before, kept ({})",
+                        setup.id,
+                        setup.label(),
+                        dir.join(crate::results::links::LINKS_FILE).display()
+                    );
+                }
+                continue;
+            }
+            std::fs::create_dir_all(&dir).map_err(|source| LaunchError::Io {
+                path: dir.clone(),
+                source,
+            })?;
+            // A file from other settings (or a broken one) must not pass for this step's.
+            let _ = std::fs::remove_file(dir.join(crate::results::links::LINKS_FILE));
+            let argv = links_command(self.req, self.spec, step, setup, &dir);
+            let started = now_unix_s();
+            let t0 = Instant::now();
+            let marker = dir.display().to_string();
+            let mut child = self.spawn(&argv, &dir, &marker)?;
+            let (pgid, launcher_pid) = child.ids();
+            let live = LiveLaunch {
+                driver_pid: std::process::id(),
+                pgid,
+                launcher_pid,
+                marker,
+                started_unix_s: started,
+                heartbeat_unix_s: started,
+            };
+            let live_path = dir.join(LIVE_FILE);
+            rundir::write_json(&live_path, &live)?;
+            let id = format!("{}/{}", links_step::LINKS_DIR, setup.id);
+            let waited = self.wait(&mut child, &id, t0, timeout, || {});
+            let _ = std::fs::remove_file(&live_path);
+            let (status, exit_code, interrupted) = waited?;
+            if interrupted {
+                done.interrupted = true;
+                return Ok(done);
+            }
+            // Exit 1 names suspects: the step ran. Anything else without a file failed.
+            let wrote = links_step::finished(&dir, step);
+            let status = match (status, exit_code, wrote) {
+                (LaunchStatus::Timeout, _, _) => LaunchStatus::Timeout,
+                (_, Some(0) | Some(1), true) => LaunchStatus::Ok,
+                _ => LaunchStatus::Failed,
+            };
+            let stderr_tail = rundir::stderr_digest(&dir.join("stderr.log"), 12);
+            let outcome = LaunchOutcome {
+                launch_id: id,
+                status,
+                exit_code,
+                started_unix_s: started,
+                finished_unix_s: now_unix_s(),
+                command_line: argv,
+                launcher: "mpirun".into(),
+                stderr_tail: (!stderr_tail.is_empty()).then_some(stderr_tail),
+                job_id: None,
+                timeout_s: Some(step.timeout_s),
+            };
+            rundir::write_json(&dir.join(OUTCOME_FILE), &outcome)?;
+            if status != LaunchStatus::Ok {
+                done.failed += 1;
+            }
+            if !self.req.quiet {
+                let how = match (status, exit_code) {
+                    (LaunchStatus::Ok, Some(1)) => "a suspect named (see its links.json)".into(),
+                    (LaunchStatus::Ok, _) => "healthy".into(),
+                    _ => format!(
+                        "{}; the stderr is in {}",
+                        self.ended(status, exit_code, timeout),
+                        dir.join("stderr.log").display()
+                    ),
+                };
+                eprintln!("# links {} ({}): {how}", setup.id, setup.label());
+            }
+        }
+        Ok(done)
+    }
+
     /// Runs the launches with cases left in `todo`, in plan order, merging the results after
     /// each; stops at an interrupt. Returns whether it was interrupted.
     fn run_launches(
@@ -443,7 +592,7 @@ impl Sweep<'_> {
         let label = plan.shape.label();
         let started = now_unix_s();
         let t0 = Instant::now();
-        let mut child = self.spawn(&argv, &dir, &plan_file)?;
+        let mut child = self.spawn(&argv, &dir, &plan_file.display().to_string())?;
         let (pgid, launcher_pid) = child.ids();
         let mut live = LiveLaunch {
             driver_pid: std::process::id(),
@@ -465,7 +614,7 @@ impl Sweep<'_> {
                 let _ = rundir::write_json(&live_path, &live);
             }
         };
-        let waited = self.wait(&mut child, &plan.launch_id, t0, show);
+        let waited = self.wait(&mut child, &plan.launch_id, t0, self.timeout, show);
         // Ended (or stopped) by us: nothing is left to end on a resume.
         let _ = std::fs::remove_file(&live_path);
         let (status, exit_code, interrupted) = waited?;
@@ -493,7 +642,7 @@ impl Sweep<'_> {
             progress.line.borrow_mut().finish();
             eprintln!(
                 "# launch {index}/{launches} ({label}) {}: {}",
-                self.ended(status, exit_code),
+                self.ended(status, exit_code, self.timeout),
                 dir.display()
             );
         }
@@ -508,6 +657,7 @@ impl Sweep<'_> {
         child: &mut Spawned,
         launch_id: &str,
         t0: Instant,
+        timeout: Duration,
         mut show: impl FnMut(),
     ) -> Result<(LaunchStatus, Option<i32>, bool)> {
         loop {
@@ -533,7 +683,7 @@ impl Sweep<'_> {
                 let s = child.terminate(Duration::from_secs(3));
                 return Ok((LaunchStatus::Incomplete, s.and_then(|s| s.code()), true));
             }
-            if t0.elapsed() > self.timeout {
+            if t0.elapsed() > timeout {
                 let s = child.terminate(Duration::from_secs(3));
                 return Ok((LaunchStatus::Timeout, s.and_then(|s| s.code()), false));
             }
@@ -543,7 +693,7 @@ impl Sweep<'_> {
     }
 
     /// Starts the launch's command with its output in `dir` and the spec's environment.
-    fn spawn(&self, argv: &[String], dir: &Path, plan_file: &Path) -> Result<Spawned> {
+    fn spawn(&self, argv: &[String], dir: &Path, marker: &str) -> Result<Spawned> {
         let io = |name: &str| {
             File::create(dir.join(name)).map_err(|source| LaunchError::Io {
                 path: dir.join(name),
@@ -556,17 +706,17 @@ impl Sweep<'_> {
             .stderr(io("stderr.log")?)
             .stdin(std::process::Stdio::null());
         cmd.envs(&self.spec.launch.env);
-        process::spawn(cmd, &plan_file.display().to_string()).map_err(|source| LaunchError::Spawn {
+        process::spawn(cmd, marker).map_err(|source| LaunchError::Spawn {
             program: argv[0].clone(),
             source,
         })
     }
 
     /// How a launch that is not ok ended.
-    fn ended(&self, status: LaunchStatus, exit_code: Option<i32>) -> String {
+    fn ended(&self, status: LaunchStatus, exit_code: Option<i32>, timeout: Duration) -> String {
         match status {
             LaunchStatus::Timeout => {
-                format!("timed out after {:.0} s", self.timeout.as_secs_f64())
+                format!("timed out after {:.0} s", timeout.as_secs_f64())
             }
             LaunchStatus::Incomplete => "interrupted".to_string(),
             _ => format!(

@@ -9,6 +9,7 @@
 
 pub mod error;
 pub(crate) mod jobs;
+pub(crate) mod links_step;
 pub mod local;
 pub mod plan_cmd;
 pub(crate) mod process;
@@ -53,6 +54,18 @@ pub fn describe(name: &str, spec: &std::path::Path, plan: &SweepPlan, cases: boo
                 let _ = writeln!(s, "    {}  {}", c.id(), c.label());
             }
         }
+    }
+    for x in &plan.links {
+        let _ = writeln!(
+            s,
+            "links   {:<12} {:<40} {}",
+            x.id,
+            x.label(),
+            match &x.skipped {
+                Some(why) => format!("not run: {why}"),
+                None => "before the launches, into links/".to_string() + &x.id,
+            }
+        );
     }
     s
 }

@@ -23,6 +23,29 @@ pub(crate) struct JobPlan {
     pub labels: Vec<String>,
     /// Seconds a launch may run before `timeout` stops it inside the job.
     pub launch_timeout_s: u64,
+    /// The `[links]` step this job runs first (in its array's task 0), if any.
+    pub links: Option<JobLinks>,
+}
+
+/// A set-up's links step inside a job: `scalebench links` under the job's launcher, before the
+/// launch, once (a job array runs it in task 0 only); skipped when its links.json exists.
+#[derive(Debug, Clone)]
+pub(crate) struct JobLinks {
+    /// `DIR/links/<set-up>`.
+    pub dir: PathBuf,
+    /// The set-up, in words (for the script's comment).
+    pub label: String,
+    /// `links …` (from [`super::links_step::links_args`], without `--out`'s value's quoting).
+    pub args: Vec<String>,
+    pub timeout_s: u64,
+}
+
+impl JobPlan {
+    /// Seconds the job's steps may take together: the launch, and the links step before it.
+    fn limit_s(&self) -> u64 {
+        self.launch_timeout_s
+            .saturating_add(self.links.as_ref().map_or(0, |l| l.timeout_s))
+    }
 }
 
 /// What every script of a run shares.
@@ -171,6 +194,9 @@ fn body(
         let _ = writeln!(s, "export {k}={}", quote(v));
     }
     let _ = writeln!(s, "sb={}", quote(ctx.scalebench));
+    if let Some(l) = &job.links {
+        links_step(&mut s, ctx, job, l, array_index, launcher);
+    }
     let _ = writeln!(s, "started=$(date +%s.%N)");
     let mut cmd = vec![
         format!(
@@ -199,6 +225,49 @@ fn body(
     );
     let _ = writeln!(s, "exit \"$rc\"");
     s
+}
+
+/// The links step's lines: in task 0 of an array (or in the one job), unless an earlier job
+/// already wrote its links.json. Its exit code (1: a suspect named) is recorded, not the job's.
+fn links_step(
+    s: &mut String,
+    ctx: &Context<'_>,
+    job: &JobPlan,
+    l: &JobLinks,
+    array_index: &str,
+    launcher: &[String],
+) {
+    let dir = quote(&l.dir.display().to_string());
+    // The label is made by scalebench from numbers (no user text): safe in a comment.
+    let _ = writeln!(
+        s,
+        "# links step: {} (once per set-up, before its launches)",
+        l.label
+    );
+    let task0 = if job.attempts.len() > 1 {
+        format!("[ \"{array_index}\" = 0 ] && ")
+    } else {
+        String::new()
+    };
+    let _ = writeln!(
+        s,
+        "if {task0}[ ! -s {dir}/links.json ] && mkdir -p {dir}; then"
+    );
+    let mut cmd = vec![
+        format!("timeout --signal=TERM --kill-after=30 {}", l.timeout_s),
+        quote_all(launcher),
+    ];
+    if !ctx.profile.container.is_empty() {
+        cmd.push(quote_all(&ctx.profile.container));
+    }
+    cmd.push(format!("\"$sb\" {}", quote_all(&l.args)));
+    let _ = writeln!(
+        s,
+        "  {} > {dir}/stdout.log 2> {dir}/stderr.log",
+        cmd.join(" ")
+    );
+    let _ = writeln!(s, "  echo \"$?\" > {dir}/exit_code");
+    let _ = writeln!(s, "fi");
 }
 
 fn header(ctx: &Context<'_>, job: &JobPlan) -> String {
@@ -274,7 +343,7 @@ pub(crate) fn slurm(ctx: &Context<'_>, job: &JobPlan) -> Result<String, ScriptEr
     }
     d(
         &mut s,
-        format!("--time={}", time_limit_min(p, job.launch_timeout_s)),
+        format!("--time={}", time_limit_min(p, job.limit_s())),
     );
     if let Some(x) = &p.partition {
         d(&mut s, format!("--partition={x}"));
@@ -425,10 +494,7 @@ pub(crate) fn uge(ctx: &Context<'_>, job: &JobPlan) -> Result<String, ScriptErro
     }
     d(
         &mut s,
-        format!(
-            "-l h_rt={}",
-            hhmmss(time_limit_min(p, job.launch_timeout_s))
-        ),
+        format!("-l h_rt={}", hhmmss(time_limit_min(p, job.limit_s()))),
     );
     if let Some(x) = &p.partition {
         d(&mut s, format!("-q {x}"));
@@ -484,10 +550,7 @@ pub(crate) fn pbs(ctx: &Context<'_>, job: &JobPlan) -> Result<String, ScriptErro
     d(&mut s, format!("-l {select}"));
     d(
         &mut s,
-        format!(
-            "-l walltime={}",
-            hhmmss(time_limit_min(p, job.launch_timeout_s))
-        ),
+        format!("-l walltime={}", hhmmss(time_limit_min(p, job.limit_s()))),
     );
     if let Some(x) = &p.partition {
         d(&mut s, format!("-q {x}"));

@@ -1,12 +1,15 @@
 //! `scalebench links`: find the slow node or link. Pair [`schedule`]s say who exchanges with
 //! whom in each round; [`attribution`] fits the N×N bandwidth matrix (median polish of log
 //! bandwidth) and names slow nodes, links and blocks, each with its effect size and confidence;
-//! [`simulate`] makes matrices with known faults for testing the attribution alone.
+//! [`simulate`] makes matrices with known faults for testing the attribution alone;
+//! [`floor`] holds inter-node cells to a fraction of the hosts' link ceiling (a uniformly slow
+//! fabric, which the relative attribution cannot see).
 //!
 //! A leaf beside `stats`: pure, no MPI; the measurement over MPI is `run::links`, and the
 //! report reads the matrix back from results files.
 
 pub mod attribution;
+pub mod floor;
 pub mod schedule;
 pub mod simulate;
 

@@ -19,10 +19,74 @@ use crate::params::{
 use crate::units::parse_size_list;
 use std::collections::{HashMap, HashSet};
 
-/// A whole sweep: its launches, each with its cases.
+/// A whole sweep: its launches, each with its cases, and its links steps (`[links]`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct SweepPlan {
     pub launches: Vec<LaunchPlan>,
+    /// One per set-up (nodes × ranks per node) when the spec has `[links]`, in plan order.
+    pub links: Vec<LinksSetup>,
+}
+
+/// One `scalebench links` step: the set-up it measures. A link matrix depends on which ranks
+/// exchange over which nodes, not on what the launches measure, so every launch with these
+/// nodes and ranks per node shares one step (the first one's launcher runs it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LinksSetup {
+    /// The step's directory under the run's `links/`: `n2-ppn4` (nodes, processes per node).
+    pub id: String,
+    pub nodes: u32,
+    pub ranks_per_node: u32,
+    /// The first launch of this set-up.
+    pub launch_id: String,
+    /// Why the step cannot run in this set-up (one rank: nothing to pair); `None`: it runs.
+    pub skipped: Option<String>,
+}
+
+impl LinksSetup {
+    pub fn ranks(&self) -> u32 {
+        self.nodes.saturating_mul(self.ranks_per_node)
+    }
+
+    /// `2 nodes × 4 ranks per node`.
+    pub fn label(&self) -> String {
+        format!(
+            "{} × {} per node",
+            crate::units::count(self.nodes as usize, "node", "nodes"),
+            crate::units::count(self.ranks_per_node as usize, "rank", "ranks")
+        )
+    }
+}
+
+/// The links steps of a plan's launches: one per distinct (nodes, ranks per node), in order.
+pub fn links_setups(spec: &SweepSpec, launches: &[LaunchPlan]) -> Vec<LinksSetup> {
+    let Some(step) = &spec.links else {
+        return Vec::new();
+    };
+    let mut out: Vec<LinksSetup> = Vec::new();
+    for l in launches {
+        let (nodes, rpn) = (l.shape.nodes, l.shape.ranks_per_node());
+        if out
+            .iter()
+            .any(|s| s.nodes == nodes && s.ranks_per_node == rpn)
+        {
+            continue;
+        }
+        let skipped = if nodes.saturating_mul(rpn) < 2 {
+            Some("one rank: no pair to measure".to_string())
+        } else if step.schedule == crate::config::LinksSchedule::Rail && nodes < 2 {
+            Some("one node: the rail schedule pairs ranks of different nodes".to_string())
+        } else {
+            None
+        };
+        out.push(LinksSetup {
+            id: format!("n{nodes}-ppn{rpn}"),
+            nodes,
+            ranks_per_node: rpn,
+            launch_id: l.launch_id.clone(),
+            skipped,
+        });
+    }
+    out
 }
 
 impl SweepPlan {
@@ -328,7 +392,8 @@ pub fn expand(spec: &SweepSpec) -> Result<SweepPlan, SpecError> {
     }
     one_thread_level(spec, &mut launches)?;
     check_cases(spec, &launches)?;
-    Ok(SweepPlan { launches })
+    let links = links_setups(spec, &launches);
+    Ok(SweepPlan { launches, links })
 }
 
 /// What would fail only when a launch runs ([`super::checks`]), refused at its axis.
@@ -501,6 +566,21 @@ fn new_launch(spec: &SweepSpec, p: &Point) -> LaunchPlan {
 /// Checks a plan against this machine for a local sweep: enough cores for every launch's
 /// devices (unless oversubscription is allowed) and a backend this build has.
 pub fn check_local(spec: &SweepSpec, plan: &SweepPlan, usable_cpus: u32) -> Result<(), SpecError> {
+    if let Some(step) = spec
+        .links
+        .as_ref()
+        .filter(|s| s.schedule == crate::config::LinksSchedule::Rail)
+    {
+        // A local sweep's nodes are emulated on this one host, where `links` finds no rail.
+        let (line, column) = step.schedule_at.unwrap_or(step.at);
+        return Err(SpecError {
+            path: spec.path.clone(),
+            line,
+            column,
+            key: Some("links.schedule".into()),
+            message: "a local sweep runs every rank on this host, and the rail schedule pairs ranks of different hosts, so it has no pair here: use \"round_robin\" or \"shift\", or `scalebench submit` the spec to a cluster".into(),
+        });
+    }
     for l in &plan.launches {
         let devices = l.shape.devices();
         if devices > usable_cpus && !spec.launch.oversubscribe {
@@ -734,5 +814,68 @@ devices_per_node = 1
         )
         .unwrap();
         assert!(check_local(&spec, &p, 2).is_ok());
+    }
+
+    /// `[links]` makes one step per (nodes, ranks per node), whatever else makes launches
+    /// differ; a set-up of one rank (nothing to pair) or one node under `rail` is planned as
+    /// skipped with the reason; no `[links]`, no step.
+    #[test]
+    fn links_steps_follow_nodes_and_ranks_per_node() {
+        let text = "[axes]\nnodes = [1, 2]\ndevices_per_node = [1, 2]\ntopology = [\"pure\", \"hybrid\"]\nbinding = [\"none\", \"core\"]\nsizes = \"1KiB\"\n";
+        assert!(plan(text).unwrap().links.is_empty());
+        let p = plan(&format!("{text}[links]\n")).unwrap();
+        let got: Vec<(&str, u32, u32, bool)> = p
+            .links
+            .iter()
+            .map(|s| {
+                (
+                    s.id.as_str(),
+                    s.nodes,
+                    s.ranks_per_node,
+                    s.skipped.is_some(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                ("n1-ppn1", 1, 1, true),
+                ("n1-ppn2", 1, 2, false),
+                ("n2-ppn1", 2, 1, false),
+                ("n2-ppn2", 2, 2, false),
+            ]
+        );
+        for s in &p.links {
+            let l = p
+                .launches
+                .iter()
+                .find(|l| l.launch_id == s.launch_id)
+                .unwrap();
+            assert_eq!(
+                (l.shape.nodes, l.shape.ranks_per_node()),
+                (s.nodes, s.ranks_per_node)
+            );
+        }
+        let p = plan(&format!("{text}[links]\nschedule = \"rail\"\n")).unwrap();
+        let skipped: Vec<&str> = p
+            .links
+            .iter()
+            .filter(|s| s.skipped.is_some())
+            .map(|s| s.id.as_str())
+            .collect();
+        assert_eq!(skipped, vec!["n1-ppn1", "n1-ppn2"]);
+        // A local sweep has one host: rail is refused at its line.
+        let spec = config::parse(
+            Path::new("t.toml"),
+            &format!("{text}[launch]\noversubscribe = true\n[links]\nschedule = \"rail\"\n"),
+        )
+        .unwrap();
+        let e = check_local(&spec, &expand(&spec).unwrap(), 64).unwrap_err();
+        assert_eq!(
+            (e.line, e.key.as_deref()),
+            (10, Some("links.schedule")),
+            "{e}"
+        );
+        assert!(e.message.contains("round_robin"), "{e}");
     }
 }

@@ -94,8 +94,17 @@ pub(crate) fn split_links(paths: &[PathBuf]) -> Result<(Vec<PathBuf>, Vec<LinksS
         } else {
             (None, true)
         };
+        // A sweep's run directory holds one links.json per set-up (`links/<set-up>/`).
+        let steps = if path.is_dir() {
+            sweep_links(path)
+        } else {
+            Vec::new()
+        };
         // A run directory and its links.json both given: one section, not two.
-        if let Some(l) = links_path.filter(|l| !links.iter().any(|x: &LinksSource| &x.path == l)) {
+        for l in links_path.into_iter().chain(steps) {
+            if links.iter().any(|x: &LinksSource| x.path == l) {
+                continue;
+            }
             let file = read_links(&l)?;
             links.push(LinksSource { path: l, file });
         }
@@ -104,6 +113,20 @@ pub(crate) fn split_links(paths: &[PathBuf]) -> Result<(Vec<PathBuf>, Vec<LinksS
         }
     }
     Ok((results, links))
+}
+
+/// The links.json of each set-up of a sweep (`DIR/links/<set-up>/links.json`), by set-up.
+fn sweep_links(dir: &std::path::Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir.join("links"))
+        .map(|rd| {
+            rd.filter_map(|e| e.ok())
+                .map(|e| e.path().join(LINKS_FILE))
+                .filter(|p| p.is_file())
+                .collect()
+        })
+        .unwrap_or_default();
+    v.sort();
+    v
 }
 
 /// A `--only KEY=VALUE` filter on case parameters (KEY as in the canonical case text).
@@ -291,6 +314,41 @@ mod tests {
             &pairs,
             &[wl("allreduce"), parse_filter("dtype=f64").unwrap()]
         ));
+    }
+
+    /// A sweep's run directory holds a links.json per set-up under `links/`: each is found
+    /// (one section each, in set-up order), alongside the sweep's results; given again
+    /// explicitly, a file still makes one section.
+    #[test]
+    fn a_sweeps_links_steps_are_each_found() {
+        let dir =
+            std::env::temp_dir().join(format!("scalebench-sweep-links-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let text = r#"{"links_format_version": 1, "generator": {"name": "scalebench", "version": "0"},
+            "schedule": "round_robin", "bidirectional": false, "message_bytes": 1, "iters": 1,
+            "warmup": 0, "hosts": ["a", "b"], "analysed": "inter_node",
+            "matrix_gbps": [[null, 1.0], [1.0, null]], "median_gbps": 1.0,
+            "residual_spread": 0.0, "findings": []}"#;
+        for setup in ["n2-ppn1", "n1-ppn2"] {
+            let d = dir.join("links").join(setup);
+            std::fs::create_dir_all(&d).unwrap();
+            std::fs::write(d.join(LINKS_FILE), text).unwrap();
+        }
+        // a step that failed leaves its directory without a file: no section
+        std::fs::create_dir_all(dir.join("links/n4-ppn1")).unwrap();
+        std::fs::write(dir.join(RESULTS_FILE), "{}").unwrap();
+        let again = dir.join("links/n2-ppn1").join(LINKS_FILE);
+        let (results, links) = split_links(&[dir.clone(), again]).unwrap();
+        assert_eq!(results, vec![dir.clone()]);
+        let found: Vec<PathBuf> = links.iter().map(|l| l.path.clone()).collect();
+        assert_eq!(
+            found,
+            vec![
+                dir.join("links/n1-ppn2").join(LINKS_FILE),
+                dir.join("links/n2-ppn1").join(LINKS_FILE)
+            ]
+        );
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

@@ -295,7 +295,10 @@ mod standin {
         assert!(!ran.stdout.contains("NCCL INFO"), "{}", ran.stdout);
         assert!(!ran.stderr.contains("NCCL INFO"), "{}", ran.stderr);
         for c in &r.cases {
-            let n = c.nccl.as_ref().unwrap_or_else(|| panic!("{}: no capture", c.id));
+            let n = c
+                .nccl
+                .as_ref()
+                .unwrap_or_else(|| panic!("{}: no capture", c.id));
             assert!(
                 n.version.as_deref().is_some_and(|v| v.starts_with("2.")),
                 "{}: {:?}",

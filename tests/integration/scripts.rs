@@ -583,3 +583,217 @@ fn lumi_gpu_binding_puts_each_rank_on_its_gcds_numa_cores() {
         assert_eq!(plan["shape"]["binding"], "gpu");
     }
 }
+
+/// Issue 29: `[links]` in a submitted spec puts one links step per set-up (nodes × ranks per
+/// node) into the first job of that set-up, under the job's own launcher and binding, before
+/// its launch; an array runs it in task 0 only; a set-up whose links.json already holds a
+/// matrix measured as asked is not submitted again; the job's time limit makes room for it.
+#[test]
+fn submitted_links_steps_run_once_per_set_up_in_the_job_script() {
+    let dir = tmpdir("scripts-links");
+    let spec = dir.join("l.toml");
+    std::fs::write(
+        &spec,
+        "name = \"lk\"\n[axes]\nnodes = [1, 2]\ndevices_per_node = [1, 2]\ntopology = [\"pure\", \"hybrid\"]\nsizes = \"64\"\n[launch]\ntimeout_s = 600\n[links]\nschedule = \"shift\"\nsize = \"64KiB\"\niters = 5\ntimeout_s = 300\n",
+    )
+    .unwrap();
+    let out = dir.join("run");
+    let dry = |out: &Path| {
+        let ran = solo(&[
+            "submit",
+            spec.to_str().unwrap(),
+            "--scheduler",
+            "slurm",
+            "--dry-run",
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        ran.assert_code(0);
+        scripts(&ran.stdout)
+            .into_iter()
+            .filter(|(n, _)| n.starts_with("job-"))
+            .collect::<Vec<_>>()
+    };
+    let jobs = dry(&out);
+    let step = |setup: &str| {
+        format!(
+            "links --schedule shift --size 65536 --iters 5 --warmup 1 --z 5 --min-effect 0.15 --out {}/links/{setup}",
+            out.display()
+        )
+    };
+    // Set-ups with two or more ranks: n1-ppn2, n2-ppn1, n2-ppn2 (n1-ppn1 has one rank).
+    for setup in ["n1-ppn2", "n2-ppn1", "n2-ppn2"] {
+        let with: Vec<&(String, String)> = jobs
+            .iter()
+            .filter(|(_, t)| t.contains(&step(setup)))
+            .collect();
+        assert_eq!(with.len(), 1, "{setup}: {jobs:#?}");
+        let text = &with[0].1;
+        bash_n(text);
+        let line = text.lines().find(|l| l.contains(&step(setup))).unwrap();
+        // the job's launcher (srun, with the profile's binding), under its own timeout
+        assert!(
+            line.trim_start()
+                .starts_with("timeout --signal=TERM --kill-after=30 300 srun"),
+            "{line}"
+        );
+        assert!(line.contains("\"$sb\" links"), "{line}");
+        // before the launch
+        let at = text.find(&step(setup)).unwrap();
+        assert!(at < text.find("run -q --plan").unwrap(), "{text}");
+        // launch 600 s + links 300 s: 15 min, + 5 min margin
+        assert!(text.contains("#SBATCH --time=20\n"), "{text}");
+        if text.contains("#SBATCH --array=") {
+            assert!(
+                text.contains("if [ \"${SLURM_ARRAY_TASK_ID:-0}\" = 0 ] && [ ! -s "),
+                "{text}"
+            );
+        }
+    }
+    assert!(
+        !jobs.iter().any(|(_, t)| t.contains("links/n1-ppn1")),
+        "{jobs:#?}"
+    );
+    let plain = jobs
+        .iter()
+        .filter(|(_, t)| !t.contains("links --schedule"))
+        .count();
+    assert!(
+        plain >= 1,
+        "the one-rank jobs carry no links step: {jobs:#?}"
+    );
+    assert!(jobs
+        .iter()
+        .filter(|(_, t)| !t.contains("links --schedule"))
+        .all(|(_, t)| t.contains("#SBATCH --time=15\n")));
+
+    // n2-ppn2 measured before, as the spec asks: not submitted again; the others still are.
+    let done = out.join("links/n2-ppn2");
+    std::fs::create_dir_all(&done).unwrap();
+    std::fs::write(
+        done.join("links.json"),
+        r#"{"links_format_version": 1, "generator": {"name": "scalebench", "version": "0"},
+            "schedule": "shift", "bidirectional": true, "message_bytes": 65536, "iters": 5,
+            "warmup": 1, "hosts": ["a", "a", "b", "b"], "analysed": "inter_node",
+            "matrix_gbps": [[null, 1.0, 1.0, 1.0], [1.0, null, 1.0, 1.0], [1.0, 1.0, null, 1.0], [1.0, 1.0, 1.0, null]],
+            "median_gbps": 1.0, "residual_spread": 0.0, "findings": []}"#,
+    )
+    .unwrap();
+    let jobs = dry(&out);
+    assert!(
+        !jobs.iter().any(|(_, t)| t.contains(&step("n2-ppn2"))),
+        "{jobs:#?}"
+    );
+    for setup in ["n1-ppn2", "n2-ppn1"] {
+        assert_eq!(
+            jobs.iter()
+                .filter(|(_, t)| t.contains(&step(setup)))
+                .count(),
+            1
+        );
+    }
+}
+
+/// Issue 29: a job script's links step, run for real against stub `srun` and `scalebench`:
+/// task 0 of the array runs `links` (under the job's launcher) before its launch, other tasks
+/// do not; the step's exit code (1: a suspect named) is recorded beside it and is not the
+/// job's; once its links.json exists no task runs it again.
+#[test]
+fn a_job_scripts_links_step_runs_in_task_0_once() {
+    let dir = tmpdir("scripts-links-run");
+    let stubs = dir.join("stubs");
+    std::fs::create_dir_all(&stubs).unwrap();
+    let calls = stubs.join("calls.txt");
+    // srun's own options dropped, the rest run (the profile's container wrapper, then sb)
+    stub(
+        &stubs,
+        "srun",
+        "while [[ \"$1\" == -* ]]; do shift; done\nexec \"$@\"",
+    );
+    stub(
+        &stubs,
+        "sb",
+        &format!(
+            "echo \"$1\" >> {calls}\nif [ \"$1\" = links ]; then\n  while [ $# -gt 0 ]; do [ \"$1\" = --out ] && out=$2; shift; done\n  echo '{{}}' > \"$out/links.json\"\n  exit 1\nfi\nexit 0",
+            calls = calls.display()
+        ),
+    );
+    let spec = dir.join("l.toml");
+    // pure and hybrid with one device per node share an allocation: one array, set-up n2-ppn1
+    std::fs::write(
+        &spec,
+        format!(
+            "name = \"lk\"\n[axes]\nnodes = 2\ndevices_per_node = 1\ntopology = [\"pure\", \"hybrid\"]\nsizes = \"64\"\n[links]\nsize = \"64KiB\"\n[submit]\nscalebench = \"{}/sb\"\n",
+            stubs.display()
+        ),
+    )
+    .unwrap();
+    let out = dir.join("run");
+    let ran = solo(&[
+        "submit",
+        spec.to_str().unwrap(),
+        "--profile",
+        "local-slurm",
+        "--out",
+        out.to_str().unwrap(),
+        "--dry-run",
+    ]);
+    ran.assert_code(0);
+    let jobs: Vec<(String, String)> = scripts(&ran.stdout)
+        .into_iter()
+        .filter(|(n, _)| n.starts_with("job-"))
+        .collect();
+    assert_eq!(jobs.len(), 1, "{}", ran.stdout);
+    let text = &jobs[0].1;
+    assert!(text.contains("#SBATCH --array=0-1"), "{text}");
+    let attempts: Vec<String> = text
+        .lines()
+        .find_map(|l| l.strip_prefix("dirs=("))
+        .unwrap()
+        .trim_end_matches(')')
+        .split_whitespace()
+        .map(|d| d.trim_matches('\'').to_string())
+        .collect();
+    assert_eq!(attempts.len(), 2);
+    for a in &attempts {
+        std::fs::create_dir_all(a).unwrap();
+    }
+    let script = dir.join("job.sh");
+    std::fs::write(&script, text).unwrap();
+    let path = format!("{}:{}", stubs.display(), std::env::var("PATH").unwrap());
+    let task = |i: &str| {
+        let st = Command::new("bash")
+            .arg(&script)
+            .env("PATH", &path)
+            .env("SLURM_ARRAY_TASK_ID", i)
+            .status()
+            .unwrap();
+        assert!(
+            st.success(),
+            "task {i}: the links step's exit 1 is not the job's"
+        );
+        let c = std::fs::read_to_string(&calls).unwrap_or_default();
+        std::fs::remove_file(&calls).unwrap();
+        c.lines().map(str::to_string).collect::<Vec<_>>()
+    };
+    assert_eq!(
+        task("1"),
+        ["run", "finish-launch"],
+        "task 1 runs no links step"
+    );
+    let step = out.join("links/n2-ppn1");
+    assert!(!step.exists());
+    assert_eq!(task("0"), ["links", "run", "finish-launch"]);
+    assert!(step.join("links.json").exists());
+    assert_eq!(
+        std::fs::read_to_string(step.join("exit_code"))
+            .unwrap()
+            .trim(),
+        "1"
+    );
+    assert_eq!(
+        task("0"),
+        ["run", "finish-launch"],
+        "its links.json exists: not again"
+    );
+}

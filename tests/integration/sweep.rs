@@ -433,12 +433,21 @@ fn malformed_specs_are_rejected_with_file_line_and_fix() {
         ("[[zip]]\nnodes = [1, 2]\n", 1, "at least two axes"),
         ("[axes]\ndims = \"12x\"\n", 2, "matrix shape"),
         ("[axes]\ntopology = [\"pure\", 3]\n", 2, "expected a name"),
+        // [links] (issue 29): each value refused at its line with the key and the fix
+        ("[links]\nschedule = \"ring\"\n", 2, "\"round_robin\""),
+        ("[links]\nsize = \"2GiB\"\n", 2, "from 1 B to 1 GiB"),
+        ("[links]\niters = 0\n", 2, "links.iters"),
+        ("[links]\nmin_effect = 1.5\n", 2, "below 1"),
+        ("[links]\nz = -1\n", 2, "links.z"),
+        ("[links]\ntimeout_s = 0\n", 2, "positive number of seconds"),
+        ("[links]\nsizes = \"1MiB\"\n", 2, "unknown field `sizes`"),
+        ("[links]\nschedule = \"rail\"\n", 2, "the rail schedule"),
     ];
     assert!(cases.len() >= 15);
     for (i, (text, line, needle)) in cases.iter().enumerate() {
         let spec = write_spec(&dir, &format!("bad{i}.toml"), text);
         // What only this machine cannot do is a note for `plan`, an error for `sweep`.
-        let local_only = needle.contains("oversubscribe");
+        let local_only = needle.contains("oversubscribe") || needle.contains("rail schedule");
         for cmd in ["plan", "sweep"] {
             if local_only && cmd == "plan" {
                 let ran = solo(&["plan", spec.to_str().unwrap()]);
@@ -746,5 +755,170 @@ fn sighup_stops_a_sweep_as_sigterm_does() {
     assert!(
         !read_results(&out).cases.is_empty(),
         "finished cases are kept"
+    );
+}
+
+/// Issue 29: a `[links]` step runs `scalebench links` once per set-up (nodes × ranks per
+/// node) under the sweep's launcher, writing `links/<set-up>/links.json` that reads back as a
+/// full matrix; a set-up of one rank is skipped; `--resume` keeps a finished step untouched and
+/// reruns one whose file is gone (without rerunning any case); `--dry-run` shows the command;
+/// the report finds the step and names its section by its set-up.
+#[test]
+fn a_links_step_runs_once_per_set_up_and_a_resume_keeps_it() {
+    let dir = tmpdir("sweep-links");
+    let spec = write_spec(
+        &dir,
+        "links.toml",
+        "name = \"lk\"\n[axes]\ndevices_per_node = [1, 2]\ntopology = [\"pure\", \"hybrid\"]\nworkloads = \"allreduce\"\nsizes = \"1KiB\"\nin_place = false\n[run]\niters = 2\nwarmup = 0\nceilings = false\n[launch]\noversubscribe = true\ntimeout_s = 120\n[links]\nsize = \"4KiB\"\niters = 3\nwarmup = 1\ntimeout_s = 120\n",
+    );
+    let out = dir.join("run");
+    let (spec_s, out_s) = (spec.to_str().unwrap(), out.to_str().unwrap());
+    let dry = solo(&["sweep", spec_s, "--out", out_s, "--dry-run"]);
+    dry.assert_code(0);
+    let links_lines: Vec<&str> = dry
+        .stdout
+        .lines()
+        .filter(|l| l.starts_with("mpirun") && l.contains(" links "))
+        .collect();
+    assert_eq!(links_lines.len(), 1, "{}", dry.stdout);
+    assert!(
+        links_lines[0].starts_with("mpirun -np 2 ")
+            && links_lines[0]
+                .contains("links --schedule round-robin --size 4096 --iters 3 --warmup 1")
+            && links_lines[0].ends_with(&format!("--out {}/links/n1-ppn2", out.display())),
+        "{}",
+        links_lines[0]
+    );
+    assert!(
+        dry.stdout.contains("# links n1-ppn1: not run (one rank"),
+        "{}",
+        dry.stdout
+    );
+    assert!(!out.exists(), "a dry run wrote {}", out.display());
+
+    let results = common::sweep_ok(&spec, &out);
+    // Three launches run one rank (set-up n1-ppn1: nothing to pair); 1 × 2 pure is n1-ppn2.
+    assert_eq!(results.cases.len(), 4);
+    let step = out.join("links/n1-ppn2");
+    let file = step.join("links.json");
+    let text = std::fs::read_to_string(&file).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(v["schedule"], "round_robin");
+    assert_eq!(v["message_bytes"], 4096);
+    assert_eq!(v["iters"], 3);
+    assert_eq!(v["hosts"].as_array().unwrap().len(), 2);
+    let m = v["matrix_gbps"].as_array().unwrap();
+    assert_eq!(m.len(), 2);
+    for (i, row) in m.iter().enumerate() {
+        for (j, cell) in row.as_array().unwrap().iter().enumerate() {
+            if i == j {
+                assert!(cell.is_null(), "{text}");
+            } else {
+                assert!(cell.as_f64().is_some_and(|g| g > 0.0), "{text}");
+            }
+        }
+    }
+    assert!(step.join("links.svg").exists());
+    assert!(
+        !out.join("links/n1-ppn1").exists(),
+        "a one-rank set-up has no step"
+    );
+    let outcome = std::fs::read_to_string(step.join("outcome.json")).unwrap();
+
+    // Resume: nothing to do; the step's files are untouched.
+    let journals = journaled(&out);
+    let ran = solo(&["sweep", spec_s, "--out", out_s, "--resume"]);
+    ran.assert_code(0);
+    assert!(
+        ran.stderr
+            .contains("# links n1-ppn2 (1 node × 2 ranks per node): finished before, kept"),
+        "{}",
+        ran.stderr
+    );
+    assert_eq!(
+        std::fs::read_to_string(&file).unwrap(),
+        text,
+        "links.json rewritten"
+    );
+    assert_eq!(
+        std::fs::read_to_string(step.join("outcome.json")).unwrap(),
+        outcome
+    );
+    assert_eq!(
+        journaled(&out),
+        journals,
+        "a resume with nothing to do ran cases"
+    );
+    // A step that crashed (the launcher exits 7 for it, runs the launches) fails the sweep
+    // (exit 3) with its outcome recorded; `--resume` runs it again, and no case.
+    let out2 = dir.join("run2");
+    let fake = dir.join("fake-mpirun");
+    std::fs::write(
+        &fake,
+        "#!/bin/bash\nfor a in \"$@\"; do [ \"$a\" = links ] && { echo 'fake: the links step crashes' >&2; exit 7; }; done\nexec mpirun \"$@\"\n",
+    )
+    .unwrap();
+    std::process::Command::new("chmod")
+        .arg("+x")
+        .arg(&fake)
+        .status()
+        .unwrap();
+    let out2_s = out2.to_str().unwrap();
+    let ran = solo(&[
+        "sweep",
+        spec_s,
+        "--out",
+        out2_s,
+        "--mpirun",
+        fake.to_str().unwrap(),
+    ]);
+    ran.assert_code(3);
+    assert!(
+        ran.stderr
+            .contains("# links n1-ppn2 (1 node × 2 ranks per node): failed (exit 7)")
+            && ran.stderr.contains("1 links step wrote no links.json")
+            && ran.stderr.contains("--resume"),
+        "{}",
+        ran.stderr
+    );
+    let step2 = out2.join("links/n1-ppn2");
+    assert!(!step2.join("links.json").exists());
+    let o: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(step2.join("outcome.json")).unwrap())
+            .unwrap();
+    assert_eq!(
+        (o["status"].as_str(), o["exit_code"].as_i64()),
+        (Some("failed"), Some(7))
+    );
+    assert!(std::fs::read_to_string(step2.join("stderr.log"))
+        .unwrap()
+        .contains("the links step crashes"));
+    assert_eq!(
+        common::read_results(&out2).cases.len(),
+        4,
+        "the launches ran"
+    );
+    let journals = journaled(&out2);
+    let ran = solo(&["sweep", spec_s, "--out", out2_s, "--resume"]);
+    ran.assert_code(0);
+    assert!(
+        ran.stderr
+            .contains("# links n1-ppn2 (1 node × 2 ranks per node): healthy"),
+        "{}",
+        ran.stderr
+    );
+    assert_eq!(journaled(&out2), journals, "a resume reran cases");
+    let again: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(step2.join("links.json")).unwrap()).unwrap();
+    assert_eq!(again["hosts"].as_array().unwrap().len(), 2);
+
+    // The report finds the step in the run directory, its section named by its set-up.
+    let rep = dir.join("report");
+    let r = common::report(&[out_s, "--out", rep.to_str().unwrap()]);
+    r.assert_code(0);
+    let md = std::fs::read_to_string(rep.join("report.md")).unwrap();
+    assert!(
+        md.contains("Links: the slow node or link, set-up n1-ppn2 (1 node × 2 ranks per node)"),
+        "{md}"
     );
 }

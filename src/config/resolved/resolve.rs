@@ -34,6 +34,7 @@ pub(in crate::config) fn resolve(
     let launch = local_launch(&ctx, &raw.launch)?;
     let labels = labels(&ctx, &raw.labels)?;
     let name = study_name(&ctx, &raw.name)?;
+    let links = super::links::links_step(&ctx, &raw.links)?;
     Ok(SweepSpec {
         path: path.to_path_buf(),
         name,
@@ -44,6 +45,7 @@ pub(in crate::config) fn resolve(
         settings,
         launch,
         submit: raw.submit,
+        links,
         axis_at: axes.axis_at,
         text: text.to_string(),
         warnings: ctx.warnings.into_inner(),

@@ -163,10 +163,32 @@ pub fn submit(req: &SubmitRequest, argv: &[String]) -> Result<u8> {
                 "# {}: every case has a result; nothing to submit",
                 out.display()
             );
+            // No job is submitted, so no job can run a links step that is still missing.
+            let step = spec.links.as_ref();
+            for setup in plan.links.iter().filter(|s| s.skipped.is_none()) {
+                let dir = crate::launch::links_step::step_dir(&out, setup);
+                if step.is_some_and(|st| !crate::launch::links_step::finished(&dir, st)) {
+                    eprintln!(
+                        "# links {}: no links.json measured as the spec asks; run `scalebench links` in an allocation of {} with --out {}",
+                        setup.id,
+                        setup.label(),
+                        dir.display()
+                    );
+                }
+            }
         }
         return Ok(EXIT_OK);
     }
     let (attempts, mut groups) = plan_attempts(&plan.launches, &todo, &profile, &spec, &out);
+    let unplaced = place_links_steps(&spec, &plan.links, &out, &profile, &mut groups);
+    if !req.quiet {
+        for id in &unplaced {
+            eprintln!(
+                "# links {id}: no job of this submission has that set-up (its launches are done), so its links step is not submitted: run `scalebench links` in an allocation of that set-up with --out {}",
+                out.join(crate::launch::links_step::LINKS_DIR).join(id).display()
+            );
+        }
+    }
     let scripts = job_scripts(&profile, &spec, &out, &jobs, &mut groups)?;
     if req.dry_run {
         print_dry_run(&scripts, attempts.len());
@@ -317,11 +339,51 @@ fn plan_attempts(
                 attempts: vec![dir.clone()],
                 labels: vec![l.shape.label()],
                 launch_timeout_s,
+                links: None,
             }),
         }
         attempts.push((dir, attempt));
     }
     (attempts, groups)
+}
+
+/// Gives each set-up's unfinished links step to the first job of that set-up (nodes and
+/// ranks per node: a job's attempts share them), which runs it before its launch. Returns the
+/// set-ups whose step no job of this submission can run.
+fn place_links_steps(
+    spec: &config::SweepSpec,
+    setups: &[sweep::LinksSetup],
+    out: &Path,
+    profile: &Profile,
+    groups: &mut [JobPlan],
+) -> Vec<String> {
+    use crate::launch::links_step;
+    let Some(step) = &spec.links else {
+        return Vec::new();
+    };
+    let mut unplaced = Vec::new();
+    for setup in setups.iter().filter(|s| s.skipped.is_none()) {
+        let dir = links_step::step_dir(out, setup);
+        if links_step::finished(&dir, step) {
+            continue;
+        }
+        let job = groups.iter_mut().find(|g| {
+            let r = scripts::resources(profile, &g.shape);
+            g.links.is_none() && r.nodes == setup.nodes && r.tasks_per_node == setup.ranks_per_node
+        });
+        match job {
+            Some(g) => {
+                g.links = Some(scripts::JobLinks {
+                    label: format!("{} ({})", setup.id, setup.label()),
+                    args: links_step::links_args(step, &dir.display().to_string()),
+                    dir,
+                    timeout_s: step.timeout_s.ceil() as u64,
+                })
+            }
+            None => unplaced.push(setup.id.clone()),
+        }
+    }
+    unplaced
 }
 
 /// The scripts of one submission: per job its path, text and attempt directories; and the

@@ -35,9 +35,35 @@ fn transport(f: &LinksFile) -> String {
     }
 }
 
+/// A sweep's links step (`…/links/<set-up>/links.json`) is named by its set-up, so a report
+/// of several set-ups tells their sections apart.
+fn heading(path: &Path) -> String {
+    let setup = path
+        .parent()
+        .filter(|d| d.parent().and_then(|p| p.file_name()) == Some("links".as_ref()))
+        .and_then(|d| d.file_name())
+        .map(|n| n.to_string_lossy().into_owned());
+    let words = |s: &str| -> Option<String> {
+        let (n, r) = s.strip_prefix('n')?.split_once("-ppn")?;
+        let (n, r): (usize, usize) = (n.parse().ok()?, r.parse().ok()?);
+        Some(format!(
+            " ({} × {} per node)",
+            crate::units::count(n, "node", "nodes"),
+            crate::units::count(r, "rank", "ranks")
+        ))
+    };
+    match setup {
+        Some(s) => format!(
+            "Links: the slow node or link, set-up {s}{}",
+            words(&s).unwrap_or_default()
+        ),
+        None => "Links: the slow node or link".to_string(),
+    }
+}
+
 fn section(doc: &mut Doc, l: &LinksInput<'_>) {
     let f = l.file;
-    doc.heading(2, "Links: the slow node or link");
+    doc.heading(2, heading(l.path));
     let mut hosts = f.hosts.clone();
     hosts.sort();
     hosts.dedup();
@@ -300,6 +326,27 @@ mod tests {
         assert_eq!(
             warned,
             vec!["measured on the STAND-IN CUDA libraries (STAND-IN: test doubles).".to_string()]
+        );
+    }
+
+    /// A sweep's step is named by its set-up; any other links.json keeps the plain title.
+    #[test]
+    fn a_sweeps_sections_are_named_by_their_set_up() {
+        assert_eq!(
+            heading(Path::new("run/links/n2-ppn4/links.json")),
+            "Links: the slow node or link, set-up n2-ppn4 (2 nodes × 4 ranks per node)"
+        );
+        assert_eq!(
+            heading(Path::new("run/links/n1-ppn1/links.json")),
+            "Links: the slow node or link, set-up n1-ppn1 (1 node × 1 rank per node)"
+        );
+        assert_eq!(
+            heading(Path::new("run/links/odd/links.json")),
+            "Links: the slow node or link, set-up odd"
+        );
+        assert_eq!(
+            heading(Path::new("run/links.json")),
+            "Links: the slow node or link"
         );
     }
 }
