@@ -30,6 +30,8 @@ pub enum LinksError {
     FaultRanks { a: usize, b: usize, ranks: usize },
     #[error("--schedule rail pairs each node's k-th rank with the k-th rank of the other nodes, and this job's {ranks} ranks run on one node ({node}), so there is no such pair: run on several nodes, or use --schedule round-robin")]
     RailOneNode { ranks: usize, node: String },
+    #[error("links measures pairs of ranks and this job has {ranks}: start it with at least 2 (e.g. `mpirun -np 4 scalebench links`, or `srun -N 2 --ntasks-per-node 1 scalebench links`)")]
+    OneRank { ranks: usize },
     #[error("--iters {0}: give at least 1")]
     Iters(u32),
     #[error("--size {0}: give at least 1 byte and at most 1 GiB")]

@@ -301,6 +301,33 @@ fn a_faulted_links_run_is_reported_as_a_confirmed_link_and_a_test_fault() {
 }
 
 /// `--backend rocm` has no RCCL transport: one sentence, exit 2, nothing written.
+/// One rank has no pair: a sentence and exit 2 on every schedule, never an MPI error from the
+/// gather of an empty matrix (which `links` alone used to end in, on the H200 too).
+#[test]
+fn one_rank_is_refused_with_one_sentence() {
+    let dir = tmpdir("links-one-rank");
+    for schedule in ["round-robin", "shift", "rail"] {
+        let out = dir.join(schedule);
+        mpirun(
+            1,
+            &[
+                "links",
+                "--schedule",
+                schedule,
+                "--size",
+                "4KiB",
+                "--out",
+                s(&out),
+            ],
+        )
+        .assert_refused(
+            &schedule,
+            &["links measures pairs of ranks and this job has 1: start it with at least 2"],
+            &out,
+        );
+    }
+}
+
 #[test]
 fn rocm_is_refused_with_one_sentence() {
     let dir = tmpdir("links-rocm");

@@ -387,6 +387,10 @@ fn measure(
     comm: &MpiComm,
 ) -> Result<u8, RunError> {
     let (me, n) = (comm.rank() as usize, comm.size() as usize);
+    if n < 2 {
+        // Every rank knows the size: all refuse alike, before any buffer or GPU.
+        return Err(RunError::Links(LinksError::OneRank { ranks: n }));
+    }
     if let Some(f) = slow.filter(|f| f.a >= n || f.b >= n) {
         return Err(RunError::Links(LinksError::FaultRanks {
             a: f.a,
