@@ -15,6 +15,26 @@ pub(crate) mod steps;
 
 use crate::host::HostBuf;
 
+/// Every failing rank's reason on every rank, `rank r: reason; …` in rank order (`local` is
+/// empty on a rank that did not fail); collective. What the ranks print when they agree a
+/// set-up failed, so that rank 0's sentence names each failing rank whichever one it is.
+pub fn every_ranks_reasons<C: HostComm + ?Sized>(comm: &C, local: &str) -> String {
+    let all = comm.gather_bytes(local.as_bytes());
+    let mut text = Vec::new();
+    if comm.is_root() {
+        text = all
+            .iter()
+            .enumerate()
+            .filter(|(_, m)| !m.is_empty())
+            .map(|(r, m)| format!("rank {r}: {}", String::from_utf8_lossy(m)))
+            .collect::<Vec<_>>()
+            .join("; ")
+            .into_bytes();
+    }
+    comm.broadcast_bytes(&mut text);
+    String::from_utf8_lossy(&text).into_owned()
+}
+
 /// Process-level collective operations. Every method is collective: all ranks call it in the
 /// same order. Methods returning data "at the root" return it on rank 0 and an empty value
 /// elsewhere.

@@ -18,7 +18,9 @@ pub(crate) use region::{Region, Resolved};
 
 use crate::params::{Dtype, ReduceOp};
 
-/// `ncclDataType_t` of a [`Dtype`] (nccl.h's values, which RCCL keeps).
+/// `ncclDataType_t` of a [`Dtype`] (nccl.h's values, which RCCL keeps). The CUDA backend passes
+/// cudarc's typed values instead, so a CUDA-only build uses neither function.
+#[cfg_attr(not(feature = "rocm"), allow(dead_code))]
 pub(crate) fn dtype_code(d: Dtype) -> i32 {
     match d {
         Dtype::I32 => 2,
@@ -30,6 +32,7 @@ pub(crate) fn dtype_code(d: Dtype) -> i32 {
 }
 
 /// `ncclRedOp_t` of a [`ReduceOp`] (`avg` is the library's native `ncclAvg`).
+#[cfg_attr(not(feature = "rocm"), allow(dead_code))]
 pub(crate) fn op_code(op: ReduceOp) -> i32 {
     match op {
         ReduceOp::Sum => 0,

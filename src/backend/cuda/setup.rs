@@ -100,23 +100,8 @@ fn agree_failures<C: HostComm, T, E: std::fmt::Display>(
         Ok(_) => String::new(),
         Err(e) => e.to_string(),
     };
-    let all = comm.gather_bytes(msg.as_bytes());
-    let mut text = Vec::new();
-    if comm.is_root() {
-        text = all
-            .iter()
-            .enumerate()
-            .filter(|(_, m)| !m.is_empty())
-            .map(|(r, m)| format!("rank {r}: {}", String::from_utf8_lossy(m)))
-            .collect::<Vec<_>>()
-            .join("; ")
-            .into_bytes();
-    }
-    comm.broadcast_bytes(&mut text);
-    Err(CudaError::Ranks {
-        what,
-        reasons: String::from_utf8_lossy(&text).into_owned(),
-    })
+    let reasons = crate::comm::every_ranks_reasons(comm, &msg);
+    Err(CudaError::Ranks { what, reasons })
 }
 
 /// Opens this rank's GPUs: driver, ordinals, contexts, streams, events, cuBLAS.

@@ -181,23 +181,8 @@ fn agree_failures<C: HostComm, T>(
         Ok(_) => String::new(),
         Err(e) => e.to_string(),
     };
-    let all = comm.gather_bytes(msg.as_bytes());
-    let mut text = Vec::new();
-    if comm.is_root() {
-        text = all
-            .iter()
-            .enumerate()
-            .filter(|(_, m)| !m.is_empty())
-            .map(|(r, m)| format!("rank {r}: {}", String::from_utf8_lossy(m)))
-            .collect::<Vec<_>>()
-            .join("; ")
-            .into_bytes();
-    }
-    comm.broadcast_bytes(&mut text);
-    Err(RocmError::Ranks {
-        what,
-        reasons: String::from_utf8_lossy(&text).into_owned(),
-    })
+    let reasons = crate::comm::every_ranks_reasons(comm, &msg);
+    Err(RocmError::Ranks { what, reasons })
 }
 
 /// One communicator per local GPU, created in one group (ranks `rank·g ..`).

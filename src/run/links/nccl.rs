@@ -40,20 +40,10 @@ fn agree(comm: &MpiComm, local: Option<String>) -> Result<(), String> {
     if comm.all_ok(local.is_none()) {
         return Ok(());
     }
-    let all = comm.gather_bytes(local.unwrap_or_default().as_bytes());
-    let mut text = Vec::new();
-    if comm.is_root() {
-        text = all
-            .iter()
-            .enumerate()
-            .filter(|(_, m)| !m.is_empty())
-            .map(|(r, m)| format!("rank {r}: {}", String::from_utf8_lossy(m)))
-            .collect::<Vec<_>>()
-            .join("; ")
-            .into_bytes();
-    }
-    comm.broadcast_bytes(&mut text);
-    Err(String::from_utf8_lossy(&text).into_owned())
+    Err(crate::comm::every_ranks_reasons(
+        comm,
+        &local.unwrap_or_default(),
+    ))
 }
 
 impl NcclTransport {
