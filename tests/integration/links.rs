@@ -116,11 +116,27 @@ fn links_on_four_ranks(out: &std::path::Path, extra: &[&str]) -> common::Ran {
 /// of one slow link into its nodes' effects, and only 6 link scores set the spread. On two
 /// oversubscribed cores a healthy cell varies 2–3×; CI once saw a 20× link reach only
 /// z = −3.9 (the verdict needs −5). 200× puts the same worst matrix at about z = −9.
+///
+/// One retry: the verdict rests on 6 link scores, and on two cores shared with the suite's
+/// other tests the scheduler can slow an unplanted pair as much as the fault (CI, 2026-11-27:
+/// 1↔3 at 0.066 GB/s against 23 GB/s elsewhere, the planted 1↔2 at 0.03-0.08), which widens
+/// the spread until nothing reaches z = 5 and the run says healthy (exit 0). A second such run
+/// in a row still fails the test, with both matrices shown.
 #[test]
 fn a_slowed_pair_is_named_as_a_link() {
     let _q = common::quiet();
-    let out = tmpdir("links-fault");
-    let r = links_on_four_ranks(&out, &["--fault", "slow_link:1:2:200"]);
+    let mut out = tmpdir("links-fault");
+    let mut r = links_on_four_ranks(&out, &["--fault", "slow_link:1:2:200"]);
+    if r.code == 0 {
+        let first = links_json(&out)["matrix_gbps"].to_string();
+        out = tmpdir("links-fault-again");
+        r = links_on_four_ranks(&out, &["--fault", "slow_link:1:2:200"]);
+        assert_eq!(
+            r.code, 1,
+            "healthy twice; first matrix {first}\nsecond:\n{}",
+            r.stdout
+        );
+    }
     r.assert_code(1);
     let v = links_json(&out);
     assert_eq!(v["links_format_version"], 2);
