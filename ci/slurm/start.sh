@@ -92,7 +92,19 @@ InactiveLimit=0
 KillWait=5
 NodeName=n[1-$nodes] NodeAddr=127.0.0.1 Port=[$port0-$(( port0 + nodes - 1 ))] CPUs=$cpus RealMemory=$mem State=UNKNOWN
 PartitionName=debug Nodes=n[1-$nodes] Default=YES MaxTime=INFINITE State=UP OverSubscribe=$oversubscribe
+TopologyPlugin=topology/tree
 CONF
+# Two leaf switches under one spine (the first half of the nodes, the rest; one leaf for one
+# node), so `scontrol show topology` answers as on a real tree fabric (scalebench links
+# orders and names blocks by it).
+half=$(( (nodes + 1) / 2 ))
+{
+  echo "SwitchName=leaf1 Nodes=n[1-$half]"
+  if [ "$nodes" -gt "$half" ]; then
+    echo "SwitchName=leaf2 Nodes=n[$(( half + 1 ))-$nodes]"
+    echo "SwitchName=spine Switches=leaf[1-2]"
+  fi
+} > "$dir/topology.conf"
 for n in $(seq 1 "$nodes"); do mkdir -p "$dir/spool/n$n" "$dir/tmp/n$n"; done
 export SLURM_CONF="$dir/slurm.conf"
 slurmctld -D -f "$SLURM_CONF" >/dev/null 2>&1 &
@@ -109,5 +121,5 @@ for _ in $(seq 1 100); do
 done
 echo "ci/slurm/start.sh: nodes did not come up; see $dir/log/" >&2
 timeout 5 sinfo -N >&2 || true
-tail -5 "$dir"/log/*.log >&2 || true
+tail -n 5 "$dir"/log/*.log >&2 || true
 exit 1

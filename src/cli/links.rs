@@ -73,6 +73,11 @@ pub struct LinksArgs {
     /// current directory). With --simulate, nothing is written unless it is given.
     #[arg(long)]
     pub out: Option<std::path::PathBuf>,
+    /// Leaf switches in Slurm's topology.conf syntax (`SwitchName=s1 Nodes=n[1-8]`), so each
+    /// switch's nodes are analysed and drawn side by side and a slow block names its switch.
+    /// Default: inside a Slurm job, what `scontrol show topology` lists.
+    #[arg(long, value_name = "FILE", conflicts_with = "simulate")]
+    pub topology: Option<std::path::PathBuf>,
     /// Test-only: `slow_link:A:B:TIMES` makes ranks A and B's exchanges take TIMES as long.
     #[arg(long, hide = true, conflicts_with = "simulate")]
     pub fault: Option<String>,
@@ -126,6 +131,7 @@ impl LinksArgs {
             settings: self.settings(),
             json: self.json,
             heat_map: Some(heat_map),
+            topology: self.topology.clone(),
         }
     }
 
@@ -239,6 +245,9 @@ pub fn simulated_file(s: &Scenario, m: &Matrix, a: &attribution::Analysis) -> Li
         transport: None,
         nccl_version: None,
         standin: None,
+        topology: None,
+        switches: Vec::new(),
+        order: Vec::new(),
     }
 }
 

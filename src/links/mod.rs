@@ -36,6 +36,9 @@ pub enum LinksError {
     Iters(u32),
     #[error("--size {0}: give at least 1 byte and at most 1 GiB")]
     Size(u64),
+    /// A topology file that cannot be read: the reader's sentence (file, line, fix).
+    #[error("--topology {0}")]
+    Topology(String),
     #[error("this scalebench was built without MPI (no `mpi` feature), so `links` can only --simulate: rebuild with default features")]
     NoMpi,
 }

@@ -77,6 +77,25 @@ pub struct LinksFile {
     /// no number in the file is a GPU's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub standin: Option<String>,
+    /// Where the node order came from: `slurm: scontrol show topology`, `file: PATH`, or
+    /// `not known: …` (under Slurm without a topology plugin). Absent: none asked for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub topology: Option<String>,
+    /// The leaf switches (or blocks) of the job's nodes, as the topology lists them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub switches: Vec<SwitchRecord>,
+    /// The ranks in the order the attribution read them and the heat map draws them (each
+    /// leaf's nodes side by side); empty: rank order. The matrix stays in rank order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub order: Vec<usize>,
+}
+
+/// A leaf switch and its nodes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SwitchRecord {
+    pub name: String,
+    pub nodes: Vec<String>,
 }
 
 /// One suspect, with both passes.
@@ -85,8 +104,12 @@ pub struct LinksFile {
 pub struct LinkFinding {
     /// `node`, `link` or `block`.
     pub kind: String,
-    /// The ranks it names (a node: one; a link: two; a block: first and last).
+    /// The ranks it names (a node: one; a link: two; a block: first and last in the file's
+    /// `order`).
     pub ranks: Vec<usize>,
+    /// A block's ranks, all of them, in the file's `order` (empty for a node or a link).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub members: Vec<usize>,
     /// Fraction of expected bandwidth in the matrix (under the schedule's load).
     pub ratio: f64,
     pub z: f64,
@@ -255,7 +278,33 @@ impl LinksFile {
                     .into(),
             );
         }
+        if !self.order.is_empty() {
+            let mut seen = vec![false; n];
+            let ok = self.order.len() == n
+                && self
+                    .order
+                    .iter()
+                    .all(|&r| r < n && !std::mem::replace(&mut seen[r], true));
+            if !ok {
+                out.push(format!(
+                    "order: {} for {}: expected each rank 0..{n} once",
+                    crate::units::count(self.order.len(), "entry", "entries"),
+                    crate::units::count(n, "host", "hosts")
+                ));
+            }
+        }
         for (k, f) in self.findings.iter().enumerate() {
+            if let Some(r) = f.members.iter().find(|&&r| r >= n) {
+                out.push(format!(
+                    "findings[{k}].members: rank {r}, but the matrix has ranks 0..{n}"
+                ));
+            }
+            if !f.members.is_empty() && f.kind != "block" {
+                out.push(format!(
+                    "findings[{k}].members: only a block lists members, not a {}",
+                    f.kind
+                ));
+            }
             if let Some(r) = f.ranks.iter().find(|&&r| r >= n) {
                 out.push(format!(
                     "findings[{k}].ranks: rank {r}, but the matrix has ranks 0..{n}"
@@ -302,6 +351,9 @@ pub(crate) fn test_file(
         transport: Some("mpi".into()),
         nccl_version: None,
         standin: None,
+        topology: None,
+        switches: Vec::new(),
+        order: Vec::new(),
     }
 }
 
@@ -364,6 +416,7 @@ mod tests {
         f.matrix_gbps[0][1] = Some(-1.0);
         f.findings.push(LinkFinding {
             kind: "link".into(),
+            members: Vec::new(),
             ranks: vec![0, 5],
             ratio: 0.5,
             z: -9.0,

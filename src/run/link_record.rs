@@ -16,6 +16,7 @@ pub(crate) fn link_finding(
     LinkFinding {
         kind: kind.into(),
         ranks,
+        members: Vec::new(),
         ratio: f.ratio,
         z: f.z,
         confidence: f.confidence,

@@ -10,6 +10,7 @@ pub mod identity;
 pub mod load;
 pub(crate) mod machine;
 pub mod report;
+pub mod switches;
 pub mod transport;
 
 use crate::results::schema::HostInfo;

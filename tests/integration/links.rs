@@ -5,7 +5,7 @@
 //! (`--backend cuda`, [`over_nccl`]), which without a driver is refused with one sentence.
 
 use crate::common;
-use common::{mpirun, s, solo, tmpdir};
+use common::{mpirun, mpirun_with, s, solo, tmpdir};
 
 #[test]
 fn simulate_names_a_node_a_link_and_a_block() {
@@ -166,6 +166,123 @@ fn a_slowed_pair_is_named_as_a_link() {
         "{}",
         r.stdout
     );
+}
+
+/// `--topology FILE` on 4 ranks, each its own emulated node (e0..e3), the file hanging e1 and
+/// e3 from leaf sA and e0 and e2 from sB, so the topology order (1, 3, 0, 2) is not rank
+/// order; ranks 1 and 2 slowed 200×. The attribution reads the rows in topology order, and
+/// the finding, its isolated re-measurement (the pair to re-measure is sent to the ranks as
+/// ranks) and the file still name ranks 1 and 2: a wrong mapping would re-measure another
+/// pair and leave the link unconfirmed. The file records the order and the switches; the heat
+/// map is drawn in that order. One retry as in [`a_slowed_pair_is_named_as_a_link`].
+#[test]
+fn a_topology_file_orders_the_rows_and_findings_keep_their_ranks() {
+    let _q = common::quiet();
+    let dir = tmpdir("links-topology");
+    let topo = dir.join("topology.conf");
+    std::fs::write(
+        &topo,
+        "# two leaves, nodes interleaved with the ranks\nSwitchName=sA Nodes=e[1,3]\nSwitchName=sB Nodes=e[0,2]\nSwitchName=top Switches=s[A,B]\n",
+    )
+    .unwrap();
+    let emulate = "export SLURMD_NODENAME=e$OMPI_COMM_WORLD_RANK; exec \"$@\"";
+    let run = |out: &std::path::Path| {
+        mpirun_with(
+            4,
+            &["bash", "-c", emulate, "emulate-nodes"],
+            &[
+                "links",
+                "--size",
+                "256KiB",
+                "--iters",
+                "15",
+                "--fault",
+                "slow_link:1:2:200",
+                "--topology",
+                s(&topo),
+                "--out",
+                s(out),
+            ],
+        )
+    };
+    let mut out = dir.join("one");
+    let mut r = run(&out);
+    if r.code == 0 {
+        let first = links_json(&out)["matrix_gbps"].to_string();
+        out = dir.join("two");
+        r = run(&out);
+        assert_eq!(
+            r.code, 1,
+            "healthy twice; first matrix {first}\nsecond:\n{}",
+            r.stdout
+        );
+    }
+    r.assert_code(1);
+    let v = links_json(&out);
+    assert_eq!(v["analysed"], "inter_node");
+    assert_eq!(v["order"], serde_json::json!([1, 3, 0, 2]));
+    assert_eq!(v["topology"], format!("file: {}", topo.display()));
+    assert_eq!(
+        v["switches"],
+        serde_json::json!([{"name": "sA", "nodes": ["e1", "e3"]}, {"name": "sB", "nodes": ["e0", "e2"]}])
+    );
+    assert_eq!(
+        v["hosts"],
+        serde_json::json!(["e0", "e1", "e2", "e3"]),
+        "rank order kept"
+    );
+    let confirmed: Vec<&serde_json::Value> = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["confirmed"] == true)
+        .collect();
+    assert_eq!(confirmed.len(), 1, "{}\n{}", r.stdout, v["findings"]);
+    assert_eq!(confirmed[0]["kind"], "link");
+    assert_eq!(confirmed[0]["ranks"], serde_json::json!([1, 2]));
+    assert!(
+        confirmed[0]["isolated_ratio"].as_f64().unwrap() < 0.5,
+        "{}",
+        confirmed[0]
+    );
+    assert!(
+        r.stdout.contains("node order: file: ")
+            && r.stdout.contains("(4 nodes under 2 switches)")
+            && r.stdout.contains("link e1:1↔e2:2: "),
+        "{}",
+        r.stdout
+    );
+    // The heat map's axis lists ranks in the topology order.
+    let svg = std::fs::read_to_string(out.join("links.svg")).unwrap();
+    let at = |label: &str| {
+        svg.find(label)
+            .unwrap_or_else(|| panic!("{label} not in the heat map"))
+    };
+    assert!(at("e1:1") < at("e3:3") && at("e3:3") < at("e0:0") && at("e0:0") < at("e2:2"));
+}
+
+/// A topology file that cannot be read stops every rank before MPI with its file and line.
+#[test]
+fn a_bad_topology_file_is_refused_with_its_line() {
+    let _q = common::quiet();
+    let dir = tmpdir("links-topology-bad");
+    let topo = dir.join("topology.conf");
+    std::fs::write(
+        &topo,
+        "SwitchName=s1 Nodes=n[1-2]\nSwitchName=s2 Nodes=n2\n",
+    )
+    .unwrap();
+    let r = mpirun(2, &["links", "--topology", s(&topo), "--out", s(&dir)]);
+    r.assert_code(2);
+    assert!(
+        r.stderr.contains(&format!(
+            "--topology {}:2: node n2 hangs from both s1 and s2",
+            topo.display()
+        )),
+        "{}",
+        r.stderr
+    );
+    assert!(!dir.join("links.json").exists());
 }
 
 /// The same job without the fault confirms nothing: exit 0.

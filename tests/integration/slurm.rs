@@ -622,6 +622,47 @@ fn links_rail_measures_the_same_local_rank_across_nodes() {
         "{}",
         f["matrix_gbps"]
     );
+    // Slurm's topology (ci/slurm/start.sh: leaf1 = n1, leaf2 = n2 under a spine), read by
+    // `scontrol show topology` inside the job; block placement keeps rank order.
+    assert_eq!(f["topology"], "slurm: scontrol show topology");
+    assert_eq!(
+        f["switches"],
+        serde_json::json!([{"name": "leaf1", "nodes": ["n1"]}, {"name": "leaf2", "nodes": ["n2"]}])
+    );
+    assert!(f.get("order").is_none(), "{}", f["order"]);
+    assert!(
+        ran.stdout
+            .contains("node order: slurm: scontrol show topology (2 nodes under 2 switches)"),
+        "{}",
+        ran.stdout
+    );
+    // Ranks dealt round-robin over the nodes (n1 n2 n1 n2): the rows are read leaf by leaf.
+    let cyclic_out = dir.join("cyclic");
+    let cyclic = Ran::from(
+        Command::new("timeout")
+            .args(["120", "srun", "-N", "2", "-n", "4", "--ntasks-per-node=2"])
+            .args(["--distribution=cyclic", "--mpi=pmix"])
+            .args([
+                "/bin/sh",
+                "-c",
+                "d=/dev/shm/scalebench-node-${SLURMD_NODENAME:-none}; mkdir -p \"$d\" && OMPI_MCA_btl_vader_backing_directory=\"$d\" exec \"$@\"",
+                "links-cyclic",
+            ])
+            .args([bin(), "links", "--size", "64KiB", "--iters", "2", "--out"])
+            .arg(&cyclic_out)
+            .env("OMPI_MCA_btl", "self,vader,tcp")
+            .env("OMPI_MCA_btl_tcp_if_include", "lo")
+            .env("OMPI_MCA_oob_tcp_if_include", "lo")
+            .output()
+            .unwrap(),
+    );
+    // Healthy or not on two busy cores, the file is written and says how it ordered the rows.
+    assert!(cyclic.code <= 1, "{}{}", cyclic.stdout, cyclic.stderr);
+    let c: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(cyclic_out.join("links.json")).unwrap())
+            .unwrap();
+    assert_eq!(c["hosts"], serde_json::json!(["n1", "n2", "n1", "n2"]));
+    assert_eq!(c["order"], serde_json::json!([0, 2, 1, 3]));
     // one node: no pair on any rail
     let one = Ran::from(
         Command::new("timeout")

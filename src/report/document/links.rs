@@ -110,6 +110,22 @@ fn section(doc: &mut Doc, l: &LinksInput<'_>) {
         None => "No median: no pair was analysed.".into(),
     }));
     doc.para(what);
+    if let Some(t) = &f.topology {
+        let leaves: Vec<String> = f
+            .switches
+            .iter()
+            .map(|l| format!("{} ({})", l.name, l.nodes.join(", ")))
+            .collect();
+        doc.para(vec![text(if leaves.is_empty() {
+            format!("Network topology: {t}; nodes read in rank order.")
+        } else {
+            format!(
+                "Network topology: {t}; {}: {}. The attribution read each switch's nodes side by side, so a slow switch shows as one block.",
+                crate::units::count(leaves.len(), "leaf switch", "leaf switches"),
+                leaves.join("; ")
+            )
+        })]);
+    }
     let mut warnings = Vec::new();
     if let Some(s) = &f.simulated {
         warnings.push(vec![text(format!(

@@ -106,8 +106,15 @@ pub(crate) struct Layout {
 impl Layout {
     pub(crate) fn new(f: &LinksFile) -> Layout {
         let n = f.hosts.len();
-        let mut order: Vec<usize> = (0..n).collect();
-        order.sort_by(|&a, &b| natural(&f.hosts[a], &f.hosts[b]).then(a.cmp(&b)));
+        // The file's order when it has one (each leaf switch's nodes side by side, as the
+        // attribution read them: a block is then a square on the diagonal).
+        let order: Vec<usize> = if f.order.len() == n {
+            f.order.clone()
+        } else {
+            let mut o: Vec<usize> = (0..n).collect();
+            o.sort_by(|&a, &b| natural(&f.hosts[a], &f.hosts[b]).then(a.cmp(&b)));
+            o
+        };
         let mut pos = vec![0; n];
         for (p, &r) in order.iter().enumerate() {
             pos[r] = p;
@@ -334,8 +341,13 @@ pub(crate) fn caption(f: &LinksFile) -> String {
     let median = median_of(f).map_or("none: no cell was analysed".into(), |m| {
         format!("{m:.3} GB/s")
     });
+    let order = if f.order.len() == n {
+        format!("Ranks are in the topology's order ({}: each leaf switch's nodes side by side, as the attribution read them); links.json keeps rank order.", f.topology.as_deref().unwrap_or("given"))
+    } else {
+        "Ranks are ordered by host name (numbers in names by value), then rank; links.json keeps rank order.".to_string()
+    };
     let mut c = format!(
-        "Each cell is the bandwidth from the row's rank to the column's rank over the median of the analysed pairs (median {median}), in 10 % steps of the viridis scale (dark: slow). Ranks are ordered by host name (numbers in names by value), then rank; links.json keeps rank order, the topology order the attribution's blocks follow. Blank: the diagonal; hatched: not measured; grey: measured but not analysed (same-host pairs of a job over several hosts). Red outlines: suspects confirmed by an isolated re-measurement (a link: its two cells; a node: its row and column); black: named but not confirmed."
+        "Each cell is the bandwidth from the row's rank to the column's rank over the median of the analysed pairs (median {median}), in 10 % steps of the viridis scale (dark: slow). {order} Blank: the diagonal; hatched: not measured; grey: measured but not analysed (same-host pairs of a job over several hosts). Red outlines: suspects confirmed by an isolated re-measurement (a link: its two cells; a node: its row and column); black: named but not confirmed."
     );
     if l.k > 1 {
         c.push_str(&format!(
@@ -474,6 +486,8 @@ fn marks<DB: DrawingBackend<ErrorType: 'static>>(
             (kind, ranks) => {
                 let members: Vec<usize> = match (kind, ranks) {
                     ("node", &[r]) => vec![r],
+                    // Listed members (a topology-ordered block); older files: the rank range.
+                    ("block", _) if !s.members.is_empty() => s.members.clone(),
                     ("block", &[a, b]) => (a.min(b)..=a.max(b)).collect(),
                     _ => continue,
                 };
@@ -626,6 +640,7 @@ mod tests {
     fn link(a: usize, b: usize, confirmed: bool) -> LinkFinding {
         LinkFinding {
             kind: "link".into(),
+            members: Vec::new(),
             ranks: vec![a, b],
             ratio: 0.5,
             z: -12.0,
@@ -707,6 +722,7 @@ mod tests {
         let mut f = file(16, vec![]);
         f.findings.push(LinkFinding {
             kind: "node".into(),
+            members: Vec::new(),
             ranks: vec![5],
             ..link(0, 1, false)
         });

@@ -15,8 +15,11 @@ use crate::comm::HostComm;
 use crate::links::attribution::{self, Matrix, Settings, Suspect};
 use crate::links::{schedule, LinksError};
 use crate::params::BackendKind;
-use crate::results::links::{LinksFile, LINKS_CHART, LINKS_FILE, LINKS_FORMAT_VERSION};
+use crate::results::links::{
+    LinksFile, SwitchRecord, LINKS_CHART, LINKS_FILE, LINKS_FORMAT_VERSION,
+};
 use crate::run::error::RunError;
+use crate::topology::switches::{self, Leaf};
 use ::mpi::traits::*;
 use std::path::PathBuf;
 
@@ -88,6 +91,16 @@ pub struct Request {
     pub json: bool,
     /// Writes `links.svg` beside links.json when given.
     pub heat_map: Option<HeatMap>,
+    /// Leaf switches in topology.conf's syntax; without it, Slurm's (`scontrol show
+    /// topology`) inside a Slurm job.
+    pub topology: Option<PathBuf>,
+}
+
+/// What the checks before MPI found: the test fault and the topology file's leaves.
+#[derive(Debug)]
+struct Checked {
+    slow: Option<SlowPair>,
+    leaves: Option<Vec<Leaf>>,
 }
 
 /// How one exchange moves the bytes and is timed: MPI between host buffers (wall clock) or
@@ -323,7 +336,7 @@ fn confirmation_pairs(s: &Suspect, good: &[usize]) -> Vec<(usize, usize)> {
 const NO_ROCM: &str = "--backend rocm: `scalebench links` measures over MPI (--backend cpu) or NCCL send/recv (--backend cuda); an RCCL transport is not built yet: use --backend cpu on AMD GPU nodes";
 
 /// The checks that need no MPI; the test fault, parsed.
-fn check(req: &Request) -> Result<Option<SlowPair>, RunError> {
+fn check(req: &Request) -> Result<Checked, RunError> {
     req.settings.check()?;
     if req.iters == 0 {
         return Err(LinksError::Iters(req.iters).into());
@@ -345,14 +358,21 @@ fn check(req: &Request) -> Result<Option<SlowPair>, RunError> {
             })
         }
     }
-    match &req.fault {
+    let slow = match &req.fault {
         Some(f) => {
-            Ok(Some(SlowPair::parse(f).ok_or_else(|| {
-                RunError::Links(LinksError::Fault(f.clone()))
-            })?))
+            Some(SlowPair::parse(f).ok_or_else(|| RunError::Links(LinksError::Fault(f.clone())))?)
         }
-        None => Ok(None),
-    }
+        None => None,
+    };
+    // Every rank reads the file, so all refuse alike before MPI starts.
+    let leaves = match &req.topology {
+        Some(path) => Some(
+            switches::read_file(path)
+                .map_err(|e| RunError::Links(LinksError::Topology(e.to_string())))?,
+        ),
+        None => None,
+    };
+    Ok(Checked { slow, leaves })
 }
 
 /// NCCL moves the message as 4-byte words (`ncclInt32`): the sentence for a size that is not.
@@ -365,11 +385,11 @@ fn cuda_size_refusal(bytes: u64) -> Option<String> {
 /// Runs `scalebench links` in this process (one MPI rank). Exit 1 when a confirmed suspect is
 /// named, 0 when healthy.
 pub fn command(req: &Request) -> Result<u8, RunError> {
-    let slow = check(req)?;
+    let checked = check(req)?;
     let universe = ::mpi::initialize().ok_or(RunError::MpiInitialised)?;
     let world = universe.world();
     let comm = MpiComm::new(&world);
-    let result = measure(req, slow, &world, &comm);
+    let result = measure(req, checked, &world, &comm);
     if let Err(e) = &result {
         // Said before MPI_Finalize: a rank that exits first (and so makes mpirun end the job)
         // cannot cut rank 0 off before it has printed the sentence the ranks agreed on.
@@ -382,11 +402,12 @@ pub fn command(req: &Request) -> Result<u8, RunError> {
 
 fn measure(
     req: &Request,
-    slow: Option<SlowPair>,
+    checked: Checked,
     world: &::mpi::topology::SimpleCommunicator,
     comm: &MpiComm,
 ) -> Result<u8, RunError> {
     let (me, n) = (comm.rank() as usize, comm.size() as usize);
+    let slow = checked.slow;
     if n < 2 {
         // Every rank knows the size: all refuse alike, before any buffer or GPU.
         return Err(RunError::Links(LinksError::OneRank { ranks: n }));
@@ -450,18 +471,24 @@ fn measure(
         .map(|s| s.map(|s| req.message_bytes as f64 / s / 1e9))
         .collect();
 
-    // Rank 0 attributes and tells every rank which pairs to re-measure in isolation.
+    // Rank 0 attributes (rows in topology order: a switch's nodes side by side) and tells
+    // every rank which pairs (as ranks) to re-measure in isolation.
     let mut plan = Vec::new();
     let analysis =
         if me == 0 {
-            let a = attribution::analyse(&fabric(&gbps, &hosts), &req.settings);
+            let topo = Topology::find(checked.leaves, req.topology.as_deref(), &hosts);
+            let o = &topo.order;
+            let a = attribution::analyse(
+                &fabric(&permute(&gbps, o), &reorder(&hosts, o), o),
+                &req.settings,
+            );
             let good = good_nodes(&a);
             for f in &a.findings {
                 plan.extend(confirmation_pairs(&f.suspect, &good).into_iter().flat_map(
-                    |(x, y)| [(x as u64).to_le_bytes(), (y as u64).to_le_bytes()].concat(),
+                    |(x, y)| [(o[x] as u64).to_le_bytes(), (o[y] as u64).to_le_bytes()].concat(),
                 ));
             }
-            Some(a)
+            Some((a, topo))
         } else {
             None
         };
@@ -485,10 +512,10 @@ fn measure(
     // isolated pass leaves the gather early, and an NCCL communicator aborted while a pair still
     // exchanges fails that pair.
     world.barrier();
-    let Some(a) = analysis else {
+    let Some((a, topo)) = analysis else {
         return Ok(crate::exit::EXIT_OK);
     };
-    let mut file = assemble(req, &hosts, &gbps, &iso, &a, slow.is_some());
+    let mut file = assemble(req, &hosts, &gbps, &iso, &a, &topo, slow.is_some());
     file.emulated_nodes = emulated_nodes;
     file.transport = Some(how.name.into());
     file.nccl_version = how.version;
@@ -527,13 +554,137 @@ fn measure(
     Ok(code)
 }
 
+/// The job's leaf switches and the row order they give (identity when none is known).
+struct Topology {
+    /// `file: PATH`, `slurm: scontrol show topology`, or `not known: why` (under Slurm).
+    source: Option<String>,
+    /// The leaves holding this job's nodes, only those nodes listed.
+    leaves: Vec<Leaf>,
+    order: Vec<usize>,
+}
+
+impl Topology {
+    /// From the file read before MPI, else Slurm's (rank 0 only: one scontrol per job).
+    fn find(
+        from_file: Option<Vec<Leaf>>,
+        path: Option<&std::path::Path>,
+        nodes: &[String],
+    ) -> Topology {
+        let (source, all) = match from_file {
+            Some(l) => (
+                Some(format!(
+                    "file: {}",
+                    path.map(|p| p.display().to_string()).unwrap_or_default()
+                )),
+                l,
+            ),
+            None => match switches::from_slurm() {
+                Some(Ok(l)) => (Some("slurm: scontrol show topology".to_string()), l),
+                Some(Err(why)) => (Some(format!("not known: {why}")), Vec::new()),
+                None => (None, Vec::new()),
+            },
+        };
+        Topology::of(source, &all, nodes)
+    }
+
+    /// Keeps the leaves (and their nodes) this job uses; orders rows by them.
+    fn of(source: Option<String>, all: &[Leaf], nodes: &[String]) -> Topology {
+        let leaves: Vec<Leaf> = all
+            .iter()
+            .map(|l| Leaf {
+                name: l.name.clone(),
+                nodes: l
+                    .nodes
+                    .iter()
+                    .filter(|n| nodes.contains(n))
+                    .cloned()
+                    .collect(),
+            })
+            .filter(|l| !l.nodes.is_empty())
+            .collect();
+        let source = match source {
+            Some(s) if leaves.is_empty() && !all.is_empty() => {
+                Some(format!("not known: {s} lists none of this job's nodes"))
+            }
+            s => s,
+        };
+        let order = if leaves.is_empty() {
+            (0..nodes.len()).collect()
+        } else {
+            switches::order(nodes, &leaves)
+        };
+        Topology {
+            source,
+            leaves,
+            order,
+        }
+    }
+
+    /// Where a block's nodes hang: under one switch (all or some of its nodes) or across
+    /// several; `None` without a topology.
+    fn place(&self, block_nodes: &[String]) -> Option<String> {
+        if self.leaves.is_empty() {
+            return None;
+        }
+        let mut names: Vec<&Leaf> = Vec::new();
+        for n in block_nodes {
+            if let Some(l) = self.leaves.iter().find(|l| l.nodes.contains(n)) {
+                if !names.iter().any(|x| x.name == l.name) {
+                    names.push(l);
+                }
+            }
+        }
+        let mut distinct: Vec<&String> = block_nodes.iter().collect();
+        distinct.sort();
+        distinct.dedup();
+        Some(match names.as_slice() {
+            [] => "under no switch the topology lists".into(),
+            [l] if l.nodes.len() == distinct.len() => {
+                format!(
+                    "all of switch {} ({})",
+                    l.name,
+                    crate::units::count(l.nodes.len(), "node", "nodes")
+                )
+            }
+            [l] => format!(
+                "under switch {} ({} of its {})",
+                l.name,
+                distinct.len(),
+                crate::units::count(l.nodes.len(), "node", "nodes")
+            ),
+            many => format!(
+                "across switches {}",
+                many.iter()
+                    .map(|l| l.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        })
+    }
+}
+
+/// Row `p` of the result is row `order[p]` of `v` (a square matrix, row-major).
+fn permute(v: &[Option<f64>], order: &[usize]) -> Vec<Option<f64>> {
+    let n = order.len();
+    (0..n * n)
+        .map(|k| v[order[k / n] * n + order[k % n]])
+        .collect()
+}
+
+fn reorder<T: Clone>(v: &[T], order: &[usize]) -> Vec<T> {
+    order.iter().map(|&r| v[r].clone()).collect()
+}
+
 /// The attribution's matrix: inter-node cells only when the job spans several hosts (same-host
-/// pairs go through shared memory, not the fabric); all cells on one host. Names are `host:rank`.
-fn fabric(gbps: &[Option<f64>], hosts: &[String]) -> Matrix {
+/// pairs go through shared memory, not the fabric); all cells on one host. Names are `host:rank`,
+/// `ranks[i]` the rank of row i (rows may be in topology order).
+fn fabric(gbps: &[Option<f64>], hosts: &[String], ranks: &[usize]) -> Matrix {
     let n = hosts.len();
     let several = hosts.iter().any(|h| h != &hosts[0]);
     Matrix {
-        names: (0..n).map(|r| format!("{}:{r}", hosts[r])).collect(),
+        names: (0..n)
+            .map(|i| format!("{}:{}", hosts[i], ranks[i]))
+            .collect(),
         gbps: (0..n * n)
             .map(|k| gbps[k].filter(|_| !several || hosts[k / n] != hosts[k % n]))
             .collect(),
@@ -561,10 +712,14 @@ fn assemble(
     gbps: &[Option<f64>],
     iso: &[Option<f64>],
     a: &attribution::Analysis,
+    topo: &Topology,
     faulted: bool,
 ) -> LinksFile {
     let n = hosts.len();
-    let m = fabric(gbps, hosts);
+    // The attribution's rows are in topology order; the file keeps rank order.
+    let o = &topo.order;
+    let m = fabric(&permute(gbps, o), &reorder(hosts, o), o);
+    let iso = permute(iso, o);
     let good = good_nodes(a);
     let findings = a
         .findings
@@ -580,6 +735,14 @@ fn assemble(
             let isolated = (!ratios.is_empty()).then(|| median(&mut ratios));
             let confirmed = isolated.is_some_and(|r| r < 1.0 - req.settings.min_effect);
             let mut text = f.describe(&m.names);
+            let block = match f.suspect {
+                Suspect::Block { first, last } => (first..=last).map(|p| o[p]).collect(),
+                _ => Vec::new(),
+            };
+            let block_nodes: Vec<String> = block.iter().map(|&r| hosts[r].clone()).collect();
+            if let Some(place) = topo.place(&block_nodes).filter(|_| !block.is_empty()) {
+                text.push_str(&format!("; {place}"));
+            }
             match isolated {
                 Some(r) if confirmed => text.push_str(&format!("; isolated: {:.0} %, confirmed", r * 100.0)),
                 Some(r) => text.push_str(&format!(
@@ -588,7 +751,10 @@ fn assemble(
                 )),
                 None => text.push_str("; no isolated re-test possible (no good partner)"),
             }
-            super::link_record::link_finding(f, isolated, confirmed, text)
+            let mut rec = super::link_record::link_finding(f, isolated, confirmed, text);
+            rec.ranks = rec.ranks.iter().map(|&p| o[p]).collect();
+            rec.members = block;
+            rec
         })
         .collect();
     let several = hosts.iter().any(|h| h != &hosts[0]);
@@ -613,6 +779,20 @@ fn assemble(
         transport: None,
         nccl_version: None,
         standin: None,
+        topology: topo.source.clone(),
+        switches: topo
+            .leaves
+            .iter()
+            .map(|l| SwitchRecord {
+                name: l.name.clone(),
+                nodes: l.nodes.clone(),
+            })
+            .collect(),
+        order: if o.iter().enumerate().all(|(p, &r)| p == r) {
+            Vec::new()
+        } else {
+            o.clone()
+        },
     }
 }
 
@@ -644,6 +824,21 @@ fn render(f: &LinksFile, out: &std::path::Path, chart: bool) -> String {
     );
     if let Some(label) = &f.standin {
         s.push_str(label);
+        s.push('\n');
+    }
+    if let Some(t) = &f.topology {
+        s.push_str(&format!("node order: {t}"));
+        if !f.switches.is_empty() {
+            s.push_str(&format!(
+                " ({} under {})",
+                crate::units::count(
+                    f.switches.iter().map(|l| l.nodes.len()).sum(),
+                    "node",
+                    "nodes"
+                ),
+                crate::units::count(f.switches.len(), "switch", "switches")
+            ));
+        }
         s.push('\n');
     }
     if let Some(note) = &f.note {
@@ -704,6 +899,7 @@ mod tests {
             settings: Settings::default(),
             json: false,
             heat_map: None,
+            topology: None,
         }
     }
 
@@ -720,7 +916,7 @@ mod tests {
             b: 2,
             times: 5.0,
         });
-        assert_eq!(check(&request(BackendKind::Cpu, 1001)).unwrap(), want);
+        assert_eq!(check(&request(BackendKind::Cpu, 1001)).unwrap().slow, want);
         let cuda = check(&request(BackendKind::Cuda, 1001));
         let e = cuda.unwrap_err();
         assert_eq!(e.exit_code(), crate::exit::EXIT_BAD_INPUT);
@@ -729,10 +925,152 @@ mod tests {
                 e.to_string(),
                 "--size 1001: --backend cuda sends whole 4-byte words (ncclInt32): give a multiple of 4 bytes, e.g. 1MiB"
             );
-            assert_eq!(check(&request(BackendKind::Cuda, 1 << 20)).unwrap(), want);
+            assert_eq!(
+                check(&request(BackendKind::Cuda, 1 << 20)).unwrap().slow,
+                want
+            );
         } else {
             assert!(matches!(e, RunError::NoCuda), "{e}");
         }
+    }
+
+    /// A topology file is read on every rank before MPI: one that cannot be read is refused
+    /// with its file and line.
+    #[test]
+    fn a_bad_topology_file_is_refused_before_mpi() {
+        let dir = std::env::temp_dir().join(format!("sb-topo-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("t.conf");
+        std::fs::write(&path, "SwitchName=s1 Nodes=n1\nSwitchName=s2 Nodes=n[2-\n").unwrap();
+        let mut r = request(BackendKind::Cpu, 1 << 20);
+        r.topology = Some(path.clone());
+        let e = check(&r).unwrap_err();
+        assert_eq!(e.exit_code(), crate::exit::EXIT_BAD_INPUT);
+        assert!(
+            e.to_string()
+                .starts_with(&format!("--topology {}:2: unclosed '['", path.display())),
+            "{e}"
+        );
+        std::fs::write(&path, "SwitchName=s1 Nodes=n[1-2]\n").unwrap();
+        assert_eq!(check(&r).unwrap().leaves.unwrap()[0].nodes, ["n1", "n2"]);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    fn leaf(name: &str, nodes: &[String]) -> Leaf {
+        Leaf {
+            name: name.into(),
+            nodes: nodes.to_vec(),
+        }
+    }
+
+    /// Only the leaves (and nodes) of this job are kept; a block is placed under its switch.
+    #[test]
+    fn the_topology_keeps_this_jobs_leaves_and_places_blocks() {
+        let n = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let all = vec![
+            leaf("s1", &n(&["a1", "a2", "a3"])),
+            leaf("s2", &n(&["b1", "b2"])),
+            leaf("s3", &n(&["c1"])),
+        ];
+        let nodes = n(&["b1", "a1", "b2", "a2"]);
+        let t = Topology::of(Some("file: t".into()), &all, &nodes);
+        assert_eq!(
+            t.leaves,
+            vec![leaf("s1", &n(&["a1", "a2"])), leaf("s2", &n(&["b1", "b2"]))]
+        );
+        assert_eq!(t.order, vec![1, 3, 0, 2]);
+        assert_eq!(
+            t.place(&n(&["a1", "a2"])).unwrap(),
+            "all of switch s1 (2 nodes)"
+        );
+        assert_eq!(
+            t.place(&n(&["b1"])).unwrap(),
+            "under switch s2 (1 of its 2 nodes)"
+        );
+        assert_eq!(
+            t.place(&n(&["a2", "b1"])).unwrap(),
+            "across switches s1, s2"
+        );
+        let none = Topology::of(Some("file: t".into()), &all, &n(&["x", "y"]));
+        assert_eq!(none.order, vec![0, 1]);
+        assert_eq!(
+            none.source.unwrap(),
+            "not known: file: t lists none of this job's nodes"
+        );
+        assert!(Topology::of(None, &[], &nodes).place(&n(&["a1"])).is_none());
+    }
+
+    /// The point of the topology: Slurm placed ranks round-robin over 64 nodes under 8 leaf
+    /// switches (rank r on leaf r mod 8), and one leaf is slow toward the rest (60 %, 5 %
+    /// log-normal noise). In topology order its 8 nodes are neighbours and the attribution
+    /// names one block, exactly that leaf; in rank order they are scattered and no such block
+    /// can be found. Rates over 1,000 seeds are printed (run with --nocapture).
+    #[test]
+    fn a_slow_leaf_scattered_in_rank_order_is_one_block_in_topology_order() {
+        use crate::links::simulate::Scenario;
+        let (nodes_n, leaves_n, slow_leaf) = (64usize, 8usize, 3usize);
+        let names: Vec<String> = (0..nodes_n).map(|r| format!("n{r}")).collect();
+        let leaves: Vec<Leaf> = (0..leaves_n)
+            .map(|j| {
+                let on: Vec<String> = (0..nodes_n)
+                    .filter(|r| r % leaves_n == j)
+                    .map(|r| names[r].clone())
+                    .collect();
+                leaf(&format!("s{j}"), &on)
+            })
+            .collect();
+        let topo = Topology::of(Some("file: t".into()), &leaves, &names);
+        let o = &topo.order;
+        let mut want: Vec<usize> = (0..nodes_n).filter(|r| r % leaves_n == slow_leaf).collect();
+        want.sort_unstable();
+        // The slow leaf's rows in topology order.
+        let (first, last) = (slow_leaf * 8, slow_leaf * 8 + 7);
+        assert!((first..=last).all(|p| o[p] % leaves_n == slow_leaf));
+        let seeds = 1000u64;
+        let (mut in_topology, mut in_rank_order) = (0u64, 0u64);
+        for seed in 0..seeds {
+            // The matrix as the fabric behaves, in topology order, then laid out by rank.
+            let sim = Scenario {
+                nodes: nodes_n,
+                seed,
+                slow_nodes: vec![],
+                slow_links: vec![],
+                slow_blocks: vec![(first, last, 0.6)],
+                noise: 0.05,
+            }
+            .matrix();
+            let mut by_rank = vec![None; nodes_n * nodes_n];
+            for p in 0..nodes_n {
+                for q in 0..nodes_n {
+                    by_rank[o[p] * nodes_n + o[q]] = sim.gbps[p * nodes_n + q];
+                }
+            }
+            let a = attribution::analyse(
+                &fabric(&permute(&by_rank, o), &reorder(&names, o), o),
+                &Settings::default(),
+            );
+            let right = |a: &attribution::Analysis, order: &[usize]| match a.findings.as_slice() {
+                [f] => match f.suspect {
+                    Suspect::Block { first, last } => {
+                        let mut m: Vec<usize> = (first..=last).map(|p| order[p]).collect();
+                        m.sort_unstable();
+                        m == want
+                    }
+                    _ => false,
+                },
+                _ => false,
+            };
+            in_topology += right(&a, o) as u64;
+            let ident: Vec<usize> = (0..nodes_n).collect();
+            let b = attribution::analyse(&fabric(&by_rank, &names, &ident), &Settings::default());
+            in_rank_order += right(&b, &ident) as u64;
+        }
+        eprintln!("slow leaf named as one block: topology order {in_topology}/{seeds}, rank order {in_rank_order}/{seeds}");
+        assert!(
+            in_topology * 100 >= seeds * 99,
+            "topology order: {in_topology}/{seeds}"
+        );
+        assert_eq!(in_rank_order, 0, "rank order cannot see a scattered block");
     }
 
     /// The printed summary names the transport, and a stand-in run carries the label on a line
