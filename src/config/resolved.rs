@@ -47,6 +47,7 @@ pub enum AxisValue {
     /// `None`: NCCL's own choice (`default`).
     NcclAlgo(Option<crate::params::NcclAlgo>),
     NcclProto(Option<crate::params::NcclProto>),
+    Buffers(crate::params::BufferUse),
 }
 
 /// One factor of the product: a single axis, or a zip group advancing together.

@@ -13,8 +13,8 @@ use super::LaunchPlan;
 use crate::config::{limits, Axis, AxisValue, SpecError, SweepSpec};
 use crate::params::counts::{counts, CountError};
 use crate::params::{
-    BackendKind, Binding, CaseParams, Collect, Dtype, LaunchShape, MatmulShape, NcclAlgo,
-    NcclProto, Placement, Progress, ReduceOp, Scaling, Timing, Topology, Workload,
+    BackendKind, Binding, BufferUse, CaseParams, Collect, Dtype, LaunchShape, MatmulShape,
+    NcclAlgo, NcclProto, Placement, Progress, ReduceOp, Scaling, Timing, Topology, Workload,
 };
 use crate::units::parse_size_list;
 use std::collections::{HashMap, HashSet};
@@ -123,6 +123,7 @@ struct Point {
     progress: Progress,
     nccl_algo: Option<NcclAlgo>,
     nccl_proto: Option<NcclProto>,
+    buffers: BufferUse,
     /// Whether the spec gave `batch` (ddp_step's default differs from batch_matmul's).
     batch_given: bool,
     /// Whether the spec gave `bucket_sizes` / `first_bucket_sizes` (PyTorch's first-bucket
@@ -159,6 +160,7 @@ impl Default for Point {
             progress: Progress::Thread,
             nccl_algo: None,
             nccl_proto: None,
+            buffers: BufferUse::Reuse,
             batch_given: false,
             bucket_given: false,
             first_bucket_given: false,
@@ -203,6 +205,7 @@ impl Point {
             (Axis::Fault, AxisValue::Fault(x)) => self.fault = x.clone(),
             (Axis::NcclAlgo, AxisValue::NcclAlgo(x)) => self.nccl_algo = *x,
             (Axis::NcclProto, AxisValue::NcclProto(x)) => self.nccl_proto = *x,
+            (Axis::Buffers, AxisValue::Buffers(x)) => self.buffers = *x,
             (a, v) => unreachable!("axis {a:?} never holds {v:?}"),
         }
     }
@@ -234,6 +237,7 @@ impl Point {
             Axis::Progress => AxisValue::Progress(self.progress),
             Axis::NcclAlgo => AxisValue::NcclAlgo(self.nccl_algo),
             Axis::NcclProto => AxisValue::NcclProto(self.nccl_proto),
+            Axis::Buffers => AxisValue::Buffers(self.buffers),
         }
     }
 
@@ -292,8 +296,8 @@ impl Point {
             // Every case of a forced launch carries it: it is the launch's environment.
             nccl_algo: self.nccl_algo,
             nccl_proto: self.nccl_proto,
-            // Specs have no buffers axis yet: every iteration reuses one set.
-            buffers: None,
+            // Reuse is the default and unnamed (ids as before the axis); collectives only.
+            buffers: (coll && self.buffers == BufferUse::Rotate).then_some(BufferUse::Rotate),
         }
     }
 }
@@ -785,6 +789,35 @@ devices_per_node = 1
         // CPU broadcast: in place only
         let p = plan("[axes]\nworkloads = \"broadcast\"\nsizes = \"64\"\n").unwrap();
         assert_eq!(p.case_count(), 1);
+    }
+
+    /// `buffers` as an axis: each collective size once per value (the rotate case a case
+    /// of its own, the reuse case as before the axis), GEMMs once; a bad value
+    /// is refused at its line.
+    #[test]
+    fn buffers_is_an_axis_of_collectives() {
+        let p = plan(
+            "[axes]\nworkloads = [\"allreduce\", \"matmul\"]\nsizes = \"1KiB\"\nin_place = \"no\"\ndims = 64\nbuffers = [\"reuse\", \"rotate\"]\n",
+        )
+        .unwrap();
+        let cases = &p.launches[0].cases;
+        let ids: Vec<String> = cases.iter().map(|c| c.id()).collect();
+        assert_eq!(cases.len(), 3, "{ids:?}");
+        let coll: Vec<Option<BufferUse>> = cases
+            .iter()
+            .filter(|c| c.workload == Workload::Allreduce)
+            .map(|c| c.buffers)
+            .collect();
+        assert_eq!(coll, vec![None, Some(BufferUse::Rotate)]);
+        assert_eq!(ids.iter().collect::<HashSet<_>>().len(), 3, "{ids:?}");
+        let m = cases
+            .iter()
+            .find(|c| c.workload == Workload::Matmul)
+            .unwrap();
+        assert_eq!(m.buffers, None);
+        let e = plan("[axes]\nsizes = \"64\"\nbuffers = \"spin\"\n").unwrap_err();
+        assert_eq!((e.line, e.key.as_deref()), (3, Some("axes.buffers")));
+        assert!(e.to_string().contains("reuse, rotate"), "{e}");
     }
 
     #[test]

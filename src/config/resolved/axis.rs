@@ -53,6 +53,9 @@ axes! {
     NcclAlgo,
     /// The protocol forced on NCCL (`NCCL_PROTO`; `default` = NCCL's choice). Launch-level.
     NcclProto,
+    /// Collectives' buffers across timed iterations: `reuse` one set, or `rotate` through
+    /// sets spanning twice the device's last-level cache (`--buffers`).
+    Buffers,
 }
 
 impl Axis {
@@ -84,6 +87,7 @@ impl Axis {
             Axis::Progress => "progress",
             Axis::NcclAlgo => "nccl_algo",
             Axis::NcclProto => "nccl_proto",
+            Axis::Buffers => "buffers",
         }
     }
 
@@ -161,6 +165,8 @@ impl Axis {
             Axis::FirstBucketSizes => 22,
             Axis::Sizes => 23,
             Axis::InPlace => 24,
+            // Innermost: reuse and rotate of one size side by side, as `run --buffers` lists them.
+            Axis::Buffers => 25,
         }
     }
 }

@@ -174,6 +174,7 @@ fn scalar_unchecked(axis: Axis, v: &Value) -> Result<Vec<AxisValue>, ValueError>
         Axis::Scaling => named(v, AxisValue::Scaling),
         Axis::Collect => named(v, AxisValue::Collect),
         Axis::Progress => named(v, AxisValue::Progress),
+        Axis::Buffers => named(v, AxisValue::Buffers),
         Axis::Models => model(v),
         Axis::BucketSizes => bucket_sizes(v),
         Axis::FirstBucketSizes => first_bucket_sizes(v),
