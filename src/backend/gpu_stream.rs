@@ -25,6 +25,29 @@ pub(crate) trait GpuBuf {
     fn region(&self) -> Region;
 }
 
+/// Implements [`GpuBuf`] for a backend's buffer type, whose `dev`, `dtype` and `count`
+/// fields and `region()` method are visible where this is invoked (each backend keeps its
+/// buffer's fields private to itself).
+macro_rules! impl_gpu_buf {
+    ($t:ty) => {
+        impl $crate::backend::gpu_stream::GpuBuf for $t {
+            fn dev(&self) -> usize {
+                self.dev
+            }
+            fn dtype(&self) -> $crate::params::Dtype {
+                self.dtype
+            }
+            fn count(&self) -> usize {
+                self.count
+            }
+            fn region(&self) -> $crate::backend::ccl::Region {
+                <$t>::region(self)
+            }
+        }
+    };
+}
+pub(crate) use impl_gpu_buf;
+
 /// Page-locked host memory: copies from it run asynchronously for the host, so they can
 /// overlap anything (copies from pageable memory cannot).
 pub(crate) trait PinnedHost {

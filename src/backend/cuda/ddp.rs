@@ -10,9 +10,9 @@ use super::backend::CudaBackend;
 use super::cublas;
 use super::error::CudaError;
 use super::memory::DeviceBuf;
-use super::nccl::{Region, Resolved};
+use super::nccl::Resolved;
 use super::pipeline::{Lane, Pinned};
-use crate::backend::gpu_stream::{Dir, GpuBuf, GpuStreams, HostFn, On};
+use crate::backend::gpu_stream::{Dir, GpuStreams, HostFn, On};
 use crate::backend::{
     gpu_ddp, BackendError, BackendResult, CollectiveCall, GemmBatch, OverlapSettings,
 };
@@ -23,20 +23,7 @@ use cudarc::driver::{CudaEvent, CudaStream};
 use std::ffi::c_void;
 use std::sync::Arc;
 
-impl GpuBuf for DeviceBuf {
-    fn dev(&self) -> usize {
-        self.dev
-    }
-    fn dtype(&self) -> Dtype {
-        self.dtype
-    }
-    fn count(&self) -> usize {
-        self.count
-    }
-    fn region(&self) -> Region {
-        DeviceBuf::region(self)
-    }
-}
+crate::backend::gpu_stream::impl_gpu_buf!(DeviceBuf);
 
 impl CudaBackend {
     /// The stream `on` names on local device `dev`.

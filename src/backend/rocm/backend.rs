@@ -16,6 +16,7 @@ use super::RocmError;
 use crate::backend::ccl::{self, Resolved};
 use crate::backend::gpu_gemm::GemmUnsupported;
 use crate::backend::marks::{Mark, Ring};
+use crate::backend::{gpu_ddp, gpu_pipeline};
 use crate::backend::{
     Backend, BackendError, BackendResult, CollectiveCall, DevicePlan, GemmBatch, HostBuf,
     OverlapSettings, OverlapTiming, Unsupported,
@@ -522,7 +523,8 @@ impl Backend for RocmBackend {
         a: &mut [RocmBuf],
         c: &mut [RocmBuf],
     ) -> BackendResult<(Vec<HostBuf>, Option<OverlapTiming>)> {
-        self.overlapped_step(batches, inputs, a, c)
+        self.prepare_lanes()?;
+        gpu_pipeline::square_batch(self, batches, inputs, a, c)
     }
 
     fn overlap_support(&self) -> Result<(), Unsupported> {
@@ -531,15 +533,15 @@ impl Backend for RocmBackend {
     }
 
     fn set_overlap(&mut self, settings: OverlapSettings) -> BackendResult<()> {
-        self.ddp_configure(settings)
+        gpu_ddp::configure(self, settings)
     }
 
     fn allreduce_start(&mut self, call: &CollectiveCall, bufs: Vec<RocmBuf>) -> BackendResult<u64> {
-        self.ddp_start(call, bufs)
+        gpu_ddp::start(self, call, bufs)
     }
 
     fn allreduce_wait(&mut self, ticket: u64) -> BackendResult<Vec<RocmBuf>> {
-        self.ddp_wait(ticket)
+        gpu_ddp::wait(self, ticket)
     }
 
     fn copy_within(
@@ -551,7 +553,7 @@ impl Backend for RocmBackend {
         src_at: usize,
         len: usize,
     ) -> BackendResult<()> {
-        self.ddp_copy(dev, dst, dst_at, src, src_at, len)
+        gpu_ddp::copy(self, dev, dst, dst_at, src, src_at, len)
     }
 
     fn synchronize(&mut self) -> BackendResult<()> {

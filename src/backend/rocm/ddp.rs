@@ -13,14 +13,11 @@ use super::hip::{CopyKind, Event, Hip, Stream};
 use super::memory::RocmBuf;
 use super::rocblas;
 use super::RocmError;
-use crate::backend::ccl::{Region, Resolved};
+use crate::backend::ccl::Resolved;
 use crate::backend::gpu_gemm::Params;
 use crate::backend::gpu_pipeline;
-use crate::backend::gpu_stream::{Dir, GpuBuf, GpuStreams, HostFn, On, PinnedHost};
-use crate::backend::{
-    gpu_ddp, BackendError, BackendResult, CollectiveCall, GemmBatch, HostBuf, OverlapSettings,
-    OverlapTiming,
-};
+use crate::backend::gpu_stream::{Dir, GpuStreams, HostFn, On, PinnedHost};
+use crate::backend::{gpu_ddp, BackendError, BackendResult, CollectiveCall, GemmBatch};
 use crate::params::Dtype;
 use std::ffi::c_void;
 use std::sync::Arc;
@@ -86,20 +83,7 @@ impl Drop for HipPinned {
     }
 }
 
-impl GpuBuf for RocmBuf {
-    fn dev(&self) -> usize {
-        self.dev
-    }
-    fn dtype(&self) -> Dtype {
-        self.dtype
-    }
-    fn count(&self) -> usize {
-        self.count
-    }
-    fn region(&self) -> Region {
-        RocmBuf::region(self)
-    }
-}
+crate::backend::gpu_stream::impl_gpu_buf!(RocmBuf);
 
 impl RocmBackend {
     /// The raw stream `on` names on local device `dev`, with that device made current.
@@ -117,34 +101,6 @@ impl RocmBackend {
         self.comms.as_ref().map(|_| ()).map_err(|e| e.clone())
     }
 
-    pub(super) fn ddp_configure(&mut self, s: OverlapSettings) -> BackendResult<()> {
-        gpu_ddp::configure(self, s)
-    }
-
-    pub(super) fn ddp_start(
-        &mut self,
-        call: &CollectiveCall,
-        bufs: Vec<RocmBuf>,
-    ) -> BackendResult<u64> {
-        gpu_ddp::start(self, call, bufs)
-    }
-
-    pub(super) fn ddp_wait(&mut self, ticket: u64) -> BackendResult<Vec<RocmBuf>> {
-        gpu_ddp::wait(self, ticket)
-    }
-
-    pub(super) fn ddp_copy(
-        &mut self,
-        dev: usize,
-        dst: &mut RocmBuf,
-        dst_at: usize,
-        src: &RocmBuf,
-        src_at: usize,
-        len: usize,
-    ) -> BackendResult<()> {
-        gpu_ddp::copy(self, dev, dst, dst_at, src, src_at, len)
-    }
-
     /// Waits for every side stream (communication and copy).
     pub(super) fn side_synchronize(&self) -> BackendResult<()> {
         self.ddp.ddp.synchronize_lanes(self)?;
@@ -156,22 +112,16 @@ impl RocmBackend {
         Ok(())
     }
 
-    /// batch_matmul's device step with its copies overlapping the GEMMs on a copy stream (see
-    /// [`crate::backend::gpu_pipeline`]).
-    pub(super) fn overlapped_step(
-        &mut self,
-        batches: &[GemmBatch],
-        inputs: &[HostBuf],
-        a: &mut [RocmBuf],
-        c: &mut [RocmBuf],
-    ) -> BackendResult<(Vec<HostBuf>, Option<OverlapTiming>)> {
+    /// Readies batch_matmul's copy lanes (created by the shared step on first use) and the
+    /// events that put them behind the main streams, for [`crate::backend::gpu_pipeline`].
+    pub(super) fn prepare_lanes(&mut self) -> BackendResult<()> {
         let g = self.devices.len();
         self.ddp.lanes.resize_with(g, || None);
         for dev in self.ddp.gates.len()..g {
             let e = self.new_event(dev, false)?;
             self.ddp.gates.push(e);
         }
-        gpu_pipeline::square_batch(self, batches, inputs, a, c)
+        Ok(())
     }
 }
 
