@@ -138,6 +138,17 @@ SBS_EXPORT hipError_t hipMemcpyAsync(void *dst, const void *src, size_t bytes, i
     }
 }
 
+/* Page-locked host memory: the driver stand-in's pinned allocations (copies from them are
+ * asynchronous and poisoned until they ran, as on the CUDA side). Flags are not modelled. */
+SBS_EXPORT hipError_t hipHostMalloc(void **p, size_t bytes, unsigned int flags) {
+    hipError_t r = current();
+    return r != OK ? r : cuMemHostAlloc(p, bytes, flags);
+}
+
+SBS_EXPORT hipError_t hipHostFree(void *p) {
+    return p ? cuMemFreeHost(p) : OK;
+}
+
 SBS_EXPORT hipError_t hipStreamCreate(void **s) {
     hipError_t r = current();
     return r != OK ? r : cuStreamCreate(s, 0);

@@ -26,6 +26,14 @@ pub mod gemm;
 // The GPU libraries' GEMM call (row-major on column-major), shared by cuBLAS and rocBLAS.
 #[cfg(any(feature = "cuda", feature = "rocm"))]
 pub(crate) mod gpu_gemm;
+// The GPU backends' stream and event layer, and what runs over it once for both: ddp_step's
+// all-reduce order and batch_matmul's copy/compute overlap.
+#[cfg(any(feature = "cuda", feature = "rocm"))]
+pub(crate) mod gpu_ddp;
+#[cfg(any(feature = "cuda", feature = "rocm"))]
+pub(crate) mod gpu_pipeline;
+#[cfg(any(feature = "cuda", feature = "rocm"))]
+pub(crate) mod gpu_stream;
 // Device-timeline marks (a ring of event slots), shared by the GPU backends.
 // NCCL's (and RCCL's) INFO output read back per case, shared by the GPU backends.
 #[cfg(any(feature = "cuda", feature = "rocm"))]

@@ -4,7 +4,9 @@
 //! Streams: each GPU has one stream that carries everything (copies, RCCL calls, rocBLAS
 //! GEMMs, timing events), so stream order is the only synchronisation the timed paths need. Uploads and
 //! downloads synchronise the stream before they return (HIP may read a pageable source after
-//! `hipMemcpyAsync` returned), outside the timed window.
+//! `hipMemcpyAsync` returned), outside the timed window. ddp_step's all-reduces and
+//! batch_matmul's overlapped copies add side streams ordered by events, through the stream
+//! layer shared with the CUDA backend ([`super::ddp`], [`crate::backend::gpu_stream`]).
 
 use super::hip::{CopyKind, Event, Hip, Stream};
 use super::memory::RocmBuf;
@@ -14,9 +16,10 @@ use super::RocmError;
 use crate::backend::ccl::{self, Resolved};
 use crate::backend::gpu_gemm::GemmUnsupported;
 use crate::backend::marks::{Mark, Ring};
+use crate::backend::{gpu_ddp, gpu_pipeline};
 use crate::backend::{
     Backend, BackendError, BackendResult, CollectiveCall, DevicePlan, GemmBatch, HostBuf,
-    OverlapSettings, Unsupported,
+    OverlapSettings, OverlapTiming, Unsupported,
 };
 use crate::params::{BackendKind, CaseParams, Collect, Dtype, ReduceOp, Workload};
 use crate::results::schema::{BackendInfo, DeviceBinding, TimerInfo};
@@ -40,9 +43,11 @@ pub(super) struct Device {
     pub(super) stream: Stream,
     /// One timing event per mark slot.
     pub(super) marks: Vec<Event>,
-    /// ddp_step's communication stream (null until the first ddp_step case).
+    /// Always null: side streams (ddp_step's communication streams, batch_matmul's copy
+    /// streams) destroy themselves (`super::ddp::SideStream`). Left for set-up's literal.
     pub(super) comm: Stream,
-    /// ddp_step's ordering events, all this device ever created (destroyed with it).
+    /// The events of the work beside the main stream (ddp_step's ordering events,
+    /// batch_matmul's timing events), all this device ever created (destroyed with it).
     pub(super) order_events: Vec<Event>,
     /// The rocBLAS handle on `stream` (`None`: the launch runs no GEMM, rocBLAS not opened).
     pub(super) blas: Option<BlasHandle>,
@@ -130,7 +135,8 @@ pub struct RocmBackend {
     pub(super) warnings: Vec<String>,
     /// The devices are scalebench's stand-ins, not GPUs (labelled in every result).
     pub(super) standin: bool,
-    /// ddp_step's all-reduces in flight and idle ordering events.
+    /// The work beside the main streams: ddp_step's communication streams and all-reduces in
+    /// flight, batch_matmul's copy lanes.
     pub(super) ddp: super::ddp::State,
     /// RCCL's INFO output, read per case (`None`: capture off).
     pub(super) nccl_log: Option<crate::backend::capture::LogTap>,
@@ -240,6 +246,7 @@ impl Drop for RocmBackend {
                 let _ = self.hip.stream_synchronize(d.stream);
             }
         }
+        let _ = self.side_synchronize();
         self.comms = Err(RocmError::Check("dropped".into()));
     }
 }
@@ -275,7 +282,7 @@ impl Backend for RocmBackend {
         BackendInfo {
             kind: BackendKind::Rocm,
             detail: format!(
-                "{}{rccl}; {blas}; HIP runtime {} (libamdhip64.so, librccl.so and librocblas.so loaded at run time); ddp_step's all-reduces on a communication stream per GPU, ordered after the compute stream by HIP events",
+                "{}{rccl}; {blas}; HIP runtime {} (libamdhip64.so, librccl.so and librocblas.so loaded at run time); ddp_step's all-reduces on a communication stream per GPU, ordered after the compute stream by HIP events; batch_matmul copies overlapped with GEMMs on a second stream through pinned staging",
                 if self.standin {
                     format!("{STANDIN_LABEL}. ")
                 } else {
@@ -505,21 +512,36 @@ impl Backend for RocmBackend {
         }
     }
 
+    fn overlaps_batch_transfers(&self) -> bool {
+        true
+    }
+
+    fn square_batch(
+        &mut self,
+        batches: &[GemmBatch],
+        inputs: &[HostBuf],
+        a: &mut [RocmBuf],
+        c: &mut [RocmBuf],
+    ) -> BackendResult<(Vec<HostBuf>, Option<OverlapTiming>)> {
+        self.prepare_lanes()?;
+        gpu_pipeline::square_batch(self, batches, inputs, a, c)
+    }
+
     fn overlap_support(&self) -> Result<(), Unsupported> {
         self.ddp_support()
             .map_err(|e| RocmUnsupported::NoCommunicators(e).into())
     }
 
     fn set_overlap(&mut self, settings: OverlapSettings) -> BackendResult<()> {
-        self.ddp_configure(settings)
+        gpu_ddp::configure(self, settings)
     }
 
     fn allreduce_start(&mut self, call: &CollectiveCall, bufs: Vec<RocmBuf>) -> BackendResult<u64> {
-        self.ddp_start(call, bufs)
+        gpu_ddp::start(self, call, bufs)
     }
 
     fn allreduce_wait(&mut self, ticket: u64) -> BackendResult<Vec<RocmBuf>> {
-        self.ddp_wait(ticket)
+        gpu_ddp::wait(self, ticket)
     }
 
     fn copy_within(
@@ -531,7 +553,7 @@ impl Backend for RocmBackend {
         src_at: usize,
         len: usize,
     ) -> BackendResult<()> {
-        self.ddp_copy(dev, dst, dst_at, src, src_at, len)
+        gpu_ddp::copy(self, dev, dst, dst_at, src, src_at, len)
     }
 
     fn synchronize(&mut self) -> BackendResult<()> {
@@ -541,7 +563,7 @@ impl Backend for RocmBackend {
                 .stream_synchronize(d.stream)
                 .map_err(|e| e.context(format!("HIP device {}", d.ordinal)))?;
         }
-        self.ddp_synchronize()?;
+        self.side_synchronize()?;
         if let Ok(c) = &self.comms {
             for (i, &comm) in c.comms.iter().enumerate() {
                 self.rccl

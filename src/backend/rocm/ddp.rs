@@ -1,101 +1,148 @@
-//! ddp_step's non-blocking all-reduces on the ROCm backend, ordered as on the CUDA backend
-//! (`src/backend/cuda/ddp.rs`) and as PyTorch DDP orders them.
+//! The ROCm backend's side of the stream layer the GPU backends share
+//! ([`crate::backend::gpu_stream`]): side streams, events, host functions and copies through
+//! the HIP runtime, RCCL groups and rocBLAS GEMMs. ddp_step's all-reduce order
+//! ([`crate::backend::gpu_ddp`]) and batch_matmul's overlapped step
+//! ([`crate::backend::gpu_pipeline`]) run over it exactly as over CUDA on the CUDA backend.
 //!
-//! Each GPU gets a communication stream beside its main (compute) stream. Starting a bucket's
-//! all-reduce records an event on the compute stream right after the bucket's last gradient
-//! copy, makes the communication stream wait for it (`hipStreamWaitEvent`), enqueues RCCL's
-//! all-reduce there (one RCCL group over the rank's GPUs), and records a second event after
-//! it. The host never blocks: backward GEMMs keep flowing onto the compute stream while RCCL
-//! runs. Waiting for a bucket makes the compute stream wait for its second event, so the
-//! step's end mark on the compute stream lies after every all-reduce.
-//!
-//! Fault `slow_comm` (tests): a host function on the communication stream sleeps after each
-//! all-reduce (`hipLaunchHostFunc`): a slow, serial link, as on the other backends.
+//! Ownership: side streams (ddp's communication streams, batch_matmul's copy streams) destroy
+//! themselves ([`SideStream`]), after the work on them ended; events belong to their device
+//! (`Device::order_events`, destroyed with it); pinned staging frees itself ([`HipPinned`]).
 
 use super::backend::RocmBackend;
-use super::hip::{CopyKind, Event};
+use super::hip::{CopyKind, Event, Hip, Stream};
 use super::memory::RocmBuf;
+use super::rocblas;
 use super::RocmError;
-use crate::backend::ccl::{self, Resolved};
-use crate::backend::{Backend, BackendError, BackendResult, CollectiveCall, OverlapSettings};
-use crate::params::{Progress, Workload};
+use crate::backend::ccl::Resolved;
+use crate::backend::gpu_gemm::Params;
+use crate::backend::gpu_pipeline;
+use crate::backend::gpu_stream::{Dir, GpuStreams, HostFn, On, PinnedHost};
+use crate::backend::{gpu_ddp, BackendError, BackendResult, CollectiveCall, GemmBatch};
+use crate::params::Dtype;
 use std::ffi::c_void;
+use std::sync::Arc;
 
-/// An all-reduce between start and wait.
-pub(super) struct InFlight {
-    ticket: u64,
-    bufs: Vec<RocmBuf>,
-    /// Per device: recorded on the compute stream before the all-reduce.
-    ready: Vec<Event>,
-    /// Per device: recorded on the communication stream after it.
-    done: Vec<Event>,
-}
+/// Why a GEMM cannot run: rocBLAS was not opened.
+const NO_ROCBLAS: &str =
+    "a GEMM on a ROCm backend set up without rocBLAS (the launch planned no GEMM)";
 
-/// What the backend keeps for ddp_step between calls. The streams and events themselves
-/// belong to the devices (destroyed with them); this holds which events are idle.
+/// One device's batch_matmul copy lane.
+type Lane = gpu_pipeline::Lane<RocmBackend>;
+
+/// What the backend keeps between calls for the work beside the main streams: ddp_step's
+/// all-reduces and batch_matmul's copy lanes.
+#[derive(Default)]
 pub(super) struct State {
-    settings: OverlapSettings,
-    next_ticket: u64,
-    inflight: Vec<InFlight>,
-    /// Per local GPU: ordering events no in-flight all-reduce uses.
-    spare: Vec<Vec<Event>>,
+    ddp: gpu_ddp::State<RocmBackend>,
+    /// Per local GPU once the first overlapped batch step ran (empty before).
+    lanes: Vec<Option<Lane>>,
+    /// Per local GPU with `lanes`: orders the copy lane after the main stream.
+    gates: Vec<Event>,
 }
 
-impl Default for State {
-    fn default() -> Self {
-        State {
-            settings: OverlapSettings {
-                progress: Progress::Thread,
-                comm_delay_s: 0.0,
-            },
-            next_ticket: 0,
-            inflight: Vec::new(),
-            spare: Vec::new(),
+/// A stream beside a device's main stream, destroyed once its work ended.
+pub(crate) struct SideStream {
+    raw: Stream,
+    ordinal: i32,
+    hip: Arc<Hip>,
+}
+
+impl Drop for SideStream {
+    fn drop(&mut self) {
+        if self.hip.set_device(self.ordinal).is_err() {
+            return;
         }
+        let _ = self.hip.stream_synchronize(self.raw);
+        // SAFETY: created for this device in `new_stream`, synchronised above, destroyed once.
+        let _ = unsafe { self.hip.stream_destroy(self.raw) };
     }
 }
 
-/// The host function of fault `slow_comm`: sleeps for the nanoseconds its argument carries
-/// (the value itself, not a pointer to it, so nothing is allocated or freed).
-unsafe extern "C" fn sleep_ns(arg: *mut c_void) {
-    std::thread::sleep(std::time::Duration::from_nanos(arg as usize as u64));
+/// Page-locked host memory (`hipHostMalloc`), freed on drop.
+pub(crate) struct HipPinned {
+    ptr: *mut u8,
+    len: usize,
+    hip: Arc<Hip>,
 }
 
+impl PinnedHost for HipPinned {
+    fn ptr(&self) -> *mut u8 {
+        self.ptr
+    }
+    fn len_bytes(&self) -> usize {
+        self.len
+    }
+}
+
+impl Drop for HipPinned {
+    fn drop(&mut self) {
+        // SAFETY: allocated by hipHostMalloc, freed once; its owner synchronises the copy
+        // stream at the end of every step (and the device before it is dropped), so no copy
+        // uses it any more.
+        let _ = unsafe { self.hip.host_free(self.ptr as *mut c_void) };
+    }
+}
+
+crate::backend::gpu_stream::impl_gpu_buf!(RocmBuf);
+
 impl RocmBackend {
+    /// The raw stream `on` names on local device `dev`, with that device made current.
+    fn current_on(&self, dev: usize, on: On<'_, SideStream>) -> BackendResult<Stream> {
+        let d = &self.devices[dev];
+        self.hip.set_device(d.ordinal)?;
+        Ok(match on {
+            On::Main => d.stream,
+            On::Side(s) => s.raw,
+        })
+    }
+
     /// Why ddp_step cannot run here, if it cannot (no RCCL communicators).
     pub(super) fn ddp_support(&self) -> Result<(), RocmError> {
         self.comms.as_ref().map(|_| ()).map_err(|e| e.clone())
     }
 
-    /// Creates the communication streams on first use and keeps `s` for later starts.
-    pub(super) fn ddp_configure(&mut self, s: OverlapSettings) -> BackendResult<()> {
-        if !self.ddp.inflight.is_empty() {
-            return Err(BackendError::check(
-                "the overlap settings changed with all-reduces in flight",
-            ));
-        }
-        if !s.comm_delay_s.is_finite() || s.comm_delay_s < 0.0 {
-            return Err(BackendError::check(format!(
-                "communication delay of {} s",
-                s.comm_delay_s
-            )));
-        }
-        for d in &mut self.devices {
-            if d.comm.is_null() {
-                self.hip.set_device(d.ordinal)?;
-                d.comm = self.hip.stream_create()?;
+    /// Waits for every side stream (communication and copy).
+    pub(super) fn side_synchronize(&self) -> BackendResult<()> {
+        self.ddp.ddp.synchronize_lanes(self)?;
+        for (dev, l) in self.ddp.lanes.iter().enumerate() {
+            if let Some(l) = l {
+                self.synchronize_on(dev, On::Side(&l.copy))?;
             }
         }
-        self.ddp.spare.resize_with(self.devices.len(), Vec::new);
-        self.ddp.settings = s;
         Ok(())
     }
 
-    /// An ordering event of local device `dev` (a spare one, or a new one the device owns).
-    fn ddp_event(&mut self, dev: usize) -> BackendResult<Event> {
-        if let Some(e) = self.ddp.spare[dev].pop() {
-            return Ok(e);
+    /// Readies batch_matmul's copy lanes (created by the shared step on first use) and the
+    /// events that put them behind the main streams, for [`crate::backend::gpu_pipeline`].
+    pub(super) fn prepare_lanes(&mut self) -> BackendResult<()> {
+        let g = self.devices.len();
+        self.ddp.lanes.resize_with(g, || None);
+        for dev in self.ddp.gates.len()..g {
+            let e = self.new_event(dev, false)?;
+            self.ddp.gates.push(e);
         }
+        Ok(())
+    }
+}
+
+impl GpuStreams for RocmBackend {
+    type Stream = SideStream;
+    type Event = Event;
+    type Pinned = HipPinned;
+    type GemmPlan = (Params, rocblas::Types);
+
+    fn new_stream(&mut self, dev: usize) -> BackendResult<SideStream> {
+        let ordinal = self.devices[dev].ordinal;
+        self.hip.set_device(ordinal)?;
+        Ok(SideStream {
+            raw: self.hip.stream_create()?,
+            ordinal,
+            hip: self.hip.clone(),
+        })
+    }
+
+    fn new_event(&mut self, dev: usize, _timing: bool) -> BackendResult<Event> {
+        // hipEventCreate's events all time; ordering ones pay nothing measurable for it.
         let d = &mut self.devices[dev];
         self.hip.set_device(d.ordinal)?;
         let e = self.hip.event_create()?;
@@ -103,164 +150,146 @@ impl RocmBackend {
         Ok(e)
     }
 
-    /// Starts the in-place all-reduce of `call.send_count` elements of `bufs` on the
-    /// communication streams, after everything enqueued on the compute streams so far.
-    pub(super) fn ddp_start(
+    fn new_pinned(&mut self, dev: usize, bytes: usize) -> BackendResult<HipPinned> {
+        self.hip.set_device(self.devices[dev].ordinal)?;
+        let ptr = self
+            .hip
+            .host_malloc(bytes.max(1))
+            .map_err(|e| e.context(format!("hipHostMalloc of {bytes} bytes")))?;
+        Ok(HipPinned {
+            ptr: ptr as *mut u8,
+            len: bytes,
+            hip: self.hip.clone(),
+        })
+    }
+
+    fn record(&self, dev: usize, e: &Event, on: On<'_, SideStream>) -> BackendResult<()> {
+        let s = self.current_on(dev, on)?;
+        Ok(self.hip.event_record(*e, s)?)
+    }
+
+    fn wait(&self, dev: usize, on: On<'_, SideStream>, e: &Event) -> BackendResult<()> {
+        let s = self.current_on(dev, on)?;
+        Ok(self.hip.stream_wait_event(s, *e)?)
+    }
+
+    fn elapsed_s(&self, dev: usize, from: &Event, to: &Event) -> BackendResult<f64> {
+        self.hip.set_device(self.devices[dev].ordinal)?;
+        Ok(self.hip.elapsed_s(*from, *to)?)
+    }
+
+    fn synchronize_on(&self, dev: usize, on: On<'_, SideStream>) -> BackendResult<()> {
+        let s = self.current_on(dev, on)?;
+        Ok(self.hip.stream_synchronize(s)?)
+    }
+
+    unsafe fn launch_host_func(
+        &self,
+        dev: usize,
+        on: On<'_, SideStream>,
+        f: HostFn,
+        arg: *mut c_void,
+    ) -> BackendResult<()> {
+        let s = self.current_on(dev, on)?;
+        // SAFETY: the caller's guarantee for `f` and `arg`; the stream is live.
+        Ok(unsafe { self.hip.launch_host_func(s, f, arg) }?)
+    }
+
+    unsafe fn copy_async(
+        &self,
+        dev: usize,
+        dir: Dir,
+        dst: u64,
+        src: u64,
+        bytes: usize,
+        on: On<'_, SideStream>,
+    ) -> BackendResult<()> {
+        let s = self.current_on(dev, on)?;
+        let kind = match dir {
+            Dir::HostToDevice => CopyKind::HostToDevice,
+            Dir::DeviceToHost => CopyKind::DeviceToHost,
+            Dir::DeviceToDevice => CopyKind::DeviceToDevice,
+        };
+        // SAFETY: the caller's guarantee for both ranges; the stream is live and its device
+        // current.
+        Ok(unsafe {
+            self.hip.memcpy_async(
+                dst as usize as *mut c_void,
+                src as usize as *const c_void,
+                bytes,
+                kind,
+                s,
+            )
+        }?)
+    }
+
+    fn ccl_ready(&self) -> BackendResult<()> {
+        Ok(self.ddp_support()?)
+    }
+
+    fn ccl_group(
         &mut self,
         call: &CollectiveCall,
-        bufs: Vec<RocmBuf>,
-    ) -> BackendResult<u64> {
-        let g = self.devices.len();
-        if call.workload != Workload::Allreduce || !call.in_place || bufs.len() != g {
-            return Err(BackendError::check(format!(
-                "a non-blocking all-reduce is in place with one buffer per local device ({g}); got {} of {}{}",
-                crate::units::count(bufs.len(), "buffer", "buffers"),
-                call.workload,
-                if call.in_place { "" } else { " out of place" }
-            )));
-        }
-        if self.ddp.spare.len() != g || self.devices.iter().any(|d| d.comm.is_null()) {
-            self.ddp_configure(self.ddp.settings)?;
-        }
-        self.ddp_support()?;
-        let eb = call.dtype.size_bytes() as usize;
-        let mut resolved = Vec::new();
-        for (dev, b) in bufs.iter().enumerate() {
-            self.check_len("all-reduce bucket", b, dev, call.dtype, call.send_count)?;
-            for c in ccl::plan(call, self.device_index(dev))? {
-                resolved.push((dev, Resolved::new(c, None, b.region(), eb)?));
-            }
-        }
-        let mut ready = Vec::with_capacity(g);
-        let mut done = Vec::with_capacity(g);
-        for dev in 0..g {
-            ready.push(self.ddp_event(dev)?);
-            done.push(self.ddp_event(dev)?);
-        }
-        // The bucket is complete once the compute stream has run up to here.
-        for (dev, d) in self.devices.iter().enumerate() {
-            self.hip.set_device(d.ordinal)?;
-            self.hip.event_record(ready[dev], d.stream)?;
-            self.hip.stream_wait_event(d.comm, ready[dev])?;
-        }
-        let streams: Vec<_> = self.devices.iter().map(|d| d.comm).collect();
-        let started = self.rccl_group(call, &resolved, &streams);
-        if let Err(e) = started {
-            self.ddp.spare_back(ready, done);
-            return Err(e);
-        }
-        let delay_ns = (self.ddp.settings.comm_delay_s * 1e9).round() as usize;
-        for (dev, d) in self.devices.iter().enumerate() {
-            self.hip.set_device(d.ordinal)?;
-            if delay_ns > 0 {
-                // SAFETY: `sleep_ns` calls no HIP function and reads nothing through its
-                // argument (the delay travels as the pointer's value); the stream is live.
-                unsafe {
-                    self.hip
-                        .launch_host_func(d.comm, sleep_ns, delay_ns as *mut c_void)
-                }?;
-            }
-            self.hip.event_record(done[dev], d.comm)?;
-        }
-        let ticket = self.ddp.next_ticket;
-        self.ddp.next_ticket += 1;
-        self.ddp.inflight.push(InFlight {
-            ticket,
-            bufs,
-            ready,
-            done,
-        });
-        Ok(ticket)
-    }
-
-    /// Orders the compute streams after the all-reduce of `ticket` and hands its buffers back
-    /// (the host does not wait: later work on the compute streams does).
-    pub(super) fn ddp_wait(&mut self, ticket: u64) -> BackendResult<Vec<RocmBuf>> {
-        let at = self
-            .ddp
-            .inflight
-            .iter()
-            .position(|f| f.ticket == ticket)
-            .ok_or_else(|| {
-                BackendError::check(format!("all-reduce ticket {ticket} is not in flight"))
-            })?;
-        let f = self.ddp.inflight.swap_remove(at);
-        let mut waited = Ok(());
-        for (dev, d) in self.devices.iter().enumerate() {
-            waited = self
-                .hip
-                .set_device(d.ordinal)
-                .and_then(|()| self.hip.stream_wait_event(d.stream, f.done[dev]));
-            if waited.is_err() {
-                break;
-            }
-        }
-        // A wait or record already enqueued keeps the state it saw: the events may be
-        // recorded again by the next all-reduce.
-        self.ddp.spare_back(f.ready, f.done);
-        waited?;
-        Ok(f.bufs)
-    }
-
-    /// Enqueues `dst[dst_at..dst_at+len] = src[src_at..]` on local device `dev`'s compute
-    /// stream (a gradient copied into its bucket).
-    pub(super) fn ddp_copy(
-        &mut self,
-        dev: usize,
-        dst: &mut RocmBuf,
-        dst_at: usize,
-        src: &RocmBuf,
-        src_at: usize,
-        len: usize,
+        resolved: &[(usize, Resolved)],
+        streams: &[&SideStream],
     ) -> BackendResult<()> {
-        let dtype = dst.dtype;
-        let fits = |b: &RocmBuf, at: usize| at.checked_add(len).is_some_and(|e| e <= b.count);
-        if dst.dev != dev
-            || src.dev != dev
-            || src.dtype != dtype
-            || !fits(dst, dst_at)
-            || !fits(src, src_at)
-        {
-            return Err(BackendError::check(format!(
-                "device copy of {len} elements from [{src_at}..] of a {} {} buffer on device {} to [{dst_at}..] of a {} {} buffer on device {} (device {dev})",
-                src.count, src.dtype, src.dev, dst.count, dst.dtype, dst.dev
-            )));
+        let raw: Vec<Stream> = streams.iter().map(|s| s.raw).collect();
+        self.rccl_group(call, resolved, &raw)
+    }
+
+    fn gemm_plan(
+        &self,
+        dev: usize,
+        batch: &GemmBatch,
+        dtype: Dtype,
+    ) -> BackendResult<(Params, rocblas::Types)> {
+        if self.devices[dev].blas.is_none() {
+            return Err(BackendError::check(NO_ROCBLAS));
         }
-        if len == 0 {
-            return Ok(());
-        }
-        let eb = dtype.size_bytes() as usize;
+        Ok((rocblas::row_major(batch)?, rocblas::types(dtype)?))
+    }
+
+    unsafe fn gemm_on_main(
+        &self,
+        dev: usize,
+        plan: &(Params, rocblas::Types),
+        a: u64,
+        b: u64,
+        c: u64,
+    ) -> BackendResult<()> {
         let d = &self.devices[dev];
+        let blas = d
+            .blas
+            .as_ref()
+            .ok_or_else(|| BackendError::check(NO_ROCBLAS))?;
         self.hip.set_device(d.ordinal)?;
-        // SAFETY: both ranges were checked above to lie inside live allocations of this
-        // device (so the offsets stay inside them); `dst` is exclusively borrowed, so it is
-        // not `src`; both stay allocated until the device has synchronised (RocmBuf's drop).
-        unsafe {
-            self.hip.memcpy_async(
-                (dst.ptr() as *mut u8).add(dst_at * eb) as *mut c_void,
-                (src.ptr() as *const u8).add(src_at * eb) as *const c_void,
-                len * eb,
-                CopyKind::DeviceToDevice,
-                d.stream,
+        // SAFETY: the caller's guarantee for the operands; the handle is this device's (now
+        // current) and bound to its main stream.
+        Ok(unsafe {
+            blas.lib.gemm(
+                blas.handle,
+                &plan.0,
+                plan.1,
+                a as usize as *const c_void,
+                b as usize as *const c_void,
+                c as usize as *mut c_void,
             )
-        }?;
-        Ok(())
+        }?)
     }
 
-    /// Waits for every communication stream.
-    pub(super) fn ddp_synchronize(&self) -> BackendResult<()> {
-        for d in self.devices.iter().filter(|d| !d.comm.is_null()) {
-            self.hip.set_device(d.ordinal)?;
-            self.hip.stream_synchronize(d.comm)?;
-        }
-        Ok(())
+    fn ddp_state(&mut self) -> &mut gpu_ddp::State<Self> {
+        &mut self.ddp.ddp
     }
-}
 
-impl State {
-    fn spare_back(&mut self, ready: Vec<Event>, done: Vec<Event>) {
-        for (dev, (r, d)) in ready.into_iter().zip(done).enumerate() {
-            self.spare[dev].extend([r, d]);
-        }
+    fn lane(&self, dev: usize) -> Option<&Lane> {
+        self.ddp.lanes.get(dev)?.as_ref()
+    }
+
+    fn lane_slot(&mut self, dev: usize) -> &mut Option<Lane> {
+        &mut self.ddp.lanes[dev]
+    }
+
+    fn gate(&self, dev: usize) -> &Event {
+        &self.ddp.gates[dev]
     }
 }

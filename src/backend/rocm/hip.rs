@@ -66,6 +66,9 @@ entry_points! {
         device_synchronize = "hipDeviceSynchronize": fn() -> c_int;
         get_error_name = "hipGetErrorName": fn(c_int) -> *const c_char;
         get_error_string = "hipGetErrorString": fn(c_int) -> *const c_char;
+        // batch_matmul's overlapped step: pinned staging, so its copies run asynchronously.
+        host_malloc = "hipHostMalloc": fn(*mut *mut c_void, usize, c_uint) -> c_int;
+        host_free = "hipHostFree": fn(*mut c_void) -> c_int;
     }
 }
 
@@ -314,6 +317,28 @@ impl Hip {
         self.check("hipDeviceSynchronize", unsafe {
             (self.device_synchronize)()
         })
+    }
+}
+
+/// Pinned host memory (batch_matmul's overlapped step).
+impl Hip {
+    /// `bytes` of page-locked host memory (`hipHostMallocDefault`), for the current device.
+    pub(crate) fn host_malloc(&self, bytes: usize) -> RocmResult<*mut c_void> {
+        let mut p = std::ptr::null_mut();
+        // SAFETY: HIP writes one pointer. Flags 0: hipHostMallocDefault.
+        self.check("hipHostMalloc", unsafe {
+            (self.host_malloc)(&mut p, bytes, 0)
+        })?;
+        Ok(p)
+    }
+
+    /// Frees memory from [`Hip::host_malloc`].
+    ///
+    /// # Safety
+    /// `p` came from `hipHostMalloc`, is freed once, and no queued copy uses it any more.
+    pub(crate) unsafe fn host_free(&self, p: *mut c_void) -> RocmResult<()> {
+        // SAFETY: the caller's guarantee.
+        self.check("hipHostFree", unsafe { (self.host_free)(p) })
     }
 }
 
