@@ -720,7 +720,7 @@ pub struct RankSpread {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PhaseResult {
     /// `scatter`, `compute` and `gather` (or `reduce`). A backend that overlaps copies with
-    /// compute (CUDA) reports `transfer_compute` instead of `compute`, plus `overlap_hidden`:
+    /// compute (CUDA, ROCm) reports `transfer_compute` instead of `compute`, plus `overlap_hidden`:
     /// device seconds per iteration the overlap saved.
     pub name: String,
     /// Mean over ranks of each rank's mean phase time, seconds.

@@ -6,7 +6,7 @@
 //! Each iteration is timed end to end and per phase (scatter, compute, gather/reduce) on the
 //! host clock, after synchronising the devices at each phase boundary. A backend that
 //! overlaps host↔device copies with compute ([`Backend::overlaps_batch_transfers`], the CUDA
-//! backend) gets the copies and GEMMs as one step: the phases are then scatter (MPI only),
+//! and ROCm backends) gets the copies and GEMMs as one step: the phases are then scatter (MPI only),
 //! transfer_compute (copy in, multiply, copy out, overlapped) and gather/reduce (MPI only),
 //! plus overlap_hidden, the device time the overlap saved per iteration.
 
