@@ -218,6 +218,10 @@ impl LinksFile {
                 "NCCL {} send/recv, one GPU per rank",
                 self.nccl_version.as_deref().unwrap_or("(version unknown)")
             ),
+            "rccl" => format!(
+                "RCCL {} send/recv, one GCD per rank",
+                self.nccl_version.as_deref().unwrap_or("(version unknown)")
+            ),
             "mpi" => "MPI".to_string(),
             other => other.to_string(),
         };
@@ -264,17 +268,17 @@ impl LinksFile {
         if let Some(t) = self
             .transport
             .as_deref()
-            .filter(|t| !["mpi", "nccl"].contains(t))
+            .filter(|t| !["mpi", "nccl", "rccl"].contains(t))
         {
             out.push(format!(
-                "transport `{t}`: expected mpi or nccl (what scalebench links measures over)"
+                "transport `{t}`: expected mpi, nccl or rccl (what scalebench links measures over)"
             ));
         }
-        if self.transport.as_deref() != Some("nccl")
+        if !matches!(self.transport.as_deref(), Some("nccl" | "rccl"))
             && (self.nccl_version.is_some() || self.standin.is_some())
         {
             out.push(
-                "nccl_version or standin without transport nccl: they describe NCCL runs only"
+                "nccl_version or standin without transport nccl or rccl: they describe NCCL and RCCL runs only"
                     .into(),
             );
         }

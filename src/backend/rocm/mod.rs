@@ -22,6 +22,7 @@ pub(crate) mod error;
 pub(crate) mod hip;
 mod loader;
 pub(crate) mod memory;
+mod p2p;
 pub(crate) mod rccl;
 pub(crate) mod rocblas;
 mod setup;

@@ -7,7 +7,7 @@
 //! [`nccl`] (ncclSend/ncclRecv between GPUs, `--backend cuda`); the rest is shared.
 
 mod mpi;
-#[cfg(feature = "cuda")]
+#[cfg(any(feature = "cuda", feature = "rocm"))]
 mod nccl;
 
 use crate::comm::mpi::MpiComm;
@@ -332,9 +332,6 @@ fn confirmation_pairs(s: &Suspect, good: &[usize]) -> Vec<(usize, usize)> {
     }
 }
 
-/// `--backend rocm`: no RCCL transport yet.
-const NO_ROCM: &str = "--backend rocm: `scalebench links` measures over MPI (--backend cpu) or NCCL send/recv (--backend cuda); an RCCL transport is not built yet: use --backend cpu on AMD GPU nodes";
-
 /// The checks that need no MPI; the test fault, parsed.
 fn check(req: &Request) -> Result<Checked, RunError> {
     req.settings.check()?;
@@ -352,10 +349,11 @@ fn check(req: &Request) -> Result<Checked, RunError> {
                 return Err(RunError::Refused { message: m });
             }
         }
+        BackendKind::Rocm if !cfg!(feature = "rocm") => return Err(RunError::NoRocm),
         BackendKind::Rocm => {
-            return Err(RunError::Refused {
-                message: NO_ROCM.into(),
-            })
+            if let Some(m) = cuda_size_refusal(req.message_bytes) {
+                return Err(RunError::Refused { message: m });
+            }
         }
     }
     let slow = match &req.fault {
@@ -375,10 +373,11 @@ fn check(req: &Request) -> Result<Checked, RunError> {
     Ok(Checked { slow, leaves })
 }
 
-/// NCCL moves the message as 4-byte words (`ncclInt32`): the sentence for a size that is not.
+/// NCCL and RCCL move the message as 4-byte words (`ncclInt32`): the sentence for a size
+/// that is not.
 fn cuda_size_refusal(bytes: u64) -> Option<String> {
     (bytes % 4 != 0).then(|| {
-        format!("--size {bytes}: --backend cuda sends whole 4-byte words (ncclInt32): give a multiple of 4 bytes, e.g. 1MiB")
+        format!("--size {bytes}: --backend cuda and rocm send whole 4-byte words (ncclInt32): give a multiple of 4 bytes, e.g. 1MiB")
     })
 }
 
@@ -432,11 +431,28 @@ fn measure(
     let mut over_mpi;
     #[cfg(feature = "cuda")]
     let mut over_nccl;
+    #[cfg(feature = "rocm")]
+    let mut over_rccl;
     let transport: &mut dyn Transport = match req.backend {
         #[cfg(feature = "cuda")]
         BackendKind::Cuda => {
-            over_nccl = nccl::NcclTransport::open(world, comm, local[me], req.message_bytes)?;
+            over_nccl = nccl::NcclTransport::<crate::backend::cuda::CudaBackend>::open(
+                world,
+                comm,
+                local[me],
+                req.message_bytes,
+            )?;
             &mut over_nccl
+        }
+        #[cfg(feature = "rocm")]
+        BackendKind::Rocm => {
+            over_rccl = nccl::NcclTransport::<crate::backend::rocm::RocmBackend>::open(
+                world,
+                comm,
+                local[me],
+                req.message_bytes,
+            )?;
+            &mut over_rccl
         }
         // `check` refused the others before MPI started.
         _ => {
@@ -908,9 +924,14 @@ mod tests {
     /// with the fault parsed.
     #[test]
     fn backends_and_sizes_are_checked_before_mpi() {
-        let e = check(&request(BackendKind::Rocm, 1 << 20)).unwrap_err();
-        assert_eq!(e.to_string(), NO_ROCM);
-        assert_eq!(e.exit_code(), crate::exit::EXIT_BAD_INPUT);
+        let rocm = check(&request(BackendKind::Rocm, 1 << 20));
+        if cfg!(feature = "rocm") {
+            assert!(rocm.is_ok());
+            let e = check(&request(BackendKind::Rocm, 1001)).unwrap_err();
+            assert!(e.to_string().contains("whole 4-byte words"), "{e}");
+        } else {
+            assert!(matches!(rocm.unwrap_err(), RunError::NoRocm));
+        }
         let want = Some(SlowPair {
             a: 1,
             b: 2,
@@ -923,7 +944,7 @@ mod tests {
         if cfg!(feature = "cuda") {
             assert_eq!(
                 e.to_string(),
-                "--size 1001: --backend cuda sends whole 4-byte words (ncclInt32): give a multiple of 4 bytes, e.g. 1MiB"
+                "--size 1001: --backend cuda and rocm send whole 4-byte words (ncclInt32): give a multiple of 4 bytes, e.g. 1MiB"
             );
             assert_eq!(
                 check(&request(BackendKind::Cuda, 1 << 20)).unwrap().slow,

@@ -1,12 +1,12 @@
-//! The NCCL transport of `scalebench links --backend cuda`: each rank drives one GPU (its
-//! local rank's, as `run --backend cuda` pure MPI does), one NCCL communicator spans all ranks
-//! (the CUDA backend's set-up), and one exchange is `ncclGroupStart; ncclSend/ncclRecv;
-//! ncclGroupEnd` on the pair, timed with CUDA events on the stream as the collectives are.
-//! One way is timed on the receiver (its ncclRecv completes when the last byte has arrived);
-//! both ways on each rank, for the cell it receives.
+//! The NCCL transport of `scalebench links --backend cuda` and the RCCL one of `--backend
+//! rocm` (RCCL keeps NCCL's API): each rank drives one GPU or GCD (its local rank's, as `run`
+//! pure MPI does), one communicator spans all ranks (the backend's set-up), and one exchange
+//! is `ncclGroupStart; ncclSend/ncclRecv; ncclGroupEnd` on the pair, timed with the backend's
+//! events on the stream as the collectives are. One way is timed on the receiver (its ncclRecv
+//! completes when the last byte has arrived); both ways on each rank, for the cell it receives.
+//! Written once over [`PeerBackend`], which both backends implement.
 
 use super::{Transport, TransportInfo};
-use crate::backend::cuda::{CudaBackend, DeviceBuf};
 use crate::backend::{Backend, BackendResult, DevicePlan};
 use crate::comm::mpi::MpiComm;
 use crate::comm::HostComm;
@@ -16,10 +16,79 @@ use crate::run::error::RunError;
 /// NCCL moves whole 4-byte words here (`ncclInt32`): the stand-in models no byte type.
 pub(super) const WORD_BYTES: u64 = 4;
 
-pub(super) struct NcclTransport {
-    backend: CudaBackend,
-    send: DeviceBuf,
-    recv: DeviceBuf,
+/// What a GPU backend offers the transport besides [`Backend`]: its set-up, its library's
+/// state and version, and one grouped send/recv on its one device.
+pub(super) trait PeerBackend: Backend + Sized {
+    /// `nccl` or `rccl`, as links.json names the transport.
+    const TRANSPORT: &'static str;
+    fn open(world: &mpi::topology::SimpleCommunicator, plan: DevicePlan) -> BackendResult<Self>;
+    /// Why the library cannot exchange (missing, too old, communicators not formed).
+    fn unusable(&self) -> Option<String>;
+    fn library_version(&self) -> Option<String>;
+    /// The STAND-IN label where the devices are scalebench's stand-ins.
+    fn standin_label(&self) -> Option<&'static str>;
+    fn send_recv(
+        &mut self,
+        send: Option<(&Self::Buf, u32)>,
+        recv: Option<(&mut Self::Buf, u32)>,
+    ) -> BackendResult<()>;
+}
+
+#[cfg(feature = "cuda")]
+impl PeerBackend for crate::backend::cuda::CudaBackend {
+    const TRANSPORT: &'static str = "nccl";
+    fn open(world: &mpi::topology::SimpleCommunicator, plan: DevicePlan) -> BackendResult<Self> {
+        Self::new(world, plan)
+    }
+    fn unusable(&self) -> Option<String> {
+        self.nccl_unusable()
+    }
+    fn library_version(&self) -> Option<String> {
+        self.nccl_version().map(str::to_string)
+    }
+    fn standin_label(&self) -> Option<&'static str> {
+        self.is_standin()
+            .then_some(crate::backend::cuda::probe::STANDIN_LABEL)
+    }
+    fn send_recv(
+        &mut self,
+        send: Option<(&Self::Buf, u32)>,
+        recv: Option<(&mut Self::Buf, u32)>,
+    ) -> BackendResult<()> {
+        crate::backend::cuda::CudaBackend::send_recv(self, send, recv)
+    }
+}
+
+#[cfg(feature = "rocm")]
+impl PeerBackend for crate::backend::rocm::RocmBackend {
+    const TRANSPORT: &'static str = "rccl";
+    fn open(world: &mpi::topology::SimpleCommunicator, plan: DevicePlan) -> BackendResult<Self> {
+        Self::new(world, plan)
+    }
+    fn unusable(&self) -> Option<String> {
+        // Set-up forms the communicators or fails: a backend that opened can exchange.
+        None
+    }
+    fn library_version(&self) -> Option<String> {
+        Some(self.rccl_version().to_string())
+    }
+    fn standin_label(&self) -> Option<&'static str> {
+        self.is_standin()
+            .then_some(crate::backend::rocm::STANDIN_LABEL)
+    }
+    fn send_recv(
+        &mut self,
+        send: Option<(&Self::Buf, u32)>,
+        recv: Option<(&mut Self::Buf, u32)>,
+    ) -> BackendResult<()> {
+        crate::backend::rocm::RocmBackend::send_recv(self, send, recv)
+    }
+}
+
+pub(super) struct NcclTransport<B: PeerBackend> {
+    backend: B,
+    send: B::Buf,
+    recv: B::Buf,
     me: usize,
 }
 
@@ -46,7 +115,7 @@ fn agree(comm: &MpiComm, local: Option<String>) -> Result<(), String> {
     ))
 }
 
-impl NcclTransport {
+impl<B: PeerBackend> NcclTransport<B> {
     /// Opens this rank's GPU and the communicator over all ranks, and allocates the two
     /// message buffers. Collective. No driver or no device: exit 2 with the ranks' sentences.
     pub(super) fn open(
@@ -54,13 +123,16 @@ impl NcclTransport {
         comm: &MpiComm,
         local_rank: usize,
         message_bytes: u64,
-    ) -> Result<NcclTransport, RunError> {
-        let mut backend =
-            crate::run::job::start_backend(comm, CudaBackend::new(world, plan(local_rank)))?;
-        // Set-up succeeds without NCCL (a run's GEMMs need none); an exchange cannot.
-        let why = backend
-            .nccl_unusable()
-            .map(|e| format!("--backend cuda needs NCCL for its exchanges: {e}"));
+    ) -> Result<NcclTransport<B>, RunError> {
+        let mut backend = crate::run::job::start_backend(comm, B::open(world, plan(local_rank)))?;
+        // CUDA's set-up succeeds without NCCL (a run's GEMMs need none); an exchange cannot.
+        let why = backend.unusable().map(|e| {
+            format!(
+                "--backend {} needs {} for its exchanges: {e}",
+                backend.kind(),
+                B::TRANSPORT.to_uppercase()
+            )
+        });
         agree(comm, why).map_err(|message| RunError::Unusable { message })?;
         let count = (message_bytes / WORD_BYTES) as usize;
         let bufs = backend
@@ -97,7 +169,7 @@ impl NcclTransport {
     /// The seconds from mark `a` to the end of what the stream has queued, with the fault's
     /// sleep between the stream's end and a second mark where `stretch` > 0 (so the events
     /// themselves time the longer exchange).
-    fn timed(&mut self, a: <CudaBackend as Backend>::Mark, stretch: f64) -> f64 {
+    fn timed(&mut self, a: B::Mark, stretch: f64) -> f64 {
         let b = self.backend.mark();
         let b = self.ok(b);
         let done = self.backend.synchronize();
@@ -117,7 +189,7 @@ impl NcclTransport {
     }
 }
 
-impl Transport for NcclTransport {
+impl<B: PeerBackend> Transport for NcclTransport<B> {
     fn one_way(&mut self, from: usize, to: usize, stretch: f64) -> Option<f64> {
         if self.me == from {
             let r = self.backend.send_recv(Some((&self.send, to as u32)), None);
@@ -149,12 +221,9 @@ impl Transport for NcclTransport {
 
     fn describe(&self) -> TransportInfo {
         TransportInfo {
-            name: "nccl",
-            version: self.backend.nccl_version().map(str::to_string),
-            standin: self
-                .backend
-                .is_standin()
-                .then(|| crate::backend::cuda::probe::STANDIN_LABEL.to_string()),
+            name: B::TRANSPORT,
+            version: self.backend.library_version(),
+            standin: self.backend.standin_label().map(str::to_string),
         }
     }
 }
