@@ -37,7 +37,7 @@ $CC "${flags[@]}" -Wl,-soname,librocblas.so -o "$out/librocblas.so" "$here/rocbl
 $CC "${flags[@]}" -Wl,-soname,libamd_smi.so -o "$out/libamd_smi.so" "$here/amdsmi.c" -ldl
 # The ROCm stand-ins' contract checks' own test (run by tests/integration/rocm.rs).
 $CC -std=gnu11 -O1 -g -Wall -Wextra -Werror -o "$out/hip-contract-test" "$here/hip_contract_test.c" \
-  -L"$out" -l:libamdhip64.so -l:librccl.so -l:librocblas.so -Wl,-rpath,"$out"
+  -L"$out" -l:libamdhip64.so -l:librccl.so -l:librocblas.so -l:libamd_smi.so -Wl,-rpath,"$out"
 # The contract checks' own test (run by tests/integration/cuda.rs): each misuse must abort naming the call.
 $CC -std=gnu11 -O1 -g -Wall -Wextra -Werror -o "$out/contract-test" "$here/contract_test.c" \
   -L"$out" -l:libcuda.so.1 -l:libnccl.so -Wl,-rpath,"$out"

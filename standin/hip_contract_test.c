@@ -1,6 +1,6 @@
 /* The ROCm stand-ins' contract checks (libamdhip64.so, librccl.so, librocblas.so), as
  * contract_test.c does for the CUDA ones: each misuse is provoked in a child process that must
- * abort with a message naming the HIP, RCCL or rocBLAS call the caller made, and a correct
+ * abort with a message naming the HIP, RCCL, rocBLAS or AMD SMI call the caller made, and a correct
  * sequence must exit 0 with nothing leaked. Built by build.sh, run as `hip-contract-test` by
  * tests/integration/rocm.rs. Declares the real ABI by hand, as a program built against the
  * ROCm headers sees it (hipError_t an int; hipMemcpyKind host-to-device 1, device-to-host 2,
@@ -37,6 +37,9 @@ int ncclGroupStart(void);
 int ncclGroupEnd(void);
 int ncclAllReduce(const void *, void *, size_t, int, int, void *, void *);
 int ncclAllGather(const void *, void *, size_t, int, void *, void *);
+int amdsmi_init(uint64_t);
+int amdsmi_get_socket_handles(uint32_t *, void **);
+int amdsmi_get_gpu_activity(void *, uint32_t *);
 int rocblas_create_handle(void **);
 int rocblas_destroy_handle(void *);
 int rocblas_set_stream(void *, void *);
@@ -199,6 +202,20 @@ static int case_rocblas_handle_on_another_gcd(void) {
     return 0;
 }
 
+static int case_smi_before_init(void) {
+    uint32_t n = 0;
+    amdsmi_get_socket_handles(&n, NULL);
+    return 0;
+}
+
+/* A HIP device ordinal is not an AMD SMI handle (GCDs are found by PCI address). */
+static int case_smi_made_up_handle(void) {
+    amdsmi_init(1 << 1);
+    uint32_t usage[16];
+    amdsmi_get_gpu_activity((void *)(uintptr_t)1, usage);
+    return 0;
+}
+
 static int case_leak(void) {
     open_devices();
     void *p;
@@ -285,6 +302,10 @@ int main(void) {
          "contract violation in rocblas_set_stream: a stream of device 1 given to a handle of device 0"},
         {"rocBLAS handle on another GCD", case_rocblas_handle_on_another_gcd,
          "contract violation in rocblas_gemm_strided_batched_ex: handle of device 0 used while another device is current"},
+        {"AMD SMI before amdsmi_init", case_smi_before_init,
+         "contract violation in amdsmi_get_socket_handles: called before amdsmi_init"},
+        {"AMD SMI handle it never gave", case_smi_made_up_handle,
+         "contract violation in amdsmi_get_gpu_activity: 0x1 is not a processor handle"},
         {"leak at exit", case_leak,
          "leak at exit (libamdhip64.so): 1 device allocation(s) of 4096 byte(s)"},
         {"correct sequence", case_correct_sequence, NULL},

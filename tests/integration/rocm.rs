@@ -452,7 +452,8 @@ mod standin {
     /// event read or waited on before it was recorded, overlapping copies, a double free, an
     /// attribute by CUDA's number, a leak at exit), of RCCL (the in-place rule, several
     /// communicators outside a group) and of rocBLAS (a handle given another GCD's stream or
-    /// used on another GCD) aborts naming the call the program made; a correct sequence of
+    /// used on another GCD) and of AMD SMI (a call before amdsmi_init, a handle it never gave)
+    /// aborts naming the call the program made; a correct sequence of
     /// copies, an all-reduce, events and releases exits 0 with nothing on stderr.
     #[test]
     fn hip_contract_checks_abort_naming_the_call() {
@@ -464,7 +465,7 @@ mod standin {
         assert!(out.status.success(), "{text}");
         assert_eq!(
             text.lines().filter(|l| l.starts_with("ok")).count(),
-            15,
+            17,
             "{text}"
         );
         // Without the gate the test program cannot even load them.
