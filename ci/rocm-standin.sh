@@ -1,15 +1,17 @@
 #!/usr/bin/env bash
 # The ROCm backend end to end without an AMD GPU: builds scalebench's stand-in libraries
 # (standin/: CPU test doubles; here libamdhip64.so, the HIP runtime, librccl.so, RCCL, and
-# librocblas.so, rocBLAS) and
+# librocblas.so, rocBLAS, and libamd_smi.so, AMD SMI) and
 # runs `scalebench run --backend rocm` on them under real mpirun — pure (np=2, one GCD each),
-# hybrid (np=1, 2 GCDs) and 2 processes x 2 GCDs; all six collectives x f32 f64 f16 bf16 i32 x
+# hybrid (np=1, 2 GCDs; np=1, 8 GCDs: a LUMI node) and 2 processes x 2 GCDs (with AMD SMI
+# telemetry per GCD, matched by PCI address); all six collectives x f32 f64 f16 bf16 i32 x
 # sum prod min max avg x in/out-of-place x pipelined/isolated — every case validated, every
 # result labelled as a stand-in's and recorded as backend rocm; then matmul and batch_matmul in
 # f32 f64 f16 bf16 through rocBLAS, pure and hybrid, and ddp_step (all-reduces on a
 # communication stream after HIP events), validated the same way. Then a planted RCCL defect
 # (collectives and ddp_step) and a planted GEMM defect must be caught (exit 3), and a missing
-# HIP runtime and a missing rocBLAS refused (exit 2).
+# HIP runtime, a missing rocBLAS and two ranks on one GCD refused (exit 2); the stand-ins'
+# contract test must pass.
 #
 # Uses $SCALEBENCH_BIN when set (ci/test.sh passes the binary its test step built with
 # --all-features), else builds `--features rocm`.
@@ -67,11 +69,41 @@ step "hybrid: 1 process x 2 GCDs (one RCCL group)"
 "$bin" run --backend rocm --topology hybrid --devices-per-node 2 "${all[@]}" --out "$work/hybrid"
 validated "$work/hybrid" 700
 
+step "hybrid: 1 process x 8 GCDs (a whole LUMI node, one RCCL group)"
+SCALEBENCH_STANDIN_DEVICES=8 "$bin" run --backend rocm --topology hybrid --devices-per-node 8 \
+  -w allreduce,reduce,broadcast,allgather,reduce_scatter,alltoall --sizes 256 \
+  --dtype f32,f64,f16,bf16,i32 --op sum,prod,min,max,avg --in-place both \
+  -t pipelined,isolated -n 2 --warmup 1 -q --out "$work/hybrid8"
+validated "$work/hybrid8" 350
+
 step "2 processes x 2 GCDs (each process its own block of stand-in devices)"
 SCALEBENCH_STANDIN_DEVICES=4 "${mpi[@]}" -x SCALEBENCH_STANDIN_DEVICES -np 2 standin/gpus-per-rank.sh 2 \
   "$bin" run --backend rocm --topology hybrid --devices-per-node 2 --nodes 2 --emulate-nodes \
   "${all[@]}" --out "$work/2x2"
 validated "$work/2x2" 700
+# AMD SMI telemetry per GCD, matched by PCI address: the stand-in reads 40 °C + the device's
+# index, and rank 1's HIP ordinals 0 and 1 are devices 2 and 3.
+python3 - "$work/2x2/results.json" <<'PY'
+import json, sys
+cases = [c for c in json.load(open(sys.argv[1]))["cases"] if c["status"] == "ok"]
+for c in cases:
+    t = sorted(c.get("telemetry", []), key=lambda t: t["device"])
+    assert [x["device"] for x in t] == [0, 1, 2, 3], (c["id"], t)
+    for x in t:
+        assert x.get("temperature_c_max") == 40 + x["device"], (c["id"], x)
+print(f"  telemetry of 4 GCDs in each of {len(cases)} cases, each GCD read at its own address")
+PY
+
+step "two ranks on one GCD: refused with one sentence, exit 2"
+code=0
+err=$(SCALEBENCH_STANDIN_DEVICES=1 "${mpi[@]}" -x SCALEBENCH_STANDIN_DEVICES -np 2 "$bin" run --backend rocm \
+  --topology hybrid --devices-per-node 1 --nodes 2 --emulate-nodes -w allreduce --sizes 4KiB -q \
+  --out "$work/shared" 2>&1) || code=$?
+[ "$code" = 2 ] || { echo "two ranks on one GCD exited $code, not 2: $err"; exit 1; }
+grep -q "ranks 0 and 1 both drive GCD fffe:5b:00.0" <<<"$err" || { echo "not refused by address: $err"; exit 1; }
+
+step "the ROCm stand-ins' contract checks (each misuse aborts naming the call)"
+"$libs/hip-contract-test"
 
 gemm=(-w matmul,batch_matmul --dims 64 --batch 3 --dtype f32,f64,f16,bf16 -n 3 --warmup 1 -q)
 

@@ -45,6 +45,7 @@ static hipError_t current(void) {
 }
 
 SBS_EXPORT hipError_t hipRuntimeGetVersion(int *v) {
+    SBS_ENTRY("hipRuntimeGetVersion");
     if (!v)
         return E_INVALID_VALUE;
     *v = (int)sbs_env_long("SCALEBENCH_STANDIN_HIP_VERSION", 60200000);
@@ -52,6 +53,7 @@ SBS_EXPORT hipError_t hipRuntimeGetVersion(int *v) {
 }
 
 SBS_EXPORT hipError_t hipGetDeviceCount(int *n) {
+    SBS_ENTRY("hipGetDeviceCount");
     if (!n)
         return E_INVALID_VALUE;
     CUresult r = cuInit(0);
@@ -62,20 +64,24 @@ SBS_EXPORT hipError_t hipGetDeviceCount(int *n) {
 }
 
 SBS_EXPORT hipError_t hipSetDevice(int d) {
+    SBS_ENTRY("hipSetDevice");
     return use_device(d);
 }
 
 SBS_EXPORT hipError_t hipDeviceGetName(char *name, int len, int d) {
+    SBS_ENTRY("hipDeviceGetName");
     CUresult r = cuInit(0);
     return r != OK ? r : cuDeviceGetName(name, len, d);
 }
 
 SBS_EXPORT hipError_t hipDeviceTotalMem(size_t *bytes, int d) {
+    SBS_ENTRY("hipDeviceTotalMem");
     CUresult r = cuInit(0);
     return r != OK ? r : cuDeviceTotalMem_v2(bytes, d);
 }
 
 SBS_EXPORT hipError_t hipDeviceGetPCIBusId(char *id, int len, int d) {
+    SBS_ENTRY("hipDeviceGetPCIBusId");
     if (!id || len <= 0)
         return E_INVALID_VALUE;
     CUresult r = cuInit(0);
@@ -88,7 +94,30 @@ SBS_EXPORT hipError_t hipDeviceGetPCIBusId(char *id, int len, int d) {
     return OK;
 }
 
+/* hipDeviceAttribute_t as ROCm 5.0+ numbers it (hip_runtime_api.h), not CUDA's numbers: only
+ * the attributes the backend asks for are modelled; any other is a contract violation, so a
+ * backend change that reads one cannot pass on a made-up value. */
+SBS_EXPORT hipError_t hipDeviceGetAttribute(int *v, int attr, int d) {
+    SBS_ENTRY("hipDeviceGetAttribute");
+    if (!v)
+        return E_INVALID_VALUE;
+    CUresult r = cuInit(0);
+    if (r != OK)
+        return r;
+    if (!valid_dev(d))
+        return E_INVALID_DEVICE;
+    switch (attr) {
+    case 19: /* hipDeviceAttributeL2CacheSize: 4 MiB, as the CUDA stand-in, so --buffers rotate
+              * has sets to go through (an MI250X GCD has 8 MiB) */
+        *v = 4 << 20;
+        return OK;
+    default:
+        sbs_die("hipDeviceGetAttribute", "attribute %d is not modelled by the stand-in", attr);
+    }
+}
+
 SBS_EXPORT hipError_t hipMalloc(void **p, size_t bytes) {
+    SBS_ENTRY("hipMalloc");
     if (!p)
         return E_INVALID_VALUE;
     hipError_t r = current();
@@ -101,6 +130,7 @@ SBS_EXPORT hipError_t hipMalloc(void **p, size_t bytes) {
 }
 
 SBS_EXPORT hipError_t hipFree(void *p) {
+    SBS_ENTRY("hipFree");
     if (!p)
         return OK;
     hipError_t r = current();
@@ -109,6 +139,7 @@ SBS_EXPORT hipError_t hipFree(void *p) {
 
 /* Synchronous, as hipMemset is for the host: the device finishes its queued work first. */
 SBS_EXPORT hipError_t hipMemset(void *p, int value, size_t bytes) {
+    SBS_ENTRY("hipMemset");
     hipError_t r = current();
     if (r != OK)
         return r;
@@ -124,6 +155,7 @@ SBS_EXPORT hipError_t hipMemset(void *p, int value, size_t bytes) {
 
 /* hipMemcpyKind: host-to-device 1, device-to-host 2, device-to-device 3 (the ones modelled). */
 SBS_EXPORT hipError_t hipMemcpyAsync(void *dst, const void *src, size_t bytes, int kind, void *stream) {
+    SBS_ENTRY("hipMemcpyAsync");
     hipError_t r = current();
     if (r != OK)
         return r;
@@ -150,54 +182,65 @@ SBS_EXPORT hipError_t hipHostFree(void *p) {
 }
 
 SBS_EXPORT hipError_t hipStreamCreate(void **s) {
+    SBS_ENTRY("hipStreamCreate");
     hipError_t r = current();
     return r != OK ? r : cuStreamCreate(s, 0);
 }
 
 SBS_EXPORT hipError_t hipStreamDestroy(void *s) {
+    SBS_ENTRY("hipStreamDestroy");
     return cuStreamDestroy_v2(s);
 }
 
 SBS_EXPORT hipError_t hipStreamSynchronize(void *s) {
+    SBS_ENTRY("hipStreamSynchronize");
     hipError_t r = current();
     return r != OK ? r : cuStreamSynchronize(s);
 }
 
 SBS_EXPORT hipError_t hipEventCreate(void **e) {
+    SBS_ENTRY("hipEventCreate");
     hipError_t r = current();
     return r != OK ? r : cuEventCreate(e, 0);
 }
 
 SBS_EXPORT hipError_t hipEventDestroy(void *e) {
+    SBS_ENTRY("hipEventDestroy");
     return cuEventDestroy_v2(e);
 }
 
 SBS_EXPORT hipError_t hipEventRecord(void *e, void *s) {
+    SBS_ENTRY("hipEventRecord");
     hipError_t r = current();
     return r != OK ? r : cuEventRecord(e, s);
 }
 
 SBS_EXPORT hipError_t hipEventSynchronize(void *e) {
+    SBS_ENTRY("hipEventSynchronize");
     return cuEventSynchronize(e);
 }
 
 SBS_EXPORT hipError_t hipStreamWaitEvent(void *s, void *e, unsigned int flags) {
+    SBS_ENTRY("hipStreamWaitEvent");
     hipError_t r = current();
     return r != OK ? r : cuStreamWaitEvent(s, e, flags);
 }
 
 SBS_EXPORT hipError_t hipLaunchHostFunc(void *s, void (*fn)(void *), void *arg) {
+    SBS_ENTRY("hipLaunchHostFunc");
     hipError_t r = current();
     return r != OK ? r : cuLaunchHostFunc(s, fn, arg);
 }
 
 #ifndef SBS_OMIT_HIP_ELAPSED
 SBS_EXPORT hipError_t hipEventElapsedTime(float *ms, void *a, void *b) {
+    SBS_ENTRY("hipEventElapsedTime");
     return cuEventElapsedTime(ms, a, b);
 }
 #endif
 
 SBS_EXPORT hipError_t hipDeviceSynchronize(void) {
+    SBS_ENTRY("hipDeviceSynchronize");
     hipError_t r = current();
     return r != OK ? r : cuCtxSynchronize();
 }

@@ -40,12 +40,25 @@ SBS_FN void sbs_gate(const char *lib) {
     _exit(2);
 }
 
+/* The entry point the caller called, where a wrapper forwards it to the driver call that
+ * checks it (the HIP stand-in wraps cuda.c's driver): a violation names both, the caller's
+ * first. Set for the wrapper's duration by SBS_ENTRY; NULL elsewhere. */
+static __thread const char *sbs_entry __attribute__((unused));
+SBS_FN void sbs_entry_end(const char **unused) {
+    (void)unused;
+    sbs_entry = NULL;
+}
+#define SBS_ENTRY(name) \
+    __attribute__((cleanup(sbs_entry_end))) const char *sbs_entry_guard_ = (sbs_entry = (name))
+
 /* A contract violation: the caller broke a rule the real library would punish with undefined
  * behaviour (or a hang). Abort loudly, naming the call. */
 static void sbs_die(const char *call, const char *fmt, ...) __attribute__((noreturn, format(printf, 2, 3)));
 SBS_FN void sbs_die(const char *call, const char *fmt, ...) {
     char msg[1024];
-    int n = snprintf(msg, sizeof msg, "scalebench stand-in: contract violation in %s: ", call);
+    int n = sbs_entry && strcmp(sbs_entry, call) != 0
+                ? snprintf(msg, sizeof msg, "scalebench stand-in: contract violation in %s (%s): ", sbs_entry, call)
+                : snprintf(msg, sizeof msg, "scalebench stand-in: contract violation in %s: ", call);
     va_list ap;
     va_start(ap, fmt);
     if (n > 0 && n < (int)sizeof msg)

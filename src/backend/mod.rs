@@ -43,8 +43,8 @@ pub(crate) mod marks;
 pub mod nccl_log;
 #[cfg(feature = "rocm")]
 pub mod rocm;
-// GPU telemetry (NVML) sampling serves only the CUDA backend.
-#[cfg(feature = "cuda")]
+// GPU telemetry sampling: NVML on the CUDA backend, AMD SMI on the ROCm backend.
+#[cfg(any(feature = "cuda", feature = "rocm"))]
 pub(crate) mod telemetry;
 
 // Host buffers live in a leaf module that the control plane (`comm`) uses too.

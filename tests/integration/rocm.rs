@@ -238,6 +238,248 @@ mod standin {
         let p = r.launches[0].provenance.as_ref().unwrap();
         assert_eq!(p.ranks.len(), 2);
         assert!(p.ranks.iter().all(|rank| rank.devices.len() == 2));
+        // AMD SMI telemetry per GCD, gathered from both ranks. The stand-in AMD SMI lists all
+        // four devices and reads 40 °C + the device's index; rank 1's HIP ordinals 0 and 1
+        // are devices 2 and 3 (CUDA_VISIBLE_DEVICES=2,3), so only matching by PCI address
+        // reads 42 and 43 for them (by ordinal would read 40 and 41).
+        for c in r.cases.iter().filter(|c| c.status == "ok") {
+            let mut seen: Vec<u32> = c.telemetry.iter().map(|t| t.device).collect();
+            seen.sort_unstable();
+            assert_eq!(seen, [0, 1, 2, 3], "{}: {:?}", c.id, c.telemetry);
+            for t in &c.telemetry {
+                assert_eq!(t.error, None, "{}: {t:?}", c.id);
+                assert!(t.samples >= 1, "{}: {t:?}", c.id);
+                assert_eq!(
+                    t.temperature_c_max,
+                    Some(40.0 + f64::from(t.device)),
+                    "{}: {t:?}",
+                    c.id
+                );
+                // Measured from the stand-in's stream threads; not modelled figures absent.
+                assert!(
+                    t.gpu_util_percent_mean
+                        .is_some_and(|u| (0.0..=100.0).contains(&u)),
+                    "{}: {t:?}",
+                    c.id
+                );
+                assert_eq!(
+                    (t.mem_util_percent_mean, t.sm_clock_mhz_max, t.power_w_max),
+                    (None, None, None),
+                    "{}: {t:?}",
+                    c.id
+                );
+            }
+        }
+    }
+
+    /// A node without AMD SMI still runs: no telemetry, one warning naming the library (as a
+    /// missing NVML is on CUDA), every case valid.
+    #[test]
+    fn a_missing_amd_smi_is_a_warning() {
+        let dir = tmpdir("rocm-nosmi");
+        let no_smi = dir.join("no-smi");
+        std::fs::create_dir_all(&no_smi).unwrap();
+        for lib in ["libamdhip64.so", "librccl.so"] {
+            std::fs::copy(libs().join(lib), no_smi.join(lib)).unwrap();
+        }
+        let out = dir.join("out");
+        let ran = solo_with(&env(no_smi.to_str().unwrap(), &[]), &small_run(&out));
+        let r = all_valid(&ran, &out, 1);
+        let w = &r.launches[0].provenance.as_ref().unwrap().warnings;
+        assert!(
+            w.iter().any(|w| w.starts_with(
+                "no GPU telemetry: no AMD SMI found: libamd_smi.so could not be opened"
+            )),
+            "{w:?}"
+        );
+        assert!(r.cases.iter().all(|c| c.telemetry.is_empty()));
+    }
+
+    /// Hybrid 1 × 8: one process drives a whole LUMI node's 8 GCDs (stand-ins) through one
+    /// RCCL group; every collective × type × operator × placement × timing mode at one small
+    /// size, validated exactly; each GCD named by its own PCI address.
+    #[test]
+    fn hybrid_one_process_eight_gcds_validates() {
+        let out = tmpdir("rocm-hybrid-8").join("out");
+        let args = rocm_run(
+            &[
+                "--topology",
+                "hybrid",
+                "--devices-per-node",
+                "8",
+                "-w",
+                COLLECTIVES,
+                "--sizes",
+                "256",
+                "--dtype",
+                "f32,f64,f16,bf16,i32",
+                "--op",
+                "sum,prod,min,max,avg",
+                "--in-place",
+                "both",
+                "-t",
+                "pipelined,isolated",
+            ],
+            "1",
+            &out,
+        );
+        let ran = solo_with(&on_standins(&["SCALEBENCH_STANDIN_DEVICES=8"]), &args);
+        let r = all_valid(&ran, &out, 360);
+        let ok: std::collections::BTreeSet<&str> = r
+            .cases
+            .iter()
+            .filter(|c| c.status == "ok")
+            .map(|c| c.params.workload.as_str())
+            .collect();
+        assert_eq!(ok.len(), 6, "collectives measured: {ok:?}");
+        let devices = &r.launches[0].provenance.as_ref().unwrap().ranks[0].devices;
+        assert_eq!(devices.len(), 8);
+        let addresses: std::collections::BTreeSet<String> = devices
+            .iter()
+            .map(|d| {
+                let at = d
+                    .name
+                    .find(" GCD ")
+                    .unwrap_or_else(|| panic!("no GCD in {}", d.name));
+                d.name[at + 5..].split(' ').next().unwrap().to_string()
+            })
+            .collect();
+        assert_eq!(addresses.len(), 8, "{addresses:?}");
+        assert!(addresses.contains("fffe:5b:07.0"), "{addresses:?}");
+    }
+
+    /// Two ranks on one GCD (one stand-in device, two emulated nodes each driving "its" GCD 0
+    /// on this one host): refused before RCCL starts, exit 2, one sentence naming both ranks,
+    /// the GCD's PCI address and the fix, printed once.
+    #[test]
+    fn two_ranks_on_one_gcd_are_refused() {
+        let out = tmpdir("rocm-shared-gcd").join("out");
+        let args = rocm_run(
+            &[
+                "--topology",
+                "hybrid",
+                "--devices-per-node",
+                "1",
+                "--nodes",
+                "2",
+                "--emulate-nodes",
+                "-w",
+                "allreduce",
+                "--sizes",
+                "4KiB",
+            ],
+            "2",
+            &out,
+        );
+        let ran = mpirun_with_env(2, &on_standins(&["SCALEBENCH_STANDIN_DEVICES=1"]), &args);
+        refused(
+            &ran,
+            &[
+                "ranks 0 and 1 both drive GCD fffe:5b:00.0 (host ",
+                "RCCL needs a GCD of its own for each device",
+                "ROCR_VISIBLE_DEVICES",
+            ],
+            &out,
+        );
+        assert_eq!(
+            ran.stderr.matches("both drive GCD").count(),
+            1,
+            "{}",
+            ran.stderr
+        );
+        // The same launch with a GCD each (the launcher's binding: each rank sees its own
+        // device as ordinal 0, standin/gpus-per-rank.sh) runs.
+        let mut m: Vec<String> = Vec::new();
+        for (k, v) in on_standins(&[]) {
+            m.push("-x".into());
+            m.push(format!("{k}={v}"));
+        }
+        m.push(
+            Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("standin/gpus-per-rank.sh")
+                .display()
+                .to_string(),
+        );
+        m.push("1".into());
+        let r = all_valid(&common::mpirun_with(2, &strs(&m), &strs(&args)), &out, 1);
+        let names: Vec<&str> = r.launches[0]
+            .provenance
+            .as_ref()
+            .unwrap()
+            .ranks
+            .iter()
+            .map(|rank| rank.devices[0].name.as_str())
+            .collect();
+        assert!(
+            names[0].contains(" GCD fffe:5b:00.0 ") && names[1].contains(" GCD fffe:5b:01.0 "),
+            "{names:?}"
+        );
+    }
+
+    /// `--buffers rotate` sizes its sets from the GCD's L2 (hipDeviceAttributeL2CacheSize; the
+    /// stand-in reports 4 MiB, as the CUDA one): the footprint spans at least twice it.
+    #[test]
+    fn buffer_rotation_spans_twice_the_gcds_l2() {
+        let out = tmpdir("rocm-rotate").join("out");
+        let args = rocm_run(
+            &[
+                "-w",
+                "allreduce,allgather",
+                "--sizes",
+                "64KiB",
+                "--buffers",
+                "rotate",
+                "--in-place",
+                "no",
+            ],
+            "2",
+            &out,
+        );
+        let r = all_valid(&mpirun_with_env(2, &on_standins(&[]), &args), &out, 2);
+        for c in &r.cases {
+            let rot = c
+                .rotation
+                .as_ref()
+                .unwrap_or_else(|| panic!("{}: no rotation", c.id));
+            assert_eq!(rot.cache_bytes, Some(4 << 20), "{}: {rot:?}", c.id);
+            assert!(rot.exceeds_cache, "{}: {rot:?}", c.id);
+            assert!(rot.footprint_bytes >= 8 << 20, "{}: {rot:?}", c.id);
+        }
+    }
+
+    /// The ROCm stand-ins' contract checks (standin/hip_contract_test.c): each misuse of the
+    /// HIP runtime (memory outside its allocation or its GCD, a stream of another GCD, an
+    /// event read or waited on before it was recorded, overlapping copies, a double free, an
+    /// attribute by CUDA's number, a leak at exit), of RCCL (the in-place rule, several
+    /// communicators outside a group) and of rocBLAS (a handle given another GCD's stream or
+    /// used on another GCD) and of AMD SMI (a call before amdsmi_init, a handle it never gave)
+    /// aborts naming the call the program made; a correct sequence of
+    /// copies, an all-reduce, events and releases exits 0 with nothing on stderr.
+    #[test]
+    fn hip_contract_checks_abort_naming_the_call() {
+        let out = std::process::Command::new(libs().join("hip-contract-test"))
+            .env("SCALEBENCH_STANDIN", "1")
+            .output()
+            .expect("run hip-contract-test");
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{text}");
+        assert_eq!(
+            text.lines().filter(|l| l.starts_with("ok")).count(),
+            17,
+            "{text}"
+        );
+        // Without the gate the test program cannot even load them.
+        let gated = std::process::Command::new(libs().join("hip-contract-test"))
+            .env_remove("SCALEBENCH_STANDIN")
+            .output()
+            .expect("run hip-contract-test");
+        assert_eq!(gated.status.code(), Some(2));
+        assert!(
+            String::from_utf8_lossy(&gated.stderr)
+                .contains("refuses to load without SCALEBENCH_STANDIN=1"),
+            "{}",
+            String::from_utf8_lossy(&gated.stderr)
+        );
     }
 
     /// The planted defect (one wrong element in every RCCL result) must be caught: wrong > 0

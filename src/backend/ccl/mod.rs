@@ -8,9 +8,11 @@
 //!   offset, with nccl-tests' in-place conventions ([`plan`]).
 //! - [`region`]: those calls checked against the buffers they point into ([`Resolved`]), so a
 //!   planning mistake is an error, never an out-of-bounds access.
+//! - [`sharing`]: one device per communicator rank (two ranks on one GPU refused).
 
 pub(crate) mod calls;
 pub(crate) mod region;
+pub(crate) mod sharing;
 
 pub use calls::PlanError;
 pub(crate) use calls::{plan, Call};

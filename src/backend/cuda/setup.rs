@@ -16,6 +16,7 @@ use super::nccl::{self, Comms};
 use super::nvml::{NvmlProbe, NvmlProbeError};
 use super::probe::{self, guarded, GpuInfo};
 use super::{CudaError, CudaResult};
+use crate::backend::ccl;
 use crate::backend::telemetry::{Sampler, DEFAULT_INTERVAL};
 use crate::backend::{BackendError, BackendResult, DeviceError, DevicePlan};
 use crate::comm::HostComm;
@@ -65,25 +66,17 @@ fn class_of(e: &BackendError) -> u8 {
     }
 }
 
+/// How NCCL's one-GPU-per-rank rule is said (GPUs by UUID).
+const NCCL_SHARING: ccl::sharing::Rule = ccl::sharing::Rule {
+    device: "GPU",
+    library: "NCCL",
+    visible_env: "CUDA_VISIBLE_DEVICES",
+};
+
 /// Two ranks (or two devices of one rank) on one GPU, as a sentence with the fix, or `None`.
 /// `ranks[r]` is rank r's host and the UUIDs of its GPUs.
 pub fn duplicate_gpus(ranks: &[(String, Vec<String>)]) -> Option<String> {
-    let mut seen: std::collections::BTreeMap<&str, (usize, &str)> = Default::default();
-    for (r, (host, uuids)) in ranks.iter().enumerate() {
-        for u in uuids {
-            if let Some((first, first_host)) = seen.insert(u, (r, host)) {
-                let who = if first == r {
-                    format!("rank {r} drives GPU {u} twice")
-                } else {
-                    format!("ranks {first} and {r} both drive GPU {u}")
-                };
-                return Some(format!(
-                    "{who} (host {first_host}): NCCL needs a GPU of its own for each device; start at most one rank per GPU (check --devices-per-node, CUDA_VISIBLE_DEVICES and the launcher's GPU binding)"
-                ));
-            }
-        }
-    }
-    None
+    ccl::sharing::duplicate_devices(ranks, &NCCL_SHARING)
 }
 
 /// `local` where every rank succeeded; otherwise, on every rank, `{what}: rank r: reason; …`
@@ -235,45 +228,8 @@ fn timer_info(stream: &Arc<CudaStream>) -> CudaResult<TimerInfo> {
 /// No GPU may be driven twice: every rank's host and GPU UUIDs go to the root, which
 /// refuses a launch that shares one (exit 2, its sentence printed by the root).
 fn refuse_shared_gpus<C: HostComm>(comm: &C, devices: &[Device]) -> BackendResult<()> {
-    let me = format!(
-        "{}\t{}",
-        crate::topology::hostname(),
-        devices
-            .iter()
-            .map(|d| d.info.uuid.clone())
-            .collect::<Vec<_>>()
-            .join(",")
-    );
-    let all = comm.gather_bytes(me.as_bytes());
-    let mut verdict = Vec::new();
-    if comm.is_root() {
-        let ranks: Vec<(String, Vec<String>)> = all
-            .iter()
-            .map(|b| {
-                let s = String::from_utf8_lossy(b);
-                let (host, uuids) = s.split_once('\t').unwrap_or((&s, ""));
-                (
-                    host.to_string(),
-                    uuids
-                        .split(',')
-                        .filter(|u| !u.is_empty())
-                        .map(str::to_string)
-                        .collect(),
-                )
-            })
-            .collect();
-        verdict = duplicate_gpus(&ranks).unwrap_or_default().into_bytes();
-    }
-    comm.broadcast_bytes(&mut verdict);
-    if verdict.is_empty() {
-        return Ok(());
-    }
-    let msg = if comm.is_root() {
-        String::from_utf8_lossy(&verdict).into_owned()
-    } else {
-        String::new()
-    };
-    Err(BackendError::Unavailable(msg))
+    let uuids: Vec<String> = devices.iter().map(|d| d.info.uuid.clone()).collect();
+    ccl::sharing::refuse_shared(comm, &uuids, &NCCL_SHARING).map_err(BackendError::Unavailable)
 }
 
 /// The sentence refusing `algo` where the loaded NCCL is older than the algorithm; `None`

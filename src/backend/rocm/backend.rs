@@ -12,23 +12,25 @@ use super::hip::{CopyKind, Event, Hip, Stream};
 use super::memory::RocmBuf;
 use super::rccl::{Comm, Rccl};
 use super::rocblas::{self, Rocblas};
+use super::smi::SmiError;
 use super::RocmError;
 use crate::backend::ccl::{self, Resolved};
 use crate::backend::gpu_gemm::GemmUnsupported;
 use crate::backend::marks::{Mark, Ring};
+use crate::backend::telemetry::{summarize, Sampler};
 use crate::backend::{gpu_ddp, gpu_pipeline};
 use crate::backend::{
     Backend, BackendError, BackendResult, CollectiveCall, DevicePlan, GemmBatch, HostBuf,
     OverlapSettings, OverlapTiming, Unsupported,
 };
 use crate::params::{BackendKind, CaseParams, Collect, Dtype, ReduceOp, Workload};
-use crate::results::schema::{BackendInfo, DeviceBinding, TimerInfo};
+use crate::results::schema::{BackendInfo, DeviceBinding, DeviceTelemetry, TimerInfo};
 use crate::topology::affinity;
 use std::ffi::c_void;
 use std::sync::Arc;
 
 /// The warning and label every run on the stand-in libraries carries.
-pub const STANDIN_LABEL: &str = "STAND-IN: the ROCm libraries (HIP runtime, RCCL, rocBLAS) are scalebench's CPU test doubles (standin/, SCALEBENCH_STANDIN=1), not an AMD GPU: results prove the device path runs and validates; no time, bandwidth or GFLOP/s here is a GPU's";
+pub const STANDIN_LABEL: &str = "STAND-IN: the ROCm libraries (HIP runtime, RCCL, rocBLAS, AMD SMI) are scalebench's CPU test doubles (standin/, SCALEBENCH_STANDIN=1), not an AMD GPU: results prove the device path runs and validates; no time, bandwidth or GFLOP/s here is a GPU's";
 
 /// The name the stand-in HIP runtime gives every device.
 pub(crate) const STANDIN_DEVICE_NAME: &str = "scalebench stand-in";
@@ -37,8 +39,13 @@ pub(crate) const STANDIN_DEVICE_NAME: &str = "scalebench stand-in";
 pub(super) struct Device {
     pub(super) ordinal: i32,
     pub(super) name: String,
+    /// The GCD's architecture (`gfx90a`) from the driver's topology, where it has one.
+    pub(super) arch: Option<String>,
+    /// Tells the two GCDs of an MI250X apart (each its own PCI function).
     pub(super) pci_bus_id: String,
     pub(super) memory_bytes: usize,
+    /// The GCD's L2 (`hipDeviceAttributeL2CacheSize`), what `--buffers rotate` outgrows.
+    pub(super) l2_cache_bytes: Option<u64>,
     /// Carries every operation on this GPU.
     pub(super) stream: Stream,
     /// One timing event per mark slot.
@@ -69,9 +76,15 @@ impl Drop for BlasHandle {
 }
 
 impl Device {
+    /// `AMD Instinct MI250X gfx90a GCD 0000:c1:00.0 (64.0 GiB, HIP ordinal 0)`: the GCD, not
+    /// the package, is the device (an MI250X shows as two).
     pub(super) fn describe(&self) -> String {
+        let arch = self
+            .arch
+            .as_deref()
+            .map_or(String::new(), |a| format!(" {a}"));
         format!(
-            "{} ({}, {:.1} GiB, HIP ordinal {})",
+            "{}{arch} GCD {} ({:.1} GiB, HIP ordinal {})",
             self.name,
             self.pci_bus_id,
             self.memory_bytes as f64 / f64::from(1u32 << 30),
@@ -140,6 +153,8 @@ pub struct RocmBackend {
     pub(super) ddp: super::ddp::State,
     /// RCCL's INFO output, read per case (`None`: capture off).
     pub(super) nccl_log: Option<crate::backend::capture::LogTap>,
+    /// AMD SMI sampling of the rank's GCDs (`None`: no AMD SMI, or switched off).
+    pub(super) telemetry: Option<Sampler<SmiError>>,
 }
 
 impl RocmBackend {
@@ -297,6 +312,10 @@ impl Backend for RocmBackend {
         self.timer.clone()
     }
 
+    fn cache_bytes(&self, dev: usize) -> Option<u64> {
+        self.devices.get(dev)?.l2_cache_bytes
+    }
+
     fn local_devices(&self) -> usize {
         self.devices.len()
     }
@@ -335,6 +354,25 @@ impl Backend for RocmBackend {
 
     fn capture_end(&mut self) -> Option<crate::results::schema::NcclCapture> {
         self.nccl_log.as_mut().map(|t| t.end())
+    }
+
+    fn telemetry_begin(&mut self) {
+        if let Some(s) = &mut self.telemetry {
+            s.begin();
+        }
+    }
+
+    fn telemetry_end(&mut self) -> Vec<DeviceTelemetry> {
+        let Some(s) = &mut self.telemetry else {
+            return Vec::new();
+        };
+        let interval_s = s.interval().as_secs_f64();
+        let taken = s.end();
+        taken
+            .iter()
+            .enumerate()
+            .map(|(dev, samples)| summarize(self.device_index(dev), samples, interval_s))
+            .collect()
     }
 
     fn supports(&self, p: &CaseParams) -> Result<(), Unsupported> {

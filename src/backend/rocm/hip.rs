@@ -29,6 +29,11 @@ pub(crate) type HostFn = unsafe extern "C" fn(*mut c_void);
 /// `hipErrorNoDevice`.
 const NO_DEVICE: c_int = 100;
 
+/// `hipDeviceAttributeL2CacheSize` (bytes), 19 in `hipDeviceAttribute_t` of
+/// hip/hip_runtime_api.h since ROCm 5.0 renumbered the enum (CUDA-compatible attributes
+/// alphabetical from 0; ROCm 5.7 through 6.x and 7.x keep 19). Not CUDA's 38.
+const ATTRIBUTE_L2_CACHE_SIZE: c_int = 19;
+
 /// Names tried, in order: the development link, then ROCm 7, 6 and 5's sonames.
 const NAMES: &[&str] = &[
     "libamdhip64.so",
@@ -49,6 +54,7 @@ entry_points! {
         device_get_name = "hipDeviceGetName": fn(*mut c_char, c_int, c_int) -> c_int;
         device_total_mem = "hipDeviceTotalMem": fn(*mut usize, c_int) -> c_int;
         device_get_pci_bus_id = "hipDeviceGetPCIBusId": fn(*mut c_char, c_int, c_int) -> c_int;
+        device_get_attribute = "hipDeviceGetAttribute": fn(*mut c_int, c_int, c_int) -> c_int;
         malloc = "hipMalloc": fn(*mut *mut c_void, usize) -> c_int;
         free = "hipFree": fn(*mut c_void) -> c_int;
         memset = "hipMemset": fn(*mut c_void, c_int, usize) -> c_int;
@@ -169,6 +175,17 @@ impl Hip {
             (self.device_get_pci_bus_id)(buf.as_mut_ptr(), buf.len() as c_int, device)
         })?;
         Ok(text(buf.as_ptr(), ""))
+    }
+
+    /// The device's L2 cache, bytes (one GCD's on an MI250X: 8 MiB); `None` where HIP reports
+    /// none (0 or negative).
+    pub(crate) fn l2_cache_bytes(&self, device: i32) -> RocmResult<Option<u64>> {
+        let mut v: c_int = 0;
+        // SAFETY: HIP writes one int; the attribute is a valid hipDeviceAttribute_t.
+        self.check("hipDeviceGetAttribute", unsafe {
+            (self.device_get_attribute)(&mut v, ATTRIBUTE_L2_CACHE_SIZE, device)
+        })?;
+        Ok(u64::try_from(v).ok().filter(|&b| b > 0))
     }
 
     /// The device's memory, bytes.

@@ -5,16 +5,34 @@
 
 use super::backend::{BlasHandle, Comms, Device, RocmBackend, STANDIN_DEVICE_NAME, STANDIN_LABEL};
 use super::hip::{self, Hip};
+use super::kfd;
 use super::rccl::Rccl;
 use super::rocblas::Rocblas;
+use super::smi::{SmiError, SmiProbe};
 use super::{RocmError, RocmResult};
 use crate::backend::ccl;
 use crate::backend::marks::{Ring, SLOTS};
+use crate::backend::telemetry::{Sampler, DEFAULT_INTERVAL};
 use crate::backend::{BackendError, BackendResult, DeviceError, DevicePlan};
 use crate::comm::HostComm;
 use crate::results::schema::TimerInfo;
 use crate::topology::affinity;
 use std::sync::Arc;
+
+/// Set to `0` to switch telemetry off (the CUDA backend's switch, read the same way).
+const TELEMETRY_ENV: &str = "SCALEBENCH_TELEMETRY";
+
+/// AMD SMI sampling of the GCDs at `addresses`, or why there is none (a warning: a node
+/// without AMD SMI still runs), or neither when switched off.
+fn start_telemetry(addresses: Vec<String>) -> (Option<Sampler<SmiError>>, Option<String>) {
+    if std::env::var(TELEMETRY_ENV).is_ok_and(|v| v.trim() == "0") {
+        return (None, None);
+    }
+    match Sampler::spawn(move || SmiProbe::open(addresses), DEFAULT_INTERVAL) {
+        Ok(s) => (Some(s), None),
+        Err(e) => (None, Some(e.to_string())),
+    }
+}
 
 /// What one rank opened on its own, before any agreement.
 struct Local {
@@ -92,11 +110,16 @@ fn open_local(plan: &DevicePlan) -> BackendResult<Local> {
 /// small allocation that proves it holds buffers.
 fn open_device(hip: &Arc<Hip>, rocblas: Option<&Arc<Rocblas>>, ordinal: i32) -> RocmResult<Device> {
     hip.set_device(ordinal)?;
+    let pci_bus_id = hip.pci_bus_id(ordinal)?;
+    let arch = kfd::Bdf::parse(&pci_bus_id)
+        .and_then(|b| kfd::architecture(std::path::Path::new(kfd::TOPOLOGY), &b));
     let mut d = Device {
         ordinal,
         name: hip.device_name(ordinal)?,
-        pci_bus_id: hip.pci_bus_id(ordinal)?,
+        arch,
+        pci_bus_id,
         memory_bytes: hip.total_mem_bytes(ordinal)?,
+        l2_cache_bytes: hip.l2_cache_bytes(ordinal)?,
         stream: std::ptr::null_mut(),
         marks: Vec::new(),
         comm: std::ptr::null_mut(),
@@ -185,6 +208,21 @@ fn agree_failures<C: HostComm, T>(
     Err(RocmError::Ranks { what, reasons })
 }
 
+/// How RCCL's one-device-per-rank rule is said: GCDs by PCI address (HIP shares no UUID
+/// with the system tools; the address is what `rocm-smi` and the launcher's binding show).
+const RCCL_SHARING: ccl::sharing::Rule = ccl::sharing::Rule {
+    device: "GCD",
+    library: "RCCL",
+    visible_env: "ROCR_VISIBLE_DEVICES / HIP_VISIBLE_DEVICES",
+};
+
+/// No GCD may be driven twice (two ranks on one GCD, same host and PCI address): refused on
+/// every rank (exit 2), the root printing the sentence. Collective.
+fn refuse_shared_gcds<C: HostComm>(comm: &C, devices: &[Device]) -> BackendResult<()> {
+    let ids: Vec<String> = devices.iter().map(|d| d.pci_bus_id.clone()).collect();
+    ccl::sharing::refuse_shared(comm, &ids, &RCCL_SHARING).map_err(BackendError::Unavailable)
+}
+
 /// One communicator per local GPU, created in one group (ranks `rank·g ..`).
 fn init_rccl<C: HostComm>(
     comm: &C,
@@ -271,6 +309,8 @@ impl RocmBackend {
             Ok(_) if worst > 0 => return Err(silent(worst)),
             Ok(l) => l,
         };
+        // Before RCCL: two ranks on one GCD would hang or fail inside ncclCommInitRank.
+        refuse_shared_gcds(comm, &local.devices)?;
         let Local {
             hip,
             rccl,
@@ -287,6 +327,9 @@ impl RocmBackend {
         let hip_version = hip::format_version(hip.version()?);
         let rccl_version = ccl::format_version(rccl.version()?);
         let rocblas_version = rocblas.as_ref().map(|b| b.version()).transpose()?;
+        let (telemetry, why_not) =
+            start_telemetry(devices.iter().map(|d| d.pci_bus_id.clone()).collect());
+        warnings.extend(why_not);
         let standin = devices.iter().any(|d| d.name == STANDIN_DEVICE_NAME);
         if standin {
             warnings.insert(0, STANDIN_LABEL.to_string());
@@ -308,6 +351,7 @@ impl RocmBackend {
             standin,
             ddp: Default::default(),
             nccl_log,
+            telemetry,
         })
     }
 }

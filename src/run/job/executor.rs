@@ -229,7 +229,7 @@ impl Job<'_> {
         let mhz1 = topology::cpu_mhz(clock_cpus);
         let telemetry = backend.telemetry_end();
         // Only a GPU backend samples; the kind is the same on every rank.
-        let telemetry = if backend.kind() == BackendKind::Cuda {
+        let telemetry = if matches!(backend.kind(), BackendKind::Cuda | BackendKind::Rocm) {
             gather_telemetry(comm, &telemetry)
         } else {
             telemetry
