@@ -6,6 +6,7 @@
 //! One exchange goes through a [`Transport`]: [`mpi`] (host buffers, `--backend cpu`) or
 //! [`nccl`] (ncclSend/ncclRecv between GPUs, `--backend cuda`); the rest is shared.
 
+mod floor;
 mod mpi;
 #[cfg(feature = "cuda")]
 mod nccl;
@@ -88,6 +89,11 @@ pub struct Request {
     pub json: bool,
     /// Writes `links.svg` beside links.json when given.
     pub heat_map: Option<HeatMap>,
+    /// The absolute floor: an inter-node cell below this fraction of the slower host's link
+    /// ceiling is a finding; `None`: off.
+    pub floor_fraction: Option<f64>,
+    /// The sysfs tree each host leader reads its link ceiling from (`/sys`; tests give a tree).
+    pub sysfs_root: PathBuf,
 }
 
 /// How one exchange moves the bytes and is timed: MPI between host buffers (wall clock) or
@@ -400,6 +406,9 @@ fn measure(
     }
     let (hosts, emulated_nodes) = nodes(comm);
     let local = local_ranks(&hosts);
+    // Read before any exchange: sysfs reads are quick, and rank 0 needs them to plan the
+    // re-measurement of what falls below the floor.
+    let link_gbps = floor::gather_links(comm, &hosts, local[me] == 0, &req.sysfs_root);
     let rail_rounds = schedule::per_rail(&local);
     if req.schedule == Schedule::Rail && rail_rounds.is_empty() {
         // every rank has the same node list, so every rank refuses alike (before any GPU opens)
@@ -450,21 +459,39 @@ fn measure(
         .map(|s| s.map(|s| req.message_bytes as f64 / s / 1e9))
         .collect();
 
-    // Rank 0 attributes and tells every rank which pairs to re-measure in isolation.
+    // Rank 0 attributes, holds the cells to the floor, and tells every rank which pairs to
+    // re-measure in isolation (each pair once, whichever finding asked for it).
     let mut plan = Vec::new();
-    let analysis =
-        if me == 0 {
-            let a = attribution::analyse(&fabric(&gbps, &hosts), &req.settings);
-            let good = good_nodes(&a);
-            for f in &a.findings {
-                plan.extend(confirmation_pairs(&f.suspect, &good).into_iter().flat_map(
-                    |(x, y)| [(x as u64).to_le_bytes(), (y as u64).to_le_bytes()].concat(),
-                ));
+    let analysis = if me == 0 {
+        let a = attribution::analyse(&fabric(&gbps, &hosts), &req.settings);
+        let good = good_nodes(&a);
+        let floor_pass = floor::first_pass(
+            req.floor_fraction,
+            req.message_bytes,
+            &all_cells(&gbps, &hosts),
+            &hosts,
+            link_gbps,
+        );
+        let mut wanted: Vec<(usize, usize)> = Vec::new();
+        for p in a
+            .findings
+            .iter()
+            .flat_map(|f| confirmation_pairs(&f.suspect, &good))
+            .chain(floor_pass.pairs.iter().flatten().copied())
+        {
+            if !wanted.contains(&p) {
+                wanted.push(p);
             }
-            Some(a)
-        } else {
-            None
-        };
+        }
+        plan.extend(
+            wanted
+                .into_iter()
+                .flat_map(|(x, y)| [(x as u64).to_le_bytes(), (y as u64).to_le_bytes()].concat()),
+        );
+        Some((a, floor_pass))
+    } else {
+        None
+    };
     comm.broadcast_bytes(&mut plan);
     let pairs: Vec<(usize, usize)> = plan
         .chunks_exact(16)
@@ -485,7 +512,7 @@ fn measure(
     // isolated pass leaves the gather early, and an NCCL communicator aborted while a pair still
     // exchanges fails that pair.
     world.barrier();
-    let Some(a) = analysis else {
+    let Some((a, floor_pass)) = analysis else {
         return Ok(crate::exit::EXIT_OK);
     };
     let mut file = assemble(req, &hosts, &gbps, &iso, &a, slow.is_some());
@@ -493,7 +520,22 @@ fn measure(
     file.transport = Some(how.name.into());
     file.nccl_version = how.version;
     file.standin = how.standin;
-    let code = if file.findings.iter().any(|f| f.confirmed) {
+    let iso_gbps: Vec<Option<f64>> = iso
+        .iter()
+        .map(|s| s.map(|s| req.message_bytes as f64 / s / 1e9))
+        .collect();
+    file.floor = Some(floor::record(
+        floor_pass,
+        &all_cells(&gbps, &hosts).names,
+        &iso_gbps,
+    ));
+    // The floor is absolute and re-measured like the attribution's suspects: a confirmed cell
+    // below it fails the run as a confirmed suspect does.
+    let below_floor = file
+        .floor
+        .as_ref()
+        .is_some_and(|f| f.findings.iter().any(|x| x.confirmed));
+    let code = if below_floor || file.findings.iter().any(|f| f.confirmed) {
         1
     } else {
         0
@@ -537,6 +579,16 @@ fn fabric(gbps: &[Option<f64>], hosts: &[String]) -> Matrix {
         gbps: (0..n * n)
             .map(|k| gbps[k].filter(|_| !several || hosts[k / n] != hosts[k % n]))
             .collect(),
+    }
+}
+
+/// Every measured cell, names `host:rank` (the floor picks the inter-node ones itself).
+fn all_cells(gbps: &[Option<f64>], hosts: &[String]) -> Matrix {
+    Matrix {
+        names: (0..hosts.len())
+            .map(|r| format!("{}:{r}", hosts[r]))
+            .collect(),
+        gbps: gbps.to_vec(),
     }
 }
 
@@ -613,6 +665,7 @@ fn assemble(
         transport: None,
         nccl_version: None,
         standin: None,
+        floor: None,
     }
 }
 
@@ -654,6 +707,9 @@ fn render(f: &LinksFile, out: &std::path::Path, chart: bool) -> String {
     for x in &f.findings {
         s.push_str(&x.text);
         s.push('\n');
+    }
+    if let Some(fl) = &f.floor {
+        s.push_str(&floor::render(fl));
     }
     s.push_str(&format!("wrote {}", out.join(LINKS_FILE).display()));
     if chart {
@@ -704,6 +760,8 @@ mod tests {
             settings: Settings::default(),
             json: false,
             heat_map: None,
+            floor_fraction: Some(0.5),
+            sysfs_root: PathBuf::from("/sys"),
         }
     }
 
