@@ -478,8 +478,14 @@ fn a_simulated_links_dir_is_reported_with_its_heat_map() {
 fn a_faulted_links_run_is_reported_as_a_confirmed_link_and_a_test_fault() {
     let _q = common::quiet();
     let dir = tmpdir("links-fault-report");
-    let out = dir.join("run");
-    let r = links_on_four_ranks(&out, &["--fault", "slow_link:1:2:200"]);
+    let mut out = dir.join("run");
+    let mut r = links_on_four_ranks(&out, &["--fault", "slow_link:1:2:200"]);
+    // One retry, as `a_slowed_pair_is_named_as_a_link` takes: on two cores shared with the
+    // suite's other tests the scheduler can slow unplanted pairs as much as the fault.
+    if r.code == 0 {
+        out = dir.join("run-again");
+        r = links_on_four_ranks(&out, &["--fault", "slow_link:1:2:200"]);
+    }
     r.assert_code(1);
     assert!(out.join("links.svg").is_file(), "{}", r.stdout);
     let rep = dir.join("report");
