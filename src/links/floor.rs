@@ -41,6 +41,17 @@ pub fn parse_fraction(s: &str) -> Result<Option<f64>, FloorError> {
     }
 }
 
+/// A fraction of the link ceiling as printed: whole per cent, and two decimals below 1 % (a
+/// cell at 0.07 % of an 8 Tb/s link must not read "0 %").
+pub fn percent(r: f64) -> String {
+    let p = r * 100.0;
+    if p > 0.0 && p < 1.0 {
+        format!("{p:.2} %")
+    } else {
+        format!("{p:.0} %")
+    }
+}
+
 /// What falls below the floor.
 #[derive(Debug, Clone, PartialEq)]
 pub enum FloorFinding {
@@ -60,7 +71,7 @@ pub enum FloorFinding {
 impl FloorFinding {
     /// The sentence printed, with names and the fraction asked for.
     pub fn describe(&self, names: &[String], fraction: f64) -> String {
-        let pct = |r: f64| format!("{:.0} %", r * 100.0);
+        let pct = percent;
         match *self {
             FloorFinding::Fabric {
                 cells,
@@ -687,5 +698,12 @@ mod tests {
         let r = isolated_ratio(&fabric, &[(0, 2), (1, 4)], &iso, &links).unwrap();
         assert!((r - 0.4).abs() < 1e-12, "median of 50, 70, 30, 10 %: {r}");
         assert_eq!(isolated_ratio(&node, &[(0, 3)], &iso, &links), None);
+    }
+
+    #[test]
+    fn fractions_below_one_per_cent_keep_two_decimals() {
+        assert_eq!(percent(0.32), "32 %");
+        assert_eq!(percent(0.00065), "0.07 %");
+        assert_eq!(percent(0.0), "0 %");
     }
 }

@@ -122,12 +122,12 @@ pub(super) fn record(pass: Pass, names: &[String], iso_gbps: &[Option<f64>]) -> 
                     let mut text = x.describe(names, fraction);
                     match isolated {
                         Some(r) if confirmed => text.push_str(&format!(
-                            "; isolated: {:.0} % of the link ceiling, confirmed",
-                            r * 100.0
+                            "; isolated: {} of the link ceiling, confirmed",
+                            floor::percent(r)
                         )),
                         Some(r) => text.push_str(&format!(
-                            "; isolated: {:.0} % of the link ceiling, not confirmed (below the floor only under the round's load: a host's link shared by its ranks' exchanges)",
-                            r * 100.0
+                            "; isolated: {} of the link ceiling, not confirmed (below the floor only under the round's load: a host's link shared by its ranks' exchanges)",
+                            floor::percent(r)
                         )),
                         None => text.push_str(
                             "; no isolated re-test possible (no partner with a known link)",
