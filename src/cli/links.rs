@@ -81,6 +81,30 @@ pub struct LinksArgs {
     /// Test-only: `slow_link:A:B:TIMES` makes ranks A and B's exchanges take TIMES as long.
     #[arg(long, hide = true, conflicts_with = "simulate")]
     pub fault: Option<String>,
+    /// The absolute floor: an inter-node cell below F × the slower host's network link
+    /// ceiling (read from sysfs by each host's first rank) is a finding, re-measured alone
+    /// before it counts; 0 < F <= 1, or `off`. Held at --size 1MiB and up.
+    #[arg(
+        long,
+        value_name = "F",
+        default_value = "0.5",
+        value_parser = parse_floor_fraction,
+        conflicts_with = "simulate"
+    )]
+    pub floor_fraction: FloorFraction,
+    /// Test-only: the sysfs tree the host leaders read their network link ceiling from.
+    #[arg(long, hide = true, value_name = "DIR", default_value = "/sys")]
+    pub sysfs_root: std::path::PathBuf,
+}
+
+/// `--floor-fraction`: the fraction, or `None` for off.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct FloorFraction(pub Option<f64>);
+
+fn parse_floor_fraction(s: &str) -> Result<FloorFraction, String> {
+    crate::links::floor::parse_fraction(s)
+        .map(FloorFraction)
+        .map_err(|e| e.to_string())
 }
 
 /// `--schedule`.
@@ -132,6 +156,8 @@ impl LinksArgs {
             json: self.json,
             heat_map: Some(heat_map),
             topology: self.topology.clone(),
+            floor_fraction: self.floor_fraction.0,
+            sysfs_root: self.sysfs_root.clone(),
         }
     }
 
@@ -248,6 +274,7 @@ pub fn simulated_file(s: &Scenario, m: &Matrix, a: &attribution::Analysis) -> Li
         topology: None,
         switches: Vec::new(),
         order: Vec::new(),
+        floor: None,
     }
 }
 

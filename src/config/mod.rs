@@ -31,7 +31,7 @@ pub(crate) mod raw;
 mod resolved;
 
 pub use resolved::{
-    Axis, AxisValue, Dim, Exclude, LinksSchedule, LinksStep, LocalLaunch, SweepSpec,
+    Axis, AxisValue, Dim, Exclude, LinksFloor, LinksSchedule, LinksStep, LocalLaunch, SweepSpec,
 };
 
 use std::path::{Path, PathBuf};
@@ -235,6 +235,35 @@ mod tests {
             (LinksSchedule::Shift, true, 4096, 3, 0)
         );
         assert_eq!((l.z, l.min_effect, l.timeout_s), (4.0, 0.2, 30.0));
+        // The transport and the floor: MPI and the command's own floor unless given.
+        assert_eq!(
+            (l.backend, l.floor),
+            (crate::params::BackendKind::Cpu, LinksFloor::Default)
+        );
+        let l = spec("[links]\nbackend = \"cuda\"\nfloor_fraction = 0.3\n")
+            .unwrap()
+            .links
+            .unwrap();
+        assert_eq!(
+            (l.backend, l.floor),
+            (crate::params::BackendKind::Cuda, LinksFloor::Fraction(0.3))
+        );
+        let l = spec("[links]\nbackend = \"rocm\"\n")
+            .unwrap()
+            .links
+            .unwrap();
+        assert_eq!(l.backend, crate::params::BackendKind::Rocm);
+        let e = spec("[links]\nbackend = \"rocm\"\nsize = 1002\n").unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("backend = \"rocm\" sends whole 4-byte words"),
+            "{e}"
+        );
+        let l = spec("[links]\nfloor_fraction = \"off\"\n")
+            .unwrap()
+            .links
+            .unwrap();
+        assert_eq!(l.floor, LinksFloor::Off);
         assert_eq!(
             spec("[links]\nschedule = \"round-robin\"\nsize = \"64KiB\"\n")
                 .unwrap()
@@ -261,6 +290,22 @@ mod tests {
                 "links.timeout_s",
                 "positive number of seconds",
             ),
+            (
+                "backend = \"tcp\"",
+                "links.backend",
+                "use \"cpu\" (MPI between host buffers, the default), \"cuda\"",
+            ),
+            (
+                "floor_fraction = 0",
+                "links.floor_fraction",
+                "above 0 and at most 1",
+            ),
+            ("floor_fraction = 1.5", "links.floor_fraction", "or \"off\""),
+            (
+                "floor_fraction = \"half\"",
+                "links.floor_fraction",
+                "or \"off\"",
+            ),
         ] {
             let e = spec(&format!("name = \"x\"\n[links]\n{text}\n")).unwrap_err();
             assert_eq!(e.line, 3, "{text}: {e}");
@@ -273,5 +318,9 @@ mod tests {
         assert!(e.to_string().contains("unknown field `sizes`"), "{e}");
         let e = spec("[links]\nbidirectional = \"yes\"\n").unwrap_err();
         assert_eq!(e.line, 2, "{e}");
+        // NCCL's 4-byte words: an odd size with the cuda transport is refused at the size.
+        let e = spec("name = \"x\"\n[links]\nbackend = \"cuda\"\nsize = 1001\n").unwrap_err();
+        assert_eq!((e.line, e.key.as_deref()), (4, Some("links.size")), "{e}");
+        assert!(e.to_string().contains("multiple of 4 bytes"), "{e}");
     }
 }

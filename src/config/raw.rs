@@ -51,6 +51,10 @@ pub(crate) struct RawLinks {
     pub min_effect: Option<Spanned<f64>>,
     /// The step is killed (with its process group) after this many seconds.
     pub timeout_s: Option<Spanned<f64>>,
+    /// The transport: `cpu` (MPI) or `cuda` (NCCL send/recv), as `links --backend`.
+    pub backend: Option<Spanned<String>>,
+    /// The absolute floor's fraction (a number in (0, 1]) or `"off"`, as `links --floor-fraction`.
+    pub floor_fraction: Option<Spanned<toml::Value>>,
 }
 
 /// `[run]`: measurement settings, as for `scalebench run`.

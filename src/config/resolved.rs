@@ -21,7 +21,7 @@ mod resolve;
 mod values;
 
 pub use axis::Axis;
-pub use links::{LinksSchedule, LinksStep};
+pub use links::{LinksFloor, LinksSchedule, LinksStep};
 pub(super) use resolve::resolve;
 
 /// One value of one axis.

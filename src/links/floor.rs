@@ -16,6 +16,42 @@ use super::attribution::Matrix;
 /// 1 MiB), and far above what the noise of one cell reaches.
 pub const DEFAULT_FLOOR_FRACTION: f64 = 0.5;
 
+/// The smallest message the floor holds. A message's time is a fixed latency (a few µs: the
+/// rendezvous handshake, the acknowledgement) plus its bytes over the link's rate, so a small
+/// one cannot reach half a fast link's rate however healthy the link: 64 KiB on a 100 Gb/s
+/// link is 5.2 µs of transfer against ≈ 3 µs of latency (≈ 60 %), on 400 Gb/s ≈ 1.3 µs
+/// (≈ 30 %). At 1 MiB the transfer is 21 µs even at 400 Gb/s, and MPI over a healthy InfiniBand
+/// or RoCE link reaches 80–95 %; below it the floor is not applied (said once).
+pub const FLOOR_MIN_MESSAGE_BYTES: u64 = 1 << 20;
+
+/// `--floor-fraction F` (the `links` command and a sweep's `floor_fraction` key): a fraction in
+/// (0, 1], or `off` (no cell is held to the floor): `None` for off.
+pub fn parse_fraction(s: &str) -> Result<Option<f64>, FloorError> {
+    let t = s.trim();
+    if t.eq_ignore_ascii_case("off") {
+        return Ok(None);
+    }
+    let v: f64 = t
+        .parse()
+        .map_err(|_| FloorError::FractionText(s.to_string()))?;
+    if v > 0.0 && v <= 1.0 {
+        Ok(Some(v))
+    } else {
+        Err(FloorError::Fraction(v))
+    }
+}
+
+/// A fraction of the link ceiling as printed: whole per cent, and two decimals below 1 % (a
+/// cell at 0.07 % of an 8 Tb/s link must not read "0 %").
+pub fn percent(r: f64) -> String {
+    let p = r * 100.0;
+    if p > 0.0 && p < 1.0 {
+        format!("{p:.2} %")
+    } else {
+        format!("{p:.0} %")
+    }
+}
+
 /// What falls below the floor.
 #[derive(Debug, Clone, PartialEq)]
 pub enum FloorFinding {
@@ -35,7 +71,7 @@ pub enum FloorFinding {
 impl FloorFinding {
     /// The sentence printed, with names and the fraction asked for.
     pub fn describe(&self, names: &[String], fraction: f64) -> String {
-        let pct = |r: f64| format!("{:.0} %", r * 100.0);
+        let pct = percent;
         match *self {
             FloorFinding::Fabric {
                 cells,
@@ -80,8 +116,10 @@ pub struct Floor {
 /// Why the floor cannot be applied (bad input: a fraction that names nothing or everything).
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum FloorError {
-    #[error("--floor-fraction {0}: give a fraction in (0, 1] (0.5: a cell below half of the link ceiling is a finding)")]
+    #[error("--floor-fraction {0}: give a fraction above 0 and at most 1 (0.5: a cell below half of its hosts' link ceiling is a finding), or off")]
     Fraction(f64),
+    #[error("--floor-fraction {0}: not a number: give a fraction above 0 and at most 1 (0.5: a cell below half of its hosts' link ceiling is a finding), or off")]
+    FractionText(String),
     #[error(
         "{hosts} hosts for {ranks} ranks and {links} link ceilings: give one of each per rank"
     )]
@@ -207,6 +245,133 @@ pub fn check(
         checked,
         findings,
         note,
+    })
+}
+
+impl FloorFinding {
+    /// As results record it: `fabric`, `node` or `link`, and the ranks named.
+    pub fn kind_and_ranks(&self) -> (&'static str, Vec<usize>) {
+        match *self {
+            FloorFinding::Fabric { .. } => ("fabric", vec![]),
+            FloorFinding::Node { node, .. } => ("node", vec![node]),
+            FloorFinding::Link { a, b, .. } => ("link", vec![a, b]),
+        }
+    }
+
+    /// The fraction of the link ceiling in the matrix.
+    pub fn ratio(&self) -> f64 {
+        match *self {
+            FloorFinding::Fabric { median_ratio, .. } | FloorFinding::Node { median_ratio, .. } => {
+                median_ratio
+            }
+            FloorFinding::Link { ratio, .. } => ratio,
+        }
+    }
+}
+
+/// A host leader's reading of its link as it travels to rank 0: nothing from a rank that is
+/// not a leader, `[0]` for a leader that knows no link, `[1, f64 LE]` for a known one.
+pub fn encode_read(leader: bool, link_gbps: Option<f64>) -> Vec<u8> {
+    match (leader, link_gbps) {
+        (false, _) => Vec::new(),
+        (true, None) => vec![0],
+        (true, Some(v)) => [&[1u8][..], &v.to_le_bytes()].concat(),
+    }
+}
+
+/// The inverse of [`encode_read`]: `None` from a rank that read nothing (or sent bytes that
+/// cannot be a reading), `Some(link)` from a leader.
+pub fn decode_read(bytes: &[u8]) -> Option<Option<f64>> {
+    match bytes {
+        [0] => Some(None),
+        [1, rest @ ..] => Some(Some(f64::from_le_bytes(<[u8; 8]>::try_from(rest).ok()?))),
+        _ => None,
+    }
+}
+
+/// Each rank's host link from what was read: rank r gets the reading of the first rank of its
+/// host that read one (its host leader), `None` where no rank of the host did or its leader
+/// knew none. Never a figure from another host.
+pub fn rank_links(hosts: &[String], reads: &[Option<Option<f64>>]) -> Vec<Option<f64>> {
+    hosts
+        .iter()
+        .map(|h| {
+            hosts
+                .iter()
+                .zip(reads)
+                .find(|(g, r)| *g == h && r.is_some())
+                .and_then(|(_, r)| r.flatten())
+        })
+        .collect()
+}
+
+/// The pairs that re-measure a floor finding one at a time (nothing else on the fabric, so a
+/// host's link is not shared by its other ranks' exchanges of the round): a link alone; a node
+/// against the first two ranks on other hosts with a known link that are not themselves named;
+/// the fabric with the first two held pairs of distinct ranks.
+pub fn confirmation_pairs(
+    f: &FloorFinding,
+    hosts: &[String],
+    link_gbps: &[Option<f64>],
+    named_nodes: &[usize],
+) -> Vec<(usize, usize)> {
+    let n = hosts.len();
+    let known = |i: usize| link_gbps[i].is_some_and(|v| v.is_finite() && v > 0.0);
+    let pair = |x: usize, y: usize| (x.min(y), x.max(y));
+    match *f {
+        FloorFinding::Link { a, b, .. } => vec![pair(a, b)],
+        FloorFinding::Node { node, .. } => (0..n)
+            .filter(|&o| hosts[o] != hosts[node] && known(o) && !named_nodes.contains(&o))
+            .take(2)
+            .map(|o| pair(node, o))
+            .collect(),
+        FloorFinding::Fabric { .. } => {
+            let mut out: Vec<(usize, usize)> = Vec::new();
+            for i in (0..n).filter(|&i| known(i)) {
+                let used =
+                    |x: usize, v: &[(usize, usize)]| v.iter().any(|&(a, b)| a == x || b == x);
+                if used(i, &out) {
+                    continue;
+                }
+                if let Some(j) =
+                    (i + 1..n).find(|&j| hosts[j] != hosts[i] && known(j) && !used(j, &out))
+                {
+                    out.push((i, j));
+                }
+                if out.len() == 2 {
+                    break;
+                }
+            }
+            out
+        }
+    }
+}
+
+/// A finding's fraction of the link ceiling re-measured in isolation over `pairs` (`iso_gbps`:
+/// the N×N isolated cells, GB/s): a link's worse direction, as [`check`] holds it; a node's or
+/// the fabric's median. `None` when no pair was re-measured.
+pub fn isolated_ratio(
+    f: &FloorFinding,
+    pairs: &[(usize, usize)],
+    iso_gbps: &[Option<f64>],
+    link_gbps: &[Option<f64>],
+) -> Option<f64> {
+    let n = link_gbps.len();
+    let ratios: Vec<f64> = pairs
+        .iter()
+        .flat_map(|&(x, y)| [(x, y), (y, x)])
+        .filter_map(|(x, y)| {
+            let bound = link_gbps[x]?.min(link_gbps[y]?);
+            let g = iso_gbps.get(x * n + y).copied().flatten()?;
+            (bound > 0.0 && g.is_finite()).then(|| g / bound)
+        })
+        .collect();
+    if ratios.is_empty() {
+        return None;
+    }
+    Some(match f {
+        FloorFinding::Link { .. } => ratios.into_iter().fold(f64::INFINITY, f64::min),
+        _ => median(ratios),
     })
 }
 
@@ -427,5 +592,118 @@ mod tests {
             node_exact, SEEDS,
             "node 17 at 32 %: named alone in {node_exact} of {SEEDS}"
         );
+    }
+
+    /// `off` switches the floor off; a fraction in (0, 1] is taken; anything else is refused
+    /// with the sentence that names the option and the fix.
+    #[test]
+    fn the_fraction_is_a_number_in_range_or_off() {
+        assert_eq!(parse_fraction("0.5"), Ok(Some(0.5)));
+        assert_eq!(parse_fraction("1"), Ok(Some(1.0)));
+        assert_eq!(parse_fraction("OFF"), Ok(None));
+        for bad in ["0", "-0.1", "1.01", "nan", "inf"] {
+            let e = parse_fraction(bad).unwrap_err().to_string();
+            assert!(
+                e.starts_with("--floor-fraction ") && e.ends_with("or off"),
+                "{bad}: {e}"
+            );
+        }
+        assert_eq!(
+            parse_fraction("half").unwrap_err().to_string(),
+            "--floor-fraction half: not a number: give a fraction above 0 and at most 1 (0.5: a cell below half of its hosts' link ceiling is a finding), or off"
+        );
+    }
+
+    /// What the leaders send decodes to what they read; every rank gets its own host's
+    /// leader's figure (not another host's), `None` where its leader knew none; bytes that
+    /// cannot be a reading are no reading.
+    #[test]
+    fn each_rank_gets_its_host_leaders_link_and_nothing_is_invented() {
+        let hosts: Vec<String> = ["a", "a", "b", "b", "c"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        let sent = [
+            encode_read(true, Some(50.0)),
+            encode_read(false, Some(99.0)),
+            encode_read(true, None),
+            encode_read(false, None),
+            encode_read(true, Some(12.5)),
+        ];
+        assert!(sent[1].is_empty() && sent[3].is_empty());
+        let reads: Vec<Option<Option<f64>>> = sent.iter().map(|b| decode_read(b)).collect();
+        assert_eq!(
+            reads,
+            vec![Some(Some(50.0)), None, Some(None), None, Some(Some(12.5))]
+        );
+        assert_eq!(
+            rank_links(&hosts, &reads),
+            vec![Some(50.0), Some(50.0), None, None, Some(12.5)]
+        );
+        assert_eq!(decode_read(&[1, 2, 3]), None);
+        assert_eq!(decode_read(&[7]), None);
+        // No leader on a host (nothing read there): its ranks know no link.
+        assert_eq!(
+            rank_links(&hosts, &[None, None, None, None, Some(Some(1.0))]),
+            vec![None, None, None, None, Some(1.0)]
+        );
+    }
+
+    /// A link is re-measured alone; a node against two partners on other hosts with a known
+    /// link that are not named themselves; the fabric over two disjoint held pairs. The
+    /// isolated ratio is a link's worse direction, else the median.
+    #[test]
+    fn floor_findings_are_re_measured_over_held_pairs() {
+        let hosts: Vec<String> = ["a", "a", "b", "b", "c"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        let links = vec![Some(10.0), Some(10.0), Some(10.0), None, Some(20.0)];
+        let link = FloorFinding::Link {
+            a: 4,
+            b: 1,
+            ratio: 0.2,
+        };
+        assert_eq!(confirmation_pairs(&link, &hosts, &links, &[]), vec![(1, 4)]);
+        let node = FloorFinding::Node {
+            node: 0,
+            cells: 4,
+            median_ratio: 0.2,
+        };
+        // rank 1 shares a's host, 3 has no link, 2 is named: only 4 is left.
+        assert_eq!(
+            confirmation_pairs(&node, &hosts, &links, &[0, 2]),
+            vec![(0, 4)]
+        );
+        assert_eq!(
+            confirmation_pairs(&node, &hosts, &links, &[0]),
+            vec![(0, 2), (0, 4)]
+        );
+        let fabric = FloorFinding::Fabric {
+            cells: 8,
+            median_ratio: 0.2,
+        };
+        assert_eq!(
+            confirmation_pairs(&fabric, &hosts, &links, &[]),
+            vec![(0, 2), (1, 4)]
+        );
+        let n = 5;
+        let mut iso = vec![None; n * n];
+        iso[n + 4] = Some(3.0); // 1 → 4: 30 % of 10
+        iso[4 * n + 1] = Some(1.0); // 4 → 1: 10 %
+        let r = isolated_ratio(&link, &[(1, 4)], &iso, &links).unwrap();
+        assert!((r - 0.1).abs() < 1e-12, "{r}");
+        iso[2] = Some(5.0); // 0 → 2: 50 %
+        iso[2 * n] = Some(7.0); // 2 → 0: 70 %
+        let r = isolated_ratio(&fabric, &[(0, 2), (1, 4)], &iso, &links).unwrap();
+        assert!((r - 0.4).abs() < 1e-12, "median of 50, 70, 30, 10 %: {r}");
+        assert_eq!(isolated_ratio(&node, &[(0, 3)], &iso, &links), None);
+    }
+
+    #[test]
+    fn fractions_below_one_per_cent_keep_two_decimals() {
+        assert_eq!(percent(0.32), "32 %");
+        assert_eq!(percent(0.00065), "0.07 %");
+        assert_eq!(percent(0.0), "0 %");
     }
 }

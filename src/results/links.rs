@@ -3,9 +3,11 @@
 //! Versioned on its own (`links_format_version`); readers refuse versions they do not know.
 //!
 //! Versions: 1, MPI only; 2 adds the transport (`transport`, `nccl_version`, `standin`), which
-//! every measured file of version 2 carries. This build reads both (a version-1 file was
-//! measured over MPI) and writes 2; a version-1 reader refuses a version-2 file by its number
-//! rather than by an unknown field.
+//! every measured file of version 2 carries; 3 adds the absolute floor (`floor`: each rank's
+//! host link ceiling and the cells held below a fraction of it), which every measured file of
+//! version 3 carries. This build reads all three (a version-1 file was measured over MPI; a
+//! file before version 3 was not held to a floor) and writes 3; an older reader refuses a newer
+//! file by its number rather than by an unknown field.
 
 use super::io::{read_input_text, ResultsError};
 use super::schema::Generator;
@@ -13,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use std::path::Path;
 
 /// The version this build writes.
-pub const LINKS_FORMAT_VERSION: u32 = 2;
+pub const LINKS_FORMAT_VERSION: u32 = 3;
 
 /// The oldest version this build reads.
 pub const LINKS_FORMAT_OLDEST: u32 = 1;
@@ -88,6 +90,10 @@ pub struct LinksFile {
     /// leaf's nodes side by side); empty: rank order. The matrix stays in rank order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub order: Vec<usize>,
+    /// The absolute floor (version 3): inter-node cells held to a fraction of the slower host's
+    /// network link ceiling. Absent in simulated files and in files before version 3.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub floor: Option<FloorRecord>,
 }
 
 /// A leaf switch and its nodes.
@@ -96,6 +102,45 @@ pub struct LinksFile {
 pub struct SwitchRecord {
     pub name: String,
     pub nodes: Vec<String>,
+}
+
+/// The absolute floor as measured files record it (`scalebench links`, version 3).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FloorRecord {
+    /// A cell below this fraction of its pair's link ceiling is a finding; `null`: the floor
+    /// was switched off (`--floor-fraction off`).
+    pub fraction: Option<f64>,
+    /// The floor holds cells of messages this large and up (smaller ones are latency-bound).
+    pub min_message_bytes: u64,
+    /// Rank r's host network link (`net.link`, GB/s per direction) as its host leader read it
+    /// from sysfs; `null` where none is known (never invented).
+    pub link_gbps: Vec<Option<f64>>,
+    /// Inter-node cells held to the floor (both hosts' links known).
+    pub checked_cells: usize,
+    pub findings: Vec<FloorFindingRecord>,
+    /// Why some or all cells were not held (one host, small messages, unknown links, off).
+    #[serde(default)]
+    pub note: Option<String>,
+}
+
+/// One cell group below the floor, with its isolated re-measurement.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FloorFindingRecord {
+    /// `fabric` (every checked cell), `node` (every cell of one rank) or `link` (one pair).
+    pub kind: String,
+    /// The ranks it names: none for the fabric, one for a node, two for a link.
+    pub ranks: Vec<usize>,
+    /// Fraction of the link ceiling in the matrix (a median for a fabric or node; the worse
+    /// direction for a link).
+    pub ratio: f64,
+    /// Fraction of the link ceiling re-measured one pair at a time, if a pair could be.
+    pub isolated_ratio: Option<f64>,
+    /// Still below the floor in isolation: named (exit 1).
+    pub confirmed: bool,
+    /// The sentence printed.
+    pub text: String,
 }
 
 /// One suspect, with both passes.
@@ -297,6 +342,9 @@ impl LinksFile {
                 ));
             }
         }
+        if let Some(fl) = &self.floor {
+            out.extend(fl.problems(n));
+        }
         for (k, f) in self.findings.iter().enumerate() {
             if let Some(r) = f.members.iter().find(|&&r| r >= n) {
                 out.push(format!(
@@ -318,6 +366,56 @@ impl LinksFile {
             if !["node", "link", "block"].contains(&f.kind.as_str()) || f.ranks.len() != want {
                 out.push(format!(
                     "findings[{k}]: kind `{}` with {}: expected node (1 rank), link or block (2 ranks)",
+                    f.kind,
+                    crate::units::count(f.ranks.len(), "rank", "ranks")
+                ));
+            }
+        }
+        out
+    }
+}
+
+impl FloorRecord {
+    /// What makes the floor unusable in a file of `n` ranks, each named by its place.
+    fn problems(&self, n: usize) -> Vec<String> {
+        let mut out = Vec::new();
+        if let Some(f) = self.fraction.filter(|f| !(*f > 0.0 && *f <= 1.0)) {
+            out.push(format!(
+                "floor.fraction = {f}: a fraction above 0 and at most 1"
+            ));
+        }
+        if self.link_gbps.len() != n {
+            out.push(format!(
+                "floor.link_gbps: {} for {}",
+                crate::units::count(self.link_gbps.len(), "link", "links"),
+                crate::units::count(n, "rank", "ranks")
+            ));
+        }
+        if let Some(v) = self
+            .link_gbps
+            .iter()
+            .flatten()
+            .find(|v| !(v.is_finite() && **v > 0.0))
+        {
+            out.push(format!(
+                "floor.link_gbps: {v}: a link ceiling is positive and finite (null where unknown)"
+            ));
+        }
+        for (k, f) in self.findings.iter().enumerate() {
+            if let Some(r) = f.ranks.iter().find(|&&r| r >= n) {
+                out.push(format!(
+                    "floor.findings[{k}].ranks: rank {r}, but the matrix has ranks 0..{n}"
+                ));
+            }
+            let want = match f.kind.as_str() {
+                "fabric" => Some(0),
+                "node" => Some(1),
+                "link" => Some(2),
+                _ => None,
+            };
+            if want != Some(f.ranks.len()) {
+                out.push(format!(
+                    "floor.findings[{k}]: kind `{}` with {}: expected fabric (no rank), node (1 rank) or link (2 ranks)",
                     f.kind,
                     crate::units::count(f.ranks.len(), "rank", "ranks")
                 ));
@@ -358,6 +456,7 @@ pub(crate) fn test_file(
         topology: None,
         switches: Vec::new(),
         order: Vec::new(),
+        floor: None,
     }
 }
 
@@ -411,10 +510,10 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(
-            e.contains("d/links.json") && e.contains("links_format_version 3"),
+            e.contains("d/links.json") && e.contains("links_format_version 4"),
             "{e}"
         );
-        assert!(e.contains("reads versions 1 to 2"), "{e}");
+        assert!(e.contains("reads versions 1 to 3"), "{e}");
         let mut f = two();
         f.matrix_gbps[1].pop();
         f.matrix_gbps[0][1] = Some(-1.0);
@@ -465,7 +564,7 @@ mod tests {
         f.nccl_version = Some("2.28.3".into());
         f.standin = Some("STAND-IN: test doubles".into());
         let text = String::from_utf8(f.to_json_bytes()).unwrap();
-        assert!(text.contains("\"links_format_version\": 2"), "{text}");
+        assert!(text.contains("\"links_format_version\": 3"), "{text}");
         assert!(text.contains("\"transport\": \"nccl\""), "{text}");
         let back = parse_links(Path::new("links.json"), &text).unwrap();
         assert_eq!(back, f);
@@ -498,6 +597,84 @@ mod tests {
             .to_string();
         assert!(
             e.contains("standin without transport nccl") && e.contains("1 problem"),
+            "{e}"
+        );
+    }
+
+    /// Version 3 carries the floor: it round-trips; a version-2 file (no floor) still reads;
+    /// a floor naming ranks that do not exist, a kind with the wrong number of ranks, a link
+    /// list of the wrong length or a fraction out of range is refused with its place.
+    #[test]
+    fn the_floor_reads_back_and_a_bad_one_is_refused_with_its_place() {
+        let mut v2 = two();
+        v2.links_format_version = 2;
+        let text = serde_json::to_string(&v2).unwrap();
+        assert!(!text.contains("floor"), "{text}");
+        assert_eq!(
+            parse_links(Path::new("v2/links.json"), &text)
+                .unwrap()
+                .floor,
+            None
+        );
+
+        let mut f = two();
+        f.floor = Some(FloorRecord {
+            fraction: Some(0.5),
+            min_message_bytes: 1 << 20,
+            link_gbps: vec![Some(12.5), None],
+            checked_cells: 0,
+            findings: vec![FloorFindingRecord {
+                kind: "fabric".into(),
+                ranks: vec![],
+                ratio: 0.3,
+                isolated_ratio: Some(0.31),
+                confirmed: true,
+                text: "fabric: …".into(),
+            }],
+            note: Some("no link ceiling known for 1 host (b)".into()),
+        });
+        let text = String::from_utf8(f.to_json_bytes()).unwrap();
+        assert_eq!(parse_links(Path::new("links.json"), &text).unwrap(), f);
+
+        let fl = f.floor.as_mut().unwrap();
+        fl.fraction = Some(1.5);
+        fl.link_gbps.pop();
+        fl.findings[0].kind = "link".into();
+        fl.findings[0].ranks = vec![0, 7];
+        let e = parse_links(
+            Path::new("d/links.json"),
+            &serde_json::to_string(&f).unwrap(),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("3 problems"), "{e}");
+        assert!(e.contains("floor.fraction = 1.5"), "{e}");
+        assert!(e.contains("floor.link_gbps: 1 link for 2 ranks"), "{e}");
+        assert!(e.contains("floor.findings[0].ranks: rank 7"), "{e}");
+        let mut g = two();
+        g.floor = Some(FloorRecord {
+            fraction: None,
+            min_message_bytes: 1 << 20,
+            link_gbps: vec![None, None],
+            checked_cells: 0,
+            findings: vec![FloorFindingRecord {
+                kind: "node".into(),
+                ranks: vec![],
+                ratio: 0.3,
+                isolated_ratio: None,
+                confirmed: false,
+                text: String::new(),
+            }],
+            note: None,
+        });
+        let e = parse_links(
+            Path::new("d/links.json"),
+            &serde_json::to_string(&g).unwrap(),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("floor.findings[0]: kind `node` with 0 ranks: expected fabric (no rank), node (1 rank) or link (2 ranks)"),
             "{e}"
         );
     }

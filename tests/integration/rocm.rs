@@ -74,6 +74,80 @@ mod standin {
         env(libs().to_str().unwrap(), extra)
     }
 
+    /// `links --backend rocm` (issue 29 over RCCL): 4 ranks, one stand-in GCD each, RCCL
+    /// send/recv through the transport the NCCL path uses: every off-diagonal cell measured,
+    /// the file and the output name RCCL, its version and the STAND-IN label; nothing was
+    /// injected, so nothing is confirmed (exit 0).
+    #[test]
+    fn links_over_rccl_give_a_full_matrix() {
+        let out = tmpdir("rocm-links");
+        let args: Vec<String> = [
+            "links",
+            "--backend",
+            "rocm",
+            "--size",
+            "256KiB",
+            "--iters",
+            "15",
+            "--out",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .chain([out.display().to_string()])
+        .collect();
+        let r = mpirun_with_env(4, &on_standins(&["SCALEBENCH_STANDIN_DEVICES=4"]), &args);
+        let text = std::fs::read_to_string(out.join("links.json")).unwrap_or_else(|_| {
+            panic!("no links.json: exit {}\n{}\n{}", r.code, r.stdout, r.stderr)
+        });
+        let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(v["transport"], "rccl");
+        assert_eq!(
+            v["nccl_version"], "2.20.5",
+            "the stand-in RCCL's NCCL API version"
+        );
+        assert!(
+            v["standin"]
+                .as_str()
+                .is_some_and(|l| l.starts_with("STAND-IN: the ROCm libraries")),
+            "{}",
+            v["standin"]
+        );
+        let m = v["matrix_gbps"].as_array().unwrap();
+        assert_eq!(m.len(), 4);
+        for (i, row) in m.iter().enumerate() {
+            for (j, c) in row.as_array().unwrap().iter().enumerate() {
+                assert_eq!(c.is_null(), i == j, "cell {i}→{j}: {c}");
+                assert!(i == j || c.as_f64().unwrap() > 0.0, "cell {i}→{j}: {c}");
+            }
+        }
+        assert!(
+            r.stdout
+                .contains("over STAND-IN RCCL 2.20.5 send/recv, one GCD per rank"),
+            "{}",
+            r.stdout
+        );
+        let confirmed = v["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|f| f["confirmed"] == true)
+            .count();
+        assert_eq!(confirmed, 0, "{}", r.stdout);
+        r.assert_code(0);
+        // An odd size cannot be sent as 4-byte words: refused before any GCD is opened.
+        let odd: Vec<String> = ["links", "--backend", "rocm", "--size", "1001"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        let r = solo_with(&on_standins(&[]), &odd);
+        r.assert_code(2);
+        assert!(
+            r.stderr.contains("give a multiple of 4 bytes"),
+            "{}",
+            r.stderr
+        );
+    }
+
     /// `run --backend rocm MID -n N --warmup 1 -q --out OUT`.
     fn rocm_run(mid: &[&str], n: &str, out: &Path) -> Vec<String> {
         ["run", "--backend", "rocm"]

@@ -797,3 +797,182 @@ fn a_job_scripts_links_step_runs_in_task_0_once() {
         "its links.json exists: not again"
     );
 }
+
+/// Issue 29: `backend` and `floor_fraction` in `[links]` travel to the step's command line in
+/// the job script (`--backend cuda`, `--floor-fraction 0.3`); without them the line is the
+/// default transport's and floor's (nothing added).
+#[test]
+fn a_links_steps_backend_and_floor_reach_the_job_script() {
+    let dir = tmpdir("scripts-links-backend");
+    let spec = dir.join("l.toml");
+    let dry = |links: &str| {
+        std::fs::write(
+            &spec,
+            format!("name = \"lk\"\n[axes]\nnodes = 2\ndevices_per_node = 1\nsizes = \"64\"\n[links]\n{links}"),
+        )
+        .unwrap();
+        let ran = solo(&[
+            "submit",
+            spec.to_str().unwrap(),
+            "--scheduler",
+            "slurm",
+            "--dry-run",
+            "--out",
+            dir.join("run").to_str().unwrap(),
+        ]);
+        ran.assert_code(0);
+        let jobs: Vec<(String, String)> = scripts(&ran.stdout)
+            .into_iter()
+            .filter(|(n, _)| n.starts_with("job-"))
+            .collect();
+        assert_eq!(jobs.len(), 1, "{}", ran.stdout);
+        bash_n(&jobs[0].1);
+        jobs[0]
+            .1
+            .lines()
+            .find(|l| l.contains("\"$sb\" links"))
+            .unwrap_or_else(|| panic!("no links step:\n{}", jobs[0].1))
+            .to_string()
+    };
+    let line = dry("backend = \"cuda\"\nfloor_fraction = 0.3\n");
+    assert!(
+        line.contains(
+            "links --schedule round-robin --backend cuda --floor-fraction 0.3 --size 1048576"
+        ),
+        "{line}"
+    );
+    let line = dry("floor_fraction = \"off\"\n");
+    assert!(line.contains(" --floor-fraction off "), "{line}");
+    assert!(!line.contains("--backend"), "{line}");
+    let line = dry("");
+    assert!(
+        !line.contains("--backend") && !line.contains("--floor-fraction"),
+        "{line}"
+    );
+}
+
+/// Issue 29: `status` and `collect` of a submitted run list its links step from what is on
+/// disk: pending while its job is queued, running once the job script started it, done (with
+/// what it named) once links.json is measured as the spec asks; `collect` records the step in
+/// collect.json and names the run directory for the report (which reads each links step).
+/// The scheduler is stubbed (PBS's `qsub`/`qstat`): no job runs.
+#[test]
+fn status_and_collect_follow_a_submitted_links_step() {
+    let dir = tmpdir("scripts-links-status");
+    let bin = dir.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let log = dir.join("qsub.log");
+    stub(
+        &bin,
+        "qsub",
+        &format!(
+            "echo \"$*\" >> {log}\nn=$(wc -l < {log})\nif [ \"$n\" = 1 ]; then echo '700.srv'; else echo '701.srv'; fi",
+            log = log.display()
+        ),
+    );
+    let listing = dir.join("listing");
+    let set_listing = |state: &str| {
+        let text = if state.is_empty() {
+            String::new()
+        } else {
+            format!(
+                "Job id Name User Time Use S Queue\n---------------- ---- ---- -------- - -----\n700.srv sb me 0 {state} workq\n701.srv sbc me 0 H workq\n"
+            )
+        };
+        std::fs::write(&listing, text).unwrap();
+    };
+    set_listing("Q");
+    stub(&bin, "qstat", &format!("cat {}", listing.display()));
+    stub(&bin, "qdel", "exit 0");
+    let spec = dir.join("l.toml");
+    std::fs::write(
+        &spec,
+        "name = \"lk\"\n[axes]\nnodes = 1\ndevices_per_node = 2\nsizes = \"64\"\n[links]\nsize = 4096\niters = 3\n",
+    )
+    .unwrap();
+    let out = dir.join("run");
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap());
+    let env = [("PATH", path.as_str()), ("USER", "me")];
+    let o = out.to_str().unwrap();
+    solo_env(
+        &[
+            "submit",
+            spec.to_str().unwrap(),
+            "--profile",
+            "pbs-example",
+            "--out",
+            o,
+        ],
+        &env,
+    )
+    .assert_code(0);
+    let status = || solo_env(&["status", o], &env);
+    let st = status();
+    st.assert_code(0);
+    assert!(
+        st.stdout.contains("# links n1-ppn2: pending\n"),
+        "{}",
+        st.stdout
+    );
+    // The job script started the step (it writes stdout.log first).
+    let step = out.join("links/n1-ppn2");
+    std::fs::create_dir_all(&step).unwrap();
+    std::fs::write(step.join("stdout.log"), "").unwrap();
+    set_listing("R");
+    let st = status();
+    assert!(
+        st.stdout.contains("# links n1-ppn2: running\n"),
+        "{}",
+        st.stdout
+    );
+    // It ended: a links.json measured as the spec asks (4 KiB, 3 iterations, over MPI) with a
+    // confirmed cell group below the absolute floor, and its exit code 1.
+    std::fs::write(
+        step.join("links.json"),
+        r#"{"links_format_version": 3, "generator": {"name": "scalebench", "version": "0"},
+            "schedule": "round_robin", "bidirectional": false, "message_bytes": 4096, "iters": 3,
+            "warmup": 1, "hosts": ["a", "b"], "analysed": "inter_node",
+            "matrix_gbps": [[null, 1.0], [1.0, null]], "median_gbps": 1.0,
+            "residual_spread": 0.0, "findings": [], "transport": "mpi",
+            "floor": {"fraction": 0.5, "min_message_bytes": 1048576, "link_gbps": [12.5, 12.5],
+                "checked_cells": 2, "note": null, "findings": [{"kind": "fabric", "ranks": [],
+                "ratio": 0.08, "isolated_ratio": 0.08, "confirmed": true, "text": "fabric"}]}}"#,
+    )
+    .unwrap();
+    std::fs::write(step.join("exit_code"), "1\n").unwrap();
+    let st = status();
+    assert!(
+        st.stdout
+            .contains("# links n1-ppn2: done, 1 finding named (confirmed)\n"),
+        "{}",
+        st.stdout
+    );
+    // Every job ended (the launch recorded no end: lost, exit 3); collect records the step.
+    set_listing("");
+    let c = solo_env(&["collect", o], &env);
+    c.assert_code(3);
+    assert!(
+        c.stdout
+            .contains("# links n1-ppn2: done, 1 finding named (confirmed)\n"),
+        "{}",
+        c.stdout
+    );
+    let rec: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("collect.json")).unwrap()).unwrap();
+    assert_eq!(
+        rec["links_steps"],
+        serde_json::json!([{"setup": "n1-ppn2", "dir": "links/n1-ppn2", "state": "done",
+            "exit_code": 1, "named": 1}])
+    );
+    // A step that ended without a links.json is failed, with its exit code and where to look
+    // (status exits 3: here the launch is lost too, which alone would).
+    std::fs::remove_file(step.join("links.json")).unwrap();
+    std::fs::write(step.join("exit_code"), "137\n").unwrap();
+    let st = status();
+    st.assert_code(3);
+    assert!(
+        st.stdout.contains("# links n1-ppn2: failed (exit 137;"),
+        "{}",
+        st.stdout
+    );
+}

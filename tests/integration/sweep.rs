@@ -442,6 +442,12 @@ fn malformed_specs_are_rejected_with_file_line_and_fix() {
         ("[links]\ntimeout_s = 0\n", 2, "positive number of seconds"),
         ("[links]\nsizes = \"1MiB\"\n", 2, "unknown field `sizes`"),
         ("[links]\nschedule = \"rail\"\n", 2, "the rail schedule"),
+        (
+            "[links]\nbackend = \"tcp\"\n",
+            2,
+            "\"cpu\" (MPI between host buffers, the default) or \"cuda\"",
+        ),
+        ("[links]\nfloor_fraction = 2\n", 2, "links.floor_fraction"),
     ];
     assert!(cases.len() >= 15);
     for (i, (text, line, needle)) in cases.iter().enumerate() {

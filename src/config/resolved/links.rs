@@ -6,6 +6,7 @@ use super::values::{positive_int, Ctx};
 use crate::config::limits;
 use crate::config::raw::RawLinks;
 use crate::config::{line_col, SpecError};
+use crate::params::BackendKind;
 use toml::{Spanned, Value};
 
 /// The rounds of a links step (`scalebench links --schedule`).
@@ -36,6 +37,17 @@ impl LinksSchedule {
     }
 }
 
+/// The absolute floor of a links step (`scalebench links --floor-fraction`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum LinksFloor {
+    /// Not given: the command's own default.
+    Default,
+    /// `"off"`: no cell is held to the link ceiling.
+    Off,
+    /// A fraction in (0, 1].
+    Fraction(f64),
+}
+
 /// The links step of a spec, resolved.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LinksStep {
@@ -47,6 +59,9 @@ pub struct LinksStep {
     pub z: f64,
     pub min_effect: f64,
     pub timeout_s: f64,
+    /// `Cpu`: MPI between host buffers (the default); `Cuda`: NCCL send/recv between GPUs.
+    pub backend: crate::params::BackendKind,
+    pub floor: LinksFloor,
     /// Where `[links]` starts (line, column), for errors found later (the plan's checks).
     pub at: (usize, usize),
     /// Where `schedule` was given, if it was (a local sweep refuses `rail` there).
@@ -131,6 +146,48 @@ pub(super) fn links_step(
         }
         None => DEFAULT_TIMEOUT_S,
     };
+    let backend = match &r.backend {
+        Some(b) => match b.get_ref().as_str() {
+            "cpu" => BackendKind::Cpu,
+            "cuda" => BackendKind::Cuda,
+            "rocm" => BackendKind::Rocm,
+            other => {
+                return Err(ctx.err(
+                    b.span(),
+                    "links.backend",
+                    format!("`{other}` is not a links transport: use \"cpu\" (MPI between host buffers, the default), \"cuda\" (NCCL send/recv between GPUs, one per rank) or \"rocm\" (RCCL send/recv between GCDs)"),
+                ))
+            }
+        },
+        None => BackendKind::Cpu,
+    };
+    // NCCL and RCCL move 4-byte words: refused here rather than by every rank of the step's job.
+    if backend != BackendKind::Cpu && message_bytes % 4 != 0 {
+        let span = r.size.as_ref().map_or_else(|| raw.span(), |v| v.span());
+        return Err(ctx.err(
+            span,
+            "links.size",
+            format!("{message_bytes} B: backend = \"{backend}\" sends whole 4-byte words (ncclInt32): give a multiple of 4 bytes, e.g. \"1MiB\""),
+        ));
+    }
+    let floor = match &r.floor_fraction {
+        None => LinksFloor::Default,
+        Some(v) => {
+            let bad = || {
+                ctx.err(
+                    v.span(),
+                    "links.floor_fraction",
+                    "give a fraction above 0 and at most 1 (0.5: an inter-node cell below half of its hosts' link ceiling is a finding), or \"off\"",
+                )
+            };
+            match v.get_ref() {
+                Value::String(s) if s.eq_ignore_ascii_case("off") => LinksFloor::Off,
+                Value::Float(f) if *f > 0.0 && *f <= 1.0 => LinksFloor::Fraction(*f),
+                Value::Integer(1) => LinksFloor::Fraction(1.0),
+                _ => return Err(bad()),
+            }
+        }
+    };
     Ok(Some(LinksStep {
         schedule,
         bidirectional: r.bidirectional.unwrap_or(false),
@@ -140,6 +197,8 @@ pub(super) fn links_step(
         z,
         min_effect,
         timeout_s,
+        backend,
+        floor,
         at,
         schedule_at: r
             .schedule

@@ -29,6 +29,10 @@ pub struct CollectRecord {
     /// Collected while launches were still queued or running (or of unknown state).
     #[serde(default)]
     pub partial: bool,
+    /// The run's links steps (`[links]`), each with its state and its links.json's directory
+    /// (the report of the run directory reads each one).
+    #[serde(default)]
+    pub links_steps: Vec<super::LinksStepState>,
 }
 
 /// The scheduler's view for `collect`: the collect job runs after every other job ended; by
@@ -90,13 +94,17 @@ pub fn collect(dir: &Path, from_job: Option<String>, quiet: bool) -> Result<u8> 
         .filter(|a| open.contains(a.attempt.as_str()))
         .map(|a| a.cases_planned)
         .sum();
+    let active = !open.is_empty();
+    // A spec this build cannot read again leaves the steps unknown: the cases still merge.
+    let links_steps = crate::launch::links_step::step_states(dir, active).unwrap_or_default();
     let rec = CollectRecord {
         collected_unix_s: now_unix_s(),
         collect_job: from_job,
         missing_cases: planned.saturating_sub(merged.cases.len() + pending_cases),
         pending_cases,
-        partial: !open.is_empty(),
+        partial: active,
         attempts,
+        links_steps,
     };
     rundir::write_json(&dir.join(COLLECT_FILE), &rec)?;
     if !quiet {
@@ -106,7 +114,8 @@ pub fn collect(dir: &Path, from_job: Option<String>, quiet: bool) -> Result<u8> 
         .cases
         .iter()
         .any(|c| c.status.needs_rerun() || c.status == CaseStatus::Timeout)
-        || rec.missing_cases > 0;
+        || rec.missing_cases > 0
+        || rec.links_steps.iter().any(|s| s.bad());
     Ok(if failed { EXIT_CASES_FAILED } else { EXIT_OK })
 }
 
@@ -135,15 +144,21 @@ fn print_collected(
             dir.display()
         );
     }
+    for s in &rec.links_steps {
+        println!("{}", s.line(dir));
+    }
     if rec.missing_cases > 0 {
         println!(
             "# {} of finished or lost launches have no result: submit the spec again into this run to run them",
             crate::units::count(rec.missing_cases, "planned case", "planned cases")
         );
     } else if !rec.partial {
-        println!(
-            "# next: scalebench report {}",
-            dir.join(RESULTS_FILE).display()
-        );
+        // The run directory: its report holds results.json and each links step's section.
+        let what = if rec.links_steps.is_empty() {
+            dir.join(RESULTS_FILE)
+        } else {
+            dir.to_path_buf()
+        };
+        println!("# next: scalebench report {}", what.display());
     }
 }

@@ -20,4 +20,5 @@ pub use self::submission::{submit, SubmitRequest};
 pub(crate) use self::tool::run_tool;
 pub use self::tool::ToolError;
 pub use super::jobs::{AttemptState, JobRecord, JobsFile, Submission, JOBS_FILE};
+pub use super::links_step::LinksStepState;
 pub const COLLECT_FILE: &str = "collect.json";

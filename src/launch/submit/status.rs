@@ -91,11 +91,33 @@ pub fn status(dir: &Path, wait: bool, timeout_s: f64, quiet: bool) -> Result<u8>
         snap = Snapshot::take(dir, &jobs)?;
     }
     line.finish();
+    let steps = crate::launch::links_step::step_states(dir, snap.active());
     if !quiet {
         print_states(dir, &jobs, &snap);
+        print_links_steps(dir, &steps);
     }
-    let bad = snap.states.iter().any(AttemptState::bad);
+    let bad = snap.states.iter().any(AttemptState::bad)
+        || steps.as_ref().is_ok_and(|s| s.iter().any(|x| x.bad()));
     Ok(if bad { EXIT_CASES_FAILED } else { EXIT_OK })
+}
+
+/// Each links step's state (comment lines, after the launches' table), or why they are not
+/// known (a spec.toml this scalebench cannot read: the launches are still reported).
+fn print_links_steps(
+    dir: &Path,
+    steps: &std::result::Result<
+        Vec<crate::launch::links_step::LinksStepState>,
+        crate::config::SpecError,
+    >,
+) {
+    match steps {
+        Ok(steps) => {
+            for s in steps {
+                println!("{}", s.line(dir));
+            }
+        }
+        Err(e) => println!("# links steps: not known ({e})"),
+    }
 }
 
 /// Mean wall seconds of a case measured so far in `dir`'s journals (for the ETA).
@@ -186,7 +208,8 @@ fn print_states(dir: &Path, jobs: &JobsFile, snap: &Snapshot) {
         if failed + lost > 0 {
             println!("# next: {resubmit}  (submits only the failed and lost cases)");
         } else if final_merge {
-            println!("# next: scalebench report {results}");
+            // The run directory, not results.json: the report finds each links step beside it.
+            println!("# next: scalebench report {}", dir.display());
         }
     }
 }

@@ -4,7 +4,7 @@
 
 use crate::present::doc::{prose, text, Block, Doc, FigureBlock, Span};
 use crate::present::table::{Cell, NumFmt, Table, Tone};
-use crate::results::links::LinksFile;
+use crate::results::links::{FloorRecord, LinksFile};
 use std::path::Path;
 
 /// A links file and the figure index its heat map has in the report (`None`: not drawn).
@@ -153,6 +153,14 @@ fn section(doc: &mut Doc, l: &LinksInput<'_>) {
             caption: crate::report::plot::links::caption(f),
         }));
     }
+    verdicts(doc, f);
+    if let Some(fl) = &f.floor {
+        floor(doc, fl, f);
+    }
+}
+
+/// The attribution's verdicts: the suspects with both passes, or why there are none.
+fn verdicts(doc: &mut Doc, f: &LinksFile) {
     if let Some(note) = &f.note {
         doc.para(vec![text(format!("No verdict: {note}."))]);
         return;
@@ -210,6 +218,76 @@ fn section(doc: &mut Doc, l: &LinksInput<'_>) {
         ]);
     }
     doc.table(t, "links_findings", None);
+}
+
+/// The absolute floor (links.json version 3): what fell below a fraction of the hosts' link
+/// ceiling, re-measured alone, or why nothing was held.
+fn floor(doc: &mut Doc, fl: &FloorRecord, f: &LinksFile) {
+    let mut words = match fl.fraction {
+        Some(x) => format!(
+            "Absolute floor: each inter-node cell is held to {:.0} % of the slower host's network link ceiling (`net.link`, read from sysfs by each host's first rank); {} held.",
+            x * 100.0,
+            crate::units::count(fl.checked_cells, "cell was", "cells were")
+        ),
+        None => "Absolute floor: switched off (`--floor-fraction off`).".to_string(),
+    };
+    if let Some(note) = &fl.note {
+        words.push_str(&format!(" {}.", capitalised(note)));
+    }
+    if fl.findings.is_empty() {
+        if fl.checked_cells > 0 {
+            words.push_str(" None is below it.");
+        }
+        doc.para(vec![text(words)]);
+        return;
+    }
+    let confirmed = fl.findings.iter().filter(|x| x.confirmed).count();
+    words.push_str(&format!(
+        " {} below it, {confirmed} confirmed by a re-measurement one pair at a time (a host's link is shared by its ranks' exchanges within a round).",
+        crate::units::count(fl.findings.len(), "finding", "findings")
+    ));
+    doc.para(vec![text(words)]);
+    let mut t = Table::new(&[
+        "below the floor",
+        "ranks",
+        "of the link ceiling",
+        "isolated",
+        "verdict",
+        "finding",
+    ]);
+    for x in &fl.findings {
+        let names: Vec<String> = x
+            .ranks
+            .iter()
+            .map(|&r| format!("{}:{r}", f.hosts.get(r).map_or("?", |h| h.as_str())))
+            .collect();
+        t.push(vec![
+            Cell::text(x.kind.clone()),
+            Cell::text(if names.is_empty() {
+                "every inter-node pair".to_string()
+            } else {
+                names.join("↔")
+            }),
+            Cell::num(x.ratio, NumFmt::Percent),
+            Cell::opt(x.isolated_ratio, NumFmt::Percent),
+            if x.confirmed {
+                Cell::Flag("confirmed".into(), Tone::Bad)
+            } else {
+                Cell::Flag("not confirmed".into(), Tone::Neutral)
+            },
+            Cell::text(x.text.clone()),
+        ]);
+    }
+    doc.table(t, "links_floor", None);
+}
+
+/// A note as a sentence of its own.
+fn capitalised(s: &str) -> String {
+    let mut c = s.chars();
+    match c.next() {
+        Some(first) => first.to_uppercase().chain(c).collect(),
+        None => String::new(),
+    }
 }
 
 #[cfg(test)]
@@ -364,5 +442,67 @@ mod tests {
             heading(Path::new("run/links.json")),
             "Links: the slow node or link"
         );
+    }
+
+    /// The floor's paragraph: how many cells were held and what fell below, with a table of
+    /// its findings; a floor that was not applied says why in one sentence and has no table.
+    #[test]
+    fn the_floor_is_reported_with_its_findings_or_why_it_did_not_apply() {
+        use crate::results::links::FloorFindingRecord;
+        let mut f = healthy();
+        f.floor = Some(FloorRecord {
+            fraction: Some(0.5),
+            min_message_bytes: 1 << 20,
+            link_gbps: vec![Some(50.0), Some(50.0)],
+            checked_cells: 2,
+            findings: vec![FloorFindingRecord {
+                kind: "fabric".into(),
+                ranks: vec![],
+                ratio: 0.2,
+                isolated_ratio: Some(0.21),
+                confirmed: true,
+                text: "fabric: all 2 inter-node cells below 50 % of the link ceiling (median 20 %)"
+                    .into(),
+            }],
+            note: None,
+        });
+        let input = LinksInput {
+            path: Path::new("run/links.json"),
+            file: &f,
+            figure: None,
+            stem: "links".into(),
+        };
+        let mut doc = Doc::default();
+        links(&mut doc, std::slice::from_ref(&input));
+        let t = text_of(&doc);
+        assert!(
+            t.contains("Nothing is named"),
+            "the attribution's verdict stays: {t}"
+        );
+        assert!(
+            t.contains("held to 50 % of the slower host's network link ceiling")
+                && t.contains("2 cells were held.")
+                && t.contains("1 finding below it, 1 confirmed"),
+            "{t}"
+        );
+        assert_eq!(doc.tables().count(), 1);
+
+        let mut g = healthy();
+        g.floor = Some(FloorRecord {
+            fraction: Some(0.5),
+            min_message_bytes: 1 << 20,
+            link_gbps: vec![None, None],
+            checked_cells: 0,
+            findings: vec![],
+            note: Some("not checked: one host (a): every pair here shares one".into()),
+        });
+        let mut doc = Doc::default();
+        links(&mut doc, &[LinksInput { file: &g, ..input }]);
+        let t = text_of(&doc);
+        assert!(
+            t.contains("0 cells were held. Not checked: one host (a)"),
+            "{t}"
+        );
+        assert!(doc.tables().next().is_none());
     }
 }

@@ -6,6 +6,7 @@
 //! One exchange goes through a [`Transport`]: [`mpi`] (host buffers, `--backend cpu`) or
 //! [`nccl`] (ncclSend/ncclRecv between GPUs, `--backend cuda`); the rest is shared.
 
+mod floor;
 mod mpi;
 #[cfg(any(feature = "cuda", feature = "rocm"))]
 mod nccl;
@@ -94,6 +95,11 @@ pub struct Request {
     /// Leaf switches in topology.conf's syntax; without it, Slurm's (`scontrol show
     /// topology`) inside a Slurm job.
     pub topology: Option<PathBuf>,
+    /// The absolute floor: an inter-node cell below this fraction of the slower host's link
+    /// ceiling is a finding; `None`: off.
+    pub floor_fraction: Option<f64>,
+    /// The sysfs tree each host leader reads its link ceiling from (`/sys`; tests give a tree).
+    pub sysfs_root: PathBuf,
 }
 
 /// What the checks before MPI found: the test fault and the topology file's leaves.
@@ -420,6 +426,9 @@ fn measure(
     }
     let (hosts, emulated_nodes) = nodes(comm);
     let local = local_ranks(&hosts);
+    // Read before any exchange: sysfs reads are quick, and rank 0 needs them to plan the
+    // re-measurement of what falls below the floor.
+    let link_gbps = floor::gather_links(comm, &hosts, local[me] == 0, &req.sysfs_root);
     let rail_rounds = schedule::per_rail(&local);
     if req.schedule == Schedule::Rail && rail_rounds.is_empty() {
         // every rank has the same node list, so every rank refuses alike (before any GPU opens)
@@ -487,27 +496,47 @@ fn measure(
         .map(|s| s.map(|s| req.message_bytes as f64 / s / 1e9))
         .collect();
 
-    // Rank 0 attributes (rows in topology order: a switch's nodes side by side) and tells
-    // every rank which pairs (as ranks) to re-measure in isolation.
+    // Rank 0 attributes (rows in topology order: a switch's nodes side by side), holds the
+    // cells to the floor, and tells every rank which pairs (as ranks) to re-measure in
+    // isolation (each pair once, whichever finding asked for it).
     let mut plan = Vec::new();
-    let analysis =
-        if me == 0 {
-            let topo = Topology::find(checked.leaves, req.topology.as_deref(), &hosts);
-            let o = &topo.order;
-            let a = attribution::analyse(
-                &fabric(&permute(&gbps, o), &reorder(&hosts, o), o),
-                &req.settings,
-            );
-            let good = good_nodes(&a);
-            for f in &a.findings {
-                plan.extend(confirmation_pairs(&f.suspect, &good).into_iter().flat_map(
-                    |(x, y)| [(o[x] as u64).to_le_bytes(), (o[y] as u64).to_le_bytes()].concat(),
-                ));
+    let analysis = if me == 0 {
+        let topo = Topology::find(checked.leaves, req.topology.as_deref(), &hosts);
+        let o = &topo.order;
+        let a = attribution::analyse(
+            &fabric(&permute(&gbps, o), &reorder(&hosts, o), o),
+            &req.settings,
+        );
+        let good = good_nodes(&a);
+        let floor_pass = floor::first_pass(
+            req.floor_fraction,
+            req.message_bytes,
+            &all_cells(&gbps, &hosts),
+            &hosts,
+            link_gbps,
+        );
+        let mut wanted: Vec<(usize, usize)> = Vec::new();
+        for p in a
+            .findings
+            .iter()
+            .flat_map(|f| confirmation_pairs(&f.suspect, &good))
+            // The attribution's rows are topology positions; the plan names ranks.
+            .map(|(x, y)| (o[x].min(o[y]), o[x].max(o[y])))
+            .chain(floor_pass.pairs.iter().flatten().copied())
+        {
+            if !wanted.contains(&p) {
+                wanted.push(p);
             }
-            Some((a, topo))
-        } else {
-            None
-        };
+        }
+        plan.extend(
+            wanted
+                .into_iter()
+                .flat_map(|(x, y)| [(x as u64).to_le_bytes(), (y as u64).to_le_bytes()].concat()),
+        );
+        Some((a, topo, floor_pass))
+    } else {
+        None
+    };
     comm.broadcast_bytes(&mut plan);
     let pairs: Vec<(usize, usize)> = plan
         .chunks_exact(16)
@@ -528,7 +557,7 @@ fn measure(
     // isolated pass leaves the gather early, and an NCCL communicator aborted while a pair still
     // exchanges fails that pair.
     world.barrier();
-    let Some((a, topo)) = analysis else {
+    let Some((a, topo, floor_pass)) = analysis else {
         return Ok(crate::exit::EXIT_OK);
     };
     let mut file = assemble(req, &hosts, &gbps, &iso, &a, &topo, slow.is_some());
@@ -536,7 +565,22 @@ fn measure(
     file.transport = Some(how.name.into());
     file.nccl_version = how.version;
     file.standin = how.standin;
-    let code = if file.findings.iter().any(|f| f.confirmed) {
+    let iso_gbps: Vec<Option<f64>> = iso
+        .iter()
+        .map(|s| s.map(|s| req.message_bytes as f64 / s / 1e9))
+        .collect();
+    file.floor = Some(floor::record(
+        floor_pass,
+        &all_cells(&gbps, &hosts).names,
+        &iso_gbps,
+    ));
+    // The floor is absolute and re-measured like the attribution's suspects: a confirmed cell
+    // below it fails the run as a confirmed suspect does.
+    let below_floor = file
+        .floor
+        .as_ref()
+        .is_some_and(|f| f.findings.iter().any(|x| x.confirmed));
+    let code = if below_floor || file.findings.iter().any(|f| f.confirmed) {
         1
     } else {
         0
@@ -707,6 +751,16 @@ fn fabric(gbps: &[Option<f64>], hosts: &[String], ranks: &[usize]) -> Matrix {
     }
 }
 
+/// Every measured cell, names `host:rank` (the floor picks the inter-node ones itself).
+fn all_cells(gbps: &[Option<f64>], hosts: &[String]) -> Matrix {
+    Matrix {
+        names: (0..hosts.len())
+            .map(|r| format!("{}:{r}", hosts[r]))
+            .collect(),
+        gbps: gbps.to_vec(),
+    }
+}
+
 /// Nodes not under suspicion, best first.
 fn good_nodes(a: &attribution::Analysis) -> Vec<usize> {
     let suspect = |i: usize| {
@@ -809,6 +863,7 @@ fn assemble(
         } else {
             o.clone()
         },
+        floor: None,
     }
 }
 
@@ -866,6 +921,9 @@ fn render(f: &LinksFile, out: &std::path::Path, chart: bool) -> String {
         s.push_str(&x.text);
         s.push('\n');
     }
+    if let Some(fl) = &f.floor {
+        s.push_str(&floor::render(fl));
+    }
     s.push_str(&format!("wrote {}", out.join(LINKS_FILE).display()));
     if chart {
         s.push_str(&format!(" and {}", out.join(LINKS_CHART).display()));
@@ -916,10 +974,12 @@ mod tests {
             json: false,
             heat_map: None,
             topology: None,
+            floor_fraction: Some(0.5),
+            sysfs_root: PathBuf::from("/sys"),
         }
     }
 
-    /// Refused before MPI starts, each with its sentence: ROCm (no RCCL transport), a size NCCL
+    /// Refused before MPI starts, each with its sentence: ROCm in a build without it, a size NCCL
     /// cannot send as 4-byte words, CUDA in a build without it; the CPU and CUDA paths pass
     /// with the fault parsed.
     #[test]
