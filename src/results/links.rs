@@ -589,7 +589,10 @@ mod tests {
         let e = parse_links(p, &serde_json::to_string(&f).unwrap())
             .unwrap_err()
             .to_string();
-        assert!(e.contains("transport `tcp`: expected mpi or nccl"), "{e}");
+        assert!(
+            e.contains("transport `tcp`: expected mpi, nccl or rccl"),
+            "{e}"
+        );
         let mut f = two();
         f.standin = Some("STAND-IN".into());
         let e = parse_links(p, &serde_json::to_string(&f).unwrap())
@@ -598,6 +601,16 @@ mod tests {
         assert!(
             e.contains("standin without transport nccl") && e.contains("1 problem"),
             "{e}"
+        );
+        // RCCL (links --backend rocm) reads back with its version and label.
+        let mut f = two();
+        f.transport = Some("rccl".into());
+        f.nccl_version = Some("2.20.5".into());
+        f.standin = Some("STAND-IN".into());
+        let back = parse_links(p, &serde_json::to_string(&f).unwrap()).unwrap();
+        assert_eq!(
+            back.transport_words().unwrap(),
+            "STAND-IN RCCL 2.20.5 send/recv, one GCD per rank"
         );
     }
 

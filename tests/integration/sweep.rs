@@ -445,7 +445,7 @@ fn malformed_specs_are_rejected_with_file_line_and_fix() {
         (
             "[links]\nbackend = \"tcp\"\n",
             2,
-            "\"cpu\" (MPI between host buffers, the default) or \"cuda\"",
+            "\"cpu\" (MPI between host buffers, the default), \"cuda\" (NCCL send/recv between GPUs, one per rank) or \"rocm\"",
         ),
         ("[links]\nfloor_fraction = 2\n", 2, "links.floor_fraction"),
     ];
