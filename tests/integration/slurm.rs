@@ -564,6 +564,54 @@ fn starting_the_cluster_again_attaches_and_its_jobs_run_on() {
     }
 }
 
+/// Issue 29 under real Slurm: a spec with `[links]` submitted to the local cluster runs its
+/// links step inside the allocation of its set-up (2 nodes × 1 rank, srun), which reads Slurm's
+/// topology there; `status --wait` follows the step to "done", collect records it, and the
+/// report of the run directory has the links section.
+#[test]
+fn a_submitted_links_step_runs_under_srun_and_is_followed_to_the_report() {
+    let Some(_c) = cluster() else { return };
+    let dir = tmpdir("slurm-links-step");
+    let spec = write(
+        &dir,
+        "l.toml",
+        "name = \"slurm-links\"\n[axes]\nnodes = 2\ndevices_per_node = 1\nworkloads = \"allreduce\"\nsizes = \"64\"\nin_place = \"no\"\n[run]\ntime_budget_s = 0.02\n[launch]\ntimeout_s = 120\n[links]\nsize = \"64KiB\"\niters = 3\ntimeout_s = 120\n",
+    );
+    let out = dir.join("run");
+    submit(&spec, &out).assert_code(0);
+    let w = wait(&out);
+    w.assert_code(0);
+    let st = status(&out);
+    assert!(st.stdout.contains("# links n2-ppn1: done"), "{}", st.stdout);
+    let step = out.join("links/n2-ppn1");
+    let f: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(step.join("links.json")).unwrap()).unwrap();
+    assert_eq!(f["hosts"], serde_json::json!(["n1", "n2"]));
+    assert_eq!(f["emulated_nodes"], true);
+    assert_eq!(f["transport"], "mpi");
+    assert_eq!(f["topology"], "slurm: scontrol show topology");
+    let collect: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("collect.json")).unwrap()).unwrap();
+    assert!(
+        collect["links_steps"].to_string().contains("n2-ppn1"),
+        "{}",
+        collect["links_steps"]
+    );
+    let rep = dir.join("report");
+    solo(&[
+        "report",
+        out.to_str().unwrap(),
+        "--out",
+        rep.to_str().unwrap(),
+    ])
+    .assert_code(0);
+    let md = std::fs::read_to_string(rep.join("report.md")).unwrap();
+    assert!(
+        md.contains("Network topology: slurm: scontrol show topology"),
+        "{md}"
+    );
+}
+
 /// `links --schedule rail` on two emulated nodes of two ranks each: only each node's k-th rank
 /// with the other node's k-th rank is measured (both directions), the nodes are Slurm's and
 /// labelled emulated; on one node the schedule is refused with the sentence (exit 2).
