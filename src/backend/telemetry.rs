@@ -116,10 +116,6 @@ impl<E: std::error::Error + Send + 'static> Sampler<E> {
         self.devices
     }
 
-    pub(crate) fn interval(&self) -> Duration {
-        self.interval
-    }
-
     /// Starts a case: samples collected so far are dropped.
     pub(crate) fn begin(&mut self) {
         if let Some(tx) = &self.tx {
@@ -141,6 +137,17 @@ impl<E: std::error::Error + Send + 'static> Sampler<E> {
             return Vec::new();
         }
         reply_rx.recv().unwrap_or_default()
+    }
+
+    /// [`Sampler::end`], each device's samples summarised; local device `d` is recorded as
+    /// device `first_device + d` (the rank's devices are numbered across the job).
+    pub(crate) fn end_summaries(&mut self, first_device: u32) -> Vec<DeviceTelemetry> {
+        let interval_s = self.interval.as_secs_f64();
+        self.end()
+            .iter()
+            .enumerate()
+            .map(|(dev, samples)| summarize(first_device + dev as u32, samples, interval_s))
+            .collect()
     }
 }
 

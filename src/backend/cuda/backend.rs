@@ -28,7 +28,7 @@ use super::nccl::{self, Comms, Resolved};
 use super::nvml::NvmlProbeError;
 use super::pipeline::Lane;
 use super::probe::{self, GpuInfo};
-use crate::backend::telemetry::{summarize, Sampler};
+use crate::backend::telemetry::Sampler;
 use crate::backend::{
     Backend, BackendError, BackendResult, CollectiveCall, DevicePlan, GemmBatch, HostBuf,
     OverlapSettings, OverlapTiming, Unsupported,
@@ -282,16 +282,10 @@ impl Backend for CudaBackend {
     }
 
     fn telemetry_end(&mut self) -> Vec<DeviceTelemetry> {
-        let Some(s) = &mut self.telemetry else {
-            return Vec::new();
-        };
-        let interval_s = s.interval().as_secs_f64();
-        let taken = s.end();
-        taken
-            .iter()
-            .enumerate()
-            .map(|(dev, samples)| summarize(self.device_index(dev), samples, interval_s))
-            .collect()
+        let first = self.device_index(0);
+        self.telemetry
+            .as_mut()
+            .map_or_else(Vec::new, |s| s.end_summaries(first))
     }
 
     fn supports(&self, p: &CaseParams) -> Result<(), Unsupported> {
