@@ -14,7 +14,16 @@
  * running work, as the NVML stand-in measures. Memory-controller activity and the clock are
  * not modelled (the "not supported" marker UINT32_MAX, and AMDSMI_STATUS_NOT_SUPPORTED). The
  * temperature is made up and says so: 40 °C plus the device's index, so that a test can tell
- * which GCD was read; no AMD GPU reads it. */
+ * which GCD was read; no AMD GPU reads it.
+ *
+ * Version and power: amdsmi_get_lib_version reports SCALEBENCH_STANDIN_AMDSMI_VERSION
+ * ("YEAR.MAJOR.MINOR" up to 24, e.g. "24.6.0" for ROCm 6.2, the default; "MAJOR.MINOR.RELEASE"
+ * from 25, e.g. "26.1.0") in that release's amdsmi_version_t, and amdsmi_get_power_info writes
+ * that release's amdsmi_power_info_t: 23.0-23.3 average first; 23.4-24.x current, average,
+ * then u32 voltages; 25 and later a u64 socket power, current, average, then voltages. The
+ * power is made up and says so: 100 W plus the device's index, in the field the release keeps
+ * it in (the other power fields hold other numbers or "not supported", and the voltages
+ * 800 mV and up), so a reader that takes the wrong layout reads a wrong number. */
 #define _GNU_SOURCE
 #include "standin.h"
 
@@ -184,5 +193,63 @@ SBS_EXPORT amdsmi_status_t amdsmi_get_temp_metric(void *h, int sensor, int metri
     if (sensor < 0 || sensor > 2 || metric != 0)
         return AS_NOT_SUPPORTED;
     *celsius = 40 + p->index;
+    return AS_SUCCESS;
+}
+
+/* The release this stand-in claims: (year, major, minor) up to 24, (0, major, minor) from 25. */
+static void claimed_version(uint32_t *year, uint32_t *major, uint32_t *minor) {
+    const char *v = getenv("SCALEBENCH_STANDIN_AMDSMI_VERSION");
+    unsigned a = 24, b = 6, c = 0;
+    if (v && *v && sscanf(v, "%u.%u.%u", &a, &b, &c) < 2)
+        sbs_die("amdsmi_get_lib_version", "SCALEBENCH_STANDIN_AMDSMI_VERSION=%s is not YEAR.MAJOR.MINOR or MAJOR.MINOR.RELEASE", v);
+    if (a >= 25) {
+        *year = 0;
+        *major = a;
+        *minor = b;
+    } else {
+        *year = a;
+        *major = b;
+        *minor = c;
+    }
+}
+
+SBS_EXPORT amdsmi_status_t amdsmi_get_lib_version(void *out) {
+    need_init("amdsmi_get_lib_version");
+    if (!out)
+        return AS_INVAL;
+    uint32_t year, major, minor;
+    claimed_version(&year, &major, &minor);
+    static const char build[] = "STAND-IN";
+    if (year) {
+        struct { uint32_t year, major, minor, release; const char *build; } *v = out;
+        *v = (typeof(*v)){year, major, minor, 0, build};
+    } else {
+        struct { uint32_t major, minor, release; const char *build; } *v = out;
+        *v = (typeof(*v)){major, minor, 0, build};
+    }
+    return AS_SUCCESS;
+}
+
+SBS_EXPORT amdsmi_status_t amdsmi_get_power_info(void *h, void *out) {
+    struct proc *p = proc_of(h, "amdsmi_get_power_info");
+    if (!out)
+        return AS_INVAL;
+    uint32_t year, major, minor;
+    claimed_version(&year, &major, &minor);
+    uint32_t w = 100 + (uint32_t)p->index;
+    if (year == 23 && major < 4) {
+        struct { uint32_t average, gfx_mv, soc_mv, mem_mv, limit, reserved[11]; } *v = out;
+        *v = (typeof(*v)){w, 800, 900, 1000, 500, {0}};
+    } else if (year) {
+        /* MI300 reports current, MI200 average: the current one is read first */
+        struct { uint32_t current, average, gfx_mv, soc_mv, mem_mv, limit, reserved[11]; } *v = out;
+        *v = (typeof(*v)){w, w - 10, 800 + (uint32_t)p->index, 900, 1000, 500, {0}};
+    } else if (major == 25) {
+        struct { uint64_t socket; uint32_t current, average, gfx_mv, soc_mv, mem_mv, limit, reserved[2]; } *v = out;
+        *v = (typeof(*v)){w, UINT32_MAX, w - 10, 800, 900, 1000, 500, {0}};
+    } else {
+        struct { uint64_t socket; uint32_t current, average; uint64_t gfx_mv, soc_mv, mem_mv; uint32_t limit; uint64_t reserved[18]; } *v = out;
+        *v = (typeof(*v)){w, UINT32_MAX, w - 10, 800, 900, 1000, 500, {0}};
+    }
     return AS_SUCCESS;
 }

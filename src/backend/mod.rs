@@ -41,6 +41,9 @@ pub(crate) mod capture;
 #[cfg(any(feature = "cuda", feature = "rocm"))]
 pub(crate) mod marks;
 pub mod nccl_log;
+// Node-local GPU numbers onto the ordinals a rank sees, shared by CUDA and HIP.
+#[cfg(any(feature = "cuda", feature = "rocm"))]
+pub mod ordinals;
 #[cfg(feature = "rocm")]
 pub mod rocm;
 // GPU telemetry sampling: NVML on the CUDA backend, AMD SMI on the ROCm backend.

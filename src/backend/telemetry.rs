@@ -29,6 +29,21 @@ pub(crate) trait Probe {
     fn devices(&self) -> usize;
     /// One reading of local device `dev`.
     fn sample(&mut self, dev: usize) -> Result<Sample, Self::Error>;
+    /// A sentence on what this probe cannot read, for the launch's warnings.
+    fn note(&self) -> Option<String> {
+        None
+    }
+    /// What a power reading covers where it is not the device alone (AMD SMI: "socket").
+    fn power_scope(&self) -> Option<&'static str> {
+        None
+    }
+}
+
+/// What the sampling thread learnt from its probe when it opened.
+struct Opened {
+    devices: usize,
+    note: Option<String>,
+    power_scope: Option<&'static str>,
 }
 
 /// Why a sampler did not start.
@@ -63,6 +78,8 @@ pub(crate) struct Sampler<E> {
     // Read only by the tests (the probe's device count as the thread saw it).
     #[cfg_attr(not(test), allow(dead_code))]
     devices: usize,
+    note: Option<String>,
+    power_scope: Option<&'static str>,
     active: bool,
 }
 
@@ -75,13 +92,17 @@ impl<E: std::error::Error + Send + 'static> Sampler<E> {
         F: FnOnce() -> Result<P, E> + Send + 'static,
     {
         let (tx, rx) = mpsc::channel::<Command<E>>();
-        let (ready_tx, ready_rx) = mpsc::channel::<Result<usize, E>>();
+        let (ready_tx, ready_rx) = mpsc::channel::<Result<Opened, E>>();
         let thread = std::thread::Builder::new()
             .name("scalebench-telemetry".into())
             .spawn(move || {
                 let probe = match open() {
                     Ok(p) => {
-                        let _ = ready_tx.send(Ok(p.devices()));
+                        let _ = ready_tx.send(Ok(Opened {
+                            devices: p.devices(),
+                            note: p.note(),
+                            power_scope: p.power_scope(),
+                        }));
                         p
                     }
                     Err(e) => {
@@ -93,11 +114,13 @@ impl<E: std::error::Error + Send + 'static> Sampler<E> {
             })
             .map_err(TelemetryError::Thread)?;
         match ready_rx.recv() {
-            Ok(Ok(devices)) => Ok(Sampler {
+            Ok(Ok(o)) => Ok(Sampler {
                 tx: Some(tx),
                 thread: Some(thread),
                 interval,
-                devices,
+                devices: o.devices,
+                note: o.note,
+                power_scope: o.power_scope,
                 active: false,
             }),
             Ok(Err(e)) => {
@@ -114,6 +137,11 @@ impl<E: std::error::Error + Send + 'static> Sampler<E> {
     #[cfg(test)]
     pub(crate) fn devices(&self) -> usize {
         self.devices
+    }
+
+    /// The probe's sentence on what it cannot read (a launch warning), if any.
+    pub(crate) fn note(&self) -> Option<&str> {
+        self.note.as_deref()
     }
 
     /// Starts a case: samples collected so far are dropped.
@@ -143,10 +171,17 @@ impl<E: std::error::Error + Send + 'static> Sampler<E> {
     /// device `first_device + d` (the rank's devices are numbered across the job).
     pub(crate) fn end_summaries(&mut self, first_device: u32) -> Vec<DeviceTelemetry> {
         let interval_s = self.interval.as_secs_f64();
+        let scope = self.power_scope;
         self.end()
             .iter()
             .enumerate()
-            .map(|(dev, samples)| summarize(first_device + dev as u32, samples, interval_s))
+            .map(|(dev, samples)| {
+                let mut t = summarize(first_device + dev as u32, samples, interval_s);
+                if t.power_w_max.is_some() {
+                    t.power_scope = scope.map(str::to_string);
+                }
+                t
+            })
             .collect()
     }
 }
@@ -226,6 +261,7 @@ pub(crate) fn summarize<E: std::fmt::Display>(
         sm_clock_mhz_min: None,
         sm_clock_mhz_max: None,
         power_w_max: None,
+        power_scope: None,
         temperature_c_max: None,
         error: None,
     };

@@ -610,10 +610,11 @@ pub struct BufferRotation {
     pub exceeds_cache: bool,
 }
 
-/// What NVML saw on one GPU during one case (warm-up, timing and validation included).
-/// NVML's utilisation is the share of its last sample period (1/6 s to 1 s, by GPU) in which
-/// a kernel ran, so it is coarse for cases shorter than a second. Each figure is absent when
-/// the GPU did not report it.
+/// What the GPU's management library (NVML on CUDA, AMD SMI on ROCm) saw on one GPU during
+/// one case (warm-up, timing and validation included). Utilisation is the share of the
+/// library's last sample period (NVML: 1/6 s to 1 s, by GPU) in which a kernel ran, so it is
+/// coarse for cases shorter than a second. Each figure is absent when the GPU did not report
+/// it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DeviceTelemetry {
     /// Global device index (as in `RankInfo::devices`).
@@ -636,6 +637,10 @@ pub struct DeviceTelemetry {
     pub sm_clock_mhz_max: Option<f64>,
     #[serde(default)]
     pub power_w_max: Option<f64>,
+    /// What the power figure covers when it is not the device alone: `socket` for AMD SMI's
+    /// socket power (on an MI250X the package of two GCDs, reported on one of them).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub power_scope: Option<String>,
     #[serde(default)]
     pub temperature_c_max: Option<f64>,
     /// Why sampling failed, if it did.

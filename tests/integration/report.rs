@@ -1003,6 +1003,7 @@ fn gpu_telemetry_is_reported_least_busy_first() {
         sm_clock_mhz_min: util.map(|_| 1410.0),
         sm_clock_mhz_max: util.map(|_| 1980.0),
         power_w_max: util.map(|u| 100.0 + 5.0 * u),
+        power_scope: None,
         temperature_c_max: util.map(|_| 65.0),
         error: error.map(str::to_string),
     };
@@ -1043,6 +1044,27 @@ fn gpu_telemetry_is_reported_least_busy_first() {
     assert_eq!(rows[1]["note"], "");
     assert_eq!(num(&rows[1]["power max (W)"]), 585.0);
     assert!(rows[2]["note"].contains("GPU is lost"), "{:?}", rows[2]);
+    assert!(!md.contains("socket power"), "{md}");
+
+    // The same cases on ROCm: AMD SMI named, and its socket power said to be the socket's.
+    for c in &mut file.cases {
+        c.params.backend = scalebench::params::BackendKind::Rocm;
+        for t in &mut c.telemetry {
+            t.power_scope = t.power_w_max.map(|_| "socket".to_string());
+        }
+    }
+    let input = fixture::write(&dir, "tele-rocm.json", &file);
+    let out = dir.join("rep-rocm");
+    report(&[s(&input), "--out", s(&out)]).assert_code(0);
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(md.contains("## GPU utilisation during cases (AMD SMI)"), "{md}");
+    assert!(
+        md.contains("is AMD SMI's socket power: on an MI250X the package of two GCDs"),
+        "{md}"
+    );
+    let rows = read_csv(&out.join("tables/gpu_use.csv"));
+    assert_eq!(rows[0]["note"], "under-used; power: socket");
+    assert_eq!(rows[1]["note"], "power: socket");
 }
 
 /// A study at the scale the issue names: 1 to 1,024 devices (1–256 nodes × 4), pure and

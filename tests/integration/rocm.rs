@@ -337,13 +337,143 @@ mod standin {
                     c.id
                 );
                 assert_eq!(
-                    (t.mem_util_percent_mean, t.sm_clock_mhz_max, t.power_w_max),
-                    (None, None, None),
+                    (t.mem_util_percent_mean, t.sm_clock_mhz_max),
+                    (None, None),
                     "{}: {t:?}",
                     c.id
                 );
+                // The stand-in's made-up socket power (100 W + index) of AMD SMI 24.6
+                // (ROCm 6.2), read by address too, and said to be the socket's.
+                assert_eq!(
+                    t.power_w_max,
+                    Some(100.0 + f64::from(t.device)),
+                    "{}: {t:?}",
+                    c.id
+                );
+                assert_eq!(t.power_scope.as_deref(), Some("socket"), "{}: {t:?}", c.id);
             }
         }
+    }
+
+    /// Power sits in a different place of `amdsmi_power_info_t` in AMD SMI 23.2 (ROCm 5.7),
+    /// 24.x (ROCm 6.0-6.3) and 25/26 (ROCm 6.4, 7.x); the stand-in writes each release's
+    /// layout (a wrong offset reads a voltage or a split u64, not 100 W + index). A release
+    /// no header describes: no power, one warning, the rest still read.
+    #[test]
+    fn power_is_read_in_each_amd_smi_releases_layout() {
+        for version in ["23.2.0", "23.4.0", "24.7.1", "25.3.0", "26.1.0", "22.1.0"] {
+            let out = tmpdir(&format!("rocm-power-{version}")).join("out");
+            let var = format!("SCALEBENCH_STANDIN_AMDSMI_VERSION={version}");
+            let args = rocm_run(
+                &[
+                    "--topology",
+                    "hybrid",
+                    "--devices-per-node",
+                    "2",
+                    "-w",
+                    "allreduce",
+                    "--sizes",
+                    "4KiB",
+                ],
+                "2",
+                &out,
+            );
+            let r = all_valid(&solo_with(&on_standins(&[&var]), &args), &out, 1);
+            let w = &r.launches[0].provenance.as_ref().unwrap().warnings;
+            let known = version != "22.1.0";
+            for c in &r.cases {
+                assert_eq!(c.telemetry.len(), 2, "{version}: {:?}", c.telemetry);
+                for t in &c.telemetry {
+                    let want = known.then(|| 100.0 + f64::from(t.device));
+                    assert_eq!(t.power_w_max, want, "{version}: {t:?}");
+                    assert_eq!(t.power_scope.is_some(), known, "{version}: {t:?}");
+                    assert_eq!(t.temperature_c_max, Some(40.0 + f64::from(t.device)));
+                }
+            }
+            let said = w.iter().filter(|w| w.starts_with("no GPU power: ")).count();
+            assert_eq!(said, usize::from(!known), "{version}: {w:?}");
+            if !known {
+                assert!(
+                    w.iter()
+                        .any(|w| w.contains("AMD SMI 22.1.0 is not a release")),
+                    "{w:?}"
+                );
+            }
+        }
+    }
+
+    /// A launcher that gives each rank its own GCD (Slurm `--gpus-per-task=1`, LUMI's
+    /// `ROCR_VISIBLE_DEVICES=$SLURM_LOCALID` wrapper): local rank 1's node-local GPU is 1, but
+    /// it sees one device, HIP ordinal 0; it opens that one and says why, as CUDA does.
+    #[test]
+    fn a_rank_given_its_own_gcd_opens_it_as_ordinal_zero() {
+        let out = tmpdir("rocm-own-gcd").join("out");
+        let args = rocm_run(
+            &[
+                "--devices-per-node",
+                "2",
+                "-w",
+                "allreduce",
+                "--sizes",
+                "4KiB",
+            ],
+            "2",
+            &out,
+        );
+        let mut m: Vec<String> = Vec::new();
+        for (k, v) in on_standins(&[]) {
+            m.push("-x".into());
+            m.push(format!("{k}={v}"));
+        }
+        m.push(
+            Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("standin/gpus-per-rank.sh")
+                .display()
+                .to_string(),
+        );
+        m.push("1".into());
+        let r = all_valid(&common::mpirun_with(2, &strs(&m), &strs(&args)), &out, 1);
+        let ranks = &r.launches[0].provenance.as_ref().unwrap().ranks;
+        let rank1 = &ranks[1].devices[0];
+        assert_eq!(rank1.local_index, 1, "{rank1:?}");
+        assert!(
+            rank1.name.contains(" GCD fffe:5b:01.0 ")
+                && rank1.name.contains("HIP ordinal 0")
+                && rank1
+                    .name
+                    .contains("node-local GPU 1 is this rank's only visible device (ordinal 0)"),
+            "{}",
+            rank1.name
+        );
+        // Rank 0's ordinal is its node-local number: no note.
+        assert!(
+            !ranks[0].devices[0].name.contains("only visible"),
+            "{:?}",
+            ranks[0]
+        );
+        // Two GCDs visible to a rank that wants GPU 2: refused in HIP's words, exit 2.
+        let out = tmpdir("rocm-too-few").join("out");
+        let args = rocm_run(
+            &[
+                "--devices-per-node",
+                "3",
+                "-w",
+                "allreduce",
+                "--sizes",
+                "4KiB",
+            ],
+            "2",
+            &out,
+        );
+        let ran = mpirun_with_env(3, &on_standins(&["SCALEBENCH_STANDIN_DEVICES=2"]), &args);
+        ran.assert_code(2);
+        assert!(
+            ran.stderr
+                .contains("no HIP device for node-local GPU 2: this process sees 2 devices (ROCR_VISIBLE_DEVICES"),
+            "{}",
+            ran.stderr
+        );
+        assert!(!ran.stderr.contains("panicked"), "{}", ran.stderr);
     }
 
     /// A node without AMD SMI still runs: no telemetry, one warning naming the library (as a

@@ -17,6 +17,7 @@ use super::nvml::{NvmlProbe, NvmlProbeError};
 use super::probe::{self, guarded, GpuInfo};
 use super::{CudaError, CudaResult};
 use crate::backend::ccl;
+use crate::backend::ordinals;
 use crate::backend::telemetry::{Sampler, DEFAULT_INTERVAL};
 use crate::backend::{BackendError, BackendResult, DeviceError, DevicePlan};
 use crate::comm::HostComm;
@@ -108,7 +109,12 @@ fn open_local(plan: &DevicePlan) -> BackendResult<Local> {
     }
     // No driver, no device, a driver too old: the backend cannot start here (exit 2).
     let visible = probe::device_count().map_err(|e| BackendError::Unavailable(e.to_string()))?;
-    let choice = probe::choose_ordinals(&plan.local_indices, visible)?;
+    let runtime = ordinals::Runtime {
+        name: "CUDA",
+        ccl: "NCCL",
+        visible_env: probe::visible_devices_env(),
+    };
+    let choice = ordinals::choose_ordinals(&plan.local_indices, visible, &runtime)?;
     let driver = probe::driver_version()?;
     let libs = probe::libraries();
     let cublas_check = cublas_usable(libs.cublas);

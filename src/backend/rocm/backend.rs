@@ -155,6 +155,8 @@ pub struct RocmBackend {
     pub(super) nccl_log: Option<crate::backend::capture::LogTap>,
     /// AMD SMI sampling of the rank's GCDs (`None`: no AMD SMI, or switched off).
     pub(super) telemetry: Option<Sampler<SmiError>>,
+    /// Why the HIP ordinal is not the node-local GPU number (one GCD per rank), if so.
+    pub(super) ordinal_note: Option<String>,
 }
 
 impl RocmBackend {
@@ -337,7 +339,10 @@ impl Backend for RocmBackend {
                 index: self.device_index(w),
                 local_index: self.plan.local_indices.get(w).copied().unwrap_or(w as u32),
                 cpus: cpus.clone(),
-                name: d.describe(),
+                name: match &self.ordinal_note {
+                    Some(n) => format!("{}; {n}", d.describe()),
+                    None => d.describe(),
+                },
             })
             .collect()
     }

@@ -12,6 +12,7 @@ use super::smi::{SmiError, SmiProbe};
 use super::{RocmError, RocmResult};
 use crate::backend::ccl;
 use crate::backend::marks::{Ring, SLOTS};
+use crate::backend::ordinals;
 use crate::backend::telemetry::{Sampler, DEFAULT_INTERVAL};
 use crate::backend::{BackendError, BackendResult, DeviceError, DevicePlan};
 use crate::comm::HostComm;
@@ -22,14 +23,18 @@ use std::sync::Arc;
 /// Set to `0` to switch telemetry off (the CUDA backend's switch, read the same way).
 const TELEMETRY_ENV: &str = "SCALEBENCH_TELEMETRY";
 
-/// AMD SMI sampling of the GCDs at `addresses`, or why there is none (a warning: a node
-/// without AMD SMI still runs), or neither when switched off.
+/// AMD SMI sampling of the GCDs at `addresses`, and a warning: why there is none (a node
+/// without AMD SMI still runs) or what it cannot read (power on an unknown release); neither
+/// when switched off.
 fn start_telemetry(addresses: Vec<String>) -> (Option<Sampler<SmiError>>, Option<String>) {
     if std::env::var(TELEMETRY_ENV).is_ok_and(|v| v.trim() == "0") {
         return (None, None);
     }
     match Sampler::spawn(move || SmiProbe::open(addresses), DEFAULT_INTERVAL) {
-        Ok(s) => (Some(s), None),
+        Ok(s) => {
+            let note = s.note().map(str::to_string);
+            (Some(s), note)
+        }
         Err(e) => (None, Some(e.to_string())),
     }
 }
@@ -42,6 +47,8 @@ struct Local {
     devices: Vec<Device>,
     timer: TimerInfo,
     warnings: Vec<String>,
+    /// Why the HIP ordinals are not the node-local GPU numbers, when they are not.
+    ordinal_note: Option<String>,
 }
 
 /// The error a healthy rank returns when another failed: the failing rank's own sentence is
@@ -81,16 +88,16 @@ fn open_local(plan: &DevicePlan) -> BackendResult<Local> {
     if visible == 0 {
         return Err(RocmError::NoDevice("hipGetDeviceCount: 0 devices".into()).into());
     }
+    let runtime = ordinals::Runtime {
+        name: "HIP",
+        ccl: "RCCL",
+        visible_env: visible_devices_env(),
+    };
+    let choice = ordinals::choose_ordinals(&plan.local_indices, visible as u32, &runtime)?;
     let mut devices = Vec::new();
-    for &index in &plan.local_indices {
-        if index as i32 >= visible {
-            return Err(RocmError::NoDevice(format!(
-                "this rank needs GPU {index} of the node but {visible} are visible"
-            ))
-            .into());
-        }
-        let d = open_device(&hip, rocblas.as_ref(), index as i32)
-            .map_err(|e| e.context(format!("could not open HIP device {index}")))?;
+    for &ordinal in &choice.ordinals {
+        let d = open_device(&hip, rocblas.as_ref(), ordinal as i32)
+            .map_err(|e| e.context(format!("could not open HIP device {ordinal}")))?;
         devices.push(d);
     }
     let mut warnings = Vec::new();
@@ -103,7 +110,24 @@ fn open_local(plan: &DevicePlan) -> BackendResult<Local> {
         devices,
         timer,
         warnings,
+        ordinal_note: choice.note,
     })
+}
+
+/// The variables that hide GCDs from HIP, as this process sees them (ROCR's applies first,
+/// then HIP's, or CUDA's, which HIP also honours, renumbers what is left); CUDA's only when set.
+fn visible_devices_env() -> String {
+    let mut said: Vec<String> = ["ROCR_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES"]
+        .iter()
+        .map(|k| match std::env::var(k) {
+            Ok(v) => format!("{k}={v:?}"),
+            Err(_) => format!("{k} unset"),
+        })
+        .collect();
+    if let Ok(v) = std::env::var("CUDA_VISIBLE_DEVICES") {
+        said.push(format!("CUDA_VISIBLE_DEVICES={v:?}"));
+    }
+    said.join(", ")
 }
 
 /// One GPU: its stream, timing events, its rocBLAS handle where the launch runs a GEMM, and a
@@ -318,6 +342,7 @@ impl RocmBackend {
             devices,
             timer,
             mut warnings,
+            ordinal_note,
         } = local;
         let comms = match init_rccl(comm, &hip, &rccl, &devices, rank, size) {
             Ok(c) => c,
@@ -352,6 +377,7 @@ impl RocmBackend {
             ddp: Default::default(),
             nccl_log,
             telemetry,
+            ordinal_note,
         })
     }
 }

@@ -14,8 +14,11 @@
 //! `AMDSMI_CLK_TYPE_GFX` is 0, `AMDSMI_TEMPERATURE_TYPE_HOTSPOT` (junction) 1,
 //! `AMDSMI_TEMP_CURRENT` 0, and the temperature is an i64 in °C. The structs are read into
 //! buffers larger than any version's struct, so a newer, longer layout cannot overrun them.
-//! Power is not read: `amdsmi_power_info_t` moved its fields between ROCm 6.0, 6.1 and 6.2
-//! (a u64 `socket_power` was put first), so one offset cannot be right for every release.
+//!
+//! Power: `amdsmi_power_info_t` changed layout twice, so where its fields sit is read from
+//! the library's own version (`amdsmi_get_lib_version`) — see [`PowerLayout`]. The figure is
+//! AMD SMI's *socket* power: on an MI250X the package of two GCDs, reported on one of them;
+//! the record says so (`power_scope`).
 
 use super::error::RocmError;
 use super::kfd::Bdf;
@@ -32,8 +35,11 @@ const TEMPERATURE_TYPE_HOTSPOT: c_int = 1;
 const TEMP_CURRENT: c_int = 0;
 /// What newer AMD SMI writes in a field the GPU does not report.
 const NOT_SUPPORTED_U32: u32 = u32::MAX;
-/// Longer than any version's `amdsmi_engine_usage_t` (64 bytes) or `amdsmi_clk_info_t`.
+/// Longer than any version's `amdsmi_engine_usage_t` (64 bytes), `amdsmi_clk_info_t`,
+/// `amdsmi_version_t` (24 bytes) or `amdsmi_power_info_t` (184 bytes from AMD SMI 26).
 const STRUCT_WORDS: usize = 64;
+/// What the power figure covers (the record's `power_scope`).
+pub(crate) const POWER_SCOPE: &str = "socket";
 
 /// Names tried: the development link first; AMD SMI's sonames follow its own major version.
 const NAMES: &[&str] = &["libamd_smi.so"];
@@ -49,7 +55,72 @@ entry_points! {
         activity = "amdsmi_get_gpu_activity": fn(Handle, *mut u32) -> c_int;
         clock_info = "amdsmi_get_clock_info": fn(Handle, c_int, *mut u32) -> c_int;
         temp_metric = "amdsmi_get_temp_metric": fn(Handle, c_int, c_int, *mut i64) -> c_int;
+        lib_version = "amdsmi_get_lib_version": fn(*mut u32) -> c_int;
+        power_info = "amdsmi_get_power_info": fn(Handle, *mut u32) -> c_int;
     }
+}
+
+/// Where `amdsmi_power_info_t` keeps the socket power, by AMD SMI release (checked against
+/// ROCm/amdsmi's headers at rocm-5.7.0, 6.0.0, 6.1.0, 6.2.0 and its ROCm 6.3 branch, and the
+/// struct references of AMD SMI 6.4.1, 7.0, 7.1 and develop). Word = u32 offset / 4.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum PowerLayout {
+    /// AMD SMI 23.0–23.3 (ROCm 5.7): `u32 average_socket_power` first.
+    Average,
+    /// AMD SMI 23.4–24.x (ROCm 6.0–6.3): `u32 current_socket_power, u32 average_socket_power`.
+    CurrentAverage,
+    /// AMD SMI 25 and later (ROCm 6.4, 7.x): `u64 socket_power, u32 current_socket_power,
+    /// u32 average_socket_power`, then the voltages (u32 in 25, u64 from 26: after the fields
+    /// read here, so one layout serves both).
+    SocketCurrentAverage,
+}
+
+/// The library's version and the power layout it implies, from the words
+/// `amdsmi_get_lib_version` wrote. Up to AMD SMI 24 `amdsmi_version_t` starts with a year
+/// (23, 24) then the major; from 25 the year is gone and the major (25, 26, …) comes first, so
+/// the first word alone tells the two apart. `None` for a version no header above describes.
+pub(crate) fn power_layout(words: &[u32]) -> (String, Option<PowerLayout>) {
+    match words {
+        [year @ (23 | 24), major, minor, ..] => {
+            let layout = if *year == 23 && *major < 4 {
+                PowerLayout::Average
+            } else {
+                PowerLayout::CurrentAverage
+            };
+            (format!("{year}.{major}.{minor}"), Some(layout))
+        }
+        [major, minor, release, ..] if (25..100).contains(major) => (
+            format!("{major}.{minor}.{release}"),
+            Some(PowerLayout::SocketCurrentAverage),
+        ),
+        [a, b, c, ..] => (format!("{a}.{b}.{c}"), None),
+        _ => ("?".into(), None),
+    }
+}
+
+/// Above any accelerator's socket power: a figure past it is a misread layout, not a reading.
+const POWER_W_CEILING: f64 = 10_000.0;
+
+/// The socket power in watts from the words `amdsmi_get_power_info` wrote: the current power
+/// where the GPU reports it (MI300 and later), else the average (MI200 and earlier). Zero and
+/// "not supported" (all ones) mean no reading: an MI250X reports its package on one GCD and
+/// zero on the other.
+pub(crate) fn socket_power_w(layout: PowerLayout, words: &[u32]) -> Option<f64> {
+    let u32_w = |v: u32| (v != 0 && v != NOT_SUPPORTED_U32).then_some(f64::from(v));
+    let candidates: Vec<Option<f64>> = match layout {
+        PowerLayout::Average => vec![u32_w(words[0])],
+        PowerLayout::CurrentAverage => vec![u32_w(words[0]), u32_w(words[1])],
+        PowerLayout::SocketCurrentAverage => {
+            let socket = u64::from(words[0]) | (u64::from(words[1]) << 32);
+            let socket = (socket != 0 && socket != u64::MAX && socket != u64::from(u32::MAX))
+                .then_some(socket as f64);
+            vec![socket, u32_w(words[2]), u32_w(words[3])]
+        }
+    };
+    candidates
+        .into_iter()
+        .flatten()
+        .find(|w| *w < POWER_W_CEILING)
 }
 
 /// Why AMD SMI cannot watch the GCDs (a sentence for the launch's warnings).
@@ -70,6 +141,10 @@ pub(crate) enum SmiError {
 pub(crate) struct SmiProbe {
     smi: Smi,
     gcds: Vec<Handle>,
+    /// `None`: a release whose power layout is unknown, so power is not read.
+    power: Option<PowerLayout>,
+    /// What the probe cannot read, for the launch's warnings.
+    note: Option<String>,
 }
 
 /// `amdsmi_bdf_t`'s packed value of a PCI address.
@@ -150,7 +225,26 @@ impl SmiProbe {
         let mut probe = SmiProbe {
             smi,
             gcds: Vec::new(),
+            power: None,
+            note: None,
         };
+        let mut words = [0u32; STRUCT_WORDS];
+        // SAFETY: AMD SMI writes one amdsmi_version_t (at most 24 bytes), shorter than the buffer.
+        let v = unsafe { (probe.smi.lib_version)(words.as_mut_ptr()) };
+        let (version, layout) = if v == 0 {
+            power_layout(&words)
+        } else {
+            (
+                format!("unknown (amdsmi_get_lib_version: status {v})"),
+                None,
+            )
+        };
+        probe.power = layout;
+        if layout.is_none() {
+            probe.note = Some(format!(
+                "no GPU power: AMD SMI {version} is not a release whose amdsmi_power_info_t layout scalebench knows (23.0 to 26 and later); utilisation, clock and temperature are read"
+            ));
+        }
         let listed = probe.smi.processors()?;
         for a in &addresses {
             let want = Bdf::parse(a)
@@ -198,13 +292,28 @@ impl Probe for SmiProbe {
         // SAFETY: AMD SMI writes one i64.
         let t =
             unsafe { (self.smi.temp_metric)(h, TEMPERATURE_TYPE_HOTSPOT, TEMP_CURRENT, &mut temp) };
+        let power_w = self.power.and_then(|layout| {
+            let mut info = [0u32; STRUCT_WORDS];
+            // SAFETY: AMD SMI writes one amdsmi_power_info_t (at most 184 bytes), shorter
+            // than the buffer.
+            let p = unsafe { (self.smi.power_info)(h, info.as_mut_ptr()) };
+            (p == 0).then(|| socket_power_w(layout, &info)).flatten()
+        });
         Ok(Sample {
             gpu_util_percent: figure(a, usage[0]),
             mem_util_percent: figure(a, usage[1]),
             sm_clock_mhz: figure(c, clk[0]),
-            power_w: None,
+            power_w,
             temperature_c: (t == 0).then_some(temp as f64),
         })
+    }
+
+    fn note(&self) -> Option<String> {
+        self.note.clone()
+    }
+
+    fn power_scope(&self) -> Option<&'static str> {
+        self.power.map(|_| POWER_SCOPE)
     }
 }
 
@@ -226,6 +335,56 @@ mod tests {
         assert_eq!(figure(0, 87), Some(87.0));
         assert_eq!(figure(0, u32::MAX), None);
         assert_eq!(figure(2, 87), None);
+    }
+
+    #[test]
+    fn the_version_names_the_power_layout() {
+        use PowerLayout::*;
+        // amdsmi_version_t up to 24: year, major, minor, release
+        assert_eq!(
+            power_layout(&[23, 2, 0, 0]),
+            ("23.2.0".into(), Some(Average))
+        );
+        assert_eq!(power_layout(&[23, 4, 0, 0]).1, Some(CurrentAverage));
+        assert_eq!(power_layout(&[24, 6, 2, 0]).1, Some(CurrentAverage));
+        assert_eq!(power_layout(&[24, 7, 1, 0]).1, Some(CurrentAverage));
+        // from 25: major, minor, release
+        assert_eq!(
+            power_layout(&[25, 3, 0, 0]),
+            ("25.3.0".into(), Some(SocketCurrentAverage))
+        );
+        assert_eq!(power_layout(&[26, 1, 0, 0]).1, Some(SocketCurrentAverage));
+        // nothing any header describes
+        assert_eq!(power_layout(&[22, 1, 0, 0]), ("22.1.0".into(), None));
+        assert_eq!(power_layout(&[0, 0, 0, 0]).1, None);
+        assert_eq!(power_layout(&[]).1, None);
+    }
+
+    #[test]
+    fn socket_power_is_read_where_each_layout_keeps_it() {
+        use PowerLayout::*;
+        let mut w = [0u32; 8];
+        // ROCm 5.7: average first
+        w[0] = 212;
+        assert_eq!(socket_power_w(Average, &w), Some(212.0));
+        // ROCm 6.0-6.3: current (MI300) before average (MI200)
+        w = [0, 245, 0, 0, 0, 0, 0, 0];
+        assert_eq!(socket_power_w(CurrentAverage, &w), Some(245.0));
+        w = [u32::MAX, 245, 0, 0, 0, 0, 0, 0];
+        assert_eq!(socket_power_w(CurrentAverage, &w), Some(245.0));
+        w = [610, 580, 0, 0, 0, 0, 0, 0];
+        assert_eq!(socket_power_w(CurrentAverage, &w), Some(610.0));
+        // ROCm 6.4 / 7.x: a u64 socket power, then current and average
+        w = [640, 0, 600, 590, 0, 0, 0, 0];
+        assert_eq!(socket_power_w(SocketCurrentAverage, &w), Some(640.0));
+        w = [u32::MAX, 0, u32::MAX, 250, 0, 0, 0, 0];
+        assert_eq!(socket_power_w(SocketCurrentAverage, &w), Some(250.0));
+        // the second GCD of an MI250X: nothing
+        assert_eq!(socket_power_w(SocketCurrentAverage, &[0; 8]), None);
+        // a 6.2 struct read with the 7.x layout: its two u32s make one u64 past any
+        // socket's power, refused, and the words after it are zero
+        w = [245, 250, 0, 0, 0, 0, 0, 0];
+        assert_eq!(socket_power_w(SocketCurrentAverage, &w), None);
     }
 
     /// Without AMD SMI (CI) opening is one sentence, never a panic.

@@ -331,6 +331,8 @@ pub struct Telemetry {
     pub sm_clock_mhz_min: Option<f64>,
     pub sm_clock_mhz_max: Option<f64>,
     pub power_w_max: Option<f64>,
+    #[serde(default)]
+    pub power_scope: Option<String>,
     pub temperature_c_max: Option<f64>,
     pub error: Option<String>,
 }
