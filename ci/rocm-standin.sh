@@ -81,8 +81,9 @@ SCALEBENCH_STANDIN_DEVICES=4 "${mpi[@]}" -x SCALEBENCH_STANDIN_DEVICES -np 2 sta
   "$bin" run --backend rocm --topology hybrid --devices-per-node 2 --nodes 2 --emulate-nodes \
   "${all[@]}" --out "$work/2x2"
 validated "$work/2x2" 700
-# AMD SMI telemetry per GCD, matched by PCI address: the stand-in reads 40 °C + the device's
-# index, and rank 1's HIP ordinals 0 and 1 are devices 2 and 3.
+# AMD SMI telemetry per GCD, matched by PCI address: the stand-in reads 40 °C and 100 W (its
+# socket power, in AMD SMI 24.6's layout) + the device's index, and rank 1's HIP ordinals 0
+# and 1 are devices 2 and 3.
 python3 - "$work/2x2/results.json" <<'PY'
 import json, sys
 cases = [c for c in json.load(open(sys.argv[1]))["cases"] if c["status"] == "ok"]
@@ -91,7 +92,9 @@ for c in cases:
     assert [x["device"] for x in t] == [0, 1, 2, 3], (c["id"], t)
     for x in t:
         assert x.get("temperature_c_max") == 40 + x["device"], (c["id"], x)
-print(f"  telemetry of 4 GCDs in each of {len(cases)} cases, each GCD read at its own address")
+        assert x.get("power_w_max") == 100 + x["device"], (c["id"], x)
+        assert x.get("power_scope") == "socket", (c["id"], x)
+print(f"  telemetry of 4 GCDs in each of {len(cases)} cases (temperature, socket power), each GCD read at its own address")
 PY
 
 step "two ranks on one GCD: refused with one sentence, exit 2"
