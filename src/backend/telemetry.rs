@@ -62,6 +62,30 @@ pub(crate) enum TelemetryError<E: std::error::Error + 'static> {
 /// sampling repeats readings.
 pub(crate) const DEFAULT_INTERVAL: Duration = Duration::from_millis(100);
 
+/// Set to `0` to switch GPU sampling off (either backend).
+pub(crate) const TELEMETRY_ENV: &str = "SCALEBENCH_TELEMETRY";
+
+/// A GPU backend's sampler over the probe `open` builds, and a launch warning: why there is
+/// none (a node without the management library still runs) or what the probe cannot read;
+/// neither when [`TELEMETRY_ENV`] switches sampling off.
+pub(crate) fn start<P, E, F>(open: F) -> (Option<Sampler<E>>, Option<String>)
+where
+    E: std::error::Error + Send + 'static,
+    P: Probe<Error = E>,
+    F: FnOnce() -> Result<P, E> + Send + 'static,
+{
+    if std::env::var(TELEMETRY_ENV).is_ok_and(|v| v.trim() == "0") {
+        return (None, None);
+    }
+    match Sampler::spawn(open, DEFAULT_INTERVAL) {
+        Ok(s) => {
+            let note = s.note.clone();
+            (Some(s), note)
+        }
+        Err(e) => (None, Some(e.to_string())),
+    }
+}
+
 /// Samples of one device over one case, or the first error met.
 pub(crate) type DeviceSamples<E> = Result<Vec<Sample>, E>;
 
@@ -137,11 +161,6 @@ impl<E: std::error::Error + Send + 'static> Sampler<E> {
     #[cfg(test)]
     pub(crate) fn devices(&self) -> usize {
         self.devices
-    }
-
-    /// The probe's sentence on what it cannot read (a launch warning), if any.
-    pub(crate) fn note(&self) -> Option<&str> {
-        self.note.as_deref()
     }
 
     /// Starts a case: samples collected so far are dropped.

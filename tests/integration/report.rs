@@ -1057,7 +1057,10 @@ fn gpu_telemetry_is_reported_least_busy_first() {
     let out = dir.join("rep-rocm");
     report(&[s(&input), "--out", s(&out)]).assert_code(0);
     let md = std::fs::read_to_string(out.join("report.md")).unwrap();
-    assert!(md.contains("## GPU utilisation during cases (AMD SMI)"), "{md}");
+    assert!(
+        md.contains("## GPU utilisation during cases (AMD SMI)"),
+        "{md}"
+    );
     assert!(
         md.contains("is AMD SMI's socket power: on an MI250X the package of two GCDs"),
         "{md}"

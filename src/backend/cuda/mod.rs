@@ -40,4 +40,4 @@ pub use events::MarkOverwritten;
 pub use memory::{DeviceBuf, TooLarge};
 pub use nccl::PlanError;
 pub use probe::{list_gpus, GpuInfo};
-pub use setup::{duplicate_gpus, TELEMETRY_ENV};
+pub use setup::duplicate_gpus;

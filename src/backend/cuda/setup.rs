@@ -13,32 +13,18 @@ use super::cublas::{self, Blas};
 use super::events::{self, Ring};
 use super::memory::DeviceMem;
 use super::nccl::{self, Comms};
-use super::nvml::{NvmlProbe, NvmlProbeError};
+use super::nvml::NvmlProbe;
 use super::probe::{self, guarded, GpuInfo};
 use super::{CudaError, CudaResult};
 use crate::backend::ccl;
 use crate::backend::ordinals;
-use crate::backend::telemetry::{Sampler, DEFAULT_INTERVAL};
+use crate::backend::telemetry;
 use crate::backend::{BackendError, BackendResult, DeviceError, DevicePlan};
 use crate::comm::HostComm;
 use crate::results::schema::TimerInfo;
 use crate::topology::affinity;
 use cudarc::driver::{CudaContext, CudaStream};
 use std::sync::Arc;
-
-/// Set to `0` to switch NVML sampling off.
-pub const TELEMETRY_ENV: &str = "SCALEBENCH_TELEMETRY";
-
-/// NVML sampling of `uuids`, or why there is none (a warning), or neither when switched off.
-fn start_telemetry(uuids: Vec<String>) -> (Option<Sampler<NvmlProbeError>>, Option<String>) {
-    if std::env::var(TELEMETRY_ENV).is_ok_and(|v| v.trim() == "0") {
-        return (None, None);
-    }
-    match Sampler::spawn(move || NvmlProbe::open(uuids), DEFAULT_INTERVAL) {
-        Ok(s) => (Some(s), None),
-        Err(e) => (None, Some(e.to_string())),
-    }
-}
 
 /// What one rank found and opened on its own, before any agreement.
 pub(super) struct Local {
@@ -327,8 +313,8 @@ impl CudaBackend {
             .as_ref()
             .ok()
             .and_then(|b| guarded("cublasGetVersion", || b.version()).ok());
-        let (telemetry, why_not) =
-            start_telemetry(devices.iter().map(|d| d.info.uuid.clone()).collect());
+        let uuids: Vec<String> = devices.iter().map(|d| d.info.uuid.clone()).collect();
+        let (telemetry, why_not) = telemetry::start(move || NvmlProbe::open(uuids));
         warnings.extend(why_not);
         let standin = devices
             .iter()

@@ -50,9 +50,6 @@ pub(super) struct Device {
     pub(super) stream: Stream,
     /// One timing event per mark slot.
     pub(super) marks: Vec<Event>,
-    /// Always null: side streams (ddp_step's communication streams, batch_matmul's copy
-    /// streams) destroy themselves (`super::ddp::SideStream`). Left for set-up's literal.
-    pub(super) comm: Stream,
     /// The events of the work beside the main stream (ddp_step's ordering events,
     /// batch_matmul's timing events), all this device ever created (destroyed with it).
     pub(super) order_events: Vec<Event>,
@@ -105,11 +102,11 @@ impl Drop for Device {
             // SAFETY: created by this device, no work left that records it, destroyed once.
             let _ = unsafe { self.hip.event_destroy(e) };
         }
-        for s in [self.stream, self.comm] {
-            if !s.is_null() {
-                // SAFETY: created for this device, synchronised above, destroyed once.
-                let _ = unsafe { self.hip.stream_destroy(s) };
-            }
+        // Side streams (ddp_step's communication streams, batch_matmul's copy streams)
+        // destroy themselves (`super::ddp::SideStream`); only the main stream is the device's.
+        if !self.stream.is_null() {
+            // SAFETY: created for this device, synchronised above, destroyed once.
+            let _ = unsafe { self.hip.stream_destroy(self.stream) };
         }
     }
 }

@@ -8,36 +8,17 @@ use super::hip::{self, Hip};
 use super::kfd;
 use super::rccl::Rccl;
 use super::rocblas::Rocblas;
-use super::smi::{SmiError, SmiProbe};
+use super::smi::SmiProbe;
 use super::{RocmError, RocmResult};
 use crate::backend::ccl;
 use crate::backend::marks::{Ring, SLOTS};
 use crate::backend::ordinals;
-use crate::backend::telemetry::{Sampler, DEFAULT_INTERVAL};
+use crate::backend::telemetry;
 use crate::backend::{BackendError, BackendResult, DeviceError, DevicePlan};
 use crate::comm::HostComm;
 use crate::results::schema::TimerInfo;
 use crate::topology::affinity;
 use std::sync::Arc;
-
-/// Set to `0` to switch telemetry off (the CUDA backend's switch, read the same way).
-const TELEMETRY_ENV: &str = "SCALEBENCH_TELEMETRY";
-
-/// AMD SMI sampling of the GCDs at `addresses`, and a warning: why there is none (a node
-/// without AMD SMI still runs) or what it cannot read (power on an unknown release); neither
-/// when switched off.
-fn start_telemetry(addresses: Vec<String>) -> (Option<Sampler<SmiError>>, Option<String>) {
-    if std::env::var(TELEMETRY_ENV).is_ok_and(|v| v.trim() == "0") {
-        return (None, None);
-    }
-    match Sampler::spawn(move || SmiProbe::open(addresses), DEFAULT_INTERVAL) {
-        Ok(s) => {
-            let note = s.note().map(str::to_string);
-            (Some(s), note)
-        }
-        Err(e) => (None, Some(e.to_string())),
-    }
-}
 
 /// What one rank opened on its own, before any agreement.
 struct Local {
@@ -146,7 +127,6 @@ fn open_device(hip: &Arc<Hip>, rocblas: Option<&Arc<Rocblas>>, ordinal: i32) -> 
         l2_cache_bytes: hip.l2_cache_bytes(ordinal)?,
         stream: std::ptr::null_mut(),
         marks: Vec::new(),
-        comm: std::ptr::null_mut(),
         order_events: Vec::new(),
         blas: None,
         hip: hip.clone(),
@@ -352,8 +332,8 @@ impl RocmBackend {
         let hip_version = hip::format_version(hip.version()?);
         let rccl_version = ccl::format_version(rccl.version()?);
         let rocblas_version = rocblas.as_ref().map(|b| b.version()).transpose()?;
-        let (telemetry, why_not) =
-            start_telemetry(devices.iter().map(|d| d.pci_bus_id.clone()).collect());
+        let addresses: Vec<String> = devices.iter().map(|d| d.pci_bus_id.clone()).collect();
+        let (telemetry, why_not) = telemetry::start(move || SmiProbe::open(addresses));
         warnings.extend(why_not);
         let standin = devices.iter().any(|d| d.name == STANDIN_DEVICE_NAME);
         if standin {
