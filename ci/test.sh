@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The project's tests, as CI runs them: formatting, lints (all targets and features, incl.
-# the CUDA backend), a build without optional features, unit tests, and integration tests that
-# start the real binary under real mpirun and a real local Slurm cluster.
+# the CUDA backend; then the CUDA and the ROCm backend each alone), a build without optional
+# features, unit tests, and integration tests that start the real binary under real mpirun and
+# a real local Slurm cluster.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash ci/setup.sh --slurm --browser
@@ -14,6 +15,13 @@ cargo fmt --all -- --check
 
 step "clippy (all targets, all features, -D warnings)"
 cargo clippy --release --locked --all-targets --all-features -- -D warnings
+
+# Code used by only one GPU backend warns only when that backend is built alone (dead code,
+# unreachable pub): the all-features lint above cannot see it. Lib and bin only (CI time).
+step "clippy (CUDA backend alone, -D warnings)"
+cargo clippy --release --locked --features cuda -- -D warnings
+step "clippy (ROCm backend alone, -D warnings)"
+cargo clippy --release --locked --features rocm -- -D warnings
 
 step "build without optional features (report/compare on a laptop: no MPI, no CUDA)"
 cargo build --release --locked --no-default-features

@@ -73,6 +73,17 @@ pub(crate) struct Lane<R: GpuStreams> {
     events: Vec<R::Event>,
 }
 
+/// `dev`'s copy lane, which [`plan`] sized before `step` ran: its absence is a broken
+/// invariant of this module, reported as a failed check rather than a panic inside the backend.
+fn sized<'a, L>(lane: Option<&'a L>, dev: usize, step: &str) -> BackendResult<&'a L> {
+    lane.ok_or_else(|| {
+        BackendError::check(format!(
+            "batch_matmul: no copy lane for device {dev} at the {step}: \
+             the plan step did not size the lanes"
+        ))
+    })
+}
+
 /// `n` timing events of `dev`.
 fn timing_events<R: GpuStreams>(rt: &mut R, dev: usize, n: usize) -> BackendResult<Vec<R::Event>> {
     (0..n).map(|_| rt.new_event(dev, true)).collect()
@@ -134,7 +145,7 @@ pub(crate) fn square_batch<R: GpuStreams>(
     let r = enqueue(rt, &plans, inputs, a, c).and_then(|()| {
         for (dev, p) in plans.iter().enumerate() {
             if p.matrices > 0 {
-                let l = rt.lane(dev).expect("sized before enqueuing");
+                let l = sized(rt.lane(dev), dev, "synchronisation")?;
                 rt.synchronize_on(dev, On::Side(&l.copy))?;
             }
             rt.synchronize_on(dev, On::Main)?;
@@ -226,7 +237,7 @@ fn read<R: GpuStreams>(
             outputs.push(out);
             continue;
         }
-        let lane = rt.lane(dev).expect("sized above");
+        let lane = sized(rt.lane(dev), dev, "read-back")?;
         let ev = |j, w| &lane.events[event_index(j, w)];
         let span =
             |f: usize, t: usize, j0: usize, j1: usize| rt.elapsed_s(dev, ev(j0, f), ev(j1, t));
@@ -300,7 +311,7 @@ fn enqueue_in_and_gemm<R: GpuStreams>(
     a: &R::Buf,
     c: &R::Buf,
 ) -> BackendResult<()> {
-    let l = rt.lane(dev).expect("sized before enqueuing");
+    let l = sized(rt.lane(dev), dev, "copy-in")?;
     let mb = plan.matrix_bytes;
     let ev = |j, w| &l.events[event_index(j, w)];
     let copy = On::Side(&l.copy);
@@ -344,7 +355,7 @@ fn enqueue_out<R: GpuStreams>(
     mb: usize,
     c: &R::Buf,
 ) -> BackendResult<()> {
-    let l = rt.lane(dev).expect("sized before enqueuing");
+    let l = sized(rt.lane(dev), dev, "copy-out")?;
     let ev = |j, w| &l.events[event_index(j, w)];
     let copy = On::Side(&l.copy);
     rt.wait(dev, copy, ev(j, 3))?;
@@ -391,6 +402,25 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn a_missing_lane_is_a_check_error_naming_device_and_step() {
+        let present = 7u8;
+        assert_eq!(*sized(Some(&present), 0, "copy-in").unwrap(), 7);
+        let e = sized::<u8>(None, 3, "copy-out").unwrap_err();
+        assert!(
+            matches!(
+                e,
+                BackendError::Device(crate::backend::DeviceError::Check(_))
+            ),
+            "{e:?}"
+        );
+        assert_eq!(
+            e.to_string(),
+            "batch_matmul: no copy lane for device 3 at the copy-out: \
+             the plan step did not size the lanes"
+        );
     }
 
     #[test]

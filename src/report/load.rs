@@ -78,28 +78,33 @@ pub(crate) struct LinksSource {
 /// Splits the inputs into results inputs and links files: a file named `links.json` is a links
 /// file; a directory holding one adds it, and is a results input too when it holds a
 /// `results.json` (a directory with neither stays one, so its error names the missing results).
+/// A file named `results.json` stands for its run directory here: it brings the same links
+/// files (`DIR/links.json`, the sweep's `DIR/links/<set-up>/links.json`) as `DIR` would.
 pub(crate) fn split_links(paths: &[PathBuf]) -> Result<(Vec<PathBuf>, Vec<LinksSource>), Error> {
     let mut results = Vec::new();
     let mut links = Vec::new();
     for path in paths {
-        let (links_path, is_results) = if path.is_dir() {
-            let l = path.join(LINKS_FILE);
-            let has_results = path.join(RESULTS_FILE).exists();
-            (
-                l.exists().then_some(l),
-                has_results || !path.join(LINKS_FILE).exists(),
-            )
+        let run_dir = if path.is_dir() {
+            Some(path.as_path())
+        } else if path.file_name().is_some_and(|n| n == RESULTS_FILE) {
+            path.parent()
+        } else {
+            None
+        };
+        let (links_path, is_results) = if let Some(dir) = run_dir {
+            let l = dir.join(LINKS_FILE);
+            let has_results = dir.join(RESULTS_FILE).exists();
+            let has_links = l.exists();
+            // A directory of links only is no results input; a results.json always is.
+            let is_results = !path.is_dir() || has_results || !has_links;
+            (has_links.then_some(l), is_results)
         } else if path.file_name().is_some_and(|n| n == LINKS_FILE) {
             (Some(path.clone()), false)
         } else {
             (None, true)
         };
         // A sweep's run directory holds one links.json per set-up (`links/<set-up>/`).
-        let steps = if path.is_dir() {
-            sweep_links(path)
-        } else {
-            Vec::new()
-        };
+        let steps = run_dir.map(sweep_links).unwrap_or_default();
         // A run directory and its links.json both given: one section, not two.
         for l in links_path.into_iter().chain(steps) {
             if links.iter().any(|x: &LinksSource| x.path == l) {
@@ -348,6 +353,12 @@ mod tests {
                 dir.join("links/n2-ppn1").join(LINKS_FILE)
             ]
         );
+        // The directory's results.json given instead: the same steps, and it is the input.
+        let file = dir.join(RESULTS_FILE);
+        let (results, links) = split_links(std::slice::from_ref(&file)).unwrap();
+        assert_eq!(results, vec![file]);
+        let by_file: Vec<PathBuf> = links.iter().map(|l| l.path.clone()).collect();
+        assert_eq!(by_file, found);
         let _ = std::fs::remove_dir_all(&dir);
     }
 

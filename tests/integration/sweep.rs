@@ -928,3 +928,44 @@ fn a_links_step_runs_once_per_set_up_and_a_resume_keeps_it() {
         "{md}"
     );
 }
+
+/// A run directory's links steps (`DIR/links/<set-up>/links.json`, as `sweep` and `submit` write
+/// them) are reported whether the report is given `DIR` or `DIR/results.json`: both documents
+/// carry the step's section, named by its set-up, beside the run's cases. The layout is built
+/// by hand (a simulated links file, the golden results) so no sweep has to run.
+#[test]
+fn a_run_directorys_links_steps_are_found_from_its_results_file_too() {
+    let dir = tmpdir("links-step-by-file");
+    let run = dir.join("run");
+    std::fs::create_dir_all(&run).unwrap();
+    common::fixture::write(&run, "results.json", &common::fixture::golden());
+    let step = run.join("links/n16-ppn1");
+    let r = solo(&[
+        "links",
+        "--simulate",
+        "16",
+        "--slow-link",
+        "3:9",
+        "--out",
+        step.to_str().unwrap(),
+    ]);
+    r.assert_code(1);
+    assert!(step.join("links.json").is_file(), "{}", r.stdout);
+    let heading = "## Links: the slow node or link, set-up n16-ppn1 (16 nodes × 1 rank per node)";
+    for (name, input) in [
+        ("by-dir", run.clone()),
+        ("by-file", run.join("results.json")),
+    ] {
+        let rep = dir.join(name);
+        let ran = common::report(&[input.to_str().unwrap(), "--out", rep.to_str().unwrap()]);
+        ran.assert_code(0);
+        assert!(!ran.stdout.contains("(0 cases"), "{name}: {}", ran.stdout);
+        let md = std::fs::read_to_string(rep.join("report.md")).unwrap();
+        let at = md
+            .find(heading)
+            .unwrap_or_else(|| panic!("{name}: no links section for the step:\n{md}"));
+        assert!(md[at..].contains("| link | n3:3↔n9:9 |"), "{name}: {md}");
+        assert!(rep.join("charts/links.svg").is_file(), "{name}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -187,11 +187,7 @@ fn verdicts(doc: &mut Doc, f: &LinksFile) {
         "finding",
     ]);
     for x in &f.findings {
-        let names: Vec<String> = x
-            .ranks
-            .iter()
-            .map(|&r| format!("{}:{r}", f.hosts.get(r).map_or("?", |h| h.as_str())))
-            .collect();
+        let names = rank_names(f, &x.ranks);
         let sep = if x.kind == "block" { "–" } else { "↔" };
         let verdict = match (x.confirmed, x.isolated_ratio) {
             (true, _) => Cell::Flag("confirmed".into(), Tone::Bad),
@@ -256,11 +252,7 @@ fn floor(doc: &mut Doc, fl: &FloorRecord, f: &LinksFile) {
         "finding",
     ]);
     for x in &fl.findings {
-        let names: Vec<String> = x
-            .ranks
-            .iter()
-            .map(|&r| format!("{}:{r}", f.hosts.get(r).map_or("?", |h| h.as_str())))
-            .collect();
+        let names = rank_names(f, &x.ranks);
         t.push(vec![
             Cell::text(x.kind.clone()),
             Cell::text(if names.is_empty() {
@@ -279,6 +271,15 @@ fn floor(doc: &mut Doc, fl: &FloorRecord, f: &LinksFile) {
         ]);
     }
     doc.table(t, "links_floor", None);
+}
+
+/// `host:rank` for each rank, as both the findings and the floor tables name them (`?` for a
+/// rank the file's host list does not cover).
+fn rank_names(f: &LinksFile, ranks: &[usize]) -> Vec<String> {
+    ranks
+        .iter()
+        .map(|&r| format!("{}:{r}", f.hosts.get(r).map_or("?", |h| h.as_str())))
+        .collect()
 }
 
 /// A note as a sentence of its own.
@@ -321,6 +322,14 @@ mod tests {
             }
         }
         out
+    }
+
+    #[test]
+    fn ranks_are_named_host_colon_rank_with_a_question_mark_past_the_host_list() {
+        let f = healthy();
+        assert_eq!(rank_names(&f, &[1, 0]), vec!["b:1", "a:0"]);
+        assert_eq!(rank_names(&f, &[0, 5]), vec!["a:0", "?:5"]);
+        assert!(rank_names(&f, &[]).is_empty());
     }
 
     #[test]

@@ -260,7 +260,7 @@ pub struct Case {
     pub gflops: Option<f64>,
     pub gflops_total: Option<f64>,
     pub phases: Vec<Phase>,
-    /// Written only where NVML sampled (CUDA backend).
+    /// Written only where GPU telemetry was sampled: NVML (CUDA backend) or AMD SMI (ROCm).
     #[serde(default)]
     pub telemetry: Vec<Telemetry>,
     /// Written only when something specific to the case makes it unrepresentative.
