@@ -16,10 +16,9 @@ use crate::results::schema::{NcclCapture, NcclChoice};
 use std::io::{Read, Seek, SeekFrom};
 use std::path::PathBuf;
 
-/// Set to `1` to capture NCCL's choices (off otherwise: NCCL's logging is left alone).
-/// Public as `backend::cuda::CAPTURE_ENV`; a ROCm-only build has no such path.
-#[cfg_attr(not(feature = "cuda"), allow(unreachable_pub))]
-pub const CAPTURE_ENV: &str = "SCALEBENCH_NCCL_CAPTURE";
+/// Set to `1` to capture NCCL's (or RCCL's) choices (off otherwise: the library's logging is
+/// left alone).
+pub(crate) const CAPTURE_ENV: &str = "SCALEBENCH_NCCL_CAPTURE";
 
 /// This process's NCCL log and how far the cases before read it.
 #[derive(Debug)]

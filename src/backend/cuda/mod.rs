@@ -32,7 +32,6 @@ pub(crate) mod pipeline;
 pub mod probe;
 mod setup;
 
-pub use crate::backend::capture::CAPTURE_ENV;
 pub use crate::backend::gpu_gemm::GemmUnsupported;
 pub use backend::{CudaBackend, CudaUnsupported};
 pub use error::{CudaError, CudaResult};
