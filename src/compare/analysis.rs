@@ -241,12 +241,12 @@ pub struct CaseStats {
     pub sd_unit: f64,
     /// Whether the error was raised to the timer's resolution.
     pub floored: bool,
-    /// The value `scalebench report` shows for the case (the file's headline for the metric:
-    /// the mean over ranks), averaged over the side's runs that measured it.
+    /// The value `scalebench report` shows for the case given the side's runs (the file's
+    /// headline for the metric, a mean over ranks, of the newest run: report's pick).
     pub headline_baseline: Option<f64>,
     pub headline_candidate: Option<f64>,
-    /// The headline as a fraction of its ceiling (the case's `peak`), averaged over the side's
-    /// runs that recorded one; absent for time and where a side has none.
+    /// That headline as a fraction of its ceiling (the case's `peak`); absent for time and
+    /// where the run has none.
     pub frac_peak_baseline: Option<f64>,
     pub frac_peak_candidate: Option<f64>,
 }

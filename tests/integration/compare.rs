@@ -591,6 +591,25 @@ fn repetitions_judge_cases_on_run_level_statistics() {
         v["settings"]["paired"], false,
         "same start times: not alternate"
     );
+    // What `scalebench report` of a side's runs shows for a case: the newest measurement
+    // (equal finish times here, so the later run: a[5], b[5]), read from its file.
+    let shown = |run: &Path, id: &str, metric: &str| -> f64 {
+        let f: Value =
+            serde_json::from_str(&std::fs::read_to_string(run.join("results.json")).unwrap())
+                .unwrap();
+        let c = f["cases"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["id"] == id)
+            .unwrap()
+            .clone();
+        match metric {
+            "busbw" => c["busbw_gbps"].as_f64().unwrap(),
+            "gflops" => c["gflops"].as_f64().unwrap(),
+            _ => c["timing"]["time_s"].as_f64().unwrap(),
+        }
+    };
     for c in v["cases"].as_array().unwrap() {
         let s = &c["stats"];
         assert_eq!(s["basis"], "runs", "{c:#}");
@@ -598,6 +617,17 @@ fn repetitions_judge_cases_on_run_level_statistics() {
         // the interval holds the run-to-run spread: wide enough to include 0
         assert!(s["ci_low"].as_f64().unwrap() < 0.0, "{c:#}");
         assert!(s["ci_high"].as_f64().unwrap() > 0.0, "{c:#}");
+        // the "report's figure" is the report's (not a mean over the runs: the speed modes
+        // make the two differ by up to 15 %)
+        let (id, metric) = (c["id"].as_str().unwrap(), s["metric"].as_str().unwrap());
+        assert_eq!(
+            s["baseline_headline"].as_f64(),
+            Some(shown(&a[5], id, metric))
+        );
+        assert_eq!(
+            s["candidate_headline"].as_f64(),
+            Some(shown(&b[5], id, metric))
+        );
     }
     // the same data through directories of runs gives the same report
     let r2 = run_compare(&[

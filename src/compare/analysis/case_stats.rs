@@ -244,13 +244,20 @@ pub(super) fn case_stats(
     Ok((with_headlines(s, b, c), note))
 }
 
-/// The mean of the side's headline values of the metric (what `report` shows), if any run has one.
+/// The side's measurement `scalebench report` would show for the case given the same runs:
+/// the newest by finish time, the later run on a tie (`report::load::select`'s rule).
+fn newest<'r, 'a>(recs: &'r [Rec<'a>]) -> Option<&'r Rec<'a>> {
+    recs.iter().max_by(|x, y| {
+        x.case
+            .finished_unix_s
+            .total_cmp(&y.case.finished_unix_s)
+            .then(x.run.cmp(&y.run))
+    })
+}
+
+/// The headline value of the metric that `report` shows for the side (its newest run's).
 fn headline(recs: &[Rec<'_>], metric: Metric) -> Option<f64> {
-    let v: Vec<f64> = recs
-        .iter()
-        .filter_map(|r| metric.headline(r.case))
-        .collect();
-    (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+    newest(recs).and_then(|r| metric.headline(r.case))
 }
 
 fn with_headlines(mut s: CaseStats, b: &[Rec<'_>], c: &[Rec<'_>]) -> CaseStats {
@@ -261,24 +268,20 @@ fn with_headlines(mut s: CaseStats, b: &[Rec<'_>], c: &[Rec<'_>]) -> CaseStats {
     s
 }
 
-/// The mean fraction of peak of the side's headline figure, if any run recorded one.
+/// The fraction of peak of that headline figure (the newest run's), where it recorded one.
 fn frac_peak(recs: &[Rec<'_>], metric: Metric) -> Option<f64> {
     let figure = match metric {
         Metric::Busbw => "busbw_gbps",
         Metric::Gflops => "gflops",
         Metric::Time | Metric::Algbw => return None,
     };
-    let v: Vec<f64> = recs
-        .iter()
-        .filter_map(|r| {
-            r.case
-                .peak
-                .iter()
-                .find(|f| f.figure == figure)
-                .and_then(|f| f.frac_peak)
-        })
-        .collect();
-    (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+    newest(recs).and_then(|r| {
+        r.case
+            .peak
+            .iter()
+            .find(|f| f.figure == figure)
+            .and_then(|f| f.frac_peak)
+    })
 }
 
 /// Each record's median metric value and its relative timer resolution (res / median time).
