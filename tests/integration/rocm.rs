@@ -61,12 +61,24 @@ mod standin {
     }
 
     /// `mpirun -np N scalebench ARGS` with `env`'s variables.
+    /// `-x K=V` for each of `env`: mpirun's options exporting it to every rank.
+    fn exported(env: &[(String, String)]) -> Vec<String> {
+        env.iter()
+            .flat_map(|(k, v)| ["-x".to_string(), format!("{k}={v}")])
+            .collect()
+    }
+
     fn mpirun_with_env(np: u32, env: &[(String, String)], args: &[String]) -> Ran {
-        let mut m: Vec<String> = Vec::new();
-        for (k, v) in env {
-            m.push("-x".into());
-            m.push(format!("{k}={v}"));
-        }
+        common::mpirun_with(np, &strs(&exported(env)), &strs(args))
+    }
+
+    /// `mpirun -np NP` on the stand-ins (`extra` settings too), each rank given its own block
+    /// of `per_rank` devices by `standin/gpus-per-rank.sh`, as a launcher's GPU binding does.
+    fn mpirun_per_rank(np: u32, extra: &[&str], per_rank: u32, args: &[String]) -> Ran {
+        let mut m = exported(&on_standins(extra));
+        let wrapper = Path::new(env!("CARGO_MANIFEST_DIR")).join("standin/gpus-per-rank.sh");
+        m.push(wrapper.display().to_string());
+        m.push(per_rank.to_string());
         common::mpirun_with(np, &strs(&m), &strs(args))
     }
 
@@ -278,14 +290,6 @@ mod standin {
     #[test]
     fn two_processes_by_two_gcds_validate() {
         let out = tmpdir("rocm-2x2").join("out");
-        let wrapper = Path::new(env!("CARGO_MANIFEST_DIR")).join("standin/gpus-per-rank.sh");
-        let mut m: Vec<String> = Vec::new();
-        for (k, v) in on_standins(&["SCALEBENCH_STANDIN_DEVICES=4"]) {
-            m.push("-x".into());
-            m.push(format!("{k}={v}"));
-        }
-        m.push(wrapper.display().to_string());
-        m.push("2".into());
         let args = rocm_run(
             &[
                 "--topology",
@@ -307,7 +311,7 @@ mod standin {
             "2",
             &out,
         );
-        let ran = common::mpirun_with(2, &strs(&m), &strs(&args));
+        let ran = mpirun_per_rank(2, &["SCALEBENCH_STANDIN_DEVICES=4"], 2, &args);
         let r = all_valid(&ran, &out, 20);
         let p = r.launches[0].provenance.as_ref().unwrap();
         assert_eq!(p.ranks.len(), 2);
@@ -420,19 +424,7 @@ mod standin {
             "2",
             &out,
         );
-        let mut m: Vec<String> = Vec::new();
-        for (k, v) in on_standins(&[]) {
-            m.push("-x".into());
-            m.push(format!("{k}={v}"));
-        }
-        m.push(
-            Path::new(env!("CARGO_MANIFEST_DIR"))
-                .join("standin/gpus-per-rank.sh")
-                .display()
-                .to_string(),
-        );
-        m.push("1".into());
-        let r = all_valid(&common::mpirun_with(2, &strs(&m), &strs(&args)), &out, 1);
+        let r = all_valid(&mpirun_per_rank(2, &[], 1, &args), &out, 1);
         let ranks = &r.launches[0].provenance.as_ref().unwrap().ranks;
         let rank1 = &ranks[1].devices[0];
         assert_eq!(rank1.local_index, 1, "{rank1:?}");
@@ -593,19 +585,7 @@ mod standin {
         );
         // The same launch with a GCD each (the launcher's binding: each rank sees its own
         // device as ordinal 0, standin/gpus-per-rank.sh) runs.
-        let mut m: Vec<String> = Vec::new();
-        for (k, v) in on_standins(&[]) {
-            m.push("-x".into());
-            m.push(format!("{k}={v}"));
-        }
-        m.push(
-            Path::new(env!("CARGO_MANIFEST_DIR"))
-                .join("standin/gpus-per-rank.sh")
-                .display()
-                .to_string(),
-        );
-        m.push("1".into());
-        let r = all_valid(&common::mpirun_with(2, &strs(&m), &strs(&args)), &out, 1);
+        let r = all_valid(&mpirun_per_rank(2, &[], 1, &args), &out, 1);
         let names: Vec<&str> = r.launches[0]
             .provenance
             .as_ref()
