@@ -113,8 +113,9 @@ pub struct FloorRecord {
     pub fraction: Option<f64>,
     /// The floor holds cells of messages this large and up (smaller ones are latency-bound).
     pub min_message_bytes: u64,
-    /// Rank r's host network link (`net.link`, GB/s per direction) as its host leader read it
-    /// from sysfs; `null` where none is known (never invented).
+    /// Rank r's host link as one pair can reach it (GB/s per direction: one rail, the slowest
+    /// active InfiniBand/RoCE port, else the Ethernet link; `net.link` on one-rail hosts) as its
+    /// host leader read it from sysfs; `null` where none is known (never invented).
     pub link_gbps: Vec<Option<f64>>,
     /// Inter-node cells held to the floor (both hosts' links known).
     pub checked_cells: usize,

@@ -1,7 +1,9 @@
-//! The absolute floor in `scalebench links`: each host leader reads its host's network link
-//! ceiling (`net.link`, from sysfs), rank 0 gathers them, holds the inter-node cells to a
-//! fraction of the slower end's link ([`crate::links::floor::check`]), re-measures what falls
-//! below one pair at a time, and records the verdict in links.json.
+//! The absolute floor in `scalebench links`: each host leader reads what one pair can count on
+//! from its host's network (one rail: the slowest active InfiniBand/RoCE port, else the
+//! Ethernet link, from sysfs; not `net.link`, the sum over rails, which one pair never
+//! reaches), rank 0 gathers them, holds the inter-node cells to a fraction of the slower
+//! end's ([`crate::links::floor::check`]), re-measures what falls below one pair at a time, and
+//! records the verdict in links.json.
 
 use crate::comm::mpi::MpiComm;
 use crate::comm::HostComm;
@@ -21,9 +23,7 @@ pub(super) fn gather_links(
 ) -> Vec<Option<f64>> {
     let link = leader
         .then(|| {
-            crate::topology::ceilings::network::read(sysfs_root, &Default::default())
-                .link
-                .value
+            crate::topology::ceilings::network::read(sysfs_root, &Default::default()).rail_gbps
         })
         .flatten();
     let parts = comm.gather_bytes(&floor::encode_read(leader, link));

@@ -30,6 +30,13 @@ pub struct NetworkCeilings {
     pub ceilings: Vec<Ceiling>,
     /// `net.link`: the host's network ceiling, or unknown with why.
     pub link: Ceiling,
+    /// What one pair of processes on two hosts can count on, GB/s per direction: the slowest
+    /// ACTIVE InfiniBand/RoCE port with a rate (a rail). NCCL and UCX put one peer's traffic on
+    /// the NIC nearest it (UCX stripes a large message over at most two), so on a host with
+    /// 4 or 8 rails one pair reaches a quarter or an eighth of `link`, healthy; whichever rail
+    /// it is given, it can reach the slowest. Without InfiniBand: `link` (one Ethernet
+    /// interface already). `None` where no port gives a rate.
+    pub rail_gbps: Option<f64>,
     pub warnings: Vec<CeilingWarning>,
 }
 
@@ -119,10 +126,16 @@ pub fn read(root: &Path, expect: &Expect) -> NetworkCeilings {
         }
     }
     let link = host_link(root, &active_ib, &ceilings, &eth);
+    let rail_gbps = active_ib
+        .iter()
+        .filter_map(|c| c.value)
+        .reduce(f64::min)
+        .or(link.value);
     ceilings.extend(eth);
     NetworkCeilings {
         ceilings,
         link,
+        rail_gbps,
         warnings,
     }
 }
@@ -475,6 +488,8 @@ mod tests {
             .any(|w| w.subject.contains("mlx5_2") && w.message.contains("negotiated")));
         // the host's link: the two ACTIVE ports, 50 + 25 GB/s; the DOWN one adds nothing
         assert_eq!((n.link.id.as_str(), n.link.value), (LINK_ID, Some(75.0)));
+        // one pair: the slower active rail, whichever it is put on
+        assert_eq!(n.rail_gbps, Some(25.0));
         assert!(
             n.link.detail.contains("2 active") && !n.link.detail.contains("mlx5_2"),
             "{}",
@@ -492,8 +507,9 @@ mod tests {
         assert!(v.detail.contains("-1") && v.detail.contains("eth1/speed"));
         // lo has no device: virtual, not listed
         assert!(!n.ceilings.iter().any(|c| c.id == "net.eth.lo"));
-        // an active HDR port: the link is the port, not eth0's 12.5 GB/s
+        // an active HDR port: the link is the port, not eth0's 12.5 GB/s, and so is one rail
         assert_eq!(n.link.value, Some(25.0));
+        assert_eq!(n.rail_gbps, Some(25.0));
         assert_eq!(n.link.source, CeilingSource::Sysfs);
     }
 
@@ -518,6 +534,7 @@ mod tests {
         let _ = std::fs::remove_dir_all(&root);
         // 25000 Mb/s = 3.125 GB/s; the 1 Gb/s management port does not lower it
         assert_eq!(n.link.value, Some(3.125));
+        assert_eq!(n.rail_gbps, Some(3.125));
         assert!(n.link.detail.contains("net.eth.ens2"), "{}", n.link.detail);
         let root = eth_tree("virtio", &[("eth0", None)]);
         let n = read(&root, &Expect::default());
