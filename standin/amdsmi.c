@@ -17,10 +17,11 @@
  * which GCD was read; no AMD GPU reads it.
  *
  * Version and power: amdsmi_get_lib_version reports SCALEBENCH_STANDIN_AMDSMI_VERSION
- * ("YEAR.MAJOR.MINOR" up to 24, e.g. "24.6.0" for ROCm 6.2, the default; "MAJOR.MINOR.RELEASE"
- * from 25, e.g. "26.1.0") in that release's amdsmi_version_t, and amdsmi_get_power_info writes
- * that release's amdsmi_power_info_t: 23.0-23.3 average first; 23.4-24.x current, average,
- * then u32 voltages; 25 and later a u64 socket power, current, average, then voltages. The
+ * ("YEAR.MAJOR.MINOR" up to 24, e.g. "24.6.0" for ROCm 6.2, the default; "0.25.3" for ROCm
+ * 6.4's 25.3, whose struct kept an unused year member; "MAJOR.MINOR.RELEASE" from 26, e.g.
+ * "26.1.0") in that release's amdsmi_version_t, and amdsmi_get_power_info writes that
+ * release's amdsmi_power_info_t: 23.0-23.3 average first; 23.4-24.x current, average, then
+ * u32 voltages; 25 and later a u64 socket power, current, average, then voltages. The
  * power is made up and says so: 100 W plus the device's index, in the field the release keeps
  * it in (the other power fields hold other numbers or "not supported", and the voltages
  * 800 mV and up), so a reader that takes the wrong layout reads a wrong number. */
@@ -196,36 +197,35 @@ SBS_EXPORT amdsmi_status_t amdsmi_get_temp_metric(void *h, int sensor, int metri
     return AS_SUCCESS;
 }
 
-/* The release this stand-in claims: (year, major, minor) up to 24, (0, major, minor) from 25. */
-static void claimed_version(uint32_t *year, uint32_t *major, uint32_t *minor) {
+/* The release this stand-in claims, as its amdsmi_version_t holds it: "A.B.C" with A >= 26 is
+ * (major, minor, release) without a year member (ROCm 7); otherwise (year, major, minor) with
+ * one: 23.x and 24.x, or "0.25.3" for ROCm 6.4's AMD SMI 25, which kept the member unused.
+ * Returns whether the struct has the year member; *major is the library's major version. */
+static int claimed_version(uint32_t *a, uint32_t *b, uint32_t *c, uint32_t *major) {
     const char *v = getenv("SCALEBENCH_STANDIN_AMDSMI_VERSION");
-    unsigned a = 24, b = 6, c = 0;
-    if (v && *v && sscanf(v, "%u.%u.%u", &a, &b, &c) < 2)
+    unsigned x = 24, y = 6, z = 0;
+    if (v && *v && sscanf(v, "%u.%u.%u", &x, &y, &z) < 2)
         sbs_die("amdsmi_get_lib_version", "SCALEBENCH_STANDIN_AMDSMI_VERSION=%s is not YEAR.MAJOR.MINOR or MAJOR.MINOR.RELEASE", v);
-    if (a >= 25) {
-        *year = 0;
-        *major = a;
-        *minor = b;
-    } else {
-        *year = a;
-        *major = b;
-        *minor = c;
-    }
+    *a = x;
+    *b = y;
+    *c = z;
+    int year_member = x < 26;
+    *major = year_member && y >= 25 ? y : year_member ? 0 : x;
+    return year_member;
 }
 
 SBS_EXPORT amdsmi_status_t amdsmi_get_lib_version(void *out) {
     need_init("amdsmi_get_lib_version");
     if (!out)
         return AS_INVAL;
-    uint32_t year, major, minor;
-    claimed_version(&year, &major, &minor);
+    uint32_t a, b, c, major;
     static const char build[] = "STAND-IN";
-    if (year) {
+    if (claimed_version(&a, &b, &c, &major)) {
         struct { uint32_t year, major, minor, release; const char *build; } *v = out;
-        *v = (typeof(*v)){year, major, minor, 0, build};
+        *v = (typeof(*v)){a, b, c, 0, build};
     } else {
         struct { uint32_t major, minor, release; const char *build; } *v = out;
-        *v = (typeof(*v)){major, minor, 0, build};
+        *v = (typeof(*v)){a, b, c, build};
     }
     return AS_SUCCESS;
 }
@@ -234,13 +234,13 @@ SBS_EXPORT amdsmi_status_t amdsmi_get_power_info(void *h, void *out) {
     struct proc *p = proc_of(h, "amdsmi_get_power_info");
     if (!out)
         return AS_INVAL;
-    uint32_t year, major, minor;
-    claimed_version(&year, &major, &minor);
+    uint32_t year, b, c, major;
+    claimed_version(&year, &b, &c, &major);
     uint32_t w = 100 + (uint32_t)p->index;
-    if (year == 23 && major < 4) {
+    if (major == 0 && year == 23 && b < 4) {
         struct { uint32_t average, gfx_mv, soc_mv, mem_mv, limit, reserved[11]; } *v = out;
         *v = (typeof(*v)){w, 800, 900, 1000, 500, {0}};
-    } else if (year) {
+    } else if (major == 0) {
         /* MI300 reports current, MI200 average: the current one is read first */
         struct { uint32_t current, average, gfx_mv, soc_mv, mem_mv, limit, reserved[11]; } *v = out;
         *v = (typeof(*v)){w, w - 10, 800 + (uint32_t)p->index, 900, 1000, 500, {0}};

@@ -360,12 +360,14 @@ mod standin {
     }
 
     /// Power sits in a different place of `amdsmi_power_info_t` in AMD SMI 23.2 (ROCm 5.7),
-    /// 24.x (ROCm 6.0-6.3) and 25/26 (ROCm 6.4, 7.x); the stand-in writes each release's
+    /// 23.4-24.x (ROCm 6.0-6.3) and 25/26 (ROCm 6.4, 7.x), and the version struct itself lost
+    /// its year in two steps; the stand-in writes each release's
     /// layout (a wrong offset reads a voltage or a split u64, not 100 W + index). A release
     /// no header describes: no power, one warning, the rest still read.
     #[test]
     fn power_is_read_in_each_amd_smi_releases_layout() {
-        for version in ["23.2.0", "23.4.0", "24.7.1", "25.3.0", "26.1.0", "22.1.0"] {
+        // "0.25.3": ROCm 6.4's 25.3, the struct's year member kept but unused
+        for version in ["23.2.0", "23.4.0", "24.7.1", "0.25.3", "26.1.0", "22.1.0"] {
             let out = tmpdir(&format!("rocm-power-{version}")).join("out");
             let var = format!("SCALEBENCH_STANDIN_AMDSMI_VERSION={version}");
             let args = rocm_run(

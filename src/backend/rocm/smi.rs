@@ -69,18 +69,28 @@ pub(crate) enum PowerLayout {
     Average,
     /// AMD SMI 23.4–24.x (ROCm 6.0–6.3): `u32 current_socket_power, u32 average_socket_power`.
     CurrentAverage,
-    /// AMD SMI 25 and later (ROCm 6.4, 7.x): `u64 socket_power, u32 current_socket_power,
+    /// AMD SMI 25 (ROCm 6.4) and later (7.x): `u64 socket_power, u32 current_socket_power,
     /// u32 average_socket_power`, then the voltages (u32 in 25, u64 from 26: after the fields
     /// read here, so one layout serves both).
     SocketCurrentAverage,
 }
 
 /// The library's version and the power layout it implies, from the words
-/// `amdsmi_get_lib_version` wrote. Up to AMD SMI 24 `amdsmi_version_t` starts with a year
-/// (23, 24) then the major; from 25 the year is gone and the major (25, 26, …) comes first, so
-/// the first word alone tells the two apart. `None` for a version no header above describes.
+/// `amdsmi_get_lib_version` wrote. Up to AMD SMI 24 `amdsmi_version_t` is `year, major, minor`
+/// (23.4.0 …); ROCm 6.4's AMD SMI 25 dropped the year from its version but kept the struct's
+/// `year` member unused, so the major (25) is the second word; from 26 (ROCm 7.0) the member
+/// is gone and the major comes first. `None` for a version no header above describes.
 pub(crate) fn power_layout(words: &[u32]) -> (String, Option<PowerLayout>) {
+    const NO_YEAR: std::ops::Range<u32> = 25..100;
     match words {
+        [_, major, minor, ..] if NO_YEAR.contains(major) => (
+            format!("{major}.{minor}"),
+            Some(PowerLayout::SocketCurrentAverage),
+        ),
+        [major, minor, release, ..] if NO_YEAR.contains(major) => (
+            format!("{major}.{minor}.{release}"),
+            Some(PowerLayout::SocketCurrentAverage),
+        ),
         [year @ (23 | 24), major, minor, ..] => {
             let layout = if *year == 23 && *major < 4 {
                 PowerLayout::Average
@@ -89,10 +99,6 @@ pub(crate) fn power_layout(words: &[u32]) -> (String, Option<PowerLayout>) {
             };
             (format!("{year}.{major}.{minor}"), Some(layout))
         }
-        [major, minor, release, ..] if (25..100).contains(major) => (
-            format!("{major}.{minor}.{release}"),
-            Some(PowerLayout::SocketCurrentAverage),
-        ),
         [a, b, c, ..] => (format!("{a}.{b}.{c}"), None),
         _ => ("?".into(), None),
     }
@@ -348,12 +354,19 @@ mod tests {
         assert_eq!(power_layout(&[23, 4, 0, 0]).1, Some(CurrentAverage));
         assert_eq!(power_layout(&[24, 6, 2, 0]).1, Some(CurrentAverage));
         assert_eq!(power_layout(&[24, 7, 1, 0]).1, Some(CurrentAverage));
-        // from 25: major, minor, release
+        // 25 (ROCm 6.4): the year member kept, unused (left as the caller zeroed it, or
+        // set), the major second
         assert_eq!(
-            power_layout(&[25, 3, 0, 0]),
-            ("25.3.0".into(), Some(SocketCurrentAverage))
+            power_layout(&[0, 25, 3, 0]),
+            ("25.3".into(), Some(SocketCurrentAverage))
         );
-        assert_eq!(power_layout(&[26, 1, 0, 0]).1, Some(SocketCurrentAverage));
+        assert_eq!(power_layout(&[25, 25, 3, 0]).1, Some(SocketCurrentAverage));
+        // from 26: major, minor, release
+        assert_eq!(
+            power_layout(&[26, 1, 0, 0]),
+            ("26.1.0".into(), Some(SocketCurrentAverage))
+        );
+        assert_eq!(power_layout(&[25, 3, 0, 0]).1, Some(SocketCurrentAverage));
         // nothing any header describes
         assert_eq!(power_layout(&[22, 1, 0, 0]), ("22.1.0".into(), None));
         assert_eq!(power_layout(&[0, 0, 0, 0]).1, None);
