@@ -179,6 +179,72 @@ pub(super) fn render(f: &FloorRecord) -> String {
 mod tests {
     use super::*;
 
+    /// A host whose sysfs shows `rails` ACTIVE InfiniBand ports at `gbit` Gb/s each.
+    fn rails_tree(tag: &str, rails: usize, gbit: u32) -> std::path::PathBuf {
+        let root =
+            std::env::temp_dir().join(format!("scalebench-rails-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        for r in 0..rails {
+            let port = root.join(format!("class/infiniband/mlx5_{r}/ports/1"));
+            std::fs::create_dir_all(&port).unwrap();
+            std::fs::write(port.join("state"), "4: ACTIVE\n").unwrap();
+            std::fs::write(port.join("phys_state"), "5: LinkUp\n").unwrap();
+            std::fs::write(port.join("link_layer"), "InfiniBand\n").unwrap();
+            std::fs::write(port.join("rate"), format!("{gbit} Gb/sec (4X NDR)\n")).unwrap();
+        }
+        root
+    }
+
+    /// A healthy multi-rail cluster (64 DGX-like hosts, 8 × 400 Gb/s rails each, every
+    /// inter-node pair at 80 % of one rail with 5 % noise, 200 seeds): held to what a host
+    /// leader reads now, one rail, nothing is flagged; held to `net.link` (the sum of the
+    /// rails, which the floor used before) the whole fabric is named every time, the false
+    /// alarm this bound exists to prevent.
+    #[test]
+    fn a_healthy_multi_rail_cluster_is_held_to_one_rail_not_the_sum() {
+        use crate::links::simulate::{Scenario, BASE_GBPS};
+        let root = rails_tree("dgx", 8, 400);
+        let read = crate::topology::ceilings::network::read(&root, &Default::default());
+        let _ = std::fs::remove_dir_all(&root);
+        // 400 Gb/s = 50 GB/s per rail; 8 of them: 400 GB/s
+        assert_eq!((read.rail_gbps, read.link.value), (Some(50.0), Some(400.0)));
+        const SEEDS: u64 = 200;
+        let (mut by_rail, mut by_sum) = (0, 0);
+        for seed in 0..SEEDS {
+            let s = Scenario {
+                nodes: 64,
+                seed,
+                slow_nodes: vec![],
+                slow_links: vec![],
+                slow_blocks: vec![],
+                noise: 0.05,
+            };
+            let mut m = s.matrix();
+            for g in m.gbps.iter_mut().flatten() {
+                *g *= 0.8 * 50.0 / BASE_GBPS;
+            }
+            let hosts = m.names.clone();
+            let rail = vec![read.rail_gbps; 64];
+            let sum = vec![read.link.value; 64];
+            if !floor::check(&m, &hosts, &rail, 0.5)
+                .unwrap()
+                .findings
+                .is_empty()
+            {
+                by_rail += 1;
+            }
+            if matches!(
+                floor::check(&m, &hosts, &sum, 0.5).unwrap().findings[..],
+                [FloorFinding::Fabric { .. }]
+            ) {
+                by_sum += 1;
+            }
+        }
+        // Measured: 0 of 200 held to one rail; 200 of 200 named as a slow fabric by the sum.
+        assert_eq!(by_rail, 0, "one rail: flagged in {by_rail} of {SEEDS}");
+        assert_eq!(by_sum, SEEDS, "the sum: the fabric in {by_sum} of {SEEDS}");
+    }
+
     /// 2 hosts × 2 ranks, every cell `gbps`; names `host:rank`.
     fn two_by_two(gbps: f64) -> (Matrix, Vec<String>) {
         let hosts: Vec<String> = ["a", "a", "b", "b"].iter().map(|s| s.to_string()).collect();
