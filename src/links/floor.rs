@@ -546,12 +546,8 @@ mod tests {
         let links = vec![Some(BASE_GBPS); 64];
         let scaled = |seed: u64, level: f64, slow_nodes: Vec<(usize, f64)>| {
             let s = Scenario {
-                nodes: 64,
-                seed,
                 slow_nodes,
-                slow_links: vec![],
-                slow_blocks: vec![],
-                noise: 0.05,
+                ..Scenario::healthy(64, seed, 0.05)
             };
             let mut m = s.matrix();
             for g in m.gbps.iter_mut().flatten() {

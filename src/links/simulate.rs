@@ -43,6 +43,18 @@ pub enum ScenarioError {
 }
 
 impl Scenario {
+    /// A cluster of `nodes` with nothing slow: the base every test and bench varies.
+    pub fn healthy(nodes: usize, seed: u64, noise: f64) -> Scenario {
+        Scenario {
+            nodes,
+            seed,
+            slow_nodes: vec![],
+            slow_links: vec![],
+            slow_blocks: vec![],
+            noise,
+        }
+    }
+
     pub fn check(&self) -> Result<(), ScenarioError> {
         let n = self.nodes;
         if n < 2 {
@@ -156,14 +168,7 @@ pub fn trial(t: Trial, seed: u64) -> Outcome {
     // Placement from its own stream, so the noise stream stays the scenario's.
     let mut rng = SplitMix64(seed ^ 0x5eed_1ace);
     let mut pick = |below: usize| ((rng.uniform() * below as f64) as usize).min(below - 1);
-    let mut s = Scenario {
-        nodes: n,
-        seed,
-        slow_nodes: vec![],
-        slow_links: vec![],
-        slow_blocks: vec![],
-        noise: 0.05,
-    };
+    let mut s = Scenario::healthy(n, seed, 0.05);
     let want = match t {
         Trial::NodeAndLink => {
             let k = pick(n);

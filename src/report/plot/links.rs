@@ -615,12 +615,8 @@ mod tests {
     /// from rank order), with the given findings.
     fn file(n: usize, findings: Vec<LinkFinding>) -> LinksFile {
         let s = crate::links::simulate::Scenario {
-            nodes: n,
-            seed: 7,
-            slow_nodes: vec![],
             slow_links: if n > 9 { vec![(3, 9, 0.5)] } else { vec![] },
-            slow_blocks: vec![],
-            noise: 0.05,
+            ..crate::links::simulate::Scenario::healthy(n, 7, 0.05)
         };
         let m = s.matrix();
         LinksFile {

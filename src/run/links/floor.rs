@@ -211,15 +211,7 @@ mod tests {
         const SEEDS: u64 = 200;
         let (mut by_rail, mut by_sum) = (0, 0);
         for seed in 0..SEEDS {
-            let s = Scenario {
-                nodes: 64,
-                seed,
-                slow_nodes: vec![],
-                slow_links: vec![],
-                slow_blocks: vec![],
-                noise: 0.05,
-            };
-            let mut m = s.matrix();
+            let mut m = Scenario::healthy(64, seed, 0.05).matrix();
             for g in m.gbps.iter_mut().flatten() {
                 *g *= 0.8 * 50.0 / BASE_GBPS;
             }

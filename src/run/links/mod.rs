@@ -1112,12 +1112,8 @@ mod tests {
         for seed in 0..seeds {
             // The matrix as the fabric behaves, in topology order, then laid out by rank.
             let sim = Scenario {
-                nodes: nodes_n,
-                seed,
-                slow_nodes: vec![],
-                slow_links: vec![],
                 slow_blocks: vec![(first, last, 0.6)],
-                noise: 0.05,
+                ..Scenario::healthy(nodes_n, seed, 0.05)
             }
             .matrix();
             let mut by_rank = vec![None; nodes_n * nodes_n];
