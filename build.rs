@@ -28,8 +28,19 @@ fn main() {
         .filter(|s| !s.is_empty())
         .or_else(git_sha);
     let version = std::env::var("CARGO_PKG_VERSION").unwrap_or_default();
+    // The optional features say which backends the binary holds, so a script carried to a GPU
+    // machine (ci/device-bundle.sh, ci/device-check.sh) can check it before it spends time there.
+    let features: Vec<&str> = ["mpi", "cuda", "rocm"]
+        .into_iter()
+        .filter(|f| std::env::var_os(format!("CARGO_FEATURE_{}", f.to_uppercase())).is_some())
+        .collect();
+    let features = if features.is_empty() {
+        "none".to_string()
+    } else {
+        features.join(",")
+    };
     println!(
-        "cargo:rustc-env=SCALEBENCH_VERSION_LONG={version} (commit {})",
+        "cargo:rustc-env=SCALEBENCH_VERSION_LONG={version} (commit {}; features {features})",
         sha.as_deref().unwrap_or("unknown")
     );
     println!(

@@ -21,6 +21,12 @@ if [ -z "$bin" ]; then
   cargo build --release --locked --features cuda --bin scalebench
   bin=$target/release/scalebench
 fi
+# A binary without the cuda feature would only reach its refusal on the GPU machine, after the
+# minutes it takes to start one: check here (the version line names the features).
+case "$("$bin" --version 2>/dev/null)" in
+  *features*cuda*) ;;
+  *) echo "ci/device-bundle.sh: $bin was not built with --features cuda ($("$bin" --version 2>&1 | head -n 1)); unset SCALEBENCH_BIN to build it here" >&2; exit 2 ;;
+esac
 rm -rf "$dir"
 mkdir -p "$dir/bin" "$dir/lib" "$dir/ompi" "$dir/hwloc"
 strip -o "$dir/bin/scalebench" "$bin"

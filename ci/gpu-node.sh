@@ -107,16 +107,27 @@ if python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
   done
 fi
 
-# all-reduce and all-gather against nccl-tests, alternating (same sizes, 100 timed, 20 warm-up).
+# all-reduce and all-gather against nccl-tests, alternating (same sizes, 100 timed, 20 warm-up),
+# each cache mode against its partner: scalebench's reused buffers against nccl-tests run at one
+# size (-b S -e S: its buffers then span that one message), rotated buffers against -e 1G
+# (nccl-tests shifts its buffers through the whole -e range, cache-cold below the L2's size).
+nt_each_size() {
+  local perf=$1 s
+  for s in 8 64 512 4K 32K 256K 2M 16M 128M 1G; do
+    "${launch[@]}" "$nt_bin/$perf" -b "$s" -e "$s" -g 1 -n 100 -w 20 -c 1 | grep -v '^#' | grep .
+  done
+}
 if [ -n "$nt_bin" ]; then
   wait "$builder"
   step nccl-tests-build cat "$out/nccl-tests-build.rc"
   if [ "$(cat "$out/nccl-tests-build.rc")" = 0 ]; then
     for round in 1 2; do
       step "coll-sb-$round" sb run --backend cuda -w allreduce,allgather --sizes 8B:1GiB:x8 \
-        --in-place no -n 100 --warmup 20 -q --out "$out/coll-sb-$round"
-      step "coll-nt-ar-$round" "${launch[@]}" "$nt_bin/all_reduce_perf" -b 8 -e 1G -f 8 -g 1 -n 100 -w 20 -c 1
-      step "coll-nt-ag-$round" "${launch[@]}" "$nt_bin/all_gather_perf" -b 8 -e 1G -f 8 -g 1 -n 100 -w 20 -c 1
+        --buffers reuse,rotate --in-place no -n 100 --warmup 20 -q --out "$out/coll-sb-$round"
+      step "coll-nt-ar-reuse-$round" nt_each_size all_reduce_perf
+      step "coll-nt-ar-rotate-$round" "${launch[@]}" "$nt_bin/all_reduce_perf" -b 8 -e 1G -f 8 -g 1 -n 100 -w 20 -c 1
+      step "coll-nt-ag-reuse-$round" nt_each_size all_gather_perf
+      step "coll-nt-ag-rotate-$round" "${launch[@]}" "$nt_bin/all_gather_perf" -b 8 -e 1G -f 8 -g 1 -n 100 -w 20 -c 1
     done
   fi
 fi

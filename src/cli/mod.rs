@@ -38,8 +38,9 @@ const EXIT_CODES: &str =
 3 wrong results or failed cases (results are still written); 4 runtime failure (I/O, launcher, \
 a hung job ended by the --op-timeout watchdog).";
 
-/// `0.1.0 (commit 0123456789ab)`, with `-dirty` when the tree had uncommitted changes, or
-/// `(commit unknown)` outside git (build.rs): every binary says which code it runs.
+/// `0.1.0 (commit 0123456789ab; features mpi,cuda)`, with `-dirty` when the tree had
+/// uncommitted changes, or `(commit unknown; ...)` outside git (build.rs): every binary says
+/// which code it runs and which optional backends it holds.
 /// (A build whose build-script output predates the variable falls back to the bare version.)
 const VERSION: &str = match option_env!("SCALEBENCH_VERSION_LONG") {
     Some(v) => v,

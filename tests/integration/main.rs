@@ -25,6 +25,7 @@ mod compare;
 mod context;
 mod cuda;
 mod ddp;
+mod device_check;
 mod fuzz_inputs;
 mod gemm_providers;
 mod golden;
