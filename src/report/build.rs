@@ -160,11 +160,11 @@ pub fn generate(req: &Request) -> Result<Written, Error> {
                 .map(|p| p.display().to_string())
                 .collect::<Vec<_>>()
                 .join(" ");
-            let text = super::nccl::tuner_text(&super::nccl::sweeps(&analysis), &visible(&from))
+            let text = super::tuner::tuner_text(&super::nccl::sweeps(&analysis), &visible(&from))
                 .map_err(|reason| Error::NcclTuner {
-                    path: path.clone(),
-                    reason,
-                })?;
+                path: path.clone(),
+                reason,
+            })?;
             Some((path, text))
         }
         None => None,

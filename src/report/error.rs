@@ -59,7 +59,10 @@ pub enum ReportError {
     Font,
     /// `--nccl-tuner`: nothing in the inputs to export.
     #[error("--nccl-tuner {}: {reason}", .path.display())]
-    NcclTuner { path: PathBuf, reason: String },
+    NcclTuner {
+        path: PathBuf,
+        reason: crate::report::tuner::TunerRefusal,
+    },
     #[error("chart {stem}: {source}")]
     Chart {
         stem: String,

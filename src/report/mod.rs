@@ -14,6 +14,7 @@ pub(crate) mod model;
 pub(crate) mod nccl;
 pub(crate) mod plot;
 pub(crate) mod table;
+pub(crate) mod tuner;
 
 pub use build::{generate, run, Outputs, Request, Written};
 pub use error::ReportError;

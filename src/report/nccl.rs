@@ -13,6 +13,7 @@
 use crate::params::{CaseParams, NcclAlgo, NcclProto, Workload};
 use crate::report::analyze::{describe, Analysis, Entry};
 use crate::report::derive::{self, SizeCall};
+use crate::report::tuner;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// What a launch forced on NCCL; `None` leaves NCCL its own choice.
@@ -135,6 +136,10 @@ pub(crate) struct Crossover {
     pub above_bytes: u64,
     pub from: String,
     pub to: String,
+    /// Where the tuner file switches ([`tuner::boundary_bytes`]): only where both winners ran
+    /// with a known pair and NCCL's tuner covers the collective; elsewhere the file leaves
+    /// the sizes to NCCL.
+    pub tuner_boundary_bytes: Option<u64>,
 }
 
 /// A sweep: cases equal except in size and in what was forced.
@@ -153,6 +158,8 @@ pub(crate) struct Sweep {
     pub standin: bool,
     /// Measured cases left out because they cannot represent their set-up.
     pub left_out: usize,
+    /// Cases that cannot represent their set-up but were let in (`--include-unrepresentative`).
+    pub let_in: usize,
 }
 
 impl Sweep {
@@ -166,6 +173,11 @@ impl Sweep {
         })
     }
 
+    /// The pair the fastest case of a size ran with, where known.
+    pub(crate) fn winner_pair(&self, r: &SizeRow) -> Option<Pair> {
+        r.fastest.and_then(|j| r.points[j]?.pair)
+    }
+
     /// Where the fastest changes, in size order (sizes without a usable point skipped).
     pub(crate) fn crossovers(&self) -> Vec<Crossover> {
         let decided: Vec<(&SizeRow, String)> = self
@@ -173,15 +185,19 @@ impl Sweep {
             .iter()
             .filter_map(|r| self.winner_text(r).map(|w| (r, w)))
             .collect();
+        let tunable = tuner::tuner_collective(self.workload).is_some();
         decided
             .windows(2)
             .filter_map(|w| {
                 let ((ra, a), (rb, b)) = (w[0].clone(), w[1].clone());
+                let paired = self.winner_pair(ra).is_some() && self.winner_pair(rb).is_some();
                 (a != b).then_some(Crossover {
                     below_bytes: ra.bytes,
                     above_bytes: rb.bytes,
                     from: a,
                     to: b,
+                    tuner_boundary_bytes: (tunable && paired)
+                        .then(|| tuner::boundary_bytes(ra.bytes, rb.bytes)),
                 })
             })
             .collect()
@@ -220,8 +236,9 @@ fn versus(a: &Analysis<'_>, slower: &Point, faster: &Point) -> Versus {
 pub(crate) fn sweeps(a: &Analysis<'_>) -> Vec<Sweep> {
     // key (canonical text) → (key, setting → bytes → point)
     type Members = BTreeMap<Setting, BTreeMap<u64, Point>>;
-    let mut groups: BTreeMap<(Workload, String), (CaseParams, Members, usize, bool)> =
-        BTreeMap::new();
+    // (key, members, left out, stand-in, let in)
+    type Group = (CaseParams, Members, usize, bool, usize);
+    let mut groups: BTreeMap<(Workload, String), Group> = BTreeMap::new();
     for (i, e) in a.entries.iter().enumerate() {
         let p = e.params();
         if !p.workload.is_collective() {
@@ -236,13 +253,15 @@ pub(crate) fn sweeps(a: &Analysis<'_>) -> Vec<Sweep> {
         k.requested_bytes = None;
         let g = groups
             .entry((p.workload, k.canonical()))
-            .or_insert_with(|| (k, Members::new(), 0, false));
+            .or_insert_with(|| (k, Members::new(), 0, false, 0));
         g.3 |= is_standin(e);
         // The report's rule: a case that cannot represent its set-up names no winner. It
         // stays in the table (a setting must not vanish because its launch met a busy host).
         let usable = a.usable(i);
         if !usable {
             g.2 += 1;
+        } else if !e.representative() {
+            g.4 += 1;
         }
         g.1.entry(Setting::of(p)).or_default().insert(
             bytes,
@@ -255,7 +274,7 @@ pub(crate) fn sweeps(a: &Analysis<'_>) -> Vec<Sweep> {
         );
     }
     let mut out = Vec::new();
-    for ((workload, _), (key, members, left_out, standin)) in groups {
+    for ((workload, _), (key, members, left_out, standin, let_in)) in groups {
         if members.len() < 2 || members.keys().all(|s| s.is_default()) {
             continue;
         }
@@ -301,6 +320,7 @@ pub(crate) fn sweeps(a: &Analysis<'_>) -> Vec<Sweep> {
             rows,
             standin,
             left_out,
+            let_in,
         });
     }
     out
@@ -362,150 +382,9 @@ fn size_row(
     }
 }
 
-/// One line of the tuner file: `pair` for sizes `min_bytes..=max_bytes`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct TunerBand {
-    pub min_bytes: u64,
-    pub max_bytes: u64,
-    pub pair: Pair,
-}
-
-/// The bands of one sweep from its sizes in increasing order, each with the pairs fastest
-/// there (fastest first; ties after it; empty where no measured pair is known).
-///
-/// - Consecutive sizes with one choice form one band. A tie keeps the previous band's pair
-///   when it is among the tied (fewer lines, and the data cannot tell them apart), else the
-///   fastest measured.
-/// - Between two measured sizes with different choices the boundary is their geometric
-///   mean (sizes are swept in powers of two; a collective's regimes change on a log scale).
-/// - Only the measured range is covered: below the smallest and above the largest size,
-///   and around a size without a known pair, NCCL keeps its own choice (no line).
-pub(crate) fn choose_bands(sizes: &[(u64, Vec<Pair>)]) -> Vec<TunerBand> {
-    let mut out: Vec<TunerBand> = Vec::new();
-    // The choice of the previous size (None: a gap).
-    let mut prev: Option<(u64, Pair)> = None;
-    for (bytes, tied) in sizes {
-        let choice = match (prev, tied.first()) {
-            (_, None) => None,
-            (Some((_, p)), Some(_)) if tied.contains(&p) => Some(p),
-            (_, Some(&first)) => Some(first),
-        };
-        match (prev, choice) {
-            (Some((_, p)), Some(c)) if p == c => {
-                out.last_mut().expect("a band is open").max_bytes = *bytes;
-            }
-            (Some((b, _)), Some(c)) => {
-                let m = mid(b, *bytes);
-                out.last_mut().expect("a band is open").max_bytes = m;
-                out.push(TunerBand {
-                    min_bytes: m + 1,
-                    max_bytes: *bytes,
-                    pair: c,
-                });
-            }
-            // The first size, or the first after a gap: the gap stays NCCL's.
-            (None, Some(c)) => out.push(TunerBand {
-                min_bytes: *bytes,
-                max_bytes: *bytes,
-                pair: c,
-            }),
-            (_, None) => {}
-        }
-        prev = choice.map(|c| (*bytes, c));
-    }
-    out
-}
-
-/// The geometric mean of two sizes, rounded down (a < b).
-fn mid(a: u64, b: u64) -> u64 {
-    let m = ((a as f64) * (b as f64)).sqrt().floor() as u64;
-    m.clamp(a, b.saturating_sub(1).max(a))
-}
-
 /// The file stem of sweep `k`'s chart (`nccl_allreduce_1`).
 pub(crate) fn chart_stem(k: usize, w: Workload) -> String {
     format!("nccl_{w}_{}", k + 1)
-}
-
-/// NCCL's example tuner's name of a collective; `None` for those it cannot tune
-/// (all-to-all is point-to-point in NCCL).
-pub(crate) fn tuner_collective(w: Workload) -> Option<&'static str> {
-    match w {
-        Workload::Allreduce => Some("allreduce"),
-        Workload::Reduce => Some("reduce"),
-        Workload::Broadcast => Some("broadcast"),
-        Workload::Allgather => Some("allgather"),
-        Workload::ReduceScatter => Some("reducescatter"),
-        _ => None,
-    }
-}
-
-/// The tuner file for `sweeps`, or why there is nothing to export.
-///
-/// Format (NCCL's `plugins/tuner/example`, from NCCL 2.28):
-/// `collective_type,min_bytes,max_bytes,algorithm,protocol,channels,nNodes,nRanks,numPipeOps,regBuff`,
-/// `#` comments, first matching line wins. Channels, pipelined ops and registered buffers
-/// are `-1` (NCCL's own): the sweep did not vary them. Sizes are scalebench's S, which for
-/// all-gather and reduce-scatter is the whole buffer (nRanks × count), NCCL's `nBytes`.
-pub(crate) fn tuner_text(sweeps: &[Sweep], sources: &str) -> Result<String, String> {
-    let mut lines = Vec::new();
-    let mut comments = vec![
-        "# NCCL tuner configuration written by scalebench report --nccl-tuner (NCCL example CSV tuner, NCCL 2.28+)".to_string(),
-        format!("# from: {sources}"),
-        "# collective_type,min_bytes,max_bytes,algorithm,protocol,channels,nNodes,nRanks,numPipeOps,regBuff".to_string(),
-        "# sizes outside each measured range are left to NCCL; channels -1: not swept".to_string(),
-    ];
-    if sweeps.iter().any(|s| s.standin) {
-        comments.insert(
-            1,
-            "# STAND-IN: measured on scalebench's stand-in NCCL (CPU test double), not on a GPU; do not use it to tune a real system".to_string(),
-        );
-    }
-    // The first matching line wins, so one sweep per collective and layout: the first (most
-    // settings); the others are named so nobody wonders where they went.
-    let mut taken: BTreeSet<(&str, u32, u32)> = BTreeSet::new();
-    for s in sweeps {
-        let Some(coll) = tuner_collective(s.workload) else {
-            continue;
-        };
-        if !taken.insert((coll, s.nodes, s.devices)) {
-            comments.push(format!(
-                "# not exported (an earlier sweep covers {coll} on this layout): {} {}",
-                s.workload, s.label
-            ));
-            continue;
-        }
-        let sizes: Vec<(u64, Vec<Pair>)> = s
-            .rows
-            .iter()
-            .map(|r| (r.bytes, r.best_pairs.clone()))
-            .collect();
-        let bands = choose_bands(&sizes);
-        if bands.is_empty() {
-            continue;
-        }
-        lines.push(format!("# {} {}", s.workload, s.label));
-        for b in bands {
-            lines.push(format!(
-                "{coll},{},{},{},{},-1,{},{},-1,-1",
-                b.min_bytes,
-                b.max_bytes,
-                b.pair.0.name(),
-                b.pair.1.name(),
-                s.nodes,
-                s.devices
-            ));
-        }
-    }
-    if lines.is_empty() {
-        return Err(if sweeps.is_empty() {
-            "no NCCL sweep in the inputs (cases equal but for nccl_algo / nccl_proto, at least one forced): run a sweep with the spec axes nccl_algo and nccl_proto (docs/nccl-capture.md), then export".to_string()
-        } else {
-            "no size of the NCCL sweeps has a known algorithm and protocol (force both, or turn capture on with SCALEBENCH_NCCL_CAPTURE=1), or none is a collective NCCL's tuner covers".to_string()
-        });
-    }
-    comments.extend(lines);
-    Ok(comments.join("\n") + "\n")
 }
 
 #[cfg(test)]
@@ -513,94 +392,6 @@ mod tests {
     use super::*;
     use NcclAlgo::{Ring, Tree};
     use NcclProto::{Ll, Ll128, Simple};
-
-    fn band(min_bytes: u64, max_bytes: u64, pair: Pair) -> TunerBand {
-        TunerBand {
-            min_bytes,
-            max_bytes,
-            pair,
-        }
-    }
-
-    #[test]
-    fn one_choice_throughout_is_one_band_over_the_measured_range() {
-        let s = [
-            (1024, vec![(Ring, Simple)]),
-            (4096, vec![(Ring, Simple)]),
-            (65536, vec![(Ring, Simple)]),
-        ];
-        assert_eq!(choose_bands(&s), vec![band(1024, 65536, (Ring, Simple))]);
-        assert!(choose_bands(&[]).is_empty());
-    }
-
-    #[test]
-    fn a_change_splits_at_the_geometric_mean() {
-        let s = [
-            (1024, vec![(Tree, Ll)]),
-            (4096, vec![(Tree, Ll)]),
-            (65536, vec![(Ring, Ll128)]),
-            (262144, vec![(Ring, Simple)]),
-        ];
-        // sqrt(4096 × 65536) = 16384; sqrt(65536 × 262144) = 131072.
-        assert_eq!(
-            choose_bands(&s),
-            vec![
-                band(1024, 16384, (Tree, Ll)),
-                band(16385, 131072, (Ring, Ll128)),
-                band(131073, 262144, (Ring, Simple)),
-            ]
-        );
-    }
-
-    #[test]
-    fn a_tie_keeps_the_previous_pair_else_the_fastest() {
-        // At 4 KiB Ring/LL128 measured fastest, but Tree/LL ties with it: the band goes on.
-        let s = [
-            (1024, vec![(Tree, Ll)]),
-            (4096, vec![(Ring, Ll128), (Tree, Ll)]),
-            (16384, vec![(Ring, Ll128)]),
-        ];
-        assert_eq!(
-            choose_bands(&s),
-            vec![
-                band(1024, 8192, (Tree, Ll)),
-                band(8193, 16384, (Ring, Ll128))
-            ]
-        );
-        // A tie at the first size: the fastest measured.
-        let s = [
-            (1024, vec![(Ring, Ll), (Tree, Ll)]),
-            (2048, vec![(Tree, Ll)]),
-        ];
-        assert_eq!(
-            choose_bands(&s),
-            vec![band(1024, 1448, (Ring, Ll)), band(1449, 2048, (Tree, Ll))]
-        );
-    }
-
-    #[test]
-    fn a_size_without_a_known_pair_is_a_gap_left_to_nccl() {
-        let s = [
-            (1024, vec![(Tree, Ll)]),
-            (4096, vec![]),
-            (16384, vec![(Tree, Ll)]),
-            (65536, vec![(Ring, Simple)]),
-        ];
-        assert_eq!(
-            choose_bands(&s),
-            vec![
-                band(1024, 1024, (Tree, Ll)),
-                band(16384, 32768, (Tree, Ll)),
-                band(32769, 65536, (Ring, Simple)),
-            ]
-        );
-        // Adjacent sizes one byte apart still give disjoint, ordered bands.
-        let s = [(8, vec![(Tree, Ll)]), (9, vec![(Ring, Ll)])];
-        assert_eq!(
-            choose_bands(&s),
-            vec![band(8, 8, (Tree, Ll)), band(9, 9, (Ring, Ll))]
-        );
-    }
 
     #[test]
     fn ran_with_prefers_one_captured_pair_then_the_forced_pair() {

@@ -221,5 +221,29 @@ mod on_the_standin {
         assert_eq!(band(262144)[3..5], ["ring", "simple"], "{text}");
         assert_eq!(lines[0][1], "1024", "starts at the smallest size measured");
         assert_eq!(last_max, 262144, "ends at the largest");
+
+        // One answer (issue 47 item 4): the file's boundaries are the crossover table's. Each
+        // crossover names the boundary where the file switches from its "below" pair to its
+        // "above" pair, and the file switches nowhere else (its bands are contiguous here:
+        // every size's fastest ran with a known pair).
+        let boundaries: Vec<u64> = lines[..lines.len() - 1]
+            .iter()
+            .map(|f| f[2].parse().unwrap())
+            .collect();
+        let table: Vec<u64> = cross
+            .iter()
+            .map(|c| {
+                c["tuner boundary bytes"]
+                    .parse()
+                    .unwrap_or_else(|_| panic!("a boundary for every crossover: {c:?}"))
+            })
+            .collect();
+        assert_eq!(boundaries, table, "{text}\n{cross:?}");
+        for c in &cross {
+            let at: u64 = c["tuner boundary bytes"].parse().unwrap();
+            let pair = |f: &[&str]| format!("{}/{}", f[3], f[4]);
+            assert_eq!(pair(band(at)), c["fastest below"], "{c:?}\n{text}");
+            assert_eq!(pair(band(at + 1)), c["fastest above"], "{c:?}\n{text}");
+        }
     }
 }

@@ -33,6 +33,7 @@ pub(super) fn nccl(doc: &mut Doc, a: &Analysis<'_>, figs: &[Figure], found: &mut
         "below bytes",
         "above bytes",
         "fastest above",
+        "tuner boundary bytes",
     ]);
     for (k, s) in sweeps.iter().enumerate() {
         let mark = if s.standin { " — STAND-IN" } else { "" };
@@ -86,6 +87,7 @@ pub(super) fn nccl(doc: &mut Doc, a: &Analysis<'_>, figs: &[Figure], found: &mut
                 bytes_cell(c.below_bytes),
                 bytes_cell(c.above_bytes),
                 Cell::text(c.to),
+                c.tuner_boundary_bytes.map_or(Cell::Empty, bytes_cell),
             ]);
         }
     }
