@@ -963,10 +963,9 @@ fn a_broken_inter_node_profile_ends_early_not_at_the_time_limit() {
     );
     let attempt = std::fs::read_dir(out.join("launches"))
         .unwrap()
-        .next()
-        .unwrap()
-        .unwrap()
-        .path();
+        .map(|e| e.unwrap().path())
+        .find(|p| p.is_dir())
+        .unwrap();
     let o: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(attempt.join("outcome.json")).unwrap())
             .unwrap();
