@@ -66,6 +66,9 @@ fn dispatch(cli: Cli, argv: &[String]) -> Result<u8, Error> {
             &a.launcher,
             a.job_id,
         )?,
+        Command::WatchLaunch(a) => {
+            scalebench::launch::submit::watch_launch(&a.dir, a.pid, a.grace_s)?
+        }
         Command::Compare(args) => scalebench::compare::run(&args.request(argv))?,
         Command::Report(args) => scalebench::report::run(&args.request()?)?,
         Command::History(args) => match &args.command {

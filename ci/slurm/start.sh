@@ -31,7 +31,7 @@ if [ -f "$dir/pids" ]; then
     fi
     echo "ci/slurm/start.sh: a cluster of $running node(s) already runs from $dir ($jobs job(s) queued or running); refusing to replace it with $nodes node(s)." >&2
     echo "  attach to it:  export SLURM_CONF=$dir/slurm.conf" >&2
-    echo "  or stop it first (cancels its jobs): bash ci/slurm/stop.sh" >&2
+    echo "  or stop it first (cancels its jobs): SCALEBENCH_SLURM_DIR=$dir bash ci/slurm/stop.sh" >&2
     echo "  or start another beside it: SCALEBENCH_SLURM_DIR=/tmp/other bash ci/slurm/start.sh $nodes" >&2
     exit 3
   fi
@@ -116,7 +116,16 @@ done
 # Wait (bounded) until every node is idle.
 for _ in $(seq 1 100); do
   idle=$(timeout 5 sinfo -h -N -o '%T' 2>/dev/null | grep -c '^idle' || true)
-  [ "$idle" = "$nodes" ] && { echo "export SLURM_CONF=$SLURM_CONF"; exit 0; }
+  if [ "$idle" = "$nodes" ]; then
+    echo "export SLURM_CONF=$SLURM_CONF"
+    echo "ci/slurm/start.sh: $nodes emulated node(s) up; stop them with: SCALEBENCH_SLURM_DIR=$dir bash ci/slurm/stop.sh" >&2
+    if [ "$nodes" -gt 1 ]; then
+      # Exclusive nodes still share this host's cores: launches on n1 and n2 at once (array
+      # twins) are marked co-scheduled, so their figures do not count as the set-up's.
+      echo "  note: jobs on different emulated nodes share this host's cores; for 1-node results that run alone, start one node: bash ci/slurm/start.sh 1" >&2
+    fi
+    exit 0
+  fi
   sleep 0.2
 done
 echo "ci/slurm/start.sh: nodes did not come up; see $dir/log/" >&2

@@ -136,6 +136,19 @@ pub struct FinishLaunchArgs {
     pub job_id: Option<String>,
 }
 
+#[derive(Debug, Clone, Args)]
+pub struct WatchLaunchArgs {
+    /// The attempt directory (its stderr.log is read).
+    #[arg(long)]
+    pub dir: PathBuf,
+    /// The launch's process (the `timeout` around the launcher).
+    #[arg(long)]
+    pub pid: u32,
+    /// Seconds the launch may still end by itself after a fatal line appeared.
+    #[arg(long, default_value_t = 10.0)]
+    pub grace_s: f64,
+}
+
 impl From<&SweepArgs> for crate::launch::local::SweepRequest {
     fn from(a: &SweepArgs) -> Self {
         crate::launch::local::SweepRequest {

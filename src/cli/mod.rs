@@ -85,6 +85,10 @@ pub enum Command {
     /// Record how a launch ended (run inside job scripts).
     #[command(hide = true)]
     FinishLaunch(FinishLaunchArgs),
+    /// Watch a launch's stderr.log and end the launch early once its ranks reported a fatal
+    /// MPI error (run inside job scripts, beside the launch).
+    #[command(hide = true)]
+    WatchLaunch(WatchLaunchArgs),
     /// Compare two results files case by case: relative change of the median with a confidence
     /// interval, multiple-comparison control, a noise band; exit 1 on a regression.
     Compare(CompareArgs),

@@ -130,6 +130,9 @@ pub struct Side {
     pub cases: usize,
     /// Results files (runs) on this side.
     pub runs: usize,
+    /// For each run of this side whose merge recorded planned cases missing: the line saying
+    /// so (`incomplete: 40 planned, 20 measured, 20 missing (lost) (FILE)`), shown first.
+    pub incomplete: Vec<String>,
 }
 
 /// Everything the renderers show.
@@ -200,6 +203,57 @@ impl Report {
             self.fail_on.name()
         )
     }
+}
+
+/// What a comparison refused for low power saw all the same: the cases that changed by more
+/// than the band plus their own minimum detectable effect (in the worse direction, then the
+/// better), with the range of those changes, e.g. `it saw 6 of 7 compared cases worse beyond
+/// the ±5 % band plus their own MDE, by +45 % to +93 % (allreduce 8B: +93 %, MDE 31 %)`.
+/// `None` when no case did. Each such change would be detected at the chosen power even
+/// though the median case's would not: the refusal must not hide them.
+pub(crate) fn seen_beyond_mde(cmp: &Comparison, noise: f64) -> Option<String> {
+    let with_stats: Vec<(&CaseComparison, &super::analysis::CaseStats)> = cmp
+        .cases
+        .iter()
+        .filter_map(|c| c.stats.as_ref().map(|s| (c, s)))
+        .collect();
+    let beyond = |worse: bool| -> Vec<(&CaseComparison, &super::analysis::CaseStats)> {
+        let mut v: Vec<_> = with_stats
+            .iter()
+            .copied()
+            .filter(|(_, s)| {
+                // worsening(): ln of the ratio in the worse direction; the band and the MDE are
+                // relative changes, compared on the same scale.
+                let w = if worse { s.worsening() } else { -s.worsening() };
+                w > (1.0 + noise + s.mde).ln()
+            })
+            .collect();
+        v.sort_by(|a, b| b.1.worsening().abs().total_cmp(&a.1.worsening().abs()));
+        v
+    };
+    let total = with_stats.len();
+    let mut parts = Vec::new();
+    for (worse, word) in [(true, "worse"), (false, "better")] {
+        let v = beyond(worse);
+        let (Some(first), Some(last)) = (v.first(), v.last()) else {
+            continue;
+        };
+        let pct = |s: &super::analysis::CaseStats| super::render::pct(s.change.change);
+        let range = if v.len() == 1 {
+            pct(first.1)
+        } else {
+            format!("{} to {}", pct(last.1), pct(first.1))
+        };
+        parts.push(format!(
+            "{} of {total} compared cases {word} beyond the ±{} band plus their own MDE, by {range} ({}: {}, MDE {})",
+            v.len(),
+            super::render::pct(noise).trim_start_matches('+'),
+            first.0.display_label(),
+            pct(first.1),
+            super::render::pct(first.1.mde).trim_start_matches('+')
+        ));
+    }
+    (!parts.is_empty()).then(|| format!("it saw {}", parts.join("; and ")))
 }
 
 #[cfg(test)]

@@ -355,6 +355,13 @@ fn side(runs: &[Loaded]) -> Side {
         }),
         cases: ids.len(),
         runs: runs.len(),
+        incomplete: runs
+            .iter()
+            .filter_map(|l| {
+                let line = l.file.incomplete_headline()?;
+                Some(format!("{line} ({})", l.path.display()))
+            })
+            .collect(),
     }
 }
 
@@ -585,15 +592,20 @@ fn check_power(cmp: &Comparison, options: &Options) -> Result<Option<String>, Er
     let Some(s) = case.stats else {
         return Ok(None);
     };
-    let need = match s.units_needed {
-        Some(n) => format!("about {n} {} a side", s.basis.unit()),
-        None => format!(
+    // Within one run, more samples never measure the run-to-run variance a gate must see:
+    // the advice is always in runs.
+    let need = match (s.basis, s.units_needed) {
+        (analysis::Basis::Batches, _) => "several runs a side (`compare A1 A2 A3 -- B1 B2 B3`; more samples of one run do not add run-to-run variance)".to_string(),
+        (_, Some(n)) => format!("about {n} {} a side", s.basis.unit()),
+        (_, None) => format!(
             "more than 500 {} a side (or a quieter set-up)",
             s.basis.unit()
         ),
     };
+    // What it saw comes first: cases beyond their own MDE are detected even so.
+    let seen = gate::seen_beyond_mde(cmp, noise).map_or(String::new(), |x| format!("{x}; but "));
     let what = format!(
-        "too little power: the median minimum detectable effect over the {} compared cases is {} beyond the ±{} band (power {:.0} %, α = {} spread over {} cases; median case {} with {}/{} {}), so changes well beyond the band would pass unseen; {need} would bring it within the band",
+        "{seen}too little power: the median minimum detectable effect over the {} compared cases is {} beyond the ±{} band (power {:.0} %, α = {} spread over {} cases; median case {} with {}/{} {}), so changes well beyond the band would pass unseen; {need} would bring it within the band",
         cmp.tested,
         render::pct(mde).trim_start_matches('+'),
         render::pct(noise).trim_start_matches('+'),

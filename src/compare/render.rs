@@ -148,6 +148,14 @@ pub(crate) fn document(r: &Report, target: Target) -> Doc {
             4
         }
     };
+    // An incomplete side says so before anything compared.
+    for (name, s) in [("baseline", &r.baseline), ("candidate", &r.candidate)] {
+        for line in &s.incomplete {
+            doc.para(vec![plain(format!(
+                "{name} {line}: its missing cases have no figure to compare."
+            ))]);
+        }
+    }
     doc.blocks.push(Block::Defs(vec![
         ("baseline".to_string(), side(&r.baseline)),
         ("candidate".to_string(), side(&r.candidate)),

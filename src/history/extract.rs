@@ -3,7 +3,6 @@
 //! each rate (so one row per case serves every metric).
 
 use crate::results::schema::{CaseStatus, LaunchRecord, ResultsFile};
-use std::collections::BTreeMap;
 
 /// The run a results file records.
 #[derive(Debug, Clone, PartialEq)]
@@ -131,11 +130,6 @@ pub(crate) fn median_interval(samples: &[f64]) -> Option<(f64, f64, f64)> {
 
 /// The cases worth a series: `ok` with samples. Failed, wrong, skipped cases have no number.
 pub(crate) fn case_rows(file: &ResultsFile) -> Vec<CaseRow> {
-    let launches: BTreeMap<&str, &LaunchRecord> = file
-        .launches
-        .iter()
-        .map(|l| (l.launch_id.as_str(), l))
-        .collect();
     let mut out = Vec::with_capacity(file.cases.len());
     for c in &file.cases {
         if c.status != CaseStatus::Ok {
@@ -145,7 +139,8 @@ pub(crate) fn case_rows(file: &ResultsFile) -> Vec<CaseRow> {
         let Some((median_s, lo_s, hi_s)) = median_interval(&t.samples_s) else {
             continue;
         };
-        let launch = launches.get(c.launch_id.as_str()).copied();
+        // The launch's current attempt, or the superseded one that measured the case.
+        let launch = file.launch_of(c);
         let positive = |x: f64| (x.is_finite() && x > 0.0).then_some(x);
         let mut reasons: Vec<&str> = c
             .unrepresentative

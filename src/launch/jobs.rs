@@ -299,15 +299,33 @@ pub struct AttemptState {
     pub scheduler_state: Option<String>,
     pub cases_done: usize,
     pub cases_planned: usize,
+    /// The later attempt of the same launch that replaced this one (a resubmission): this
+    /// one is kept for the record and never counted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub superseded_by: Option<String>,
+    /// A running attempt's first fatal MPI error line in its stderr.log (its ranks failed;
+    /// the job's watcher ends it shortly).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stderr_error: Option<String>,
 }
 
 impl AttemptState {
     pub fn active(&self) -> bool {
         matches!(self.state.as_str(), "pending" | "running")
     }
-    /// Failed or lost work (what makes `status` exit 3).
+    /// Failed or lost work of a launch's current attempt (what makes `status` exit 3); a
+    /// superseded attempt's end no longer counts.
     pub fn bad(&self) -> bool {
-        matches!(self.state.as_str(), "failed" | "timeout" | "lost")
+        self.superseded_by.is_none() && matches!(self.state.as_str(), "failed" | "timeout" | "lost")
+    }
+    /// The state as `status` and `collect` print it: `lost (cancelled)` where the scheduler
+    /// named why.
+    pub fn shown(&self) -> String {
+        match (&self.scheduler_state, self.state.as_str()) {
+            (Some(x), "lost") => format!("lost ({})", x.to_lowercase()),
+            (_, "running") if self.stderr_error.is_some() => "running, stderr has errors".into(),
+            _ => self.state.clone(),
+        }
     }
 }
 
@@ -352,9 +370,20 @@ pub(crate) fn attempt_states(
     view: &SchedulerView<'_>,
 ) -> Vec<AttemptState> {
     let tasks = jobs.task_ids();
-    rundir::attempt_dirs(dir)
-        .into_iter()
-        .map(|d| {
+    let dirs = rundir::attempt_dirs(dir);
+    let plans: Vec<Option<crate::plan::LaunchPlan>> = dirs
+        .iter()
+        .map(|d| rundir::read_json::<crate::plan::LaunchPlan>(&d.join(PLAN_FILE)).ok())
+        .collect();
+    let ids: Vec<Option<&str>> = plans
+        .iter()
+        .map(|p| p.as_ref().map(|p| p.launch_id.as_str()))
+        .collect();
+    let replaced = rundir::superseded_by(&ids);
+    dirs.iter()
+        .zip(&plans)
+        .zip(replaced)
+        .map(|((d, plan), by)| {
             let name = d
                 .file_name()
                 .map(|n| n.to_string_lossy().into_owned())
@@ -368,15 +397,18 @@ pub(crate) fn attempt_states(
             });
             let outcome = rundir::read_json::<LaunchOutcome>(&d.join(OUTCOME_FILE)).ok();
             let (state, scheduler_state) = attempt_phase(outcome.as_ref(), task.as_deref(), view);
+            let stderr_error = (state == "running")
+                .then(|| super::fatal::fatal_in(d))
+                .flatten();
             AttemptState {
                 attempt: name,
                 job_id: task,
                 state,
                 scheduler_state,
                 cases_done: journal_cases(&d.join(JOURNAL_FILE)),
-                cases_planned: rundir::read_json::<crate::plan::LaunchPlan>(&d.join(PLAN_FILE))
-                    .map(|p| p.cases.len())
-                    .unwrap_or(0),
+                cases_planned: plan.as_ref().map_or(0, |p| p.cases.len()),
+                superseded_by: by.map(|j| rundir::attempt_name(&dirs[j])),
+                stderr_error,
             }
         })
         .collect()

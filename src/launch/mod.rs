@@ -8,6 +8,7 @@
 //! - [`jobs`]: where a submitted run's jobs (array tasks) stand; [`progress`]: the live line.
 
 pub mod error;
+pub(crate) mod fatal;
 pub(crate) mod jobs;
 pub(crate) mod links_step;
 pub mod local;

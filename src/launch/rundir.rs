@@ -19,6 +19,7 @@
 use super::error::{LaunchError, Result};
 use crate::params::CaseParams;
 use crate::plan::LaunchPlan;
+use crate::results::attempts::{completeness, SupersededLaunch};
 use crate::results::io::{
     new_results, read_journal, upsert, write_atomic, JournalContents, JOURNAL_FILE,
 };
@@ -316,67 +317,94 @@ pub(crate) fn merge(dir: &Path, sweep: &SweepRecord) -> ResultsFile {
 /// [`merge`], with what was skipped on the way (unreadable journal lines: their cases are
 /// missing, so `--resume` runs them again), for the caller to say once.
 pub(crate) fn merge_with_warnings(dir: &Path, sweep: &SweepRecord) -> (ResultsFile, Vec<String>) {
-    merge_some(dir, sweep, &|_| true)
+    merge_some(dir, sweep, &|_| true, &|_| None)
 }
 
 /// [`merge`] of only the attempts `keep` accepts (`collect` leaves out launches still queued
-/// or running: half a launch would read as an incomplete one).
+/// or running: half a launch would read as an incomplete one; their cases count as
+/// `pending`). `lost_why` names why an attempt that left no end is missing, where the
+/// scheduler said more than "lost" (`cancelled`).
 pub(crate) fn merge_attempts(
     dir: &Path,
     sweep: &SweepRecord,
     keep: &dyn Fn(&Path) -> bool,
+    lost_why: &dyn Fn(&Path) -> Option<String>,
 ) -> ResultsFile {
-    merge_some(dir, sweep, keep).0
+    merge_some(dir, sweep, keep, lost_why).0
+}
+
+/// An attempt directory's name (`NNN-<launch id>`).
+pub(crate) fn attempt_name(d: &Path) -> String {
+    d.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+/// Pure: for each attempt (by launch id, in attempt order), the later attempt of the same
+/// launch that replaces it — the launch's last one — or `None` for a launch's current
+/// attempt (and for an attempt whose plan is unreadable: nothing names its launch).
+pub(crate) fn superseded_by(launch_ids: &[Option<&str>]) -> Vec<Option<usize>> {
+    let mut last: BTreeMap<&str, usize> = BTreeMap::new();
+    for (i, l) in launch_ids.iter().enumerate() {
+        if let Some(l) = l {
+            last.insert(l, i);
+        }
+    }
+    launch_ids
+        .iter()
+        .enumerate()
+        .map(|(i, l)| l.and_then(|l| last.get(l).copied()).filter(|&j| j != i))
+        .collect()
 }
 
 fn merge_some(
     dir: &Path,
     sweep: &SweepRecord,
     keep: &dyn Fn(&Path) -> bool,
+    lost_why: &dyn Fn(&Path) -> Option<String>,
 ) -> (ResultsFile, Vec<String>) {
     let mut cases: Vec<CaseResult> = Vec::new();
     let mut launches: Vec<LaunchRecord> = Vec::new();
+    let mut superseded = Vec::new();
     let mut warnings = Vec::new();
-    let attempts: Vec<Attempt> = attempt_dirs(dir)
+    let all = attempt_dirs(dir);
+    let attempts: Vec<Attempt> = all
         .iter()
         .filter(|d| keep(d))
         .map(|d| Attempt::read(d))
         .collect();
-    for (i, a) in attempts.iter().enumerate() {
-        let d = &a.dir;
+    let ids: Vec<Option<&str>> = attempts
+        .iter()
+        .map(|a| a.plan.as_ref().map(|p| p.launch_id.as_str()))
+        .collect();
+    for (a, by) in attempts.iter().zip(superseded_by(&ids)) {
+        let name = attempt_name(&a.dir);
         warnings.extend(a.journal.warnings.iter().map(|w| {
             format!("{w}: the case on that line, if any, counts as missing and is run again by --resume")
         }));
-        for c in a.cases() {
+        for mut c in a.cases() {
+            // A case only this earlier attempt measured names it: its provenance is its own.
+            if by.is_some() {
+                c.launch_id = format!("{}@{name}", c.launch_id);
+            }
             upsert(&mut cases, c, |x| &x.id);
         }
-        // An attempt killed without a trace (no outcome, its own record still `incomplete`)
-        // whose launch was attempted again later: its finished cases are kept above, and the
-        // later attempt is the launch's record; an `incomplete` one would only make readers
-        // warn about cases that are all there.
-        let launch_id = a.plan.as_ref().map(|p| p.launch_id.as_str());
-        let superseded = a.outcome.is_none()
-            && a.journal
-                .launches
-                .last()
-                .is_none_or(|l| l.status == LaunchStatus::Incomplete)
-            && launch_id.is_some()
-            && attempts[i + 1..]
-                .iter()
-                .any(|b| b.plan.as_ref().map(|p| p.launch_id.as_str()) == launch_id);
-        if superseded {
-            continue;
-        }
-        if let Some(mut l) = a.launch() {
-            // Each attempt is its own launch record; name retries apart.
-            let name = d
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default();
-            if launches.iter().any(|x| x.launch_id == l.launch_id) {
-                l.launch_id = format!("{}@{}", l.launch_id, name);
+        let Some(mut l) = a.launch() else { continue };
+        match by {
+            // Kept for the record; a later attempt is the launch's record.
+            Some(j) => {
+                l.launch_id = format!("{}@{name}", l.launch_id);
+                superseded.push(SupersededLaunch {
+                    superseded_by: attempt_name(&attempts[j].dir),
+                    record: l,
+                });
             }
-            launches.push(l);
+            None => {
+                if launches.iter().any(|x| x.launch_id == l.launch_id) {
+                    l.launch_id = format!("{}@{name}", l.launch_id);
+                }
+                launches.push(l);
+            }
         }
     }
     // Cases in plan order, so reports read like the spec.
@@ -388,8 +416,16 @@ fn merge_some(
         .map(|(i, c)| (c.id(), i))
         .collect();
     cases.sort_by_key(|c| order.get(&c.id).copied().unwrap_or(usize::MAX));
+    let used: std::collections::BTreeSet<&str> =
+        cases.iter().map(|c| c.launch_id.as_str()).collect();
     let emulated = launches
         .iter()
+        .chain(
+            superseded
+                .iter()
+                .map(|s| &s.record)
+                .filter(|l| used.contains(l.launch_id.as_str())),
+        )
         .any(|l| l.provenance.as_ref().is_some_and(|p| p.emulated_nodes));
     let run = RunInfo {
         run_id: dir
@@ -401,7 +437,66 @@ fn merge_some(
         emulated_nodes: emulated,
         labels: sweep.labels.clone(),
     };
-    (new_results(run, launches, cases), warnings)
+    let all: Vec<(PathBuf, Option<String>)> = all
+        .into_iter()
+        .map(|d| {
+            let id = read_json::<LaunchPlan>(&d.join(PLAN_FILE))
+                .ok()
+                .map(|p| p.launch_id);
+            (d, id)
+        })
+        .collect();
+    let reasons: BTreeMap<&str, String> = sweep
+        .launches
+        .iter()
+        .map(|l| {
+            (
+                l.launch_id.as_str(),
+                missing_why(&all, &l.launch_id, keep, lost_why),
+            )
+        })
+        .collect();
+    let why = |launch_id: &str| {
+        reasons
+            .get(launch_id)
+            .cloned()
+            .unwrap_or_else(|| "not run".into())
+    };
+    let planned = sweep
+        .launches
+        .iter()
+        .flat_map(|l| l.cases.iter().map(|c| (l.launch_id.as_str(), c.id())));
+    let completeness = completeness(planned, &cases, &why);
+    let mut file = new_results(run, launches, cases);
+    file.superseded_launches = superseded;
+    file.completeness = Some(completeness);
+    (file, warnings)
+}
+
+/// Why a planned case of `launch_id` has no record: its launch's last attempt is still
+/// queued or running (not merged: `pending`), ended without recording its end (`lost`, or
+/// what `lost_why` knows better), recorded an end without it (`no record`), or there is no
+/// attempt of it (`not run`).
+fn missing_why(
+    attempts: &[(PathBuf, Option<String>)],
+    launch_id: &str,
+    keep: &dyn Fn(&Path) -> bool,
+    lost_why: &dyn Fn(&Path) -> Option<String>,
+) -> String {
+    let last = attempts
+        .iter()
+        .rev()
+        .find(|(_, id)| id.as_deref() == Some(launch_id));
+    let Some((d, _)) = last else {
+        return "not run".into();
+    };
+    if !keep(d) {
+        return "pending".into();
+    }
+    if d.join(OUTCOME_FILE).exists() {
+        return "no record".into();
+    }
+    lost_why(d).unwrap_or_else(|| "lost".into())
 }
 
 /// Refuses to continue a run whose spec changed: its plan and the stored one must hold the
@@ -476,4 +571,136 @@ pub(crate) fn cases_to_run(
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::results::io::{Journal, JournalRecord};
+
+    fn outcome(launch_id: &str, status: LaunchStatus) -> LaunchOutcome {
+        LaunchOutcome {
+            launch_id: launch_id.into(),
+            status,
+            exit_code: Some(if status == LaunchStatus::Ok { 0 } else { 1 }),
+            started_unix_s: 10.0,
+            finished_unix_s: 11.0,
+            command_line: vec!["srun".into()],
+            launcher: "srun".into(),
+            stderr_tail: Some("launcher failed".into()),
+            job_id: None,
+            timeout_s: None,
+        }
+    }
+
+    /// An attempt of `plan` that measured `ok` of its cases (journal) and ended as `status`.
+    fn attempt(dir: &Path, plan: &LaunchPlan, ok: &[usize], status: LaunchStatus) -> PathBuf {
+        let d = new_attempt_dir(dir, &plan.launch_id).unwrap();
+        write_json(&d.join(PLAN_FILE), plan).unwrap();
+        if !ok.is_empty() {
+            let mut j = Journal::open(&d.join(JOURNAL_FILE)).unwrap();
+            let l = LaunchRecord::starting(
+                plan.launch_id.clone(),
+                plan.shape,
+                LaunchStatus::Ok,
+                "srun".into(),
+                vec![],
+                10.0,
+            );
+            j.append(&JournalRecord::Launch(Box::new(l))).unwrap();
+            for &i in ok {
+                let p = &plan.cases[i];
+                let mut c = missing_case(p, &plan.launch_id, CaseStatus::Ok, String::new(), 10.5);
+                c.message = None;
+                j.append(&JournalRecord::Case(Box::new(c))).unwrap();
+            }
+        }
+        write_json(&d.join(OUTCOME_FILE), &outcome(&plan.launch_id, status)).unwrap();
+        d
+    }
+
+    fn sweep(dir: &Path) -> SweepRecord {
+        let text = "name = \"t\"\n[axes]\ndevices_per_node = 1\nsizes = [\"64\", \"128\", \"256\"]\nin_place = \"no\"\nworkloads = \"allreduce\"\n";
+        let spec = crate::config::parse(Path::new("t.toml"), text).unwrap();
+        let plan = crate::plan::sweep::expand(&spec).unwrap();
+        SweepRecord::new(dir, false, &spec, Path::new("t.toml"), &[], &plan.launches)
+    }
+
+    #[test]
+    fn a_resubmitted_launch_supersedes_the_failed_attempt_which_is_kept_but_not_counted() {
+        let dir = std::env::temp_dir().join(format!("sb-rundir-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let s = sweep(&dir);
+        assert_eq!(s.launches.len(), 1);
+        let plan = &s.launches[0];
+        let id = plan.launch_id.clone();
+        // Attempt 1 measured the first case, then its launcher failed; attempt 2 (the repair)
+        // ran the other two.
+        attempt(&dir, plan, &[0], LaunchStatus::Failed);
+        let mut rest = plan.clone();
+        rest.cases.remove(0);
+        attempt(&dir, &rest, &[0, 1], LaunchStatus::Ok);
+        let f = merge(&dir, &s);
+        assert_eq!(f.launches.len(), 1, "{:?}", f.launches);
+        assert_eq!(
+            (f.launches[0].launch_id.as_str(), f.launches[0].status),
+            (id.as_str(), LaunchStatus::Ok)
+        );
+        assert_eq!(f.superseded_launches.len(), 1);
+        let old = &f.superseded_launches[0];
+        assert_eq!(old.record.launch_id, format!("{id}@001-{id}"));
+        assert_eq!(old.superseded_by, format!("002-{id}"));
+        assert!(
+            f.cases.iter().all(|c| c.status == CaseStatus::Ok),
+            "{:?}",
+            f.cases
+        );
+        // The case only attempt 1 measured names it; the others the current attempt.
+        assert_eq!(f.cases[0].launch_id, old.record.launch_id);
+        assert_eq!(
+            f.launch_of(&f.cases[0]).map(|l| l.status),
+            Some(LaunchStatus::Failed)
+        );
+        for c in &f.cases[1..] {
+            assert_eq!(
+                f.launch_of(c).map(|l| l.launch_id.as_str()),
+                Some(id.as_str())
+            );
+        }
+        let c = f.completeness.as_ref().unwrap();
+        assert_eq!(
+            (c.planned_cases, c.measured_cases, c.missing_cases()),
+            (3, 3, 0)
+        );
+        assert_eq!(f.incomplete_headline(), None);
+        assert!(cases_to_run(&s, &f).is_empty(), "nothing left for submit");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_lost_attempt_leaves_its_cases_missing_as_lost_or_pending_while_it_runs() {
+        let dir = std::env::temp_dir().join(format!("sb-rundir-lost-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let s = sweep(&dir);
+        let plan = &s.launches[0];
+        let d = attempt(&dir, plan, &[], LaunchStatus::Ok);
+        std::fs::remove_file(d.join(OUTCOME_FILE)).unwrap();
+        let f = merge(&dir, &s);
+        assert_eq!(
+            f.incomplete_headline().unwrap(),
+            "incomplete: 3 planned, 0 measured, 3 missing (lost)"
+        );
+        let cancelled = merge_attempts(&dir, &s, &|_| true, &|_| Some("lost: cancelled".into()));
+        assert_eq!(
+            cancelled.completeness.unwrap().missing["lost: cancelled"],
+            3
+        );
+        let running = merge_attempts(&dir, &s, &|_| false, &|_| None);
+        assert_eq!(running.completeness.unwrap().missing["pending"], 3);
+        assert_eq!(
+            superseded_by(&[Some("a"), Some("b"), Some("a"), None]),
+            [Some(2), None, None, None]
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }

@@ -209,8 +209,16 @@ fn body(
         cmd.push(quote_all(&p.container));
     }
     cmd.push("\"$sb\" run -q --plan \"$dir/plan.json\" --out \"$dir\"".into());
-    let _ = writeln!(s, "{} 2> \"$dir/stderr.log\"", cmd.join(" "));
+    // The launch in the background and a watcher beside it: ranks that already reported a
+    // fatal MPI error end the launch early instead of leaving the others to the time limit.
+    let _ = writeln!(s, "{} 2> \"$dir/stderr.log\" &", cmd.join(" "));
+    let _ = writeln!(s, "launch=$!");
+    let _ = writeln!(s, "\"$sb\" watch-launch --dir \"$dir\" --pid \"$launch\" &");
+    let _ = writeln!(s, "watcher=$!");
+    let _ = writeln!(s, "wait \"$launch\"");
     let _ = writeln!(s, "rc=$?");
+    let _ = writeln!(s, "kill \"$watcher\" 2>/dev/null");
+    let _ = writeln!(s, "wait \"$watcher\" 2>/dev/null");
     let _ = writeln!(s, "cat \"$dir/stderr.log\" >&2");
     let _ = writeln!(
         s,
@@ -218,7 +226,11 @@ fn body(
         job.launch_timeout_s,
         quote(launcher_name),
         match p.scheduler {
-            Scheduler::Slurm => " --job-id \"${SLURM_JOB_ID:-}\"",
+            // An array task is `<array job>_<task>`, as squeue and jobs.json name it (its
+            // own SLURM_JOB_ID is another number).
+            Scheduler::Slurm => {
+                " --job-id \"${SLURM_ARRAY_JOB_ID:-${SLURM_JOB_ID:-}}${SLURM_ARRAY_TASK_ID:+_$SLURM_ARRAY_TASK_ID}\""
+            }
             Scheduler::Uge => " --job-id \"${JOB_ID:-}\"",
             Scheduler::Pbs => " --job-id \"${PBS_JOBID:-}\"",
         }

@@ -22,12 +22,9 @@ pub struct Source {
 
 impl Source {
     /// The launch record a case ran in, if the file has it.
+    /// Its launch's current attempt, or the superseded attempt that measured it.
     pub fn launch(&self, case: &CaseResult) -> Option<&LaunchRecord> {
-        self.file
-            .launches
-            .iter()
-            .rev()
-            .find(|l| l.launch_id == case.launch_id)
+        self.file.launch_of(case)
     }
 }
 

@@ -105,6 +105,8 @@ pub fn new_results(
         run,
         launches,
         cases,
+        superseded_launches: Vec::new(),
+        completeness: None,
     }
 }
 

@@ -1,6 +1,7 @@
 //! Results: the versioned file format ([`schema`]), crash-safe reading and writing ([`io`]),
 //! and the one validation every reader applies ([`validate`]).
 
+pub mod attempts;
 pub mod ceilings;
 pub(crate) mod ddp;
 pub mod environment;

@@ -115,12 +115,7 @@ pub(crate) fn assess(case: &CaseResult, launch: Option<&LaunchRecord>) -> Vec<Un
 /// [`assess`] for a case of `file`, with the launch it ran in looked up by id (the last
 /// record of that launch, as `report` does).
 pub(crate) fn assess_in(file: &ResultsFile, case: &CaseResult) -> Vec<Unrepresentative> {
-    let launch = file
-        .launches
-        .iter()
-        .rev()
-        .find(|l| l.launch_id == case.launch_id);
-    assess(case, launch)
+    assess(case, file.launch_of(case))
 }
 
 /// Whether nothing makes `case` unrepresentative ([`assess`] is empty).

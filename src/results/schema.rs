@@ -33,6 +33,14 @@ pub struct ResultsFile {
     pub launches: Vec<LaunchRecord>,
     /// One record per measured (or failed, skipped) case.
     pub cases: Vec<CaseResult>,
+    /// Earlier attempts of launches that a later attempt replaced (a resubmission, `--resume`):
+    /// kept for the record, never counted (`results::attempts`). Absent when none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub superseded_launches: Vec<super::attempts::SupersededLaunch>,
+    /// What the sweep planned, and which planned cases are missing and why; written by the
+    /// merge of a run directory, absent in the file of one `scalebench run`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub completeness: Option<super::attempts::Completeness>,
 }
 
 /// The program that wrote a file.

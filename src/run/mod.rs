@@ -11,6 +11,7 @@ pub mod link_record;
 #[cfg(feature = "mpi")]
 pub mod links;
 #[cfg(feature = "mpi")]
+pub(crate) mod shm;
 pub(crate) mod watchdog;
 
 use crate::params::CaseParams;

@@ -1152,7 +1152,12 @@ fn the_golden_file_is_compared_through_a_run_directory() {
     // 3 batches a case: too little power for the band, refused unless reported anyway
     let r = run_compare(&[p(&dir.join("a")), "tests/golden/results-v1.json"]);
     r.assert_code(2);
-    assert!(r.stderr.contains("samples a side"), "{}", r.stderr);
+    // One run a side: only more runs help, so the advice is in runs (issue 45).
+    assert!(
+        r.stderr.contains("several runs a side") && !r.stderr.contains("samples a side"),
+        "{}",
+        r.stderr
+    );
     let r = run_compare(&[
         p(&dir.join("a")),
         "tests/golden/results-v1.json",
@@ -1634,6 +1639,47 @@ fn runs_collected_alternately_are_paired_and_run_directories_sort_naturally() {
     r.assert_code(2);
     assert!(
         r.stderr.contains("--paired") && r.stderr.contains("alternately"),
+        "{}",
+        r.stderr
+    );
+}
+
+/// Issue 45 item 5: a 4× slowdown of 6 of 7 cases, 4 runs a side whose whole-run speed
+/// spreads ±40 %: too little power for the band (refused, exit 2), but the refusal first says
+/// what it saw — the 6 cases beyond the band plus their own MDE, and by how much — and its
+/// advice is in runs.
+#[test]
+fn a_refusal_for_low_power_says_first_which_cases_it_saw_regress() {
+    let dir = tmpdir("cmp-lowpower-seen");
+    let mode = |i: usize| [1.0, 1.4, 0.7, 1.25][i % 4];
+    let mk = |side: &str, i: usize, slow: f64| {
+        let f = simple(7, 300 + i as u64 + if side == "b" { 50 } else { 0 }, &|k| {
+            mode(i) * if k < 6 { slow } else { 1.0 }
+        });
+        let d = dir.join(side).join(format!("run{i}"));
+        std::fs::create_dir_all(&d).unwrap();
+        write(&d, "results.json", &f);
+        d
+    };
+    let a: Vec<_> = (0..4).map(|i| mk("a", i, 1.0)).collect();
+    let b: Vec<_> = (0..4).map(|i| mk("b", (i + 1) % 4, 4.0)).collect();
+    let mut args: Vec<&str> = a.iter().map(|x| p(x)).collect();
+    args.push("--");
+    args.extend(b.iter().map(|x| p(x)));
+    let r = run_compare(&args);
+    r.assert_code(2);
+    let seen = r.stderr.find("it saw 6 of 7 compared cases worse beyond");
+    let refusal = r.stderr.find("too little power");
+    assert!(
+        seen.is_some() && refusal.is_some() && seen < refusal,
+        "the regressed count comes first: {}",
+        r.stderr
+    );
+    // 4× slower: the compared rate drops by 75 % on every one of them
+    assert!(r.stderr.contains(", by −7"), "{}", r.stderr);
+    assert!(!r.stderr.contains("better beyond"), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("runs a side") && !r.stderr.contains("samples a side"),
         "{}",
         r.stderr
     );

@@ -80,13 +80,26 @@ pub fn collect(dir: &Path, from_job: Option<String>, quiet: bool) -> Result<u8> 
     // Only what finished is merged: a running launch's journal is half a launch.
     let open: std::collections::BTreeSet<&str> = attempts
         .iter()
-        .filter(|a| a.active() || a.state == "unknown")
+        // A superseded attempt has ended: submit refuses to resubmit while jobs run.
+        .filter(|a| (a.active() || a.state == "unknown") && a.superseded_by.is_none())
         .map(|a| a.attempt.as_str())
         .collect();
-    let merged = rundir::merge_attempts(dir, &record, &|d: &Path| {
-        !d.file_name()
-            .is_some_and(|n| open.contains(n.to_string_lossy().as_ref()))
-    });
+    // A task the scheduler reports cancelled says more than "lost".
+    let cancelled: std::collections::BTreeSet<&str> = attempts
+        .iter()
+        .filter(|a| a.state == "lost" && a.scheduler_state.as_deref() == Some("CANCELLED"))
+        .map(|a| a.attempt.as_str())
+        .collect();
+    let merged = rundir::merge_attempts(
+        dir,
+        &record,
+        &|d: &Path| !open.contains(rundir::attempt_name(d).as_str()),
+        &|d: &Path| {
+            cancelled
+                .contains(rundir::attempt_name(d).as_str())
+                .then(|| "lost: cancelled".to_string())
+        },
+    );
     write_results(&dir.join(RESULTS_FILE), &merged)?;
     let planned = record.launches.iter().map(|l| l.cases.len()).sum::<usize>();
     let pending_cases: usize = attempts
@@ -127,12 +140,20 @@ fn print_collected(
 ) {
     crate::launch::local::print_summary(merged);
     for a in rec.attempts.iter().filter(|a| a.state != "ok") {
+        let by = a
+            .superseded_by
+            .as_ref()
+            .map(|b| format!(", superseded by {b} (not counted)"))
+            .unwrap_or_default();
         println!(
-            "# attempt {} (job {}): {}",
+            "# attempt {} (job {}): {}{by}",
             a.attempt,
             a.job_id.clone().unwrap_or_default(),
-            a.state
+            a.shown()
         );
+    }
+    if let Some(line) = merged.incomplete_headline() {
+        println!("# {line}");
     }
     if let Some(e) = unasked {
         println!("# could not ask the scheduler ({e}): launches without a recorded end are left out as of unknown state");

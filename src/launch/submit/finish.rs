@@ -27,7 +27,14 @@ pub fn finish_launch(
         (137, Some(limit)) if elapsed >= limit - 1.0 => LaunchStatus::Timeout,
         _ => LaunchStatus::Failed,
     };
-    let tail = rundir::stderr_digest(&dir.join("stderr.log"), 12);
+    let mut tail = rundir::stderr_digest(&dir.join("stderr.log"), 12);
+    // Ended by the job's watcher: the line it acted on comes first.
+    if let Ok(line) = std::fs::read_to_string(dir.join(crate::launch::fatal::FATAL_FILE)) {
+        tail = format!(
+            "ended early: its ranks reported a fatal MPI error ({}); the other ranks would have waited to the time limit\n{tail}",
+            line.trim()
+        );
+    }
     let outcome = LaunchOutcome {
         launch_id: plan.launch_id,
         status,
@@ -41,5 +48,20 @@ pub fn finish_launch(
         timeout_s,
     };
     rundir::write_json(&dir.join(OUTCOME_FILE), &outcome)?;
+    Ok(EXIT_OK)
+}
+
+/// `scalebench watch-launch`: run inside a job beside its launch; ends the launch (SIGTERM to
+/// `pid`) once its stderr.log reports a fatal MPI error and it has not ended `grace_s` later.
+/// Exit 0 either way: the launch's own exit code is what the job records.
+pub fn watch_launch(dir: &Path, pid: u32, grace_s: f64) -> Result<u8> {
+    crate::config::limits::check_seconds("--grace-s", grace_s, "10")?;
+    let grace = std::time::Duration::from_secs_f64(grace_s);
+    let poll = std::time::Duration::from_secs(1);
+    if let crate::launch::fatal::Watched::Stopped(line) =
+        crate::launch::fatal::watch(dir, pid, grace, poll)
+    {
+        eprintln!("scalebench: watch-launch: ended the launch {grace_s:.0} s after its ranks reported a fatal MPI error: {line}");
+    }
     Ok(EXIT_OK)
 }

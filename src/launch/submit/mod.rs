@@ -14,7 +14,7 @@ mod submission;
 mod tool;
 
 pub use self::collect::{collect, CollectRecord};
-pub use self::finish::finish_launch;
+pub use self::finish::{finish_launch, watch_launch};
 pub use self::status::status;
 pub use self::submission::{submit, SubmitRequest};
 pub(crate) use self::tool::run_tool;

@@ -41,8 +41,12 @@ impl Snapshot {
         self.collect_active || self.states.iter().any(AttemptState::active)
     }
 
+    /// Current attempts in `state` (a superseded attempt is not counted).
     fn count(&self, state: &str) -> usize {
-        self.states.iter().filter(|s| s.state == state).count()
+        self.states
+            .iter()
+            .filter(|s| s.state == state && s.superseded_by.is_none())
+            .count()
     }
 
     fn progress(&self) -> Counts {
@@ -144,32 +148,28 @@ fn collected(dir: &Path) -> Option<CollectRecord> {
 }
 
 fn print_states(dir: &Path, jobs: &JobsFile, snap: &Snapshot) {
-    println!(
-        "# {:<28} {:>12} {:>10} {:>13}",
-        "attempt", "job", "state", "cases done"
-    );
-    for s in &snap.states {
-        let state = match (&s.scheduler_state, s.state.as_str()) {
-            (Some(x), "lost") => format!("lost ({})", x.to_lowercase()),
-            _ => s.state.clone(),
-        };
-        println!(
-            "  {:<28} {:>12} {:>10} {:>6}/{:<6}",
-            s.attempt,
-            s.job_id.clone().unwrap_or_default(),
-            state,
-            s.cases_done,
-            s.cases_planned
-        );
-    }
+    print_table(&snap.states);
     let (ok, failed, lost) = (
         snap.count("ok"),
         snap.count("failed") + snap.count("timeout"),
         snap.count("lost"),
     );
     let (running, queued) = (snap.count("running"), snap.count("pending"));
+    let superseded = snap
+        .states
+        .iter()
+        .filter(|s| s.superseded_by.is_some())
+        .count();
     println!(
-        "# launches: {ok} ok, {failed} failed, {lost} lost, {running} running, {queued} queued"
+        "# launches: {ok} ok, {failed} failed, {lost} lost, {running} running, {queued} queued{}",
+        if superseded > 0 {
+            format!(
+                "; {} replaced by a later attempt (kept for the record, not counted)",
+                crate::units::count(superseded, "attempt", "attempts")
+            )
+        } else {
+            String::new()
+        }
     );
     if lost > 0 {
         println!("# lost: the job ended (cancelled, killed, or forgotten by the scheduler) before the launch recorded its end");
@@ -180,12 +180,6 @@ fn print_states(dir: &Path, jobs: &JobsFile, snap: &Snapshot) {
     let final_merge = merged
         .as_ref()
         .is_some_and(|c| !c.partial && c.collected_unix_s >= last_end);
-    let resubmit = format!(
-        "scalebench submit {} --profile {} --out {}",
-        dir.join("spec.toml").display(),
-        jobs.profile.as_deref().unwrap_or("PROFILE"),
-        dir.display()
-    );
     if snap.active() {
         println!(
             "# results: not final ({} running, {queued} queued); {}",
@@ -196,7 +190,9 @@ fn print_states(dir: &Path, jobs: &JobsFile, snap: &Snapshot) {
             }
         );
         println!("# next: scalebench status {} --wait", dir.display());
-    } else if final_merge {
+        return;
+    }
+    if final_merge {
         println!("# results merged: {results}");
     } else {
         println!(
@@ -204,12 +200,94 @@ fn print_states(dir: &Path, jobs: &JobsFile, snap: &Snapshot) {
             dir.display()
         );
     }
-    if !snap.active() {
-        if failed + lost > 0 {
-            println!("# next: {resubmit}  (submits only the failed and lost cases)");
-        } else if final_merge {
-            // The run directory, not results.json: the report finds each links step beside it.
-            println!("# next: scalebench report {}", dir.display());
+    // The same question `submit` asks: which planned cases have no good result.
+    match to_submit(dir) {
+        Some(n) if n > 0 => println!(
+            "# next: scalebench submit {} --profile {} --out {}  (submits only the failed and lost cases: {})",
+            dir.join("spec.toml").display(),
+            jobs.profile.as_deref().unwrap_or("PROFILE"),
+            dir.display(),
+            crate::units::count(n, "case", "cases")
+        ),
+        Some(_) if failed + lost > 0 => println!(
+            "# every planned case has a result: submitting again would submit nothing"
+        ),
+        // The run directory, not results.json: the report finds each links step beside it.
+        _ if final_merge => println!("# next: scalebench report {}", dir.display()),
+        _ => {}
+    }
+}
+
+/// How many cases `submit` would submit into the ended run `dir` (`None`: its plan.json is
+/// unreadable, so `submit` would not get that far either).
+fn to_submit(dir: &Path) -> Option<usize> {
+    let record: rundir::SweepRecord = rundir::read_json(&dir.join(rundir::PLAN_FILE)).ok()?;
+    let merged = rundir::merge(dir, &record);
+    Some(
+        rundir::cases_to_run(&record, &merged)
+            .values()
+            .map(Vec::len)
+            .sum(),
+    )
+}
+
+/// One row per attempt; columns as wide as their widest entry (a state such as
+/// `lost (cancelled)` keeps its row aligned), separated by two spaces at least.
+fn print_table(states: &[AttemptState]) {
+    let rows: Vec<[String; 5]> = states
+        .iter()
+        .map(|s| {
+            [
+                s.attempt.clone(),
+                s.job_id.clone().unwrap_or_else(|| "-".into()),
+                s.shown(),
+                format!("{}/{}", s.cases_done, s.cases_planned),
+                s.superseded_by
+                    .as_ref()
+                    .map(|b| format!("superseded by {b}"))
+                    .unwrap_or_default(),
+            ]
+        })
+        .collect();
+    let head = ["attempt", "job", "state", "cases done", ""];
+    let w: Vec<usize> = (0..4)
+        .map(|i| {
+            rows.iter()
+                .map(|r| r[i].len())
+                .chain([head[i].len()])
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    println!(
+        "# {:<a$}  {:>b$}  {:<c$}  {:>d$}",
+        head[0],
+        head[1],
+        head[2],
+        head[3],
+        a = w[0],
+        b = w[1],
+        c = w[2],
+        d = w[3]
+    );
+    for r in &rows {
+        let line = format!(
+            "  {:<a$}  {:>b$}  {:<c$}  {:>d$}  {}",
+            r[0],
+            r[1],
+            r[2],
+            r[3],
+            r[4],
+            a = w[0],
+            b = w[1],
+            c = w[2],
+            d = w[3]
+        );
+        println!("{}", line.trim_end());
+    }
+    for s in states {
+        if let Some(e) = &s.stderr_error {
+            println!("#   {}: stderr: {e}", s.attempt);
         }
     }
 }

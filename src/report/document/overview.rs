@@ -1,11 +1,21 @@
-//! The opening paragraph: what was read and measured, and warnings about emulated nodes,
-//! stand-in devices and duplicates.
+//! The opening paragraph: first whether a run is incomplete (planned, measured, missing and
+//! why), then what was read and measured, and warnings about emulated nodes, stand-in devices
+//! and duplicates.
 
 use crate::present::doc::{text, Doc, Span};
 use crate::report::analyze::{Analysis, Layout};
 use std::collections::BTreeMap;
 
 pub(super) fn overview(doc: &mut Doc, a: &Analysis<'_>) {
+    // An incomplete run says so before anything it measured.
+    for s in a.sources {
+        if let Some(line) = s.file.incomplete_headline() {
+            doc.para(vec![text(format!(
+                "{line} ({}): this report shows only what was measured; the missing cases run when the spec is submitted again into the run (`sweep --resume` for a local sweep).",
+                s.path.display()
+            ))]);
+        }
+    }
     let n = a.entries.len();
     let measured = a.entries.iter().filter(|e| e.time_s().is_some()).count();
     let mut by_status: BTreeMap<&str, usize> = BTreeMap::new();

@@ -11,7 +11,23 @@ pub(super) fn stragglers(doc: &mut Doc, a: &Analysis<'_>, found: &mut Findings) 
     let section = doc.last_heading_id().unwrap_or_default().to_string();
     let s = &a.stragglers;
     if s.cases == 0 {
-        doc.prose("No measured case has 2 or more ranks with per-rank times: nothing to compare.");
+        // Cases set apart (oversubscribed, emulated nodes) are measured but not compared here.
+        let apart = a
+            .unrepresentative
+            .iter()
+            .filter(|&&i| a.entries[i].case.ranks >= 2)
+            .count();
+        if apart > 0 {
+            doc.para(vec![text(format!(
+                "No representative case has 2 or more ranks with per-rank times: the {} with 2 or more ranks {} set apart as not representative of their set-up (see above), so no straggler is named from them.",
+                crate::present::count(apart, "case", "cases"),
+                if apart == 1 { "is" } else { "are" }
+            ))]);
+        } else {
+            doc.prose(
+                "No measured case has 2 or more ranks with per-rank times: nothing to compare.",
+            );
+        }
         return;
     }
     doc.para(vec![text(format!(

@@ -76,6 +76,8 @@ pub fn run(request: &super::Request, argv: &[String]) -> Result<RunOutcome> {
     }
     let level = thread_level(&req, request)?;
     set_nccl_env(&req);
+    // Emulated nodes started by hand (no profile wrapper): their own shared-memory directory.
+    crate::run::shm::apply_node_local_shm();
     let universe = match level {
         // Plain MPI_Init where no thread is added: see `plan::resolve_thread_level`.
         ThreadLevel::Single => mpi::initialize(),

@@ -391,6 +391,8 @@ fn cuda_size_refusal(bytes: u64) -> Option<String> {
 /// named, 0 when healthy.
 pub fn command(req: &Request) -> Result<u8, RunError> {
     let checked = check(req)?;
+    // Emulated nodes started by hand (no profile wrapper): their own shared-memory directory.
+    crate::run::shm::apply_node_local_shm();
     let universe = ::mpi::initialize().ok_or(RunError::MpiInitialised)?;
     let world = universe.world();
     let comm = MpiComm::new(&world);
@@ -867,10 +869,34 @@ fn assemble(
     }
 }
 
+/// The median as printed: the attribution's, else (too few pairs for it, e.g. one rank per
+/// node on two nodes) the median of the measured cells, said as such, never a bare `?`.
+fn median_words(f: &LinksFile) -> String {
+    if let Some(m) = f.median_gbps {
+        return format!("median {m:.2} GB/s");
+    }
+    let mut v: Vec<f64> = f
+        .matrix_gbps
+        .iter()
+        .flatten()
+        .filter_map(|c| *c)
+        .filter(|g| g.is_finite())
+        .collect();
+    if v.is_empty() {
+        return "no pair measured".into();
+    }
+    v.sort_by(f64::total_cmp);
+    format!(
+        "median {:.2} GB/s of {} measured (too few pairs for the attribution)",
+        crate::stats::quantile_sorted(&v, 0.5),
+        crate::units::count(v.len(), "cell", "cells")
+    )
+}
+
 /// The findings as printed.
 fn render(f: &LinksFile, out: &std::path::Path, chart: bool) -> String {
     let mut s = format!(
-        "{} ranks on {}, {} {} schedule, {} B messages over {}: median {} GB/s ({} pairs analysed)\n",
+        "{} ranks on {}, {} {} schedule, {} B messages over {}: {} ({} pairs analysed)\n",
         f.hosts.len(),
         {
             let mut h = f.hosts.clone();
@@ -890,7 +916,7 @@ fn render(f: &LinksFile, out: &std::path::Path, chart: bool) -> String {
         f.schedule,
         f.message_bytes,
         f.transport_words().unwrap_or_else(|| "MPI".into()),
-        f.median_gbps.map_or("?".into(), |m| format!("{m:.2}")),
+        median_words(f),
         f.analysed.replace('_', "-"),
     );
     if let Some(label) = &f.standin {

@@ -14,8 +14,14 @@ cd "$dir" || exit 1
 module load intelmpi cuda
 sb=/opt/scalebench/bin/scalebench
 started=$(date +%s.%N)
-timeout --signal=TERM --kill-after=30 1200 mpirun -rr -n 4 "$sb" run -q --plan "$dir/plan.json" --out "$dir" 2> "$dir/stderr.log"
+timeout --signal=TERM --kill-after=30 1200 mpirun -rr -n 4 "$sb" run -q --plan "$dir/plan.json" --out "$dir" 2> "$dir/stderr.log" &
+launch=$!
+"$sb" watch-launch --dir "$dir" --pid "$launch" &
+watcher=$!
+wait "$launch"
 rc=$?
+kill "$watcher" 2>/dev/null
+wait "$watcher" 2>/dev/null
 cat "$dir/stderr.log" >&2
 "$sb" finish-launch --dir "$dir" --exit-code "$rc" --started "$started" --timeout-s 1200 --launcher mpirun --job-id "${JOB_ID:-}"
 exit "$rc"

@@ -22,8 +22,14 @@ export NCCL_NET_GDR_LEVEL=PHB
 export NCCL_SOCKET_IFNAME=hsn0,hsn1,hsn2,hsn3
 sb=/opt/scalebench/bin/scalebench
 started=$(date +%s.%N)
-timeout --signal=TERM --kill-after=30 1200 srun --mpi=pmix --cpu-bind=none "$sb" run -q --plan "$dir/plan.json" --out "$dir" 2> "$dir/stderr.log"
+timeout --signal=TERM --kill-after=30 1200 srun --mpi=pmix --cpu-bind=none "$sb" run -q --plan "$dir/plan.json" --out "$dir" 2> "$dir/stderr.log" &
+launch=$!
+"$sb" watch-launch --dir "$dir" --pid "$launch" &
+watcher=$!
+wait "$launch"
 rc=$?
+kill "$watcher" 2>/dev/null
+wait "$watcher" 2>/dev/null
 cat "$dir/stderr.log" >&2
-"$sb" finish-launch --dir "$dir" --exit-code "$rc" --started "$started" --timeout-s 1200 --launcher srun --job-id "${SLURM_JOB_ID:-}"
+"$sb" finish-launch --dir "$dir" --exit-code "$rc" --started "$started" --timeout-s 1200 --launcher srun --job-id "${SLURM_ARRAY_JOB_ID:-${SLURM_JOB_ID:-}}${SLURM_ARRAY_TASK_ID:+_$SLURM_ARRAY_TASK_ID}"
 exit "$rc"

@@ -223,11 +223,16 @@ pub fn read_results(dir: &Path) -> wire::ResultsFile {
 
 /// The `(attempt, job id, state)` of each attempt row of `scalebench status` output.
 pub fn status_rows(stdout: &str) -> Vec<(String, String, String)> {
+    // Columns are separated by two spaces at least; a state may hold one (`lost (cancelled)`).
     stdout
         .lines()
         .filter(|l| l.starts_with("  "))
         .filter_map(|l| {
-            let f: Vec<&str> = l.split_whitespace().collect();
+            let f: Vec<&str> = l
+                .split("  ")
+                .map(str::trim)
+                .filter(|x| !x.is_empty())
+                .collect();
             (f.len() >= 4).then(|| (f[0].to_string(), f[1].to_string(), f[2].to_string()))
         })
         .collect()

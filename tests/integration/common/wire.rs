@@ -17,6 +17,28 @@ pub struct ResultsFile {
     pub run: Run,
     pub launches: Vec<Launch>,
     pub cases: Vec<Case>,
+    /// Written when a launch ran again (a resubmission, `--resume`): its earlier attempts.
+    #[serde(default)]
+    pub superseded_launches: Vec<SupersededLaunch>,
+    /// Written by the merge of a run directory (collect, a sweep).
+    #[serde(default)]
+    pub completeness: Option<Completeness>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SupersededLaunch {
+    pub superseded_by: String,
+    pub record: Launch,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Completeness {
+    pub planned_cases: usize,
+    pub measured_cases: usize,
+    pub skipped_cases: usize,
+    pub missing: BTreeMap<String, usize>,
 }
 
 #[derive(Debug, Deserialize)]
