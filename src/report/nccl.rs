@@ -391,7 +391,7 @@ pub(crate) fn chart_stem(k: usize, w: Workload) -> String {
 mod tests {
     use super::*;
     use NcclAlgo::{Ring, Tree};
-    use NcclProto::{Ll, Ll128, Simple};
+    use NcclProto::{Ll128, Simple};
 
     #[test]
     fn ran_with_prefers_one_captured_pair_then_the_forced_pair() {
