@@ -12,6 +12,7 @@ pub mod link_record;
 pub mod links;
 #[cfg(feature = "mpi")]
 pub(crate) mod shm;
+#[cfg(feature = "mpi")]
 pub(crate) mod watchdog;
 
 use crate::params::CaseParams;
