@@ -13,13 +13,24 @@ fn main() -> ExitCode {
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
-    let argv: Vec<String> = std::env::args().collect();
-    let cli = match Cli::try_parse_from(&argv) {
+    // As OS strings: `std::env::args` panics on an argument that is not UTF-8. clap takes a
+    // path as it is and refuses such text where it wants text (exit 2, a sentence); what is
+    // recorded (a run's command line) is the lossy text, and the provenance says so.
+    let argv_os: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let argv: Vec<String> = argv_os
+        .iter()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    let cli = match Cli::try_parse_from(&argv_os) {
         Ok(c) => c,
         Err(e) => {
             // Under mpirun every rank parses the same options: say it once.
             if scalebench::topology::identity::env_rank().unwrap_or(0) == 0 {
-                let _ = e.print();
+                if e.use_stderr() {
+                    eprint!("{}", scalebench::cli::refusal_text(&e, &argv_os));
+                } else {
+                    let _ = e.print(); // --help, --version: as clap writes them
+                }
             }
             return ExitCode::from(e.exit_code().clamp(0, 255) as u8);
         }

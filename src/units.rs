@@ -231,6 +231,21 @@ pub fn shorten(text: &str) -> String {
     format!("{head}…({n} chars)")
 }
 
+/// A path as messages show it: whole, unless it cannot name a file at all (a component over
+/// NAME_MAX's 255 bytes, or over PATH_MAX's 4,096 in all), when it is [`shorten`]ed: such a
+/// path is a mistake or a probe, and 5,000 characters of it would bury the message.
+pub fn path_text(p: &std::path::Path) -> String {
+    use std::os::unix::ffi::OsStrExt;
+    let text = p.display().to_string();
+    let too_long =
+        p.as_os_str().len() > 4096 || p.components().any(|c| c.as_os_str().as_bytes().len() > 255);
+    if too_long {
+        shorten(&text)
+    } else {
+        text
+    }
+}
+
 /// A number a user gave, as short as it reads: `1e308`, not its 309 digits (`Display`).
 pub fn echo_f64(v: f64) -> String {
     // Display reads best (`3000000`, `0.5`) until it runs long; Debug switches to exponents.

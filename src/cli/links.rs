@@ -166,6 +166,7 @@ impl LinksArgs {
     pub fn simulate_to(&self, scenario: &Scenario, dir: &Path) -> Result<u8, Error> {
         let settings = self.settings();
         settings.check()?;
+        crate::links::check_out(Some(dir))?;
         scenario
             .check()
             .map_err(crate::links::LinksError::Scenario)?;

@@ -100,6 +100,76 @@ pub enum Command {
     History(HistoryArgs),
 }
 
+/// clap's message for a command line it refused, with every quoted value (`'…'`, `` `…` ``,
+/// `"…"`) over [`crate::units::ECHO_CHARS`] characters shortened to its head and length as
+/// everywhere else: clap echoes a value whole, and 5,000 characters of `--sizes` (twice: in
+/// clap's words and in the parser's) would bury the sentence.
+/// An argument that is not UTF-8 where text is wanted is named by its place (clap says only
+/// that one was found), e.g. `the value of --sizes`.
+pub fn refusal_text(e: &clap::Error, argv: &[std::ffi::OsString]) -> String {
+    if e.kind() == clap::error::ErrorKind::InvalidUtf8 {
+        // The culprit: the argument that alone (every other made UTF-8) still gives the error;
+        // a path before it may hold such bytes as it pleases.
+        let alone = |i: usize| {
+            let only: Vec<std::ffi::OsString> = argv
+                .iter()
+                .enumerate()
+                .map(|(j, a)| {
+                    if j == i {
+                        a.clone()
+                    } else {
+                        a.to_string_lossy().into_owned().into()
+                    }
+                })
+                .collect();
+            Cli::try_parse_from(only)
+                .is_err_and(|e| e.kind() == clap::error::ErrorKind::InvalidUtf8)
+        };
+        let culprit = (0..argv.len()).find(|&i| argv[i].to_str().is_none() && alone(i));
+        if let Some(i) = culprit {
+            let place = match argv.get(i.wrapping_sub(1)).and_then(|p| p.to_str()) {
+                Some(prev) if prev.starts_with('-') && i > 1 => format!("the value of {prev}"),
+                _ => format!("argument {i}"),
+            };
+            return format!(
+                "error: {place} ({}) is not UTF-8 text: give it as UTF-8 (only a path may hold other bytes)\n",
+                crate::units::shorten(&argv[i].to_string_lossy())
+            );
+        }
+    }
+    shorten_quoted(&e.render().to_string())
+}
+
+/// `text` with each quoted stretch longer than [`crate::units::ECHO_CHARS`] shortened.
+fn shorten_quoted(text: &str) -> String {
+    let mut out = String::with_capacity(text.len().min(4096));
+    let mut rest = text;
+    while let Some(open) = rest.find(['\'', '`', '"']) {
+        let q = rest[open..].chars().next().unwrap_or('\'');
+        out.push_str(&rest[..=open]);
+        let after = &rest[open + 1..];
+        match after.find(q) {
+            Some(close) => {
+                let quoted = &after[..close];
+                // Shortened once: a parser's message may hold a value it shortened itself.
+                let done = quoted.ends_with(" chars)") && quoted.contains('…');
+                out.push_str(&if done {
+                    quoted.to_string()
+                } else {
+                    crate::units::shorten(quoted)
+                });
+                out.push(q);
+                rest = &after[close + 1..];
+            }
+            None => {
+                rest = after;
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
 /// A comma-separated size list with ranges, parsed as one value (`8B:1GiB:x2,3MiB`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct SizeList(pub Vec<Bytes>);

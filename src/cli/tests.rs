@@ -125,3 +125,36 @@ fn bad_values_are_rejected_with_reasons() {
         assert!(e.to_string().contains(needle), "{args:?}: {e}");
     }
 }
+
+#[test]
+fn refusals_shorten_long_quoted_values_once_and_name_a_non_utf8_argument() {
+    let long = "z".repeat(5000);
+    let text = shorten_quoted(&format!(
+        "error: invalid value '{long}' for '--sizes': `{long}`"
+    ));
+    assert_eq!(text.matches("…(5000 chars)").count(), 2, "{text}");
+    assert!(text.len() < 300, "{text}");
+    // A value its parser shortened already keeps its own length.
+    let done = crate::units::shorten(&long);
+    assert_eq!(shorten_quoted(&format!("'{done}'")), format!("'{done}'"));
+    // A stray quote does not swallow the rest.
+    assert_eq!(shorten_quoted("it's fine"), "it's fine");
+
+    use std::os::unix::ffi::OsStrExt;
+    let bad = std::ffi::OsStr::from_bytes(b"8B\xff").to_os_string();
+    let path = std::ffi::OsStr::from_bytes(b"/tmp/\xfe").to_os_string();
+    let argv: Vec<std::ffi::OsString> = vec![
+        "scalebench".into(),
+        "run".into(),
+        "--out".into(),
+        path,
+        "--sizes".into(),
+        bad,
+    ];
+    let e = Cli::try_parse_from(&argv).unwrap_err();
+    let text = refusal_text(&e, &argv);
+    assert!(
+        text.starts_with("error: the value of --sizes (8B\u{fffd}) is not UTF-8 text"),
+        "{text}"
+    );
+}

@@ -76,6 +76,20 @@ pub fn load(path: &Path) -> Result<SweepSpec, SpecError> {
 
 /// Resolves spec text; `path` is used in messages.
 pub fn parse(path: &Path, text: &str) -> Result<SweepSpec, SpecError> {
+    // A file with no key at all (0 bytes, or only comments) is a mistake, not the default
+    // study: a truncated copy or a wrong path would otherwise run something nobody asked for.
+    if text.parse::<toml::Table>().is_ok_and(|t| t.is_empty()) {
+        return Err(SpecError {
+            path: path.to_path_buf(),
+            line: 1,
+            column: 1,
+            key: None,
+            message: format!(
+                "the spec is empty ({}, no key): give at least a name and [axes] (examples/ has specs to start from)",
+                crate::units::count(text.len(), "byte", "bytes")
+            ),
+        });
+    }
     let raw: raw::RawSpec = toml::from_str(text).map_err(|e| {
         let (line, column) = e.span().map_or((1, 1), |s| line_col(text, s.start));
         SpecError {

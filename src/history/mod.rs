@@ -3,8 +3,9 @@
 //!
 //! Like `report` and `compare` it reads only results files (through [`crate::results`]) and
 //! runs without MPI. The results JSON stay the source of truth: the index (`--db`, default
-//! `results/history.sqlite`) can always be rebuilt from them, and is, with a warning, when it
-//! is found corrupt or truncated ([`store`]).
+//! `results/history.sqlite`) can always be rebuilt from them, and is, with a warning, when
+//! `ingest` finds it corrupt or truncated ([`store`]); reading commands refuse such an index
+//! with the command that rebuilds it, and never move or write it.
 //!
 //! - `history ingest DIR…`: adds every `results.json` under the trees whose content (SHA-256)
 //!   the index does not hold yet ([`store::ingest`]).
@@ -45,8 +46,10 @@ pub enum HistoryError {
     },
     #[error("{}: no history index here: build one with `scalebench history ingest DIR… --db {}`", .path.display(), .path.display())]
     NoIndex { path: PathBuf },
-    #[error("{}: the index is corrupt or truncated", .path.display())]
+    #[error("{}: the index is corrupt or truncated: `scalebench history ingest DIR… --db {}` moves it aside and rebuilds it from the trees it indexed (reading commands leave it as it is)", .path.display(), .path.display())]
     Corrupt { path: PathBuf },
+    #[error("{}: {what}, not a history index (an SQLite file): give --db a file of its own, e.g. {}; scalebench never moves, replaces or reads as an index what is not one", .path.display(), DEFAULT_DB)]
+    NotAnIndex { path: PathBuf, what: String },
     #[error("{}: the index has schema version {found}, newer than this scalebench reads (1): use a newer scalebench, or index into another --db", .path.display())]
     NewerSchema { path: PathBuf, found: i64 },
     #[error("{}: SQLite would not set journal mode {wanted} (it kept {got}): another process holds the index open in another mode; retry when it ends", .path.display())]
@@ -137,6 +140,8 @@ fn absolute(p: &Path) -> Result<PathBuf, HistoryError> {
 /// Opens the index for writing under the write lock; when it was corrupt, warns and
 /// re-ingests every tree it had indexed. Returns the index and the lock (hold both).
 fn open_rebuilding(db: &Path) -> Result<(store::Index, store::WriteLock), HistoryError> {
+    // Checked before `<db>.lock` is created beside it (`--db results` is no index).
+    store::check_index_file(db)?;
     let lock = store::WriteLock::take(db)?;
     let mut index = store::open_for_write(db)?;
     if let Some(aside) = &index.rebuilt_from {
@@ -209,13 +214,8 @@ pub fn cluster_of(file: &crate::results::schema::ResultsFile) -> String {
     extract::run_row(file).cluster
 }
 
-/// Opens the index to read; a corrupt one is rebuilt first (with a warning).
+/// Opens the index to read. A corrupt one is an error saying how to rebuild it: a read never
+/// moves, replaces or writes the index (`show --db results.json` must not touch the file).
 pub(crate) fn open_read(db: &Path) -> Result<rusqlite::Connection, HistoryError> {
-    match store::open_for_read(db) {
-        Err(HistoryError::Corrupt { .. }) => {
-            drop(open_rebuilding(db)?);
-            store::open_for_read(db)
-        }
-        r => r,
-    }
+    store::open_for_read(db)
 }

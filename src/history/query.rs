@@ -233,15 +233,10 @@ fn fetch(req: &Request) -> Result<Vec<Row>, HistoryError> {
 }
 
 /// The matching rows in series order (case, cluster, start time).
+/// (A page found bad only now is [`HistoryError::Corrupt`], with the command that rebuilds
+/// the index: reading never moves or writes it.)
 pub(super) fn rows(req: &Request) -> Result<Vec<Row>, HistoryError> {
-    match fetch(req) {
-        // A page found bad only now: rebuild (open_read does, with a warning) and ask again.
-        Err(HistoryError::Corrupt { .. }) => {
-            drop(super::open_rebuilding(&req.db)?);
-            fetch(req)
-        }
-        r => r,
-    }
+    fetch(req)
 }
 
 /// Rows grouped into series (case × cluster), each in its metric (what `show` prints).

@@ -3,7 +3,9 @@
 //!
 //! The results JSON stay the source of truth. Every ingest appends its roots to
 //! `<db>.roots`, a plain text file beside the index, so an index found corrupt or truncated is
-//! moved aside and rebuilt from every tree it ever indexed, with a warning.
+//! moved aside and rebuilt from every tree it ever indexed, with a warning, by the next ingest
+//! (read commands never move or change it). Only a file with SQLite's header is ever moved
+//! ([`check_index_file`]).
 
 use super::extract::{case_rows, run_row, CaseRow, RunRow};
 use super::HistoryError;
@@ -173,6 +175,75 @@ fn truncated(path: &Path) -> bool {
     bytes[24..28] == bytes[92..96] && pages * page > len
 }
 
+/// What `--db` names, once it passed [`check_index_file`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IndexFile {
+    /// Nothing there yet (ingest creates it).
+    Absent,
+    /// A regular file of 0 bytes (SQLite takes it as an empty database).
+    Empty,
+    /// A regular file that starts with SQLite's header: an index, sound or not.
+    Sqlite,
+}
+
+/// The first bytes of every SQLite database file.
+const SQLITE_HEADER: &[u8] = b"SQLite format 3\0";
+
+/// The one check of `--db` (and `--history-db`) before anything opens, locks, moves or
+/// creates it: absent, empty, or a regular file that starts with SQLite's header. Anything
+/// else is [`HistoryError::NotAnIndex`] naming what it is (a directory, a FIFO, a results
+/// file, a spec), so no command ever moves aside, replaces or blocks on what is no index.
+pub fn check_index_file(db: &Path) -> Result<IndexFile, HistoryError> {
+    use std::io::Read;
+    let not = |what: String| HistoryError::NotAnIndex {
+        path: db.to_path_buf(),
+        what,
+    };
+    match std::fs::symlink_metadata(db) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(IndexFile::Absent),
+        Err(e) => return Err(io(db)(e)),
+        Ok(_) => {}
+    }
+    let meta = match crate::results::io::regular_file(db) {
+        Ok(m) => m,
+        Err(crate::results::io::ResultsError::NotAFile { what, .. }) => {
+            return Err(not(what.to_string()))
+        }
+        // A dangling link, or no permission to look: the error as it came.
+        Err(e) => return Err(HistoryError::Output(e)),
+    };
+    if meta.len() == 0 {
+        return Ok(IndexFile::Empty);
+    }
+    let mut head = Vec::with_capacity(4096);
+    std::fs::File::open(db)
+        .and_then(|f| f.take(4096).read_to_end(&mut head))
+        .map_err(io(db))?;
+    if head.starts_with(SQLITE_HEADER) {
+        return Ok(IndexFile::Sqlite);
+    }
+    Err(not(sniff(&head).to_string()))
+}
+
+/// What a file that is no SQLite database looks like, from its first bytes.
+fn sniff(head: &[u8]) -> &'static str {
+    let text = String::from_utf8_lossy(head);
+    let t = text.trim_start();
+    if t.starts_with('{') && t.contains("\"format_version\"") {
+        "a scalebench results file (JSON)"
+    } else if t.starts_with('{') && t.contains("\"links_format_version\"") {
+        "a scalebench links file (JSON)"
+    } else if t.starts_with('{') {
+        "a JSON file"
+    } else if t.contains("[axes]") || t.contains("[launch]") || t.starts_with("name") {
+        "a sweep spec (TOML)"
+    } else if t.starts_with('[') {
+        "a JSON or TOML file"
+    } else {
+        "a file that is not an SQLite database"
+    }
+}
+
 /// An open index.
 pub struct Index {
     pub(crate) conn: Connection,
@@ -194,9 +265,14 @@ fn lock_file(db: &Path) -> PathBuf {
     PathBuf::from(s)
 }
 
-/// The trees ever ingested into `db`, in first-seen order.
+/// The trees ever ingested into `db`, in first-seen order (none when `<db>.roots` is not a
+/// regular file: reading a FIFO would block).
 pub fn roots(db: &Path) -> Vec<PathBuf> {
-    std::fs::read_to_string(roots_file(db))
+    let path = roots_file(db);
+    if crate::results::io::regular_file(&path).is_err() {
+        return Vec::new();
+    }
+    std::fs::read_to_string(path)
         .unwrap_or_default()
         .lines()
         .filter(|l| !l.is_empty())
@@ -235,10 +311,12 @@ impl Drop for WriteLock {
 }
 
 /// Opens (creating if needed) the index at `db` for writing, with the journal mode its
-/// filesystem allows and the schema in place. A corrupt or truncated file is moved aside to
+/// filesystem allows and the schema in place. A corrupt or truncated index (a file with
+/// SQLite's header: [`check_index_file`] refuses anything else) is moved aside to
 /// `<db>.corrupt-<stamp>` and a new one created (`rebuilt_from` says where the old one went);
 /// the caller holds the [`WriteLock`].
 pub fn open_for_write(db: &Path) -> Result<Index, HistoryError> {
+    let kind = check_index_file(db)?;
     let dir = match db.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => PathBuf::from("."),
@@ -246,7 +324,7 @@ pub fn open_for_write(db: &Path) -> Result<Index, HistoryError> {
     std::fs::create_dir_all(&dir).map_err(io(&dir))?;
     let fs = filesystem_of(&dir);
     let mut rebuilt_from = None;
-    if db.exists() && (truncated(db) || !sound(db)) {
+    if kind == IndexFile::Sqlite && (truncated(db) || !sound(db)) {
         let aside = PathBuf::from(format!(
             "{}.corrupt-{}",
             db.display(),
@@ -321,7 +399,7 @@ fn configure(db: &Path, fs: &Filesystem) -> Result<Connection, HistoryError> {
 /// Opens an existing index to read. A truncated or corrupt one (or none) is an error the
 /// caller answers by rebuilding ([`HistoryError::Corrupt`]).
 pub fn open_for_read(db: &Path) -> Result<Connection, HistoryError> {
-    if !db.exists() {
+    if check_index_file(db)? != IndexFile::Sqlite {
         return Err(HistoryError::NoIndex {
             path: db.to_path_buf(),
         });
@@ -559,6 +637,9 @@ pub fn ingest(index: &mut Index, roots: &[PathBuf]) -> Result<IngestSummary, His
 pub fn remember_roots(db: &Path, new: &[PathBuf]) -> Result<(), HistoryError> {
     let have: HashSet<PathBuf> = roots(db).into_iter().collect();
     let path = roots_file(db);
+    if path.exists() {
+        crate::results::io::regular_file(&path)?;
+    }
     let mut f = std::fs::OpenOptions::new()
         .create(true)
         .append(true)

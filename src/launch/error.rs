@@ -35,7 +35,7 @@ pub enum LaunchError {
         #[source]
         source: std::io::Error,
     },
-    #[error("{}: another scalebench sweep is running in this directory: wait for it, or use another --out", .dir.display())]
+    #[error("{}: another scalebench sweep or run is writing in this directory: wait for it, or use another --out", .dir.display())]
     Busy { dir: PathBuf },
     #[error("--resume {}: no sweep there (no {}): run without --resume to start one", .out.display(), super::rundir::PLAN_FILE)]
     NothingToResume { out: PathBuf },

@@ -153,24 +153,11 @@ fn default_out(spec: &SweepSpec) -> PathBuf {
     PathBuf::from("results").join(format!("{safe}-{}", utc_stamp(now_unix_s())))
 }
 
-/// Holds the run directory's lock for the life of the sweep.
-struct Lock {
-    _file: File,
-}
-
-fn lock(dir: &Path) -> Result<Lock> {
-    use std::os::unix::io::AsRawFd;
-    let path = dir.join(".lock");
-    let file = File::create(&path).map_err(|source| LaunchError::Io { path, source })?;
-    // SAFETY: the fd belongs to `file`, opened just above and alive across the call (and for
-    // the life of the returned Lock, which holds the lock); flock passes no pointers. (std's
-    // File::try_lock needs Rust 1.89, above this crate's rust-version.)
-    if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
-        return Err(LaunchError::Busy {
-            dir: dir.to_path_buf(),
-        });
-    }
-    Ok(Lock { _file: file })
+/// Holds the run directory's lock for the life of the sweep (the lock `run --out` takes too).
+fn lock(dir: &Path) -> Result<crate::results::io::DirLock> {
+    crate::results::io::DirLock::try_take(dir)?.ok_or_else(|| LaunchError::Busy {
+        dir: dir.to_path_buf(),
+    })
 }
 
 /// A launch in flight, recorded in its attempt directory (`live.json`) while it runs: if the

@@ -10,7 +10,7 @@ use crate::config::line_col;
 use crate::params::{BackendKind, Binding, LaunchShape, Topology};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// Which scheduler a profile targets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -169,13 +169,9 @@ pub(crate) enum ProfileError {
         #[source]
         source: Box<ProfileError>,
     },
-    /// A profile file that exists but cannot be read.
-    #[error("{}: {source}", path.display())]
-    Read {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
+    /// A profile file that exists but cannot be read (not a regular file, not UTF-8, I/O).
+    #[error("--profile {0}")]
+    Input(Box<crate::results::io::ResultsError>),
     /// Neither a built-in profile's name nor an existing file.
     #[error("--profile {name}: no such built-in profile or file: built-in profiles are {}", built_in.join(", "))]
     Unknown { name: String, built_in: Vec<String> },
@@ -232,10 +228,9 @@ pub(crate) fn load(name_or_path: &str) -> Result<Profile, ProfileError> {
     }
     let path = Path::new(name_or_path);
     if path.exists() {
-        let text = std::fs::read_to_string(path).map_err(|source| ProfileError::Read {
-            path: path.to_path_buf(),
-            source,
-        })?;
+        // The regular-file check every input takes: a FIFO would block here for ever.
+        let text = crate::results::io::read_input_text(path)
+            .map_err(|e| ProfileError::Input(Box::new(e)))?;
         return parse(&path.display().to_string(), &text);
     }
     Err(ProfileError::Unknown {
@@ -264,8 +259,25 @@ impl Profile {
         for m in &self.modules {
             shell::directive_value("module", m)?;
         }
-        for k in self.env.keys() {
+        for (k, v) in &self.env {
             shell::env_name(k)?;
+            shell::control_free(&format!("env.{k}"), v)?;
+        }
+        // Every other value that reaches the job script's lines.
+        for (key, list) in [("container", &self.container), ("launcher", &self.launcher)] {
+            for (i, v) in list.iter().enumerate() {
+                shell::control_free(&format!("{key}[{i}]"), v)?;
+            }
+        }
+        let text = [
+            ("name", Some(&self.name)),
+            ("description", self.description.as_ref()),
+            ("scalebench", self.scalebench.as_ref()),
+        ];
+        for (key, v) in text {
+            if let Some(v) = v {
+                shell::control_free(key, v)?;
+            }
         }
         for d in &self.directives {
             if d.chars().any(|c| c.is_control()) {

@@ -41,6 +41,17 @@ pub enum LinksError {
     Topology(String),
     #[error("this scalebench was built without MPI (no `mpi` feature), so `links` can only --simulate: rebuild with default features")]
     NoMpi,
+    #[error("--out {}: exists and is not a directory: give a directory (it is created if missing)", .0.display())]
+    OutNotADirectory(std::path::PathBuf),
+}
+
+/// `--out` names a directory, or nothing yet: an existing file there is the user's mistake
+/// (exit 2, before anything runs), not a failed write at the end (exit 4).
+pub fn check_out(out: Option<&std::path::Path>) -> Result<(), LinksError> {
+    match out {
+        Some(o) if o.exists() && !o.is_dir() => Err(LinksError::OutNotADirectory(o.to_path_buf())),
+        _ => Ok(()),
+    }
 }
 
 impl LinksError {

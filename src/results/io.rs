@@ -22,14 +22,15 @@ pub const JOURNAL_FILE: &str = "journal.jsonl";
 /// Errors reading or writing results. Each names the file and says what to do.
 #[derive(Debug, thiserror::Error)]
 pub enum ResultsError {
-    #[error("{path}: {source}")]
+    #[error("{}: {source}", crate::units::path_text(.path))]
     Io {
         path: PathBuf,
         #[source]
         source: std::io::Error,
     },
     #[error(
-        "{path}: no such file or directory: give a results.json or a run directory that holds one"
+        "{}: no such file or directory: give a results.json or a run directory that holds one",
+        crate::units::path_text(.path)
     )]
     Missing { path: PathBuf },
     #[error("{path}:{line}:{column}: not a scalebench results file: {msg}")]
@@ -48,8 +49,8 @@ pub enum ResultsError {
     },
     #[error("{path}: the file is empty (was the run killed before it wrote anything?): rerun, or `scalebench collect` its run directory")]
     Empty { path: PathBuf },
-    #[error("{path}: not a regular file (a FIFO, socket or device would be read forever or not at all): give a file")]
-    NotAFile { path: PathBuf },
+    #[error("{path}: {what}, not a regular file (a FIFO, socket or device would be read for ever or not at all): give a file")]
+    NotAFile { path: PathBuf, what: &'static str },
     /// Read, but its numbers cannot be measurements ([`super::validate`]).
     #[error("{path}: not usable results: {}, each named by its place in the file:\n{problems}\nrerun the measurement, or leave this file out (was it edited, merged by hand or written by a broken tool?)", crate::units::count(*.count, "problem", "problems"))]
     Invalid {
@@ -158,6 +159,28 @@ pub enum JournalRecord {
     Case(Box<CaseResult>),
 }
 
+/// An exclusive `flock` on `DIR/.lock`, held while this lives: one writer per run directory
+/// (a sweep or a run), so two never write one results file.
+pub struct DirLock {
+    _file: File,
+}
+
+impl DirLock {
+    /// Takes the lock without waiting; `Ok(None)` when another process holds it.
+    pub fn try_take(dir: &Path) -> Result<Option<DirLock>, ResultsError> {
+        use std::os::unix::io::AsRawFd;
+        let path = dir.join(".lock");
+        let file = File::create(&path).map_err(|e| ResultsError::io(&path, e))?;
+        // SAFETY: the fd belongs to `file`, opened just above and alive across the call (and
+        // for the life of the returned DirLock, which holds the lock); flock passes no
+        // pointers. (std's File::try_lock needs Rust 1.89, above this crate's rust-version.)
+        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+            return Ok(None);
+        }
+        Ok(Some(DirLock { _file: file }))
+    }
+}
+
 /// Append-only journal of finished work.
 pub struct Journal {
     file: File,
@@ -255,15 +278,44 @@ pub fn line_col(text: &str, offset: usize) -> (usize, usize) {
     (line, col)
 }
 
-/// Reads an input file as text: only a regular file (opening a FIFO would block forever), and
-/// invalid UTF-8 is bad input located by line and column, not an I/O failure.
-pub fn read_input_text(file: &Path) -> Result<String, ResultsError> {
+/// What a path that is not a regular file is, in words (for a message that names it).
+pub fn kind_of(meta: &fs::Metadata) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    let t = meta.file_type();
+    if t.is_dir() {
+        "a directory"
+    } else if t.is_fifo() {
+        "a FIFO"
+    } else if t.is_socket() {
+        "a socket"
+    } else if t.is_block_device() || t.is_char_device() {
+        "a device"
+    } else if t.is_file() {
+        "a regular file"
+    } else {
+        "not a regular file"
+    }
+}
+
+/// The one check every path input goes through before it is opened (specs, plans, results,
+/// links files, site profiles, the history index): a regular file, or
+/// [`ResultsError::NotAFile`] saying what it is. Opening a FIFO would block for ever, a
+/// directory or device cannot be read as a file. Returns the file's metadata.
+pub fn regular_file(file: &Path) -> Result<fs::Metadata, ResultsError> {
     let meta = fs::metadata(file).map_err(|e| ResultsError::io(file, e))?;
     if !meta.is_file() {
         return Err(ResultsError::NotAFile {
             path: file.to_path_buf(),
+            what: kind_of(&meta),
         });
     }
+    Ok(meta)
+}
+
+/// Reads an input file as text: only a regular file ([`regular_file`]), and invalid UTF-8 is
+/// bad input located by line and column, not an I/O failure.
+pub fn read_input_text(file: &Path) -> Result<String, ResultsError> {
+    regular_file(file)?;
     let bytes = fs::read(file).map_err(|e| ResultsError::io(file, e))?;
     String::from_utf8(bytes).map_err(|e| {
         let at = e.utf8_error().valid_up_to();

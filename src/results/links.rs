@@ -299,16 +299,23 @@ impl LinksFile {
                 ));
             }
             for (j, c) in row.iter().enumerate() {
-                if let Some(v) = c.filter(|v| !(v.is_finite() && *v > 0.0)) {
+                if let Some(v) = c.filter(|v| !bandwidth_ok(*v)) {
                     out.push(format!(
-                        "matrix_gbps[{i}][{j}] = {v}: a bandwidth is positive and finite"
+                        "matrix_gbps[{i}][{j}] = {}: {BANDWIDTH}",
+                        crate::units::echo_f64(v)
+                    ));
+                }
+                if i == j && c.is_some() {
+                    out.push(format!(
+                        "matrix_gbps[{i}][{i}]: a rank's link to itself is never measured (null on the diagonal)"
                     ));
                 }
             }
         }
-        if let Some(m) = self.median_gbps.filter(|v| !(v.is_finite() && *v > 0.0)) {
+        if let Some(m) = self.median_gbps.filter(|v| !bandwidth_ok(*v)) {
             out.push(format!(
-                "median_gbps = {m}: a bandwidth is positive and finite"
+                "median_gbps = {}: {BANDWIDTH}",
+                crate::units::echo_f64(m)
             ));
         }
         if let Some(t) = self
@@ -363,6 +370,20 @@ impl LinksFile {
                     "findings[{k}].ranks: rank {r}, but the matrix has ranks 0..{n}"
                 ));
             }
+            out.extend(ratio_problems(
+                &format!("findings[{k}]"),
+                f.ratio,
+                f.isolated_ratio,
+            ));
+            if !(0.0..=1.0).contains(&f.confidence) {
+                out.push(format!(
+                    "findings[{k}].confidence = {}: a confidence is between 0 and 1",
+                    crate::units::echo_f64(f.confidence)
+                ));
+            }
+            if !f.z.is_finite() {
+                out.push(format!("findings[{k}].z = {}: a z-score is finite", f.z));
+            }
             let want = if f.kind == "node" { 1 } else { 2 };
             if !["node", "link", "block"].contains(&f.kind.as_str()) || f.ranks.len() != want {
                 out.push(format!(
@@ -392,17 +413,18 @@ impl FloorRecord {
                 crate::units::count(n, "rank", "ranks")
             ));
         }
-        if let Some(v) = self
-            .link_gbps
-            .iter()
-            .flatten()
-            .find(|v| !(v.is_finite() && **v > 0.0))
-        {
+        if let Some(v) = self.link_gbps.iter().flatten().find(|v| !bandwidth_ok(**v)) {
             out.push(format!(
-                "floor.link_gbps: {v}: a link ceiling is positive and finite (null where unknown)"
+                "floor.link_gbps: {}: a link ceiling is positive, finite and at most {MAX_PLAUSIBLE_GBPS:e} GB/s (null where unknown)",
+                crate::units::echo_f64(*v)
             ));
         }
         for (k, f) in self.findings.iter().enumerate() {
+            out.extend(ratio_problems(
+                &format!("floor.findings[{k}]"),
+                f.ratio,
+                f.isolated_ratio,
+            ));
             if let Some(r) = f.ranks.iter().find(|&&r| r >= n) {
                 out.push(format!(
                     "floor.findings[{k}].ranks: rank {r}, but the matrix has ranks 0..{n}"
@@ -424,6 +446,32 @@ impl FloorRecord {
         }
         out
     }
+}
+
+/// No link carries this many GB/s (a petabyte per second; the fastest links are ~10³ GB/s):
+/// a larger cell is not a measurement.
+pub const MAX_PLAUSIBLE_GBPS: f64 = 1e6;
+
+const BANDWIDTH: &str = "a bandwidth is positive, finite and at most 1e6 GB/s";
+
+fn bandwidth_ok(v: f64) -> bool {
+    v.is_finite() && v > 0.0 && v <= MAX_PLAUSIBLE_GBPS
+}
+
+/// A finding's ratios (fractions of an expected bandwidth): finite and not negative (−0.0
+/// included: no measurement gives it); an isolated ratio likewise.
+fn ratio_problems(at: &str, ratio: f64, isolated: Option<f64>) -> Vec<String> {
+    [("ratio", Some(ratio)), ("isolated_ratio", isolated)]
+        .into_iter()
+        .filter_map(|(name, v)| v.map(|v| (name, v)))
+        .filter(|(_, v)| !(v.is_finite() && *v >= 0.0 && v.is_sign_positive()))
+        .map(|(name, v)| {
+            format!(
+                "{at}.{name} = {}: a ratio of bandwidths is finite and not negative",
+                crate::units::echo_f64(v)
+            )
+        })
+        .collect()
 }
 
 /// A measured-looking file for unit tests: 1 MiB round-robin, one host per rank, no findings.

@@ -46,6 +46,10 @@ pub enum RunError {
     },
     #[error("--out {}: exists and is not a directory: give a directory (it is created if missing)", .out.display())]
     OutNotADirectory { out: PathBuf },
+    #[error("--out {}: another scalebench run or sweep is writing in this directory: wait for it, or give another --out", .out.display())]
+    OutBusy { out: PathBuf },
+    #[error("--out: {} is there, from an earlier run: `run` never writes over a run; give another --out (a new directory), or move that run away first", .file.display())]
+    OutHoldsRun { file: PathBuf },
     /// An input check failed on some rank: the failing ranks' sentences, as agreed.
     #[error("{message}")]
     Refused { message: String },

@@ -294,6 +294,48 @@ const ENV_EXACT: &[&str] = &[
     "LD_LIBRARY_PATH",
 ];
 
+/// The process environment as text, as `std::env::vars_os` gives it: a variable whose name
+/// or value is not UTF-8 (an `OLDPWD` of bytes left by `cd`) is kept with U+FFFD for its bad
+/// bytes (`std::env::vars` panics on it, in every rank). Also returns the names of the
+/// variables so converted.
+pub fn environment_lossy(
+    vars: impl Iterator<Item = (std::ffi::OsString, std::ffi::OsString)>,
+) -> (Vec<(String, String)>, Vec<String>) {
+    let mut lossy = Vec::new();
+    let vars = vars
+        .map(|(k, v)| match (k.into_string(), v.into_string()) {
+            (Ok(k), Ok(v)) => (k, v),
+            (k, v) => {
+                let text = |r: Result<String, std::ffi::OsString>| {
+                    r.unwrap_or_else(|os| os.to_string_lossy().into_owned())
+                };
+                let k = text(k);
+                lossy.push(k.clone());
+                (k, text(v))
+            }
+        })
+        .collect();
+    (vars, lossy)
+}
+
+/// [`captured_environment`] of this process's environment (read as OS strings), and a
+/// warning for each recorded variable that was not UTF-8 (recorded with U+FFFD).
+pub fn captured_process_environment() -> (BTreeMap<String, String>, Vec<String>) {
+    let (vars, lossy) = environment_lossy(std::env::vars_os());
+    let env = captured_environment(vars.into_iter());
+    let notes = lossy
+        .into_iter()
+        .filter(|k| env.contains_key(k))
+        .map(|k| {
+            format!(
+                "environment variable {}: not UTF-8; recorded with U+FFFD in place of its invalid bytes",
+                crate::units::shorten(&k)
+            )
+        })
+        .collect();
+    (env, notes)
+}
+
 /// The performance-relevant environment, with anything that looks like a secret redacted.
 pub fn captured_environment(
     vars: impl Iterator<Item = (String, String)>,

@@ -389,27 +389,25 @@ fn informational_differences_are_said_at_the_top() {
             r.stdout
         );
     }
-    // different metric definitions: refused (exit 2) unless --allow-mismatch
+    // metric definitions this build does not know (issue 44): refused by the validator every
+    // reader shares (exit 2, the file and the field named), --allow-mismatch or not: its
+    // numbers cannot be read under definitions nobody here knows. (Known but different
+    // versions would be a set-up mismatch that --allow-mismatch lets through.)
     let mut other = simple(4, 18, &|_| 1.0);
     other.metrics_version = 2;
     let m = write(&dir, "m.json", &other);
-    let r = run_compare(&[p(&b), p(&m)]);
-    r.assert_code(2);
-    assert!(
-        r.stderr.contains("metrics_version")
-            && r.stderr.contains("m.json")
-            && r.stderr.contains("--allow-mismatch"),
-        "{}",
-        r.stderr
-    );
-    assert!(r.stdout.is_empty());
-    let r = run_compare(&[p(&b), p(&m), "--allow-mismatch"]);
-    r.assert_code(0);
-    assert!(
-        r.stdout.contains("although the metric definitions"),
-        "{}",
-        r.stdout
-    );
+    for extra in [&[][..], &["--allow-mismatch"][..]] {
+        let mut args = vec![p(&b), p(&m)];
+        args.extend_from_slice(extra);
+        let r = run_compare(&args);
+        r.assert_code(2);
+        assert!(
+            r.stderr.contains("metrics_version") && r.stderr.contains("m.json"),
+            "{}",
+            r.stderr
+        );
+        assert!(r.stdout.is_empty());
+    }
 }
 
 /// Runs on another CPU model, MPI library or with emulated nodes are another set-up: a

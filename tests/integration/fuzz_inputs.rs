@@ -7,6 +7,12 @@
 //! (overflowing counts, NaN/inf/1e308 seconds, control characters, shell syntax, empty and
 //! huge lists, wrong types, unknown keys) and byte-level mutations of the example specs. A
 //! failure prints the seed and the input, so it can be replayed.
+//!
+//! Through the binary (issue 44): 300 specs (`plan`, `sweep --dry-run`), 120 results files
+//! (`report`, `compare`, `history ingest`), 300 hostile option values over every subcommand
+//! (long, control characters, not UTF-8, FIFOs, directories and the wrong kind of file) and
+//! 60 ddp models: every refusal exit 2 naming the option or file, no panic, no hang past 15 s,
+//! no file created, moved or cut by a refusal.
 
 use crate::common;
 
@@ -785,8 +791,8 @@ fn bounded_run(args: &[&str], t: &mut Tally, input: &str) -> (i32, String) {
     (code, stderr)
 }
 
-/// Generated results files through `report`, `compare` one run a side and `compare` with the
-/// file among several runs: no panic, no hang, exit 0/1/2 (2 naming the file), no report
+/// Generated results files through `report`, `compare` one run a side, `compare` with the
+/// file among several runs and `history ingest` (one validator for all): no panic, no hang, exit 0/1/2 (2 naming the file), no report
 /// or partial output left by a refusal, and no raw control character on stdout or stderr.
 #[test]
 fn generated_results_files_through_every_reader() {
@@ -825,10 +831,13 @@ fn generated_results_files_through_every_reader() {
         let o = out.to_str().unwrap();
         let co = cmp_out.to_str().unwrap();
         let low = "--allow-low-power";
-        let runs: [Vec<&str>; 3] = [
+        // One index for every input, outside the case: what it holds is no partial output.
+        let db = dir.join("history.sqlite");
+        let runs: [Vec<&str>; 4] = [
             vec!["report", f, "--out", o, "--format", "md,csv"],
             vec!["compare", low, "--out", co, g[0], f],
             vec!["compare", low, "--out", co, g[0], g[1], "--", g[2], f],
+            vec!["history", "ingest", f, "--db", db.to_str().unwrap(), "-q"],
         ];
         t.inputs += 1;
         for args in runs {
@@ -870,7 +879,7 @@ fn generated_results_files_through_every_reader() {
             let _ = std::fs::remove_file(&cmp_out);
         }
     }
-    t.print("generated results files through report, compare, compare of runs");
+    t.print("generated results files through report, compare, compare of runs, history ingest");
     let _ = std::fs::remove_dir_all(&dir);
     assert_eq!((t.panics, t.hangs, t.partial), (0, 0, 0), "{t:?}");
     // Both paths must be exercised, or the test proves little.
@@ -1009,4 +1018,303 @@ fn generated_ddp_models_never_panic() {
         planned > 100 && refused > 100,
         "planned {planned}, refused {refused}"
     );
+}
+
+// ---- issue 44: every subcommand's options given hostile values, through the binary ----
+
+/// One command line with a slot for the hostile value (`{v}`) and the inputs it may name:
+/// `{spec}`, `{results}` (a run directory), `{tree}` (a tree of runs), `{out}` (not there yet).
+/// Every line is a dry run or reads only: a value that happens to be valid runs nothing long.
+const OPTION_LINES: &[&[&str]] = &[
+    &["run", "-q", "--out", "{out}", "--sizes", "{v}"],
+    &["run", "-q", "--out", "{out}", "--workload", "{v}"],
+    &["run", "-q", "--out", "{out}", "--dims", "{v}"],
+    &["run", "-q", "--out", "{out}", "--nccl-algo", "{v}"],
+    &["run", "-q", "--out", "{out}", "--reserved-cores", "{v}"],
+    &["run", "-q", "--out", "{out}", "--buffer-offset", "{v}"],
+    &["run", "-q", "--out", "{out}", "--dtype", "{v}"],
+    &["run", "-q", "--out", "{out}", "--plan", "{v}"],
+    &["plan", "{v}"],
+    &["sweep", "{v}", "--dry-run", "--out", "{out}"],
+    &["sweep", "{spec}", "--dry-run", "--out", "{v}"],
+    &[
+        "sweep",
+        "{spec}",
+        "--dry-run",
+        "--out",
+        "{out}",
+        "--launch-timeout",
+        "{v}",
+    ],
+    &[
+        "submit",
+        "{spec}",
+        "--scheduler",
+        "uge",
+        "--dry-run",
+        "--out",
+        "{out}",
+        "--account",
+        "{v}",
+    ],
+    &[
+        "submit",
+        "{spec}",
+        "--scheduler",
+        "pbs",
+        "--dry-run",
+        "--out",
+        "{out}",
+        "--partition",
+        "{v}",
+    ],
+    &[
+        "submit",
+        "{spec}",
+        "--profile",
+        "{v}",
+        "--dry-run",
+        "--out",
+        "{out}",
+    ],
+    &[
+        "submit",
+        "{spec}",
+        "--scheduler",
+        "{v}",
+        "--dry-run",
+        "--out",
+        "{out}",
+    ],
+    &["report", "{v}", "--out", "{out}", "--format", "md"],
+    &[
+        "report",
+        "{results}",
+        "--out",
+        "{out}",
+        "--format",
+        "md",
+        "--only",
+        "{v}",
+    ],
+    &[
+        "report",
+        "{results}",
+        "--out",
+        "{out}",
+        "--format",
+        "md",
+        "--history-db",
+        "{v}",
+    ],
+    &["report", "{results}", "--out", "{out}", "--format", "{v}"],
+    &["compare", "{results}", "{v}", "--out", "{out}"],
+    &[
+        "compare",
+        "{results}",
+        "{results}",
+        "--metric",
+        "{v}",
+        "--out",
+        "{out}",
+    ],
+    &["history", "show", "--db", "{v}"],
+    &["history", "changes", "--db", "{v}"],
+    &["history", "ingest", "{tree}", "--db", "{v}"],
+    &["history", "show", "--db", "{out}", "--size", "{v}"],
+    &["history", "export", "--db", "{out}", "--format", "{v}"],
+    &["links", "--simulate", "{v}"],
+    &["links", "--simulate", "4", "--out", "{v}"],
+    &["links", "--simulate", "4", "--slow-node", "{v}"],
+    &["topo", "--reserved-cores", "{v}"],
+];
+
+/// Hostile values: what the issue's campaign gave (long, control characters, bytes that are no
+/// UTF-8, shell syntax, numbers out of range) and paths to what is no fitting file (a FIFO, a
+/// directory, a results file, a spec, nothing), by name (`{fifo}` …) for [`hostile_arg`].
+const OPTION_VALUES: &[&str] = &[
+    "{long}",
+    "{nonutf8}",
+    "a\n#$ -P stolen",
+    "x\r\u{1b}[31m",
+    "$(touch PWNED)",
+    "-1",
+    "nan",
+    "1e308",
+    "18446744073709551616",
+    "é",
+    "{fifo}",
+    "{dir}",
+    "{results_file}",
+    "{spec}",
+    "{missing}",
+    "{empty}",
+];
+
+/// The value `v` as an argument, placeholders made paths inside `case`.
+fn hostile_arg(v: &str, case: &Path) -> std::ffi::OsString {
+    use std::os::unix::ffi::OsStrExt;
+    let path = |name: &str| case.join(name).into_os_string();
+    match v {
+        "{long}" => "y".repeat(5000).into(),
+        "{nonutf8}" => std::ffi::OsStr::from_bytes(b"v\xff\xfe").to_os_string(),
+        "{fifo}" => path("fifo"),
+        "{dir}" => path("tree"),
+        "{results_file}" => path("tree/run1/results.json"),
+        "{spec}" => path("spec.toml"),
+        "{missing}" => path("missing/none.json"),
+        "{empty}" => path("empty"),
+        s => s.into(),
+    }
+}
+
+/// A fresh case directory: a spec, a tree of one run, a FIFO, an empty file.
+fn option_case(dir: &Path, i: usize, golden: &str) -> std::path::PathBuf {
+    let case = dir.join(format!("o{i}"));
+    std::fs::create_dir_all(case.join("tree/run1")).unwrap();
+    std::fs::write(case.join("tree/run1/results.json"), golden).unwrap();
+    std::fs::write(
+        case.join("spec.toml"),
+        "name = \"f\"\n[axes]\nworkloads = [\"allreduce\"]\nsizes = [\"8B\"]\n",
+    )
+    .unwrap();
+    std::fs::write(case.join("empty"), "").unwrap();
+    let c = std::ffi::CString::new(case.join("fifo").to_str().unwrap()).unwrap();
+    // SAFETY: `c` is a NUL-terminated CString that outlives the call; mkfifo only reads it.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    case
+}
+
+/// Every path under `dir` with its length (a FIFO as -1), sorted: what a refusal must leave.
+fn tree_state(dir: &Path) -> Vec<(String, i64)> {
+    fn walk(d: &Path, out: &mut Vec<(String, i64)>) {
+        for e in std::fs::read_dir(d).unwrap().flatten() {
+            let p = e.path();
+            let m = std::fs::symlink_metadata(&p).unwrap();
+            let len = if m.is_file() { m.len() as i64 } else { -1 };
+            out.push((p.display().to_string(), len));
+            if m.is_dir() {
+                walk(&p, out);
+            }
+        }
+    }
+    let mut v = Vec::new();
+    walk(dir, &mut v);
+    v.sort();
+    v
+}
+
+/// 300 command lines, each a subcommand's option given a hostile value (long, control
+/// characters, not UTF-8, a FIFO, a directory, a results file or spec where another file is
+/// wanted): no panic, no hang (15 s bound), exit 0, 1 or 2, and a refusal (exit 2) names the
+/// option or the file and leaves every file as it was (nothing created, moved or cut).
+#[test]
+fn hostile_option_values_of_every_subcommand_through_the_binary() {
+    let golden = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/results-v1.json"),
+    )
+    .unwrap();
+    let dir = tmpdir("fuzz-options");
+    let mut r = Rng(0x44_0044);
+    let mut t = Tally::default();
+    let mut refused = 0;
+    for i in 0..300 {
+        let case = option_case(&dir, i, &golden);
+        let line = r.pick(OPTION_LINES);
+        let value = r.pick(OPTION_VALUES);
+        let v = hostile_arg(value, &case);
+        let args: Vec<std::ffi::OsString> = line
+            .iter()
+            .map(|w| match *w {
+                "{v}" => v.clone(),
+                "{spec}" => case.join("spec.toml").into_os_string(),
+                "{results}" => case.join("tree/run1").into_os_string(),
+                "{tree}" => case.join("tree").into_os_string(),
+                "{out}" => case.join("out").into_os_string(),
+                w => w.into(),
+            })
+            .collect();
+        let before = tree_state(&case);
+        let input = format!("(options {i}) {line:?} with {value:?}");
+        t.inputs += 1;
+        let t0 = Instant::now();
+        let o = {
+            let _g = common::mpi_lock();
+            let mut cmd = std::process::Command::new("timeout");
+            cmd.args(["-k", "2", "20", bin()]).args(&args);
+            common::mpi_env(&mut cmd);
+            cmd.output().unwrap()
+        };
+        let took = t0.elapsed();
+        let code = o.status.code().unwrap_or(-1);
+        let stderr = String::from_utf8_lossy(&o.stderr).into_owned();
+        *t.codes.entry(code).or_default() += 1;
+        if code == 101 || stderr.contains("panicked") {
+            t.panics += 1;
+        }
+        if code == 124 || code == 137 || took > Duration::from_secs(15) {
+            t.hangs += 1;
+        }
+        assert!(
+            code == 0 || code == 1 || code == 2,
+            "exit {code} ({took:?}): {input}\n{stderr}"
+        );
+        if line[0] == "run" {
+            assert_eq!(
+                code, 2,
+                "{input}: a hostile value ran a benchmark\n{stderr}"
+            );
+        }
+        if code != 2 {
+            continue;
+        }
+        refused += 1;
+        // Named: the option (or its subcommand's value), or the file.
+        let option = line
+            .iter()
+            .position(|w| *w == "{v}")
+            .and_then(|k| k.checked_sub(1))
+            .map(|k| line[k])
+            .filter(|w| w.starts_with('-'));
+        let file_named = args.iter().any(|a| {
+            let s = a.to_string_lossy();
+            s.starts_with('/') && stderr.contains(s.as_ref())
+                || Path::new(a)
+                    .file_name()
+                    .is_some_and(|n| n.len() > 3 && stderr.contains(n.to_string_lossy().as_ref()))
+        });
+        let option_named = option.is_some_and(|o| stderr.contains(o));
+        // A positional value (a spec's path, `links --simulate V`), as a message may quote it:
+        // raw, with hidden characters as `\u{..}`, or escaped as Rust does.
+        let head: String = v.to_string_lossy().chars().take(20).collect();
+        let value_named = head.chars().count() >= 3
+            && [
+                head.clone(),
+                scalebench::present::untrusted::visible(&head).into_owned(),
+                head.escape_debug().to_string(),
+            ]
+            .iter()
+            .any(|n| stderr.contains(n.as_str()));
+        assert!(
+            stderr.contains("error: ") && (file_named || option_named || value_named),
+            "{input}: the refusal names neither the option nor the file:\n{stderr}"
+        );
+        assert!(
+            stderr.len() < 2000,
+            "{input}: {} bytes of stderr",
+            stderr.len()
+        );
+        let after = tree_state(&case);
+        if after != before {
+            t.partial += 1;
+        }
+        assert_eq!(after, before, "{input}: a refusal changed files\n{stderr}");
+        let _ = std::fs::remove_dir_all(&case);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    t.print(&format!(
+        "hostile option values ({refused} refused) through every subcommand"
+    ));
+    assert_eq!((t.panics, t.hangs, t.partial), (0, 0, 0), "{t:?}");
+    assert!(refused > 200, "refused {refused}");
 }

@@ -225,13 +225,26 @@ fn truncated_index_is_rebuilt_with_identical_answers() {
     let f = std::fs::OpenOptions::new().write(true).open(&db).unwrap();
     f.set_len(len / 2).unwrap();
     drop(f);
-    let after = show(&db);
+    // Reading commands refuse it with the command that rebuilds it, and leave it as it is
+    // (issue 44: a read never moves or writes the index).
+    let halved = std::fs::read(&db).unwrap();
+    for r in [show(&db), changes(&db)] {
+        assert_eq!(r.code, 2, "{}", r.stderr);
+        assert!(
+            r.stderr.contains("corrupt or truncated") && r.stderr.contains("history ingest"),
+            "{}",
+            r.stderr
+        );
+    }
+    assert_eq!(std::fs::read(&db).unwrap(), halved);
+    let ing = history(&["ingest", s(&dir.join("tree")), "--db", s(&db)]);
+    assert_eq!(ing.code, 0, "{}", ing.stderr);
     assert!(
-        after.stderr.contains("corrupt or truncated") && after.stderr.contains("rebuilt"),
+        ing.stderr.contains("corrupt or truncated") && ing.stderr.contains("rebuilt"),
         "{}",
-        after.stderr
+        ing.stderr
     );
-    assert_eq!(json(&after), golden_show);
+    assert_eq!(json(&show(&db)), golden_show);
     assert_eq!(json(&changes(&db)), golden_changes);
     let aside = std::fs::read_dir(&dir)
         .unwrap()
@@ -243,14 +256,22 @@ fn truncated_index_is_rebuilt_with_identical_answers() {
                 .contains(".corrupt-")
         })
         .count();
-    assert_eq!(aside, 1);
+    assert_eq!(aside, 1, "moved aside by the ingest only");
 
-    // Garbage instead of a database: rebuilt on ingest too.
-    std::fs::write(&db, vec![b'x'; 20_000]).unwrap();
+    // Garbage after SQLite's header: rebuilt on ingest too.
+    let mut garbage = b"SQLite format 3\0".to_vec();
+    garbage.extend(vec![b'x'; 20_000]);
+    std::fs::write(&db, garbage).unwrap();
     let ing = history(&["ingest", s(&dir.join("tree")), "--db", s(&db)]);
     assert_eq!(ing.code, 0, "{}", ing.stderr);
     assert!(ing.stderr.contains("rebuilt"), "{}", ing.stderr);
     assert_eq!(json(&show(&db)), golden_show);
+    // Garbage without it is no index: refused, never moved (it may be someone's file).
+    std::fs::write(&db, vec![b'x'; 20_000]).unwrap();
+    let ing = history(&["ingest", s(&dir.join("tree")), "--db", s(&db)]);
+    assert_eq!(ing.code, 2, "{}", ing.stderr);
+    assert!(ing.stderr.contains("not a history index"), "{}", ing.stderr);
+    assert_eq!(std::fs::read(&db).unwrap(), vec![b'x'; 20_000]);
 
     let fresh = dir.join("fresh.sqlite");
     ingest_ok(&dir.join("tree"), &fresh);

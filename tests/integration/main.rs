@@ -29,6 +29,7 @@ mod device_check;
 mod fuzz_inputs;
 mod gemm_providers;
 mod golden;
+mod hardening;
 mod history;
 mod hostile;
 #[cfg(feature = "mpi")]

@@ -1049,6 +1049,7 @@ fn gpu_telemetry_is_reported_least_busy_first() {
     // The same cases on ROCm: AMD SMI named, and its socket power said to be the socket's.
     for c in &mut file.cases {
         c.params.backend = scalebench::params::BackendKind::Rocm;
+        c.id = c.params.id();
         for t in &mut c.telemetry {
             t.power_scope = t.power_w_max.map(|_| "socket".to_string());
         }

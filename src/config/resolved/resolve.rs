@@ -242,7 +242,23 @@ fn local_launch(
         if !env_name_ok(k.get_ref()) {
             return Err(ctx.err(k.span(), &format!("launch.env.{}", k.get_ref()), "not a valid environment variable name: use letters, digits and _ (not starting with a digit)"));
         }
+        if let Some(c) = v.get_ref().chars().find(|c| c.is_control()) {
+            return Err(ctx.err(
+                v.span(),
+                &format!("launch.env.{}", k.get_ref()),
+                &control_message(c),
+            ));
+        }
         env.insert(k.get_ref().clone(), v.get_ref().clone());
+    }
+    for (i, a) in l.mpirun_args.iter().enumerate() {
+        if let Some(c) = a.get_ref().chars().find(|c| c.is_control()) {
+            return Err(ctx.err(
+                a.span(),
+                &format!("launch.mpirun_args[{i}]"),
+                &control_message(c),
+            ));
+        }
     }
     let reserved_cores = match &l.reserved_cores {
         Some(s) => crate::topology::binding::Reserved::parse(s.get_ref())
@@ -307,4 +323,13 @@ fn study_name(ctx: &Ctx<'_>, raw: &Option<Spanned<String>>) -> Result<String, Sp
         ));
     }
     Ok(n.get_ref().clone())
+}
+
+/// Why a value with a control character is refused: it would start a new line in a job script
+/// (where `#$ -P other_project` is a directive for Grid Engine) or a launcher's command.
+fn control_message(c: char) -> String {
+    format!(
+        "has a control character ({}), which would start a new line in a job script or command (a line such as `#$ -P other_project` is a scheduler directive): give the value on one line",
+        c.escape_debug()
+    )
 }

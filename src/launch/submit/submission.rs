@@ -104,7 +104,7 @@ fn resolve_profile(req: &SubmitRequest, spec: &config::SweepSpec) -> Result<Prof
     }
     p = p
         .apply(&table)
-        .map_err(|e| LaunchError::SubmitTable(at(e.to_string())))?;
+        .map_err(|e| submit_key_error(spec, &p, e, &at))?;
     let mut cli = toml::Table::new();
     if let Some(a) = &req.account {
         cli.insert("account".into(), toml::Value::String(a.clone()));
@@ -122,6 +122,33 @@ fn resolve_profile(req: &SubmitRequest, spec: &config::SweepSpec) -> Result<Prof
         p.reserved_cores = Some(spec.launch.reserved_cores.clone());
     }
     Ok(p)
+}
+
+/// A `[submit]` table the profile refused, named by the key at fault: each key is applied alone
+/// to find it (the whole table's error names a profile field at best, not the spec's line).
+fn submit_key_error(
+    spec: &config::SweepSpec,
+    base: &Profile,
+    whole: profile::ProfileError,
+    at: &dyn Fn(String) -> config::SpecError,
+) -> LaunchError {
+    let Some(t) = &spec.submit else {
+        return LaunchError::SubmitTable(at(whole.to_string()));
+    };
+    for (k, v) in t.get_ref() {
+        let one: toml::Table = [(k.get_ref().clone(), v.get_ref().clone())]
+            .into_iter()
+            .collect();
+        if let Err(e) = base.apply(&one) {
+            let key = format!("submit.{}", crate::units::shorten(k.get_ref()));
+            return LaunchError::SubmitTable(spec.error_at_offset(
+                v.span().start,
+                &key,
+                e.to_string(),
+            ));
+        }
+    }
+    LaunchError::SubmitTable(at(whole.to_string()))
 }
 
 /// Runs `scalebench submit`.

@@ -163,7 +163,8 @@ fn run_in_world(
 
     // The watchdog of every rank reports in the output directory.
     let run_id = new_run_id(now_unix_s());
-    let out_dir = agree_out_dir(comm, request, &run_id)?;
+    // Held (rank 0) until the job returns: the results file is written before then.
+    let (out_dir, _out_lock) = agree_out_dir(comm, request, &run_id)?;
     watchdog.set_report_dir(out_dir.join(".watchdog"));
 
     let layout = agree_layout(comm, &req, &env)?;

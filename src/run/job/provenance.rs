@@ -95,7 +95,10 @@ impl Job<'_> {
             .and_then(|p| p.mpi_library.as_deref())
             .is_some_and(|l| l.contains("Open MPI"));
         let mca = if open_mpi {
-            let env: BTreeMap<String, String> = std::env::vars().collect();
+            let env: BTreeMap<String, String> = topology::environment_lossy(std::env::vars_os())
+                .0
+                .into_iter()
+                .collect();
             transport::resolve_mca(&env, &transport::mca_param_files(&env))
         } else {
             Vec::new()
@@ -239,7 +242,14 @@ fn gather_provenance<B: Backend>(
     }
     let gemm = rank0_gemm(&gemm_by_rank, &mut warnings);
     let (major, minor) = mpi::environment::version();
-    let mut environment = topology::captured_environment(std::env::vars());
+    let (mut environment, lossy) = topology::captured_process_environment();
+    warnings.extend(lossy);
+    // main reads the arguments as OS strings and records them as text, as it does here.
+    if std::env::args_os().any(|a| a.to_str().is_none()) {
+        warnings.push(
+            "the command line has an argument that is not UTF-8: command_line records it with U+FFFD in place of its invalid bytes".into(),
+        );
+    }
     crate::backend::nccl_log::as_the_user_set(&mut environment);
     Some(Provenance {
         world_size: comm.size(),

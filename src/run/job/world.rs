@@ -5,19 +5,22 @@ use super::request::Launch;
 use crate::backend::{Backend, BackendError};
 use crate::comm::mpi::MpiComm;
 use crate::comm::HostComm;
+use crate::results::io::{DirLock, JOURNAL_FILE, RESULTS_FILE};
 use crate::run::error::{Result, RunError};
 use crate::topology::identity::{self, LauncherEnv, NodeLayout, RankFacts};
 use crate::topology::{self};
 use crate::workload::{self};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// Rank 0 names the output directory (a default one holds its clock's time, in `run_id`)
-/// and tells every rank.
+/// and tells every rank. Rank 0 also takes the directory's lock (the one a sweep takes) and
+/// holds it for the job (the returned lock): a run never writes where another run or a sweep
+/// writes, and never over an earlier run's results file or journal.
 pub(super) fn agree_out_dir(
     comm: &MpiComm,
     request: &crate::run::Request,
     run_id: &str,
-) -> Result<PathBuf> {
+) -> Result<(PathBuf, Option<DirLock>)> {
     use std::os::unix::ffi::OsStrExt;
     let mut out_bytes = if comm.is_root() {
         let dir = request
@@ -30,16 +33,43 @@ pub(super) fn agree_out_dir(
     };
     comm.broadcast_bytes(&mut out_bytes);
     let out_dir = PathBuf::from(std::ffi::OsStr::from_bytes(&out_bytes));
+    let mut lock = None;
     if comm.is_root() {
-        // A file where the directory should be is the user's mistake (exit 2), not a crash.
-        if out_dir.exists() && !out_dir.is_dir() {
-            let e = RunError::OutNotADirectory { out: out_dir };
-            let _ = agree_input(comm, Err::<(), _>(e.to_string()));
-            return Err(e);
+        match claim_out_dir(&out_dir) {
+            Ok(l) => lock = Some(l),
+            Err(e) => {
+                let _ = agree_input(comm, Err::<(), _>(e.to_string()));
+                return Err(e);
+            }
         }
     }
     agree_input(comm, Ok::<(), std::convert::Infallible>(()))?;
-    Ok(out_dir)
+    Ok((out_dir, lock))
+}
+
+/// Rank 0's checks of `--out` before anything is written there: a directory (created if
+/// missing), not in use, and holding no earlier run's results file or journal.
+fn claim_out_dir(out_dir: &Path) -> Result<DirLock> {
+    // A file where the directory should be is the user's mistake (exit 2), not a crash.
+    if out_dir.exists() && !out_dir.is_dir() {
+        return Err(RunError::OutNotADirectory {
+            out: out_dir.to_path_buf(),
+        });
+    }
+    std::fs::create_dir_all(out_dir).map_err(|e| crate::results::io::ResultsError::Io {
+        path: out_dir.to_path_buf(),
+        source: e,
+    })?;
+    let lock = DirLock::try_take(out_dir)?.ok_or_else(|| RunError::OutBusy {
+        out: out_dir.to_path_buf(),
+    })?;
+    for name in [RESULTS_FILE, JOURNAL_FILE] {
+        let file = out_dir.join(name);
+        if std::fs::symlink_metadata(&file).is_ok() {
+            return Err(RunError::OutHoldsRun { file });
+        }
+    }
+    Ok(lock)
 }
 
 /// Makes every rank agree on a per-rank environment check (exit 2 everywhere, the failing

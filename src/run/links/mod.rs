@@ -341,6 +341,7 @@ fn confirmation_pairs(s: &Suspect, good: &[usize]) -> Vec<(usize, usize)> {
 /// The checks that need no MPI; the test fault, parsed.
 fn check(req: &Request) -> Result<Checked, RunError> {
     req.settings.check()?;
+    crate::links::check_out(req.out.as_deref())?;
     if req.iters == 0 {
         return Err(LinksError::Iters(req.iters).into());
     }
