@@ -38,7 +38,7 @@ use std::path::{Path, PathBuf};
 
 /// A problem in a spec file, located.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[error("{}:{line}:{column}: {}{message}", path.display(), key.as_ref().map(|k| format!("{k}: ")).unwrap_or_default())]
+#[error("{}:{line}:{column}: {}{message}", crate::units::path_text(path), key.as_ref().map(|k| format!("{k}: ")).unwrap_or_default())]
 pub struct SpecError {
     pub path: PathBuf,
     pub line: usize,

@@ -48,7 +48,7 @@ pub enum HistoryError {
     NoIndex { path: PathBuf },
     #[error("{}: the index is corrupt or truncated: `scalebench history ingest DIR… --db {}` moves it aside and rebuilds it from the trees it indexed (reading commands leave it as it is)", .path.display(), .path.display())]
     Corrupt { path: PathBuf },
-    #[error("{}: {what}, not a history index (an SQLite file): give --db a file of its own, e.g. {}; scalebench never moves, replaces or reads as an index what is not one", .path.display(), DEFAULT_DB)]
+    #[error("{}: {what}, not a history index (an SQLite file): give --db a file of its own, e.g. {}; scalebench never moves, replaces or reads as an index what is not one", crate::units::path_text(.path), DEFAULT_DB)]
     NotAnIndex { path: PathBuf, what: String },
     #[error("{}: the index has schema version {found}, newer than this scalebench reads (1): use a newer scalebench, or index into another --db", .path.display())]
     NewerSchema { path: PathBuf, found: i64 },
@@ -58,11 +58,11 @@ pub enum HistoryError {
         wanted: &'static str,
         got: String,
     },
-    #[error("--label {given}: give KEY=VALUE, e.g. --label cluster=mahti")]
+    #[error("--label {}: give KEY=VALUE, e.g. --label cluster=mahti", crate::present::untrusted::visible(&crate::units::shorten(.given)))]
     Label { given: String },
-    #[error("--size {given}: {why}")]
+    #[error("--size {}: {why}", crate::present::untrusted::visible(&crate::units::shorten(.given)))]
     Size { given: String, why: String },
-    #[error("--format {}: give bencher (Bencher's JSON metric format, one run) or csv (every run)", crate::present::untrusted::visible(.given))]
+    #[error("--format {}: give bencher (Bencher's JSON metric format, one run) or csv (every run)", crate::present::untrusted::visible(&crate::units::shorten(.given)))]
     Format { given: String },
     #[error("--run picks the one run a Bencher report holds: give it with --format bencher, or leave it out (the CSV has every run)")]
     RunWithCsv,

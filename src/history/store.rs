@@ -201,7 +201,9 @@ pub fn check_index_file(db: &Path) -> Result<IndexFile, HistoryError> {
     };
     match std::fs::symlink_metadata(db) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(IndexFile::Absent),
-        Err(e) => return Err(io(db)(e)),
+        // No file can be looked at there (a name too long, a component not a directory): the
+        // user's input, refused like any other path that is no index.
+        Err(e) => return Err(not(format!("a path that cannot be used ({e})"))),
         Ok(_) => {}
     }
     let meta = match crate::results::io::regular_file(db) {
@@ -209,8 +211,12 @@ pub fn check_index_file(db: &Path) -> Result<IndexFile, HistoryError> {
         Err(crate::results::io::ResultsError::NotAFile { what, .. }) => {
             return Err(not(what.to_string()))
         }
-        // A dangling link, or no permission to look: the error as it came.
-        Err(e) => return Err(HistoryError::Output(e)),
+        // A dangling link, or no permission to look.
+        Err(_) => {
+            return Err(not(
+                "a link to nothing, or a file that cannot be looked at".into()
+            ))
+        }
     };
     if meta.len() == 0 {
         return Ok(IndexFile::Empty);

@@ -23,7 +23,7 @@ pub enum Scheduler {
 
 /// A scheduler name that is none of the known ones.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown scheduler '{0}': expected slurm, uge or pbs")]
+#[error("unknown scheduler '{}': expected slurm, uge or pbs", crate::units::shorten(.0))]
 pub struct UnknownScheduler(pub String);
 
 impl std::str::FromStr for Scheduler {

@@ -33,6 +33,12 @@ pub enum ResultsError {
         crate::units::path_text(.path)
     )]
     Missing { path: PathBuf },
+    #[error("{}: {source}: give a path that can name a file", crate::units::path_text(.path))]
+    BadPath {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
     #[error("{path}:{line}:{column}: not a scalebench results file: {msg}")]
     Parse {
         path: PathBuf,
@@ -72,6 +78,12 @@ impl ResultsError {
         if source.kind() == std::io::ErrorKind::NotFound {
             ResultsError::Missing {
                 path: path.to_path_buf(),
+            }
+        } else if source.raw_os_error() == Some(libc::ENAMETOOLONG) {
+            // The user's input, not the machine's failure: no file can have that name.
+            ResultsError::BadPath {
+                path: path.to_path_buf(),
+                source,
             }
         } else {
             ResultsError::Io {
