@@ -325,7 +325,7 @@ fn calibration_problems(cal: &Calibration, report: &mut dyn FnMut(String, String
         figures.extend(v.map(|x| (name.to_string(), x)));
     }
     for (name, x) in figures {
-        if !(x.is_finite() && x >= 0.0 && x < MAX_PLAUSIBLE_S) {
+        if !(0.0..MAX_PLAUSIBLE_S).contains(&x) {
             report(
                 format!("timing.calibration.{name}"),
                 format!("{}: a calibration time is finite, not negative and below {MAX_PLAUSIBLE_S:e} s", crate::units::echo_f64(x)),

@@ -543,6 +543,9 @@ fn two_runs_into_one_directory_are_refused_and_the_first_is_kept() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// A change made to a JSON file.
+type Edit = dyn Fn(&mut serde_json::Value);
+
 /// A results file from the golden one with `edit` applied.
 fn edited(dir: &Path, name: &str, edit: &dyn Fn(&mut serde_json::Value)) -> PathBuf {
     let text = std::fs::read_to_string(
@@ -569,7 +572,7 @@ fn report_compare_and_ingest_refuse_impossible_results_naming_the_path() {
     let good = edited(&dir, "good", &|v| v["run"]["run_id"] = json!("good"));
     let g = good.to_str().unwrap();
     let cal = json!({"cold_op_s": -1.0, "probes_s": [1e-6], "estimate_s": 1e300, "iters_source": "calibrated"});
-    let bad: Vec<(&str, Box<dyn Fn(&mut serde_json::Value)>, &str)> = vec![
+    let bad: Vec<(&str, Box<Edit>, &str)> = vec![
         (
             "wrong",
             Box::new(|v| v["cases"][3]["wrong"] = json!(5)),
@@ -660,7 +663,7 @@ fn impossible_links_files_are_refused_naming_the_place() {
     let text = std::fs::read_to_string(base.join("links.json")).unwrap();
     let v: serde_json::Value = serde_json::from_str(&text).unwrap();
     assert!(!v["findings"].as_array().unwrap().is_empty(), "{text}");
-    let cases: Vec<(&str, &dyn Fn(&mut serde_json::Value), &str)> = vec![
+    let cases: Vec<(&str, &Edit, &str)> = vec![
         (
             "conf",
             &|v| v["findings"][0]["confidence"] = serde_json::json!(5.0),

@@ -246,7 +246,7 @@ fn local_launch(
             return Err(ctx.err(
                 v.span(),
                 &format!("launch.env.{}", k.get_ref()),
-                &control_message(c),
+                control_message(c),
             ));
         }
         env.insert(k.get_ref().clone(), v.get_ref().clone());
@@ -256,7 +256,7 @@ fn local_launch(
             return Err(ctx.err(
                 a.span(),
                 &format!("launch.mpirun_args[{i}]"),
-                &control_message(c),
+                control_message(c),
             ));
         }
     }
