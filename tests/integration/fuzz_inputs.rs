@@ -1242,7 +1242,10 @@ fn hostile_option_values_of_every_subcommand_through_the_binary() {
         let o = {
             let _g = common::mpi_lock();
             let mut cmd = std::process::Command::new("timeout");
-            cmd.args(["-k", "2", "20", bin()]).args(&args);
+            // In the case: a relative value that a command accepts writes there, not here.
+            cmd.current_dir(&case)
+                .args(["-k", "2", "20", bin()])
+                .args(&args);
             common::mpi_env(&mut cmd);
             cmd.output().unwrap()
         };
