@@ -14,8 +14,9 @@ use std::path::{Path, PathBuf};
 const ALLOWED: &[(&str, &[&str])] = &[
     ("units", &[]),
     ("stats", &[]),
-    // Pair schedules and the attribution of a link matrix: pure, beside stats.
-    ("links", &["stats", "exit"]),
+    // Pair schedules and the attribution of a link matrix: pure, beside stats (units: a long
+    // --fault value is shortened in its error, as every echoed value is).
+    ("links", &["stats", "units", "exit"]),
     ("params", &["units"]),
     ("host", &["params", "units"]),
     ("results", &["params", "stats", "units"]),

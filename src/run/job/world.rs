@@ -20,7 +20,7 @@ pub(super) fn agree_out_dir(
     comm: &MpiComm,
     request: &crate::run::Request,
     run_id: &str,
-) -> Result<(PathBuf, Option<DirLock>)> {
+) -> Result<(PathBuf, Option<OutClaim>)> {
     use std::os::unix::ffi::OsStrExt;
     let mut out_bytes = if comm.is_root() {
         let dir = request
@@ -49,27 +49,63 @@ pub(super) fn agree_out_dir(
 
 /// Rank 0's checks of `--out` before anything is written there: a directory (created if
 /// missing), not in use, and holding no earlier run's results file or journal.
-fn claim_out_dir(out_dir: &Path) -> Result<DirLock> {
+fn claim_out_dir(out_dir: &Path) -> Result<OutClaim> {
     // A file where the directory should be is the user's mistake (exit 2), not a crash.
     if out_dir.exists() && !out_dir.is_dir() {
         return Err(RunError::OutNotADirectory {
             out: out_dir.to_path_buf(),
         });
     }
+    let created = !out_dir.exists();
     std::fs::create_dir_all(out_dir).map_err(|e| crate::results::io::ResultsError::Io {
         path: out_dir.to_path_buf(),
         source: e,
     })?;
-    let lock = DirLock::try_take(out_dir)?.ok_or_else(|| RunError::OutBusy {
-        out: out_dir.to_path_buf(),
-    })?;
+    // From here on a refusal removes the directory again if this run created it (Drop).
+    let mut claim = OutClaim {
+        lock: None,
+        dir: out_dir.to_path_buf(),
+        created,
+    };
+    claim.lock = Some(
+        DirLock::try_take(out_dir)?.ok_or_else(|| RunError::OutBusy {
+            out: out_dir.to_path_buf(),
+        })?,
+    );
     for name in [RESULTS_FILE, JOURNAL_FILE] {
         let file = out_dir.join(name);
         if std::fs::symlink_metadata(&file).is_ok() {
             return Err(RunError::OutHoldsRun { file });
         }
     }
-    Ok(lock)
+    Ok(claim)
+}
+
+/// Rank 0's hold on `--out` for the job: the directory's lock, and whether this run created
+/// the directory. A run refused before it wrote anything (a plan check, a backend that cannot
+/// start) leaves no trace: when the claim ends and the directory it created holds nothing but
+/// its lock, both go (as before the lock existed, nothing was created for a refused run).
+pub(super) struct OutClaim {
+    lock: Option<DirLock>,
+    dir: PathBuf,
+    created: bool,
+}
+
+impl Drop for OutClaim {
+    fn drop(&mut self) {
+        let lock_file = self.dir.join(".lock");
+        let only_lock = std::fs::read_dir(&self.dir).is_ok_and(|entries| {
+            entries
+                .filter_map(|e| e.ok())
+                .all(|e| e.path() == lock_file)
+        });
+        if self.created && only_lock {
+            let _ = std::fs::remove_file(&lock_file);
+            // remove_dir refuses a directory that is not empty: anything written meanwhile stays.
+            let _ = std::fs::remove_dir(&self.dir);
+        }
+        self.lock.take();
+    }
 }
 
 /// Makes every rank agree on a per-rank environment check (exit 2 everywhere, the failing
