@@ -714,6 +714,11 @@ fn known_answers() -> ResultsFile {
             }
         }
     }
+    // Each case's launch is in the file (the loader refuses a case of no launch).
+    let mut shapes: Vec<_> = cases.iter().map(|c| c.params.launch_shape()).collect();
+    shapes.sort_by_key(|s| s.id());
+    shapes.dedup_by_key(|s| s.id());
+    file.launches = shapes.into_iter().map(fixture::launch).collect();
     file.cases = cases;
     file
 }

@@ -188,7 +188,7 @@ pub fn simple(cases: usize, seed: u64, scale: &dyn Fn(usize) -> f64) -> ResultsF
 }
 
 /// A finished launch of `shape` on synthetic CPU nodes (`node000`, …; 64 CPUs each), with a
-/// full provenance: one rank per device, bound to one CPU.
+/// full provenance: each rank bound to one CPU per device it drives.
 pub fn launch(shape: LaunchShape) -> LaunchRecord {
     let ranks: Vec<RankInfo> = (0..shape.ranks())
         .map(|r| {
@@ -200,12 +200,16 @@ pub fn launch(shape: LaunchShape) -> LaunchRecord {
                 node_name: format!("node{node:03}"),
                 local_rank: r % shape.ranks_per_node(),
                 pid: 1000 + r,
-                cpus: format!("{}", r % 64),
+                // A rank that drives several devices (hybrid) has a CPU for each.
+                cpus: match shape.devices_per_rank() {
+                    1 => format!("{}", r % 64),
+                    k => format!("{}-{}", (r * k) % 64, (r * k) % 64 + k - 1),
+                },
                 devices: (0..shape.devices_per_rank())
                     .map(|d| DeviceBinding {
                         index: r * shape.devices_per_rank() + d,
                         local_index: d,
-                        cpus: format!("{}", r % 64),
+                        cpus: format!("{}", (r * shape.devices_per_rank() + d) % 64),
                         name: "cpu".into(),
                     })
                     .collect(),
@@ -320,8 +324,19 @@ pub fn hostile() -> ResultsFile {
 
 /// Writes `f` as `DIR/NAME`, checks that the library reads it back as the same results (the
 /// loader's format checks), and returns the path.
+///
+/// Tests edit samples to plant a change; the summary a real run writes is of its samples, so
+/// each case's `stats_s` is recomputed from the edited `samples_s` first (the loader refuses a
+/// summary outside its samples).
 pub fn write(dir: &Path, name: &str, f: &ResultsFile) -> PathBuf {
     let p = dir.join(name);
+    let mut f = f.clone();
+    for t in f.cases.iter_mut().filter_map(|c| c.timing.as_mut()) {
+        if let Some(s) = scalebench::stats::summarize(&t.samples_s) {
+            t.stats_s = s;
+        }
+    }
+    let f = &f;
     write_results(&p, f).expect("write results");
     let back = read_results(&p).unwrap_or_else(|e| panic!("a fixture must read back: {e}"));
     assert_eq!(back.cases.len(), f.cases.len(), "{}", p.display());
