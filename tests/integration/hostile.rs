@@ -511,9 +511,15 @@ fn control_characters_in_a_name_are_refused() {
 fn cli_and_file_edge_cases() {
     let dir = tmpdir("hostile-cli");
     let empty = write(&dir, "empty.toml", "");
+    // A 0-byte spec is a mistake (issue 44: it used to run the default study): refused with
+    // its place and what to give.
     let r = scalebench(30, &["plan", empty.to_str().unwrap()]);
-    r.assert_code(0);
-    assert!(r.stderr.contains("gives no [axes]"), "{}", r.stderr);
+    r.assert_code(2);
+    assert!(
+        r.stderr.contains("empty.toml:1:1: the spec is empty") && r.stderr.contains("[axes]"),
+        "{}",
+        r.stderr
+    );
     let none = write(
         &dir,
         "none.toml",

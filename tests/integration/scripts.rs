@@ -284,7 +284,8 @@ fn values_that_cannot_be_made_safe_are_refused() {
     ]);
     ran.assert_code(2);
     assert!(
-        ran.stderr.contains("s.toml:3:1: submit:") && ran.stderr.contains("module"),
+        ran.stderr.contains("s.toml:4:11: submit.modules:")
+            && ran.stderr.contains("module 'gcc; touch PWNED'"),
         "{}",
         ran.stderr
     );
