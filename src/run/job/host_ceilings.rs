@@ -1,23 +1,30 @@
-//! Ceilings per launch: once per host, the host's node leader (its lowest rank) measures a
-//! trimmed set of the host's ceilings (the best instruction set's FMA peak in f32 and f64, a
-//! short STREAM Copy/Triad) on the CPUs offered to the launch's ranks there, while the host's
-//! other ranks wait in a sleeping poll so that they do not take the CPUs being measured.
+//! Ceilings per launch: once per host, the host's node leader (its lowest rank) takes the
+//! host's CPU ceilings (the best instruction set's FMA peak in f32 and f64, STREAM Copy/Triad,
+//! the theoretical peak) for the CPUs offered to the launch's ranks there from the host cache
+//! (`topology::ceilings::cache`), measuring them in rounds spread over time when the cache has
+//! none for this host and CPU set, while the host's other ranks wait in a sleeping poll so
+//! that they do not take the CPUs being measured.
 
 use crate::comm::mpi::MpiComm;
 use crate::comm::HostComm;
 use crate::results::ceilings::HostCeilings;
-use crate::topology::ceilings::{cpu_ceilings, CpuOptions};
+use crate::topology::ceilings::cache::{self, HostKey, CACHE_DIR_VAR};
+use crate::topology::ceilings::{measured_in_rounds, RoundsPlan};
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-/// What the leaders measure: short runs, a capped STREAM array (a launch's start-up budget is
-/// about 0.5 s per host; `scalebench ceilings` measures the full set).
-pub(super) fn launch_options() -> CpuOptions {
-    CpuOptions {
-        all_isas: false,
-        stream: true,
-        flop_run_s: 0.01,
-        repeats: 2,
-        stream_max_array_bytes: 32 << 20,
+/// Where the host cache is: `$SCALEBENCH_CEILINGS_CACHE` (a sweep sets `<out>/ceilings`; an
+/// empty value: no cache, measure every launch), else `$XDG_CACHE_HOME/scalebench/ceilings`,
+/// else `~/.cache/scalebench/ceilings`.
+fn cache_dir() -> Option<PathBuf> {
+    let var = |k: &str| std::env::var_os(k).map(PathBuf::from);
+    match var(CACHE_DIR_VAR) {
+        Some(d) if d.as_os_str().is_empty() => None,
+        Some(d) => Some(d),
+        None => var("XDG_CACHE_HOME")
+            .filter(|d| d.is_absolute())
+            .or_else(|| var("HOME").map(|h| h.join(".cache")))
+            .map(|d| d.join("scalebench").join("ceilings")),
     }
 }
 
@@ -67,7 +74,12 @@ pub(super) fn measure(
     let rank = comm.rank();
     let found = plan.get(rank as usize).cloned().flatten().map(|cpus| {
         let t0 = Instant::now();
-        let ceilings = cpu_ceilings(&cpus, &launch_options());
+        let got = cache::lookup_or_measure(
+            cache_dir().as_deref(),
+            &HostKey::current(host, &cpus),
+            crate::results::now_unix_s(),
+            || measured_in_rounds(&cpus, &RoundsPlan::default()),
+        );
         let mut h = HostCeilings {
             host: host.to_string(),
             rank,
@@ -75,7 +87,8 @@ pub(super) fn measure(
             seconds: 0.0,
             warnings: Vec::new(),
             counters: Vec::new(),
-            ceilings,
+            ceilings: got.entry.ceilings,
+            measurement: Some(got.measurement),
         };
         super::net_ceilings::at_start(net, &mut h);
         #[cfg(feature = "cuda")]

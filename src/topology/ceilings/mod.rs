@@ -3,11 +3,13 @@
 //! ([`stream`]), on one CPU and on all the CPUs offered; and whether the GEMM library runs
 //! the CPU's best kernel ([`kernel`]). Each ceiling says how it was obtained.
 
+pub mod cache;
 pub mod fma;
 pub mod gpu;
 pub mod kernel;
 pub mod network;
 pub mod stream;
+pub mod theory;
 
 use crate::params::cpulist::format_cpulist;
 use crate::results::ceilings::{Ceiling, CeilingSource, CeilingUnit};
@@ -76,6 +78,64 @@ pub fn cpu_ceilings(cpus: &[u32], opts: &CpuOptions) -> Vec<Ceiling> {
         out.extend(stream_ceilings(cpus, opts.stream_max_array_bytes));
     }
     out
+}
+
+/// How the host cache's measurement is taken: rounds spread over time, the best kept.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RoundsPlan {
+    /// Rounds of the FMA peaks (each a `repeats`-best of short runs).
+    pub rounds: u32,
+    /// Of those, the first `stream_rounds` also run STREAM (arrays ≥ 4 × the last-level cache).
+    pub stream_rounds: u32,
+    /// Pause between rounds, seconds: the rounds sample different moments (a VM's clock and
+    /// neighbours change over seconds), not one.
+    pub gap_s: f64,
+    pub each: CpuOptions,
+}
+
+impl Default for RoundsPlan {
+    fn default() -> Self {
+        RoundsPlan {
+            rounds: 7,
+            stream_rounds: 3,
+            gap_s: 0.05,
+            each: CpuOptions {
+                all_isas: false,
+                stream: true,
+                flop_run_s: 0.01,
+                repeats: 2,
+                stream_max_array_bytes: 1 << 30,
+            },
+        }
+    }
+}
+
+/// The host cache's measurement of `cpus`: `plan.rounds` rounds of the best instruction set's
+/// peaks and `plan.stream_rounds` of STREAM, spread over time, each ceiling the best of its
+/// rounds with the rounds' spread as its uncertainty; and the theoretical one-CPU peaks.
+pub fn measured_in_rounds(cpus: &[u32], plan: &RoundsPlan) -> cache::Fresh {
+    let t0 = Instant::now();
+    let mut rounds = Vec::new();
+    for r in 0..plan.rounds.max(1) {
+        if r > 0 {
+            std::thread::sleep(std::time::Duration::from_secs_f64(plan.gap_s.max(0.0)));
+        }
+        let opts = CpuOptions {
+            stream: plan.each.stream && r < plan.stream_rounds,
+            ..plan.each.clone()
+        };
+        rounds.push(cpu_ceilings(cpus, &opts));
+    }
+    let (mut ceilings, spread) = crate::results::ceilings::bounds::best_of_rounds(&rounds);
+    if let Some(&first) = cpus.first() {
+        ceilings.extend(theory::host(first));
+    }
+    cache::Fresh {
+        ceilings,
+        uncertainty_rel: spread.into_iter().collect(),
+        rounds: plan.rounds.max(1),
+        seconds: t0.elapsed().as_secs_f64(),
+    }
 }
 
 fn unknown(id: &str, what: &str, unit: CeilingUnit, why: &str) -> Ceiling {
@@ -248,6 +308,15 @@ fn stream_ceilings(cpus: &[u32], max_array_bytes: u64) -> Vec<Ceiling> {
             "4 × the last-level cache of {}",
             crate::units::format_bytes(b)
         ),
+    };
+    // a hypervisor's cache sizes are its own, not necessarily the host's
+    let cache = if std::fs::read_to_string("/proc/cpuinfo").is_ok_and(|c| {
+        c.lines()
+            .any(|l| l.starts_with("flags") && l.contains(" hypervisor"))
+    }) {
+        format!("{cache}; sysfs sizes under a hypervisor, which may not be the host's")
+    } else {
+        cache
     };
     let passes = 3;
     let mut out = Vec::new();
