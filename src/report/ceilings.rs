@@ -133,7 +133,7 @@ pub(crate) fn ceiling_text(c: &Ceiling, f: &PeakFraction) -> String {
         (Some(t), Some(v), Some(b)) => format!(
             "{} over {} B of memory traffic per busbw byte = {}",
             num(v),
-            crate::present::table::rounded(t, 3),
+            crate::units::echo_f64(t),
             num(b)
         ),
         _ => f.bound.or(c.value).map_or("unknown".to_string(), num),
@@ -276,7 +276,11 @@ pub(crate) fn series_bound<'a, 'e: 'a>(
         .filter(|e| peak(e, figure).is_some())
         .max_by_key(|e| e.bytes().unwrap_or(0))?;
     let f = peak(e, figure)?;
-    let Some(bound) = f.bound.filter(|b| *b > 0.0 && f.frac_peak.is_some()) else {
+    // an under-measured bound is still drawn: the curve above it shows it for what it is
+    let Some(bound) = f
+        .bound
+        .filter(|b| *b > 0.0 && (f.frac_peak.is_some() || f.under_measured))
+    else {
         return Some(Err(format!(
             "{} is unknown ({})",
             f.ceiling_id,

@@ -303,7 +303,8 @@ fn against(
         uncertainty_rel: None,
         under_measured: false,
     };
-    if c.source == CeilingSource::Measured {
+    // measured CPU ceilings only: a GPU's table peak or a link's rate is not re-measured
+    if c.source == CeilingSource::Measured && c.id.starts_with("cpu.") {
         f.uncertainty_rel = host
             .and_then(|h| h.measurement.as_ref())
             .and_then(|m| m.uncertainty_rel.get(&c.id).copied());
@@ -312,7 +313,7 @@ fn against(
                 let id = format!("cpu.theory.{p}.one_cpu");
                 host.and_then(|h| h.ceilings.iter().find(|t| t.id == id))
             });
-            let theory = theory.filter(|_| c.unit == CeilingUnit::Gflops && cpus.is_some());
+            let theory = theory.filter(|_| c.unit == CeilingUnit::Gflops).zip(cpus);
             f.frac_peak = None;
             f.under_measured = true;
             f.unknown = Some(bounds::under_measured_reason(value, b, c, traffic, theory));

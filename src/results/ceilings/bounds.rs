@@ -83,7 +83,7 @@ pub fn under_measured_reason(
     bound: f64,
     c: &Ceiling,
     traffic: Option<f64>,
-    theory: Option<&Ceiling>,
+    theory: Option<(&Ceiling, u32)>,
 ) -> String {
     let unit = c.unit.symbol();
     let r = sig3;
@@ -101,11 +101,22 @@ pub fn under_measured_reason(
     } else {
         ""
     };
-    let theory = theory
-        .and_then(|t| t.value.map(|v| (t, v)))
-        .map_or(String::new(), |(t, v)| {
-            format!("; the theoretical bound {} is {} {unit}", t.id, r(v))
-        });
+    // the theoretical one-CPU peak, times the CPUs the figure used
+    let theory =
+        theory
+            .and_then(|(t, n)| t.value.map(|v| (t, v, n)))
+            .map_or(String::new(), |(t, v, n)| {
+                let times = if n > 1 {
+                    format!(" × {n} CPUs")
+                } else {
+                    String::new()
+                };
+                format!(
+                    "; the theoretical bound {}{times} is {} {unit}",
+                    t.id,
+                    r(v * f64::from(n))
+                )
+            });
     format!(
         "the figure {} {unit} is above its measured bound {} {unit} ({how}): the ceiling is under-measured{caches}, so no fraction of peak is given{theory}",
         r(figure),

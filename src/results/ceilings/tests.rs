@@ -105,16 +105,22 @@ fn busbw_on_one_host_is_a_fraction_of_the_all_cpu_copy_bandwidth() {
     use crate::params::{Dtype, Workload};
     let hosts = [host("a")];
     let mut c = case(Workload::Allreduce, Dtype::F32);
-    c.busbw_gbps = Some(10.0);
+    c.busbw_gbps = Some(1.0);
     let f = fractions(&c, &launch(&hosts));
     assert_eq!(f.len(), 1);
     assert_eq!(
         (f[0].figure.as_str(), f[0].ceiling_id.as_str()),
         ("busbw_gbps", "cpu.mem.copy.all_cpus")
     );
+    // 4 ranks' all-reduce: 2.5 B × 4 of memory traffic per busbw byte, so 40 / 10 GB/s
     assert_eq!(
-        (f[0].bound, f[0].frac_peak, f[0].unknown.as_deref()),
-        (Some(40.0), Some(0.25), None)
+        (
+            f[0].traffic_bytes_per_busbw_byte,
+            f[0].bound,
+            f[0].frac_peak,
+            f[0].unknown.as_deref()
+        ),
+        (Some(10.0), Some(4.0), Some(0.25), None)
     );
     // one CPU offered: its Copy is the ceiling
     let mut one = host("a");
@@ -125,6 +131,18 @@ fn busbw_on_one_host_is_a_fraction_of_the_all_cpu_copy_bandwidth() {
         (f[0].ceiling_id.as_str(), f[0].frac_peak),
         ("cpu.mem.copy.one_cpu", Some(1.0))
     );
+    // above the bound: no fraction, the bound kept, flagged under-measured with both numbers
+    c.busbw_gbps = Some(5.0);
+    let f = fractions(&c, &launch(&hosts));
+    assert_eq!((f[0].frac_peak, f[0].bound), (None, Some(4.0)));
+    assert!(f[0].under_measured);
+    let why = f[0].unknown.as_deref().unwrap();
+    assert!(
+        why.contains("the figure 5.00 GB/s is above its measured bound 4.00 GB/s")
+            && why.contains("caches"),
+        "{why}"
+    );
+    c.busbw_gbps = Some(1.0);
     // an unknown Copy ceiling: no number, its reason
     let mut unk = host("a");
     unk.ceilings[4].value = None;
@@ -242,9 +260,10 @@ fn emulated_nodes_have_no_link_ceiling_even_where_the_host_has_one() {
     assert!(f[0].unknown.as_deref().unwrap().contains("emulated nodes"));
     // one real host: the STREAM Copy bound, the link plays no part
     let f = fractions(&c, &launch(&hosts));
+    // 4 ranks' all-gather: 2 B × 4 per busbw byte, 40 / 8 = 5 GB/s
     assert_eq!(
         (f[0].ceiling_id.as_str(), f[0].frac_peak),
-        ("cpu.mem.copy.all_cpus", Some(0.125))
+        ("cpu.mem.copy.all_cpus", Some(1.0))
     );
 }
 
@@ -265,6 +284,22 @@ fn gemm_gflops_against_the_fma_peak_of_its_precision_times_its_cpus() {
     let mut c32 = case(Workload::Matmul, Dtype::F32);
     c32.gflops = Some(50.0);
     assert_eq!(fractions(&c32, &launch(&hosts))[0].frac_peak, Some(0.25));
+    // above the measured peak: flagged, naming the theoretical bound where it is known
+    let mut theory = host("a");
+    theory.ceilings.push(Ceiling {
+        source: CeilingSource::Computed,
+        ..ceiling("cpu.theory.f32.one_cpu", CeilingUnit::Gflops, Some(243.2))
+    });
+    let theory = [theory];
+    c32.gflops = Some(278.0);
+    let f = fractions(&c32, &launch(&theory));
+    assert!(f[0].under_measured && f[0].frac_peak.is_none(), "{f:?}");
+    let why = f[0].unknown.as_deref().unwrap();
+    assert!(
+        why.contains("278 GFLOP/s is above its measured bound 200 GFLOP/s")
+            && why.contains("the theoretical bound cpu.theory.f32.one_cpu × 2 CPUs is 486 GFLOP/s"),
+        "{why}"
+    );
     // no FMA peak for integers: unknown, with why
     let mut ci = case(Workload::Matmul, Dtype::I32);
     ci.gflops = Some(1.0);
