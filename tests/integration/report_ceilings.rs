@@ -345,7 +345,7 @@ fn known_ceilings_and_warnings_make_columns_findings_and_chart_lines() {
 
     // the busbw chart: both curves share the Copy ceiling, one grey line with its label
     let svg = std::fs::read_to_string(out.join("charts/busbw_allreduce_1.svg")).unwrap();
-    let label = "ceiling: memory bandwidth, STREAM Copy, 2 CPUs (0-1): 40.0 GB/s, measured";
+    let label = "ceiling: memory bandwidth, STREAM Copy, 2 CPUs (0-1): 40.0 GB/s over 5 B of memory traffic per busbw byte = 8.00 GB/s, measured";
     assert_eq!(svg.matches(label).count(), 1, "one shared line");
     assert!(
         md.contains(
