@@ -205,9 +205,12 @@ fn write_entry(dir: &Path, file: &Path, e: &Entry) -> Result<PathBuf, String> {
     Ok(file.to_path_buf())
 }
 
+/// Ceilings a re-check raised: (id, kept value, re-checked value) each.
+pub type Rises = Vec<(String, f64, f64)>;
+
 /// Keeps, for each measured ceiling, the larger of `kept` and `again`; returns those that rose
 /// (id, kept, new). Pure.
-pub fn keep_larger(kept: &mut [Ceiling], again: &[Ceiling]) -> Vec<(String, f64, f64)> {
+pub fn keep_larger(kept: &mut [Ceiling], again: &[Ceiling]) -> Rises {
     let mut raised = Vec::new();
     for c in kept.iter_mut() {
         let Some(n) = again.iter().find(|x| x.id == c.id).and_then(|x| x.value) else {
@@ -236,7 +239,7 @@ pub fn recheck_dir(
     host: &str,
     now_unix_s: f64,
     measure: impl Fn(&[u32]) -> Vec<Ceiling>,
-) -> Vec<(PathBuf, Vec<(String, f64, f64)>)> {
+) -> Vec<(PathBuf, Rises)> {
     let Ok(files) = std::fs::read_dir(dir) else {
         return Vec::new();
     };
