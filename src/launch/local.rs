@@ -678,6 +678,7 @@ impl Sweep<'_> {
         if std::env::var_os(CACHE_DIR_VAR).is_none() {
             cmd.env(CACHE_DIR_VAR, self.out.join(CEILINGS_DIR));
         }
+        cmd.env(crate::topology::ceilings::cache::SWEEP_VAR, "1");
         cmd.envs(&self.spec.launch.env);
         process::spawn(cmd, marker).map_err(|source| LaunchError::Spawn {
             program: argv[0].clone(),

@@ -8,21 +8,27 @@ use crate::topology::ceilings::{cache, measured_in_rounds, RoundsPlan};
 use std::collections::BTreeMap;
 use std::path::Path;
 
-/// Measures each of this host's cache entries in `dir` again (fewer rounds than the first
-/// time: it only has to catch a faster moment) and keeps the larger readings; says which rose.
+/// Measures each of this host's cache entries in `dir` again (3 rounds, or what the entry
+/// lacks of the full count) outside any launch and its deadline, and keeps the larger
+/// readings; says which rose.
 /// The launches' results keep the reading they used: a rise says their fractions read high.
 pub(super) fn recheck_ceilings(dir: &Path, quiet: bool) {
     if !dir.is_dir() {
         return;
     }
-    let plan = RoundsPlan {
-        rounds: 3,
-        stream_rounds: 1,
-        ..RoundsPlan::default()
-    };
     let host = crate::topology::hostname();
-    let done = cache::recheck_dir(dir, &host, crate::results::now_unix_s(), |cpus| {
-        measured_in_rounds(cpus, &plan).ceilings
+    let done = cache::recheck_dir(dir, &host, crate::results::now_unix_s(), |cpus, e| {
+        // at least 3 rounds (1 with STREAM), and what the entry lacks of the full count: a
+        // launch's budget may have cut its measurement short
+        let plan = RoundsPlan {
+            rounds: cache::FULL_ROUNDS.saturating_sub(e.rounds).max(3),
+            stream_rounds: cache::FULL_STREAM_ROUNDS
+                .saturating_sub(e.stream_rounds())
+                .max(1),
+            copy_gbps: e.copy_gbps(),
+            ..RoundsPlan::default()
+        };
+        measured_in_rounds(cpus, &plan)
     });
     if quiet {
         return;

@@ -81,8 +81,9 @@ impl Ceiling {
     }
 }
 
-/// One host's ceilings as a launch measured them at its start (by the host's node leader,
-/// the lowest rank on it, while the host's other ranks slept).
+/// One host's ceilings as a launch used them: read from the host cache at its start by the
+/// host's node leader (the lowest rank on it), measured after its cases where the cache
+/// needed it (while the host's other ranks slept).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct HostCeilings {
     pub host: String,
@@ -90,7 +91,8 @@ pub struct HostCeilings {
     pub rank: u32,
     /// The CPUs offered to the launch's ranks on this host (cpulist): the ones measured.
     pub cpus: String,
-    /// How long the measurement took, seconds (the launch's start-up cost on this host).
+    /// Seconds the launch spent on this host's ceilings: the cache lookup at its start, plus
+    /// the measurement after its cases where it measured.
     pub seconds: f64,
     pub ceilings: Vec<Ceiling>,
     /// What the host's hardware says is wrong with it (a link below its maximum, error

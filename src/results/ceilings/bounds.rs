@@ -132,6 +132,15 @@ pub fn best_of_rounds(rounds: &[Vec<Ceiling>]) -> (Vec<Ceiling>, Vec<(String, f6
     let Some(first) = rounds.first() else {
         return (Vec::new(), Vec::new());
     };
+    best_of_rounds_like(first, rounds)
+}
+
+/// [`best_of_rounds`] over the ceilings of `first` (in its order): rounds may differ in what
+/// they hold (STREAM runs in some rounds only).
+pub fn best_of_rounds_like(
+    first: &[Ceiling],
+    rounds: &[Vec<Ceiling>],
+) -> (Vec<Ceiling>, Vec<(String, f64)>) {
     let mut out = Vec::new();
     let mut spread = Vec::new();
     for c in first {
