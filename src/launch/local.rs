@@ -678,7 +678,12 @@ impl Sweep<'_> {
         if std::env::var_os(CACHE_DIR_VAR).is_none() {
             cmd.env(CACHE_DIR_VAR, self.out.join(CEILINGS_DIR));
         }
-        cmd.env(crate::topology::ceilings::cache::SWEEP_VAR, "1");
+        // the launches keep one entry for the sweep; a launch that measures it spends at most
+        // a fifth of its wall-time limit on it
+        cmd.env(
+            crate::topology::ceilings::cache::SWEEP_VAR,
+            format!("{:.3}", 0.2 * self.timeout.as_secs_f64()),
+        );
         cmd.envs(&self.spec.launch.env);
         process::spawn(cmd, marker).map_err(|source| LaunchError::Spawn {
             program: argv[0].clone(),

@@ -23,21 +23,25 @@ pub(super) const AFTER_CASES_BUDGET_S: f64 = 2.0;
 
 /// The measuring budget of a launch whose watchdog limit is `op_timeout_s`: 40 % of the
 /// limit, so that the measurement, its estimate's error included, ends well inside the
-/// deadline armed over it; outside a sweep (`in_sweep`) also at most [`AFTER_CASES_BUDGET_S`],
-/// so that a plain `run` stays short. A sweep's first launch measures for all its launches.
+/// deadline armed over it; in a sweep also at most what it allows (`in_sweep`: a fifth of the
+/// launch's wall-time limit), elsewhere at most [`AFTER_CASES_BUDGET_S`], so that a plain
+/// `run` stays short. A sweep's first launch measures for all its launches.
 /// Pure.
-pub(super) fn budget_s(op_timeout_s: f64, in_sweep: bool) -> f64 {
+pub(super) fn budget_s(op_timeout_s: f64, in_sweep: Option<f64>) -> f64 {
     let share = 0.4 * op_timeout_s;
-    if in_sweep {
-        share
-    } else {
-        AFTER_CASES_BUDGET_S.min(share)
+    match in_sweep {
+        Some(cap) => share.min(cap),
+        None => AFTER_CASES_BUDGET_S.min(share),
     }
 }
 
-/// Whether this launch is one of a sweep's ([`cache::SWEEP_VAR`]).
-pub(super) fn in_sweep() -> bool {
-    std::env::var_os(cache::SWEEP_VAR).is_some_and(|v| v == "1")
+/// `Some(seconds the sweep allows a launch to measure)` when this launch is one of a
+/// sweep's ([`cache::SWEEP_VAR`]).
+pub(super) fn in_sweep() -> Option<f64> {
+    std::env::var(cache::SWEEP_VAR)
+        .ok()
+        .and_then(|v| v.parse::<f64>().ok())
+        .filter(|v| v.is_finite() && *v >= 0.0)
 }
 
 /// Where the host cache is: `$SCALEBENCH_CEILINGS_CACHE` (a sweep sets `<out>/ceilings`; an
@@ -192,7 +196,7 @@ pub(super) fn after_cases(
 fn measure(p: Pending, above_bound: bool, budget_s: f64) -> Option<Update> {
     let now = crate::results::now_unix_s();
     let (old, _) = p.entry.unzip();
-    if old.is_some() && in_sweep() {
+    if old.is_some() && in_sweep().is_some() {
         // kept for the whole sweep (its end re-checks it)
         return None;
     }
@@ -280,13 +284,14 @@ mod tests {
     #[test]
     fn the_budget_stays_inside_the_deadline_and_short_outside_a_sweep() {
         // 2 s --op-timeout (the watchdog tests): 0.8 s, inside the 2 s deadline
-        assert_eq!(budget_s(2.0, false), 0.8);
-        assert_eq!(budget_s(2.0, true), 0.8);
-        // the default limit (600 s + ...): a plain run is held to AFTER_CASES_BUDGET_S
-        assert_eq!(budget_s(600.0, false), AFTER_CASES_BUDGET_S);
-        assert_eq!(budget_s(600.0, true), 240.0);
+        assert_eq!(budget_s(2.0, None), 0.8);
+        assert_eq!(budget_s(2.0, Some(24.0)), 0.8);
+        // the default limit (600 s + ...): a plain run is held to AFTER_CASES_BUDGET_S, a
+        // sweep's launch to a fifth of its wall-time limit (120 s: 24 s)
+        assert_eq!(budget_s(600.0, None), AFTER_CASES_BUDGET_S);
+        assert_eq!(budget_s(600.0, Some(24.0)), 24.0);
         for t in [0.5, 1.0, 3.0, 10.0, 1e4] {
-            assert!(budget_s(t, false) < t && budget_s(t, true) < t);
+            assert!(budget_s(t, None) < t && budget_s(t, Some(1e9)) < t);
         }
     }
 

@@ -18,9 +18,10 @@ use std::path::{Path, PathBuf};
 /// The environment variable naming the cache directory (a sweep sets it for its launches).
 pub const CACHE_DIR_VAR: &str = "SCALEBENCH_CEILINGS_CACHE";
 
-/// Set (to `1`) by a sweep for its launches: the cache's entries are kept for the whole sweep
-/// (a launch measures only an entry that is missing, with a budget of 40 % of its
-/// `--op-timeout`), and the sweep's end re-checks them.
+/// Set by a sweep for its launches, to the seconds a launch may spend measuring (a fifth of
+/// its wall-time limit): the cache's entries are kept for the whole sweep (a launch measures
+/// only an entry that is missing, within that and 40 % of its `--op-timeout`), and the
+/// sweep's end re-checks them.
 pub const SWEEP_VAR: &str = "SCALEBENCH_CEILINGS_SWEEP";
 
 /// What a measurement holds for.

@@ -203,7 +203,7 @@ fn stream_skipped(
     budget_s: Option<f64>,
 ) -> Vec<Ceiling> {
     let why = format!(
-        "not measured yet: STREAM over 3 arrays of {} (4 × the last-level cache) would take about {est_s:.1} s, past this launch's budget of {:.1} s for ceilings; a sweep measures it (its first launch may spend up to 40 % of its op_timeout_s on ceilings)",
+        "not measured yet: STREAM over 3 arrays of {} (4 × the last-level cache) would take about {est_s:.1} s, past this launch's budget of {:.1} s for ceilings; a sweep's end measures it",
         crate::units::format_bytes(array_bytes),
         budget_s.unwrap_or(0.0)
     );
