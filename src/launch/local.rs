@@ -22,6 +22,7 @@ use crate::results::io::{write_results, JOURNAL_FILE, RESULTS_FILE};
 use crate::results::schema::{CaseStatus, LaunchStatus, ResultsFile};
 use crate::results::{now_unix_s, utc_stamp};
 use crate::run::console::{summary_line, TablePrinter};
+use crate::topology::ceilings::cache::CACHE_DIR_VAR;
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::Write;
@@ -77,6 +78,9 @@ pub fn plan_local(spec_path: &Path) -> Result<(SweepSpec, SweepPlan)> {
         (spec, plan, None) => Ok((spec, plan)),
     }
 }
+
+/// The host cache of CPU ceilings the sweep's launches share, under its `--out`.
+pub const CEILINGS_DIR: &str = "ceilings";
 
 /// The `mpirun` command line of one launch.
 pub fn launch_command(
@@ -260,9 +264,12 @@ pub fn sweep(req: &SweepRequest, argv: &[String]) -> Result<u8> {
     let interrupted = links.interrupted || sweep.run_launches(&plan, &todo, total)?;
     let merged = rundir::merge(&out, &record);
     write_results(&out.join(RESULTS_FILE), &merged)?;
+    if spec.settings.ceilings && !interrupted {
+        super::sweep_end::recheck_ceilings(&out.join(CEILINGS_DIR), req.quiet);
+    }
     if !req.quiet {
         print_summary(&merged);
-        closing_line(&out, &merged, interrupted, links.failed);
+        super::sweep_end::closing_line(&out, &merged, interrupted, links.failed);
     }
     if interrupted {
         eprintln!(
@@ -325,45 +332,6 @@ fn check_out(req: &SweepRequest, out: &Path) -> Result<()> {
         });
     }
     Ok(())
-}
-
-/// The line that closes a sweep: the next command, and the warnings so far (launches whose
-/// measurements may not represent their set-up, which the report sets apart).
-fn closing_line(out: &Path, merged: &ResultsFile, interrupted: bool, links_failed: usize) {
-    let results = out.join(RESULTS_FILE);
-    let needs_rerun = merged.cases.iter().any(|c| c.status.needs_rerun()) || links_failed > 0;
-    let next = if interrupted || needs_rerun {
-        format!(
-            "scalebench sweep {} --out {} --resume (runs only what is missing or failed)",
-            out.join("spec.toml").display(),
-            out.display()
-        )
-    } else {
-        format!("scalebench report {}", results.display())
-    };
-    let mut kinds: BTreeMap<&str, usize> = BTreeMap::new();
-    for u in merged.launches.iter().flat_map(|l| &l.unrepresentative) {
-        *kinds.entry(u.kind.as_str()).or_default() += 1;
-    }
-    let warnings = if kinds.is_empty() {
-        "no warnings".to_string()
-    } else {
-        let list: Vec<String> = kinds.iter().map(|(k, n)| format!("{k} ×{n}")).collect();
-        format!(
-            "warnings so far: {} may not represent their set-up ({}; the report sets them apart)",
-            crate::units::count(kinds.values().sum::<usize>(), "launch", "launches"),
-            list.join(", ")
-        )
-    };
-    let warnings = if links_failed > 0 {
-        format!(
-            "{} wrote no links.json; {warnings}",
-            crate::units::count(links_failed, "links step", "links steps")
-        )
-    } else {
-        warnings
-    };
-    eprintln!("# done: {warnings}; next: {next}");
 }
 
 /// The line that opens a sweep: its size, what is left of it when resuming, where results go.
@@ -692,6 +660,17 @@ impl Sweep<'_> {
             .stdout(io("stdout.log")?)
             .stderr(io("stderr.log")?)
             .stdin(std::process::Stdio::null());
+        // the launches share one host measurement of the ceilings (the host cache), unless the
+        // user points them elsewhere
+        if std::env::var_os(CACHE_DIR_VAR).is_none() {
+            cmd.env(CACHE_DIR_VAR, self.out.join(CEILINGS_DIR));
+        }
+        // the launches keep one entry for the sweep; a launch that measures it spends at most
+        // a fifth of its wall-time limit on it
+        cmd.env(
+            crate::topology::ceilings::cache::SWEEP_VAR,
+            format!("{:.3}", 0.2 * self.timeout.as_secs_f64()),
+        );
         cmd.envs(&self.spec.launch.env);
         process::spawn(cmd, marker).map_err(|source| LaunchError::Spawn {
             program: argv[0].clone(),

@@ -20,6 +20,7 @@ pub(crate) mod rundir;
 pub(crate) mod scripts;
 pub(crate) mod shell;
 pub mod submit;
+pub(crate) mod sweep_end;
 
 use crate::plan::sweep::SweepPlan;
 use std::fmt::Write;

@@ -5,7 +5,7 @@
 
 use super::analyze::{Analysis, Entry};
 use crate::present::table::{Cell, NumFmt};
-use crate::results::ceilings::{Ceiling, CeilingWarningKind, PeakFraction};
+use crate::results::ceilings::{bounds, Ceiling, CeilingWarningKind, PeakFraction};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// The figure a fraction applies to, as `PeakFraction::figure` names it.
@@ -43,7 +43,7 @@ pub(crate) fn ceiling_of<'a>(e: &Entry<'a>, f: &PeakFraction) -> Option<&'a Ceil
 /// ceiling is unknown (its reason goes once under the table), empty where the file has none.
 pub(crate) fn frac_cell(e: &Entry<'_>, figure: &str) -> Cell {
     match peak(e, figure) {
-        Some(f) => match f.frac_peak {
+        Some(f) => match bounds::readable_frac(f) {
             Some(x) => Cell::num(x, NumFmt::Measured(e.digits())),
             None => Cell::text("-"),
         },
@@ -58,8 +58,25 @@ pub(crate) fn unknown_note<'a, 'e: 'a>(
     figure: &str,
 ) -> Option<String> {
     let mut why: BTreeSet<(String, String)> = BTreeSet::new();
+    // under-measured ceilings: said once per ceiling, with the largest figure / bound
+    let mut over: BTreeMap<String, (usize, f64)> = BTreeMap::new();
     for e in entries {
-        if let Some(f) = peak(e, figure).filter(|f| f.frac_peak.is_none()) {
+        let Some(f) = peak(e, figure) else { continue };
+        let x = f.frac_peak.or_else(|| {
+            let v = if figure == BUSBW {
+                e.case.busbw_gbps
+            } else {
+                e.case.gflops
+            };
+            Some(v? / f.bound.filter(|b| *b > 0.0)?)
+        });
+        if f.under_measured || (f.frac_peak.is_some() && bounds::readable_frac(f).is_none()) {
+            let slot = over.entry(f.ceiling_id.clone()).or_insert((0, 0.0));
+            slot.0 += 1;
+            slot.1 = slot.1.max(x.unwrap_or(0.0));
+            continue;
+        }
+        if f.frac_peak.is_none() {
             why.insert((
                 f.ceiling_id.clone(),
                 f.unknown
@@ -68,29 +85,59 @@ pub(crate) fn unknown_note<'a, 'e: 'a>(
             ));
         }
     }
-    if why.is_empty() {
+    if why.is_empty() && over.is_empty() {
         return None;
     }
     let what = if figure == BUSBW { "busbw" } else { "GFLOP/s" };
-    Some(format!(
-        "{what} / ceiling `-`: the ceiling is unknown — {}.",
-        why.iter()
-            .map(|(id, r)| format!("`{id}`: {r}"))
-            .collect::<Vec<_>>()
-            .join("; ")
-    ))
+    let mut parts = Vec::new();
+    if !why.is_empty() {
+        parts.push(format!(
+            "{what} / ceiling `-`: the ceiling is unknown — {}.",
+            why.iter()
+                .map(|(id, r)| format!("`{id}`: {r}"))
+                .collect::<Vec<_>>()
+                .join("; ")
+        ));
+    }
+    for (id, (n, x)) in &over {
+        parts.push(format!(
+            "{what} / ceiling `-`: {} above the measured ceiling `{id}` (up to {}× its bound): the ceiling was under-measured{}, so these are not fractions of peak.",
+            crate::units::count(*n, "figure is", "figures are"),
+            crate::present::table::rounded(*x, 3),
+            if figure == BUSBW { " or caches served the data" } else { "" }
+        ));
+    }
+    Some(parts.join(" "))
+}
+
+/// A figure's fraction when it is far below its bound: below [`FAR_BELOW`] of the bound less
+/// the bound's own uncertainty (`results::ceilings::bounds::far_below`); `None` otherwise.
+pub(crate) fn far_below_frac(f: &PeakFraction) -> Option<f64> {
+    let x = bounds::readable_frac(f)?;
+    let u = bounds::uncertainty_of(f.uncertainty_rel, &f.ceiling_id);
+    bounds::far_below(x, u, FAR_BELOW).then_some(x)
 }
 
 /// A ceiling as a reader names it: what, value and unit, source (`memory bandwidth, STREAM
 /// Copy, 2 CPUs (0-1): 28.5 GB/s, measured`); `times` CPUs where the bound is per CPU.
 pub(crate) fn ceiling_text(c: &Ceiling, f: &PeakFraction) -> String {
-    let value = f.bound.or(c.value).map_or("unknown".to_string(), |v| {
+    let num = |v: f64| {
         format!(
             "{} {}",
             crate::present::table::rounded(v, 3),
             c.unit.symbol()
         )
-    });
+    };
+    let value = match (f.traffic_bytes_per_busbw_byte, c.value, f.bound) {
+        // busbw on one host: the Copy rate over the collective's memory traffic per busbw byte
+        (Some(t), Some(v), Some(b)) => format!(
+            "{} over {} B of memory traffic per busbw byte = {}",
+            num(v),
+            crate::units::echo_f64(t),
+            num(b)
+        ),
+        _ => f.bound.or(c.value).map_or("unknown".to_string(), num),
+    };
     let times = f
         .cpus
         .filter(|n| *n > 1)
@@ -229,7 +276,11 @@ pub(crate) fn series_bound<'a, 'e: 'a>(
         .filter(|e| peak(e, figure).is_some())
         .max_by_key(|e| e.bytes().unwrap_or(0))?;
     let f = peak(e, figure)?;
-    let Some(bound) = f.bound.filter(|b| *b > 0.0 && f.frac_peak.is_some()) else {
+    // an under-measured bound is still drawn: the curve above it shows it for what it is
+    let Some(bound) = f
+        .bound
+        .filter(|b| *b > 0.0 && (f.frac_peak.is_some() || f.under_measured))
+    else {
         return Some(Err(format!(
             "{} is unknown ({})",
             f.ceiling_id,
@@ -337,9 +388,14 @@ mod tests {
 
     #[test]
     fn the_kernel_checks_warning_is_recognised_and_others_are_not() {
-        use crate::topology::ceilings::kernel::{check, BlasKernel, Tier};
+        use crate::topology::ceilings::kernel::{check, BlasKernel, HostCpu, Tier};
+        let cpu = HostCpu {
+            tier: Tier::Avx512,
+            vendor: "GenuineIntel".into(),
+            flags: Default::default(),
+        };
         let w = check(
-            Tier::Avx512,
+            &cpu,
             &BlasKernel {
                 library: "OpenBLAS 0.3.21 DYNAMIC_ARCH Haswell".into(),
                 kernel: Some("Haswell".into()),

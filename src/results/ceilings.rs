@@ -2,6 +2,9 @@
 //! so a measured figure can be read as a fraction of what its hardware allows.
 
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+pub mod bounds;
 
 /// The unit of a ceiling (and of the figures it bounds).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -34,6 +37,9 @@ pub enum CeilingSource {
     Driver,
     /// A table entry (the detail gives its reference).
     Table,
+    /// Computed from the hardware's own facts (FMA units × vector lanes × the highest clock
+    /// cpufreq reports; the detail names each fact and where it was read).
+    Computed,
     /// Not known; the detail says why. The value is then absent.
     Unknown,
 }
@@ -45,6 +51,7 @@ impl CeilingSource {
             CeilingSource::Sysfs => "sysfs",
             CeilingSource::Driver => "driver",
             CeilingSource::Table => "table",
+            CeilingSource::Computed => "computed",
             CeilingSource::Unknown => "unknown",
         }
     }
@@ -74,8 +81,9 @@ impl Ceiling {
     }
 }
 
-/// One host's ceilings as a launch measured them at its start (by the host's node leader,
-/// the lowest rank on it, while the host's other ranks slept).
+/// One host's ceilings as a launch used them: read from the host cache at its start by the
+/// host's node leader (the lowest rank on it), measured after its cases where the cache
+/// needed it (while the host's other ranks slept).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct HostCeilings {
     pub host: String,
@@ -83,7 +91,8 @@ pub struct HostCeilings {
     pub rank: u32,
     /// The CPUs offered to the launch's ranks on this host (cpulist): the ones measured.
     pub cpus: String,
-    /// How long the measurement took, seconds (the launch's start-up cost on this host).
+    /// Seconds the launch spent on this host's ceilings: the cache lookup at its start, plus
+    /// the measurement after its cases where it measured.
     pub seconds: f64,
     pub ceilings: Vec<Ceiling>,
     /// What the host's hardware says is wrong with it (a link below its maximum, error
@@ -95,6 +104,33 @@ pub struct HostCeilings {
     /// the host has none (and in older files).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub counters: Vec<ErrorCounter>,
+    /// Which host measurement the CPU ceilings are (the host cache's, shared by a sweep's
+    /// launches) and when it was taken. Absent in files written before issue 48.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub measurement: Option<Measurement>,
+}
+
+/// The measurement a launch's CPU ceilings come from: taken once per host and CPU set (the
+/// host cache, `topology::ceilings::cache`), in rounds spread over time, and reused.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Measurement {
+    /// Identifies the measurement: the same id in two launches means the same readings.
+    pub id: String,
+    /// When it was measured, Unix seconds.
+    pub measured_unix_s: f64,
+    /// True when this launch reused it from the cache, false when this launch measured it.
+    pub reused: bool,
+    /// Rounds of each measured ceiling, spread over time; the best was kept.
+    pub rounds: u32,
+    /// Each measured ceiling's relative uncertainty, (best − median) / best over the rounds.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub uncertainty_rel: BTreeMap<String, f64>,
+    /// The cache file it was read from or written to; absent when it could not be cached.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_file: Option<String>,
+    /// Why it was not cached or re-measured, if so.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 /// One port error counter read at a launch's start and end (sysfs
@@ -150,9 +186,20 @@ pub struct PeakFraction {
     /// figure / bound; absent exactly when `unknown` says why.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub frac_peak: Option<f64>,
-    /// Why the ceiling is not known.
+    /// Why the ceiling is not known, or why no fraction is given (`under_measured`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unknown: Option<String>,
+    /// busbw on one host: bytes of memory traffic per busbw byte the bound divides the
+    /// ceiling by ([`bounds::traffic_bytes_per_busbw_byte`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub traffic_bytes_per_busbw_byte: Option<f64>,
+    /// The bound's relative uncertainty (measured ceilings: the rounds' spread).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uncertainty_rel: Option<f64>,
+    /// The figure was above a measured bound: the ceiling was under-measured, `bound` and the
+    /// case's figure are both kept, `frac_peak` is absent and `unknown` says so.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub under_measured: bool,
 }
 
 /// What a results reader needs of a launch to bound its figures.
@@ -187,13 +234,13 @@ impl<'a> LaunchCeilings<'a> {
 
 /// The fraction of peak of each bandwidth (busbw) and GFLOP/s figure of a case (pure).
 ///
-/// busbw on one host is bounded by the host's all-CPU STREAM Copy bandwidth (a collective's
-/// bytes are copied through memory, and Copy moves each byte once in, once out, like a
-/// shared-memory transport); across hosts by the slowest host's network link (`net.link`,
-/// see [`across_hosts`]);
+/// busbw on one host is bounded by the host's all-CPU STREAM Copy bandwidth over the memory
+/// traffic the collective makes per busbw byte ([`bounds::traffic_bytes_per_busbw_byte`]);
+/// across hosts by the slowest host's network link (`net.link`, see [`across_hosts`]);
 /// GEMM GFLOP/s by the one-CPU FMA peak of its precision times the CPUs its threads use. On
 /// the CUDA backend, busbw on one host by rank 0's GPU link ([`gpu_link`]) and GEMM GFLOP/s by
-/// the GPU's table peak of its precision ([`gpu_peak`]).
+/// the GPU's table peak of its precision ([`gpu_peak`]). A figure above a measured bound gets
+/// no fraction: the bound is flagged under-measured ([`PeakFraction::under_measured`]).
 /// A launch with no ceilings recorded and no reason (an older file) gets none.
 pub fn fractions(
     params: &crate::params::CaseParams,
@@ -201,126 +248,200 @@ pub fn fractions(
     gflops: Option<f64>,
     l: &LaunchCeilings<'_>,
 ) -> Vec<PeakFraction> {
-    use crate::params::{BackendKind, Dtype};
     if l.hosts.is_empty() && l.skipped.is_none() {
         return Vec::new();
     }
-    let unknown = |figure: &str, id: &str, why: String| PeakFraction {
+    let host = l
+        .hosts
+        .iter()
+        .find(|h| h.host == l.rank0_host)
+        .or(l.hosts.first());
+    let mut out = Vec::new();
+    if let Some(b) = busbw_gbps {
+        out.push(busbw_fraction(params, b, host, l));
+    }
+    if let Some(g) = gflops {
+        out.push(gflops_fraction(params, g, host, l));
+    }
+    out
+}
+
+/// A fraction whose ceiling is unknown, with why.
+fn unknown_fraction(figure: &str, id: &str, why: String) -> PeakFraction {
+    PeakFraction {
         figure: figure.into(),
         ceiling_id: id.into(),
         bound: None,
         cpus: None,
         frac_peak: None,
         unknown: Some(why),
+        traffic_bytes_per_busbw_byte: None,
+        uncertainty_rel: None,
+        under_measured: false,
+    }
+}
+
+/// `value` against ceiling `c` of `host`: the bound is the ceiling times `cpus`, or over
+/// `traffic`; above a measured bound the ceiling is under-measured and no fraction is given.
+fn against(
+    figure: &str,
+    value: f64,
+    c: &Ceiling,
+    host: Option<&HostCeilings>,
+    cpus: Option<u32>,
+    traffic: Option<f64>,
+) -> PeakFraction {
+    let bound = c
+        .value
+        .map(|v| v * f64::from(cpus.unwrap_or(1)) / traffic.unwrap_or(1.0));
+    let mut f = PeakFraction {
+        figure: figure.into(),
+        ceiling_id: c.id.clone(),
+        bound,
+        cpus,
+        frac_peak: bound.filter(|b| *b > 0.0).map(|b| value / b),
+        unknown: c.value.is_none().then(|| c.detail.clone()),
+        traffic_bytes_per_busbw_byte: traffic,
+        uncertainty_rel: None,
+        under_measured: false,
     };
-    let host = l
-        .hosts
-        .iter()
-        .find(|h| h.host == l.rank0_host)
-        .or(l.hosts.first());
-    let find = |id: &str| host.and_then(|h| h.ceilings.iter().find(|c| c.id == id));
-    let against = |figure: &str, value: f64, c: &Ceiling, cpus: Option<u32>| {
-        let bound = c.value.map(|v| v * f64::from(cpus.unwrap_or(1)));
-        PeakFraction {
-            figure: figure.into(),
-            ceiling_id: c.id.clone(),
-            bound,
-            cpus,
-            frac_peak: bound.filter(|b| *b > 0.0).map(|b| value / b),
-            unknown: c.value.is_none().then(|| c.detail.clone()),
+    // measured CPU ceilings only: a GPU's table peak or a link's rate is not re-measured
+    if c.source == CeilingSource::Measured && c.id.starts_with("cpu.") {
+        f.uncertainty_rel = host
+            .and_then(|h| h.measurement.as_ref())
+            .and_then(|m| m.uncertainty_rel.get(&c.id).copied());
+        if let (Some(b), Some(_)) = (bound, f.frac_peak.filter(|x| *x > 1.0)) {
+            let theory = c.id.split('.').nth(2).and_then(|p| {
+                let id = format!("cpu.theory.{p}.one_cpu");
+                host.and_then(|h| h.ceilings.iter().find(|t| t.id == id))
+            });
+            let theory = theory.filter(|_| c.unit == CeilingUnit::Gflops).zip(cpus);
+            f.frac_peak = None;
+            f.under_measured = true;
+            f.unknown = Some(bounds::under_measured_reason(value, b, c, traffic, theory));
         }
-    };
+    }
+    f
+}
+
+/// busbw's fraction: see [`fractions`].
+fn busbw_fraction(
+    params: &crate::params::CaseParams,
+    b: f64,
+    host: Option<&HostCeilings>,
+    l: &LaunchCeilings<'_>,
+) -> PeakFraction {
+    use crate::params::BackendKind;
+    const F: &str = "busbw_gbps";
+    let find = |id: &str| host.and_then(|h| h.ceilings.iter().find(|c| c.id == id));
     let gpu = matches!(params.backend, BackendKind::Cuda | BackendKind::Rocm);
     let cuda = params.backend == BackendKind::Cuda;
     // on one host (and no emulated nodes) a collective's bytes cross the GPUs' own links
     let on_node = l.host_count <= 1 && !(l.emulated_nodes && l.nodes > 1);
-    let mut out = Vec::new();
-    if let Some(b) = busbw_gbps {
-        const F: &str = "busbw_gbps";
-        if b == 0.0 {
-            // one device: the bus-bandwidth factor is 0, nothing crosses a link to bound
-            out.push(unknown(
-                F,
-                "none",
-                "one device: busbw is 0 by definition (nothing crosses a link)".into(),
-            ));
-        } else if cuda && on_node {
-            out.push(match (l.skipped, gpu_link(host)) {
-                (Some(why), _) => unknown(F, &format!("{RANK0_GPU}.link"), why.into()),
-                (None, Ok(c)) => against(F, b, c, None),
-                (None, Err(why)) => unknown(F, &format!("{RANK0_GPU}.link"), why),
-            });
-        } else if gpu && on_node {
-            out.push(unknown(
-                F,
-                "gpu.link",
-                "GPU link ceilings are not recorded in a launch on this backend yet".into(),
-            ));
-        } else if l.host_count > 1 {
-            out.push(across_hosts(F, b, l));
-        } else if l.emulated_nodes && l.nodes > 1 {
-            out.push(unknown(F, "net.link", "emulated nodes: the ranks of different nodes share one host, so no network link bounds the figure".into()));
-        } else if let Some(why) = l.skipped {
-            out.push(unknown(F, "cpu.mem.copy.all_cpus", why.into()));
-        } else {
-            match find("cpu.mem.copy.all_cpus").or_else(|| find("cpu.mem.copy.one_cpu")) {
-                Some(c) => out.push(against(F, b, c, None)),
-                None => out.push(unknown(
-                    F,
-                    "cpu.mem.copy.all_cpus",
-                    "no STREAM Copy ceiling recorded for rank 0's host".into(),
-                )),
-            }
-        }
+    if b == 0.0 {
+        // one device: the bus-bandwidth factor is 0, nothing crosses a link to bound
+        return unknown_fraction(
+            F,
+            "none",
+            "one device: busbw is 0 by definition (nothing crosses a link)".into(),
+        );
     }
-    if let Some(g) = gflops {
-        const F: &str = "gflops";
-        let precision = match params.dtype {
-            Dtype::F32 => Some("f32"),
-            Dtype::F64 => Some("f64"),
-            _ => None,
+    if cuda && on_node {
+        return match (l.skipped, gpu_link(host)) {
+            (Some(why), _) => unknown_fraction(F, &format!("{RANK0_GPU}.link"), why.into()),
+            (None, Ok(c)) => against(F, b, c, host, None, None),
+            (None, Err(why)) => unknown_fraction(F, &format!("{RANK0_GPU}.link"), why),
         };
-        if cuda {
-            out.push(match (l.skipped, gpu_peak(host, params.dtype)) {
-                (Some(why), _) => unknown(F, &format!("{RANK0_GPU}.peak"), why.into()),
-                (None, Ok(c)) => against(F, g, c, None),
-                (None, Err((id, why))) => unknown(F, &id, why),
-            });
-        } else if gpu {
-            out.push(unknown(
-                F,
-                "gpu.peak",
-                "GPU peaks are not recorded in a launch on this backend yet".into(),
-            ));
-        } else if let Some(why) = l.skipped {
-            out.push(unknown(F, "cpu.peak", why.into()));
-        } else if let Some(p) = precision {
-            // the best instruction set's one-CPU peak (a launch measures only the best)
-            let prefix = format!("cpu.peak.{p}.");
-            let best = host.and_then(|h| {
-                h.ceilings
-                    .iter()
-                    .filter(|c| c.id.starts_with(&prefix) && c.id.ends_with(".one_cpu"))
-                    .max_by(|a, b| a.value.unwrap_or(0.0).total_cmp(&b.value.unwrap_or(0.0)))
-            });
-            let cpus = params.threads_per_device.unwrap_or(1).max(1);
-            match best {
-                Some(c) => out.push(against(F, g, c, Some(cpus))),
-                None => out.push(unknown(
-                    F,
-                    &format!("cpu.peak.{p}"),
-                    format!("no {p} FMA peak recorded for rank 0's host"),
-                )),
-            }
-        } else {
-            out.push(unknown(
-                F,
-                "cpu.peak",
-                format!("no FMA peak is measured for {}", params.dtype),
-            ));
-        }
     }
-    out
+    if gpu && on_node {
+        return unknown_fraction(
+            F,
+            "gpu.link",
+            "GPU link ceilings are not recorded in a launch on this backend yet".into(),
+        );
+    }
+    if l.host_count > 1 {
+        return across_hosts(F, b, l);
+    }
+    if l.emulated_nodes && l.nodes > 1 {
+        return unknown_fraction(F, "net.link", "emulated nodes: the ranks of different nodes share one host, so no network link bounds the figure".into());
+    }
+    if let Some(why) = l.skipped {
+        return unknown_fraction(F, "cpu.mem.copy.all_cpus", why.into());
+    }
+    let ranks = params.nodes.max(1) * params.devices_per_node;
+    match find("cpu.mem.copy.all_cpus").or_else(|| find("cpu.mem.copy.one_cpu")) {
+        Some(c) => against(
+            F,
+            b,
+            c,
+            host,
+            None,
+            bounds::traffic_bytes_per_busbw_byte(params.workload, ranks),
+        ),
+        None => unknown_fraction(
+            F,
+            "cpu.mem.copy.all_cpus",
+            "no STREAM Copy ceiling recorded for rank 0's host".into(),
+        ),
+    }
+}
+
+/// GFLOP/s's fraction: see [`fractions`].
+fn gflops_fraction(
+    params: &crate::params::CaseParams,
+    g: f64,
+    host: Option<&HostCeilings>,
+    l: &LaunchCeilings<'_>,
+) -> PeakFraction {
+    use crate::params::{BackendKind, Dtype};
+    const F: &str = "gflops";
+    let precision = match params.dtype {
+        Dtype::F32 => Some("f32"),
+        Dtype::F64 => Some("f64"),
+        _ => None,
+    };
+    if params.backend == BackendKind::Cuda {
+        return match (l.skipped, gpu_peak(host, params.dtype)) {
+            (Some(why), _) => unknown_fraction(F, &format!("{RANK0_GPU}.peak"), why.into()),
+            (None, Ok(c)) => against(F, g, c, host, None, None),
+            (None, Err((id, why))) => unknown_fraction(F, &id, why),
+        };
+    }
+    if params.backend == BackendKind::Rocm {
+        return unknown_fraction(
+            F,
+            "gpu.peak",
+            "GPU peaks are not recorded in a launch on this backend yet".into(),
+        );
+    }
+    if let Some(why) = l.skipped {
+        return unknown_fraction(F, "cpu.peak", why.into());
+    }
+    let Some(p) = precision else {
+        return unknown_fraction(
+            F,
+            "cpu.peak",
+            format!("no FMA peak is measured for {}", params.dtype),
+        );
+    };
+    // the best instruction set's one-CPU peak (a launch measures only the best)
+    let prefix = format!("cpu.peak.{p}.");
+    let best = host.and_then(|h| {
+        h.ceilings
+            .iter()
+            .filter(|c| c.id.starts_with(&prefix) && c.id.ends_with(".one_cpu"))
+            .max_by(|a, b| a.value.unwrap_or(0.0).total_cmp(&b.value.unwrap_or(0.0)))
+    });
+    let cpus = params.threads_per_device.unwrap_or(1).max(1);
+    match best {
+        Some(c) => against(F, g, c, host, Some(cpus), None),
+        None => unknown_fraction(
+            F,
+            &format!("cpu.peak.{p}"),
+            format!("no {p} FMA peak recorded for rank 0's host"),
+        ),
+    }
 }
 
 /// A figure across hosts against the slowest host's `net.link` (every host sends and receives
@@ -329,14 +450,7 @@ pub fn fractions(
 /// looser one). Unknown, with every host's reason, when no host reports a usable port.
 fn across_hosts(figure: &str, value: f64, l: &LaunchCeilings<'_>) -> PeakFraction {
     const ID: &str = "net.link";
-    let unknown = |why: String| PeakFraction {
-        figure: figure.into(),
-        ceiling_id: ID.into(),
-        bound: None,
-        cpus: None,
-        frac_peak: None,
-        unknown: Some(why),
-    };
+    let unknown = |why: String| unknown_fraction(figure, ID, why);
     if let Some(why) = l.skipped {
         return unknown(why.into());
     }
@@ -359,6 +473,9 @@ fn across_hosts(figure: &str, value: f64, l: &LaunchCeilings<'_>) -> PeakFractio
                 cpus: None,
                 frac_peak: bound.map(|b| value / b),
                 unknown: None,
+                traffic_bytes_per_busbw_byte: None,
+                uncertainty_rel: None,
+                under_measured: false,
             }
         }
         None => {
@@ -450,417 +567,4 @@ fn gpu_peak(
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn fraction_of_an_unknown_ceiling_is_none() {
-        let mut c = Ceiling {
-            id: "x".into(),
-            what: "x".into(),
-            unit: CeilingUnit::Gbps,
-            value: Some(20.0),
-            source: CeilingSource::Measured,
-            detail: String::new(),
-        };
-        assert_eq!(c.frac_peak(5.0), Some(0.25));
-        c.value = None;
-        c.source = CeilingSource::Unknown;
-        assert_eq!(c.frac_peak(5.0), None);
-        let json = serde_json::to_string(&c).unwrap();
-        assert!(json.contains("\"source\":\"unknown\"") && json.contains("\"unit\":\"gbps\""));
-        assert_eq!(serde_json::from_str::<Ceiling>(&json).unwrap(), c);
-    }
-
-    fn ceiling(id: &str, unit: CeilingUnit, value: Option<f64>) -> Ceiling {
-        Ceiling {
-            id: id.into(),
-            what: id.into(),
-            unit,
-            value,
-            source: if value.is_some() {
-                CeilingSource::Measured
-            } else {
-                CeilingSource::Unknown
-            },
-            detail: if value.is_some() { "how" } else { "why not" }.into(),
-        }
-    }
-
-    fn host(name: &str) -> HostCeilings {
-        HostCeilings {
-            host: name.into(),
-            rank: 0,
-            cpus: "0-3".into(),
-            seconds: 0.2,
-            warnings: Vec::new(),
-            counters: Vec::new(),
-            ceilings: vec![
-                ceiling(
-                    "cpu.peak.f32.avx2+fma.one_cpu",
-                    CeilingUnit::Gflops,
-                    Some(100.0),
-                ),
-                ceiling(
-                    "cpu.peak.f64.avx2+fma.one_cpu",
-                    CeilingUnit::Gflops,
-                    Some(50.0),
-                ),
-                ceiling(
-                    "cpu.peak.f64.avx2+fma.all_cpus",
-                    CeilingUnit::Gflops,
-                    Some(180.0),
-                ),
-                ceiling("cpu.mem.copy.one_cpu", CeilingUnit::Gbps, Some(10.0)),
-                ceiling("cpu.mem.copy.all_cpus", CeilingUnit::Gbps, Some(40.0)),
-            ],
-        }
-    }
-
-    /// A case's parameters and its two figures.
-    struct Case {
-        params: crate::params::CaseParams,
-        busbw_gbps: Option<f64>,
-        gflops: Option<f64>,
-    }
-
-    fn case(w: crate::params::Workload, dtype: crate::params::Dtype) -> Case {
-        let mut params = crate::params::CaseParams::new(w, 1, 4);
-        params.dtype = dtype;
-        params.threads_per_device = Some(2);
-        Case {
-            params,
-            busbw_gbps: None,
-            gflops: None,
-        }
-    }
-
-    fn fractions(c: &Case, l: &LaunchCeilings<'_>) -> Vec<PeakFraction> {
-        super::fractions(&c.params, c.busbw_gbps, c.gflops, l)
-    }
-
-    fn launch(hosts: &[HostCeilings]) -> LaunchCeilings<'_> {
-        LaunchCeilings {
-            hosts,
-            skipped: None,
-            host_count: 1,
-            emulated_nodes: false,
-            nodes: 1,
-            rank0_host: "a",
-        }
-    }
-
-    #[test]
-    fn busbw_on_one_host_is_a_fraction_of_the_all_cpu_copy_bandwidth() {
-        use crate::params::{Dtype, Workload};
-        let hosts = [host("a")];
-        let mut c = case(Workload::Allreduce, Dtype::F32);
-        c.busbw_gbps = Some(10.0);
-        let f = fractions(&c, &launch(&hosts));
-        assert_eq!(f.len(), 1);
-        assert_eq!(
-            (f[0].figure.as_str(), f[0].ceiling_id.as_str()),
-            ("busbw_gbps", "cpu.mem.copy.all_cpus")
-        );
-        assert_eq!(
-            (f[0].bound, f[0].frac_peak, f[0].unknown.as_deref()),
-            (Some(40.0), Some(0.25), None)
-        );
-        // one CPU offered: its Copy is the ceiling
-        let mut one = host("a");
-        one.ceilings.retain(|x| x.id != "cpu.mem.copy.all_cpus");
-        let one = [one];
-        let f = fractions(&c, &launch(&one));
-        assert_eq!(
-            (f[0].ceiling_id.as_str(), f[0].frac_peak),
-            ("cpu.mem.copy.one_cpu", Some(1.0))
-        );
-        // an unknown Copy ceiling: no number, its reason
-        let mut unk = host("a");
-        unk.ceilings[4].value = None;
-        unk.ceilings[4].source = CeilingSource::Unknown;
-        unk.ceilings[4].detail = "why not".into();
-        let unk = [unk];
-        let f = fractions(&c, &launch(&unk));
-        assert_eq!(
-            (f[0].frac_peak, f[0].unknown.as_deref()),
-            (None, Some("why not"))
-        );
-        // one device: busbw is 0 by definition, no fraction of any ceiling
-        c.busbw_gbps = Some(0.0);
-        let f = fractions(&c, &launch(&hosts));
-        assert_eq!(f[0].frac_peak, None);
-        assert!(f[0].unknown.as_deref().unwrap().contains("one device"));
-    }
-
-    /// `host(name)` with a `net.link` ceiling of `gbps` (`None`: unknown, saying `why`).
-    fn networked(name: &str, gbps: Option<f64>, why: &str) -> HostCeilings {
-        let mut h = host(name);
-        let mut c = ceiling("net.link", CeilingUnit::Gbps, gbps);
-        if gbps.is_none() {
-            c.detail = why.into();
-        }
-        h.ceilings.push(c);
-        h
-    }
-
-    fn two_hosts(hosts: &[HostCeilings]) -> LaunchCeilings<'_> {
-        LaunchCeilings {
-            host_count: 2,
-            nodes: 2,
-            ..launch(hosts)
-        }
-    }
-
-    #[test]
-    fn across_hosts_the_slowest_hosts_link_bounds_the_figure() {
-        use crate::params::{Dtype, Workload};
-        let mut c = case(Workload::Allgather, Dtype::F32);
-        c.busbw_gbps = Some(5.0);
-        // b's 12.5 GB/s link bounds, not a's 50 (nor either host's 40 GB/s STREAM Copy)
-        let hosts = [
-            networked("a", Some(50.0), ""),
-            networked("b", Some(12.5), ""),
-        ];
-        let f = fractions(&c, &two_hosts(&hosts));
-        assert_eq!(f.len(), 1);
-        assert_eq!(
-            (
-                f[0].ceiling_id.as_str(),
-                f[0].bound,
-                f[0].frac_peak,
-                f[0].unknown.as_deref()
-            ),
-            ("net.link", Some(12.5), Some(0.4), None)
-        );
-        // a host whose link is unknown is left out: the known host's link still bounds
-        let hosts = [
-            networked("a", None, "eth0 speed -1"),
-            networked("b", Some(25.0), ""),
-        ];
-        let f = fractions(&c, &two_hosts(&hosts));
-        assert_eq!((f[0].bound, f[0].frac_peak), (Some(25.0), Some(0.2)));
-    }
-
-    #[test]
-    fn across_hosts_with_no_usable_port_the_link_is_unknown_with_each_hosts_reason() {
-        use crate::params::{Dtype, Workload};
-        let mut c = case(Workload::Allreduce, Dtype::F32);
-        c.busbw_gbps = Some(5.0);
-        let hosts = [
-            networked("a", None, "net.eth.eth0: \"-1\": no speed"),
-            host("b"),
-        ];
-        let f = fractions(&c, &two_hosts(&hosts));
-        assert_eq!(
-            (f[0].ceiling_id.as_str(), f[0].bound, f[0].frac_peak),
-            ("net.link", None, None)
-        );
-        let why = f[0].unknown.as_deref().unwrap();
-        assert!(
-            why.contains("no host reports a usable network port")
-                && why.contains("a: net.eth.eth0: \"-1\"")
-                && why.contains("b: no network ceiling recorded"),
-            "{why}"
-        );
-        // --no-ceilings across hosts: the reason is the skip
-        let skipped = LaunchCeilings {
-            skipped: Some("not measured: --no-ceilings"),
-            ..two_hosts(&[])
-        };
-        let f = fractions(&c, &skipped);
-        assert_eq!(f[0].ceiling_id, "net.link");
-        assert!(f[0].unknown.as_deref().unwrap().contains("--no-ceilings"));
-    }
-
-    #[test]
-    fn emulated_nodes_have_no_link_ceiling_even_where_the_host_has_one() {
-        use crate::params::{Dtype, Workload};
-        let hosts = [networked("a", Some(25.0), "")];
-        let mut c = case(Workload::Allgather, Dtype::F32);
-        c.busbw_gbps = Some(5.0);
-        let emulated = LaunchCeilings {
-            emulated_nodes: true,
-            nodes: 2,
-            ..launch(&hosts)
-        };
-        let f = fractions(&c, &emulated);
-        assert_eq!(
-            (f[0].ceiling_id.as_str(), f[0].frac_peak),
-            ("net.link", None)
-        );
-        assert!(f[0].unknown.as_deref().unwrap().contains("emulated nodes"));
-        // one real host: the STREAM Copy bound, the link plays no part
-        let f = fractions(&c, &launch(&hosts));
-        assert_eq!(
-            (f[0].ceiling_id.as_str(), f[0].frac_peak),
-            ("cpu.mem.copy.all_cpus", Some(0.125))
-        );
-    }
-
-    #[test]
-    fn gemm_gflops_against_the_fma_peak_of_its_precision_times_its_cpus() {
-        use crate::params::{Dtype, Workload};
-        let hosts = [host("a")];
-        let mut c = case(Workload::Matmul, Dtype::F64);
-        c.gflops = Some(80.0);
-        let f = fractions(&c, &launch(&hosts));
-        assert_eq!(f.len(), 1);
-        assert_eq!(f[0].ceiling_id, "cpu.peak.f64.avx2+fma.one_cpu");
-        // 2 threads per device: 2 × 50 GFLOP/s
-        assert_eq!(
-            (f[0].cpus, f[0].bound, f[0].frac_peak),
-            (Some(2), Some(100.0), Some(0.8))
-        );
-        let mut c32 = case(Workload::Matmul, Dtype::F32);
-        c32.gflops = Some(50.0);
-        assert_eq!(fractions(&c32, &launch(&hosts))[0].frac_peak, Some(0.25));
-        // no FMA peak for integers: unknown, with why
-        let mut ci = case(Workload::Matmul, Dtype::I32);
-        ci.gflops = Some(1.0);
-        let f = fractions(&ci, &launch(&hosts));
-        assert_eq!(f[0].frac_peak, None);
-        assert!(f[0].unknown.as_deref().unwrap().contains("i32"), "{f:?}");
-    }
-
-    /// A host with one CUDA GPU: NVLink `nvlink` GB/s (`None`: unknown), PCIe 15.75 GB/s,
-    /// BF16 989 and FP64 tensor 67 TFLOP/s, FP32 unknown.
-    fn gpu_host(nvlink: Option<f64>) -> HostCeilings {
-        let mut h = host("a");
-        let g = CeilingUnit::Gflops;
-        h.ceilings.extend([
-            ceiling("gpu0.pcie", CeilingUnit::Gbps, Some(15.75)),
-            ceiling("gpu0.nvlink", CeilingUnit::Gbps, nvlink),
-            ceiling("gpu0.peak.bf16_tensor", g, Some(989e3)),
-            ceiling("gpu0.peak.fp64_tensor", g, Some(67e3)),
-            ceiling("gpu0.peak.fp64", g, Some(34e3)),
-            ceiling("gpu0.peak.fp32", g, None),
-            ceiling("gpu1.nvlink", CeilingUnit::Gbps, Some(1.0)),
-        ]);
-        h
-    }
-
-    fn cuda(w: crate::params::Workload, dtype: crate::params::Dtype) -> Case {
-        let mut c = case(w, dtype);
-        c.params.backend = crate::params::BackendKind::Cuda;
-        c
-    }
-
-    #[test]
-    fn cuda_busbw_on_one_host_against_nvlink_when_active_else_pcie() {
-        use crate::params::{Dtype, Workload};
-        let mut c = cuda(Workload::Allreduce, Dtype::F32);
-        c.busbw_gbps = Some(90.0);
-        let hosts = [gpu_host(Some(450.0))];
-        let f = fractions(&c, &launch(&hosts));
-        assert_eq!(f.len(), 1);
-        assert_eq!(
-            (f[0].ceiling_id.as_str(), f[0].bound, f[0].frac_peak),
-            ("gpu0.nvlink", Some(450.0), Some(0.2))
-        );
-        // no NVLink (0 GB/s, or unknown): the PCIe link bounds it
-        for nv in [Some(0.0), None] {
-            let hosts = [gpu_host(nv)];
-            let f = fractions(&c, &launch(&hosts));
-            assert_eq!(
-                (f[0].ceiling_id.as_str(), f[0].bound, f[0].frac_peak),
-                ("gpu0.pcie", Some(15.75), Some(90.0 / 15.75))
-            );
-        }
-        // no GPU ceilings recorded: unknown, naming the device and why
-        let mut none = host("a");
-        none.ceilings.push(ceiling("gpu", CeilingUnit::Gbps, None));
-        let none = [none];
-        let f = fractions(&c, &launch(&none));
-        assert_eq!(
-            (f[0].ceiling_id.as_str(), f[0].frac_peak),
-            ("gpu0.link", None)
-        );
-        assert!(
-            f[0].unknown.as_deref().unwrap().ends_with(": why not"),
-            "{f:?}"
-        );
-        // across hosts the GPU links are not the bound: the network branch answers
-        let two = LaunchCeilings {
-            host_count: 2,
-            nodes: 2,
-            ..launch(&hosts)
-        };
-        assert_eq!(fractions(&c, &two)[0].ceiling_id, "net.link");
-    }
-
-    #[test]
-    fn cuda_gemm_against_the_table_peak_of_its_precision() {
-        use crate::params::{Dtype, Workload};
-        let hosts = [gpu_host(Some(450.0))];
-        let frac = |dtype: Dtype, gflops: f64| {
-            let mut c = cuda(Workload::Matmul, dtype);
-            c.gflops = Some(gflops);
-            let f = fractions(&c, &launch(&hosts));
-            assert_eq!(f.len(), 1);
-            f.into_iter().next().unwrap()
-        };
-        let f = frac(Dtype::Bf16, 494.5e3);
-        assert_eq!(
-            (f.ceiling_id.as_str(), f.bound, f.frac_peak, f.cpus),
-            ("gpu0.peak.bf16_tensor", Some(989e3), Some(0.5), None)
-        );
-        // f64: the FP64 tensor peak
-        let f = frac(Dtype::F64, 33.5e3);
-        assert_eq!(
-            (f.ceiling_id.as_str(), f.frac_peak),
-            ("gpu0.peak.fp64_tensor", Some(0.5))
-        );
-        // FP32 not in the table: unknown with the ceiling's reason
-        let f = frac(Dtype::F32, 1e3);
-        assert_eq!(
-            (f.ceiling_id.as_str(), f.frac_peak),
-            ("gpu0.peak.fp32", None)
-        );
-        assert_eq!(f.unknown.as_deref(), Some("why not"));
-        // f16: no ceiling recorded at all
-        let f = frac(Dtype::F16, 1e3);
-        assert_eq!(
-            (f.ceiling_id.as_str(), f.frac_peak),
-            ("gpu0.peak.fp16_tensor", None)
-        );
-        assert!(f
-            .unknown
-            .as_deref()
-            .unwrap()
-            .contains("no gpu0.peak.fp16_tensor"));
-        // skipped: the reason
-        let mut c = cuda(Workload::Matmul, Dtype::Bf16);
-        c.gflops = Some(1.0);
-        let skipped = LaunchCeilings {
-            skipped: Some("not measured: --no-ceilings"),
-            ..launch(&[])
-        };
-        let f = fractions(&c, &skipped);
-        assert_eq!(
-            (f[0].ceiling_id.as_str(), f[0].frac_peak),
-            ("gpu0.peak", None)
-        );
-        assert!(f[0].unknown.as_deref().unwrap().contains("--no-ceilings"));
-    }
-
-    #[test]
-    fn skipped_ceilings_say_so_and_older_files_get_none() {
-        use crate::params::{Dtype, Workload};
-        let mut c = case(Workload::Allreduce, Dtype::F32);
-        c.busbw_gbps = Some(10.0);
-        let skipped = LaunchCeilings {
-            skipped: Some("not measured: --no-ceilings"),
-            ..launch(&[])
-        };
-        let f = fractions(&c, &skipped);
-        assert_eq!(f.len(), 1);
-        assert_eq!(f[0].frac_peak, None);
-        assert!(f[0].unknown.as_deref().unwrap().contains("--no-ceilings"));
-        // a file from before ceilings were recorded: nothing is claimed
-        assert!(fractions(&c, &launch(&[])).is_empty());
-        // a case with no figure (failed, skipped) gets none either
-        let hosts = [host("a")];
-        assert!(fractions(&case(Workload::Allreduce, Dtype::F32), &launch(&hosts)).is_empty());
-    }
-}
+mod tests;

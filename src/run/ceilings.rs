@@ -82,6 +82,9 @@ pub fn gather(req: &Request) -> Result<HostCeilings, CeilingsError> {
         None => None,
     };
     let mut found = ceilings::cpu_ceilings(&cpus, &opts);
+    if let Some(&first) = cpus.first() {
+        found.extend(ceilings::theory::host(first));
+    }
     let net = ceilings::network::read(
         &req.sysfs_root,
         &ceilings::network::Expect {
@@ -102,14 +105,14 @@ pub fn gather(req: &Request) -> Result<HostCeilings, CeilingsError> {
         gpu_from_driver(&mut found, &mut warnings);
     }
     let info = crate::topology::host_info();
-    let tier = kernel::host_tier();
+    let cpu = kernel::host_cpu();
     let (library, kern) = match Blas::load() {
         Ok(b) => {
             let k = kernel::BlasKernel {
                 library: b.version().to_string(),
                 kernel: b.kernel().map(str::to_string),
             };
-            warnings.extend(kernel::check(tier, &k, |v| std::env::var(v).ok()));
+            warnings.extend(kernel::check(&cpu, &k, |v| std::env::var(v).ok()));
             (Some(k.library), k.kernel)
         }
         Err(e) => {

@@ -68,6 +68,12 @@ fn ticks_per_s() -> f64 {
     }
 }
 
+/// CPU seconds all the host's CPUs have been busy since boot (/proc/stat), `None` without it.
+pub fn host_busy_cpu_s() -> Option<f64> {
+    let text = std::fs::read_to_string("/proc/stat").ok()?;
+    Some(parse_proc_stat(&text)?.busy as f64 / ticks_per_s())
+}
+
 /// CPU seconds this process (all its threads) has used so far (getrusage).
 pub fn process_cpu_s() -> f64 {
     // SAFETY: an all-zero rusage is a valid value of this plain C struct.

@@ -20,6 +20,7 @@ mod common;
 mod bad_input;
 mod ceilings;
 mod ceilings_gpu;
+mod ceilings_loaded;
 mod ceilings_network;
 mod compare;
 mod context;

@@ -9,7 +9,7 @@ use common::{fixture, report, s, tmpdir};
 use scalebench::params::{Binding, Dtype, MatmulShape, Scaling, Workload};
 use scalebench::results::ceilings::{
     fractions, Ceiling, CeilingSource, CeilingUnit, CeilingWarning, CeilingWarningKind,
-    HostCeilings, LaunchCeilings,
+    HostCeilings, LaunchCeilings, Measurement,
 };
 use scalebench::results::schema::{LaunchRecord, ResultsFile};
 use std::path::Path;
@@ -31,6 +31,20 @@ fn host(warnings: Vec<CeilingWarning>) -> HostCeilings {
         cpus: "0-1".into(),
         seconds: 0.2,
         counters: Vec::new(),
+        // the host cache's measurement: 7 rounds, 5 % apart (taken as the 20 % floor)
+        measurement: Some(Measurement {
+            id: "0123456789abcdef".into(),
+            measured_unix_s: 1.8e9,
+            reused: true,
+            rounds: 7,
+            uncertainty_rel: [
+                ("cpu.peak.f32.avx2+fma.one_cpu".to_string(), 0.05),
+                ("cpu.mem.copy.all_cpus".to_string(), 0.05),
+            ]
+            .into(),
+            cache_file: None,
+            note: None,
+        }),
         ceilings: vec![
             c(
                 "cpu.peak.f32.avx2+fma.one_cpu",
@@ -63,9 +77,13 @@ const COUNTERS: &str = "mlx5_0 port 1: symbol_error grew by 12 during the launch
 
 /// The GEMM kernel check's own warning for a Haswell kernel forced on an AVX-512 CPU.
 fn kernel_warning() -> String {
-    use scalebench::topology::ceilings::kernel::{check, BlasKernel, Tier};
+    use scalebench::topology::ceilings::kernel::{check, BlasKernel, HostCpu, Tier};
     check(
-        Tier::Avx512,
+        &HostCpu {
+            tier: Tier::Avx512,
+            vendor: "GenuineIntel".into(),
+            flags: ["avx512f".to_string()].into(),
+        },
         &BlasKernel {
             library: "OpenBLAS 0.3.21 DYNAMIC_ARCH NO_AFFINITY Haswell MAX_THREADS=64".into(),
             kernel: Some("Haswell".into()),
@@ -75,8 +93,8 @@ fn kernel_warning() -> String {
     .expect("Haswell kernels are older than AVX-512")
 }
 
-/// Allreduce on 1×2 at 10 GB/s busbw (0.25 of the 40 GB/s Copy ceiling) and with
-/// --binding core at 30 GB/s (0.75); matmul f32 at 30 GFLOP/s per device on 1 and 2 devices
+/// Allreduce on 1×2 at 2 GB/s busbw (0.25 of the 40 GB/s Copy ceiling over 5 B of memory
+/// traffic per busbw byte) and with --binding core at 6 GB/s (0.75); matmul f32 at 30 GFLOP/s per device on 1 and 2 devices
 /// (0.3 of 100 GFLOP/s) and f64 (no ceiling). Every launch reports the link negotiated down;
 /// the 1×2 launch also a port down and grown counters; the matmul launches a forced kernel.
 fn known() -> ResultsFile {
@@ -92,7 +110,7 @@ fn known() -> ResultsFile {
     };
     let (ar, mm) = (template(Workload::Allreduce), template(Workload::Matmul));
     let mut cases = Vec::new();
-    for (binding, gbps) in [(Binding::None, 10.0), (Binding::Core, 30.0)] {
+    for (binding, gbps) in [(Binding::None, 2.0), (Binding::Core, 6.0)] {
         for e in [12u32, 14, 16, 18, 20] {
             let bytes = 1u64 << e;
             let mut p = ar.clone();
@@ -239,7 +257,7 @@ fn known_ceilings_and_warnings_make_columns_findings_and_chart_lines() {
     let kernel = bullet(f, "older GEMM kernel:");
     assert!(
         kernel.contains(&format!("(1 host in {n_kernel} launches)"))
-            && kernel.contains("forced by OPENBLAS\\_CORETYPE=Haswell: unset it"),
+            && kernel.contains("forced by OPENBLAS\\_CORETYPE=Haswell; fix: unset OPENBLAS\\_CORETYPE=Haswell or set OPENBLAS\\_CORETYPE=SkylakeX"),
         "{kernel}"
     );
     // most severe first: a port down, a link below its maximum, the kernel, the counters
@@ -256,7 +274,7 @@ fn known_ceilings_and_warnings_make_columns_findings_and_chart_lines() {
     for want in [
         "busbw at the largest size (1MiB) on 1×2",
         "is 0.2500 of its ceiling cpu.mem.copy.all\\_cpus",
-        "memory bandwidth, STREAM Copy, 2 CPUs (0-1): 40.0 GB/s, measured",
+        "memory bandwidth, STREAM Copy, 2 CPUs (0-1): 40.0 GB/s over 5 B of memory traffic per busbw byte = 8.00 GB/s, measured",
     ] {
         assert!(ar.contains(want), "{want:?} not in {ar}");
     }
@@ -327,7 +345,7 @@ fn known_ceilings_and_warnings_make_columns_findings_and_chart_lines() {
 
     // the busbw chart: both curves share the Copy ceiling, one grey line with its label
     let svg = std::fs::read_to_string(out.join("charts/busbw_allreduce_1.svg")).unwrap();
-    let label = "ceiling: memory bandwidth, STREAM Copy, 2 CPUs (0-1): 40.0 GB/s, measured";
+    let label = "ceiling: memory bandwidth, STREAM Copy, 2 CPUs (0-1): 40.0 GB/s over 5 B of memory traffic per busbw byte = 8.00 GB/s, measured";
     assert_eq!(svg.matches(label).count(), 1, "one shared line");
     assert!(
         md.contains(
@@ -405,7 +423,8 @@ fn a_real_tiny_run_reports_its_ceilings() {
     if forced {
         let k = bullet(findings(&md), "older GEMM kernel:");
         assert!(
-            k.contains("OPENBLAS\\_CORETYPE=Prescott: unset it") && k.contains("in 2 launches"),
+            k.contains("OPENBLAS\\_CORETYPE=Prescott; fix: unset OPENBLAS\\_CORETYPE=Prescott")
+                && k.contains("in 2 launches"),
             "{k}"
         );
     }
@@ -443,4 +462,70 @@ fn a_real_tiny_run_reports_its_ceilings() {
 fn check_png_exists(p: &Path) {
     let meta = std::fs::metadata(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
     assert!(meta.len() > 1000, "{}", p.display());
+}
+
+#[test]
+fn a_figure_above_a_measured_ceiling_is_flagged_said_once_and_never_a_fraction() {
+    // the known file, with the Copy ceiling of every launch under-measured at 4 GB/s: the
+    // allreduce at 6 GB/s busbw is above its bound (4 / 5 B per busbw byte = 0.8 GB/s)
+    let mut file = known();
+    for l in &mut file.launches {
+        let p = l.provenance.as_mut().unwrap();
+        for h in &mut p.ceilings {
+            for c in &mut h.ceilings {
+                if c.id == "cpu.mem.copy.all_cpus" {
+                    c.value = Some(4.0);
+                }
+            }
+        }
+    }
+    let mut flagged = 0;
+    for c in &mut file.cases {
+        let l = file
+            .launches
+            .iter()
+            .find(|l| l.launch_id == c.launch_id)
+            .unwrap();
+        let lc = LaunchCeilings::of(l.provenance.as_ref().unwrap());
+        c.peak = fractions(&c.params, c.busbw_gbps, c.gflops, &lc);
+        for f in c.peak.iter().filter(|f| f.figure == "busbw_gbps") {
+            // never a fraction above 1; the record keeps the bound and says why
+            assert!(f.frac_peak.is_none() && f.under_measured, "{f:?}");
+            assert_eq!(f.bound, Some(0.8));
+            let why = f.unknown.as_deref().unwrap();
+            assert!(
+                why.contains("under-measured") && why.contains("0.800 GB/s"),
+                "{why}"
+            );
+            flagged += 1;
+        }
+    }
+    assert_eq!(
+        flagged, 10,
+        "every allreduce case is above the under-measured bound"
+    );
+    let dir = tmpdir("report-ceilings-under");
+    let input = fixture::write(&dir, "under.json", &file);
+    let out = dir.join("rep");
+    report(&[s(&input), "--out", s(&out)]).assert_code(0);
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    // said once per table, naming the ceiling and the largest figure / bound, no "% of peak"
+    let said = md
+        .matches("above the measured ceiling `cpu.mem.copy.all_cpus`")
+        .count();
+    let tables = md.matches("busbw / ceiling").count();
+    assert!(
+        said >= 1 && said <= tables,
+        "said {said} times for {tables} columns:\n{md}"
+    );
+    assert!(
+        md.contains("10 figures are above") || md.contains("figures are above"),
+        "{md}"
+    );
+    assert!(!md.contains("allreduce: far below its ceiling"), "{md}");
+    let curves = read_csv(&out.join("tables/collective_allreduce.csv"));
+    for r in &curves {
+        let cell = &r["peak busbw / ceiling"];
+        assert!(cell.parse::<f64>().is_err(), "a fraction printed: {cell}");
+    }
 }

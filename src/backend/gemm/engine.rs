@@ -139,7 +139,7 @@ fn with_blas(
         kernel: lib.kernel().map(str::to_string),
     };
     warnings.extend(crate::topology::ceilings::kernel::check(
-        crate::topology::ceilings::kernel::host_tier(),
+        &crate::topology::ceilings::kernel::host_cpu(),
         &kernel,
         |v| std::env::var(v).ok(),
     ));

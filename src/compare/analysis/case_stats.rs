@@ -268,7 +268,8 @@ fn with_headlines(mut s: CaseStats, b: &[Rec<'_>], c: &[Rec<'_>]) -> CaseStats {
     s
 }
 
-/// The fraction of peak of that headline figure (the newest run's), where it recorded one.
+/// The fraction of peak of that headline figure (the newest run's), where it recorded one
+/// that reads as a fraction (not one above 1 of a measured ceiling: under-measured, issue 48).
 fn frac_peak(recs: &[Rec<'_>], metric: Metric) -> Option<f64> {
     let figure = match metric {
         Metric::Busbw => "busbw_gbps",
@@ -280,7 +281,7 @@ fn frac_peak(recs: &[Rec<'_>], metric: Metric) -> Option<f64> {
             .peak
             .iter()
             .find(|f| f.figure == figure)
-            .and_then(|f| f.frac_peak)
+            .and_then(crate::results::ceilings::bounds::readable_frac)
     })
 }
 

@@ -27,7 +27,7 @@ pub(super) fn ceilings(doc: &mut Doc, a: &Analysis<'_>, found: &mut Findings) {
     }
     if !far.is_empty() {
         doc.para(vec![text(format!(
-            "Set-ups whose figure at their largest size is below {:.0} % of the ceiling that bounds it: the hardware allows more than they reach (or the ceiling is not the bound that matters, e.g. caches, or a size too small to reach it). Fractions are of the ceiling's value as the launch recorded it, per CPU ceilings times the CPUs the figure used.",
+            "Set-ups whose figure at their largest size is below {:.0} % of the ceiling that bounds it, less the ceiling's own uncertainty (a measured CPU ceiling's spread over its rounds, at least 20 %; a figure within it is not judged): the hardware allows more than they reach (or the ceiling is not the bound that matters, e.g. caches, or a size too small to reach it). Fractions are of the ceiling's value as the launch recorded it, per CPU ceilings times the CPUs the figure used.",
             ceil::FAR_BELOW * 100.0
         ))]);
         let t = far_table(a, &far);
@@ -45,7 +45,8 @@ struct Far {
 }
 
 /// Every usable set-up (parameters equal but the size) whose figure at its largest size is
-/// below [`ceil::FAR_BELOW`] of its ceiling; the lowest fraction first within a workload.
+/// below [`ceil::FAR_BELOW`] of its ceiling less the ceiling's uncertainty
+/// ([`ceil::far_below_frac`]); the lowest fraction first within a workload.
 fn far_below(a: &Analysis<'_>) -> Vec<Far> {
     let mut largest: BTreeMap<(Workload, String), (f64, usize)> = BTreeMap::new();
     for (i, e) in a.entries.iter().enumerate() {
@@ -78,8 +79,8 @@ fn far_below(a: &Analysis<'_>) -> Vec<Far> {
             } else {
                 ceil::GFLOPS
             };
-            let frac = ceil::peak(e, figure)?.frac_peak?;
-            (frac < ceil::FAR_BELOW).then_some(Far {
+            let frac = ceil::far_below_frac(ceil::peak(e, figure)?)?;
+            Some(Far {
                 entry: i,
                 figure,
                 frac,

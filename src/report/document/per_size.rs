@@ -99,7 +99,7 @@ pub(super) fn per_size(doc: &mut Doc, a: &Analysis<'_>) {
 fn largest_size_note(a: &Analysis<'_>, (oop, ip): Row) -> Option<String> {
     let e = &a.entries[oop.or(ip)?];
     let f = ceil::peak(e, ceil::BUSBW)?;
-    let frac = f.frac_peak.filter(|x| *x < ceil::FAR_BELOW)?;
+    let frac = ceil::far_below_frac(f)?;
     let ceiling = ceil::ceiling_of(e, f).map_or(String::new(), |c| {
         format!(" ({}; {})", ceil::ceiling_text(c, f), c.detail)
     });

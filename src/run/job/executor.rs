@@ -58,7 +58,7 @@ impl Job<'_> {
         let started = now_unix_s();
         let before = Around::now(self.comm.is_root());
         let mut journal = self.open_journal()?;
-        let launch = self.launch_record(&backend, started);
+        let (launch, pending) = self.launch_record(&backend, started);
         // The CPUs rank 0's host runs the job on: their clock is read around every case.
         let clock_cpus = representative_clock_cpus(&launch);
         let run_info = RunInfo {
@@ -115,6 +115,7 @@ impl Job<'_> {
         self.print(table.flush());
         let mut launch = launch;
         if self.settings.ceilings {
+            self.ceilings_after_cases(&mut launch, &mut results, pending);
             // the error counters' end snapshot, before the results are written
             let grew =
                 super::net_ceilings::at_end(self.comm, self.network, launch.provenance.as_mut());
@@ -135,6 +136,44 @@ impl Job<'_> {
             },
             results: results_path,
         })
+    }
+
+    /// After the cases, the host cache topped up where it needs it (`host_ceilings`), under
+    /// its own deadline (`--op-timeout`, which the measuring budget stays well inside): the
+    /// measurement times nothing of the cases and sits outside the start-up. Rank 0 puts the
+    /// new CPU ceilings in the launch and reads every case's figures against them again.
+    fn ceilings_after_cases(
+        &self,
+        launch: &mut LaunchRecord,
+        results: &mut [CaseResult],
+        pending: Option<super::host_ceilings::Pending>,
+    ) {
+        let above = results
+            .iter()
+            .flat_map(|r| &r.peak)
+            .any(|f| f.under_measured);
+        self.watchdog.arm(
+            "the host's CPU ceilings, measured after the cases".into(),
+            self.op_timeout,
+        );
+        let budget_s = super::host_ceilings::budget_s(
+            self.op_timeout.as_secs_f64(),
+            super::host_ceilings::in_sweep(),
+        );
+        let updates = super::host_ceilings::after_cases(self.comm, pending, above, budget_s);
+        self.watchdog.disarm();
+        let Some(p) = launch.provenance.as_mut() else {
+            return;
+        };
+        if updates.is_empty() {
+            return;
+        }
+        super::host_ceilings::apply(&mut p.ceilings, updates);
+        let l = crate::results::ceilings::LaunchCeilings::of(p);
+        for r in results.iter_mut() {
+            r.peak = crate::results::ceilings::fractions(&r.params, r.busbw_gbps, r.gflops, &l);
+        }
+        self.print(ceilings_lines(p));
     }
 
     /// Rank 0 opens the journal in the output directory; every rank learns whether that
@@ -343,11 +382,15 @@ fn ceilings_lines(p: &Provenance) -> Vec<String> {
                     None => format!("{} unknown", c.id),
                 })
                 .collect();
+            let how = match &h.measurement {
+                Some(m) if m.reused => format!("cached, {} rounds", m.rounds),
+                Some(m) => format!("{} rounds, {:.2} s after the cases", m.rounds, h.seconds),
+                None => "none cached yet: measured after the cases".to_string(),
+            };
             let line = format!(
-                "# ceilings of {} (CPUs {}, measured in {:.2} s): {}",
+                "# ceilings of {} (CPUs {}, {how}): {}",
                 h.host,
                 h.cpus,
-                h.seconds,
                 parts.join(", ")
             );
             // a port down or negotiated down, said before the figures it lowers

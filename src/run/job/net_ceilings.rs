@@ -143,6 +143,7 @@ mod tests {
             ceilings: Vec::new(),
             warnings: Vec::new(),
             counters: Vec::new(),
+            measurement: None,
         }
     }
 

@@ -2,6 +2,7 @@
 //! the transport and host load seen over it.
 
 use super::executor::{Around, Job};
+use super::host_ceilings::Pending;
 use crate::backend::Backend;
 use crate::comm::mpi::MpiComm;
 use crate::comm::HostComm;
@@ -17,17 +18,22 @@ use std::collections::BTreeMap;
 
 impl Job<'_> {
     /// The launch's record as it starts (incomplete): shape, launcher, provenance (gathered
-    /// from every rank) and what makes it unrepresentative.
-    pub(super) fn launch_record<B: Backend>(&self, backend: &B, started: f64) -> LaunchRecord {
-        let provenance = gather_provenance(
+    /// from every rank) and what makes it unrepresentative; on a host's leader, what the
+    /// ceilings need after the cases.
+    pub(super) fn launch_record<B: Backend>(
+        &self,
+        backend: &B,
+        started: f64,
+    ) -> (LaunchRecord, Option<Pending>) {
+        let (provenance, pending) = gather_provenance(
             self.comm,
             backend,
             self.layout,
             &self.notes,
             self.settings.ceilings,
             self.network,
-        )
-        .map(|mut p| {
+        );
+        let provenance = provenance.map(|mut p| {
             p.buffer_policy = backend.buffer_policy(self.settings.buffer_offset);
             record_thread_level(&mut p, self.thread_level);
             p
@@ -45,7 +51,7 @@ impl Job<'_> {
         launch.provenance = provenance;
         launch.unrepresentative =
             representative::assess_launch(&launch, &representative::Load::COLLECTIVE);
-        launch
+        (launch, pending)
     }
 
     /// After the last case, every rank reports its CPU time and what its process shows of
@@ -194,7 +200,8 @@ type RankReport = (
     Option<HostCeilings>,
 );
 
-/// Every rank describes itself; rank 0 assembles the provenance.
+/// Every rank describes itself; rank 0 assembles the provenance. A host's leader also
+/// returns what its ceilings need after the cases.
 fn gather_provenance<B: Backend>(
     comm: &MpiComm,
     backend: &B,
@@ -202,14 +209,14 @@ fn gather_provenance<B: Backend>(
     notes: &[String],
     measure_ceilings: bool,
     network: &crate::topology::ceilings::network::Probe,
-) -> Option<Provenance> {
+) -> (Option<Provenance>, Option<Pending>) {
     let me = describe_rank(comm.rank(), backend, layout);
-    let host_ceilings = measure_ceilings
-        .then(|| {
-            let cpus = affinity::parse_cpulist(&me.cpus).unwrap_or_default();
-            super::host_ceilings::measure(comm, &me.host, &cpus, network, backend.info().kind)
-        })
-        .flatten();
+    let (host_ceilings, pending) = if measure_ceilings {
+        let cpus = affinity::parse_cpulist(&me.cpus).unwrap_or_default();
+        super::host_ceilings::at_start(comm, &me.host, &cpus, network, backend.info().kind)
+    } else {
+        (None, None)
+    };
     let mut warnings = notes.to_vec();
     warnings.extend(backend.warnings());
     let gemm = backend.gemm_provenance();
@@ -217,7 +224,7 @@ fn gather_provenance<B: Backend>(
         .expect("rank info serialises");
     let all = comm.gather_bytes(&payload);
     if !comm.is_root() {
-        return None;
+        return (None, pending);
     }
     let mut ranks = Vec::new();
     let mut hosts: Vec<HostInfo> = Vec::new();
@@ -251,7 +258,7 @@ fn gather_provenance<B: Backend>(
         );
     }
     crate::backend::nccl_log::as_the_user_set(&mut environment);
-    Some(Provenance {
+    let p = Provenance {
         world_size: comm.size(),
         devices: backend.total_devices(),
         nodes: layout.nodes,
@@ -275,5 +282,6 @@ fn gather_provenance<B: Backend>(
         ceilings,
         ceilings_skipped: (!measure_ceilings)
             .then(|| "not measured: --no-ceilings (spec run.ceilings = false)".to_string()),
-    })
+    };
+    (Some(p), pending)
 }

@@ -36,17 +36,120 @@ pub fn cpu_tier<'a>(flags: impl IntoIterator<Item = &'a str>) -> Tier {
     }
 }
 
-/// The best tier this host's CPU runs (/proc/cpuinfo's first `flags` line; SSE without it).
-pub fn host_tier() -> Tier {
-    let info = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
-    let flags = info
-        .lines()
-        .find_map(|l| {
-            let (k, v) = l.split_once(':')?;
-            (k.trim() == "flags").then_some(v)
-        })
-        .unwrap_or("");
-    cpu_tier(flags.split_whitespace())
+/// What the check needs of the CPU: its best tier, vendor and flags.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HostCpu {
+    pub tier: Tier,
+    /// `vendor_id` (GenuineIntel, AuthenticAMD, ...).
+    pub vendor: String,
+    pub flags: std::collections::BTreeSet<String>,
+}
+
+impl HostCpu {
+    /// The first processor of /proc/cpuinfo text (SSE and no vendor without it).
+    pub fn from_cpuinfo(text: &str) -> HostCpu {
+        let f = super::theory::CpuFacts::parse(text);
+        HostCpu {
+            tier: cpu_tier(f.flags.iter().map(String::as_str)),
+            vendor: f.vendor,
+            flags: f.flags.into_iter().collect(),
+        }
+    }
+
+    fn has(&self, flag: &str) -> bool {
+        self.flags.contains(flag)
+    }
+}
+
+/// This host's CPU (/proc/cpuinfo).
+pub fn host_cpu() -> HostCpu {
+    HostCpu::from_cpuinfo(&std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default())
+}
+
+/// An OpenBLAS release, `(0, 3, 21)` from its config string (`OpenBLAS 0.3.21 DYNAMIC_ARCH ...`).
+fn openblas_version(library: &str) -> Option<(u32, u32, u32)> {
+    let v = library
+        .split_whitespace()
+        .find(|w| w.chars().next().is_some_and(|c| c.is_ascii_digit()))?;
+    let mut it = v.split('.').map(|x| {
+        x.chars()
+            .take_while(char::is_ascii_digit)
+            .collect::<String>()
+            .parse::<u32>()
+    });
+    Some((
+        it.next()?.ok()?,
+        it.next()?.ok()?,
+        it.next().and_then(Result::ok).unwrap_or(0),
+    ))
+}
+
+/// The newest OpenBLAS core for the CPU's own tier that the release has (x86-64): Debian's
+/// 0.3.21 DYNAMIC_ARCH build carries Haswell, Zen, SkylakeX and Cooperlake kernels but no
+/// SapphireRapids, which is named only for later releases on CPUs with AMX and AVX512-FP16.
+pub fn openblas_core_for(cpu: &HostCpu, version: Option<(u32, u32, u32)>) -> Option<&'static str> {
+    let after_0321 = version.is_some_and(|v| v > (0, 3, 21));
+    Some(match cpu.tier {
+        Tier::Avx512 if after_0321 && cpu.has("amx_tile") && cpu.has("avx512_fp16") => {
+            "SapphireRapids"
+        }
+        Tier::Avx512 if cpu.has("avx512_bf16") => "Cooperlake",
+        Tier::Avx512 => "SkylakeX",
+        Tier::Avx2 if cpu.vendor == "AuthenticAMD" || cpu.vendor == "HygonGenuine" => "Zen",
+        Tier::Avx2 => "Haswell",
+        Tier::Avx => "Sandybridge",
+        Tier::Sse => return None,
+    })
+}
+
+/// The fix for an OpenBLAS running an older kernel: the variable and value that select the
+/// CPU's own (a DYNAMIC_ARCH build only), else the gemm crate.
+fn openblas_fix(cpu: &HostCpu, blas: &BlasKernel, forced: Option<&str>) -> String {
+    let gemm = "or run with --gemm gemm-crate (AVX-512/AVX2 kernels chosen at run time)";
+    let version = openblas_version(&blas.library);
+    let release = version.map_or("this release".into(), |(a, b, c)| {
+        format!("OpenBLAS {a}.{b}.{c}")
+    });
+    if !blas.library.contains("DYNAMIC_ARCH") && !blas.library.is_empty() {
+        return format!("fix: this build is not DYNAMIC_ARCH, so OPENBLAS_CORETYPE cannot change its kernel: install a DYNAMIC_ARCH build (Debian's libopenblas0-pthread is one), {gemm}");
+    }
+    match (openblas_core_for(cpu, version), forced) {
+        (Some(core), Some(f)) => format!("fix: unset {f} or set OPENBLAS_CORETYPE={core} (the newest core {release} has for {}), {gemm}", cpu.tier.name()),
+        (Some(core), None) => format!("fix: set OPENBLAS_CORETYPE={core} (the newest core {release} has for {}), {gemm}", cpu.tier.name()),
+        (None, Some(f)) => format!("fix: unset {f}, {gemm}"),
+        (None, None) => format!("fix: {gemm}"),
+    }
+}
+
+/// The fix for MKL forced onto an older code path, with its AMD variable where it still works.
+fn mkl_fix(cpu: &HostCpu, library: &str, forced: &str) -> String {
+    let (name, _) = forced.split_once('=').unwrap_or((forced, ""));
+    let path = match cpu.tier {
+        Tier::Avx512 => Some("AVX512"),
+        Tier::Avx2 => Some("AVX2"),
+        _ => None,
+    };
+    let mut fix = match (name, path) {
+        ("MKL_ENABLE_INSTRUCTIONS", Some(p)) => {
+            format!("fix: unset MKL_ENABLE_INSTRUCTIONS or set MKL_ENABLE_INSTRUCTIONS={p}")
+        }
+        ("MKL_CBWR", _) => "fix: unset MKL_CBWR (or MKL_CBWR=AUTO; COMPATIBLE trades speed for bitwise reproducibility across CPUs)".into(),
+        _ => format!("fix: unset {name}"),
+    };
+    if cpu.vendor == "AuthenticAMD" {
+        // MKL_DEBUG_CPU_TYPE=5 made MKL take its AVX2 paths on AMD up to 2020.0; 2020 Update 1
+        // removed it
+        let year = library
+            .split(|c: char| !c.is_ascii_digit())
+            .filter_map(|w| w.parse::<u32>().ok())
+            .find(|y| (2000..2100).contains(y));
+        fix.push_str(match year {
+            Some(y) if y <= 2019 => "; on this AMD CPU also set MKL_DEBUG_CPU_TYPE=5 (honoured by MKL up to 2020.0)",
+            _ => "; on AMD CPUs MKL_DEBUG_CPU_TYPE=5 works only up to MKL 2020.0 (removed in 2020 Update 1)",
+        });
+    }
+    fix.push_str(", or run with --gemm gemm-crate");
+    fix
 }
 
 /// The tier an OpenBLAS core name (`openblas_get_corename()`, `OPENBLAS_CORETYPE`) targets,
@@ -98,24 +201,30 @@ pub const FORCING_VARIABLES: &[&str] = &[
 ];
 
 /// A warning when the GEMM kernel targets an older tier than the CPU runs, naming what forced
-/// it: `env(name)` reads an environment variable. `None` when the kernel matches the CPU, or
-/// its tier is unknown (then nothing can be said).
-pub fn check(cpu: Tier, blas: &BlasKernel, env: impl Fn(&str) -> Option<String>) -> Option<String> {
+/// it and the fix (the variable and value that select the CPU's own kernel in that library,
+/// or the gemm crate): `env(name)` reads an environment variable. `None` when the kernel
+/// matches the CPU, or its tier is unknown (then nothing can be said).
+pub fn check(
+    cpu: &HostCpu,
+    blas: &BlasKernel,
+    env: impl Fn(&str) -> Option<String>,
+) -> Option<String> {
     let lib = blas.library.to_ascii_lowercase();
     let set = |k: &str| env(k).filter(|v| !v.trim().is_empty());
-    let (tier, what, forced) = if lib.contains("openblas") {
+    let (tier, what, forced, fix) = if lib.contains("openblas") {
         let core = blas.kernel.clone().or_else(|| set("OPENBLAS_CORETYPE"))?;
         let tier = openblas_core_tier(&core)?;
         let forced = set("OPENBLAS_CORETYPE").map(|v| format!("OPENBLAS_CORETYPE={v}"));
-        (tier, format!("OpenBLAS's {core} kernels"), forced)
+        let fix = openblas_fix(cpu, blas, forced.as_deref());
+        (tier, format!("OpenBLAS's {core} kernels"), forced, fix)
     } else if lib.contains("mkl") || lib.contains("math kernel library") {
-        if let Some(v) =
+        let (tier, what, forced) = if let Some(v) =
             set("MKL_CBWR").filter(|v| v.to_ascii_uppercase().starts_with("COMPATIBLE"))
         {
             (
                 Tier::Sse,
-                "MKL's compatible (SSE2) code path".into(),
-                Some(format!("MKL_CBWR={v}")),
+                "MKL's compatible (SSE2) code path".to_string(),
+                format!("MKL_CBWR={v}"),
             )
         } else {
             let v = set("MKL_ENABLE_INSTRUCTIONS")?;
@@ -123,21 +232,23 @@ pub fn check(cpu: Tier, blas: &BlasKernel, env: impl Fn(&str) -> Option<String>)
             (
                 tier,
                 format!("MKL's {v} code path"),
-                Some(format!("MKL_ENABLE_INSTRUCTIONS={v}")),
+                format!("MKL_ENABLE_INSTRUCTIONS={v}"),
             )
-        }
+        };
+        let fix = mkl_fix(cpu, &blas.library, &forced);
+        (tier, what, Some(forced), fix)
     } else {
         return None;
     };
-    (tier < cpu).then(|| {
+    (tier < cpu.tier).then(|| {
         let cause = match forced {
-            Some(f) => format!("forced by {f}: unset it"),
-            None => "chosen by the library itself (not forced by any variable: a build older than the CPU picks an older model; a newer release may use the CPU's own)".into(),
+            Some(f) => format!("forced by {f}"),
+            None => "chosen by the library itself (not forced by any variable: a build older than the CPU picks an older model)".into(),
         };
         format!(
-            "GEMM runs {what}, which use {}; this CPU runs {}: {cause}",
+            "GEMM runs {what}, which use {}; this CPU runs {}: {cause}; {fix}",
             tier.name(),
-            cpu.name()
+            cpu.tier.name()
         )
     })
 }
@@ -155,10 +266,35 @@ mod tests {
         }
     }
 
+    /// The CPU of a recorded /proc/cpuinfo (tests/fixtures/ceilings/cpu/NAME/cpuinfo).
+    fn cpu(name: &str) -> HostCpu {
+        let f = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/ceilings/cpu")
+            .join(name)
+            .join("cpuinfo");
+        HostCpu::from_cpuinfo(&std::fs::read_to_string(f).unwrap())
+    }
+
+    fn tiered(tier: Tier) -> HostCpu {
+        HostCpu {
+            tier,
+            vendor: "GenuineIntel".into(),
+            flags: Default::default(),
+        }
+    }
+
+    /// Debian 12's OpenBLAS, as `openblas_get_config()` describes it.
     fn openblas(kernel: &str) -> BlasKernel {
         BlasKernel {
             library: "OpenBLAS 0.3.21 DYNAMIC_ARCH NO_AFFINITY Haswell MAX_THREADS=64".into(),
             kernel: Some(kernel.into()),
+        }
+    }
+
+    fn mkl(version: &str) -> BlasKernel {
+        BlasKernel {
+            library: format!("Intel(R) oneAPI Math Kernel Library Version {version} Product Build 20231011 for Intel(R) 64 architecture applications"),
+            kernel: None,
         }
     }
 
@@ -171,51 +307,123 @@ mod tests {
         assert_eq!(cpu_tier("sse2 avx avx2 fma".split(' ')), Tier::Avx2);
         assert_eq!(cpu_tier("sse2 avx avx2".split(' ')), Tier::Avx); // no FMA: not Haswell's kernels
         assert_eq!(cpu_tier("sse2".split(' ')), Tier::Sse);
+        assert_eq!(cpu("emr_vm_no_cpufreq").tier, Tier::Avx512);
+        assert_eq!(cpu("rome_avx2").tier, Tier::Avx2);
     }
 
     #[test]
-    fn a_forced_older_openblas_kernel_names_the_variable() {
+    fn openblas_choosing_prescott_itself_on_an_avx512_vm_names_the_coretype_that_fixes_it() {
+        // the case: 0.3.21 runs Prescott on Emerald Rapids; it has no SapphireRapids
+        // kernels, and this CPU has avx512_bf16, so Cooperlake is the newest it has
+        let w = check(&cpu("emr_vm_no_cpufreq"), &openblas("Prescott"), env(&[])).unwrap();
+        assert!(w.contains("not forced by any variable"), "{w}");
+        assert!(w.contains("fix: set OPENBLAS_CORETYPE=Cooperlake (the newest core OpenBLAS 0.3.21 has for AVX-512)"), "{w}");
+        assert!(w.contains("--gemm gemm-crate"), "{w}");
+        // a later release on the same CPU (AMX, AVX512-FP16): SapphireRapids
+        let mut later = openblas("Prescott");
+        later.library = later.library.replace("0.3.21", "0.3.27");
+        let w = check(&cpu("emr_vm_no_cpufreq"), &later, env(&[])).unwrap();
+        assert!(w.contains("OPENBLAS_CORETYPE=SapphireRapids"), "{w}");
+        // AVX-512 without BF16: SkylakeX
+        let mut skx = cpu("emr_vm_no_cpufreq");
+        skx.flags.remove("avx512_bf16");
+        let w = check(&skx, &openblas("Haswell"), env(&[])).unwrap();
+        assert!(w.contains("OPENBLAS_CORETYPE=SkylakeX"), "{w}");
+    }
+
+    #[test]
+    fn a_forced_older_openblas_kernel_names_the_variable_and_the_cores_for_amd_avx2() {
         let w = check(
-            Tier::Avx512,
-            &openblas("Haswell"),
-            env(&[("OPENBLAS_CORETYPE", "Haswell")]),
+            &cpu("rome_avx2"),
+            &openblas("Sandybridge"),
+            env(&[("OPENBLAS_CORETYPE", "Sandybridge")]),
         )
         .unwrap();
-        assert!(w.contains("OPENBLAS_CORETYPE=Haswell: unset it"), "{w}");
-        assert!(w.contains("AVX2") && w.contains("AVX-512"), "{w}");
-        // the same kernel chosen by the library: said, with no variable to blame
-        let w = check(Tier::Avx512, &openblas("Zen"), env(&[])).unwrap();
-        assert!(w.contains("not forced by any variable"), "{w}");
+        assert!(
+            w.contains("forced by OPENBLAS_CORETYPE=Sandybridge; fix: unset OPENBLAS_CORETYPE=Sandybridge or set OPENBLAS_CORETYPE=Zen"),
+            "{w}"
+        );
+        assert!(w.contains("AVX2") && w.contains("--gemm gemm-crate"), "{w}");
+        // an Intel AVX2 CPU: Haswell
+        let w = check(&tiered(Tier::Avx2), &openblas("Prescott"), env(&[])).unwrap();
+        assert!(w.contains("OPENBLAS_CORETYPE=Haswell"), "{w}");
+        // a build that is not DYNAMIC_ARCH cannot be switched by the variable
+        let fixed = BlasKernel {
+            library: "OpenBLAS 0.3.21 NO_AFFINITY Prescott MAX_THREADS=64".into(),
+            kernel: Some("Prescott".into()),
+        };
+        let w = check(&tiered(Tier::Avx2), &fixed, env(&[])).unwrap();
+        assert!(
+            w.contains("not DYNAMIC_ARCH") && w.contains("--gemm gemm-crate"),
+            "{w}"
+        );
     }
 
     #[test]
     fn a_kernel_matching_the_cpu_or_unknown_is_silent() {
-        assert!(check(Tier::Avx2, &openblas("Haswell"), env(&[])).is_none());
-        assert!(check(Tier::Avx2, &openblas("SkylakeX"), env(&[])).is_none());
-        assert!(check(Tier::Avx512, &openblas("Armv8"), env(&[])).is_none());
+        assert!(check(&tiered(Tier::Avx2), &openblas("Haswell"), env(&[])).is_none());
+        assert!(check(&tiered(Tier::Avx2), &openblas("SkylakeX"), env(&[])).is_none());
+        assert!(check(&tiered(Tier::Avx512), &openblas("Armv8"), env(&[])).is_none());
         let other = BlasKernel {
             library: "BLIS 0.9".into(),
             kernel: None,
         };
-        assert!(check(Tier::Avx512, &other, env(&[])).is_none());
+        assert!(check(&tiered(Tier::Avx512), &other, env(&[])).is_none());
     }
 
     #[test]
-    fn mkl_paths_forced_by_its_variables() {
-        let mkl = BlasKernel {
-            library: "Intel(R) oneAPI Math Kernel Library 2024".into(),
-            kernel: None,
-        };
+    fn mkl_paths_forced_by_its_variables_name_the_fix() {
         let w = check(
-            Tier::Avx512,
-            &mkl,
+            &cpu("emr_vm_no_cpufreq"),
+            &mkl("2024.0"),
             env(&[("MKL_ENABLE_INSTRUCTIONS", "AVX2")]),
         )
         .unwrap();
-        assert!(w.contains("MKL_ENABLE_INSTRUCTIONS=AVX2"), "{w}");
-        let w = check(Tier::Avx2, &mkl, env(&[("MKL_CBWR", "COMPATIBLE")])).unwrap();
-        assert!(w.contains("MKL_CBWR=COMPATIBLE"), "{w}");
-        assert!(check(Tier::Avx512, &mkl, env(&[])).is_none());
+        assert!(w.contains("forced by MKL_ENABLE_INSTRUCTIONS=AVX2; fix: unset MKL_ENABLE_INSTRUCTIONS or set MKL_ENABLE_INSTRUCTIONS=AVX512"), "{w}");
+        assert!(!w.contains("MKL_DEBUG_CPU_TYPE"), "Intel CPU: {w}");
+        let w = check(
+            &tiered(Tier::Avx2),
+            &mkl("2024.0"),
+            env(&[("MKL_CBWR", "COMPATIBLE")]),
+        )
+        .unwrap();
+        assert!(
+            w.contains("MKL_CBWR=COMPATIBLE") && w.contains("unset MKL_CBWR"),
+            "{w}"
+        );
+        // on AMD: MKL_DEBUG_CPU_TYPE=5 where the release still honours it, else said gone
+        let old = check(
+            &cpu("rome_avx2"),
+            &mkl("2019.0.5"),
+            env(&[("MKL_ENABLE_INSTRUCTIONS", "SSE4_2")]),
+        )
+        .unwrap();
+        assert!(
+            old.contains("also set MKL_DEBUG_CPU_TYPE=5")
+                && old.contains("MKL_ENABLE_INSTRUCTIONS=AVX2"),
+            "{old}"
+        );
+        let new = check(
+            &cpu("rome_avx2"),
+            &mkl("2024.0"),
+            env(&[("MKL_ENABLE_INSTRUCTIONS", "SSE4_2")]),
+        )
+        .unwrap();
+        assert!(new.contains("removed in 2020 Update 1"), "{new}");
+        assert!(check(&tiered(Tier::Avx512), &mkl("2024.0"), env(&[])).is_none());
+    }
+
+    #[test]
+    fn openblas_versions_parse() {
+        assert_eq!(
+            openblas_version("OpenBLAS 0.3.21 DYNAMIC_ARCH"),
+            Some((0, 3, 21))
+        );
+        assert_eq!(
+            openblas_version("OpenBLAS 0.3.26.dev DYNAMIC_ARCH"),
+            Some((0, 3, 26))
+        );
+        assert_eq!(openblas_version("OpenBLAS"), None);
     }
 
     #[test]

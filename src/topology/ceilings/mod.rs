@@ -3,14 +3,17 @@
 //! ([`stream`]), on one CPU and on all the CPUs offered; and whether the GEMM library runs
 //! the CPU's best kernel ([`kernel`]). Each ceiling says how it was obtained.
 
+pub mod cache;
 pub mod fma;
 pub mod gpu;
 pub mod kernel;
 pub mod network;
 pub mod stream;
+pub mod theory;
 
 use crate::params::cpulist::format_cpulist;
 use crate::results::ceilings::{Ceiling, CeilingSource, CeilingUnit};
+use crate::topology::load;
 use fma::{Isa, Precision};
 use std::sync::{Barrier, Mutex};
 use std::time::Instant;
@@ -74,6 +77,150 @@ pub fn cpu_ceilings(cpus: &[u32], opts: &CpuOptions) -> Vec<Ceiling> {
     }
     if opts.stream {
         out.extend(stream_ceilings(cpus, opts.stream_max_array_bytes));
+    }
+    out
+}
+
+/// How a launch measures for the host cache: rounds spread over time, within a time budget.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RoundsPlan {
+    /// Rounds of the FMA peaks (each a `repeats`-best of short runs).
+    pub rounds: u32,
+    /// Of those, the first `stream_rounds` also run STREAM (arrays ≥ 4 × the last-level cache).
+    pub stream_rounds: u32,
+    /// Pause between rounds, seconds: the rounds sample different moments (a VM's clock and
+    /// neighbours change over seconds), not one.
+    pub gap_s: f64,
+    /// No round (and no STREAM run) starts that would end past this many seconds by the
+    /// estimate (the last round's time; STREAM's from its bytes over `copy_gbps`); at least one
+    /// FMA round runs. `None`: no limit (a sweep's end).
+    pub budget_s: Option<f64>,
+    /// The one-CPU STREAM Copy rate known from earlier rounds, GB/s, for STREAM's estimate.
+    pub copy_gbps: Option<f64>,
+    pub each: CpuOptions,
+}
+
+/// The copy rate assumed for STREAM's cost before any was measured: low on purpose (one core
+/// of a current server streams 8-20 GB/s), so the estimate errs long.
+const ASSUMED_COPY_GBPS: f64 = 4.0;
+
+impl Default for RoundsPlan {
+    fn default() -> Self {
+        RoundsPlan {
+            rounds: cache::FULL_ROUNDS,
+            stream_rounds: cache::FULL_STREAM_ROUNDS,
+            gap_s: 0.05,
+            budget_s: None,
+            copy_gbps: None,
+            each: CpuOptions {
+                all_isas: false,
+                stream: true,
+                flop_run_s: 0.01,
+                repeats: 2,
+                stream_max_array_bytes: 1 << 30,
+            },
+        }
+    }
+}
+
+/// Seconds one STREAM run (one CPU, then all of `cpus`) is expected to take over `copy_gbps`:
+/// three arrays written once, then each pass's Copy (2 arrays) and Triad (3). Pure.
+pub fn stream_estimate_s(array_bytes: u64, passes: u32, cpus: usize, copy_gbps: f64) -> f64 {
+    let bytes = array_bytes as f64 * (3.0 + 5.0 * f64::from(passes));
+    let scopes = if cpus > 1 { 2.0 } else { 1.0 };
+    scopes * bytes / (copy_gbps.max(0.1) * 1e9)
+}
+
+/// Rounds of `cpus` for the host cache: up to `plan.rounds` rounds of the best instruction
+/// set's peaks, the first `plan.stream_rounds` with STREAM, spread over time and kept within
+/// `plan.budget_s`; each round with when it ran and how busy the host's other processes kept
+/// its CPUs; and the theoretical one-CPU peaks.
+pub fn measured_in_rounds(cpus: &[u32], plan: &RoundsPlan) -> cache::Fresh {
+    let t0 = Instant::now();
+    let array_bytes = stream_elements(plan.each.stream_max_array_bytes) as u64 * 8;
+    let mut stream_s = stream_estimate_s(
+        array_bytes,
+        STREAM_PASSES as u32,
+        cpus.len(),
+        plan.copy_gbps.unwrap_or(ASSUMED_COPY_GBPS),
+    );
+    let (mut rounds, mut fma_s, mut streams) = (Vec::new(), 0.0f64, 0);
+    let fits = |more: f64| {
+        plan.budget_s
+            .is_none_or(|b| t0.elapsed().as_secs_f64() + more <= b)
+    };
+    for r in 0..plan.rounds.max(1) {
+        if r > 0 {
+            if !fits(plan.gap_s + fma_s) {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_secs_f64(plan.gap_s.max(0.0)));
+        }
+        let (busy0, own0, at) = (
+            load::host_busy_cpu_s(),
+            load::process_cpu_s(),
+            Instant::now(),
+        );
+        let unix_s = crate::results::now_unix_s();
+        let opts = CpuOptions {
+            stream: false,
+            ..plan.each.clone()
+        };
+        let mut ceilings = cpu_ceilings(cpus, &opts);
+        fma_s = at.elapsed().as_secs_f64();
+        if plan.each.stream && streams < plan.stream_rounds {
+            if fits(stream_s) {
+                let s0 = Instant::now();
+                ceilings.extend(stream_ceilings(cpus, plan.each.stream_max_array_bytes));
+                stream_s = s0.elapsed().as_secs_f64();
+                streams += 1;
+            } else if r == 0 {
+                ceilings.extend(stream_skipped(cpus, array_bytes, stream_s, plan.budget_s));
+            }
+        }
+        let wall = at.elapsed().as_secs_f64();
+        let other_busy_cpus = busy0
+            .zip(load::host_busy_cpu_s())
+            .map(|(a, b)| ((b - a - (load::process_cpu_s() - own0)) / wall.max(1e-3)).max(0.0));
+        rounds.push(cache::Round {
+            unix_s,
+            other_busy_cpus,
+            ceilings,
+        });
+    }
+    cache::Fresh {
+        rounds,
+        theory: cpus.first().map_or(Vec::new(), |&c| theory::host(c)),
+        seconds: t0.elapsed().as_secs_f64(),
+    }
+}
+
+/// STREAM's ceilings as unknown, with why: its estimated time is past the budget.
+fn stream_skipped(
+    cpus: &[u32],
+    array_bytes: u64,
+    est_s: f64,
+    budget_s: Option<f64>,
+) -> Vec<Ceiling> {
+    let why = format!(
+        "not measured yet: STREAM over 3 arrays of {} (4 × the last-level cache) would take about {est_s:.1} s, past this launch's budget of {:.1} s for ceilings; a sweep's end measures it",
+        crate::units::format_bytes(array_bytes),
+        budget_s.unwrap_or(0.0)
+    );
+    let mut scopes = vec!["one_cpu"];
+    if cpus.len() > 1 {
+        scopes.push("all_cpus");
+    }
+    let mut out = Vec::new();
+    for scope in scopes {
+        for (k, name) in [("copy", "Copy"), ("triad", "Triad")] {
+            out.push(unknown(
+                &format!("cpu.mem.{k}.{scope}"),
+                &format!("memory bandwidth, STREAM {name}, {}", cpus_text(cpus)),
+                CeilingUnit::Gbps,
+                &why,
+            ));
+        }
     }
     out
 }
@@ -208,6 +355,26 @@ fn together(cpus: &[u32], repeats: usize, work: impl Fn(usize) + Sync) -> Vec<f6
     best.into_inner().unwrap_or_else(|e| e.into_inner())
 }
 
+/// STREAM passes per run (the first untimed).
+const STREAM_PASSES: usize = 3;
+
+/// STREAM's elements per array: 4 × the last-level cache, at most an eighth of the memory
+/// available over the three arrays, and at most `max_array_bytes`.
+fn stream_elements(max_array_bytes: u64) -> usize {
+    let avail = std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|m| {
+            m.lines()
+                .find_map(|l| l.strip_prefix("MemAvailable:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        })
+        .map_or(1 << 30, |kib| kib * 1024 / 8 / 3);
+    stream::elements(
+        stream::last_level_cache_bytes().unwrap_or(0),
+        avail.min(max_array_bytes),
+    )
+}
+
 /// STREAM Copy and Triad on one CPU and on all of them.
 fn stream_ceilings(cpus: &[u32], max_array_bytes: u64) -> Vec<Ceiling> {
     let ids = |scope: &str| {
@@ -225,16 +392,7 @@ fn stream_ceilings(cpus: &[u32], max_array_bytes: u64) -> Vec<Ceiling> {
         ];
     }
     let llc = stream::last_level_cache_bytes();
-    // at most an eighth of the memory available, over the three arrays
-    let avail = std::fs::read_to_string("/proc/meminfo")
-        .ok()
-        .and_then(|m| {
-            m.lines()
-                .find_map(|l| l.strip_prefix("MemAvailable:"))
-                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-        })
-        .map_or(1 << 30, |kib| kib * 1024 / 8 / 3);
-    let n = stream::elements(llc.unwrap_or(0), avail.min(max_array_bytes));
+    let n = stream_elements(max_array_bytes);
     // MiB with one decimal: the array is an element count, rarely a whole unit (1008970KiB)
     let size = format!("{:.1} MiB", (n * 8) as f64 / (1u64 << 20) as f64);
     let cache = match llc {
@@ -249,7 +407,16 @@ fn stream_ceilings(cpus: &[u32], max_array_bytes: u64) -> Vec<Ceiling> {
             crate::units::format_bytes(b)
         ),
     };
-    let passes = 3;
+    // a hypervisor's cache sizes are its own, not necessarily the host's
+    let cache = if std::fs::read_to_string("/proc/cpuinfo").is_ok_and(|c| {
+        c.lines()
+            .any(|l| l.starts_with("flags") && l.contains(" hypervisor"))
+    }) {
+        format!("{cache}; sysfs sizes under a hypervisor, which may not be the host's")
+    } else {
+        cache
+    };
+    let passes = STREAM_PASSES;
     let mut out = Vec::new();
     let mut scopes = vec![("one_cpu", vec![cpus[0]])];
     if cpus.len() > 1 {

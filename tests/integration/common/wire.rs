@@ -480,6 +480,24 @@ pub struct HostCeilings {
     pub warnings: Vec<CeilingWarning>,
     #[serde(default)]
     pub counters: Vec<ErrorCounter>,
+    #[serde(default)]
+    pub measurement: Option<Measurement>,
+}
+
+/// Which host measurement a launch's CPU ceilings are (issue 48).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Measurement {
+    pub id: String,
+    pub measured_unix_s: f64,
+    pub reused: bool,
+    pub rounds: u32,
+    #[serde(default)]
+    pub uncertainty_rel: std::collections::BTreeMap<String, f64>,
+    #[serde(default)]
+    pub cache_file: Option<String>,
+    #[serde(default)]
+    pub note: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -526,4 +544,10 @@ pub struct PeakFraction {
     pub frac_peak: Option<f64>,
     #[serde(default)]
     pub unknown: Option<String>,
+    #[serde(default)]
+    pub traffic_bytes_per_busbw_byte: Option<f64>,
+    #[serde(default)]
+    pub uncertainty_rel: Option<f64>,
+    #[serde(default)]
+    pub under_measured: bool,
 }
