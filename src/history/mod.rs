@@ -145,8 +145,9 @@ fn open_rebuilding(db: &Path) -> Result<(store::Index, store::WriteLock), Histor
             .filter(|r| r.exists())
             .collect();
         eprintln!(
-            "warning: {}: the history index was corrupt or truncated; moved it to {} and rebuilt it from the results files of the {} it indexed",
+            "warning: {}: the history index was {}; moved it to {} and rebuilt it from the results files of the {} it indexed",
             db.display(),
+            index.rebuilt_why,
             aside.display(),
             crate::units::count(roots.len(), "tree", "trees")
         );
@@ -176,12 +177,17 @@ pub fn ingest(req: &IngestRequest) -> Result<u8, HistoryError> {
     let s = store::ingest(&mut index, &roots)?;
     if !req.quiet {
         println!(
-            "{}: {} found, {} added ({} case rows), {} already indexed, {} refused; journal mode {} ({} filesystem, magic {:#x})",
+            "{}: {} found, {} added ({} case rows), {} already indexed{}, {} refused; journal mode {} ({} filesystem, magic {:#x})",
             req.db.display(),
             crate::units::count(s.found, "results file", "results files"),
             s.added_files,
             s.added_cases,
             s.already,
+            if s.moved > 0 {
+                format!(" ({} at a new path, updated)", s.moved)
+            } else {
+                String::new()
+            },
             s.refused.len(),
             index.fs.journal_mode(),
             index.fs.name,

@@ -838,3 +838,258 @@ fn report_has_a_trend_section_from_the_history() {
     assert!(r.stderr.contains("history ingest"), "{}", r.stderr);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A GPU run of the synthetic history: run `i` of [`run_file`], on the CUDA backend with
+/// `gpu` devices and `detail` as the backend's detail (its library versions, stand-in label).
+fn gpu_run(dir: &Path, i: usize, gpu: &str, bus: &str, detail: &str) -> PathBuf {
+    let mut f = fixture::simple(3, 1000 + i as u64, &|_| 1.0);
+    f.run.run_id = format!("run{i:03}");
+    f.run.started_unix_s = 1.8e9 + i as f64 * 86_400.0;
+    f.run.labels.insert("cluster".into(), "testbed".into());
+    f.generator.git_sha = Some(sha(i));
+    for l in &mut f.launches {
+        let p = l.provenance.as_mut().unwrap();
+        p.backend.kind = scalebench::params::BackendKind::Cuda;
+        p.backend.detail = detail.into();
+        for r in &mut p.ranks {
+            for d in &mut r.devices {
+                d.name = format!("{gpu} ({bus}, 79.1 GiB, cc 9.0, 132 SMs, GPU-0, CUDA ordinal 0)");
+            }
+        }
+    }
+    let d = dir.join(format!("run{i:03}"));
+    std::fs::create_dir_all(&d).unwrap();
+    fixture::write(&d, "results.json", &f)
+}
+
+/// The set-up names the GPU model, the collective library, BLAS and driver versions and the
+/// stand-in flag: each change breaks the series (a `setup` step, never a `change`); the same
+/// model in another PCI slot does not.
+#[test]
+fn setup_breaks_for_gpu_model_library_version_and_the_standin_flag() {
+    let dir = tmpdir("history-gpu-setup");
+    let detail = |nccl: &str, standin: bool| {
+        format!(
+            "{}NCCL {nccl} collectives, one NCCL rank per GPU; cuBLAS 13.1.0 cublasGemmStridedBatchedEx; driver supports CUDA 13.0; driver API through cudarc 0.19",
+            if standin { "STAND-IN: CPU test doubles, no GPU. " } else { "" }
+        )
+    };
+    for i in 0..32 {
+        let (gpu, nccl, standin) = match i {
+            0..=7 => ("NVIDIA H100 80GB HBM3", "2.28.3", false),
+            8..=15 => ("NVIDIA H100 80GB HBM3", "2.29.1", false),
+            16..=23 => ("NVIDIA H200", "2.29.1", false),
+            _ => ("NVIDIA H200", "2.29.1", true),
+        };
+        // Runs move between PCI slots: not a set-up change.
+        let bus = if i % 2 == 0 {
+            "0000:17:00.0"
+        } else {
+            "0000:65:00.0"
+        };
+        gpu_run(&dir.join("tree"), i, gpu, bus, &detail(nccl, standin));
+    }
+    let db = dir.join("h.sqlite");
+    ingest_ok(&dir.join("tree"), &db);
+    let v = json(&history(&["changes", "--db", s(&db), "--json"]));
+    let series = v["series"].as_array().unwrap();
+    assert_eq!(series.len(), 3, "{v}");
+    for sr in series {
+        let steps: Vec<(String, u64)> = sr["steps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|st| {
+                (
+                    st["kind"].as_str().unwrap().to_string(),
+                    st["index"].as_u64().unwrap(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            steps,
+            [
+                ("setup".into(), 8),
+                ("setup".into(), 16),
+                ("setup".into(), 24)
+            ],
+            "{sr}"
+        );
+        let setups: Vec<&str> = sr["setups"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x.as_str().unwrap())
+            .collect();
+        assert!(setups[0].contains("backend=cuda; gpu=NVIDIA H100 80GB HBM3; nccl=2.28.3; cublas=13.1.0; driver=cuda 13.0"), "{setups:?}");
+        assert!(setups[1].contains("nccl=2.29.1") && !setups[1].contains("STAND-IN"));
+        assert!(setups[2].contains("gpu=NVIDIA H200"));
+        assert!(setups[3].contains("STAND-IN"), "{setups:?}");
+    }
+    let text = history(&["show", "--db", s(&db), "--setup", "STAND-IN"]);
+    assert_eq!(text.code, 0, "{}", text.stderr);
+    assert_eq!(
+        text.stdout.matches("run02").count() + text.stdout.matches("run03").count(),
+        3 * 8,
+        "{}",
+        text.stdout
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A sweep's directory is one run (its merged results.json, not also each launch's copy under
+/// launches/); the same content rewritten with other whitespace is the same run; a moved tree
+/// re-ingested keeps its runs and the index points at the new paths.
+#[test]
+fn a_sweep_is_indexed_once_and_moved_or_reformatted_files_are_the_same_run() {
+    let dir = tmpdir("history-sweep-once");
+    let sweep = dir.join("tree/sweep");
+    let merged = run_file(&dir.join("tree"), 1, 1.0, "CPU A");
+    std::fs::rename(merged.parent().unwrap(), &sweep).unwrap();
+    let attempt = sweep.join("launches/001-l0");
+    std::fs::create_dir_all(&attempt).unwrap();
+    std::fs::copy(sweep.join("results.json"), attempt.join("results.json")).unwrap();
+    run_file(&dir.join("tree"), 2, 1.0, "CPU A");
+    let db = dir.join("h.sqlite");
+    let r = history(&["ingest", s(&dir.join("tree")), "--db", s(&db)]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stdout.contains("2 results files found, 2 added"),
+        "{}",
+        r.stdout
+    );
+    assert_eq!(count(&db, "SELECT count(*) FROM run"), 2);
+
+    // Pretty-printed vs compact, keys in another order: one run.
+    let text = std::fs::read_to_string(sweep.join("results.json")).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let other = dir.join("copy");
+    std::fs::create_dir_all(&other).unwrap();
+    std::fs::write(
+        other.join("results.json"),
+        serde_json::to_string(&v).unwrap() + "\n\n",
+    )
+    .unwrap();
+    let r = history(&["ingest", s(&other), "--db", s(&db)]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stdout
+            .contains("0 added (0 case rows), 1 already indexed"),
+        "{}",
+        r.stdout
+    );
+    assert_eq!(count(&db, "SELECT count(*) FROM run"), 2);
+
+    // The tree moves: re-ingest finds nothing new and repoints both files.
+    let moved = dir.join("moved");
+    std::fs::rename(dir.join("tree"), &moved).unwrap();
+    let r = history(&["ingest", s(&moved), "--db", s(&db)]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stdout
+            .contains("2 already indexed (2 at a new path, updated)"),
+        "{}",
+        r.stdout
+    );
+    let c = rusqlite::Connection::open(&db).unwrap();
+    let paths: Vec<String> = c
+        .prepare("SELECT path FROM source_file ORDER BY path")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert!(paths.iter().all(|p| p.contains("/moved/")), "{paths:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The default index (results/history.sqlite) works where results/ does not exist yet.
+#[test]
+fn the_default_index_folder_is_created() {
+    let dir = tmpdir("history-default-db");
+    run_file(&dir.join("tree"), 1, 1.0, "CPU A");
+    let r = Ran::from(
+        Command::new(bin())
+            .args(["history", "ingest", "tree"])
+            .current_dir(&dir)
+            .output()
+            .expect("start scalebench"),
+    );
+    no_panic(&r);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(dir.join("results/history.sqlite").is_file());
+    let shown = Ran::from(
+        Command::new(bin())
+            .args(["history", "show"])
+            .current_dir(&dir)
+            .output()
+            .expect("start scalebench"),
+    );
+    assert_eq!(shown.code, 0, "{}", shown.stderr);
+    assert!(shown.stdout.contains("run001"), "{}", shown.stdout);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Through the binary: 36 runs, a 20 % slowdown from run 20 and three runs 30–80× slow:
+/// one change at run 20 sized by the levels' medians, the wild runs listed as outliers.
+#[test]
+fn wild_runs_are_outliers_and_the_step_is_still_found() {
+    let dir = tmpdir("history-outliers");
+    for i in 0..36 {
+        let wild = match i {
+            5 => 80.0,
+            17 => 30.0,
+            29 => 55.0,
+            _ => 1.0,
+        };
+        run_file(
+            &dir.join("t"),
+            i,
+            wild * if i < 20 { 1.0 } else { 1.2 },
+            "CPU A",
+        );
+    }
+    let db = dir.join("h.sqlite");
+    ingest_ok(&dir.join("t"), &db);
+    let v = json(&history(&[
+        "changes",
+        "--db",
+        s(&db),
+        "--json",
+        "--metric",
+        "time",
+    ]));
+    for sr in v["series"].as_array().unwrap() {
+        let steps = sr["steps"].as_array().unwrap();
+        let kinds: Vec<(&str, u64)> = steps
+            .iter()
+            .map(|st| (st["kind"].as_str().unwrap(), st["index"].as_u64().unwrap()))
+            .collect();
+        assert_eq!(
+            kinds,
+            [
+                ("outlier", 5),
+                ("outlier", 17),
+                ("change", 20),
+                ("outlier", 29)
+            ],
+            "{sr}"
+        );
+        let rel = steps[2]["relative"].as_f64().unwrap();
+        assert!((0.18..0.22).contains(&rel), "{rel}");
+    }
+    let text = history(&["changes", "--db", s(&db)]);
+    assert!(
+        text.stdout.contains("run020 (020aaaaaaaaa): worse -1"),
+        "{}",
+        text.stdout
+    );
+    assert!(
+        text.stdout.contains(
+            "outliers, screened (neither steps nor part of a level; × their level): run 6 (×0.013)"
+        ),
+        "{}",
+        text.stdout
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
