@@ -134,16 +134,15 @@ fn absolute(p: &Path) -> Result<PathBuf, HistoryError> {
     })
 }
 
-/// Opens the index for writing under the write lock; when it was corrupt, warns and
-/// re-ingests every tree it had indexed. Returns the index and the lock (hold both).
+/// Opens the index for writing under the write lock; when it was corrupt or of an older
+/// schema (moved aside, never deleted), warns and re-ingests every tree it had indexed, naming
+/// the trees that are gone. Returns the index and the lock (hold both).
 fn open_rebuilding(db: &Path) -> Result<(store::Index, store::WriteLock), HistoryError> {
     let lock = store::WriteLock::take(db)?;
     let mut index = store::open_for_write(db)?;
-    if let Some(aside) = &index.rebuilt_from {
-        let roots: Vec<PathBuf> = store::roots(db)
-            .into_iter()
-            .filter(|r| r.exists())
-            .collect();
+    if let Some(aside) = index.rebuilt_from.clone() {
+        let (roots, gone): (Vec<PathBuf>, Vec<PathBuf>) =
+            store::roots(db).into_iter().partition(|r| r.exists());
         eprintln!(
             "warning: {}: the history index was {}; moved it to {} and rebuilt it from the results files of the {} it indexed",
             db.display(),
@@ -158,6 +157,22 @@ fn open_rebuilding(db: &Path) -> Result<(store::Index, store::WriteLock), Histor
             crate::units::count(s.added_files, "results file", "results files"),
             crate::units::count(s.added_cases, "case row", "case rows")
         );
+        // Runs whose files are gone live on only in the file moved aside: say where.
+        if !gone.is_empty() {
+            eprintln!(
+                "warning: {}: {} it indexed no longer {}: {}; their runs are kept only in {} (restore the {} and run `scalebench history ingest DIR… --db {}` again)",
+                db.display(),
+                crate::units::count(gone.len(), "tree", "trees"),
+                if gone.len() == 1 { "exists" } else { "exist" },
+                gone.iter()
+                    .map(|g| g.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                aside.display(),
+                if gone.len() == 1 { "tree" } else { "trees" },
+                db.display()
+            );
+        }
     }
     Ok((index, lock))
 }

@@ -683,10 +683,26 @@ fn compare_takes_its_baseline_from_the_history() {
     let r = compare(&["--baseline-history", "3", "--db", s(&db), c[0], "--", c[1]]);
     assert_eq!(r.code, 2, "{}", r.stderr);
     assert!(r.stderr.contains("without `--`"), "{}", r.stderr);
-    // A chosen file changed since it was indexed: refused by name, not silently skipped.
-    let mut text = std::fs::read_to_string(&a[6]).unwrap();
-    text.push('\n');
-    std::fs::write(&a[6], text).unwrap();
+    // The same run rewritten with other whitespace is the same run: it still serves.
+    let text = std::fs::read_to_string(&a[6]).unwrap();
+    std::fs::write(&a[6], format!("{text}\n\n")).unwrap();
+    let mut args = vec![
+        "--baseline-history",
+        "5",
+        "--db",
+        s(&db),
+        "--format",
+        "json",
+    ];
+    args.extend(&c);
+    let r = compare(&args);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert_eq!(r.stdout, hist.stdout, "the same report");
+    // A chosen file whose content changed since it was indexed: refused by name, not
+    // silently skipped.
+    let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    v["run"]["labels"]["note"] = "edited after indexing".into();
+    std::fs::write(&a[6], serde_json::to_string_pretty(&v).unwrap()).unwrap();
     let mut args = vec!["--baseline-history", "5", "--db", s(&db)];
     args.extend(&c);
     let r = compare(&args);
@@ -705,10 +721,16 @@ fn compare_takes_its_baseline_from_the_history() {
 fn show_draws_a_chart_of_each_series() {
     let dir = tmpdir("history-chart");
     for i in 0..20 {
+        // Run 3 is a wild run (40× slower): screened as an outlier, ringed, not a step.
+        let scale = match i {
+            3 => 40.0,
+            0..10 => 1.0,
+            _ => 1.25,
+        };
         run_file(
             &dir.join("tree"),
             i,
-            if i < 10 { 1.0 } else { 1.25 },
+            scale,
             if i < 15 { "CPU A" } else { "CPU B" },
         );
     }
@@ -720,16 +742,34 @@ fn show_draws_a_chart_of_each_series() {
     assert!(r.stderr.contains("a chart of 3 series"), "{}", r.stderr);
     let text = std::fs::read_to_string(&svg).unwrap();
     assert!(text.starts_with("<svg") && text.trim_end().ends_with("</svg>"));
-    // 3 panels × 20 runs: a marker per run.
-    assert_eq!(text.matches("<circle").count(), 3 * 20, "markers");
-    let series = json(&history(&["show", "--db", s(&db), "--json"]));
+    // The series with their steps, as the chart draws them.
+    let series = json(&history(&["changes", "--db", s(&db), "--json"]));
+    let (mut dots, mut rings) = (0, 0);
     for sr in series["series"].as_array().unwrap() {
         assert!(
             text.contains(sr["label"].as_str().unwrap()),
             "{}",
             sr["label"]
         );
+        let steps: Vec<(&str, u64)> = sr["steps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|st| (st["kind"].as_str().unwrap(), st["index"].as_u64().unwrap()))
+            .collect();
+        // The wild run is an outlier, the step starts at run index 10, the set-up at 15.
+        assert_eq!(
+            steps,
+            [("outlier", 3), ("change", 10), ("setup", 15)],
+            "{}",
+            sr["label"]
+        );
+        dots += sr["points"].as_array().unwrap().len();
+        rings += steps.iter().filter(|(k, _)| *k == "outlier").count();
     }
+    // A dot per run (3 panels × 20 runs) and a ring around each screened outlier.
+    assert_eq!((dots, rings), (3 * 20, 3));
+    assert_eq!(text.matches("<circle").count(), dots + rings, "markers");
     // The set-up break (grey) and the change (orange) before run 11, in every panel.
     assert_eq!(text.matches("#969696").count(), 3, "set-up lines");
     assert!(text.matches("#D55E00").count() >= 3, "change lines");
@@ -1091,5 +1131,123 @@ fn wild_runs_are_outliers_and_the_step_is_still_found() {
         "{}",
         text.stdout
     );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// An index written by schema 1 (`tests/fixtures/history-v1`: the SQL dump of what main's
+/// `history ingest` wrote for the three runs beside it) is upgraded, not lost: the first read
+/// moves it aside untouched (`.old-<stamp>`), says so, and rebuilds it from the trees it had
+/// indexed, holding the same runs and measurement rows, now with the schema-2 set-up. When
+/// those trees are gone the warning names them and the file that still holds their runs.
+#[test]
+fn an_index_of_schema_1_is_rebuilt_and_kept_aside() {
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/history-v1");
+    let dump = std::fs::read_to_string(fixtures.join("index-v1.sql")).unwrap();
+    let dir = tmpdir("history-v1");
+    let tree = dir.join("tree");
+    for i in 0..3 {
+        let rel = format!("run{i:03}/results.json");
+        std::fs::create_dir_all(tree.join(format!("run{i:03}"))).unwrap();
+        std::fs::copy(fixtures.join("tree").join(&rel), tree.join(&rel)).unwrap();
+    }
+    // The index as schema 1 left it, with its list of the trees it indexed.
+    let v1 = |db: &Path, root: &Path| {
+        rusqlite::Connection::open(db)
+            .unwrap()
+            .execute_batch(&dump)
+            .unwrap();
+        let root = std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf());
+        std::fs::write(
+            format!("{}.roots", db.display()),
+            format!("{}\n", root.display()),
+        )
+        .unwrap();
+    };
+    let runs = |db: &Path| -> (i64, Vec<String>, i64) {
+        let c = rusqlite::Connection::open(db).unwrap();
+        let version = c
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .unwrap();
+        let mut st = c.prepare("SELECT run_id FROM run ORDER BY run_id").unwrap();
+        let ids = st
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .collect::<Result<Vec<String>, _>>()
+            .unwrap();
+        let rows = c
+            .query_row("SELECT count(*) FROM measurement", [], |r| r.get(0))
+            .unwrap();
+        (version, ids, rows)
+    };
+    let aside_of = |dir: &Path| -> Vec<PathBuf> {
+        std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.to_string_lossy().contains(".sqlite.old-"))
+            .collect()
+    };
+    let db = dir.join("h.sqlite");
+    v1(&db, &tree);
+    let before = runs(&db);
+    assert_eq!(
+        before,
+        (
+            1,
+            vec!["run000".into(), "run001".into(), "run002".into()],
+            9
+        )
+    );
+    let bytes = std::fs::read(&db).unwrap();
+
+    let show = history(&["show", "--db", s(&db), "--json"]);
+    no_panic(&show);
+    assert_eq!(show.code, 0, "{}", show.stderr);
+    assert!(
+        show.stderr.contains("of an older schema")
+            && show.stderr.contains("rebuilt: 3 results files"),
+        "{}",
+        show.stderr
+    );
+    let aside = aside_of(&dir);
+    assert_eq!(aside.len(), 1, "{aside:?}");
+    assert!(
+        show.stderr.contains(&*aside[0].to_string_lossy()),
+        "{}",
+        show.stderr
+    );
+    // Nothing lost: the old file is byte for byte what it was; the new one holds the same runs.
+    assert_eq!(std::fs::read(&aside[0]).unwrap(), bytes);
+    assert_eq!(runs(&db), (2, before.1.clone(), before.2));
+    let series = json(&show);
+    for sr in series["series"].as_array().unwrap() {
+        assert_eq!(sr["points"].as_array().unwrap().len(), 3, "{sr}");
+        assert!(sr.to_string().contains("backend=cpu"), "{sr}");
+    }
+    // A second read finds schema 2: nothing moved again.
+    let again = history(&["show", "--db", s(&db), "--json"]);
+    assert_eq!(again.code, 0, "{}", again.stderr);
+    assert!(!again.stderr.contains("older schema"), "{}", again.stderr);
+    assert_eq!(aside_of(&dir).len(), 1);
+
+    // The trees are gone: the warning says so and where their runs still are.
+    let lone = dir.join("lone");
+    std::fs::create_dir_all(&lone).unwrap();
+    let db = lone.join("h.sqlite");
+    v1(&db, &dir.join("moved-away"));
+    let ing = history(&["ingest", s(&tree), "--db", s(&db)]);
+    no_panic(&ing);
+    assert_eq!(ing.code, 0, "{}", ing.stderr);
+    let aside = aside_of(&lone);
+    assert_eq!(aside.len(), 1, "{aside:?}");
+    assert!(
+        ing.stderr.contains("1 tree it indexed no longer exists")
+            && ing.stderr.contains("moved-away")
+            && ing
+                .stderr
+                .contains(&format!("kept only in {}", aside[0].display())),
+        "{}",
+        ing.stderr
+    );
+    assert_eq!(runs(&aside[0]), before);
     let _ = std::fs::remove_dir_all(&dir);
 }
