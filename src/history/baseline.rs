@@ -182,15 +182,19 @@ pub fn baseline_runs(
 
 /// The file the index points to still holds what was indexed.
 fn check_unchanged(path: &Path, sha: &str, run_id: &str) -> Result<(), HistoryError> {
-    let now = std::fs::read(path)
-        .ok()
-        .map(|b| super::store::sha256_hex(&b));
-    if now.as_deref() == Some(sha) {
+    let text = std::fs::read_to_string(path).ok();
+    // The index keys content, not bytes: the same run rewritten with other whitespace holds.
+    if text
+        .as_deref()
+        .and_then(super::store::content_sha256)
+        .as_deref()
+        == Some(sha)
+    {
         return Ok(());
     }
     Err(HistoryError::Stale {
         path: path.to_path_buf(),
         run_id: run_id.to_string(),
-        gone: now.is_none(),
+        gone: text.is_none(),
     })
 }

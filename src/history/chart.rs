@@ -91,7 +91,7 @@ fn panel(
         .axis_desc_style((FONT, 13))
         .draw()
         .map_err(chart_err)?;
-    for st in &s.steps {
+    for st in s.steps.iter().filter(|st| st.kind != "outlier") {
         let x = st.index as f64 + 0.5;
         let color = if st.kind == "setup" {
             RGBColor(150, 150, 150)
@@ -128,6 +128,14 @@ fn panel(
                 .enumerate()
                 .map(|(i, p)| Circle::new((i as f64 + 1.0, p.median), 3, blue.filled())),
         )
+        .map_err(chart_err)?;
+    // Screened outliers: a ring in the change-point colour around the run's dot.
+    let orange = RGBColor(213, 94, 0);
+    chart
+        .draw_series(s.steps.iter().filter(|st| st.kind == "outlier").map(|st| {
+            let p = &s.points[st.index];
+            Circle::new((st.index as f64 + 1.0, p.median), 6, orange.stroke_width(2))
+        }))
         .map_err(chart_err)?;
     Ok(())
 }

@@ -24,7 +24,8 @@ pub(crate) struct CaseRow {
     pub(crate) nodes: u32,
     pub(crate) devices_per_node: u32,
     pub(crate) bytes: Option<u64>,
-    /// What changes performance without being the code: CPU model, MPI library, GEMM library,
+    /// What changes performance without being the code: CPU model, MPI library, backend, GPU
+    /// model, collective/BLAS library and driver versions, the stand-in flag, GEMM library,
     /// fabric provider variables. A change breaks a series.
     pub(crate) setup: String,
     /// Representativeness reasons of the case and its launch, comma-separated ("" if none).
@@ -93,7 +94,22 @@ fn setup_of(launch: Option<&LaunchRecord>) -> String {
     let mut parts = vec![
         format!("cpu={}", cpus.join("+")),
         format!("mpi={}", p.mpi_library.as_deref().unwrap_or("none")),
+        format!("backend={}", p.backend.kind),
     ];
+    if p.backend.kind != crate::params::BackendKind::Cpu {
+        let mut gpus: Vec<&str> = p
+            .ranks
+            .iter()
+            .flat_map(|r| r.devices.iter().map(|d| gpu_model(&d.name)))
+            .collect();
+        gpus.sort_unstable();
+        gpus.dedup();
+        parts.push(format!("gpu={}", gpus.join("+")));
+        parts.extend(libraries(&p.backend.detail));
+    }
+    if p.backend.detail.starts_with(STANDIN_PREFIX) {
+        parts.push("STAND-IN".to_string());
+    }
     if let Some(g) = &p.gemm {
         parts.push(format!(
             "gemm={} {}",
@@ -107,6 +123,53 @@ fn setup_of(launch: Option<&LaunchRecord>) -> String {
         }
     }
     parts.join("; ")
+}
+
+/// How a backend detail written on scalebench's stand-in libraries begins.
+const STANDIN_PREFIX: &str = "STAND-IN: ";
+
+/// A GPU's model from its device description: the name before the PCI address and the rest
+/// (`NVIDIA H100 80GB HBM3 (0000:17:00.0, …)` → `NVIDIA H100 80GB HBM3`; ROCm's
+/// `AMD Instinct MI250X gfx90a GCD 0000:c1:00.0 (…)` → `AMD Instinct MI250X gfx90a`), so two
+/// GPUs of one model are one set-up whichever slot they sit in.
+fn gpu_model(name: &str) -> &str {
+    let cut = [" (", " GCD ", "; "]
+        .iter()
+        .filter_map(|m| name.find(m))
+        .min()
+        .unwrap_or(name.len());
+    name[..cut].trim()
+}
+
+/// The versions in a GPU backend's detail that change performance: the collective and BLAS
+/// libraries (`NCCL 2.28.3`, `RCCL …`, `cuBLAS 13.1.0`, `rocBLAS …`) and the driver
+/// (`driver supports CUDA 13.0`, `HIP runtime 6.4.1`). Read by name, so rewording the rest of
+/// the detail in a later scalebench breaks no series.
+fn libraries(detail: &str) -> Vec<String> {
+    const NAMED: &[(&str, &str)] = &[
+        ("NCCL ", "nccl"),
+        ("RCCL ", "rccl"),
+        ("cuBLAS ", "cublas"),
+        ("rocBLAS ", "rocblas"),
+        ("driver supports CUDA ", "driver=cuda"),
+        ("HIP runtime ", "hip"),
+    ];
+    let mut out = Vec::new();
+    for (marker, key) in NAMED {
+        let Some(at) = detail.find(marker) else {
+            continue;
+        };
+        let version: String = detail[at + marker.len()..]
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '+'))
+            .collect();
+        let version = version.trim_end_matches('.');
+        if version.starts_with(|c: char| c.is_ascii_digit()) {
+            let sep = if key.contains('=') { " " } else { "=" };
+            out.push(format!("{key}{sep}{version}"));
+        }
+    }
+    out
 }
 
 /// Median of the samples with a distribution-free interval of about 95 % (order statistics
@@ -186,5 +249,28 @@ mod tests {
         assert!(lo < m && m < hi && lo >= 40.0 && hi <= 61.0, "{lo} {hi}");
         assert_eq!(median_interval(&[3.0, 1.0, 2.0]), Some((2.0, 1.0, 3.0)));
         assert_eq!(median_interval(&[]), None);
+    }
+
+    #[test]
+    fn gpu_models_and_library_versions_are_read_by_name() {
+        assert_eq!(
+            gpu_model("NVIDIA H100 80GB HBM3 (0000:17:00.0, 79.1 GiB, cc 9.0, 132 SMs)"),
+            "NVIDIA H100 80GB HBM3"
+        );
+        assert_eq!(
+            gpu_model("AMD Instinct MI250X gfx90a GCD 0000:c1:00.0 (64.0 GiB, HIP ordinal 0)"),
+            "AMD Instinct MI250X gfx90a"
+        );
+        let cuda = "STAND-IN: doubles. NCCL 2.28.3 collectives, one NCCL rank per GPU; cuBLAS 13.1.0 cublasGemmStridedBatchedEx; driver supports CUDA 13.0; driver API";
+        assert_eq!(
+            libraries(cuda),
+            ["nccl=2.28.3", "cublas=13.1.0", "driver=cuda 13.0"]
+        );
+        let rocm = "RCCL 2.22.3 collectives; rocBLAS 4.4.0; HIP runtime 6.4.43482 (libamdhip64.so)";
+        assert_eq!(
+            libraries(rocm),
+            ["rccl=2.22.3", "rocblas=4.4.0", "hip=6.4.43482"]
+        );
+        assert!(libraries("RCCL unavailable: no library").is_empty());
     }
 }

@@ -137,21 +137,21 @@ fn absolute(p: &Path) -> Result<PathBuf, HistoryError> {
     })
 }
 
-/// Opens the index for writing under the write lock; when it was corrupt, warns and
-/// re-ingests every tree it had indexed. Returns the index and the lock (hold both).
+/// Opens the index for writing under the write lock; when it was corrupt or of an older
+/// schema (moved aside, never deleted), warns and re-ingests every tree it had indexed, naming
+/// the trees that are gone. Returns the index and the lock (hold both).
 fn open_rebuilding(db: &Path) -> Result<(store::Index, store::WriteLock), HistoryError> {
     // Checked before `<db>.lock` is created beside it (`--db results` is no index).
     store::check_index_file(db)?;
     let lock = store::WriteLock::take(db)?;
     let mut index = store::open_for_write(db)?;
-    if let Some(aside) = &index.rebuilt_from {
-        let roots: Vec<PathBuf> = store::roots(db)
-            .into_iter()
-            .filter(|r| r.exists())
-            .collect();
+    if let Some(aside) = index.rebuilt_from.clone() {
+        let (roots, gone): (Vec<PathBuf>, Vec<PathBuf>) =
+            store::roots(db).into_iter().partition(|r| r.exists());
         eprintln!(
-            "warning: {}: the history index was corrupt or truncated; moved it to {} and rebuilt it from the results files of the {} it indexed",
+            "warning: {}: the history index was {}; moved it to {} and rebuilt it from the results files of the {} it indexed",
             db.display(),
+            index.rebuilt_why,
             aside.display(),
             crate::units::count(roots.len(), "tree", "trees")
         );
@@ -162,6 +162,22 @@ fn open_rebuilding(db: &Path) -> Result<(store::Index, store::WriteLock), Histor
             crate::units::count(s.added_files, "results file", "results files"),
             crate::units::count(s.added_cases, "case row", "case rows")
         );
+        // Runs whose files are gone live on only in the file moved aside: say where.
+        if !gone.is_empty() {
+            eprintln!(
+                "warning: {}: {} it indexed no longer {}: {}; their runs are kept only in {} (restore the {} and run `scalebench history ingest DIR… --db {}` again)",
+                db.display(),
+                crate::units::count(gone.len(), "tree", "trees"),
+                if gone.len() == 1 { "exists" } else { "exist" },
+                gone.iter()
+                    .map(|g| g.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                aside.display(),
+                if gone.len() == 1 { "tree" } else { "trees" },
+                db.display()
+            );
+        }
     }
     Ok((index, lock))
 }
@@ -181,12 +197,17 @@ pub fn ingest(req: &IngestRequest) -> Result<u8, HistoryError> {
     let s = store::ingest(&mut index, &roots)?;
     if !req.quiet {
         println!(
-            "{}: {} found, {} added ({} case rows), {} already indexed, {} refused; journal mode {} ({} filesystem, magic {:#x})",
+            "{}: {} found, {} added ({} case rows), {} already indexed{}, {} refused; journal mode {} ({} filesystem, magic {:#x})",
             req.db.display(),
             crate::units::count(s.found, "results file", "results files"),
             s.added_files,
             s.added_cases,
             s.already,
+            if s.moved > 0 {
+                format!(" ({} at a new path, updated)", s.moved)
+            } else {
+                String::new()
+            },
             s.refused.len(),
             index.fs.journal_mode(),
             index.fs.name,

@@ -89,16 +89,18 @@ pub struct Point {
 /// A change point, or a set-up break, in a series.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Step {
-    /// `change` (the level moved within one set-up) or `setup` (a new set-up starts here).
+    /// `change` (the level moved within one set-up), `setup` (a new set-up starts here) or
+    /// `outlier` (a wild run, screened: neither a step nor part of a level).
     pub kind: &'static str,
     /// Index of the first point of the new level (into `points`).
     pub index: usize,
     pub run_id: String,
     pub started_utc: String,
     pub git_sha: Option<String>,
-    /// `better`, `worse` (by the metric's sense), or `-` for a set-up break.
+    /// `better`, `worse` (by the metric's sense), or `-` for a set-up break or an outlier.
     pub direction: &'static str,
-    /// Relative change of the level (geometric means after/before − 1).
+    /// Relative change of the level (medians of the screened runs after/before − 1); for an
+    /// outlier, its value against its level's median − 1.
     pub relative: Option<f64>,
     /// 1 − the permutation p-value.
     pub confidence: Option<f64>,
@@ -366,14 +368,16 @@ pub fn steps(s: &Series, settings: &Settings) -> Vec<Step> {
             out.push(step("setup", start, "-", None, None));
         }
         let values: Vec<f64> = s.points[start..end].iter().map(|p| p.median).collect();
-        for c in changes::detect(&values, settings) {
+        let found = changes::analyse(&values, settings);
+        let mut here = Vec::new();
+        for c in &found.changes {
             let up = c.relative > 0.0;
             let direction = if up == s.higher_is_better {
                 "better"
             } else {
                 "worse"
             };
-            out.push(step(
+            here.push(step(
                 "change",
                 start + c.index,
                 direction,
@@ -381,9 +385,41 @@ pub fn steps(s: &Series, settings: &Settings) -> Vec<Step> {
                 Some(1.0 - c.p_value),
             ));
         }
+        for &i in &found.outliers {
+            let rel = values[i] / level_around(&values, &found, i) - 1.0;
+            here.push(step("outlier", start + i, "-", Some(rel), None));
+        }
+        here.sort_by_key(|st| st.index);
+        out.extend(here);
         start = end;
     }
     out
+}
+
+/// The level a run is screened against: the median of the other runs of its level (between
+/// the change points around it), outliers left out.
+fn level_around(values: &[f64], found: &changes::Detection, i: usize) -> f64 {
+    let first = found
+        .changes
+        .iter()
+        .rev()
+        .find(|c| c.index <= i)
+        .map_or(0, |c| c.index);
+    let end = found
+        .changes
+        .iter()
+        .find(|c| c.index > i)
+        .map_or(values.len(), |c| c.index);
+    let mut kept: Vec<f64> = (first..end)
+        .filter(|j| found.outliers.binary_search(j).is_err())
+        .map(|j| values[j])
+        .collect();
+    kept.sort_by(f64::total_cmp);
+    if kept.is_empty() {
+        values[i]
+    } else {
+        crate::stats::quantile_sorted(&kept, 0.5)
+    }
 }
 
 /// A value as people read it: seconds with a unit, rates with 1–4 decimals.
@@ -499,7 +535,19 @@ pub fn changes(req: &Request) -> Result<u8, HistoryError> {
     for s in all.iter().filter(|s| !s.steps.is_empty()) {
         any = true;
         header(&mut out, s);
-        for st in &s.steps {
+        let wild: Vec<String> = s
+            .steps
+            .iter()
+            .filter(|st| st.kind == "outlier")
+            .map(|st| {
+                format!(
+                    "run {} (×{:.3})",
+                    st.index + 1,
+                    1.0 + st.relative.unwrap_or(0.0)
+                )
+            })
+            .collect();
+        for st in s.steps.iter().filter(|st| st.kind != "outlier") {
             let p = &s.points[st.index];
             match st.kind {
                 "setup" => {
@@ -527,6 +575,13 @@ pub fn changes(req: &Request) -> Result<u8, HistoryError> {
                     );
                 }
             }
+        }
+        if !wild.is_empty() {
+            let _ = writeln!(
+                out,
+                "  outliers, screened (neither steps nor part of a level; × their level): {}",
+                wild.join(", ")
+            );
         }
         legend(&mut out, s);
         out.push('\n');

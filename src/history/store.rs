@@ -14,17 +14,22 @@ use crate::results::validate::validate;
 use rayon::prelude::*;
 use rusqlite::{params, Connection, ErrorCode, OpenFlags, TransactionBehavior};
 use sha2::{Digest, Sha256};
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// The schema's version, in `PRAGMA user_version`.
-const SCHEMA_VERSION: i64 = 1;
+///
+/// 2: files are keyed by the hash of their canonical JSON (`bytes_sha256` keeps the bytes'
+/// hash for the quick skip), and the set-up names the backend, GPU model, libraries and the
+/// stand-in flag. An index of version 1 is moved aside and rebuilt from its trees.
+const SCHEMA_VERSION: i64 = 2;
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS source_file(
   sha256 TEXT PRIMARY KEY,
+  bytes_sha256 TEXT NOT NULL,
   path TEXT NOT NULL,
   size_bytes INTEGER NOT NULL
 ) STRICT;
@@ -255,8 +260,11 @@ pub struct Index {
     pub(crate) conn: Connection,
     pub path: PathBuf,
     pub fs: Filesystem,
-    /// Whether the index was found corrupt and rebuilt (the caller re-ingests the roots).
+    /// Whether the index was found corrupt (or of an older schema) and moved here; the
+    /// caller re-ingests the roots.
     pub rebuilt_from: Option<PathBuf>,
+    /// Why it was moved aside: `corrupt or truncated`, or `of an older schema`.
+    pub rebuilt_why: &'static str,
 }
 
 fn roots_file(db: &Path) -> PathBuf {
@@ -294,6 +302,10 @@ impl WriteLock {
     pub fn take(db: &Path) -> Result<Self, HistoryError> {
         use std::os::unix::io::AsRawFd;
         let path = lock_file(db);
+        // The default index lives in results/, which a fresh checkout may not have yet.
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(io(dir))?;
+        }
         let f = std::fs::OpenOptions::new()
             .create(true)
             .truncate(false)
@@ -330,10 +342,21 @@ pub fn open_for_write(db: &Path) -> Result<Index, HistoryError> {
     std::fs::create_dir_all(&dir).map_err(io(&dir))?;
     let fs = filesystem_of(&dir);
     let mut rebuilt_from = None;
-    if kind == IndexFile::Sqlite && (truncated(db) || !sound(db)) {
+    let mut rebuilt_why = "";
+    // Only a file that is SQLite's (check_index_file) is ever moved aside.
+    let sqlite = kind == IndexFile::Sqlite;
+    let bad = sqlite && (truncated(db) || !sound(db));
+    let old = !bad && sqlite && older_schema(db);
+    if bad || old {
+        rebuilt_why = if bad {
+            "corrupt or truncated"
+        } else {
+            "of an older schema"
+        };
         let aside = PathBuf::from(format!(
-            "{}.corrupt-{}",
+            "{}.{}-{}",
             db.display(),
+            if bad { "corrupt" } else { "old" },
             crate::results::utc_stamp(crate::results::now_unix_s())
         ));
         std::fs::rename(db, &aside).map_err(io(db))?;
@@ -349,7 +372,18 @@ pub fn open_for_write(db: &Path) -> Result<Index, HistoryError> {
         path: db.to_path_buf(),
         fs,
         rebuilt_from,
+        rebuilt_why,
     })
+}
+
+/// Whether the index was written by an older schema (its rows lack what this one keeps).
+fn older_schema(db: &Path) -> bool {
+    let Ok(c) = Connection::open_with_flags(db, OpenFlags::SQLITE_OPEN_READ_ONLY) else {
+        return false;
+    };
+    let _ = c.busy_timeout(BUSY);
+    c.query_row("PRAGMA user_version", [], |r| r.get::<_, i64>(0))
+        .is_ok_and(|v| (1..SCHEMA_VERSION).contains(&v))
 }
 
 /// Whether SQLite finds the file sound (`PRAGMA quick_check`).
@@ -458,8 +492,10 @@ pub struct IngestSummary {
     /// New files indexed (their runs and cases added).
     pub added_files: usize,
     pub added_cases: usize,
-    /// Files whose content the index already held (under any path).
+    /// Files whose content the index already held (under any path, whatever the whitespace).
     pub already: usize,
+    /// Of those, files whose indexed path was gone: the index now points to the new path.
+    pub moved: usize,
     /// Files refused (unreadable, not results, invalid), each with the reason.
     pub refused: Vec<String>,
 }
@@ -467,11 +503,14 @@ pub struct IngestSummary {
 /// Every `results.json` under each root (a file given directly is taken as it is), sorted.
 pub fn results_files(roots: &[PathBuf]) -> Result<Vec<PathBuf>, HistoryError> {
     fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), HistoryError> {
+        let has_results = dir.join(crate::results::io::RESULTS_FILE).is_file();
         for e in std::fs::read_dir(dir).map_err(io(dir))? {
             let e = e.map_err(io(dir))?;
             let ty = e.file_type().map_err(io(dir))?;
             let p = e.path();
-            if ty.is_dir() {
+            // A sweep's merged results.json holds every launch's cases: its attempts'
+            // files under launches/ are copies, not more runs.
+            if ty.is_dir() && !(e.file_name() == "launches" && has_results) {
                 walk(&p, out)?;
             } else if ty.is_file() && e.file_name() == crate::results::io::RESULTS_FILE {
                 out.push(p);
@@ -496,6 +535,7 @@ pub fn results_files(roots: &[PathBuf]) -> Result<Vec<PathBuf>, HistoryError> {
 /// One parsed, new file ready to insert.
 struct Parsed {
     sha: String,
+    bytes_sha: String,
     path: PathBuf,
     size: u64,
     run: RunRow,
@@ -509,22 +549,63 @@ pub(super) fn sha256_hex(bytes: &[u8]) -> String {
         .collect()
 }
 
+/// The hash of a results file's content: SHA-256 of its canonical JSON (keys sorted, no
+/// whitespace, numbers in shortest round-trip form), so the same measurements rewritten with
+/// other whitespace or key order are one run. `None` when the text is not JSON.
+pub(crate) fn content_sha256(text: &str) -> Option<String> {
+    let v: serde_json::Value = serde_json::from_str(text).ok()?;
+    serde_json::to_vec(&v).ok().map(|b| sha256_hex(&b))
+}
+
+/// What the index holds already: by the bytes' hash (the quick skip) and by content hash,
+/// each with the content hash and the path indexed.
+#[derive(Default)]
+struct Known {
+    bytes: HashMap<String, (String, String)>,
+    content: HashMap<String, String>,
+}
+
+/// What reading one file gave.
+enum Prepared {
+    New(Box<Parsed>),
+    /// Content the index holds, with its content hash, bytes hash and the path indexed.
+    Held {
+        sha: String,
+        bytes_sha: String,
+        indexed: String,
+    },
+}
+
 /// Reads, hashes and (when its content is new) parses one file.
-fn prepare(path: &Path, known: &HashSet<String>) -> Result<Option<Parsed>, String> {
+fn prepare(path: &Path, known: &Known) -> Result<Prepared, String> {
     let text = read_input_text(path).map_err(|e| e.to_string())?;
-    let sha = sha256_hex(text.as_bytes());
-    if known.contains(&sha) {
-        return Ok(None);
+    let bytes_sha = sha256_hex(text.as_bytes());
+    if let Some((sha, indexed)) = known.bytes.get(&bytes_sha) {
+        return Ok(Prepared::Held {
+            sha: sha.clone(),
+            bytes_sha,
+            indexed: indexed.clone(),
+        });
     }
     let file = parse_results(path, &text).map_err(|e| e.to_string())?;
+    // Parsed above, so it is JSON; the fallback only keeps this total.
+    let sha = content_sha256(&text).unwrap_or_else(|| bytes_sha.clone());
+    if let Some(indexed) = known.content.get(&sha) {
+        return Ok(Prepared::Held {
+            sha,
+            bytes_sha,
+            indexed: indexed.clone(),
+        });
+    }
     validate(&file, path).map_err(|e| e.to_string())?;
-    Ok(Some(Parsed {
+    Ok(Prepared::New(Box::new(Parsed {
         sha,
+        bytes_sha,
         path: path.to_path_buf(),
         size: text.len() as u64,
         run: run_row(&file),
         cases: case_rows(&file),
-    }))
+    })))
 }
 
 /// Adds every results file under `roots` whose content the index does not hold yet. Files
@@ -535,15 +616,8 @@ pub fn ingest(index: &mut Index, roots: &[PathBuf]) -> Result<IngestSummary, His
     let files = results_files(roots)?;
     let db = index.path.clone();
     let e = sqlite(&db);
-    let known: HashSet<String> = {
-        let mut st = index
-            .conn
-            .prepare("SELECT sha256 FROM source_file")
-            .map_err(&e)?;
-        let rows = st.query_map([], |r| r.get(0)).map_err(&e)?;
-        rows.collect::<Result<_, _>>().map_err(&e)?
-    };
-    let prepared: Vec<(PathBuf, Result<Option<Parsed>, String>)> = files
+    let known = known(index)?;
+    let prepared: Vec<(PathBuf, Result<Prepared, String>)> = files
         .par_iter()
         .map(|p| (p.clone(), prepare(p, &known)))
         .collect();
@@ -552,15 +626,28 @@ pub fn ingest(index: &mut Index, roots: &[PathBuf]) -> Result<IngestSummary, His
         ..IngestSummary::default()
     };
     let mut new = Vec::new();
+    let mut moved = Vec::new();
     for (path, r) in prepared {
         match r {
-            Ok(Some(p)) => new.push(p),
-            Ok(None) => summary.already += 1,
+            Ok(Prepared::New(p)) => new.push(*p),
+            Ok(Prepared::Held {
+                sha,
+                bytes_sha,
+                indexed,
+            }) => {
+                summary.already += 1;
+                // A tree moved: point the index at where the file is now. A copy (the old
+                // path still there) leaves it alone.
+                if Path::new(&indexed) != path && !Path::new(&indexed).exists() {
+                    moved.push((sha, bytes_sha, path));
+                }
+            }
             // The results layer's messages name the file already.
             Err(why) if why.contains(&*path.to_string_lossy()) => summary.refused.push(why),
             Err(why) => summary.refused.push(format!("{}: {why}", path.display())),
         }
     }
+    summary.moved = repoint(index, &moved)?;
     for batch in new.chunks(BATCH_FILES) {
         let tx = index
             .conn
@@ -569,7 +656,8 @@ pub fn ingest(index: &mut Index, roots: &[PathBuf]) -> Result<IngestSummary, His
         {
             let mut add_file = tx
                 .prepare_cached(
-                    "INSERT OR IGNORE INTO source_file(sha256, path, size_bytes) VALUES (?1, ?2, ?3)",
+                    "INSERT OR IGNORE INTO source_file(sha256, bytes_sha256, path, size_bytes)
+                     VALUES (?1, ?2, ?3, ?4)",
                 )
                 .map_err(&e)?;
             let mut add_run = tx
@@ -588,7 +676,7 @@ pub fn ingest(index: &mut Index, roots: &[PathBuf]) -> Result<IngestSummary, His
             for p in batch {
                 let path = p.path.to_string_lossy();
                 if add_file
-                    .execute(params![p.sha, path, p.size as i64])
+                    .execute(params![p.sha, p.bytes_sha, path, p.size as i64])
                     .map_err(&e)?
                     == 0
                 {
@@ -637,6 +725,57 @@ pub fn ingest(index: &mut Index, roots: &[PathBuf]) -> Result<IngestSummary, His
         tx.commit().map_err(&e)?;
     }
     Ok(summary)
+}
+
+/// What the index holds, by bytes hash and by content hash.
+fn known(index: &Index) -> Result<Known, HistoryError> {
+    let e = sqlite(&index.path);
+    let mut st = index
+        .conn
+        .prepare("SELECT sha256, bytes_sha256, path FROM source_file")
+        .map_err(&e)?;
+    let rows = st
+        .query_map([], |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                r.get::<_, String>(1)?,
+                r.get::<_, String>(2)?,
+            ))
+        })
+        .map_err(&e)?;
+    let mut k = Known::default();
+    for row in rows {
+        let (sha, bytes, path) = row.map_err(&e)?;
+        k.bytes.insert(bytes, (sha.clone(), path.clone()));
+        k.content.insert(sha, path);
+    }
+    Ok(k)
+}
+
+/// Points indexed files at their new paths (content hash, bytes hash, path), in one
+/// transaction; returns how many rows changed.
+fn repoint(index: &mut Index, moved: &[(String, String, PathBuf)]) -> Result<usize, HistoryError> {
+    if moved.is_empty() {
+        return Ok(0);
+    }
+    let e = sqlite(&index.path);
+    let tx = index
+        .conn
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .map_err(&e)?;
+    let mut n = 0;
+    {
+        let mut st = tx
+            .prepare_cached("UPDATE source_file SET path = ?2, bytes_sha256 = ?3 WHERE sha256 = ?1")
+            .map_err(&e)?;
+        for (sha, bytes, path) in moved {
+            n += st
+                .execute(params![sha, path.to_string_lossy(), bytes])
+                .map_err(&e)?;
+        }
+    }
+    tx.commit().map_err(&e)?;
+    Ok(n)
 }
 
 /// Appends the roots not yet listed in `<db>.roots` (absolute paths), under the write lock.

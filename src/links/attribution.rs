@@ -30,7 +30,11 @@ impl Matrix {
 /// How sure and how large a deficit must be before it is named.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Settings {
-    /// A robust z (deviation over 1.4826·MAD) below −z is a suspect.
+    /// The chance of naming anything on a healthy cluster, per kind (nodes, links): Holm's
+    /// step-down over the one-sided p-values of the robust z's, so the cut grows with the
+    /// number of cells (z ≈ −4.4 for 2,016 links at 64 nodes, ≈ −5.6 for 523,776 at 1,024).
+    pub alpha: f64,
+    /// …and never at a robust z (deviation over 1.4826·MAD) above −z, however few the tests.
     pub z: f64,
     /// …and so is only a deficit of at least this fraction (0.15: at most 85 % of expected):
     /// a quiet fabric makes tiny deviations significant, but not worth a verdict.
@@ -42,7 +46,8 @@ pub struct Settings {
 impl Default for Settings {
     fn default() -> Self {
         Settings {
-            z: 5.0,
+            alpha: 0.005,
+            z: 3.0,
             min_effect: 0.15,
             noise_floor: 0.01,
         }
@@ -96,7 +101,7 @@ impl Finding {
             self.z,
             confidence_text(self.confidence)
         );
-        match self.suspect {
+        let what = match self.suspect {
             Suspect::Node { node } => format!(
                 "node {}: {pct:.0} % of the median on all its links ({how})",
                 names[node]
@@ -110,6 +115,25 @@ impl Finding {
                 names[first],
                 names[last],
                 last - first + 1
+            ),
+        };
+        format!("{what}; next: {}", self.next_step(names))
+    }
+
+    /// What to do about it, in one sentence.
+    pub fn next_step(&self, names: &[String]) -> String {
+        match self.suspect {
+            Suspect::Node { node } => format!(
+                "drain {} (e.g. `scontrol update nodename={} state=drain reason=slow-links`), check its NIC and PCIe link width (`ibstat`, `lspci -vv`), and rerun links with it and two good nodes",
+                names[node], names[node]
+            ),
+            Suspect::Link { a, b } => format!(
+                "reseat or replace the cable (or switch port) between {} and {}, then rerun links on these two nodes; if it stays slow, check both ports' error counters (`perfquery`)",
+                names[a], names[b]
+            ),
+            Suspect::Block { first, last } => format!(
+                "check the uplinks of the switch above {}–{} (port errors, negotiated speed), then rerun links at the same message size across that switch and another",
+                names[first], names[last]
             ),
         }
     }
@@ -242,6 +266,22 @@ pub fn normal_cdf(z: f64) -> f64 {
     erfc / 2.0
 }
 
+/// Which of the one-sided p-values Holm's step-down rejects at family-wise level `alpha` out
+/// of `m` tests (`ps` may hold only the smallest of them: the rest would not be rejected
+/// before these).
+fn holm(ps: &[f64], m: usize, alpha: f64) -> Vec<bool> {
+    let mut order: Vec<usize> = (0..ps.len()).collect();
+    order.sort_by(|&a, &b| ps[a].total_cmp(&ps[b]));
+    let mut out = vec![false; ps.len()];
+    for (k, &i) in order.iter().enumerate() {
+        if ps[i] > alpha / (m - k).max(1) as f64 {
+            break;
+        }
+        out[i] = true;
+    }
+    out
+}
+
 /// 1 − Bonferroni(m)-adjusted one-sided p of a negative z.
 fn confidence(z: f64, m: usize) -> f64 {
     (1.0 - m as f64 * normal_cdf(z)).max(0.0)
@@ -256,17 +296,25 @@ pub fn analyse(m: &Matrix, s: &Settings) -> Analysis {
         .map(|c| c.filter(|v| v.is_finite() && *v > 0.0).map(f64::ln))
         .collect();
     let cells = y.iter().flatten().count();
-    if n < 3 || cells < n * 2 {
+    if n < 4 || cells < n * 2 {
         return Analysis {
             median_gbps: f64::NAN,
             send_ratio: vec![1.0; n],
             recv_ratio: vec![1.0; n],
             residual_spread: f64::NAN,
             findings: Vec::new(),
-            note: Some(format!(
-                "{n} nodes and {cells} measured cells: too few to tell nodes from links \
-                 (at least 3 nodes, each with 2 partners)"
-            )),
+            note: Some(if n == 3 {
+                format!(
+                    "3 nodes and {cells} measured cells: each node has only 2 partners, so a \
+                     slow link looks the same as its two nodes being slow; rerun on at least \
+                     4 nodes"
+                )
+            } else {
+                format!(
+                    "{n} nodes and {cells} measured cells: too few to tell nodes from links \
+                     (at least 4 nodes, each with 3 partners); rerun on at least 4 nodes"
+                )
+            }),
         };
     }
     let p = median_polish(&y, n, 20, 1e-4);
@@ -293,6 +341,84 @@ pub fn analyse(m: &Matrix, s: &Settings) -> Analysis {
     }
 }
 
+/// Link suspects re-measured per [`analyse_remeasured`]: at most this many, the lowest first…
+const RECHECK_MAX: usize = 8;
+/// …of those below this robust z in the matrix (a screen, not a verdict).
+const RECHECK_Z: f64 = 2.5;
+
+/// New measurements of one pair, both directions (GB/s): `(a→b, b→a)`.
+pub type Remeasured = (Vec<f64>, Vec<f64>);
+
+/// [`analyse`], then the links the matrix only hints at are measured again before any is
+/// named: the (up to [`RECHECK_MAX`]) lowest link scores below z = −[`RECHECK_Z`] are each
+/// re-measured by `remeasure(a, b)`; a link is named when the median of its new cells, against
+/// what its two nodes predict, is significant under Holm at `alpha` over the pairs re-measured
+/// (fresh data, so the screen costs no error rate) and at least `min_effect` slow. One pass
+/// over the matrix then needs no cut as strict as all N(N−1)/2 links demand.
+pub fn analyse_remeasured(
+    m: &Matrix,
+    s: &Settings,
+    remeasure: &mut dyn FnMut(usize, usize) -> Remeasured,
+) -> Analysis {
+    let mut a = analyse(m, s);
+    if a.note.is_some() {
+        return a;
+    }
+    let n = m.n();
+    let y: Vec<Option<f64>> = m
+        .gbps
+        .iter()
+        .map(|c| c.filter(|v| v.is_finite() && *v > 0.0).map(f64::ln))
+        .collect();
+    let p = median_polish(&y, n, 20, 1e-4);
+    let links = link_scores(&p, n);
+    let scores: Vec<f64> = links.iter().map(|l| l.2).collect();
+    let centre = median_of(&mut scores.clone()).unwrap_or(0.0);
+    let spread = mad_sigma(&scores, centre).max(s.noise_floor);
+    let mut low: Vec<(usize, usize, f64)> = links
+        .iter()
+        .filter(|l| (l.2 - centre) / spread < -RECHECK_Z)
+        .copied()
+        .collect();
+    low.sort_by(|x, y| x.2.total_cmp(&y.2));
+    low.truncate(RECHECK_MAX);
+    let mut rechecked = Vec::new();
+    for &(i, j, _) in &low {
+        let (ij, ji) = remeasure(i, j);
+        let expect = |from: usize, to: usize| p.overall + p.row[from] + p.col[to] + centre;
+        let mut resid: Vec<f64> = ij
+            .iter()
+            .map(|v| v.ln() - expect(i, j))
+            .chain(ji.iter().map(|v| v.ln() - expect(j, i)))
+            .filter(|r| r.is_finite())
+            .collect();
+        let k = resid.len();
+        let Some(d) = median_of(&mut resid) else {
+            continue;
+        };
+        // A median of k cells of noise σ has sd ≈ 1.2533 σ / √k.
+        let z = d / (1.2533 * a.residual_spread / (k as f64).sqrt());
+        rechecked.push((i, j, d, z));
+    }
+    let ps: Vec<f64> = rechecked.iter().map(|r| normal_cdf(r.3)).collect();
+    let named = holm(&ps, rechecked.len(), s.alpha);
+    a.findings
+        .retain(|f| !matches!(f.suspect, Suspect::Link { .. }));
+    a.findings.extend(
+        rechecked
+            .iter()
+            .zip(named)
+            .filter(|(r, ok)| *ok && r.2.exp() < 1.0 - s.min_effect)
+            .map(|(&(i, j, d, z), _)| Finding {
+                suspect: Suspect::Link { a: i, b: j },
+                ratio: d.exp(),
+                z,
+                confidence: confidence(z, rechecked.len()),
+            }),
+    );
+    a
+}
+
 /// Nodes whose mean effect is far below the median node's. The spread is the larger of the
 /// nodes' own MAD and what the cell noise alone gives a median of 2(N−1) cells, so a small N
 /// with a lucky MAD near 0 flags nothing the noise explains.
@@ -301,11 +427,17 @@ fn node_findings(node: &[f64], cell_spread: f64, s: &Settings) -> Vec<Finding> {
     let centre = median_of(&mut node.to_vec()).unwrap_or(0.0);
     let from_cells = 1.2533 * cell_spread / ((2 * (n - 1)) as f64).sqrt();
     let spread = mad_sigma(node, centre).max(from_cells).max(s.noise_floor);
+    let zs: Vec<f64> = node.iter().map(|x| (x - centre) / spread).collect();
+    let named = holm(
+        &zs.iter().map(|&z| normal_cdf(z)).collect::<Vec<_>>(),
+        n,
+        s.alpha,
+    );
     let mut out: Vec<Finding> = (0..n)
         .filter_map(|i| {
             let d = node[i] - centre;
-            let z = d / spread;
-            (z < -s.z && d.exp() < 1.0 - s.min_effect).then(|| Finding {
+            let z = zs[i];
+            (named[i] && z < -s.z && d.exp() < 1.0 - s.min_effect).then(|| Finding {
                 suspect: Suspect::Node { node: i },
                 ratio: d.exp(),
                 z,
@@ -338,12 +470,25 @@ fn link_findings(links: &[(usize, usize, f64)], s: &Settings) -> Vec<Finding> {
     let scores: Vec<f64> = links.iter().map(|l| l.2).collect();
     let centre = median_of(&mut scores.clone()).unwrap_or(0.0);
     let spread = mad_sigma(&scores, centre).max(s.noise_floor);
-    let mut out: Vec<Finding> = links
+    // Holm over every link, looking only at those below −z (the rest are never rejected
+    // first): the family is all N(N−1)/2 links.
+    let low: Vec<usize> = (0..links.len())
+        .filter(|&i| (scores[i] - centre) / spread < -s.z)
+        .collect();
+    let ps: Vec<f64> = low
         .iter()
-        .filter_map(|&(a, b, score)| {
+        .map(|&i| normal_cdf((scores[i] - centre) / spread))
+        .collect();
+    let named = holm(&ps, links.len(), s.alpha);
+    let mut out: Vec<Finding> = low
+        .iter()
+        .zip(named)
+        .filter(|(_, n)| *n)
+        .filter_map(|(&i, _)| {
+            let (a, b, score) = links[i];
             let d = score - centre;
             let z = d / spread;
-            (z < -s.z && d.exp() < 1.0 - s.min_effect).then(|| Finding {
+            (d.exp() < 1.0 - s.min_effect).then(|| Finding {
                 suspect: Suspect::Link { a, b },
                 ratio: d.exp(),
                 z,

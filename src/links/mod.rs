@@ -20,7 +20,7 @@ use attribution::{Analysis, Settings};
 pub enum LinksError {
     #[error(transparent)]
     Scenario(#[from] simulate::ScenarioError),
-    #[error("--z {0}: expected a positive number (5 by default)")]
+    #[error("--z {0}: expected a positive number (3 by default)")]
     Z(f64),
     #[error("--min-effect {0}: expected a fraction in [0, 1) (0.15: at most 85 % of expected)")]
     MinEffect(f64),
@@ -97,8 +97,11 @@ pub fn render(a: &Analysis, names: &[String], s: &Settings) -> String {
     ));
     if a.findings.is_empty() {
         out.push_str(&format!(
-            "healthy: no node, link or block below {:.0} % of expected at z < −{}\n",
+            "healthy: no node, link or block below {:.0} % of expected at a family-wise error of {} per kind (Holm over {} nodes and {} links, z < −{} at least)\n",
             (1.0 - s.min_effect) * 100.0,
+            s.alpha,
+            names.len(),
+            names.len() * names.len().saturating_sub(1) / 2,
             s.z
         ));
     }

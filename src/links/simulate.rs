@@ -108,6 +108,36 @@ impl Scenario {
     pub fn matrix(&self) -> Matrix {
         let n = self.nodes;
         let mut rng = SplitMix64(self.seed);
+        let factor = self.factors();
+        let gbps = (0..n * n)
+            .map(|k| {
+                let noise = (self.noise * rng.normal()).exp();
+                (k / n != k % n).then(|| BASE_GBPS * factor[k] * noise)
+            })
+            .collect();
+        Matrix {
+            names: (0..n).map(|i| format!("n{i}")).collect(),
+            gbps,
+        }
+    }
+
+    /// `repeats` new measurements of the pair a, b in each direction, with fresh noise from
+    /// `seed` (the confirmation pass of a real run, simulated).
+    pub fn remeasure(&self, a: usize, b: usize, repeats: usize, seed: u64) -> (Vec<f64>, Vec<f64>) {
+        let n = self.nodes;
+        let factor = self.factors();
+        let mut rng = SplitMix64(seed ^ ((a * n + b) as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15));
+        let mut draw = |k: usize| -> Vec<f64> {
+            (0..repeats)
+                .map(|_| BASE_GBPS * factor[k] * (self.noise * rng.normal()).exp())
+                .collect()
+        };
+        (draw(a * n + b), draw(b * n + a))
+    }
+
+    /// Each cell's fraction of full speed: every factor it meets.
+    fn factors(&self) -> Vec<f64> {
+        let n = self.nodes;
         let mut factor = vec![1.0; n * n];
         for &(k, f) in &self.slow_nodes {
             for j in 0..n {
@@ -129,16 +159,7 @@ impl Scenario {
                 }
             }
         }
-        let gbps = (0..n * n)
-            .map(|k| {
-                let noise = (self.noise * rng.normal()).exp();
-                (k / n != k % n).then(|| BASE_GBPS * factor[k] * noise)
-            })
-            .collect();
-        Matrix {
-            names: (0..n).map(|i| format!("n{i}")).collect(),
-            gbps,
-        }
+        factor
     }
 }
 

@@ -704,10 +704,26 @@ fn compare_takes_its_baseline_from_the_history() {
     let r = compare(&["--baseline-history", "3", "--db", s(&db), c[0], "--", c[1]]);
     assert_eq!(r.code, 2, "{}", r.stderr);
     assert!(r.stderr.contains("without `--`"), "{}", r.stderr);
-    // A chosen file changed since it was indexed: refused by name, not silently skipped.
-    let mut text = std::fs::read_to_string(&a[6]).unwrap();
-    text.push('\n');
-    std::fs::write(&a[6], text).unwrap();
+    // The same run rewritten with other whitespace is the same run: it still serves.
+    let text = std::fs::read_to_string(&a[6]).unwrap();
+    std::fs::write(&a[6], format!("{text}\n\n")).unwrap();
+    let mut args = vec![
+        "--baseline-history",
+        "5",
+        "--db",
+        s(&db),
+        "--format",
+        "json",
+    ];
+    args.extend(&c);
+    let r = compare(&args);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert_eq!(r.stdout, hist.stdout, "the same report");
+    // A chosen file whose content changed since it was indexed: refused by name, not
+    // silently skipped.
+    let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    v["run"]["labels"]["note"] = "edited after indexing".into();
+    std::fs::write(&a[6], serde_json::to_string_pretty(&v).unwrap()).unwrap();
     let mut args = vec!["--baseline-history", "5", "--db", s(&db)];
     args.extend(&c);
     let r = compare(&args);
@@ -726,10 +742,16 @@ fn compare_takes_its_baseline_from_the_history() {
 fn show_draws_a_chart_of_each_series() {
     let dir = tmpdir("history-chart");
     for i in 0..20 {
+        // Run 3 is a wild run (40× slower): screened as an outlier, ringed, not a step.
+        let scale = match i {
+            3 => 40.0,
+            0..10 => 1.0,
+            _ => 1.25,
+        };
         run_file(
             &dir.join("tree"),
             i,
-            if i < 10 { 1.0 } else { 1.25 },
+            scale,
             if i < 15 { "CPU A" } else { "CPU B" },
         );
     }
@@ -741,16 +763,34 @@ fn show_draws_a_chart_of_each_series() {
     assert!(r.stderr.contains("a chart of 3 series"), "{}", r.stderr);
     let text = std::fs::read_to_string(&svg).unwrap();
     assert!(text.starts_with("<svg") && text.trim_end().ends_with("</svg>"));
-    // 3 panels × 20 runs: a marker per run.
-    assert_eq!(text.matches("<circle").count(), 3 * 20, "markers");
-    let series = json(&history(&["show", "--db", s(&db), "--json"]));
+    // The series with their steps, as the chart draws them.
+    let series = json(&history(&["changes", "--db", s(&db), "--json"]));
+    let (mut dots, mut rings) = (0, 0);
     for sr in series["series"].as_array().unwrap() {
         assert!(
             text.contains(sr["label"].as_str().unwrap()),
             "{}",
             sr["label"]
         );
+        let steps: Vec<(&str, u64)> = sr["steps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|st| (st["kind"].as_str().unwrap(), st["index"].as_u64().unwrap()))
+            .collect();
+        // The wild run is an outlier, the step starts at run index 10, the set-up at 15.
+        assert_eq!(
+            steps,
+            [("outlier", 3), ("change", 10), ("setup", 15)],
+            "{}",
+            sr["label"]
+        );
+        dots += sr["points"].as_array().unwrap().len();
+        rings += steps.iter().filter(|(k, _)| *k == "outlier").count();
     }
+    // A dot per run (3 panels × 20 runs) and a ring around each screened outlier.
+    assert_eq!((dots, rings), (3 * 20, 3));
+    assert_eq!(text.matches("<circle").count(), dots + rings, "markers");
     // The set-up break (grey) and the change (orange) before run 11, in every panel.
     assert_eq!(text.matches("#969696").count(), 3, "set-up lines");
     assert!(text.matches("#D55E00").count() >= 3, "change lines");
@@ -857,5 +897,378 @@ fn report_has_a_trend_section_from_the_history() {
     ]);
     assert_eq!(r.code, 2, "{}", r.stderr);
     assert!(r.stderr.contains("history ingest"), "{}", r.stderr);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A GPU run of the synthetic history: run `i` of [`run_file`], on the CUDA backend with
+/// `gpu` devices and `detail` as the backend's detail (its library versions, stand-in label).
+fn gpu_run(dir: &Path, i: usize, gpu: &str, bus: &str, detail: &str) -> PathBuf {
+    let mut f = fixture::simple(3, 1000 + i as u64, &|_| 1.0);
+    f.run.run_id = format!("run{i:03}");
+    f.run.started_unix_s = 1.8e9 + i as f64 * 86_400.0;
+    f.run.labels.insert("cluster".into(), "testbed".into());
+    f.generator.git_sha = Some(sha(i));
+    for l in &mut f.launches {
+        let p = l.provenance.as_mut().unwrap();
+        p.backend.kind = scalebench::params::BackendKind::Cuda;
+        p.backend.detail = detail.into();
+        for r in &mut p.ranks {
+            for d in &mut r.devices {
+                d.name = format!("{gpu} ({bus}, 79.1 GiB, cc 9.0, 132 SMs, GPU-0, CUDA ordinal 0)");
+            }
+        }
+    }
+    let d = dir.join(format!("run{i:03}"));
+    std::fs::create_dir_all(&d).unwrap();
+    fixture::write(&d, "results.json", &f)
+}
+
+/// The set-up names the GPU model, the collective library, BLAS and driver versions and the
+/// stand-in flag: each change breaks the series (a `setup` step, never a `change`); the same
+/// model in another PCI slot does not.
+#[test]
+fn setup_breaks_for_gpu_model_library_version_and_the_standin_flag() {
+    let dir = tmpdir("history-gpu-setup");
+    let detail = |nccl: &str, standin: bool| {
+        format!(
+            "{}NCCL {nccl} collectives, one NCCL rank per GPU; cuBLAS 13.1.0 cublasGemmStridedBatchedEx; driver supports CUDA 13.0; driver API through cudarc 0.19",
+            if standin { "STAND-IN: CPU test doubles, no GPU. " } else { "" }
+        )
+    };
+    for i in 0..32 {
+        let (gpu, nccl, standin) = match i {
+            0..=7 => ("NVIDIA H100 80GB HBM3", "2.28.3", false),
+            8..=15 => ("NVIDIA H100 80GB HBM3", "2.29.1", false),
+            16..=23 => ("NVIDIA H200", "2.29.1", false),
+            _ => ("NVIDIA H200", "2.29.1", true),
+        };
+        // Runs move between PCI slots: not a set-up change.
+        let bus = if i % 2 == 0 {
+            "0000:17:00.0"
+        } else {
+            "0000:65:00.0"
+        };
+        gpu_run(&dir.join("tree"), i, gpu, bus, &detail(nccl, standin));
+    }
+    let db = dir.join("h.sqlite");
+    ingest_ok(&dir.join("tree"), &db);
+    let v = json(&history(&["changes", "--db", s(&db), "--json"]));
+    let series = v["series"].as_array().unwrap();
+    assert_eq!(series.len(), 3, "{v}");
+    for sr in series {
+        let steps: Vec<(String, u64)> = sr["steps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|st| {
+                (
+                    st["kind"].as_str().unwrap().to_string(),
+                    st["index"].as_u64().unwrap(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            steps,
+            [
+                ("setup".into(), 8),
+                ("setup".into(), 16),
+                ("setup".into(), 24)
+            ],
+            "{sr}"
+        );
+        let setups: Vec<&str> = sr["setups"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x.as_str().unwrap())
+            .collect();
+        assert!(setups[0].contains("backend=cuda; gpu=NVIDIA H100 80GB HBM3; nccl=2.28.3; cublas=13.1.0; driver=cuda 13.0"), "{setups:?}");
+        assert!(setups[1].contains("nccl=2.29.1") && !setups[1].contains("STAND-IN"));
+        assert!(setups[2].contains("gpu=NVIDIA H200"));
+        assert!(setups[3].contains("STAND-IN"), "{setups:?}");
+    }
+    let text = history(&["show", "--db", s(&db), "--setup", "STAND-IN"]);
+    assert_eq!(text.code, 0, "{}", text.stderr);
+    assert_eq!(
+        text.stdout.matches("run02").count() + text.stdout.matches("run03").count(),
+        3 * 8,
+        "{}",
+        text.stdout
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A sweep's directory is one run (its merged results.json, not also each launch's copy under
+/// launches/); the same content rewritten with other whitespace is the same run; a moved tree
+/// re-ingested keeps its runs and the index points at the new paths.
+#[test]
+fn a_sweep_is_indexed_once_and_moved_or_reformatted_files_are_the_same_run() {
+    let dir = tmpdir("history-sweep-once");
+    let sweep = dir.join("tree/sweep");
+    let merged = run_file(&dir.join("tree"), 1, 1.0, "CPU A");
+    std::fs::rename(merged.parent().unwrap(), &sweep).unwrap();
+    let attempt = sweep.join("launches/001-l0");
+    std::fs::create_dir_all(&attempt).unwrap();
+    std::fs::copy(sweep.join("results.json"), attempt.join("results.json")).unwrap();
+    run_file(&dir.join("tree"), 2, 1.0, "CPU A");
+    let db = dir.join("h.sqlite");
+    let r = history(&["ingest", s(&dir.join("tree")), "--db", s(&db)]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stdout.contains("2 results files found, 2 added"),
+        "{}",
+        r.stdout
+    );
+    assert_eq!(count(&db, "SELECT count(*) FROM run"), 2);
+
+    // Pretty-printed vs compact, keys in another order: one run.
+    let text = std::fs::read_to_string(sweep.join("results.json")).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let other = dir.join("copy");
+    std::fs::create_dir_all(&other).unwrap();
+    std::fs::write(
+        other.join("results.json"),
+        serde_json::to_string(&v).unwrap() + "\n\n",
+    )
+    .unwrap();
+    let r = history(&["ingest", s(&other), "--db", s(&db)]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stdout
+            .contains("0 added (0 case rows), 1 already indexed"),
+        "{}",
+        r.stdout
+    );
+    assert_eq!(count(&db, "SELECT count(*) FROM run"), 2);
+
+    // The tree moves: re-ingest finds nothing new and repoints both files.
+    let moved = dir.join("moved");
+    std::fs::rename(dir.join("tree"), &moved).unwrap();
+    let r = history(&["ingest", s(&moved), "--db", s(&db)]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stdout
+            .contains("2 already indexed (2 at a new path, updated)"),
+        "{}",
+        r.stdout
+    );
+    let c = rusqlite::Connection::open(&db).unwrap();
+    let paths: Vec<String> = c
+        .prepare("SELECT path FROM source_file ORDER BY path")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert!(paths.iter().all(|p| p.contains("/moved/")), "{paths:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The default index (results/history.sqlite) works where results/ does not exist yet.
+#[test]
+fn the_default_index_folder_is_created() {
+    let dir = tmpdir("history-default-db");
+    run_file(&dir.join("tree"), 1, 1.0, "CPU A");
+    let r = Ran::from(
+        Command::new(bin())
+            .args(["history", "ingest", "tree"])
+            .current_dir(&dir)
+            .output()
+            .expect("start scalebench"),
+    );
+    no_panic(&r);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(dir.join("results/history.sqlite").is_file());
+    let shown = Ran::from(
+        Command::new(bin())
+            .args(["history", "show"])
+            .current_dir(&dir)
+            .output()
+            .expect("start scalebench"),
+    );
+    assert_eq!(shown.code, 0, "{}", shown.stderr);
+    assert!(shown.stdout.contains("run001"), "{}", shown.stdout);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Through the binary: 36 runs, a 20 % slowdown from run 20 and three runs 30–80× slow:
+/// one change at run 20 sized by the levels' medians, the wild runs listed as outliers.
+#[test]
+fn wild_runs_are_outliers_and_the_step_is_still_found() {
+    let dir = tmpdir("history-outliers");
+    for i in 0..36 {
+        let wild = match i {
+            5 => 80.0,
+            17 => 30.0,
+            29 => 55.0,
+            _ => 1.0,
+        };
+        run_file(
+            &dir.join("t"),
+            i,
+            wild * if i < 20 { 1.0 } else { 1.2 },
+            "CPU A",
+        );
+    }
+    let db = dir.join("h.sqlite");
+    ingest_ok(&dir.join("t"), &db);
+    let v = json(&history(&[
+        "changes",
+        "--db",
+        s(&db),
+        "--json",
+        "--metric",
+        "time",
+    ]));
+    for sr in v["series"].as_array().unwrap() {
+        let steps = sr["steps"].as_array().unwrap();
+        let kinds: Vec<(&str, u64)> = steps
+            .iter()
+            .map(|st| (st["kind"].as_str().unwrap(), st["index"].as_u64().unwrap()))
+            .collect();
+        assert_eq!(
+            kinds,
+            [
+                ("outlier", 5),
+                ("outlier", 17),
+                ("change", 20),
+                ("outlier", 29)
+            ],
+            "{sr}"
+        );
+        let rel = steps[2]["relative"].as_f64().unwrap();
+        assert!((0.18..0.22).contains(&rel), "{rel}");
+    }
+    let text = history(&["changes", "--db", s(&db)]);
+    assert!(
+        text.stdout.contains("run020 (020aaaaaaaaa): worse -1"),
+        "{}",
+        text.stdout
+    );
+    assert!(
+        text.stdout.contains(
+            "outliers, screened (neither steps nor part of a level; × their level): run 6 (×0.013)"
+        ),
+        "{}",
+        text.stdout
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// An index written by schema 1 (`tests/fixtures/history-v1`: the SQL dump of what main's
+/// `history ingest` wrote for the three runs beside it) is upgraded, not lost: the first read
+/// moves it aside untouched (`.old-<stamp>`), says so, and rebuilds it from the trees it had
+/// indexed, holding the same runs and measurement rows, now with the schema-2 set-up. When
+/// those trees are gone the warning names them and the file that still holds their runs.
+#[test]
+fn an_index_of_schema_1_is_rebuilt_and_kept_aside() {
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/history-v1");
+    let dump = std::fs::read_to_string(fixtures.join("index-v1.sql")).unwrap();
+    let dir = tmpdir("history-v1");
+    let tree = dir.join("tree");
+    for i in 0..3 {
+        let rel = format!("run{i:03}/results.json");
+        std::fs::create_dir_all(tree.join(format!("run{i:03}"))).unwrap();
+        std::fs::copy(fixtures.join("tree").join(&rel), tree.join(&rel)).unwrap();
+    }
+    // The index as schema 1 left it, with its list of the trees it indexed.
+    let v1 = |db: &Path, root: &Path| {
+        rusqlite::Connection::open(db)
+            .unwrap()
+            .execute_batch(&dump)
+            .unwrap();
+        let root = std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf());
+        std::fs::write(
+            format!("{}.roots", db.display()),
+            format!("{}\n", root.display()),
+        )
+        .unwrap();
+    };
+    let runs = |db: &Path| -> (i64, Vec<String>, i64) {
+        let c = rusqlite::Connection::open(db).unwrap();
+        let version = c
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .unwrap();
+        let mut st = c.prepare("SELECT run_id FROM run ORDER BY run_id").unwrap();
+        let ids = st
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .collect::<Result<Vec<String>, _>>()
+            .unwrap();
+        let rows = c
+            .query_row("SELECT count(*) FROM measurement", [], |r| r.get(0))
+            .unwrap();
+        (version, ids, rows)
+    };
+    let aside_of = |dir: &Path| -> Vec<PathBuf> {
+        std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.to_string_lossy().contains(".sqlite.old-"))
+            .collect()
+    };
+    let db = dir.join("h.sqlite");
+    v1(&db, &tree);
+    let before = runs(&db);
+    assert_eq!(
+        before,
+        (
+            1,
+            vec!["run000".into(), "run001".into(), "run002".into()],
+            9
+        )
+    );
+    let bytes = std::fs::read(&db).unwrap();
+
+    let show = history(&["show", "--db", s(&db), "--json"]);
+    no_panic(&show);
+    assert_eq!(show.code, 0, "{}", show.stderr);
+    assert!(
+        show.stderr.contains("of an older schema")
+            && show.stderr.contains("rebuilt: 3 results files"),
+        "{}",
+        show.stderr
+    );
+    let aside = aside_of(&dir);
+    assert_eq!(aside.len(), 1, "{aside:?}");
+    assert!(
+        show.stderr.contains(&*aside[0].to_string_lossy()),
+        "{}",
+        show.stderr
+    );
+    // Nothing lost: the old file is byte for byte what it was; the new one holds the same runs.
+    assert_eq!(std::fs::read(&aside[0]).unwrap(), bytes);
+    assert_eq!(runs(&db), (2, before.1.clone(), before.2));
+    let series = json(&show);
+    for sr in series["series"].as_array().unwrap() {
+        assert_eq!(sr["points"].as_array().unwrap().len(), 3, "{sr}");
+        assert!(sr.to_string().contains("backend=cpu"), "{sr}");
+    }
+    // A second read finds schema 2: nothing moved again.
+    let again = history(&["show", "--db", s(&db), "--json"]);
+    assert_eq!(again.code, 0, "{}", again.stderr);
+    assert!(!again.stderr.contains("older schema"), "{}", again.stderr);
+    assert_eq!(aside_of(&dir).len(), 1);
+
+    // The trees are gone: the warning says so and where their runs still are.
+    let lone = dir.join("lone");
+    std::fs::create_dir_all(&lone).unwrap();
+    let db = lone.join("h.sqlite");
+    v1(&db, &dir.join("moved-away"));
+    let ing = history(&["ingest", s(&tree), "--db", s(&db)]);
+    no_panic(&ing);
+    assert_eq!(ing.code, 0, "{}", ing.stderr);
+    let aside = aside_of(&lone);
+    assert_eq!(aside.len(), 1, "{aside:?}");
+    assert!(
+        ing.stderr.contains("1 tree it indexed no longer exists")
+            && ing.stderr.contains("moved-away")
+            && ing
+                .stderr
+                .contains(&format!("kept only in {}", aside[0].display())),
+        "{}",
+        ing.stderr
+    );
+    assert_eq!(runs(&aside[0]), before);
     let _ = std::fs::remove_dir_all(&dir);
 }
