@@ -194,7 +194,10 @@ fn a_noisy_one_device_baseline_gives_its_efficiency_an_interval_or_no_finding() 
     let pair = kind("unchanged")[0].0.clone();
     // the 1-device GEMM 1.7× the 2-device one's median, spread cv ≈ 0.24
     let median = |f: &ResultsFile| {
-        let c = f.cases.iter().find(|c| c.params.workload.to_string() == "matmul");
+        let c = f
+            .cases
+            .iter()
+            .find(|c| c.params.workload.to_string() == "matmul");
         let mut v = c
             .and_then(|c| c.timing.clone())
             .map(|t| t.samples_s)

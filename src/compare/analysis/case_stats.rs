@@ -419,7 +419,7 @@ fn rank_stats(xb: &[f64], xc: &[f64], metric: Metric, ctx: &Ctx<'_>) -> Option<C
     let n = ctx.settings.noise;
     let conf = ctx.settings.confidence;
     let s = stats::log_shift(&lb, &lc, &cdf, conf, (1.0 - n).ln(), (1.0 + n).ln())?;
-    if !(s.high > s.low) {
+    if s.high.is_nan() || s.low.is_nan() || s.high <= s.low {
         return None;
     }
     // An equivalent error for the MDE and the runs needed: the interval's half-width over
