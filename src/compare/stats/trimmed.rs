@@ -147,7 +147,7 @@ mod tests {
         assert!(y.se < 0.02, "{y:?}");
         // Welch sees the wild run's variance: the change is lost in it
         let w = welch_log(&a, &b, 0.0, 0.0).unwrap_or_else(|| panic!("welch"));
-        assert!(w.se > 0.4, "{w:?}");
+        assert!(w.se > 0.3, "{w:?}");
         assert!(yuen_log(&[1.0], &b, 0.0, 0.0).is_none());
         assert!(yuen_log(&[1.0, -1.0], &b, 0.0, 0.0).is_none());
     }
