@@ -106,6 +106,49 @@ pub fn argmin_argmax(xs: &[f64]) -> Option<(usize, usize)> {
     Some((lo, hi))
 }
 
+/// The ratio of two positive quantities measured in several runs each (`num`, `den`: one
+/// value per run, ≥ 2 a side), with a `confidence` interval that holds both sides' run-to-run
+/// spread: the ratio of geometric means and Welch's t on the logarithms (to first order
+/// CV(ratio)² = CV(num)²/n + CV(den)²/m). Returns (ratio, low, high); `None` with fewer than
+/// 2 values a side or a value not positive and finite.
+pub fn run_ratio(num: &[f64], den: &[f64], confidence: f64) -> Option<(f64, f64, f64)> {
+    let logs = |v: &[f64]| -> Option<(f64, f64, f64)> {
+        if v.len() < 2 || !v.iter().all(|x| x.is_finite() && *x > 0.0) {
+            return None;
+        }
+        let n = v.len() as f64;
+        let m = v.iter().map(|x| x.ln()).sum::<f64>() / n;
+        let var = v.iter().map(|x| (x.ln() - m).powi(2)).sum::<f64>() / (n - 1.0);
+        Some((m, var / n, n))
+    };
+    let (ma, va, na) = logs(num)?;
+    let (mb, vb, nb) = logs(den)?;
+    let se = (va + vb).sqrt();
+    let denom = va * va / (na - 1.0) + vb * vb / (nb - 1.0);
+    let df = if denom > 0.0 {
+        ((va + vb).powi(2) / denom).max(1.0)
+    } else {
+        f64::INFINITY
+    };
+    let half = t_quantile(confidence, df) * se;
+    let d = ma - mb;
+    Some((d.exp(), (d - half).exp(), (d + half).exp()))
+}
+
+/// The two-sided quantile of Student's t for a `confidence` interval (0.9 → t₀.₉₅), the
+/// normal one above 1e5 degrees of freedom (where statrs is unreliable).
+pub fn t_quantile(confidence: f64, df: f64) -> f64 {
+    use statrs::distribution::{ContinuousCDF, Normal, StudentsT};
+    let p = 0.5 + confidence.clamp(0.0, 1.0 - 1e-12) / 2.0;
+    if !df.is_finite() || df > 1e5 {
+        return Normal::standard().inverse_cdf(p);
+    }
+    match StudentsT::new(0.0, 1.0, df.max(1.0)) {
+        Ok(t) => t.inverse_cdf(p),
+        Err(_) => Normal::standard().inverse_cdf(p),
+    }
+}
+
 /// Deterministic pseudo-random numbers (SplitMix64) with Box–Muller normals, for synthetic
 /// samples with known truth in tests and benches: reproducible from a seed, no dependency.
 /// Not for anything that must be unpredictable.
@@ -133,6 +176,23 @@ impl SplitMix64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn run_ratios_hold_both_sides_spread() {
+        // identical runs: the interval is the point
+        let (r, lo, hi) = run_ratio(&[2.0, 2.0], &[1.0, 1.0], 0.9).unwrap();
+        assert_eq!((r, lo, hi), (2.0, 2.0, 2.0));
+        // a noisy denominator widens the interval though the numerator is exact
+        let (r, lo, hi) = run_ratio(&[2.0, 2.0, 2.0], &[0.8, 1.25, 1.0], 0.9).unwrap();
+        assert!(
+            (r - 2.0).abs() < 1e-12 && lo < 1.6 && hi > 2.5,
+            "{r} {lo} {hi}"
+        );
+        assert!(run_ratio(&[1.0], &[1.0, 2.0], 0.9).is_none());
+        assert!(run_ratio(&[1.0, 0.0], &[1.0, 2.0], 0.9).is_none());
+        assert!((t_quantile(0.9, f64::INFINITY) - 1.6449).abs() < 1e-3);
+        assert!((t_quantile(0.9, 4.0) - 2.1318).abs() < 1e-3);
+    }
 
     #[test]
     fn known_values() {

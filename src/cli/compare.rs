@@ -146,6 +146,7 @@ impl From<&CompareArgs> for crate::compare::Request {
                     missing: a.allow_dropped.contains(&DroppedArg::Missing),
                 },
                 allow_low_power: a.allow_low_power,
+                allow_one_run: a.allow_one_run,
             },
             format: a.format.into(),
             out: a.out.clone(),
@@ -229,6 +230,11 @@ pub struct CompareArgs {
     /// the noise band (too few runs for the band).
     #[arg(long)]
     pub allow_low_power: bool,
+
+    /// Gate on one run a side anyway (refused by default, exit 2: one run cannot see the
+    /// run-to-run variance, so its verdicts hold within-run noise only).
+    #[arg(long)]
+    pub allow_one_run: bool,
 
     /// Compare even when the set-ups differ in a way that changes performance (CPU or GPU
     /// model, backend, MPI library, node count, emulated nodes, binding), metric definitions

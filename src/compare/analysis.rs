@@ -189,6 +189,10 @@ pub enum Basis {
     Paired,
     /// The one run of one side against a prediction interval from the other side's runs.
     Prediction,
+    /// One median per run, [`stats::RANK_MIN_RUNS`] or more runs a side, unpaired: the
+    /// Hodges–Lehmann shift of the log medians with its Moses interval and Mann–Whitney tests
+    /// (whole runs that switch phase cannot hide a change).
+    RunRanks,
 }
 
 impl Basis {
@@ -198,6 +202,7 @@ impl Basis {
             Basis::Runs => "runs",
             Basis::Paired => "paired",
             Basis::Prediction => "prediction",
+            Basis::RunRanks => "run_ranks",
         }
     }
 
@@ -206,7 +211,7 @@ impl Basis {
         match self {
             Basis::Batches => "samples",
             Basis::Paired => "pairs",
-            Basis::Runs | Basis::Prediction => "runs",
+            Basis::Runs | Basis::Prediction | Basis::RunRanks => "runs",
         }
     }
 }
@@ -342,6 +347,7 @@ impl Comparison {
     pub fn bases(&self) -> Vec<(Basis, usize)> {
         [
             Basis::Paired,
+            Basis::RunRanks,
             Basis::Runs,
             Basis::Prediction,
             Basis::Batches,

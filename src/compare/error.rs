@@ -1,6 +1,7 @@
 //! Why two sides cannot be compared: bad options or inputs, each message naming the option or
 //! run and the fix (exit code 2), or a failure while writing the report (exit code 4).
 
+use crate::compare::MIN_RUNS;
 use crate::exit::{EXIT_BAD_INPUT, EXIT_RUNTIME};
 use crate::results::io::{ResultsError, RESULTS_FILE};
 
@@ -49,6 +50,9 @@ pub enum CompareError {
     },
     #[error("--paired: the {} baseline and {} candidate runs were not collected alternately (as many a side, and in start-time order each baseline run next to a candidate run: A B A B or A B B A …), so there are no pairs; collect them alternately (ci/regression.sh does) or leave out --paired", .baseline, .candidate)]
     NotPaired { baseline: usize, candidate: usize },
+    /// A side of one run: its verdicts would hold no run-to-run variance.
+    #[error("one run a side cannot see run-to-run variance ({} baseline, {} candidate): two runs of one binary minutes apart differ by more than any band on a busy host (on a 2-core VM 28 % of runs sat in a phase 2× slower), and one run cannot tell such a run from a regression; give {MIN_RUNS} runs or more a side (`compare A1 A2 A3 -- B1 B2 B3`, collected alternately), or --baseline-history N with {MIN_RUNS} or more candidate runs; --fail-on never reports without gating, --allow-one-run gates anyway", crate::units::count(*.baseline, "run", "runs"), .candidate)]
+    OneRun { baseline: usize, candidate: usize },
     /// Too little power; `what` says how little and what would help.
     #[error("{what}; or pass --allow-low-power to report anyway")]
     LowPower { what: String },

@@ -16,6 +16,7 @@
 pub(crate) mod analysis;
 pub mod error;
 pub(crate) mod gate;
+pub(crate) mod identical;
 pub(crate) mod metric;
 pub(crate) mod provenance;
 pub(crate) mod render;
@@ -49,7 +50,13 @@ pub struct Options {
     pub allow_dropped: Dropped,
     /// Report (with a warning) instead of refusing when the median MDE exceeds the band.
     pub allow_low_power: bool,
+    /// Gate on fewer than [`MIN_RUNS`] runs a side anyway (with a warning).
+    pub allow_one_run: bool,
 }
+
+/// The fewest runs a side a gate accepts: with one, nothing sees the run-to-run variance
+/// (docs/compare.md, "One run a side").
+pub const MIN_RUNS: usize = 2;
 
 impl Default for Options {
     fn default() -> Self {
@@ -59,6 +66,7 @@ impl Default for Options {
             allow_mismatch: false,
             allow_dropped: Dropped::default(),
             allow_low_power: false,
+            allow_one_run: false,
         }
     }
 }
@@ -281,6 +289,22 @@ struct Loaded {
     warning: Option<String>,
     /// FNV-1a of the file's bytes (files read from disk): a copy has the same.
     hash: Option<u64>,
+    /// Fingerprint of its measurements ([`identical`]): a copy with its run id or stamps
+    /// edited has the same.
+    measured: Option<u64>,
+}
+
+impl Loaded {
+    fn new(file: ResultsFile, path: PathBuf, warning: Option<String>, hash: Option<u64>) -> Self {
+        let measured = identical::measurements_fingerprint(&file);
+        Loaded {
+            file,
+            path,
+            warning,
+            hash,
+            measured,
+        }
+    }
 }
 
 /// Reads a results file (or the one in a run directory). One typed parse in the common case;
@@ -295,24 +319,16 @@ fn load(path: &Path, allow_mismatch: bool) -> Result<Loaded, Error> {
     let bytes = crate::results::io::read_input_text(&file)?.into_bytes();
     let hash = Some(crate::params::fnv1a64(&bytes));
     match serde_json::from_slice::<ResultsFile>(&bytes) {
-        Ok(r) if READABLE_VERSIONS.contains(&r.format_version) => Ok(Loaded {
-            file: r,
-            path: file,
-            warning: None,
-            hash,
-        }),
+        Ok(r) if READABLE_VERSIONS.contains(&r.format_version) => {
+            Ok(Loaded::new(r, file, None, hash))
+        }
         Ok(r) if allow_mismatch => {
             let warning = Some(format!(
                 "{}: format_version {} is not one this scalebench reads ({READABLE_VERSIONS:?}); its fields parsed, so it is compared anyway (--allow-mismatch)",
                 file.display(),
                 r.format_version
             ));
-            Ok(Loaded {
-                file: r,
-                path: file,
-                warning,
-                hash,
-            })
+            Ok(Loaded::new(r, file, warning, hash))
         }
         _ => {
             let text = String::from_utf8(bytes).map_err(|e| ResultsError::Parse {
@@ -322,12 +338,7 @@ fn load(path: &Path, allow_mismatch: bool) -> Result<Loaded, Error> {
                 msg: format!("not UTF-8 text ({e}): is this a results.json?"),
             })?;
             let r = parse_results(&file, &text)?;
-            Ok(Loaded {
-                file: r,
-                path: file,
-                warning: None,
-                hash,
-            })
+            Ok(Loaded::new(r, file, None, hash))
         }
     }
 }
@@ -392,23 +403,17 @@ pub fn compare_paths(
     compare_loaded(b, c, options)
 }
 
-/// Compares two results files already in memory (`*_path` only name them in the report).
-pub fn compare_files(
-    baseline: ResultsFile,
-    baseline_path: &Path,
-    candidate: ResultsFile,
-    candidate_path: &Path,
+/// Compares runs already in memory, several a side (each with the path that names it in
+/// the report), exactly as [`compare_paths`] compares files: every check and refusal applies.
+pub fn compare_sets(
+    baseline: Vec<(ResultsFile, PathBuf)>,
+    candidate: Vec<(ResultsFile, PathBuf)>,
     options: &Options,
 ) -> Result<Report, Error> {
-    let wrap = |file, path: &Path| Loaded {
-        file,
-        path: path.to_path_buf(),
-        warning: None,
-        hash: None,
-    };
+    let wrap = |(file, path): (ResultsFile, PathBuf)| Loaded::new(file, path, None, None);
     compare_loaded(
-        vec![wrap(baseline, baseline_path)],
-        vec![wrap(candidate, candidate_path)],
+        baseline.into_iter().map(wrap).collect(),
+        candidate.into_iter().map(wrap).collect(),
         options,
     )
 }
@@ -458,7 +463,12 @@ fn compare_loaded(b: Vec<Loaded>, c: Vec<Loaded>, options: &Options) -> Result<R
     warnings.extend(unrepresentative_warnings("baseline", &b, &matched));
     warnings.extend(unrepresentative_warnings("candidate", &c, &matched));
     check_usable(&b, &c, &comparison, options)?;
-    warnings.extend(check_power(&comparison, options)?);
+    check_runs(&comparison, options)?;
+    let regressed = options
+        .fail_on
+        .exit_code(&comparison, options.allow_dropped)
+        == 1;
+    warnings.extend(check_power(&comparison, options, regressed)?);
     if comparison.runs_baseline.min(comparison.runs_candidate) < 2 {
         warnings.push(format!(
             "{} against {}: each case is judged on the batch samples of one run, so run-to-run variance is not in the intervals; for a regression gate give several runs a side (`compare A1 A2 A3 -- B1 B2 B3`)",
@@ -521,8 +531,9 @@ fn same_file(a: &Path, b: &Path) -> bool {
     }
 }
 
-/// Why two loaded runs are one input, if they are: the same file, the same run id, or
-/// identical bytes (a copy).
+/// Why two loaded runs are one input, if they are: the same file, the same run id,
+/// identical bytes (a copy), or identical measurements (a copy whose run id, path or stamps
+/// were edited: every case's samples bit for bit the same).
 fn same_input(x: &Loaded, y: &Loaded) -> Option<String> {
     if same_file(&x.path, &y.path) {
         Some("the same file".to_string())
@@ -530,6 +541,8 @@ fn same_input(x: &Loaded, y: &Loaded) -> Option<String> {
         Some(format!("the same run (run id {})", x.file.run.run_id))
     } else if x.hash.is_some() && x.hash == y.hash {
         Some("identical copies (same content)".to_string())
+    } else if x.measured.is_some() && x.measured == y.measured {
+        Some("identical measurements (every case's samples the same, bit for bit, whatever the run id or path says: a copy of one run)".to_string())
     } else {
         None
     }
@@ -578,10 +591,30 @@ fn check_pairing(b: &[&ResultsFile], c: &[&ResultsFile], options: &Options) -> R
     })
 }
 
+/// A gate on one run a side is refused (exit 2) unless it never fails or `--allow-one-run`:
+/// whatever its statistic, one run cannot tell a slow run (a VM phase, another job) from a
+/// regression, so a regression found would not hold and a pass would mean little.
+fn check_runs(cmp: &Comparison, options: &Options) -> Result<(), Error> {
+    let fewest = cmp.runs_baseline.min(cmp.runs_candidate);
+    if fewest >= MIN_RUNS || options.fail_on == FailOn::Never || options.allow_one_run {
+        return Ok(());
+    }
+    Err(Error::OneRun {
+        baseline: cmp.runs_baseline,
+        candidate: cmp.runs_candidate,
+    })
+}
+
 /// A gate whose median case cannot see a change the size of its band passes nearly
 /// anything: refused (exit 2) with the MDE and the runs a side that would reach the band,
-/// unless `--allow-low-power` (then a warning) or the gate never fails or has no band.
-fn check_power(cmp: &Comparison, options: &Options) -> Result<Option<String>, Error> {
+/// unless `--allow-low-power` (then a warning) or the gate never fails or has no band. A
+/// regression found all the same is reported (exit 1), the low power said as a warning: the
+/// band test's false-alarm bound does not depend on power, only a pass does.
+fn check_power(
+    cmp: &Comparison,
+    options: &Options,
+    regressed: bool,
+) -> Result<Option<String>, Error> {
     let noise = options.settings.noise;
     let Some((mde, case)) = cmp.median_mde() else {
         return Ok(None);
@@ -619,6 +652,11 @@ fn check_power(cmp: &Comparison, options: &Options) -> Result<Option<String>, Er
     );
     if options.allow_low_power {
         return Ok(Some(format!("{what} (--allow-low-power: reported anyway)")));
+    }
+    if regressed {
+        return Ok(Some(format!(
+            "{what} (a regression was found all the same, so it is reported: a pass would have meant little)"
+        )));
     }
     Err(Error::LowPower { what })
 }

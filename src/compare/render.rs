@@ -86,7 +86,11 @@ fn methods(c: &Comparison) -> String {
                 c.runs_baseline
             ),
             Basis::Runs => format!(
-                "Runs ({n} cases): {} baseline, {} candidate runs, one median per run; change = geometric mean of the candidate's run medians / the baseline's − 1, {conf} interval from Welch t on the log run medians (run-to-run variance is in it)",
+                "Runs ({n} cases): {} baseline, {} candidate runs, one median per run; change = trimmed mean of the candidate's log run medians against the baseline's, {conf} interval from Yuen's trimmed t (20 % of runs cut at each end from 10 runs a side, Welch's t below; run-to-run variance is in it)",
+                c.runs_baseline, c.runs_candidate
+            ),
+            Basis::RunRanks => format!(
+                "Run ranks ({n} cases): {} baseline, {} candidate runs, one median per run; change = Hodges–Lehmann shift of the log run medians, {conf} Moses interval and Mann–Whitney tests from the same ranks (a phase of slow runs cannot hide a change)",
                 c.runs_baseline, c.runs_candidate
             ),
             Basis::Prediction => format!(
@@ -644,12 +648,14 @@ fn json_settings(r: &Report) -> JsonSettings {
             Basis::Runs => "welch_t_log_run_medians",
             Basis::Prediction => "t_prediction_interval",
             Basis::Batches => "mann_whitney_u",
+            Basis::RunRanks => "mann_whitney_log_run_medians",
         }),
         interval: per_basis(c, |b| match b {
             Basis::Paired => "paired_t_log_ratios",
             Basis::Runs => "welch_t_log_run_medians",
             Basis::Prediction => "t_prediction_interval",
             Basis::Batches => "exact_bootstrap_median_log_student_t",
+            Basis::RunRanks => "hodges_lehmann_moses_log_run_medians",
         }),
         bases: c.bases().into_iter().map(|(b, n)| (b.name(), n)).collect(),
         mde_power: MDE_POWER,

@@ -24,19 +24,23 @@
 //!   Benjamini–Hochberg corrections rests on it, not on the interval.
 
 // One file per job: the median's bootstrap interval here, run-level changes on the log scale
-// ([`runs`]), the band test and the power it has ([`band`]), Mann–Whitney ([`rank`]) and the
+// ([`runs`]; trimmed so one wild run cannot overturn them: [`trimmed`]), the band test and the power it has ([`band`]), Mann–Whitney ([`rank`]) and the
 // correction over the cases ([`correction`]). Callers see one flat module.
 mod band;
 mod correction;
 mod rank;
 mod runs;
+mod shift;
 #[cfg(test)]
 mod tests;
+mod trimmed;
 
 pub use band::*;
 pub use correction::*;
 pub use rank::*;
 pub use runs::*;
+pub use shift::*;
+pub use trimmed::*;
 
 use crate::stats::quantile_sorted;
 use statrs::distribution::{ContinuousCDF, Normal, StudentsT};

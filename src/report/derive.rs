@@ -7,6 +7,11 @@
 
 use crate::stats;
 
+// Ratios and efficiencies with their uncertainty (both sides' spread, every run) live in
+// their own file.
+mod uncertain;
+pub(crate) use uncertain::*;
+
 /// The definitions of every derived figure, as (term, definition) pairs, for the report.
 pub(crate) const DEFINITIONS: &[(&str, &str)] = &[
     (

@@ -349,7 +349,7 @@ fn paired_stats(
         run_values("candidate", &pc, metric)?,
     );
     let (xb, xc) = (values(&vb), values(&vc));
-    let l = stats::paired_log(&xb, &xc, max_res(&vb), max_res(&vc)).ok_or(
+    let l = stats::trimmed_paired_log(&xb, &xc, max_res(&vb), max_res(&vc)).ok_or(
         StatsError::RunMedianNotPositive {
             metric: metric.name(),
         },
@@ -371,7 +371,8 @@ fn paired_stats(
     Ok(Ok((s, note)))
 }
 
-/// Unpaired run-level statistics: one median per run, Welch's t on their logarithms.
+/// Unpaired run-level statistics: one median per run, Yuen's trimmed t on their logarithms
+/// (Welch's with fewer than 5 runs a side).
 fn run_stats(
     b: &[Rec<'_>],
     c: &[Rec<'_>],
@@ -383,7 +384,12 @@ fn run_stats(
         run_values("candidate", c, metric)?,
     );
     let (xb, xc) = (values(&vb), values(&vc));
-    let l = stats::welch_log(&xb, &xc, max_res(&vb), max_res(&vc)).ok_or(
+    if xb.len().min(xc.len()) >= stats::RANK_MIN_RUNS {
+        if let Some(s) = rank_stats(&xb, &xc, metric, ctx) {
+            return Ok(s);
+        }
+    }
+    let l = stats::yuen_log(&xb, &xc, max_res(&vb), max_res(&vc)).ok_or(
         StatsError::RunMedianNotPositive {
             metric: metric.name(),
         },
@@ -396,6 +402,59 @@ fn run_stats(
         (geomean(&xb), geomean(&xc)),
         ctx,
     )
+}
+
+/// The rank basis ([`stats::log_shift`]): `None` when a value is not positive or the
+/// interval has no width (identical run medians on a coarse clock: the t statistics floor
+/// the error at the timer's resolution instead).
+fn rank_stats(xb: &[f64], xc: &[f64], metric: Metric, ctx: &Ctx<'_>) -> Option<CaseStats> {
+    let ok = |v: &[f64]| v.iter().all(|x| x.is_finite() && *x > 0.0);
+    if !ok(xb) || !ok(xc) {
+        return None;
+    }
+    let (lb, lc): (Vec<f64>, Vec<f64>) = (
+        xb.iter().map(|x| x.ln()).collect(),
+        xc.iter().map(|x| x.ln()).collect(),
+    );
+    let cdf = stats::mann_whitney_exact_cdf(lb.len(), lc.len());
+    let n = ctx.settings.noise;
+    let conf = ctx.settings.confidence;
+    let s = stats::log_shift(&lb, &lc, &cdf, conf, (1.0 - n).ln(), (1.0 + n).ln())?;
+    if s.high.is_nan() || s.low.is_nan() || s.high <= s.low {
+        return None;
+    }
+    // An equivalent error for the MDE and the runs needed: the interval's half-width over
+    // the normal quantile (∞ when the runs are too few for an interval).
+    let se = (s.high - s.low) / (2.0 * stats::t_quantile(conf, f64::INFINITY));
+    let m = xb.len().min(xc.len()) as f64;
+    Some(CaseStats {
+        metric,
+        basis: Basis::RunRanks,
+        n_baseline: xb.len(),
+        n_candidate: xc.len(),
+        change: MedianChange {
+            median_a: geomean(xb),
+            median_b: geomean(xc),
+            change: s.d.exp() - 1.0,
+            ci_low: s.low.exp() - 1.0,
+            ci_high: s.high.exp() - 1.0,
+            se_log: se,
+            df: (xb.len() + xc.len() - 2) as f64,
+        },
+        p_value: s.p_point,
+        p_exact: true,
+        p_adjusted: s.p_point,
+        p_band: s.p_band,
+        p_band_adjusted: s.p_band,
+        mde: 0.0,
+        units_needed: None,
+        sd_unit: se * (m / 2.0).sqrt(),
+        floored: false,
+        headline_baseline: None,
+        headline_candidate: None,
+        frac_peak_baseline: None,
+        frac_peak_candidate: None,
+    })
 }
 
 /// One side measured the case in one run only, the other in several: the single run's
@@ -576,7 +635,15 @@ fn batch_stats(
     }
     let cdf = tables.mw.get(&(nb, nc)).map(Vec::as_slice);
     let mw = stats::mann_whitney(&sb, &sc, cdf).ok_or(StatsError::Empty)?;
-    let p_band = mw_band_p(&sb, &sc, metric, settings.noise, cdf).ok_or(StatsError::Empty)?;
+    // The band test uses the interval's own statistic (the bootstrap error, t with the same
+    // degrees of freedom), so a case is beyond the band exactly when its printed interval is:
+    // a rank test on shifted samples could call "regressed" a case whose interval spanned
+    // both sides (seen: −80.4 % [−99.5 %, +750 %]).
+    let hib = metric.higher_is_better();
+    let d = (1.0 + change.change).ln();
+    let (worse, better) = stats::band_edges(settings.noise, hib);
+    let w = if hib { -d } else { d };
+    let (_, _, p_band) = stats::band_test(w, change.se_log, change.df, worse, better);
     Ok(CaseStats {
         metric,
         basis: Basis::Batches,
@@ -597,39 +664,4 @@ fn batch_stats(
         frac_peak_baseline: None,
         frac_peak_candidate: None,
     })
-}
-
-/// The band test on batch samples: Mann–Whitney of the baseline against the candidate moved
-/// back by the band's edge (÷ the edge ratio), one-sided toward that edge, for each edge;
-/// p = min(1, 2·min). Valid for a shift of the distribution anywhere inside the band.
-fn mw_band_p(a: &[f64], b: &[f64], metric: Metric, noise: f64, cdf: Option<&[f64]>) -> Option<f64> {
-    let hib = metric.higher_is_better();
-    // The candidate/baseline ratio at the worse and the better edge.
-    let (worse, better) = if hib {
-        (1.0 - noise, 1.0 + noise)
-    } else {
-        (1.0 + noise, 1.0 - noise)
-    };
-    let half = (a.len() * b.len()) as f64 / 2.0;
-    let one_sided = |edge: f64, toward_worse: bool| -> Option<f64> {
-        let moved: Vec<f64> = b.iter().map(|x| x / edge).collect();
-        let mw = stats::mann_whitney(a, &moved, cdf)?;
-        // u_b > half: the candidate tends to be larger
-        let larger = mw.u_b > half;
-        let toward = if mw.u_b == half {
-            false
-        } else if toward_worse {
-            larger != hib
-        } else {
-            larger == hib
-        };
-        Some(if toward {
-            mw.p_two_sided / 2.0
-        } else {
-            1.0 - mw.p_two_sided / 2.0
-        })
-    };
-    let pw = one_sided(worse, true)?;
-    let pb = one_sided(better, false)?;
-    Some((2.0 * pw.min(pb)).min(1.0))
 }

@@ -65,7 +65,7 @@ pub struct RatioGroup {
 }
 
 /// Headline times of every ok measurement of each case id across the inputs (repeated runs).
-type RunTimes<'s> = HashMap<&'s str, Vec<f64>>;
+pub(super) type RunTimes<'s> = HashMap<&'s str, Vec<f64>>;
 
 struct RatioGroupSeed {
     kind: RatioKind,
@@ -87,6 +87,20 @@ impl<'a> Analysis<'a> {
         let mut groups = Pending::new();
         self.topology_pairs(&mut groups);
         self.binding_pairs(&mut groups);
+        let runs = self.run_times();
+        groups
+            .into_values()
+            .map(|(seed, rows)| {
+                let mut g = self.ratio_group(seed, rows, charted, wl_varying, &runs);
+                (g.runs, g.run_spread) = self.run_spread(&g.rows, &runs);
+                g
+            })
+            .collect()
+    }
+
+    /// Headline times of every ok measurement of each case id across the inputs (repeated
+    /// runs), so that a ratio or an efficiency is judged on every run given.
+    pub(super) fn run_times(&self) -> RunTimes<'a> {
         let mut runs = RunTimes::new();
         for c in self.sources.iter().flat_map(|s| &s.file.cases) {
             if let Some(t) = c.timing.as_ref().filter(|t| t.time_s > 0.0) {
@@ -95,14 +109,7 @@ impl<'a> Analysis<'a> {
                 }
             }
         }
-        groups
-            .into_values()
-            .map(|(seed, rows)| {
-                let mut g = self.ratio_group(seed, rows, charted, wl_varying);
-                (g.runs, g.run_spread) = self.run_spread(&g.rows, &runs);
-                g
-            })
-            .collect()
+        runs
     }
 
     /// The most runs of one case of `rows`, and the largest run-to-run spread among them.
@@ -206,15 +213,34 @@ impl<'a> Analysis<'a> {
         mut rows: Vec<RatioRow>,
         charted: &BTreeSet<CaseParams2>,
         wl_varying: &BTreeMap<Workload, BTreeSet<ParamKey>>,
+        runs: &RunTimes<'_>,
     ) -> RatioGroup {
         rows.sort_by_key(|r| r.bytes);
         let charted = charted.contains(&CaseParams2(variant_key(&seed.key).canonical()));
-        // Every size is called from its interval, so every group's intervals are computed.
+        // Every size is called from its interval, so every group's intervals are computed:
+        // from every run of both cases when each has several (run-to-run variance in it, the
+        // newest run not deciding alone), else from the one run's sample pairs.
         for r in &mut rows {
             let (a, b) = (&self.entries[r.num], &self.entries[r.den]);
-            r.interval = samples(a)
-                .zip(samples(b))
-                .and_then(|(x, y)| derive::ratio_interval(x, y));
+            let times = |e: &Entry<'_>| runs.get(e.case.id.as_str()).cloned().unwrap_or_default();
+            let est = derive::ratio_estimate(
+                &times(a),
+                &times(b),
+                samples(a),
+                samples(b),
+                (
+                    a.time_s().unwrap_or(f64::NAN),
+                    b.time_s().unwrap_or(f64::NAN),
+                ),
+            );
+            if let Some(e) = est.filter(|e| e.runs >= 2) {
+                r.ratio = e.ratio;
+                r.interval = Some((e.low, e.high));
+            } else {
+                r.interval = samples(a)
+                    .zip(samples(b))
+                    .and_then(|(x, y)| derive::ratio_interval(x, y));
+            }
             r.call = derive::size_call(r.ratio, r.interval, self.options.tie_band);
         }
         let decision = derive::decide(&rows.iter().map(|r| (r.ratio, r.call)).collect::<Vec<_>>());

@@ -6,7 +6,7 @@ use super::label::{describe, style_label, variant_label};
 use super::palette::{style_key, Layout, StyleKey};
 use super::Analysis;
 use crate::params::{ParamKey, Scaling, Workload};
-use crate::report::derive::{self, Scaled, ScalingKind};
+use crate::report::derive::{self, RatioEstimate, Scaled, ScalingKind};
 use crate::report::model::{self, FitError, ScaleModel, ScalePoint};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -20,6 +20,10 @@ pub struct ScaleSeries {
     /// Measured entries, by device count; the first is the baseline.
     pub points: Vec<usize>,
     pub scaled: Vec<Scaled>,
+    /// Each point's efficiency with its interval from the baseline's and the point's spread
+    /// (every run when each has several): [`derive::ratio_estimate`] scaled by p0 / p for
+    /// strong scaling. With several runs `scaled` holds the same all-run figures.
+    pub efficiency: Vec<Option<RatioEstimate>>,
     pub charted: bool,
 }
 
@@ -53,6 +57,7 @@ impl<'a> Analysis<'a> {
         wl_varying: &BTreeMap<Workload, BTreeSet<ParamKey>>,
     ) -> Vec<ScaleSeries> {
         let mut out = Vec::new();
+        let runs = self.run_times();
         for (key, family, _, mut idx) in
             self.layout_groups(|e| !e.params().workload.is_collective(), false)
         {
@@ -89,6 +94,7 @@ impl<'a> Analysis<'a> {
             if scaled.len() != idx.len() {
                 continue;
             }
+            let (scaled, efficiency) = self.efficiency_estimates(kind, &idx, scaled, &runs);
             let mut label = describe(&key, &label_keys);
             if label.is_empty() {
                 label = variant_label(&key);
@@ -101,9 +107,64 @@ impl<'a> Analysis<'a> {
                 kind,
                 points: idx,
                 scaled,
+                efficiency,
             });
         }
         out
+    }
+
+    /// Every point's efficiency against the series' baseline (`idx[0]`) with its interval;
+    /// with several runs of both, the all-run figures replace the newest run's in `scaled`.
+    fn efficiency_estimates(
+        &self,
+        kind: ScalingKind,
+        idx: &[usize],
+        mut scaled: Vec<Scaled>,
+        runs: &super::ratio::RunTimes<'_>,
+    ) -> (Vec<Scaled>, Vec<Option<RatioEstimate>>) {
+        let base = &self.entries[idx[0]];
+        let p0 = f64::from(base.layout().devices());
+        let times =
+            |e: &super::Entry<'_>| runs.get(e.case.id.as_str()).cloned().unwrap_or_default();
+        let samples = |e: &super::Entry<'a>| e.case.timing.as_ref().map(|t| t.samples_s.as_slice());
+        let est = idx
+            .iter()
+            .zip(scaled.iter_mut())
+            .map(|(&i, sc)| {
+                let e = &self.entries[i];
+                let headline = (
+                    base.time_s().unwrap_or(f64::NAN),
+                    e.time_s().unwrap_or(f64::NAN),
+                );
+                let r = derive::ratio_estimate(
+                    &times(base),
+                    &times(e),
+                    samples(base),
+                    samples(e),
+                    headline,
+                )?;
+                // E = T0/T (weak) or (p0/p)·T0/T (strong)
+                let f = match kind {
+                    ScalingKind::Weak => 1.0,
+                    ScalingKind::Strong => p0 / f64::from(e.layout().devices()),
+                };
+                let eff = RatioEstimate {
+                    ratio: r.ratio * f,
+                    low: r.low * f,
+                    high: r.high * f,
+                    runs: r.runs,
+                };
+                if r.runs >= 2 {
+                    sc.efficiency = eff.ratio;
+                    sc.speedup = match kind {
+                        ScalingKind::Strong => r.ratio,
+                        ScalingKind::Weak => sc.ideal_speedup * eff.ratio,
+                    };
+                }
+                Some(eff)
+            })
+            .collect();
+        (scaled, est)
     }
 
     pub(super) fn collective_scaling(

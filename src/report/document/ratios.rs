@@ -163,6 +163,8 @@ struct Cited {
     num: String,
     den: String,
     runs: usize,
+    /// Sizes (or GEMM cases) compared: "at every size" only when every one of them was decided.
+    sizes: usize,
     concerns: BTreeSet<String>,
 }
 
@@ -200,12 +202,26 @@ impl Cited {
                 .text(")"),
             Decision::Uniform(r) => {
                 let s = s.text(format!("{}{}", self.side(r.call), faster(r.call)));
-                let s = if self.sized && r.n > 1 {
+                // "At every size" only when no size was unclear: a size whose interval
+                // crossed 1 was skipped by the decision, not won.
+                let s = if self.sized && r.n > 1 && r.n == self.sizes {
                     s.text(" at every size (")
                         .fig("smallest S")
                         .text(" – ")
                         .fig("largest S")
                         .text("), ")
+                } else if self.sized && r.n < self.sizes {
+                    s.text(" at ")
+                        .fig(if r.call == SizeCall::First {
+                            "favour first"
+                        } else {
+                            "favour second"
+                        })
+                        .text(" of ")
+                        .fig("sizes")
+                        .text(" sizes (")
+                        .fig("unclear")
+                        .text(" unclear: their interval crosses 1), ")
                 } else {
                     s.text(", ")
                 };
@@ -240,7 +256,7 @@ impl Cited {
                 .fig("unclear")
                 .text(" unclear)"),
             Decision::Inconclusive { .. } => s
-                .text("inconclusive, too noisy: ")
+                .text("winner unclear, too noisy: ")
                 .fig("unclear")
                 .text(" of ")
                 .fig("sizes")
@@ -324,6 +340,7 @@ fn decisions_table(groups: &[&RatioGroup]) -> (Table, Vec<Cited>) {
                 num: g.num_label.clone(),
                 den: g.den_label.clone(),
                 runs: g.runs,
+                sizes: rows.len(),
                 concerns: g.concerns.clone(),
             });
         }

@@ -9,7 +9,7 @@ use crate::present::doc::{text, Doc, Span};
 use crate::present::table::{Cell, NumFmt, Table};
 use crate::report::analyze::{kinds_text, Analysis, CollScale, ScaleSeries};
 use crate::report::ceilings as ceil;
-use crate::report::derive::ScalingKind;
+use crate::report::derive::{self, ScalingKind};
 use crate::report::plot::{Figure, FigureKind};
 
 pub(super) fn scaling(doc: &mut Doc, a: &Analysis<'_>, figs: &[Figure], found: &mut Findings) {
@@ -85,13 +85,19 @@ fn gemm_series_table(
         "speedup",
         "ideal speedup",
         "efficiency",
+        "efficiency low",
+        "efficiency high",
+        "runs",
         "GFLOP/s per device",
         "GFLOP/s per device / ceiling",
         "GFLOP/s aggregate",
         "cv",
     ]);
-    for (&i, sc) in s.points.iter().zip(&s.scaled) {
+    for ((&i, sc), est) in s.points.iter().zip(&s.scaled).zip(&s.efficiency) {
         let e = &a.entries[i];
+        let (lo, hi, runs) = est.map_or((None, None, None), |x| {
+            (Some(x.low), Some(x.high), Some(x.runs as u64))
+        });
         t.push(vec![
             Cell::text(e.layout().label()),
             Cell::UInt(u64::from(e.layout().nodes)),
@@ -100,40 +106,87 @@ fn gemm_series_table(
             Cell::num(sc.speedup, NumFmt::Fixed(3)),
             Cell::num(sc.ideal_speedup, NumFmt::Fixed(3)),
             Cell::num(sc.efficiency, NumFmt::Fixed(3)),
+            Cell::opt(lo, NumFmt::Fixed(3)),
+            Cell::opt(hi, NumFmt::Fixed(3)),
+            runs.map_or(Cell::Empty, Cell::UInt),
             Cell::opt(e.case.gflops, NumFmt::Measured(e.digits())),
             ceil::frac_cell(e, ceil::GFLOPS),
             Cell::opt(e.case.gflops_total, NumFmt::Measured(e.digits())),
             Cell::opt(e.spread.map(|x| x.cv), NumFmt::Percent),
         ]);
     }
-    let mut list = Vec::new();
-    if s.charted && t.rows.len() >= 2 {
-        let last = t.rows.len() - 1;
-        let caveat = series_caveat(a, &s.points);
-        list.push(
-            Sentence::new(&t, last)
-                .text(format!("{kind} scaling efficiency "))
-                .fig("efficiency")
-                .text(" at ")
-                .fig("devices")
-                .text(format!(
-                    " devices (layout {}, {}), against {}{caveat}.",
-                    a.entries[s.points[last]].layout().label(),
-                    s.family.label(),
-                    crate::present::count(base.layout().devices() as usize, "device", "devices")
-                ))
-                .done(
-                    format!("{} {}", s.workload, s.label),
-                    chart_of(figs, FigureKind::Scaling, s.workload),
-                    section,
-                )
-                .about(s.workload),
-        );
-    }
+    let list = efficiency_finding(a, s, &t, figs, section, kind);
     found.cite(doc.table(t, &format!("scaling_{}", s.workload), None), list);
     if let Some(n) = ceil::unknown_note(s.points.iter().map(|&i| &a.entries[i]), ceil::GFLOPS) {
         doc.prose(&n);
     }
+}
+
+/// The efficiency at the largest count, with its interval from both cases' spread: sub- or
+/// superlinear when the whole interval lies on one side of 1 (superlinear with its likely
+/// cause), no finding when the interval holds 1 (indistinguishable from ideal: noise).
+fn efficiency_finding(
+    a: &Analysis<'_>,
+    s: &ScaleSeries,
+    t: &Table,
+    figs: &[Figure],
+    section: &str,
+    kind: &str,
+) -> Vec<Finding> {
+    let last = t.rows.len().saturating_sub(1);
+    let Some(est) = s.efficiency.get(last).copied().flatten() else {
+        return Vec::new();
+    };
+    if !s.charted || t.rows.len() < 2 {
+        return Vec::new();
+    }
+    let call = derive::efficiency_call(est.low, est.high);
+    if call == derive::EfficiencyCall::WithinNoise {
+        return Vec::new();
+    }
+    let base = &a.entries[s.points[0]];
+    let case = &a.entries[s.points[last]];
+    let caveat = series_caveat(a, &s.points);
+    let from = if est.runs >= 2 {
+        format!("every run ({} a case)", est.runs)
+    } else {
+        "both cases' samples (p5–p95 of their pairwise ratios; one run each)".to_string()
+    };
+    let mut sentence = Sentence::new(t, last)
+        .text(format!("{kind} scaling efficiency "))
+        .fig("efficiency")
+        .text(" at ")
+        .fig("devices")
+        .text(format!(
+            " devices (layout {}, {}), against {}{caveat}; interval ",
+            case.layout().label(),
+            s.family.label(),
+            crate::present::count(base.layout().devices() as usize, "device", "devices")
+        ))
+        .fig("efficiency low")
+        .text(" – ")
+        .fig("efficiency high")
+        .text(format!(" from {from}"));
+    if call == derive::EfficiencyCall::Superlinear {
+        let cv = |e: &crate::report::analyze::Entry<'_>| e.spread.map_or(0.0, |x| x.cv);
+        let sk = if kind == "strong" {
+            ScalingKind::Strong
+        } else {
+            ScalingKind::Weak
+        };
+        sentence = sentence.text(format!(
+            ": superlinear beyond its interval; likely cause: {}",
+            derive::superlinear_cause(sk, cv(base), cv(case))
+        ));
+    }
+    vec![sentence
+        .text(".")
+        .done(
+            format!("{} {}", s.workload, s.label),
+            chart_of(figs, FigureKind::Scaling, s.workload),
+            section,
+        )
+        .about(s.workload)]
 }
 
 /// ` (caveat: ...)` when included entries are not representative.
