@@ -282,6 +282,7 @@ mod tests {
             runs_candidate: 1,
             paired: false,
             across_setups: false,
+            set_apart: Vec::new(),
             tested: 0,
         }
     }
