@@ -24,7 +24,7 @@ pub mod stats;
 
 pub use analysis::{
     collected_alternately, compare, compare_runs, Basis, CaseComparison, Comparison, Pairing,
-    Settings, Verdict, DEFAULT_NOISE, MDE_POWER,
+    SetApart, Settings, Verdict, DEFAULT_NOISE, MDE_POWER,
 };
 pub use error::CompareError;
 pub use gate::{DropKind, Dropped, FailOn, Report, Side};

@@ -1705,7 +1705,10 @@ fn low_power_reports_a_regression_it_found_and_refuses_a_pass() {
         all.contains("too little power") && all.contains("found all the same"),
         "{all}"
     );
-    assert!(all.contains("runs a side") && !all.contains("samples a side"), "{all}");
+    assert!(
+        all.contains("runs a side") && !all.contains("samples a side"),
+        "{all}"
+    );
 
     let r = compared("x1.3", 1.3);
     r.assert_code(2);

@@ -2,10 +2,10 @@
 //! computed on all cores, both p-values corrected over the cases, each case judged, set-ups
 //! named and the cases put in display order.
 
-use super::screen;
 use super::case_stats::{
     case_stats, op_resolution_s, sample_count, Ctx, Judged, Rec, SideCase, StatsError, Tables,
 };
+use super::screen;
 use super::{
     Basis, CaseComparison, CaseStats, Comparison, Pairing, Settings, Verdict, MAX_UNITS_NEEDED,
     MDE_POWER,

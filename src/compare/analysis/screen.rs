@@ -18,11 +18,11 @@ use crate::stats::median;
 use std::collections::HashMap;
 
 /// Fewest runs a side for the screen (a median and a spread of offsets need three).
-pub const MIN_RUNS: usize = 3;
+pub(crate) const MIN_RUNS: usize = 3;
 /// Robust standard deviations beyond which a run's offset is far off.
-pub const Z: f64 = 5.0;
+pub(crate) const Z: f64 = 5.0;
 /// Smallest whole-run factor ever set apart: closer runs are ordinary run-to-run variance.
-pub const MIN_FACTOR: f64 = 1.10;
+pub(crate) const MIN_FACTOR: f64 = 1.10;
 /// Fewest cases a run's offset is taken over.
 const MIN_CASES: usize = 3;
 
