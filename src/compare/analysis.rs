@@ -27,13 +27,11 @@ use crate::results::schema::CaseStatus;
 // the correction, the verdicts) are separate jobs; they live in their own files.
 mod assemble;
 mod case_stats;
-mod screen;
 #[cfg(test)]
 mod tests;
 
 pub(crate) use assemble::unusable;
 pub use assemble::{collected_alternately, compare, compare_runs};
-pub use screen::SetApart;
 
 /// Power at which the minimum detectable effect is computed.
 pub const MDE_POWER: f64 = 0.8;
@@ -329,9 +327,6 @@ pub struct Comparison {
     /// Set when set-ups that change performance were compared anyway (`--allow-mismatch`):
     /// every verdict crosses set-ups.
     pub across_setups: bool,
-    /// Whole runs set apart before judging (unpaired only): far off the other runs of their
-    /// side at every case (see `screen.rs`). `runs_baseline`/`runs_candidate` count the rest.
-    pub set_apart: Vec<SetApart>,
 }
 
 impl Comparison {

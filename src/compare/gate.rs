@@ -282,7 +282,6 @@ mod tests {
             runs_candidate: 1,
             paired: false,
             across_setups: false,
-            set_apart: Vec::new(),
             tested: 0,
         }
     }

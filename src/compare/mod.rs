@@ -24,7 +24,7 @@ pub mod stats;
 
 pub use analysis::{
     collected_alternately, compare, compare_runs, Basis, CaseComparison, Comparison, Pairing,
-    SetApart, Settings, Verdict, DEFAULT_NOISE, MDE_POWER,
+    Settings, Verdict, DEFAULT_NOISE, MDE_POWER,
 };
 pub use error::CompareError;
 pub use gate::{DropKind, Dropped, FailOn, Report, Side};
@@ -453,27 +453,6 @@ fn compare_loaded(b: Vec<Loaded>, c: Vec<Loaded>, options: &Options) -> Result<R
     check_pairing(&bf, &cf, options)?;
     let mut comparison = compare_runs(&bf, &cf, &options.settings);
     comparison.across_setups = !blocking.is_empty();
-    for a in &comparison.set_apart {
-        warnings.push(format!(
-            "{} run {} set apart: {} than the side's other runs at its median case (a whole run off: another job, a slow phase of the machine); the side is judged on its other {}",
-            a.side,
-            a.run_id,
-            if a.factor >= 1.0 {
-                format!("{:.2}× slower", a.factor)
-            } else {
-                format!("{:.2}× faster", 1.0 / a.factor)
-            },
-            crate::units::count(
-                if a.side == "baseline" {
-                    comparison.runs_baseline
-                } else {
-                    comparison.runs_candidate
-                },
-                "run",
-                "runs"
-            )
-        ));
-    }
     check_matched(&b, &c, &comparison)?;
     let matched: HashSet<&str> = comparison
         .cases

@@ -468,13 +468,6 @@ struct JsonReport<'a> {
 }
 
 #[derive(Serialize)]
-struct JsonSetApart {
-    side: &'static str,
-    run_id: String,
-    factor: f64,
-}
-
-#[derive(Serialize)]
 struct JsonSettings {
     metric: &'static str,
     /// Half-width of the noise band, as a fraction.
@@ -489,9 +482,6 @@ struct JsonSettings {
     runs_candidate: usize,
     /// True when set-ups that change performance were compared anyway (`--allow-mismatch`).
     across_setups: bool,
-    /// Whole runs set apart before judging, far off the other runs of their side at every
-    /// case: `{side, run_id, factor}` (factor: times slower than the side's typical run).
-    set_apart: Vec<JsonSetApart>,
     /// `--pairing` asked for (`auto`, `paired`, `unpaired`), and whether runs were paired.
     pairing: &'static str,
     paired: bool,
@@ -651,15 +641,6 @@ fn json_settings(r: &Report) -> JsonSettings {
         runs_baseline: c.runs_baseline,
         runs_candidate: c.runs_candidate,
         across_setups: c.across_setups,
-        set_apart: c
-            .set_apart
-            .iter()
-            .map(|a| JsonSetApart {
-                side: a.side,
-                run_id: a.run_id.clone(),
-                factor: a.factor,
-            })
-            .collect(),
         pairing: s.pairing.name(),
         paired: c.paired,
         test: per_basis(c, |b| match b {

@@ -50,8 +50,10 @@ pub enum HistoryError {
     Corrupt { path: PathBuf },
     #[error("{}: {what}, not a history index (an SQLite file): give --db a file of its own, e.g. {}; scalebench never moves, replaces or reads as an index what is not one", crate::units::path_text(.path), DEFAULT_DB)]
     NotAnIndex { path: PathBuf, what: String },
-    #[error("{}: the index has schema version {found}, newer than this scalebench reads (1): use a newer scalebench, or index into another --db", .path.display())]
+    #[error("{}: the index has schema version {found}, newer than this scalebench reads ({}): use a newer scalebench, or index into another --db", .path.display(), store::SCHEMA_VERSION)]
     NewerSchema { path: PathBuf, found: i64 },
+    #[error("{}: the index has schema version {found}, older than this scalebench's ({}): `scalebench history ingest DIR… --db {}` moves it aside (kept as <db>.old-<stamp>) and rebuilds it from the trees it indexed (reading commands leave it as it is)", .path.display(), store::SCHEMA_VERSION, .path.display())]
+    OlderSchema { path: PathBuf, found: i64 },
     #[error("{}: SQLite would not set journal mode {wanted} (it kept {got}): another process holds the index open in another mode; retry when it ends", .path.display())]
     JournalMode {
         path: PathBuf,

@@ -24,7 +24,7 @@ use std::time::Duration;
 /// 2: files are keyed by the hash of their canonical JSON (`bytes_sha256` keeps the bytes'
 /// hash for the quick skip), and the set-up names the backend, GPU model, libraries and the
 /// stand-in flag. An index of version 1 is moved aside and rebuilt from its trees.
-const SCHEMA_VERSION: i64 = 2;
+pub(crate) const SCHEMA_VERSION: i64 = 2;
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS source_file(
@@ -458,6 +458,11 @@ pub fn open_for_read(db: &Path) -> Result<Connection, HistoryError> {
     if version != SCHEMA_VERSION {
         return Err(if version > SCHEMA_VERSION {
             HistoryError::NewerSchema {
+                path: db.to_path_buf(),
+                found: version,
+            }
+        } else if version >= 1 {
+            HistoryError::OlderSchema {
                 path: db.to_path_buf(),
                 found: version,
             }

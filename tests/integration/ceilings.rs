@@ -429,6 +429,8 @@ fn no_ceilings_records_none_and_says_so_and_files_without_them_still_report_and_
                 "json",
                 // two samples a side: too few for the gate, enough to show the fractions
                 "--allow-low-power",
+                // one run a side: this test is about the fractions shown, not the gate
+                "--allow-one-run",
             ])
             .output()
             .unwrap(),
@@ -476,7 +478,13 @@ fn no_ceilings_records_none_and_says_so_and_files_without_them_still_report_and_
     for (a, b) in [(&with, &without), (&without, &with)] {
         let ran = common::Ran::raw(
             std::process::Command::new(bin())
-                .args(["compare", common::s(a), common::s(b), "--allow-low-power"])
+                .args([
+                    "compare",
+                    common::s(a),
+                    common::s(b),
+                    "--allow-low-power",
+                    "--allow-one-run",
+                ])
                 .output()
                 .unwrap(),
         );

@@ -1677,10 +1677,10 @@ fn low_power_reports_a_regression_it_found_and_refuses_a_pass() {
     let compared = |tag: &str, slow: f64| {
         let a: Vec<_> = (0..4).map(|i| mk(tag, "a", i, 1.0)).collect();
         let b: Vec<_> = (0..4).map(|i| mk(tag, "b", (i + 1) % 4, slow)).collect();
-        let mut args: Vec<String> = a.iter().map(|x| p(x).to_string()).collect();
+        let mut args: Vec<String> = vec!["--format".into(), "json".into()];
+        args.extend(a.iter().map(|x| p(x).to_string()));
         args.push("--".into());
         args.extend(b.iter().map(|x| p(x).to_string()));
-        args.extend(["--format".into(), "json".into()]);
         let args: Vec<&str> = args.iter().map(|x| x.as_str()).collect();
         run_compare(&args)
     };

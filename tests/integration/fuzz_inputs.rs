@@ -835,7 +835,7 @@ fn generated_results_files_through_every_reader() {
         let db = dir.join("history.sqlite");
         let runs: [Vec<&str>; 4] = [
             vec!["report", f, "--out", o, "--format", "md,csv"],
-            vec!["compare", low, "--out", co, g[0], f],
+            vec!["compare", low, "--allow-one-run", "--out", co, g[0], f],
             vec!["compare", low, "--out", co, g[0], g[1], "--", g[2], f],
             vec!["history", "ingest", f, "--db", db.to_str().unwrap(), "-q"],
         ];

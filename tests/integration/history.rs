@@ -1156,9 +1156,10 @@ fn wild_runs_are_outliers_and_the_step_is_still_found() {
 }
 
 /// An index written by schema 1 (`tests/fixtures/history-v1`: the SQL dump of what main's
-/// `history ingest` wrote for the three runs beside it) is upgraded, not lost: the first read
-/// moves it aside untouched (`.old-<stamp>`), says so, and rebuilds it from the trees it had
-/// indexed, holding the same runs and measurement rows, now with the schema-2 set-up. When
+/// `history ingest` wrote for the three runs beside it) is upgraded, not lost: a read refuses
+/// it naming the command that upgrades it and leaves it as it was; `ingest` moves it aside
+/// untouched (`.old-<stamp>`), says so, and rebuilds it from the trees it had indexed, holding
+/// the same runs and measurement rows, now with the schema-2 set-up. When
 /// those trees are gone the warning names them and the file that still holds their runs.
 #[test]
 fn an_index_of_schema_1_is_rebuilt_and_kept_aside() {
@@ -1220,25 +1221,36 @@ fn an_index_of_schema_1_is_rebuilt_and_kept_aside() {
     );
     let bytes = std::fs::read(&db).unwrap();
 
+    // A read never moves the index (issue 44): it says what it found and the command that
+    // upgrades it, and leaves the file as it was.
     let show = history(&["show", "--db", s(&db), "--json"]);
     no_panic(&show);
-    assert_eq!(show.code, 0, "{}", show.stderr);
+    assert_eq!(show.code, 2, "{}", show.stderr);
     assert!(
-        show.stderr.contains("of an older schema")
-            && show.stderr.contains("rebuilt: 3 results files"),
+        show.stderr.contains("schema version 1, older than")
+            && show.stderr.contains("history ingest"),
         "{}",
         show.stderr
     );
+    assert!(aside_of(&dir).is_empty());
+    assert_eq!(std::fs::read(&db).unwrap(), bytes);
+    // ingest moves it aside untouched and rebuilds it.
+    let ing = history(&["ingest", s(&tree), "--db", s(&db)]);
+    no_panic(&ing);
+    assert_eq!(ing.code, 0, "{}", ing.stderr);
+    assert!(ing.stderr.contains("of an older schema"), "{}", ing.stderr);
     let aside = aside_of(&dir);
     assert_eq!(aside.len(), 1, "{aside:?}");
     assert!(
-        show.stderr.contains(&*aside[0].to_string_lossy()),
+        ing.stderr.contains(&*aside[0].to_string_lossy()),
         "{}",
-        show.stderr
+        ing.stderr
     );
     // Nothing lost: the old file is byte for byte what it was; the new one holds the same runs.
     assert_eq!(std::fs::read(&aside[0]).unwrap(), bytes);
     assert_eq!(runs(&db), (2, before.1.clone(), before.2));
+    let show = history(&["show", "--db", s(&db), "--json"]);
+    assert_eq!(show.code, 0, "{}", show.stderr);
     let series = json(&show);
     for sr in series["series"].as_array().unwrap() {
         assert_eq!(sr["points"].as_array().unwrap().len(), 3, "{sr}");

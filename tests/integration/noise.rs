@@ -227,6 +227,9 @@ fn simulate(
             *x = v;
         }
         t.time_s = t.samples_s.iter().sum::<f64>() / t.samples_s.len() as f64;
+        if let Some(s) = scalebench::stats::summarize(&t.samples_s) {
+            t.stats_s = s;
+        }
         c.started_unix_s = c.finished_unix_s - 1000.0;
     }
     f

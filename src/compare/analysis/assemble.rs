@@ -5,7 +5,6 @@
 use super::case_stats::{
     case_stats, op_resolution_s, sample_count, Ctx, Judged, Rec, SideCase, StatsError, Tables,
 };
-use super::screen;
 use super::{
     Basis, CaseComparison, CaseStats, Comparison, Pairing, Settings, Verdict, MAX_UNITS_NEEDED,
     MDE_POWER,
@@ -147,18 +146,6 @@ pub fn compare_runs(
     let (baseline, candidate) = (by_start(baseline), by_start(candidate));
     let paired =
         settings.pairing != Pairing::Unpaired && collected_alternately(&baseline, &candidate);
-    // Paired runs cancel what their two runs share; unpaired, a whole run far off its side
-    // is set apart (screen.rs), said in the comparison. Not against a side of one or two
-    // runs: there the other side's spread, wild runs included, is what judges it.
-    let few = baseline.len().min(candidate.len()) < screen::MIN_RUNS;
-    let (baseline, candidate, set_apart) = if paired || few {
-        (baseline, candidate, Vec::new())
-    } else {
-        let (b, mut apart) = screen::keep_typical(&baseline, "baseline");
-        let (c, apart_c) = screen::keep_typical(&candidate, "candidate");
-        apart.extend(apart_c);
-        (b, c, apart)
-    };
     let (base_order, base) = by_id(&baseline);
     let (cand_order, cand) = by_id(&candidate);
     let mut tables = Tables::default();
@@ -196,7 +183,6 @@ pub fn compare_runs(
         runs_candidate: candidate.len(),
         paired,
         across_setups: false,
-        set_apart,
     }
 }
 
