@@ -30,6 +30,10 @@ step "local Slurm cluster of 2 emulated nodes (stopped on exit, also when a test
 trap 'bash ci/slurm/stop.sh' EXIT
 eval "$(bash ci/slurm/start.sh 2)"
 export SCALEBENCH_REQUIRE_SLURM=1
+# The tests' launches fill a host-ceilings cache of their own, cold at each run (as on a fresh
+# machine), never the user's ~/.cache, where a bound measured beside the tests would stay.
+export SCALEBENCH_CEILINGS_CACHE="${CARGO_TARGET_DIR:-$PWD/target}/test-ceilings-cache"
+rm -rf "$SCALEBENCH_CEILINGS_CACHE"
 
 step "tests (unit; the integration binary, tests/integration, under mpirun and the real Slurm)"
 cargo test --release --locked --all-features

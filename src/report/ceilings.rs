@@ -5,7 +5,9 @@
 
 use super::analyze::{Analysis, Entry};
 use crate::present::table::{Cell, NumFmt};
-use crate::results::ceilings::{bounds, Ceiling, CeilingWarningKind, PeakFraction};
+use crate::results::ceilings::{
+    bounds, split_measured_fix, Ceiling, CeilingWarningKind, PeakFraction,
+};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// The figure a fraction applies to, as `PeakFraction::figure` names it.
@@ -203,6 +205,7 @@ pub(crate) fn hardware_warnings(a: &Analysis<'_>) -> Vec<HardwareWarning> {
     // (kind, subject, message) → (hosts, launches)
     type Seen = (BTreeSet<String>, BTreeSet<usize>);
     let mut groups: BTreeMap<(WarningKind, String, String), Seen> = BTreeMap::new();
+    let mut speedups: BTreeMap<String, Vec<&str>> = BTreeMap::new();
     let mut k = 0usize;
     for e in &a.entries {
         let Some(l) = e.launch else { continue };
@@ -226,21 +229,41 @@ pub(crate) fn hardware_warnings(a: &Analysis<'_>) -> Vec<HardwareWarning> {
         }
         let rank0 = p.ranks.first().map_or("", |r| r.host.as_str());
         for w in p.warnings.iter().filter(|w| is_kernel_warning(w)) {
+            let (finding, measured) = split_measured_fix(w);
             let g = groups
-                .entry((WarningKind::ForcedKernel, "GEMM library".into(), w.clone()))
+                .entry((
+                    WarningKind::ForcedKernel,
+                    "GEMM library".into(),
+                    finding.to_string(),
+                ))
                 .or_default();
             g.0.insert(rank0.to_string());
             g.1.insert(k);
+            if let Some(m) = measured {
+                speedups.entry(finding.to_string()).or_default().push(m);
+            }
         }
     }
     groups
         .into_iter()
-        .map(|((kind, subject, message), (hosts, ls))| HardwareWarning {
-            kind,
-            subject,
-            message,
-            hosts,
-            launches: ls.len(),
+        .map(|((kind, subject, message), (hosts, ls))| {
+            // Launches measure the fix's speed-up each: one finding, the first measurement
+            // quoted and how many launches measured it.
+            let message = match speedups.get(&message).map(Vec::as_slice) {
+                Some([one]) => format!("{message}; {one}"),
+                Some([first, rest @ ..]) => format!(
+                    "{message}; {first} (the first of {} launches that measured it)",
+                    rest.len() + 1
+                ),
+                _ => message,
+            };
+            HardwareWarning {
+                kind,
+                subject,
+                message,
+                hosts,
+                launches: ls.len(),
+            }
         })
         .collect()
 }
@@ -407,6 +430,19 @@ mod tests {
         assert!(!is_kernel_warning(
             "libopenblas.so has no thread-count call scalebench knows (x): its GEMM runs with the library's own thread count"
         ));
+    }
+
+    #[test]
+    fn the_measured_speed_up_is_split_from_the_finding() {
+        let f = "GEMM runs OpenBLAS's Prescott kernels, which use SSE; this CPU runs AVX2: forced by OPENBLAS_CORETYPE=Prescott; fix: set OPENBLAS_CORETYPE=Zen";
+        let m = "measured here: --gemm gemm-crate ran a 384×384×384 f32 GEMM at 90.0 GFLOP/s against the library's 30.0, 3.0× as fast";
+        assert_eq!(split_measured_fix(&format!("{f}; {m}")), (f, Some(m)));
+        let skipped = "--gemm gemm-crate's speed-up not measured: x";
+        assert_eq!(
+            split_measured_fix(&format!("{f}; {skipped}")),
+            (f, Some(skipped))
+        );
+        assert_eq!(split_measured_fix(f), (f, None));
     }
 
     #[test]

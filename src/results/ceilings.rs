@@ -566,5 +566,19 @@ fn gpu_peak(
     }
 }
 
+/// Where a launch's GEMM-kernel finding (`GEMM runs ...; fix: ...`) ends and the speed-up its
+/// ranks measured for the fix begins: the finding is the same on every rank and launch, the
+/// measurement is not (see `backend::gemm::fix_check`).
+pub const MEASURED_FIX_MARKERS: [&str; 2] =
+    ["; measured here: ", "; --gemm gemm-crate's speed-up "];
+
+/// The kernel finding without its measured speed-up, and that sentence.
+pub fn split_measured_fix(w: &str) -> (&str, Option<&str>) {
+    MEASURED_FIX_MARKERS
+        .iter()
+        .find_map(|m| w.find(m))
+        .map_or((w, None), |i| (&w[..i], Some(&w[i + 2..])))
+}
+
 #[cfg(test)]
 mod tests;

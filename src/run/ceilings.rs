@@ -112,7 +112,9 @@ pub fn gather(req: &Request) -> Result<HostCeilings, CeilingsError> {
                 library: b.version().to_string(),
                 kernel: b.kernel().map(str::to_string),
             };
-            warnings.extend(kernel::check(&cpu, &k, |v| std::env::var(v).ok()));
+            if let Some(w) = kernel::check(&cpu, &k, |v| std::env::var(v).ok()) {
+                warnings.push(format!("{w}; {}", kernel_fix_measured(&b)));
+            }
             (Some(k.library), k.kernel)
         }
         Err(e) => {
@@ -130,6 +132,22 @@ pub fn gather(req: &Request) -> Result<HostCeilings, CeilingsError> {
         warnings,
         sysfs_root: req.sysfs_root.display().to_string(),
     })
+}
+
+/// `--gemm gemm-crate` timed against the library, one thread each (the library's count is
+/// restored after).
+fn kernel_fix_measured(b: &Blas) -> String {
+    use crate::backend::gemm::{fix_check, CrateGemm};
+    let before = b.threads();
+    b.set_threads(1);
+    let outcome = match CrateGemm::new(&crate::backend::DevicePlan::unbound(1, 1)) {
+        Ok(g) => fix_check::measure(b, &g, 1),
+        Err(e) => fix_check::Outcome::Skipped(format!("not measured: {e}")),
+    };
+    if let Some(n) = before {
+        b.set_threads(n);
+    }
+    fix_check::sentence(&outcome)
 }
 
 /// The GPUs' ceilings read live from NVML (a CUDA build), or one sentence saying why none.

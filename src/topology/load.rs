@@ -249,8 +249,18 @@ pub fn scalebench_processes() -> BTreeMap<u32, (String, f64)> {
     all
 }
 
-/// pid → (command line, CPU seconds so far) of every running process named `scalebench`.
-fn running_scalebench_processes() -> BTreeMap<u32, (String, f64)> {
+/// Whether a look between cases must also read the ended processes' records: only once a
+/// launch has run long enough that a record written early could age out of
+/// [`ENDED_VISIBLE_S`] before the launch's end reads them (listing a day of records costs
+/// milliseconds per case on a busy host).
+pub fn ended_scan_due(since_last_scan_s: f64) -> bool {
+    since_last_scan_s > ENDED_VISIBLE_S / 2.0
+}
+
+/// pid → (command line, CPU seconds so far) of every running process named `scalebench`:
+/// the look between a launch's cases (records of ended processes stay for
+/// [`ENDED_VISIBLE_S`], so the launch's end reads them once, see [`ended_scan_due`]).
+pub fn running_scalebench_processes() -> BTreeMap<u32, (String, f64)> {
     let read = |p: &str| std::fs::read_to_string(p).unwrap_or_default();
     let hz = ticks_per_s();
     let mut scalebench = BTreeMap::new();

@@ -106,6 +106,8 @@ fn a_forced_older_kernel_is_named_with_its_variable() {
             && t.contains("forced by OPENBLAS_CORETYPE=Prescott; fix: unset OPENBLAS_CORETYPE=Prescott or set OPENBLAS_CORETYPE="),
         "{t}"
     );
+    // the fix that needs no restart is timed beside the library, with its figures
+    assert_measured(t);
     // without the variable the library's own pick is not warned about (this CPU's tier is
     // within what Debian's OpenBLAS knows, unless it is newer than the build)
     let own = ceilings(&["--no-stream", "--best-only"], None);
@@ -133,6 +135,37 @@ fn a_forced_older_kernel_is_named_with_its_variable() {
             "forced by OPENBLAS_CORETYPE=Prescott; fix: unset OPENBLAS_CORETYPE=Prescott"
         ),
         "{warnings}"
+    );
+    assert_measured(&warnings);
+}
+
+/// The kernel finding carries the measured speed-up of `--gemm gemm-crate` (two positive
+/// rates and their ratio), or says why it was not measured.
+fn assert_measured(t: &str) {
+    if let Some(i) = t.find("--gemm gemm-crate's speed-up not measured: ") {
+        eprintln!("not measured: {}", &t[i..]);
+        return;
+    }
+    let i = t
+        .find("measured here: --gemm gemm-crate ran a 384×384×384 f32 GEMM at ")
+        .unwrap_or_else(|| panic!("no measured speed-up: {t}"));
+    let rest = &t[i..];
+    let nums: Vec<f64> = rest
+        .split(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .filter_map(|w| w.parse().ok())
+        .collect();
+    // 384, 384, 384, 32 (f32), crate GFLOP/s, library GFLOP/s, ratio, ...
+    assert!(
+        nums.len() >= 7 && nums[4] > 0.0 && nums[5] > 0.0 && nums[6] > 0.0,
+        "{rest}"
+    );
+    assert!(
+        rest.contains("median of 5 alternating pairs of ≥ 10 ms"),
+        "{rest}"
+    );
+    eprintln!(
+        "{}",
+        &rest[..rest.find(" s)").map_or(rest.len(), |j| j + 3)]
     );
 }
 
@@ -598,12 +631,16 @@ fn a_sweeps_launches_share_one_host_measurement_and_its_closing_line_counts_thei
     let spec = dir.join("spec.toml");
     std::fs::write(&spec, TWO_LAUNCHES).unwrap();
     let out = dir.join("out");
-    let ran = common::solo(&[
-        "sweep",
-        spec.to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap(),
-    ]);
+    // the sweep's own cache (<out>/ceilings), whatever cache the caller's environment names
+    let ran = common::solo_without(
+        &[
+            "sweep",
+            spec.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ],
+        &["SCALEBENCH_CEILINGS_CACHE"],
+    );
     ran.assert_code(0);
     let r = common::read_results(&out);
     assert_eq!(r.launches.len(), 2, "{:?}", r.launches);

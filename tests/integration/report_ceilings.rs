@@ -427,6 +427,18 @@ fn a_real_tiny_run_reports_its_ceilings() {
                 && k.contains("in 2 launches"),
             "{k}"
         );
+        // the fix's speed-up as measured, once for the finding, not one bullet per launch
+        assert!(
+            (k.contains("measured here: --gemm gemm-crate ran a 384×384×384 f32 GEMM at ")
+                && k.contains("(the first of 2 launches that measured it)"))
+                || k.contains("--gemm gemm-crate's speed-up not measured"),
+            "{k}"
+        );
+        assert_eq!(
+            findings(&md).matches("older GEMM kernel:").count(),
+            1,
+            "{md}"
+        );
     }
     // the GEMM table: every row's fraction of the measured f32 peak is a number (the launches
     // measured their ceilings), equal to GFLOP/s per device over the bound the results name

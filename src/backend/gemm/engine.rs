@@ -138,11 +138,18 @@ fn with_blas(
         library: lib.version().to_string(),
         kernel: lib.kernel().map(str::to_string),
     };
-    warnings.extend(crate::topology::ceilings::kernel::check(
+    if let Some(w) = crate::topology::ceilings::kernel::check(
         &crate::topology::ceilings::kernel::host_cpu(),
         &kernel,
         |v| std::env::var(v).ok(),
-    ));
+    ) {
+        // The fix that needs no restart, timed here: the finding then says what it gives.
+        let measured = match CrateGemm::new(plan) {
+            Ok(g) => super::fix_check::measure(&lib, &g, t as usize),
+            Err(e) => super::fix_check::Outcome::Skipped(format!("not measured: {e}")),
+        };
+        warnings.push(format!("{w}; {}", super::fix_check::sentence(&measured)));
+    }
     let provenance = GemmProvenance {
         requested,
         provider: GemmProvider::Blas,

@@ -5,6 +5,7 @@
 pub(crate) mod blas;
 pub(crate) mod crate_provider;
 mod engine;
+pub mod fix_check;
 
 pub use blas::{Blas, CblasScalar, LoadError};
 pub use crate_provider::CrateGemm;

@@ -97,11 +97,18 @@ impl Job<'_> {
         // Other scalebench processes seen between cases (a short launch can start and end
         // inside this one's window).
         let mut seen = BTreeMap::new();
+        let mut ended_read = std::time::Instant::now();
         for params in self.cases {
             let (rec, failed) = self.run_case(&mut backend, params, &launch, &clock_cpus);
             lock_kept(self.keep).current = None;
             if self.comm.is_root() {
-                seen.extend(load::scalebench_processes());
+                // Running processes only: the end snapshot reads the ended ones' records.
+                if load::ended_scan_due(ended_read.elapsed().as_secs_f64()) {
+                    seen.extend(load::scalebench_processes());
+                    ended_read = std::time::Instant::now();
+                } else {
+                    seen.extend(load::running_scalebench_processes());
+                }
             }
             any_failed |= failed;
             if let Some(rec) = rec {

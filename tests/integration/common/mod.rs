@@ -146,6 +146,19 @@ pub fn solo_env(args: &[&str], env: &[(&str, &str)]) -> Ran {
     start_solo(args, env)
 }
 
+/// `scalebench ARGS` with environment variables removed (a default the test checks, which
+/// the caller's environment, e.g. ci/test.sh's, may set).
+pub fn solo_without(args: &[&str], removed: &[&str]) -> Ran {
+    let _g = mpi_lock();
+    let mut cmd = Command::new(bin());
+    cmd.args(args);
+    mpi_env(&mut cmd);
+    for k in removed {
+        cmd.env_remove(k);
+    }
+    Ran::from(cmd.output().expect("start scalebench"))
+}
+
 /// `scalebench ARGS` under the MPI lock the caller holds (a test that keeps launches of its own
 /// running across this one).
 pub fn solo_held(_held: &MpiGuard, args: &[&str]) -> Ran {
