@@ -124,6 +124,7 @@ fn csv(all: &[Row]) -> String {
     let names: Vec<String> = rate_cols.iter().flatten().cloned().collect();
     cols.extend(names.iter().map(String::as_str));
     cols.push("unrepresentative");
+    cols.push("stand_in");
     let mut t = Table::new(&cols);
     let num = |v: f64| Cell::num(v, NumFmt::Rate);
     for r in all {
@@ -154,6 +155,7 @@ fn csv(all: &[Row]) -> String {
             }
         }
         row.push(Cell::text(&p.unrepresentative));
+        row.push(Cell::Bool(super::extract::is_standin_setup(&r.setup)));
         t.push(row);
     }
     t.to_csv()
@@ -184,11 +186,19 @@ fn bencher(all: &[Row], req: &ExportRequest) -> Result<(String, String), History
         *labels.entry(r.label.as_str()).or_default() += 1;
     }
     let mut doc: BTreeMap<String, BTreeMap<&str, Measure>> = BTreeMap::new();
+    let mut standins = 0usize;
     for r in &of_run {
         let name = if labels[r.label.as_str()] > 1 {
             format!("{} ({})", r.label, r.case_id)
         } else {
             r.label.clone()
+        };
+        // A stand-in's benchmark never shares a name (a Bencher series) with a real one.
+        let name = if super::extract::is_standin_setup(&r.setup) {
+            standins += 1;
+            format!("STAND-IN {name}")
+        } else {
+            name
         };
         let p = &r.point;
         let mut measures = BTreeMap::new();
@@ -217,8 +227,16 @@ fn bencher(all: &[Row], req: &ExportRequest) -> Result<(String, String), History
     }
     let text = serde_json::to_string_pretty(&doc).unwrap_or_default();
     let sha = commit(chosen);
+    let standin_note = if standins > 0 {
+        format!(
+            "; STAND-IN: {} ran on scalebench's stand-in libraries (CPU test doubles): their names start with STAND-IN and none of their figures is a GPU's",
+            crate::units::count(standins, "benchmark", "benchmarks")
+        )
+    } else {
+        String::new()
+    };
     let note = format!(
-        "run {} (commit {}, cluster {}, started {} UTC): {}; load it with `bencher run --hash {} --testbed {} --adapter json --file FILE`",
+        "run {} (commit {}, cluster {}, started {} UTC): {}{standin_note}; load it with `bencher run --hash {} --testbed {} --adapter json --file FILE`",
         crate::present::untrusted::visible(run_id),
         if sha.is_empty() { "unknown" } else { &sha },
         crate::present::untrusted::visible(cluster),

@@ -128,6 +128,12 @@ fn setup_of(launch: Option<&LaunchRecord>) -> String {
 /// How a backend detail written on scalebench's stand-in libraries begins.
 const STANDIN_PREFIX: &str = "STAND-IN: ";
 
+/// Whether a set-up (as [`setup_of`] writes it) ran on scalebench's stand-in libraries: its
+/// figures are a test double's, never a GPU's, wherever they go.
+pub(crate) fn is_standin_setup(setup: &str) -> bool {
+    setup.split("; ").any(|part| part == "STAND-IN")
+}
+
 /// A GPU's model from its device description: the name before the PCI address and the rest
 /// (`NVIDIA H100 80GB HBM3 (0000:17:00.0, …)` → `NVIDIA H100 80GB HBM3`; ROCm's
 /// `AMD Instinct MI250X gfx90a GCD 0000:c1:00.0 (…)` → `AMD Instinct MI250X gfx90a`), so two

@@ -501,6 +501,19 @@ pub fn show(req: &Request) -> Result<u8, HistoryError> {
             "started (UTC)", "run", "commit", "set-up", "n", "median", "interval"
         );
         for p in &s.points {
+            // A stand-in's figure is labelled on its own line, not only in the legend below.
+            let standin = s
+                .setups
+                .get(p.setup)
+                .is_some_and(|u| super::extract::is_standin_setup(u));
+            let note = match (standin, p.unrepresentative.is_empty()) {
+                (true, true) => "STAND-IN (CPU test double, not a GPU figure)".to_string(),
+                (true, false) => format!(
+                    "STAND-IN (CPU test double, not a GPU figure); {}",
+                    visible(&p.unrepresentative)
+                ),
+                (false, _) => visible(&p.unrepresentative).to_string(),
+            };
             let _ = writeln!(
                 out,
                 "  {:<17} {:<28} {:<12} {:>6} {:>5} {:>10} {:>21}  {}",
@@ -511,7 +524,7 @@ pub fn show(req: &Request) -> Result<u8, HistoryError> {
                 p.n,
                 shown(p.median, s.unit),
                 format!("[{}, {}]", shown(p.lo, s.unit), shown(p.hi, s.unit)),
-                visible(&p.unrepresentative)
+                note
             );
         }
         legend(&mut out, s);

@@ -176,8 +176,17 @@ pub fn generate(req: &Request) -> Result<Written, Error> {
     let cases = case_table(&analysis.entries, analysis.sources);
     if o.csv {
         files.push(stage.write("results.csv", cases.to_csv().as_bytes())?);
+        // The summary tables mix cases: where any case ran on the stand-ins, every row of
+        // every table carries the label (a CSV read alone must not pass for GPU figures).
+        let standin = analysis.entries.iter().any(super::nccl::is_standin)
+            || links.iter().any(|l| l.file.standin.is_some());
         for t in doc.tables().filter(|t| t.export) {
-            files.push(stage.write(&t.csv, t.table.to_csv().as_bytes())?);
+            let text = if standin {
+                standin_labelled(&t.table).to_csv()
+            } else {
+                t.table.to_csv()
+            };
+            files.push(stage.write(&t.csv, text.as_bytes())?);
         }
     }
     if o.md {
@@ -203,6 +212,23 @@ pub fn generate(req: &Request) -> Result<Written, Error> {
         charts: if drawn { figs.len() + links.len() } else { 0 },
         files,
     })
+}
+
+/// What every row of a summary table gains when some of the report's cases ran on the stand-ins.
+pub(crate) const STANDIN_COLUMN: (&str, &str) = (
+    "stand_in",
+    "STAND-IN: some cases ran on scalebench's stand-in libraries (CPU test doubles); no figure here is a GPU's",
+);
+
+/// `t` with the stand-in column added to every row.
+fn standin_labelled(t: &crate::present::table::Table) -> crate::present::table::Table {
+    use crate::present::table::Cell;
+    let mut out = t.clone();
+    out.columns.push(STANDIN_COLUMN.0.to_string());
+    for r in &mut out.rows {
+        r.push(Cell::text(STANDIN_COLUMN.1));
+    }
+    out
 }
 
 /// The chart files report.md links to, if any.
@@ -281,8 +307,14 @@ fn links_only(req: &Request, links: &[load::LinksSource]) -> Result<Written, Err
     let mut files: Vec<PathBuf> = Vec::new();
     let svgs = write_links_charts(&stage, &inputs, o, &mut files)?;
     if o.csv {
+        let standin = links.iter().any(|l| l.file.standin.is_some());
         for t in doc.tables().filter(|t| t.export) {
-            files.push(stage.write(&t.csv, t.table.to_csv().as_bytes())?);
+            let text = if standin {
+                standin_labelled(&t.table).to_csv()
+            } else {
+                t.table.to_csv()
+            };
+            files.push(stage.write(&t.csv, text.as_bytes())?);
         }
     }
     if o.md {

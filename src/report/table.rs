@@ -375,6 +375,11 @@ pub(crate) fn case_row(entry: &Entry<'_>, sources: &[Source]) -> Vec<(String, Ce
             .slowest
             .map_or(Cell::Empty, |r| Cell::text(r.host.clone())),
     ));
+    // Every figure of a stand-in case is a CPU test double's: said on its own row.
+    row.push((
+        "report.stand_in".into(),
+        Cell::Bool(super::nccl::is_standin(entry)),
+    ));
     row
 }
 

@@ -995,6 +995,73 @@ fn setup_breaks_for_gpu_model_library_version_and_the_standin_flag() {
         "{}",
         text.stdout
     );
+    // Every figure of a stand-in run is labelled where it is printed or exported (issue 47):
+    // `history show`'s lines, the CSV export's rows, the Bencher export's benchmark names.
+    let all = history(&["show", "--db", s(&db)]);
+    assert_eq!(all.code, 0, "{}", all.stderr);
+    for line in all.stdout.lines().filter(|l| l.contains(" run0")) {
+        let run = line
+            .split_whitespace()
+            .find(|w| w.starts_with("run0"))
+            .unwrap();
+        let i: usize = run[3..].parse().unwrap();
+        assert_eq!(
+            line.contains("STAND-IN (CPU test double, not a GPU figure)"),
+            i >= 24,
+            "{line}"
+        );
+    }
+    let csv = dir.join("all.csv");
+    let r = history(&[
+        "export",
+        "--db",
+        s(&db),
+        "--format",
+        "csv",
+        "--out",
+        s(&csv),
+    ]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let rows = read_csv(&csv);
+    assert_eq!(rows.len(), 3 * 32);
+    for row in &rows {
+        let i: usize = row["run_id"][3..].parse().unwrap();
+        assert_eq!(
+            row["stand_in"],
+            if i >= 24 { "true" } else { "false" },
+            "{row:?}"
+        );
+    }
+    for (run, standin) in [("run031", true), ("run020", false)] {
+        let bmf = dir.join(format!("{run}.json"));
+        let r = history(&[
+            "export",
+            "--db",
+            s(&db),
+            "--format",
+            "bencher",
+            "--run",
+            run,
+            "--out",
+            s(&bmf),
+        ]);
+        assert_eq!(r.code, 0, "{}", r.stderr);
+        let doc: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&bmf).unwrap()).unwrap();
+        let names: Vec<&String> = doc.as_object().unwrap().keys().collect();
+        assert_eq!(names.len(), 3, "{doc}");
+        assert!(
+            names.iter().all(|n| n.starts_with("STAND-IN ") == standin),
+            "{names:?}"
+        );
+        assert_eq!(
+            r.stderr
+                .contains("STAND-IN: 3 benchmarks ran on scalebench's stand-in libraries"),
+            standin,
+            "{}",
+            r.stderr
+        );
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }
 

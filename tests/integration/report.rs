@@ -672,6 +672,51 @@ fn report_from_the_golden_file() {
     // One scale only: no scaling or prediction charts, and the report says why.
     assert!(!out.join("charts/predict_allreduce_1.png").exists());
     assert!(md.contains("No pure/hybrid pairs"));
+    // Nothing ran on the stand-ins: every row says so, no table gains the label.
+    assert!(rows.iter().all(|r| r["report.stand_in"] == "false"));
+    for t in table_csvs(&out) {
+        let text = std::fs::read_to_string(&t).unwrap();
+        assert!(!text.contains("STAND-IN"), "{}: {text}", t.display());
+    }
+}
+
+/// The report's summary tables (tables/*.csv).
+fn table_csvs(out: &Path) -> Vec<PathBuf> {
+    std::fs::read_dir(out.join("tables"))
+        .map(|d| d.flatten().map(|e| e.path()).collect())
+        .unwrap_or_default()
+}
+
+/// Results of the stand-in libraries: results.csv labels every case's row and every summary
+/// table's every row carries the STAND-IN column (issue 47); the golden file's report above
+/// is the same data measured for real, with neither.
+#[test]
+fn every_csv_of_a_report_with_stand_in_cases_labels_them() {
+    let dir = tmpdir("report-standin-csv");
+    let mut standin = fixture::golden();
+    for l in &mut standin.launches {
+        let p = l.provenance.as_mut().unwrap();
+        p.backend.detail = format!("STAND-IN: CPU test doubles, no GPU. {}", p.backend.detail);
+    }
+    let b = fixture::write(&dir.join("standin"), "results.json", &standin);
+    let out = dir.join("rep");
+    report(&[s(&b), "--out", s(&out)]).assert_code(0);
+    let rows = read_csv(&out.join("results.csv"));
+    assert_eq!(rows.len(), 6, "{rows:?}");
+    assert!(rows.iter().all(|r| r["report.stand_in"] == "true"));
+    let tables = table_csvs(&out);
+    assert!(!tables.is_empty(), "the report exports summary tables");
+    for t in tables {
+        let rows = read_csv(&t);
+        for r in &rows {
+            assert!(
+                r.get("stand_in")
+                    .is_some_and(|v| v.starts_with("STAND-IN: ")),
+                "{}: {r:?}",
+                t.display()
+            );
+        }
+    }
 }
 
 /// Hand-made results whose derived figures are known exactly.
