@@ -382,6 +382,51 @@ fn two_emulated_nodes_report_one_median_and_say_emulated_nodes() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// Issue 45 item 4: a start-up that hangs (the test fault blocks rank 1 before `MPI_Init`,
+/// so rank 0 waits in its start-up fence) is ended by the links watchdog at `--op-timeout`
+/// (4 s here), with exit 4 and one sentence from rank 0, not left hanging.
+#[test]
+fn a_hung_start_up_is_ended_by_the_watchdog_with_one_sentence() {
+    let dir = tmpdir("links-hung-start");
+    let started = std::time::Instant::now();
+    let r = mpirun(
+        2,
+        &[
+            "links",
+            "--fault",
+            "hang_start:1",
+            "--op-timeout",
+            "4",
+            "--out",
+            s(&dir),
+        ],
+    );
+    let took_s = started.elapsed().as_secs_f64();
+    let ours: Vec<&str> = r
+        .stderr
+        .lines()
+        .filter(|l| l.starts_with("scalebench links:"))
+        .collect();
+    println!("exit {} after {took_s:.1} s: {ours:?}", r.code);
+    assert!(
+        r.code != 0 && r.code != 124 && r.code != 137,
+        "exit {}\n{}",
+        r.code,
+        r.stderr
+    );
+    // 4 s, the others' 3 s later, and mpirun's own start and end on a loaded host
+    assert!(took_s < 40.0, "took {took_s:.1} s\n{}", r.stderr);
+    assert_eq!(ours.len(), 1, "one sentence:\n{}", r.stderr);
+    assert!(
+        ours[0].contains("the start-up (MPI_Init")
+            && ours[0].contains("did not finish within 4 s (rank 0)"),
+        "{}",
+        ours[0]
+    );
+    assert!(!dir.join("links.json").exists());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// The absolute floor under real mpirun: 2 emulated nodes × 2 ranks (Slurm's node name set per
 /// rank), every host leader reading its link ceiling from a fake sysfs tree.
 mod floor {
