@@ -94,6 +94,10 @@ pub struct LinksArgs {
         conflicts_with = "simulate"
     )]
     pub floor_fraction: FloorFraction,
+    /// The watchdog: a rank stuck longer than this in the start-up (MPI_Init included) or in
+    /// one round of exchanges ends itself with one sentence (exit 4).
+    #[arg(long, default_value_t = 120.0, value_name = "SECONDS", value_parser = parse_op_timeout, conflicts_with = "simulate")]
+    pub op_timeout: f64,
     /// Test-only: the sysfs tree the host leaders read their network link ceiling from.
     #[arg(long, hide = true, value_name = "DIR", default_value = "/sys")]
     pub sysfs_root: std::path::PathBuf,
@@ -119,6 +123,16 @@ pub enum ScheduleArg {
     /// Per rail: each node's k-th rank with the k-th rank of every other node (the same GPU
     /// or NIC index: one rail of a rail-optimised fabric), rails side by side.
     Rail,
+}
+
+/// `--op-timeout`: seconds, more than 0 and at most a day.
+fn parse_op_timeout(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(x) if x.is_finite() && x > 0.0 && x <= 86_400.0 => Ok(x),
+        _ => Err(format!(
+            "{s:?} is not a number of seconds above 0 and at most 86400 (a day): give e.g. 120"
+        )),
+    }
 }
 
 fn parse_bytes(s: &str) -> Result<u64, String> {
@@ -160,6 +174,7 @@ impl LinksArgs {
             topology: self.topology.clone(),
             floor_fraction: self.floor_fraction.0,
             sysfs_root: self.sysfs_root.clone(),
+            op_timeout: std::time::Duration::from_secs_f64(self.op_timeout),
         }
     }
 

@@ -257,6 +257,18 @@ pub struct CaseStats {
 }
 
 impl CaseStats {
+    /// Whether the report's figure (a mean over ranks of each rank's mean) moved opposite to
+    /// the medians compared: a mean follows outlying batches and ranks that a median ignores,
+    /// so the two documents would seem to disagree without a word on the row.
+    pub fn headline_opposite(&self) -> bool {
+        let (Some(b), Some(c)) = (self.headline_baseline, self.headline_candidate) else {
+            return false;
+        };
+        let headline = c - b;
+        let medians = self.change.median_b - self.change.median_a;
+        headline != 0.0 && medians != 0.0 && (headline > 0.0) != (medians > 0.0)
+    }
+
     /// ln of the ratio in the worse direction (> 0 = worse): a common scale to rank time
     /// increases and rate drops together (time ×2 and busbw ×½ both give ln 2).
     pub fn worsening(&self) -> f64 {

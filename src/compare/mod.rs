@@ -636,9 +636,18 @@ fn check_power(
         ),
     };
     // What it saw comes first: cases beyond their own MDE are detected even so.
-    let seen = gate::seen_beyond_mde(cmp, noise).map_or(String::new(), |x| format!("{x}; but "));
+    let seen = gate::seen_beyond_mde(cmp, noise);
+    // Once it lists what it caught, it cannot say large changes pass unseen: only changes
+    // smaller than a case's own MDE can, in the cases it did not list.
+    let unseen = match seen {
+        Some(_) => {
+            "in the other cases a change smaller than its own MDE beyond the band could pass unseen"
+        }
+        None => "a change up to that far beyond the band could pass unseen",
+    };
+    let seen = seen.map_or(String::new(), |x| format!("{x}; but "));
     let what = format!(
-        "{seen}too little power: the median minimum detectable effect over the {} compared cases is {} beyond the ±{} band (power {:.0} %, α = {} spread over {} cases; median case {} with {}/{} {}), so changes well beyond the band would pass unseen; {need} would bring it within the band",
+        "{seen}too little power: the median minimum detectable effect over the {} compared cases is {} beyond the ±{} band (power {:.0} %, α = {} spread over {} cases; median case {} with {}/{} {}), so {unseen}; {need} would bring it within the band",
         cmp.tested,
         render::pct(mde).trim_start_matches('+'),
         render::pct(noise).trim_start_matches('+'),

@@ -240,11 +240,60 @@ pub(crate) fn differences(
             })
         })
         .collect();
+    if let Some(d) = transport_difference(baseline, candidate) {
+        out.push(d);
+    }
     if let Some(d) = environment_difference(baseline, candidate) {
         out.push(d);
     }
     out.sort_by_key(|d| !d.blocking);
     out
+}
+
+/// The transport each set-up's launches recorded (`shared memory (pml ob1, btl vader)`, `TCP
+/// over loopback (...)`), for the set-ups whose transport differs between the sides: what
+/// carried the messages explains a change better than the MCA line that chose it.
+/// Informational, like the environment: a changed transport is often what is being tested.
+/// Set-ups one side did not record (older files, failed launches) are left out.
+fn transport_difference(
+    baseline: &[&ResultsFile],
+    candidate: &[&ResultsFile],
+) -> Option<Difference> {
+    let by_setup = |files: &[&ResultsFile]| -> BTreeMap<String, BTreeSet<String>> {
+        let mut m: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+        for l in files.iter().flat_map(|f| &f.launches) {
+            if let Some(t) = &l.transport {
+                m.entry(l.shape.label())
+                    .or_default()
+                    .insert(t.summary.clone());
+            }
+        }
+        m
+    };
+    let (b, c) = (by_setup(baseline), by_setup(candidate));
+    let differing: Vec<&String> = b
+        .keys()
+        .filter(|k| c.get(*k).is_some_and(|v| Some(v) != b.get(*k)))
+        .collect();
+    if differing.is_empty() {
+        return None;
+    }
+    let show = |m: &BTreeMap<String, BTreeSet<String>>| {
+        differing
+            .iter()
+            .map(|k| {
+                let v = m[*k].iter().cloned().collect::<Vec<_>>().join(" | ");
+                format!("{k}: {v}")
+            })
+            .collect::<Vec<_>>()
+            .join("; ")
+    };
+    Some(Difference {
+        what: "MPI transport (recorded per set-up)".to_string(),
+        baseline: show(&b),
+        candidate: show(&c),
+        blocking: false,
+    })
 }
 
 /// The performance-relevant environment variables that differ (job identities ignored).

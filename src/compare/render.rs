@@ -353,7 +353,13 @@ fn stat_cells(s: &CaseStats) -> [Cell; 9] {
                     ),
                     _ => String::new(),
                 };
-                format!("{} → {}{peak}", f(b), f(c))
+                // where it moves against the medians, the row says why (issue 45)
+                let why = if s.headline_opposite() {
+                    " (opposite to the medians: a mean, dragged by outlying batches or ranks)"
+                } else {
+                    ""
+                };
+                format!("{} → {}{peak}{why}", f(b), f(c))
             }
         }),
         Cell::Text(match s.basis {
@@ -582,6 +588,8 @@ struct JsonStats {
     /// ranks), averaged over the side's runs.
     baseline_headline: Option<f64>,
     candidate_headline: Option<f64>,
+    /// True when the headline moved opposite to the medians (a mean dragged by outliers).
+    headline_opposite_to_medians: bool,
     /// The headline as a fraction of its ceiling, each side (absent where a side has none).
     #[serde(skip_serializing_if = "Option::is_none")]
     baseline_frac_peak: Option<f64>,
@@ -735,6 +743,7 @@ fn json_case(x: &CaseComparison, noise: f64) -> JsonCase<'_> {
             floored_at_timer: s.floored,
             baseline_headline: s.headline_baseline,
             candidate_headline: s.headline_candidate,
+            headline_opposite_to_medians: s.headline_opposite(),
             baseline_frac_peak: s.frac_peak_baseline,
             candidate_frac_peak: s.frac_peak_candidate,
             n_baseline: s.n_baseline,

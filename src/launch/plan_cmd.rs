@@ -11,13 +11,26 @@ pub fn plan(spec_path: &Path, json: bool, cases: bool) -> Result<u8> {
     if let Some(why) = local {
         eprintln!("note: this plan cannot run as a local sweep here (submit it to a cluster instead): {why}");
     }
+    // The ETA and the cases that will be skipped (issue 45): in the text, or on stderr
+    // beside the JSON, which stays the plan alone.
+    let forecast = crate::plan::forecast::lines(&plan);
     if json {
+        for l in &forecast {
+            eprintln!("{}", l.trim_start_matches("# "));
+        }
         println!(
             "{}",
             serde_json::to_string_pretty(&plan.launches).map_err(LaunchError::Json)?
         );
     } else {
-        print!("{}", super::describe(&spec.name, spec_path, &plan, cases));
+        let text = super::describe(&spec.name, spec_path, &plan, cases);
+        // after the header line, before the launches
+        let (head, rest) = text.split_once('\n').unwrap_or((&text, ""));
+        println!("{head}");
+        for l in &forecast {
+            println!("{l}");
+        }
+        print!("{rest}");
     }
     Ok(0)
 }

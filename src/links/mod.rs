@@ -24,7 +24,7 @@ pub enum LinksError {
     Z(f64),
     #[error("--min-effect {0}: expected a fraction in [0, 1) (0.15: at most 85 % of expected)")]
     MinEffect(f64),
-    #[error("--fault {}: expected slow_link:A:B:TIMES (test-only; A ≠ B, TIMES from 1 to 1000)", crate::units::shorten(.0))]
+    #[error("--fault {}: expected slow_link:A:B:TIMES (test-only; A ≠ B, TIMES from 1 to 1000) or hang_start:R (test-only: rank R blocks before MPI_Init)", crate::units::shorten(.0))]
     Fault(String),
     #[error("--fault slow_link:{a}:{b}: this job has ranks 0..{ranks}")]
     FaultRanks { a: usize, b: usize, ranks: usize },

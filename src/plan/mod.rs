@@ -8,6 +8,7 @@
 
 pub mod checks;
 pub mod error;
+pub mod forecast;
 pub mod sweep;
 
 use crate::params::counts::{counts, CountError};

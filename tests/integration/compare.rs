@@ -196,6 +196,69 @@ fn identical_numbers_report_no_change_and_the_same_run_is_refused() {
     refused(&[p(g), p(g)], &["the same file"]);
 }
 
+/// Issue 45 item 5: the report's figure (a mean) can move opposite to the medians compared
+/// when a few batches are far off. The candidate's batches are 10 % faster but two in 20 are
+/// 8× slow: its medians improve while the mean over its batches worsens. The row says why
+/// ("opposite to the medians") and the JSON marks it; rows that agree in direction carry no
+/// such note.
+#[test]
+fn the_reports_figure_against_the_medians_says_why() {
+    let dir = tmpdir("cmp-headline-dir");
+    let mut rng = Rng(45);
+    let base = synthetic(
+        4,
+        20,
+        &mut rng,
+        &mut |r| timing_noise(r, 0.01, 0.0),
+        &|_| 1.0,
+    );
+    let mut i = 0;
+    // cases 0 and 1: slow outliers; cases 2 and 3: uniformly 10 % faster
+    let mut outlying = |r: &mut Rng| {
+        i += 1;
+        let slow = i <= 40 && i % 10 == 0;
+        0.9 * timing_noise(r, 0.01, 0.0) * if slow { 8.0 } else { 1.0 }
+    };
+    let cand = synthetic(4, 20, &mut rng, &mut outlying, &|_| 1.0);
+    let (b, c) = (write(&dir, "b.json", &base), write(&dir, "c.json", &cand));
+    let (_, v) = json_report(&b, &c, &["--allow-low-power", "--metric", "time"]);
+    for (k, opposite) in [(0, true), (1, true), (2, false), (3, false)] {
+        let s = &verdict_of(&v, &base.cases[k].id)["stats"];
+        let (mb, mc) = (
+            s["baseline_median"].as_f64(),
+            s["candidate_median"].as_f64(),
+        );
+        let (hb, hc) = (
+            s["baseline_headline"].as_f64().unwrap(),
+            s["candidate_headline"].as_f64().unwrap(),
+        );
+        println!("case {k}: medians {mb:?} -> {mc:?}, report's figure {hb:.3e} -> {hc:.3e}");
+        assert_eq!(
+            s["headline_opposite_to_medians"], opposite,
+            "case {k}: {s:#}"
+        );
+        // the medians improve everywhere; the mean worsens only where the outliers are
+        assert!(s["change"].as_f64().unwrap() < -0.05, "case {k}: {s:#}");
+        assert_eq!(hc > hb, opposite, "case {k}: {hb} -> {hc}");
+    }
+    let text = run_compare(&[
+        p(&b),
+        p(&c),
+        "--allow-low-power",
+        "--metric",
+        "time",
+        "--all",
+    ])
+    .stdout;
+    for (k, opposite) in [(0, true), (2, false)] {
+        let row = text
+            .lines()
+            .find(|l| l.contains(&base.cases[k].id))
+            .unwrap_or_else(|| panic!("no row for case {k}: {text}"));
+        assert_eq!(row.contains("opposite to the medians"), opposite, "{row}");
+    }
+}
+
 fn a_run_id(path: &Path) -> String {
     let v: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
     v["run"]["run_id"].as_str().unwrap().to_string()
@@ -899,6 +962,16 @@ fn a_real_transport_slowdown_is_caught_end_to_end() {
         "{}",
         r.stdout
     );
+    // and what the ranks recorded carried the messages, per set-up (issue 45 item 5)
+    let line = top
+        .lines()
+        .find(|l| l.contains("MPI transport (recorded per set-up)"))
+        .unwrap_or_else(|| panic!("no transport line:\n{}", r.stdout));
+    let (was, now) = line.split_once('→').unwrap();
+    assert!(
+        was.contains("shared memory") && now.contains("TCP over loopback"),
+        "{line}"
+    );
     let (code, v) = json_report(&b, &c, &["--allow-low-power"]);
     assert_eq!(code, 1);
     // the effect is large at 8 B and 1 KiB: assert those; 16 KiB is only reported
@@ -1189,6 +1262,13 @@ fn the_golden_file_is_compared_through_a_run_directory() {
         r.stdout
     );
     assert!(r.stdout.contains("too little power"), "{}", r.stdout);
+    // The inconclusive rows' advice is in runs too: samples of one run never add the
+    // run-to-run variance (issue 45: "about 439 samples a side" was advised).
+    assert!(
+        r.stdout.contains("more runs a side") && !r.stdout.contains("samples a side"),
+        "{}",
+        r.stdout
+    );
 }
 
 // ---- the gate's guarantees, by simulation through the library's decision path ----
@@ -1709,9 +1789,23 @@ fn low_power_reports_a_regression_it_found_and_refuses_a_pass() {
         all.contains("runs a side") && !all.contains("samples a side"),
         "{all}"
     );
+    // It lists what it caught first, and its last clause does not contradict that by
+    // saying large changes pass unseen (issue 45 item 5).
+    assert!(
+        all.contains("6 of 7 compared cases worse beyond")
+            && !all.contains("well beyond the band would pass unseen")
+            && all.contains("in the other cases a change smaller than its own MDE"),
+        "{all}"
+    );
 
     let r = compared("x1.3", 1.3);
     r.assert_code(2);
     assert!(r.stderr.contains("too little power"), "{}", r.stderr);
     assert!(!r.stderr.contains("better beyond"), "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("a change up to that far beyond the band could pass unseen"),
+        "{}",
+        r.stderr
+    );
 }

@@ -319,6 +319,114 @@ fn no_fault_names_nothing() {
     );
 }
 
+/// Issue 45 item 4: 2 ranks, each its own emulated node (Slurm's node name set per rank), are
+/// too few for an attribution, so links.json has no median. The report's section still
+/// quotes the median its heat map is coloured against (never "No median" beside the chart's
+/// "median X GB/s"), and says emulated nodes, not hosts, in its text and the chart's title.
+#[test]
+fn two_emulated_nodes_report_one_median_and_say_emulated_nodes() {
+    let dir = tmpdir("links-emulated-report");
+    let out = dir.join("run");
+    let emulate = "export SLURMD_NODENAME=node$OMPI_COMM_WORLD_RANK; exec \"$@\"";
+    let r = common::mpirun_with(
+        2,
+        &["bash", "-c", emulate, "emulate-nodes"],
+        &[
+            "links",
+            "--size",
+            "256KiB",
+            "--iters",
+            "5",
+            "--out",
+            s(&out),
+        ],
+    );
+    assert!(
+        r.code == 0 || r.code == 1,
+        "exit {}\n{}\n{}",
+        r.code,
+        r.stdout,
+        r.stderr
+    );
+    let v = links_json(&out);
+    assert_eq!(v["emulated_nodes"], true, "{v:#}");
+    assert!(!r.stdout.contains("median ?"), "{}", r.stdout);
+    let rep = dir.join("rep");
+    solo(&["report", s(&out), "--out", s(&rep)]).assert_code(0);
+    let md = std::fs::read_to_string(rep.join("report.md")).unwrap();
+    let at = md
+        .find("## Links: the slow node or link")
+        .expect("links section");
+    let section = &md[at..];
+    println!("{}", &section[..section.len().min(1500)]);
+    assert!(!section.contains("No median"), "{section}");
+    assert!(
+        section.contains("2 ranks on 2 emulated nodes") && !section.contains("on 2 hosts"),
+        "{section}"
+    );
+    // the text's median is the chart's: "Median of the inter-node pairs: X GB/s" and the
+    // caption's "(median X GB/s)"
+    let quoted = |key: &str| -> String {
+        let i = section
+            .find(key)
+            .unwrap_or_else(|| panic!("no {key:?}: {section}"));
+        section[i + key.len()..]
+            .split_whitespace()
+            .next()
+            .unwrap()
+            .to_string()
+    };
+    let text_median = quoted("Median of the inter-node pairs: ");
+    let chart_median = quoted("(median ");
+    assert_eq!(text_median, chart_median, "{section}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Issue 45 item 4: a start-up that hangs (the test fault blocks rank 1 before `MPI_Init`,
+/// so rank 0 waits in its start-up fence) is ended by the links watchdog at `--op-timeout`
+/// (4 s here), with exit 4 and one sentence from rank 0, not left hanging.
+#[test]
+fn a_hung_start_up_is_ended_by_the_watchdog_with_one_sentence() {
+    let dir = tmpdir("links-hung-start");
+    let started = std::time::Instant::now();
+    let r = mpirun(
+        2,
+        &[
+            "links",
+            "--fault",
+            "hang_start:1",
+            "--op-timeout",
+            "4",
+            "--out",
+            s(&dir),
+        ],
+    );
+    let took_s = started.elapsed().as_secs_f64();
+    let ours: Vec<&str> = r
+        .stderr
+        .lines()
+        .filter(|l| l.starts_with("scalebench links:"))
+        .collect();
+    println!("exit {} after {took_s:.1} s: {ours:?}", r.code);
+    assert!(
+        r.code != 0 && r.code != 124 && r.code != 137,
+        "exit {}\n{}",
+        r.code,
+        r.stderr
+    );
+    // 4 s, the others' 3 s later, and mpirun's own start and end on a loaded host
+    assert!(took_s < 40.0, "took {took_s:.1} s\n{}", r.stderr);
+    assert_eq!(ours.len(), 1, "one sentence:\n{}", r.stderr);
+    assert!(
+        ours[0].contains("the start-up (MPI_Init")
+            && ours[0].contains("did not finish within 4 s (rank 0)"),
+        "{}",
+        ours[0]
+    );
+    assert!(!dir.join("links.json").exists());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// The absolute floor under real mpirun: 2 emulated nodes × 2 ranks (Slurm's node name set per
 /// rank), every host leader reading its link ceiling from a fake sysfs tree.
 mod floor {

@@ -119,6 +119,17 @@ fn an_oversubscribed_launch_is_recorded_and_names_no_winner() {
             "{c:?}"
         );
     }
+    // The stragglers section says its multi-rank cases were set apart, not that none was
+    // measured (issue 45 item 7).
+    let at = md
+        .find("## Load imbalance and stragglers")
+        .expect("stragglers section");
+    let stragglers = &md[at..md[at + 3..].find("\n## ").map_or(md.len(), |e| at + 3 + e)];
+    assert!(
+        stragglers.contains("set apart as not representative of their set-up")
+            && !stragglers.contains("No measured case has 2 or more ranks"),
+        "{stragglers}"
+    );
     // The findings say so first, and name nothing from these cases.
     let findings = read_csv(&rep.join("tables/findings.csv"));
     assert!(findings

@@ -395,6 +395,16 @@ fn status_follows_each_array_task_and_a_cancelled_task_is_lost() {
     let rows = common::status_rows(&st.stdout);
     assert_eq!(rows[0].2, "ok", "{}", st.stdout);
     assert!(rows[1].2.starts_with("lost"), "{}", st.stdout);
+    // The task that ran recorded its own id, the array task's (issue 45 item 7: not `{job}`).
+    let outcomes: Vec<String> = std::fs::read_dir(out.join("launches"))
+        .unwrap()
+        .filter_map(|d| std::fs::read_to_string(d.unwrap().path().join("outcome.json")).ok())
+        .map(|t| {
+            let o: serde_json::Value = serde_json::from_str(&t).unwrap();
+            o["job_id"].as_str().unwrap_or_default().to_string()
+        })
+        .collect();
+    assert_eq!(outcomes, [format!("{job}_0")], "{}", st.stdout);
     // Slurm may drop a task cancelled while pending from squeue: then no state is shown.
     assert!(st.stdout.contains("# lost: the job ended"), "{}", st.stdout);
     assert!(
@@ -997,5 +1007,150 @@ fn a_broken_inter_node_profile_ends_early_not_at_the_time_limit() {
     assert_eq!(
         o["job_id"], jobs["submissions"][0]["jobs"][0]["job_id"],
         "{o}"
+    );
+}
+
+/// `srun -N 2 --ntasks-per-node=2 scalebench links` under `timeout LIMIT`, as a user types it
+/// (no profile wrapper), with `env` added: what it printed, and how long it took.
+fn links_by_hand(out: &Path, op_timeout_s: u32, env: &[(&str, &str)]) -> (Ran, f64) {
+    let started = std::time::Instant::now();
+    let mut cmd = Command::new("timeout");
+    cmd.args([
+        "-k",
+        "5",
+        "150",
+        "srun",
+        "-N",
+        "2",
+        "--ntasks-per-node=2",
+        "--mpi=pmix",
+    ])
+    .args([bin(), "links", "--size", "64KiB", "--iters", "2"])
+    .args(["--op-timeout", &op_timeout_s.to_string(), "--out", s(out)])
+    .env("OMPI_MCA_btl", "self,vader,tcp")
+    .env("OMPI_MCA_btl_tcp_if_include", "lo")
+    .env("OMPI_MCA_oob_tcp_if_include", "lo")
+    .env_remove("OMPI_MCA_btl_vader_backing_directory");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let ran = Ran::raw(cmd.output().unwrap());
+    (ran, started.elapsed().as_secs_f64())
+}
+
+/// Issue 45 item 4: links under `srun -N 2 --ntasks-per-node=2` ends within its timeout with a
+/// result or one sentence. By hand (no wrapper), each rank gives its emulated node its own
+/// shared-memory directory: a result, 4 ranks on 2 emulated nodes. With every node pointed at
+/// one directory (the collision the wrapper avoids: Open MPI names segments after the host),
+/// the start-up or the first round hangs or crashes; the links watchdog (`--op-timeout 15`)
+/// ends a hang with exit 4 and one sentence from rank 0, well before the outer 150 s limit.
+#[test]
+fn links_under_srun_with_two_ranks_per_emulated_node_ends_within_its_timeout() {
+    let Some(_c) = cluster() else { return };
+    let dir = tmpdir("slurm-links-hand");
+    let out = dir.join("by-hand");
+    let (ran, took_s) = links_by_hand(&out, 60, &[]);
+    println!("by hand: exit {} after {took_s:.1} s", ran.code);
+    assert!(
+        ran.code == 0 || ran.code == 1,
+        "exit {} after {took_s:.1} s\n{}\n{}",
+        ran.code,
+        ran.stdout,
+        ran.stderr
+    );
+    assert!(
+        ran.stdout.contains("4 ranks on 2 emulated nodes") && !ran.stdout.contains("median ?"),
+        "{}",
+        ran.stdout
+    );
+    assert!(out.join("links.json").is_file());
+
+    // The collision, forced: one backing directory for both nodes.
+    let shared = dir.join("one-shm-dir");
+    std::fs::create_dir_all(&shared).unwrap();
+    let out = dir.join("collided");
+    let (ran, took_s) = links_by_hand(
+        &out,
+        15,
+        &[("OMPI_MCA_btl_vader_backing_directory", s(&shared))],
+    );
+    let ours: Vec<&str> = ran
+        .stderr
+        .lines()
+        .filter(|l| l.starts_with("scalebench links:"))
+        .collect();
+    println!(
+        "collided: exit {} after {took_s:.1} s; scalebench said: {ours:?}",
+        ran.code
+    );
+    // never the outer limit (124): a result, a crash Open MPI reports, or the watchdog's
+    // sentence (srun then says 137: it killed the tasks left after rank 0's exit 4)
+    assert!(
+        ran.code != 124 && took_s < 15.0 + 30.0,
+        "exit {} after {took_s:.1} s\n{}\n{}",
+        ran.code,
+        ran.stdout,
+        ran.stderr
+    );
+    if ran.code != 0 && ran.code != 1 && ran.stderr.contains("did not finish within") {
+        assert_eq!(ours.len(), 1, "one sentence: {}", ran.stderr);
+        assert!(
+            ours[0].contains("did not finish within 15 s") && ours[0].contains("emulated"),
+            "{}",
+            ours[0]
+        );
+    }
+
+    // A start-up that always hangs (the collision above crashed in one run here, exit 139 in
+    // 1.5 s, and hung in another, ended by the watchdog at 16.5 s): rank 3 blocks before MPI_Init (test fault), the others wait in the
+    // start-up fence. The watchdog ends it at --op-timeout 10 s with rank 0's one sentence.
+    let out = dir.join("hung");
+    let mut cmd = Command::new("timeout");
+    let started = std::time::Instant::now();
+    cmd.args([
+        "-k",
+        "5",
+        "150",
+        "srun",
+        "-N",
+        "2",
+        "--ntasks-per-node=2",
+        "--mpi=pmix",
+    ])
+    .args([
+        bin(),
+        "links",
+        "--fault",
+        "hang_start:3",
+        "--op-timeout",
+        "10",
+    ])
+    .args(["--out", s(&out)])
+    .env("OMPI_MCA_btl", "self,vader,tcp")
+    .env("OMPI_MCA_btl_tcp_if_include", "lo")
+    .env("OMPI_MCA_oob_tcp_if_include", "lo");
+    let ran = Ran::raw(cmd.output().unwrap());
+    let took_s = started.elapsed().as_secs_f64();
+    let ours: Vec<&str> = ran
+        .stderr
+        .lines()
+        .filter(|l| l.starts_with("scalebench links:"))
+        .collect();
+    println!(
+        "hung start-up: exit {} after {took_s:.1} s; scalebench said: {ours:?}",
+        ran.code
+    );
+    assert!(
+        ran.code != 0 && ran.code != 124 && took_s < 10.0 + 30.0,
+        "exit {} after {took_s:.1} s\n{}",
+        ran.code,
+        ran.stderr
+    );
+    assert_eq!(ours.len(), 1, "one sentence:\n{}", ran.stderr);
+    assert!(
+        ours[0].contains("did not finish within 10 s (rank 0)")
+            && ours[0].contains("node n1 is emulated"),
+        "{}",
+        ours[0]
     );
 }

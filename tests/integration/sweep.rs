@@ -556,6 +556,72 @@ fn plan_lists_launches_and_cases() {
     assert!(!dir.join("never").exists());
 }
 
+/// Issue 45 item 7: `plan` prints an ETA and warns how many cases will be skipped and why (8 B
+/// over 2 devices: all-gather and all-to-all split it below one 16-byte block per device),
+/// and the sweep then records exactly those cases as skipped, no more, no fewer.
+#[test]
+fn plan_gives_an_eta_and_the_cases_the_sweep_will_skip() {
+    let dir = tmpdir("plan-forecast");
+    let spec = write_spec(
+        &dir,
+        "f.toml",
+        "name = \"f\"\n[axes]\nworkloads = [\"allreduce\", \"allgather\", \"alltoall\"]\ndevices_per_node = 2\nsizes = \"8B,1KiB\"\nin_place = \"no\"\n[run]\ntime_budget_s = 0.05\n[launch]\noversubscribe = true\n",
+    );
+    let spec_s = spec.to_str().unwrap();
+    let ran = solo(&["plan", spec_s]);
+    ran.assert_code(0);
+    println!("{}", ran.stdout);
+    let eta = ran
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("# ETA about "))
+        .unwrap_or_else(|| panic!("no ETA: {}", ran.stdout));
+    assert!(eta.contains("one launch at a time"), "{eta}");
+    let warning = ran
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("# warning: "))
+        .unwrap_or_else(|| panic!("no skip warning: {}", ran.stdout));
+    assert!(
+        warning.contains("2 of 6 cases will be skipped")
+            && warning.contains("(allgather, alltoall)")
+            && warning.contains("8 bytes over 2 devices"),
+        "{warning}"
+    );
+    // --json keeps stdout the plan alone and says the same on stderr
+    let json = solo(&["plan", spec_s, "--json"]);
+    json.assert_code(0);
+    serde_json::from_str::<serde_json::Value>(&json.stdout).unwrap();
+    assert!(
+        json.stderr.contains("2 of 6 cases will be skipped"),
+        "{}",
+        json.stderr
+    );
+    // the sweep skips what the plan said
+    let out = dir.join("out");
+    let ran = solo(&["sweep", spec_s, "--out", out.to_str().unwrap()]);
+    assert!(
+        ran.code == 0,
+        "exit {}\n{}\n{}",
+        ran.code,
+        ran.stdout,
+        ran.stderr
+    );
+    let r = read_results(&out);
+    let skipped: Vec<String> = r
+        .cases
+        .iter()
+        .filter(|c| c.status == "skipped")
+        .map(|c| format!("{} {:?}", c.params.workload, c.params.requested_bytes))
+        .collect();
+    assert_eq!(r.cases.len(), 6);
+    assert_eq!(skipped.len(), 2, "{skipped:?}");
+    assert!(
+        skipped.iter().all(|x| x.ends_with("Some(8)")),
+        "{skipped:?}"
+    );
+}
+
 #[test]
 fn every_example_spec_plans() {
     let mut n = 0;

@@ -56,9 +56,13 @@ fn judge(s: &CaseStats, settings: &Settings) -> (Verdict, Option<String>) {
     // improvement: "no change" would claim what it cannot.
     let wide = !(lo.is_finite() && hi.is_finite()) || (lo < -n && hi > n);
     if wide {
-        let more = match s.units_needed {
-            Some(k) => format!("about {k} {} a side would", s.basis.unit()),
-            None => "far more data would".to_string(),
+        // More samples of one run never add the run-to-run variance: advice in runs.
+        let more = match (s.basis, s.units_needed) {
+            (Basis::Batches, _) => {
+                "more runs a side (more samples of one run would not) would".to_string()
+            }
+            (_, Some(k)) => format!("about {k} {} a side would", s.basis.unit()),
+            (_, None) => "far more runs would".to_string(),
         };
         return (
             Verdict::Inconclusive,

@@ -98,8 +98,11 @@ fn section(doc: &mut Doc, l: &LinksInput<'_>) {
         Span::Code(l.path.display().to_string()),
         text(". "),
     ];
-    what.push(text(match f.median_gbps {
-        Some(m) => format!(
+    // The heat map colours against the analysed cells' median when the attribution made
+    // none: the text quotes the same figure rather than saying there is none.
+    let median = crate::report::plot::links::median_of(f);
+    what.push(text(match (f.median_gbps, median) {
+        (Some(m), _) => format!(
             "Median of the {} pairs: {m:.3} GB/s{}.",
             f.analysed.replace('_', "-"),
             f.residual_spread.map_or(String::new(), |s| format!(
@@ -107,7 +110,11 @@ fn section(doc: &mut Doc, l: &LinksInput<'_>) {
                 s * 100.0
             ))
         ),
-        None => "No median: no pair was analysed.".into(),
+        (None, Some(m)) => format!(
+            "Median of the {} pairs: {m:.3} GB/s (no attribution was made, see below).",
+            f.analysed.replace('_', "-")
+        ),
+        (None, None) => "No median: no pair was analysed.".into(),
     }));
     doc.para(what);
     if let Some(t) = &f.topology {

@@ -205,7 +205,7 @@ fn natural(a: &str, b: &str) -> std::cmp::Ordering {
 
 /// The median the cells are coloured against: the file's (the attribution's), or the median of
 /// the analysed cells when the attribution made none.
-fn median_of(f: &LinksFile) -> Option<f64> {
+pub(crate) fn median_of(f: &LinksFile) -> Option<f64> {
     if let Some(m) = f.median_gbps {
         return Some(m);
     }
@@ -314,10 +314,16 @@ pub(crate) fn title(f: &LinksFile) -> String {
     let mut hosts = f.hosts.clone();
     hosts.sort();
     hosts.dedup();
+    // Slurm nodes sharing one machine are not hosts of a fabric: named as what they are.
+    let (one, many) = if f.emulated_nodes {
+        ("emulated node", "emulated nodes")
+    } else {
+        ("host", "hosts")
+    };
     let mut t = format!(
         "Link bandwidth, sender (row) → receiver (column): {} on {}",
         crate::units::count(f.hosts.len(), "rank", "ranks"),
-        crate::units::count(hosts.len(), "host", "hosts")
+        crate::units::count(hosts.len(), one, many)
     );
     if f.simulated.is_some() {
         t.push_str(" — SIMULATED, not a measurement");

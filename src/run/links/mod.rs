@@ -6,6 +6,7 @@
 //! One exchange goes through a [`Transport`]: [`mpi`] (host buffers, `--backend cpu`) or
 //! [`nccl`] (ncclSend/ncclRecv between GPUs, `--backend cuda`); the rest is shared.
 
+mod deadline;
 mod floor;
 mod mpi;
 #[cfg(any(feature = "cuda", feature = "rocm"))]
@@ -100,12 +101,18 @@ pub struct Request {
     pub floor_fraction: Option<f64>,
     /// The sysfs tree each host leader reads its link ceiling from (`/sys`; tests give a tree).
     pub sysfs_root: PathBuf,
+    /// `--op-timeout`: a rank stuck longer in the start-up or one round ends itself with one
+    /// sentence (exit 4).
+    pub op_timeout: std::time::Duration,
 }
 
 /// What the checks before MPI found: the test fault and the topology file's leaves.
 #[derive(Debug)]
 struct Checked {
     slow: Option<SlowPair>,
+    /// Test-only (`--fault hang_start:R`): the launcher's rank R blocks before `MPI_Init`,
+    /// so the others hang in its start-up fence, a start-up hang the watchdog must end.
+    hang_start: Option<u32>,
     leaves: Option<Vec<Leaf>>,
 }
 
@@ -143,6 +150,9 @@ struct Exchanger<'a> {
     warmup: u32,
     slow: Option<SlowPair>,
     transport: &'a mut dyn Transport,
+    /// Re-armed for each round: a round stuck past `op_timeout` ends the rank with a sentence.
+    deadline: &'a deadline::Deadline,
+    op_timeout: std::time::Duration,
 }
 
 impl Exchanger<'_> {
@@ -219,7 +229,11 @@ fn measure_rounds(
 ) -> Cells {
     let me = ex.me;
     let mut cells = Vec::new();
-    for round in rounds {
+    for (k, round) in rounds.iter().enumerate() {
+        ex.deadline.arm(
+            format!("round {} of {} of the pair exchanges", k + 1, rounds.len()),
+            ex.op_timeout,
+        );
         ex.world.barrier();
         let Some(&(a, b)) = round.iter().find(|(a, b)| *a == me || *b == me) else {
             // Idle this round (odd N, or not in an isolated pair): the others' barriers.
@@ -249,6 +263,10 @@ fn measure_shift(ex: &mut Exchanger<'_>, n: usize) -> Cells {
     let me = ex.me;
     (1..n)
         .map(|d| {
+            ex.deadline.arm(
+                format!("shift round {d} of {} of the pair exchanges", n - 1),
+                ex.op_timeout,
+            );
             ex.world.barrier();
             let (to, from) = ((me + d) % n, (me + n - d) % n);
             (from, me, ex.both_ways(from, to))
@@ -363,11 +381,13 @@ fn check(req: &Request) -> Result<Checked, RunError> {
             }
         }
     }
-    let slow = match &req.fault {
-        Some(f) => {
-            Some(SlowPair::parse(f).ok_or_else(|| RunError::Links(LinksError::Fault(f.clone())))?)
-        }
-        None => None,
+    let bad = |f: &str| RunError::Links(LinksError::Fault(f.to_string()));
+    let (slow, hang_start) = match req.fault.as_deref() {
+        None => (None, None),
+        Some(f) => match f.strip_prefix("hang_start:") {
+            Some(r) => (None, Some(r.parse::<u32>().map_err(|_| bad(f))?)),
+            None => (Some(SlowPair::parse(f).ok_or_else(|| bad(f))?), None),
+        },
     };
     // Every rank reads the file, so all refuse alike before MPI starts.
     let leaves = match &req.topology {
@@ -377,7 +397,11 @@ fn check(req: &Request) -> Result<Checked, RunError> {
         ),
         None => None,
     };
-    Ok(Checked { slow, leaves })
+    Ok(Checked {
+        slow,
+        hang_start,
+        leaves,
+    })
 }
 
 /// NCCL and RCCL move the message as 4-byte words (`ncclInt32`): the sentence for a size
@@ -392,12 +416,25 @@ fn cuda_size_refusal(bytes: u64) -> Option<String> {
 /// named, 0 when healthy.
 pub fn command(req: &Request) -> Result<u8, RunError> {
     let checked = check(req)?;
+    // Armed before MPI_Init: a start-up that hangs (emulated nodes whose shared memory
+    // collides) ends with a sentence, not silently (issue 45).
+    let deadline = deadline::Deadline::start();
+    deadline.arm(
+        "the start-up (MPI_Init, the node names and the link ceilings)".into(),
+        req.op_timeout,
+    );
+    if checked.hang_start.is_some() && checked.hang_start == deadline::launcher_rank() {
+        loop {
+            std::thread::sleep(std::time::Duration::from_secs(3600));
+        }
+    }
     // Emulated nodes started by hand (no profile wrapper): their own shared-memory directory.
     crate::run::shm::apply_node_local_shm();
     let universe = ::mpi::initialize().ok_or(RunError::MpiInitialised)?;
     let world = universe.world();
     let comm = MpiComm::new(&world);
-    let result = measure(req, checked, &world, &comm);
+    let result = measure(req, checked, &world, &comm, &deadline);
+    deadline.disarm();
     if let Err(e) = &result {
         // Said before MPI_Finalize: a rank that exits first (and so makes mpirun end the job)
         // cannot cut rank 0 off before it has printed the sentence the ranks agreed on.
@@ -413,6 +450,7 @@ fn measure(
     checked: Checked,
     world: &::mpi::topology::SimpleCommunicator,
     comm: &MpiComm,
+    deadline: &deadline::Deadline,
 ) -> Result<u8, RunError> {
     let (me, n) = (comm.rank() as usize, comm.size() as usize);
     let slow = checked.slow;
@@ -485,6 +523,8 @@ fn measure(
         warmup: req.warmup,
         slow,
         transport,
+        deadline,
+        op_timeout: req.op_timeout,
     };
     let cells = match req.schedule {
         Schedule::RoundRobin => {
@@ -493,6 +533,10 @@ fn measure(
         Schedule::Shift => measure_shift(&mut ex, n),
         Schedule::Rail => measure_rounds(&mut ex, &rail_rounds, req.bidirectional),
     };
+    ex.deadline.arm(
+        "the gathering of the cells and the attribution".into(),
+        req.op_timeout,
+    );
     let seconds = gather(comm, &cells, n);
     let gbps: Vec<Option<f64>> = seconds
         .iter()
@@ -1003,6 +1047,7 @@ mod tests {
             topology: None,
             floor_fraction: Some(0.5),
             sysfs_root: PathBuf::from("/sys"),
+            op_timeout: std::time::Duration::from_secs(120),
         }
     }
 
