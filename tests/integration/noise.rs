@@ -310,3 +310,117 @@ fn contaminated_simulation_one_run_and_several_a_side() {
         assert!(share >= 0.8, "{k} a side: planted cases regressed {share}");
     }
 }
+
+/// `history changes` on the real corpus (issue 47 item 1): the 32 unchanged runs in the
+/// order they were recorded (9 of them in the host's slow phase, about 2× off), then the 8
+/// runs without CMA single copy, their Open MPI variables removed so that the slowdown is
+/// silent (a change of the machine, not of the recorded set-up). A series whose planted runs
+/// moved by 15 % or more must show a change within ±1 run of run 33; a change placed among
+/// the unchanged runs is a false alarm. The rates are printed; the thresholds are the ones
+/// this corpus gives (it depends on the fixtures only, never on the machine running it).
+#[test]
+#[ignore = "issue 47 open: on this corpus history changes finds 1 of 8 series moved >= 15 % within ±1 run (placed 2-3 runs late) and 3 false change points in 20 series; run with --ignored --nocapture"]
+fn history_changes_on_the_real_corpus_find_the_silent_slowdown_and_few_false_steps() {
+    use crate::common::{bin, fixture, no_panic, tmpdir, Ran};
+    let dir = tmpdir("noise-history");
+    let tree = dir.join("tree");
+    let series: Vec<&Run> = kind("unchanged")
+        .iter()
+        .chain(kind("no_single_copy"))
+        .collect();
+    let planted_from = kind("unchanged").len();
+    for (i, (f, _)) in series.iter().enumerate() {
+        let mut f = f.clone();
+        f.run.run_id = format!("run{i:03}");
+        f.run.started_unix_s = 1.8e9 + i as f64 * 86_400.0;
+        f.run.labels.insert("cluster".into(), "corpus".into());
+        f.generator.git_sha = Some(format!("{i:03}{}", "c".repeat(37)));
+        for l in &mut f.launches {
+            if let Some(p) = l.provenance.as_mut() {
+                p.environment.retain(|k, _| !k.starts_with("OMPI_MCA_"));
+            }
+        }
+        let d = tree.join(format!("run{i:03}"));
+        std::fs::create_dir_all(&d).unwrap();
+        fixture::write(&d, "results.json", &f);
+    }
+    let db = dir.join("h.sqlite");
+    let history = |args: &[&str]| {
+        let r = Ran::from(
+            std::process::Command::new(bin())
+                .arg("history")
+                .args(args)
+                .output()
+                .expect("start scalebench"),
+        );
+        no_panic(&r);
+        assert_eq!(r.code, 0, "{}", r.stderr);
+        serde_json::from_str::<serde_json::Value>(&r.stdout).unwrap_or(serde_json::Value::Null)
+    };
+    history(&[
+        "ingest",
+        tree.to_str().unwrap(),
+        "--db",
+        db.to_str().unwrap(),
+    ]);
+    let v = history(&["changes", "--db", db.to_str().unwrap(), "--json"]);
+    let all = history(&["show", "--db", db.to_str().unwrap(), "--json"]);
+    let median = |xs: &mut Vec<f64>| {
+        xs.sort_by(f64::total_cmp);
+        xs[xs.len() / 2]
+    };
+    // the planted runs' effect per series, from its points' medians
+    let mut effect: HashMap<String, f64> = HashMap::new();
+    for s in all["series"].as_array().unwrap() {
+        let pts: Vec<f64> = s["points"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p["median"].as_f64().unwrap())
+            .collect();
+        assert_eq!(pts.len(), series.len(), "one point per run: {}", s["label"]);
+        let (mut a, mut b) = (pts[..planted_from].to_vec(), pts[planted_from..].to_vec());
+        effect.insert(
+            s["case_id"].as_str().unwrap().to_string(),
+            median(&mut b) / median(&mut a) - 1.0,
+        );
+    }
+    let changes_of = |case: &str| -> Vec<u64> {
+        v["series"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|s| s["case_id"] == case)
+            .flat_map(|s| s["steps"].as_array().cloned().unwrap_or_default())
+            .filter(|st| st["kind"] == "change")
+            .map(|st| st["index"].as_u64().unwrap())
+            .collect()
+    };
+    let (mut big, mut found, mut false_steps) = (0, 0, 0);
+    for (case, e) in &effect {
+        let at = changes_of(case);
+        let p = planted_from as u64;
+        if e.abs() >= 0.15 {
+            big += 1;
+            found += usize::from(at.iter().any(|&i| i + 1 >= p && i <= p + 1));
+        }
+        false_steps += at.iter().filter(|&&i| i + 1 < p).count();
+        eprintln!(
+            "  series {case}: planted effect {:+.1} %, changes at {at:?}",
+            e * 100.0
+        );
+    }
+    let n = effect.len();
+    eprintln!(
+        "history changes on the real corpus ({} unchanged runs then {} without single copy): {found} of {big} series moved by >= 15 % found within ±1 run of the step; {false_steps} false change points in {n} series ({:.1} per 100 series)",
+        planted_from,
+        series.len() - planted_from,
+        100.0 * false_steps as f64 / n as f64
+    );
+    assert!(big > 0, "the planted runs move some series by 15 % or more");
+    assert!(found * 10 >= big * 9, "found {found} of {big}");
+    assert!(
+        false_steps * 100 <= n,
+        "{false_steps} false steps in {n} series"
+    );
+}
