@@ -80,7 +80,8 @@ pub struct LinksArgs {
     /// Default: inside a Slurm job, what `scontrol show topology` lists.
     #[arg(long, value_name = "FILE", conflicts_with = "simulate")]
     pub topology: Option<std::path::PathBuf>,
-    /// Test-only: `slow_link:A:B:TIMES` makes ranks A and B's exchanges take TIMES as long.
+    /// Test-only: `slow_link:A:B:TIMES` makes ranks A and B's exchanges take TIMES as long;
+    /// `hang_start:R` blocks rank R before MPI_Init (the start-up watchdog's test).
     #[arg(long, hide = true, conflicts_with = "simulate")]
     pub fault: Option<String>,
     /// The absolute floor: an inter-node cell below F × the slower host's network link

@@ -349,6 +349,10 @@ fn announce(req: &SweepRequest, spec: &SweepSpec, plan: &SweepPlan, total: usize
         },
         out.join(RESULTS_FILE).display()
     );
+    // What `plan` warned about, said again where the sweep starts.
+    if let Some(w) = crate::plan::forecast::skip_warning(plan) {
+        eprintln!("{w}");
+    }
 }
 
 /// The sweep's progress: cases done in earlier launches, and the live line.

@@ -99,7 +99,18 @@ pub fn lines(plan: &SweepPlan) -> Vec<String> {
         ),
         None => "# ETA unknown: a launch fixes its iterations (--iters), so its time depends on each case's speed".to_string(),
     }];
-    if n_skipped > 0 {
+    out.extend(skip_warning_of(&skips, total));
+    out
+}
+
+/// The warning that `n` of the plan's cases will be skipped, and why; `None` when none will.
+pub fn skip_warning(plan: &SweepPlan) -> Option<String> {
+    skip_warning_of(&skipped(plan), plan.case_count())
+}
+
+fn skip_warning_of(skips: &[SkipReason], total: usize) -> Option<String> {
+    let n_skipped: usize = skips.iter().map(|r| r.cases).sum();
+    (n_skipped > 0).then(|| {
         let shown: Vec<String> = skips
             .iter()
             .take(4)
@@ -116,12 +127,11 @@ pub fn lines(plan: &SweepPlan) -> Vec<String> {
             0..=4 => String::new(),
             n => format!("; and {} more reasons", n - 4),
         };
-        out.push(format!(
+        format!(
             "# warning: {n_skipped} of {total} cases will be skipped (recorded as skipped, nothing measured): {}{more}",
             shown.join("; ")
-        ));
-    }
-    out
+        )
+    })
 }
 
 #[cfg(test)]

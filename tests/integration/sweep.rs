@@ -607,6 +607,13 @@ fn plan_gives_an_eta_and_the_cases_the_sweep_will_skip() {
         ran.stdout,
         ran.stderr
     );
+    // and says so again where it starts, as plan did
+    assert!(
+        ran.stderr
+            .contains("# warning: 2 of 6 cases will be skipped"),
+        "{}",
+        ran.stderr
+    );
     let r = read_results(&out);
     let skipped: Vec<String> = r
         .cases
