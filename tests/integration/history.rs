@@ -66,6 +66,20 @@ fn sha(i: usize) -> String {
     format!("{i:03}{}", "a".repeat(37))
 }
 
+/// `history export --db DB --format csv ARGS --out OUT`, which must succeed, read back.
+fn export_csv(
+    db: &Path,
+    args: &[&str],
+    out: &Path,
+) -> Vec<std::collections::BTreeMap<String, String>> {
+    let mut a = vec!["export", "--db", s(db), "--format", "csv"];
+    a.extend_from_slice(args);
+    a.extend(["--out", s(out)]);
+    let r = history(&a);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    read_csv(out)
+}
+
 fn json(r: &Ran) -> serde_json::Value {
     assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
     serde_json::from_str(&r.stdout).unwrap_or_else(|e| panic!("{e}: {}", r.stdout))
@@ -394,18 +408,7 @@ fn export_round_trips_bencher_and_csv() {
     };
     let (time, busbw, gflops) = (show("time"), show("busbw"), show("gflops"));
 
-    let out = dir.join("all.csv");
-    let r = history(&[
-        "export",
-        "--db",
-        s(&db),
-        "--format",
-        "csv",
-        "--out",
-        s(&out),
-    ]);
-    assert_eq!(r.code, 0, "{}", r.stderr);
-    let rows = read_csv(&out);
+    let rows = export_csv(&db, &[], &dir.join("all.csv"));
     assert_eq!(rows.len(), 5 * 8, "one row per case × run");
     let (mut with_busbw, mut with_gflops) = (0, 0);
     for row in &rows {
@@ -437,20 +440,7 @@ fn export_round_trips_bencher_and_csv() {
     assert_eq!((with_busbw, with_gflops), (4 * 8, 8));
 
     // The filters are show's.
-    let other = dir.join("other.csv");
-    let r = history(&[
-        "export",
-        "--db",
-        s(&db),
-        "--format",
-        "csv",
-        "--cluster",
-        "other",
-        "--out",
-        s(&other),
-    ]);
-    assert_eq!(r.code, 0, "{}", r.stderr);
-    let rows = read_csv(&other);
+    let rows = export_csv(&db, &["--cluster", "other"], &dir.join("other.csv"));
     assert_eq!(rows.len(), 5 * 2);
     assert!(rows.iter().all(|r| r["cluster"] == "other"));
     let id = rows[0]["case_id"].clone();
@@ -1011,18 +1001,7 @@ fn setup_breaks_for_gpu_model_library_version_and_the_standin_flag() {
             "{line}"
         );
     }
-    let csv = dir.join("all.csv");
-    let r = history(&[
-        "export",
-        "--db",
-        s(&db),
-        "--format",
-        "csv",
-        "--out",
-        s(&csv),
-    ]);
-    assert_eq!(r.code, 0, "{}", r.stderr);
-    let rows = read_csv(&csv);
+    let rows = export_csv(&db, &[], &dir.join("all.csv"));
     assert_eq!(rows.len(), 3 * 32);
     for row in &rows {
         let i: usize = row["run_id"][3..].parse().unwrap();

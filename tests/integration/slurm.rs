@@ -1074,11 +1074,7 @@ fn links_under_srun_with_two_ranks_per_emulated_node_ends_within_its_timeout() {
         15,
         &[("OMPI_MCA_btl_vader_backing_directory", s(&shared))],
     );
-    let ours: Vec<&str> = ran
-        .stderr
-        .lines()
-        .filter(|l| l.starts_with("scalebench links:"))
-        .collect();
+    let ours = links_sentences(&ran.stderr);
     println!(
         "collided: exit {} after {took_s:.1} s; scalebench said: {ours:?}",
         ran.code
@@ -1131,11 +1127,7 @@ fn links_under_srun_with_two_ranks_per_emulated_node_ends_within_its_timeout() {
     .env("OMPI_MCA_oob_tcp_if_include", "lo");
     let ran = Ran::raw(cmd.output().unwrap());
     let took_s = started.elapsed().as_secs_f64();
-    let ours: Vec<&str> = ran
-        .stderr
-        .lines()
-        .filter(|l| l.starts_with("scalebench links:"))
-        .collect();
+    let ours = links_sentences(&ran.stderr);
     println!(
         "hung start-up: exit {} after {took_s:.1} s; scalebench said: {ours:?}",
         ran.code
@@ -1153,4 +1145,12 @@ fn links_under_srun_with_two_ranks_per_emulated_node_ends_within_its_timeout() {
         "{}",
         ours[0]
     );
+}
+
+/// What `scalebench links` itself said on stderr (its lines, not Open MPI's or srun's).
+fn links_sentences(stderr: &str) -> Vec<&str> {
+    stderr
+        .lines()
+        .filter(|l| l.starts_with("scalebench links:"))
+        .collect()
 }
