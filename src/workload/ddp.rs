@@ -38,7 +38,9 @@ use crate::backend::{Backend, CollectiveCall, OverlapSettings};
 use crate::comm::HostComm;
 use crate::measure::{self};
 use crate::params::{CaseParams, Dtype, ReduceOp, Scaling, Timing, Workload};
-use crate::results::ddp::{critical_path, DdpMetrics, EXPOSED_CRITICAL_PATH};
+use crate::results::ddp::{
+    critical_path, DdpMetrics, Rounds, EXPOSED_CRITICAL_PATH, OVERLAP_AGAINST_NO_OVERLAP,
+};
 use crate::results::schema::{PhaseResult, TimingResult};
 
 // The data and figures of a step and the case's driver here; the step itself on a backend
@@ -304,13 +306,13 @@ fn record(
     let max_batch = batches.iter().copied().max().unwrap_or(0);
     let elem = dtype.size_bytes();
     // Per round, slowest rank of the step minus slowest rank of compute: the critical path.
-    let o = critical_path(
-        &t.step.samples_s,
-        &t.compute.samples_s,
-        t.compute.time_s,
-        t.comm.time_s,
+    let o = critical_path(Rounds {
+        step_max_s: &t.step.samples_s,
+        no_overlap_max_s: &t.after.samples_s,
+        compute_max_s: &t.compute.samples_s,
+        compute_mean_s: t.compute.time_s,
         devices,
-    );
+    });
     let phase = |name: &str, t: &TimingResult| PhaseResult {
         name: name.into(),
         time_s: t.time_s,
@@ -332,7 +334,9 @@ fn record(
         compute_imbalance_s: Some(o.compute_imbalance_s),
         step_slowest_s: Some(o.step_slowest_s),
         exposed_definition: Some(EXPOSED_CRITICAL_PATH.to_string()),
+        exposed_no_overlap_s: Some(o.exposed_no_overlap_s),
         overlap_efficiency: o.overlap_efficiency,
+        overlap_definition: Some(OVERLAP_AGAINST_NO_OVERLAP.to_string()),
         samples_per_s: if t.step.time_s > 0.0 {
             global as f64 / t.step.time_s
         } else {

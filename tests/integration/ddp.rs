@@ -114,11 +114,26 @@ fn assert_exact(v: &Value, devices: u64, ranks: u64, want_cases: usize) {
             .map(|p| p["name"].as_str().unwrap())
             .collect();
         assert_eq!(names, vec!["step_no_overlap", "compute", "comm"]);
-        if devices == 1 {
+        // the no-overlap step's exposed time, measured the same way, is the denominator
+        let no_overlap = col(&c["phases"][0]);
+        let want_no = no_overlap
+            .iter()
+            .zip(&compute)
+            .map(|(s, c)| s - c)
+            .sum::<f64>()
+            / no_overlap.len() as f64;
+        let exposed_no = f(c, "exposed_no_overlap_s");
+        assert!(
+            (exposed_no - want_no).abs() <= 1e-9 * want_no.abs().max(1e-6),
+            "{exposed_no} vs {want_no}"
+        );
+        assert_eq!(c["ddp"]["overlap_definition"], "against_no_overlap");
+        if devices == 1 || exposed_no <= 0.0 {
             assert!(c["ddp"]["overlap_efficiency"].is_null());
         } else {
             let e = f(c, "overlap_efficiency");
-            assert!((0.0..=1.0).contains(&e), "{e}");
+            let want_e = (1.0 - exposed / exposed_no).clamp(0.0, 1.0);
+            assert!((e - want_e).abs() < 1e-9, "{e} vs {want_e}");
         }
     }
 }

@@ -303,7 +303,7 @@ fn overlap_vs_bucket(pts: &[Point]) -> Vec<Figure> {
                 FigureKind::DdpOverlap.to_string()
             },
             title: title.clone(),
-            caption: "How much of the all-reduce time the step hides behind backward compute, against the bucket capacity: overlap_efficiency = 1 − exposed_comm_s / comm_s (1: all hidden; 0: none). Small buckets start communication early but pay a per-call cost; one huge bucket cannot start before backward ends.".to_string(),
+            caption: "How much of the all-reduce time the step hides behind backward compute, against the bucket capacity: overlap_efficiency = 1 − exposed_comm_s / exposed_no_overlap_s, both measured on the critical path of steps run alike (1: all hidden; 0: none). Small buckets start communication early but pay a per-call cost; one huge bucket cannot start before backward ends.".to_string(),
             panels: vec![Panel {
                 title: String::new(),
                 x: Axis::new("bucket capacity (log2 scale)", Scale::Log2Bytes),
