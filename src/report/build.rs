@@ -67,6 +67,8 @@ pub struct Written {
     pub charts: usize,
     /// Paths relative to `dir`.
     pub files: Vec<PathBuf>,
+    /// The report's first screen: what ran on what, the main answer, how sure it is.
+    pub first_screen: Vec<(String, String)>,
 }
 
 impl Outputs {
@@ -116,6 +118,9 @@ pub fn run(req: &Request) -> Result<u8, Error> {
         crate::present::count(w.charts, "chart", "charts"),
         crate::present::count(w.files.len(), "file", "files")
     );
+    for (label, line) in &w.first_screen {
+        println!("  {label}: {}", visible(line));
+    }
     if let Some(t) = &req.nccl_tuner {
         println!(
             "scalebench report: NCCL tuner configuration {}",
@@ -150,7 +155,8 @@ pub fn generate(req: &Request) -> Result<Written, Error> {
         .unwrap_or_else(|| default_title(&analysis));
     let drawn = o.png || o.svg || o.html;
     let link_inputs = link_inputs(&links, figs.len(), drawn);
-    let doc = document::build(&analysis, &figs, &title, trend.as_ref(), &link_inputs);
+    let (doc, first_screen) =
+        document::build(&analysis, &figs, &title, trend.as_ref(), &link_inputs);
     // Refused before anything is written: a report without the file asked for is a surprise.
     let tuner = match &req.nccl_tuner {
         Some(path) => {
@@ -211,6 +217,10 @@ pub fn generate(req: &Request) -> Result<Written, Error> {
         cases: analysis.entries.len(),
         charts: if drawn { figs.len() + links.len() } else { 0 },
         files,
+        first_screen: first_screen
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v))
+            .collect(),
     })
 }
 
@@ -330,6 +340,7 @@ fn links_only(req: &Request, links: &[load::LinksSource]) -> Result<Written, Err
         cases: 0,
         charts: if drawn { links.len() } else { 0 },
         files,
+        first_screen: Vec::new(),
     })
 }
 

@@ -147,8 +147,10 @@ fn edited_copies_of_one_run_are_refused_as_one_run() {
 
 // ---- report ----
 
-/// The findings of `scalebench report` on these results files (written to a temp dir).
-fn findings(tag: &str, files: &[ResultsFile]) -> (PathBuf, Vec<String>) {
+/// `scalebench report` on these results files (written to a temp dir) with `extra` options:
+/// the report's directory, its findings ("topic: sentence", as the report prints them) and
+/// what it printed on the terminal.
+fn report_on(tag: &str, files: &[ResultsFile], extra: &[&str]) -> (PathBuf, Vec<String>, String) {
     let dir = tmpdir(tag);
     let inputs: Vec<PathBuf> = files
         .iter()
@@ -157,17 +159,24 @@ fn findings(tag: &str, files: &[ResultsFile]) -> (PathBuf, Vec<String>) {
         .collect();
     let out = dir.join("report");
     let mut args: Vec<&str> = inputs.iter().map(|p| s(p)).collect();
-    // the corpus was recorded on a busy host: its cases are marked not representative, and
-    // these tests are about what the report concludes from them all the same
-    args.extend(["--out", s(&out), "--include-unrepresentative"]);
-    report(&args).assert_code(0);
+    args.extend(["--out", s(&out)]);
+    args.extend(extra);
+    let ran = report(&args);
+    ran.assert_code(0);
     let rows = read_csv(&out.join("tables/findings.csv"));
-    // "topic: sentence", as the report prints them
     let mut v: Vec<String> = rows
         .iter()
         .map(|r| format!("{}: {}", r["topic"], r["sentence"]))
         .collect();
     v.dedup();
+    (out, v, ran.stdout)
+}
+
+/// The findings of `scalebench report` on these results files. The corpus was recorded on a
+/// busy host: its cases are marked not representative, and these tests are about what the
+/// report concludes from them all the same.
+fn findings(tag: &str, files: &[ResultsFile]) -> (PathBuf, Vec<String>) {
+    let (out, v, _) = report_on(tag, files, &["--include-unrepresentative"]);
     (out, v)
 }
 
@@ -351,4 +360,86 @@ fn a_winner_is_never_at_every_size_when_a_size_was_unclear() {
             .any(|f| f.contains("hybrid faster at") && f.contains("unclear")),
         "{said:?}"
     );
+}
+
+/// The line after `label: ` among the report's first three terminal lines.
+fn screen_line<'a>(stdout: &'a str, label: &str) -> &'a str {
+    let lines: Vec<&str> = stdout.lines().skip(1).take(3).collect();
+    lines
+        .iter()
+        .find_map(|l| l.trim_start().strip_prefix(&format!("{label}: ")))
+        .unwrap_or_else(|| panic!("no {label} line in the first screen: {stdout}"))
+}
+
+#[test]
+fn the_first_screen_says_what_ran_the_answer_and_how_sure_in_three_lines() {
+    // the real 1-device and 2-device runs of two rounds: a scaling study of 2 runs a side
+    let files: Vec<ResultsFile> = [
+        ("single", 0),
+        ("unchanged", 0),
+        ("single", 1),
+        ("unchanged", 1),
+    ]
+    .iter()
+    .map(|&(k, i)| kind(k)[i].0.clone())
+    .collect();
+    let (out, said, stdout) = report_on("first-screen", &files, &["--include-unrepresentative"]);
+    println!("{stdout}");
+    let ran = screen_line(&stdout, "Ran");
+    for w in ["allreduce", "broadcast", "matmul", "ddp_step"] {
+        assert!(ran.contains(w), "{ran}");
+    }
+    let host = &files[0].launches[0]
+        .provenance
+        .as_ref()
+        .unwrap_or_else(|| panic!("corpus run without provenance"))
+        .hosts[0];
+    assert!(
+        ran.contains(&format!("1 host ({}: {})", host.host, host.cpu_model)),
+        "{ran}"
+    );
+    assert!(
+        ran.contains("cpu backend") && ran.contains("1×1, 1×2"),
+        "{ran}"
+    );
+    // the answer is a finding of the report: the scaling one where there is one
+    let answer = screen_line(&stdout, "Answer");
+    let about: Vec<&String> = said.iter().filter(|f| !f.starts_with("Set-up:")).collect();
+    let want = about
+        .iter()
+        .find(|f| f.contains("scaling efficiency"))
+        .or(about.first())
+        .unwrap_or_else(|| panic!("no finding: {said:?}"));
+    assert!(answer.starts_with(want.as_str()), "{answer}\nvs {want}");
+    assert!(answer.contains(&format!("the first of {} findings", about.len())) || about.len() == 1);
+    let sure = screen_line(&stdout, "How sure");
+    assert!(sure.starts_with("2 runs"), "{sure}");
+    assert!(
+        sure.contains("not representative") && sure.contains("median cv"),
+        "{sure}"
+    );
+    // the same three lines open the document, before the paragraph of what was read
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap_or_default();
+    let head: String = md.lines().take(6).collect::<Vec<_>>().join("\n");
+    for label in ["**Ran**", "**Answer**", "**How sure**"] {
+        assert!(head.contains(label), "{head}");
+    }
+    assert!(
+        md.find("**How sure**") < md.find("report from 4 input files"),
+        "{head}"
+    );
+
+    // one run, cases set apart: it says one run shows no run-to-run variance, and why there
+    // is no answer when every measured case was set apart
+    let (_, said, stdout) = report_on("first-screen-one", &files[1..2], &[]);
+    let sure = screen_line(&stdout, "How sure");
+    assert!(
+        sure.starts_with("1 run (one run cannot show run-to-run variance"),
+        "{sure}"
+    );
+    let answer = screen_line(&stdout, "Answer");
+    if said.iter().all(|f| f.starts_with("Set-up:")) {
+        assert!(answer.starts_with("no finding"), "{answer}");
+        assert!(sure.contains("set apart: "), "{sure}");
+    }
 }

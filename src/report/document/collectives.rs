@@ -212,9 +212,12 @@ fn collective_findings(
             format!(" (caveat: not representative: {})", kinds_text(c))
         }
     };
+    // A collective on one device moves nothing between devices: its "bandwidth" is a copy's
+    // or a no-op's (an in-place broadcast of 512 KiB on one rank read 20,000 GB/s).
     let peak = usable
         .iter()
         .copied()
+        .filter(|&k| v.curves[k].shape.devices() >= 2)
         .filter_map(|k| {
             t.rows[k][col("peak busbw (GB/s)")]
                 .sort_value()

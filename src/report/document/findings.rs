@@ -27,6 +27,9 @@ pub(super) struct Finding {
     pub(super) section: String,
     /// The workload it is about (findings are grouped by workload; set-up ones first).
     pub(super) workload: Option<Workload>,
+    /// Whether it answers the study's main question (how the work scales across devices):
+    /// the report's first screen leads with such a finding when there is one.
+    pub(super) headline: bool,
 }
 
 /// Findings gathered while the sections are built.
@@ -82,6 +85,7 @@ impl<'t> Sentence<'t> {
             chart,
             section: section.to_string(),
             workload: None,
+            headline: false,
         }
     }
 }
@@ -91,9 +95,25 @@ impl Finding {
         self.workload = Some(w);
         self
     }
+    /// Marks it as an answer to the main question (see `headline`).
+    pub(super) fn headline(mut self) -> Finding {
+        self.headline = true;
+        self
+    }
 }
 
 impl Findings {
+    /// The order the section lists them in: set-up first, then per workload (in section order
+    /// within one), then the rest (a stable sort: sorting twice changes nothing).
+    pub(super) fn sort(&mut self) {
+        self.items
+            .sort_by_key(|f| match (f.topic.as_str(), f.workload) {
+                ("Set-up", _) => (0, None),
+                (_, Some(w)) => (1, Some(w)),
+                _ => (2, None),
+            });
+    }
+
     /// Adds findings citing the table just written as `csv`.
     pub(super) fn cite(&mut self, csv: Option<String>, list: Vec<Finding>) {
         for mut f in list {
@@ -112,14 +132,7 @@ pub(super) fn chart_of(figs: &[Figure], kind: FigureKind, w: Workload) -> Option
 
 /// Writes the findings section; returns the table of where each figure comes from.
 pub(super) fn findings(doc: &mut Doc, a: &Analysis<'_>, mut found: Findings) -> Table {
-    // Set-up first, then per workload (in section order within one), then the rest.
-    found
-        .items
-        .sort_by_key(|f| match (f.topic.as_str(), f.workload) {
-            ("Set-up", _) => (0, None),
-            (_, Some(w)) => (1, Some(w)),
-            _ => (2, None),
-        });
+    found.sort();
     doc.heading(2, "Findings");
     let left_out = a.unrepresentative.len();
     doc.para(vec![text(if found.items.is_empty() {

@@ -20,6 +20,7 @@ mod context;
 mod cost_model;
 mod definitions;
 mod findings;
+mod glance;
 mod gpu_use;
 mod inputs;
 pub(crate) mod links;
@@ -35,6 +36,7 @@ pub(crate) mod trend;
 mod unrepresentative;
 
 pub(crate) use cases::case_block;
+pub(crate) use glance::Glance;
 
 use super::analyze::{style_key, Analysis, Entry, Layout, RatioKind};
 use super::plot::{setup_label, Figure, FigureKind};
@@ -77,14 +79,15 @@ fn add_figures(doc: &mut Doc, figs: &[Figure], kind: FigureKind, w: Workload) {
     }
 }
 
-/// Builds the report. `figs` are the charts drawn (their order is the figure index).
+/// Builds the report and its first screen (three lines, also first in the document). `figs`
+/// are the charts drawn (their order is the figure index).
 pub(crate) fn build(
     a: &Analysis<'_>,
     figs: &[Figure],
     title: &str,
     trend: Option<&trend::Trend>,
     link_files: &[links::LinksInput<'_>],
-) -> Doc {
+) -> (Doc, Glance) {
     let mut doc = Doc {
         title: title.to_string(),
         blocks: Vec::new(),
@@ -115,6 +118,8 @@ pub(crate) fn build(
     definitions::definitions(&mut doc, a);
     // Findings lead: built last (they cite the tables above by name), moved to the top.
     let tail = doc.blocks.len();
+    found.sort();
+    let first_screen = glance::glance(a, &found);
     let sources = findings::findings(&mut doc, a, found);
     let moved: Vec<Block> = doc.blocks.drain(tail..).collect();
     doc.blocks.splice(head..head, moved);
@@ -124,5 +129,15 @@ pub(crate) fn build(
         doc.table(sources, "findings", None);
     }
     cases::all_cases(&mut doc);
-    doc
+    // The three lines come before everything, the opening paragraph included.
+    doc.blocks.insert(
+        0,
+        Block::Defs(
+            first_screen
+                .iter()
+                .map(|(k, v)| (k.to_string(), vec![crate::present::doc::text(v.clone())]))
+                .collect(),
+        ),
+    );
+    (doc, first_screen)
 }

@@ -149,6 +149,7 @@ fn no_verdict(
         chart: None,
         section: section.to_string(),
         workload: None,
+        headline: false,
     });
     apart_table(doc, apart, stem);
 }

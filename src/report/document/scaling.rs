@@ -186,6 +186,7 @@ fn efficiency_finding(
             chart_of(figs, FigureKind::Scaling, s.workload),
             section,
         )
+        .headline()
         .about(s.workload)]
 }
 
@@ -310,7 +311,8 @@ fn retention_finding(a: &Analysis<'_>, cs: &CollScale, t: &Table, section: &str)
                 .fig("S")
                 .text(format!("{}.", series_caveat(a, &pts)))
                 .done(format!("{} {}", cs.workload, cs.label), None, section)
-                .about(cs.workload),
+                .about(cs.workload)
+                .headline(),
         );
     }
     list
