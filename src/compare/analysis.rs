@@ -293,12 +293,43 @@ impl CaseStats {
     }
 }
 
+/// Where a case sits: its set-up and, for the per-size charts, its variant and size.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct CaseAxes {
+    /// The launch shape's label (`cpu 1x2 pure bind=none place=fill`).
+    pub setup: String,
+    /// MPI ranks of the set-up (one rank sends no MPI messages).
+    pub ranks: u32,
+    /// The case's label without its size (`allreduce f32 sum out-of-place isolated`).
+    pub variant: String,
+    /// The requested size, for the collectives.
+    pub bytes: Option<u64>,
+}
+
+impl CaseAxes {
+    pub(crate) fn of(p: &crate::params::CaseParams) -> CaseAxes {
+        let shape = p.launch_shape();
+        CaseAxes {
+            setup: shape.label(),
+            ranks: shape.ranks(),
+            variant: crate::params::CaseParams {
+                requested_bytes: None,
+                ..p.clone()
+            }
+            .label(),
+            bytes: p.requested_bytes,
+        }
+    }
+}
+
 /// One case's comparison.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CaseComparison {
     pub id: String,
     /// Human label of the case's parameters.
     pub label: String,
+    /// Its set-up, variant and size.
+    pub axes: CaseAxes,
     /// The parameters that tell this case apart from other cases with the same label
     /// (layout, topology, binding, …), when there are such cases.
     pub setup: Option<String>,

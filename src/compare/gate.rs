@@ -142,6 +142,8 @@ pub struct Report {
     pub candidate: Side,
     /// How the set-ups differ (shown at the top).
     pub differences: Vec<Difference>,
+    /// Each set-up's cases by verdict, their median change and what explains it.
+    pub setups: Vec<super::setups::SetupSummary>,
     /// Other things people must know (failed launches, a mismatch compared anyway).
     pub warnings: Vec<String>,
     pub comparison: Comparison,
@@ -270,6 +272,7 @@ mod tests {
                 .map(|(i, (v, b, c))| CaseComparison {
                     id: i.to_string(),
                     label: String::new(),
+                    axes: Default::default(),
                     setup: None,
                     verdict: *v,
                     baseline_status: *b,

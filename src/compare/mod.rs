@@ -20,6 +20,7 @@ pub(crate) mod identical;
 pub(crate) mod metric;
 pub(crate) mod provenance;
 pub(crate) mod render;
+pub(crate) mod setups;
 pub mod stats;
 
 pub use analysis::{
@@ -29,6 +30,7 @@ pub use analysis::{
 pub use error::CompareError;
 pub use gate::{DropKind, Dropped, FailOn, Report, Side};
 pub use render::{render, Format};
+pub use setups::SetupSummary;
 
 use crate::results::io::{parse_results, write_atomic, ResultsError, RESULTS_FILE};
 use crate::results::representative;
@@ -480,10 +482,18 @@ fn compare_loaded(b: Vec<Loaded>, c: Vec<Loaded>, options: &Options) -> Result<R
     let exit_code = options
         .fail_on
         .exit_code(&comparison, options.allow_dropped);
+    let setups = setups::summarise(
+        &comparison,
+        &provenance::transport_changes(&bf, &cf),
+        differences
+            .iter()
+            .find(|d| d.what == provenance::ENVIRONMENT),
+    );
     Ok(Report {
         baseline: side(&b),
         candidate: side(&c),
         differences,
+        setups,
         warnings,
         comparison,
         fail_on: options.fail_on,

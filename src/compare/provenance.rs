@@ -251,14 +251,13 @@ pub(crate) fn differences(
 }
 
 /// The transport each set-up's launches recorded (`shared memory (pml ob1, btl vader)`, `TCP
-/// over loopback (...)`), for the set-ups whose transport differs between the sides: what
-/// carried the messages explains a change better than the MCA line that chose it.
-/// Informational, like the environment: a changed transport is often what is being tested.
-/// Set-ups one side did not record (older files, failed launches) are left out.
-fn transport_difference(
+/// over loopback (...)`), for the set-ups whose transport differs between the sides: set-up
+/// label → (baseline's, candidate's). Set-ups one side did not record (older files, failed
+/// launches) are left out.
+pub(crate) fn transport_changes(
     baseline: &[&ResultsFile],
     candidate: &[&ResultsFile],
-) -> Option<Difference> {
+) -> BTreeMap<String, (String, String)> {
     let by_setup = |files: &[&ResultsFile]| -> BTreeMap<String, BTreeSet<String>> {
         let mut m: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
         for l in files.iter().flat_map(|f| &f.launches) {
@@ -271,30 +270,45 @@ fn transport_difference(
         m
     };
     let (b, c) = (by_setup(baseline), by_setup(candidate));
-    let differing: Vec<&String> = b
-        .keys()
-        .filter(|k| c.get(*k).is_some_and(|v| Some(v) != b.get(*k)))
-        .collect();
-    if differing.is_empty() {
+    let join = |v: &BTreeSet<String>| v.iter().cloned().collect::<Vec<_>>().join(" | ");
+    b.iter()
+        .filter_map(|(k, bv)| {
+            let cv = c.get(k).filter(|cv| *cv != bv)?;
+            Some((k.clone(), (join(bv), join(cv))))
+        })
+        .collect()
+}
+
+/// The set-ups whose transport differs, as one difference: what carried the messages
+/// explains a change better than the MCA line that chose it. Informational, like the
+/// environment: a changed transport is often what is being tested.
+fn transport_difference(
+    baseline: &[&ResultsFile],
+    candidate: &[&ResultsFile],
+) -> Option<Difference> {
+    let changes = transport_changes(baseline, candidate);
+    if changes.is_empty() {
         return None;
     }
-    let show = |m: &BTreeMap<String, BTreeSet<String>>| {
-        differing
+    let show = |pick: fn(&(String, String)) -> &String| {
+        changes
             .iter()
-            .map(|k| {
-                let v = m[*k].iter().cloned().collect::<Vec<_>>().join(" | ");
-                format!("{k}: {v}")
-            })
+            .map(|(k, v)| format!("{k}: {}", pick(v)))
             .collect::<Vec<_>>()
             .join("; ")
     };
     Some(Difference {
-        what: "MPI transport (recorded per set-up)".to_string(),
-        baseline: show(&b),
-        candidate: show(&c),
+        what: TRANSPORT.to_string(),
+        baseline: show(|v| &v.0),
+        candidate: show(|v| &v.1),
         blocking: false,
     })
 }
+
+/// The name of the transport difference.
+pub(crate) const TRANSPORT: &str = "MPI transport (recorded per set-up)";
+/// The name of the environment difference.
+pub(crate) const ENVIRONMENT: &str = "environment";
 
 /// The performance-relevant environment variables that differ (job identities ignored).
 fn environment_difference(
@@ -326,7 +340,7 @@ fn environment_difference(
         return None;
     }
     Some(Difference {
-        what: "environment".to_string(),
+        what: ENVIRONMENT.to_string(),
         baseline: differing
             .iter()
             .map(|k| show(&b, k))

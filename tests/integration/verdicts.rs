@@ -443,3 +443,49 @@ fn the_first_screen_says_what_ran_the_answer_and_how_sure_in_three_lines() {
         assert!(sure.contains("set apart: "), "{sure}");
     }
 }
+
+#[test]
+fn compare_summarises_each_set_up_and_names_the_transport_that_explains_it() {
+    // real runs: the 2-rank set-up forced onto TCP in the candidate, the 1-rank set-up
+    // (no MPI messages) measured again on the same loaded host
+    let mut base = pick("unchanged", &[0, 1, 2]);
+    base.extend(pick("single", &[0, 1, 2]));
+    let mut cand = pick("tcp", &[0, 1, 2]);
+    cand.extend(pick("single", &[3, 4, 5]));
+    let options = Options {
+        allow_low_power: true,
+        ..Options::default()
+    };
+    let r = compare_sets(base, cand, &options).unwrap_or_else(|e| panic!("{e}"));
+    let by: std::collections::HashMap<&str, &scalebench::compare::SetupSummary> =
+        r.setups.iter().map(|s| (s.setup.as_str(), s)).collect();
+    println!("{:#?}", r.setups);
+    let two = by["cpu 1x2 pure bind=none place=fill"];
+    let one = by["cpu 1x1 pure bind=none place=fill"];
+    for s in [two, one] {
+        assert_eq!(
+            s.regressed + s.improved + s.unchanged + s.inconclusive + s.other,
+            s.cases
+        );
+    }
+    // TCP over loopback against shared memory: several times slower, and said why
+    let ratio = two.median_time_ratio.unwrap_or(0.0);
+    assert!(ratio > 2.0, "{two:?}");
+    let why = two.explained_by.as_deref().unwrap_or_default();
+    assert!(
+        why.starts_with("MPI transport: shared memory") && why.contains("TCP"),
+        "{why}"
+    );
+    // the one-rank set-up is not blamed on the transport
+    let why = one.explained_by.as_deref().unwrap_or_default();
+    assert!(why.starts_with("one rank: sends no MPI messages"), "{why}");
+    assert!(one.regressed == 0, "{one:?}");
+    // the same table in the text, and in the JSON
+    let text = render(&r, Format::Text, false);
+    assert!(
+        text.contains("By set-up") && text.contains("× slower"),
+        "{text}"
+    );
+    let v: Value = serde_json::from_str(&render(&r, Format::Json, false)).unwrap_or_default();
+    assert_eq!(v["setups"].as_array().map(Vec::len), Some(2), "{v}");
+}

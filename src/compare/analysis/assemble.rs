@@ -6,8 +6,8 @@ use super::case_stats::{
     case_stats, op_resolution_s, sample_count, Ctx, Judged, Rec, SideCase, StatsError, Tables,
 };
 use super::{
-    Basis, CaseComparison, CaseStats, Comparison, Pairing, Settings, Verdict, MAX_UNITS_NEEDED,
-    MDE_POWER,
+    Basis, CaseAxes, CaseComparison, CaseStats, Comparison, Pairing, Settings, Verdict,
+    MAX_UNITS_NEEDED, MDE_POWER,
 };
 use crate::compare::stats;
 use crate::params::CaseParams;
@@ -204,6 +204,7 @@ fn match_case<'a>(
     let mut cc = CaseComparison {
         id: id.to_string(),
         label: b.records[0].case.params.label(),
+        axes: CaseAxes::of(&b.records[0].case.params),
         setup: None,
         verdict: Verdict::Missing,
         baseline_status: Some(b_status),
@@ -251,6 +252,7 @@ fn new_case(id: &str, c: &SideCase<'_>) -> CaseComparison {
     CaseComparison {
         id: id.to_string(),
         label: c.records[0].case.params.label(),
+        axes: CaseAxes::of(&c.records[0].case.params),
         setup: None,
         verdict: Verdict::New,
         baseline_status: None,
