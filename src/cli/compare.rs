@@ -27,6 +27,8 @@ pub enum ReportFormat {
     Md,
     /// Every case, for machines.
     Json,
+    /// A self-contained page: every case, and old-vs-new charts per size.
+    Html,
 }
 
 /// When `compare` exits 1.
@@ -82,6 +84,7 @@ impl From<ReportFormat> for crate::compare::Format {
             ReportFormat::Text => Format::Text,
             ReportFormat::Md => Format::Markdown,
             ReportFormat::Json => Format::Json,
+            ReportFormat::Html => Format::Html,
         }
     }
 }
@@ -243,7 +246,7 @@ pub struct CompareArgs {
     pub allow_mismatch: bool,
 
     /// Also write the report to FILE (atomically), in the format its extension names (.md,
-    /// .json, .txt), else in --format.
+    /// .json, .html, .txt), else in --format.
     #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,
 

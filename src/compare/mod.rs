@@ -16,6 +16,7 @@
 pub(crate) mod analysis;
 pub mod error;
 pub(crate) mod gate;
+pub(crate) mod html;
 pub(crate) mod identical;
 pub(crate) mod metric;
 pub(crate) mod provenance;
@@ -279,6 +280,7 @@ fn format_for_path(p: &Path) -> Option<Format> {
     match p.extension()?.to_str()?.to_ascii_lowercase().as_str() {
         "md" | "markdown" => Some(Format::Markdown),
         "json" => Some(Format::Json),
+        "html" | "htm" => Some(Format::Html),
         "txt" | "text" => Some(Format::Text),
         _ => None,
     }

@@ -24,6 +24,8 @@ pub enum Format {
     Text,
     Markdown,
     Json,
+    /// A self-contained page with old-vs-new charts per size ([`super::html`]).
+    Html,
 }
 
 /// Renders `report` in `format`. `all` lists every case in the text format.
@@ -32,6 +34,7 @@ pub fn render(report: &Report, format: Format, all: bool) -> String {
         Format::Text => text::render(&document(report, Target::Terminal { all })),
         Format::Markdown => markdown::render(&document(report, Target::Comment), None),
         Format::Json => json(report),
+        Format::Html => super::html::page(report),
     }
 }
 

@@ -489,3 +489,44 @@ fn compare_summarises_each_set_up_and_names_the_transport_that_explains_it() {
     let v: Value = serde_json::from_str(&render(&r, Format::Json, false)).unwrap_or_default();
     assert_eq!(v["setups"].as_array().map(Vec::len), Some(2), "{v}");
 }
+
+#[test]
+fn compare_writes_an_html_page_with_old_vs_new_charts_per_size() {
+    let dir = tmpdir("compare-html");
+    let mut args: Vec<String> = Vec::new();
+    let page = dir.join("compare.html");
+    args.extend(["--out".to_string(), s(&page).to_string()]);
+    for (k, i) in [("unchanged", 0), ("unchanged", 1), ("unchanged", 2)] {
+        args.push(s(&write(&dir, &format!("b-{k}-{i}.json"), &kind(k)[i].0)).to_string());
+    }
+    args.push("--".into());
+    for (k, i) in [("tcp", 0), ("tcp", 1), ("tcp", 2)] {
+        args.push(s(&write(&dir, &format!("c-{k}-{i}.json"), &kind(k)[i].0)).to_string());
+    }
+    let out = Command::new(bin())
+        .arg("compare")
+        .args(&args)
+        .output()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    // the forced-TCP candidate regressed: the gate fails, and the page is written all the same
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    let html = std::fs::read_to_string(&page).unwrap_or_else(|e| panic!("{e}"));
+    assert!(
+        html.starts_with("<!DOCTYPE html>"),
+        "{}",
+        &html[..200.min(html.len())]
+    );
+    assert!(html.contains("Old vs new, per size"), "no chart section");
+    // allreduce and broadcast on the one 2-rank set-up: one chart each, at least
+    let charts = html.matches("<svg").count();
+    assert!(charts >= 2, "{charts} charts");
+    assert!(html.contains("allreduce f32 sum out-of-place isolated — cpu 1x2 pure"));
+    assert!(html.contains("regressed"), "no verdict in the captions");
+    // every case is listed, not only the regressions
+    let cases = kind("unchanged")[0].0.cases.len();
+    assert!(
+        html.matches("<tr").count() > cases,
+        "fewer rows than the {cases} cases"
+    );
+}
