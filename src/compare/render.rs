@@ -9,7 +9,7 @@
 use super::analysis::{Basis, CaseComparison, CaseStats, Comparison, Verdict, MDE_POWER};
 use super::gate::{DropKind, Report, Side};
 use super::metric::MetricChoice;
-use super::setups::{ratio_text, SetupSummary};
+use super::setups::SetupSummary;
 use super::stats::Correction;
 use crate::present::doc::{text as plain, Block, Doc, Span};
 use crate::present::table::{format_num, Cell, NumFmt, Table, Tone};
@@ -199,7 +199,7 @@ pub(crate) fn document(r: &Report, target: Target) -> Doc {
         ]),
         Target::Comment => doc.para(vec![plain(format!("{} matched: {counts}", c.matched()))]),
     }
-    setups_table(&mut doc, r, sub);
+    super::setups::section(&mut doc, r, sub);
     match target {
         Target::Terminal { all } => terminal_sections(&mut doc, c, all, sub),
         Target::Comment => comment_tables(&mut doc, c),
@@ -207,48 +207,6 @@ pub(crate) fn document(r: &Report, target: Target) -> Doc {
     doc.blocks
         .push(Block::FinePrint(vec![plain(thresholds(c))]));
     doc
-}
-
-/// Per set-up: the cases by verdict, their median change and what explains it. Shown where it
-/// tells more than the counts line: several set-ups, or a recorded difference explaining one.
-fn setups_table(doc: &mut Doc, r: &Report, level: u8) {
-    if r.setups.len() < 2 && r.setups.iter().all(|s| s.explained_by.is_none()) {
-        return;
-    }
-    doc.heading(level, "By set-up");
-    let mut t = Table::new(&[
-        "set-up",
-        "cases",
-        "regressed",
-        "improved",
-        "unchanged",
-        "inconclusive",
-        "other",
-        "median time new/old",
-        "range",
-        "explained by",
-    ]);
-    for s in &r.setups {
-        t.push(vec![
-            Cell::text(s.setup.clone()),
-            Cell::UInt(s.cases as u64),
-            Cell::UInt(s.regressed as u64),
-            Cell::UInt(s.improved as u64),
-            Cell::UInt(s.unchanged as u64),
-            Cell::UInt(s.inconclusive as u64),
-            Cell::UInt(s.other as u64),
-            Cell::text(s.median_time_ratio.map_or("–".into(), ratio_text)),
-            Cell::text(s.time_ratio_range.map_or("–".into(), |[a, b]| {
-                format!(
-                    "{} … {}",
-                    format_num(a, NumFmt::Ratio),
-                    format_num(b, NumFmt::Ratio)
-                )
-            })),
-            Cell::text(s.explained_by.clone().unwrap_or_default()),
-        ]);
-    }
-    doc.inline_table(t);
 }
 
 /// One section per kind of case, each left out when empty.

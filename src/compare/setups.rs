@@ -6,7 +6,10 @@
 //! list of regressed rows. Pure: from the comparison and the recorded differences.
 
 use super::analysis::{Comparison, Verdict};
+use super::gate::Report;
 use super::provenance::Difference;
+use crate::present::doc::Doc;
+use crate::present::table::{format_num, Cell, NumFmt, Table};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -110,6 +113,48 @@ fn explanation(
         );
     }
     environment.map(|e| format!("{}: {} → {}", e.what, e.baseline, e.candidate))
+}
+
+/// Per set-up: the cases by verdict, their median change and what explains it. Shown where it
+/// tells more than the counts line: several set-ups, or a recorded difference explaining one.
+pub(crate) fn section(doc: &mut Doc, r: &Report, level: u8) {
+    if r.setups.len() < 2 && r.setups.iter().all(|s| s.explained_by.is_none()) {
+        return;
+    }
+    doc.heading(level, "By set-up");
+    let mut t = Table::new(&[
+        "set-up",
+        "cases",
+        "regressed",
+        "improved",
+        "unchanged",
+        "inconclusive",
+        "other",
+        "median time new/old",
+        "range",
+        "explained by",
+    ]);
+    for s in &r.setups {
+        t.push(vec![
+            Cell::text(s.setup.clone()),
+            Cell::UInt(s.cases as u64),
+            Cell::UInt(s.regressed as u64),
+            Cell::UInt(s.improved as u64),
+            Cell::UInt(s.unchanged as u64),
+            Cell::UInt(s.inconclusive as u64),
+            Cell::UInt(s.other as u64),
+            Cell::text(s.median_time_ratio.map_or("–".into(), ratio_text)),
+            Cell::text(s.time_ratio_range.map_or("–".into(), |[a, b]| {
+                format!(
+                    "{} … {}",
+                    format_num(a, NumFmt::Ratio),
+                    format_num(b, NumFmt::Ratio)
+                )
+            })),
+            Cell::text(s.explained_by.clone().unwrap_or_default()),
+        ]);
+    }
+    doc.inline_table(t);
 }
 
 /// `14.3× slower`, `1.04× faster`, `no change` for a time ratio.
