@@ -64,5 +64,6 @@ pub mod results;
 pub mod run;
 pub mod stats;
 pub mod topology;
+pub mod trace;
 pub mod units;
 pub mod workload;
