@@ -292,6 +292,7 @@ impl From<&RunArgs> for crate::plan::Request {
             fault: a.fault.clone(),
             nccl_algo: a.nccl_algo,
             nccl_proto: a.nccl_proto,
+            replay: None,
         }
     }
 }
