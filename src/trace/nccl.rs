@@ -278,9 +278,9 @@ fn match_groups(
         let r = rank_of(&raw.rank_key);
         let size = raw.call.nranks.unwrap_or(0);
         let key = (r, raw.call.comm.clone(), size);
-        if !ordinal.contains_key(&key) {
+        if let std::collections::btree_map::Entry::Vacant(slot) = ordinal.entry(key) {
             let n = seen_of_size.entry((r, size)).or_insert(0);
-            ordinal.insert(key, *n);
+            slot.insert(*n);
             *n += 1;
         }
     }
