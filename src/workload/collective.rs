@@ -434,10 +434,12 @@ impl<Buf> Single<Buf> {
         backend.synchronize()
     }
 
-    /// Fresh inputs, one collective, every output element compared: the wrong ones here.
+    /// Fresh inputs (device 0's first one off by one under `--fault corrupt`), one
+    /// collective, every output element compared: the wrong ones here.
     pub(super) fn check<B: Backend<Buf = Buf>>(
         &mut self,
         backend: &mut B,
+        corrupt: bool,
     ) -> Result<u64, BackendError> {
         let layout = Layout {
             call: &self.call,
@@ -446,7 +448,7 @@ impl<Buf> Single<Buf> {
         };
         layout.checked_once(
             backend,
-            false,
+            corrupt,
             self.tol,
             &mut self.bufs.send,
             &mut self.bufs.recv,

@@ -187,9 +187,12 @@ pub fn run<B: Backend, C: HostComm>(
     let (comm_s, compute_s) = (last(&log.comm_s), last(&log.compute_s));
     let phases = phase_results(comm, &[("communication", &comm_s), ("compute", &compute_s)]);
 
+    // `--fault corrupt` (tests): proves the validation of a replayed collective can fail.
+    let corrupt =
+        params.fault.as_deref().and_then(super::Fault::parse) == Some(super::Fault::Corrupt);
     let mut wrong_local = 0u64;
     for _ in 0..settings.check_iters {
-        wrong_local += agree(comm, check_all(backend, &mut steps))?;
+        wrong_local += agree(comm, check_all(backend, &mut steps, corrupt))?;
     }
     let replay = comm.is_root().then(|| ReplayRecord {
         format: trace.format.name().to_string(),
@@ -300,12 +303,17 @@ fn wait(d: Duration) {
     }
 }
 
-/// Every step once on fresh inputs, validated: the wrong elements on this rank.
-fn check_all<B: Backend>(backend: &mut B, steps: &mut [Step<B::Buf>]) -> Result<u64, BackendError> {
+/// Every step once on fresh inputs, validated: the wrong elements on this rank (`corrupt`:
+/// every step's input on device 0 is off by one, so each must report wrong elements).
+fn check_all<B: Backend>(
+    backend: &mut B,
+    steps: &mut [Step<B::Buf>],
+    corrupt: bool,
+) -> Result<u64, BackendError> {
     let mut wrong = 0;
     for s in steps.iter_mut() {
         backend.use_group(s.group)?;
-        let w = s.single.check(backend);
+        let w = s.single.check(backend, corrupt);
         backend.use_group(None)?;
         wrong += w?;
     }

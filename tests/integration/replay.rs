@@ -72,6 +72,16 @@ fn the_case(v: &Value, out: &Path, files: &[PathBuf]) -> Value {
     let file = scalebench::results::io::read_results(out).unwrap_or_else(|e| panic!("{e}"));
     let problems = scalebench::results::validate::problems(&file);
     assert!(problems.is_empty(), "{problems:?}");
+    // The documented format, read with the tests' own types.
+    let wire = common::read_results(out);
+    let r = wire.cases[0].replay.as_ref().expect("a replay record");
+    assert_eq!(r.files.len(), files.len());
+    assert_eq!(
+        r.calls.len() as u64,
+        c["replay"]["calls"]
+            .as_array()
+            .map_or(0, |a| a.len() as u64)
+    );
     c
 }
 
@@ -147,6 +157,30 @@ fn the_recorded_ddp_step_replays_in_order_validated() {
     assert!(phase("compute") > 0.0 && phase("communication") > 0.0);
     let bytes: u64 = want.iter().map(|(_, n, _)| n * 4).sum();
     assert_eq!(c["bytes"], bytes);
+}
+
+#[test]
+fn a_corrupted_input_is_caught_by_the_replayed_validation() {
+    let files = vec![fixture("nccl-v2.21-two-ranks.log")];
+    let (ran, v, out) = replay("replay-corrupt", &files, &["--fault", "corrupt"]);
+    ran.assert_code(3);
+    let c = &v["cases"][0];
+    assert_eq!(c["status"], "wrong", "{v}");
+    assert!(c["wrong"].as_u64() >= Some(1), "{c}");
+    // The validator sees a wrong case as such, and a record whose digests are not its
+    // case's trace as a problem.
+    let mut file = scalebench::results::io::read_results(&out).unwrap_or_else(|e| panic!("{e}"));
+    assert!(scalebench::results::validate::problems(&file).is_empty());
+    if let Some(r) = file.cases[0].replay.as_mut() {
+        r.files[0].sha256 = "0".repeat(64);
+    }
+    let problems = scalebench::results::validate::problems(&file);
+    assert!(
+        problems
+            .iter()
+            .any(|p| format!("{p:?}").contains("replay.files")),
+        "{problems:?}"
+    );
 }
 
 #[test]
