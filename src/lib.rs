@@ -19,7 +19,8 @@
 //!   cuBLAS), and the resolution of their clocks.
 //! - [`comm`]: the control plane (barriers, agreement, gathering what rank 0 records) and the
 //!   count of control steps the watchdog reads.
-//! - [`workload`]: collectives, matmul, batch_matmul, ddp_step, with exact validation.
+//! - [`workload`]: collectives, matmul, batch_matmul, ddp_step, replay (a trace's
+//!   collectives, read by [`trace`]), with exact validation.
 //! - [`measure`]: the timing loop, the same for every backend and workload.
 //! - [`results`]: the versioned results format and crash-safe I/O.
 //! - [`report`]: what people read: reports from results files.

@@ -24,7 +24,7 @@ pub enum InPlaceChoice {
 #[command(after_help = EXIT_CODES)]
 pub struct RunArgs {
     /// Workloads: allreduce, reduce, broadcast, allgather, reduce_scatter, alltoall, matmul,
-    /// batch_matmul, ddp_step.
+    /// batch_matmul, ddp_step (replay: `scalebench replay TRACE`).
     #[arg(
         short,
         long = "workload",
