@@ -194,35 +194,14 @@ pub fn run<B: Backend, C: HostComm>(
     for _ in 0..settings.check_iters {
         wrong_local += agree(comm, check_all(backend, &mut steps, corrupt))?;
     }
-    let replay = comm.is_root().then(|| ReplayRecord {
-        format: trace.format.name().to_string(),
-        files: trace
-            .files
-            .iter()
-            .map(|f| TraceFile {
-                path: f.path.display().to_string(),
-                sha256: f.sha256.clone(),
-            })
-            .collect(),
-        ranks: trace.ranks(),
-        groups: trace
-            .groups
-            .iter()
-            .map(|g| ReplayGroup {
-                name: g.name.clone(),
-                ranks: g.ranks.clone(),
-            })
-            .collect(),
-        compute: compute.name().to_string(),
-        calls_total: trace.total_calls() as u64,
-        step_s: samples.mean_s,
-        comm_s: stats::mean(&comm_s).unwrap_or(0.0),
-        compute_s: stats::mean(&compute_s).unwrap_or(0.0),
-        calls: mine
-            .iter()
-            .zip(&log.per_call_s)
-            .map(|(c, t)| replayed(c, &last(t)))
-            .collect(),
+    let replay = comm.is_root().then(|| {
+        let per_call: Vec<Vec<f64>> = log.per_call_s.iter().map(|t| last(t)).collect();
+        let means = [
+            samples.mean_s,
+            stats::mean(&comm_s).unwrap_or(0.0),
+            stats::mean(&compute_s).unwrap_or(0.0),
+        ];
+        record(&trace, mine, compute, means, &per_call)
     });
     Ok(Measured {
         timing,
@@ -318,6 +297,47 @@ fn check_all<B: Backend>(
         wrong += w?;
     }
     Ok(wrong)
+}
+
+/// Rank 0's record: the trace, its groups, the step's mean (step, communication, compute)
+/// seconds and each of its calls with its timed samples.
+fn record(
+    trace: &Trace,
+    mine: &[Call],
+    compute: ReplayCompute,
+    [step_s, comm_s, compute_s]: [f64; 3],
+    per_call: &[Vec<f64>],
+) -> ReplayRecord {
+    ReplayRecord {
+        format: trace.format.name().to_string(),
+        files: trace
+            .files
+            .iter()
+            .map(|f| TraceFile {
+                path: f.path.display().to_string(),
+                sha256: f.sha256.clone(),
+            })
+            .collect(),
+        ranks: trace.ranks(),
+        groups: trace
+            .groups
+            .iter()
+            .map(|g| ReplayGroup {
+                name: g.name.clone(),
+                ranks: g.ranks.clone(),
+            })
+            .collect(),
+        compute: compute.name().to_string(),
+        calls_total: trace.total_calls() as u64,
+        step_s,
+        comm_s,
+        compute_s,
+        calls: mine
+            .iter()
+            .zip(per_call)
+            .map(|(c, t)| replayed(c, t))
+            .collect(),
+    }
 }
 
 fn replayed(c: &Call, times: &[f64]) -> ReplayedCall {
