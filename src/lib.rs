@@ -19,7 +19,8 @@
 //!   cuBLAS), and the resolution of their clocks.
 //! - [`comm`]: the control plane (barriers, agreement, gathering what rank 0 records) and the
 //!   count of control steps the watchdog reads.
-//! - [`workload`]: collectives, matmul, batch_matmul, ddp_step, with exact validation.
+//! - [`workload`]: collectives, matmul, batch_matmul, ddp_step, replay (a trace's
+//!   collectives, read by [`trace`]), with exact validation.
 //! - [`measure`]: the timing loop, the same for every backend and workload.
 //! - [`results`]: the versioned results format and crash-safe I/O.
 //! - [`report`]: what people read: reports from results files.
@@ -64,5 +65,6 @@ pub mod results;
 pub mod run;
 pub mod stats;
 pub mod topology;
+pub mod trace;
 pub mod units;
 pub mod workload;

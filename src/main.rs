@@ -52,6 +52,7 @@ fn dispatch(cli: Cli, argv: &[String]) -> Result<u8, Error> {
     // Each command fails with its own layer's error; `?` wraps it in the crate's.
     Ok(match cli.command {
         Command::Run(args) => run(&args.as_ref().into(), argv)?,
+        Command::Replay(args) => run(&args.as_ref().into(), argv)?,
         Command::Plan(args) => {
             scalebench::launch::plan_cmd::plan(&args.spec, args.json, args.cases)?
         }

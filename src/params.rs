@@ -89,18 +89,21 @@ pub enum Workload {
     /// A data-parallel training step: forward and backward GEMMs of a layer model, gradient
     /// buckets all-reduced while backward runs (PyTorch DDP's pattern; `workload::ddp`).
     DdpStep,
+    /// The collectives of a traced job (an NCCL/RCCL log or a PyTorch execution trace), in
+    /// order, with their compute as recorded gaps (`workload::replay`, docs/replay.md).
+    Replay,
 }
 named_enum!(Workload, "workload", {
     Allreduce => "allreduce", Reduce => "reduce", Broadcast => "broadcast",
     Allgather => "allgather", ReduceScatter => "reduce_scatter", Alltoall => "alltoall",
-    Matmul => "matmul", BatchMatmul => "batch_matmul", DdpStep => "ddp_step",
+    Matmul => "matmul", BatchMatmul => "batch_matmul", DdpStep => "ddp_step", Replay => "replay",
 });
 
 impl Workload {
     pub fn is_collective(self) -> bool {
         !matches!(
             self,
-            Workload::Matmul | Workload::BatchMatmul | Workload::DdpStep
+            Workload::Matmul | Workload::BatchMatmul | Workload::DdpStep | Workload::Replay
         )
     }
     /// Whether the collective combines values with a reduction operator.
@@ -124,7 +127,7 @@ impl Workload {
                 Some((n - 1.0) / n)
             }
             Workload::Broadcast | Workload::Reduce => Some(1.0),
-            Workload::Matmul | Workload::BatchMatmul | Workload::DdpStep => None,
+            Workload::Matmul | Workload::BatchMatmul | Workload::DdpStep | Workload::Replay => None,
         }
     }
 }
@@ -311,6 +314,18 @@ pub enum Progress {
 }
 named_enum!(Progress, "progress", { Test => "test", Thread => "thread" });
 
+/// What a replay does between the traced collectives (`--compute`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReplayCompute {
+    /// Waits the recorded gap before each collective (where the trace has times).
+    Gaps,
+    /// Runs the collectives back to back.
+    #[serde(rename = "none")]
+    Off,
+}
+named_enum!(ReplayCompute, "compute", { Gaps => "gaps", Off => "none" });
+
 /// MPI thread support, in the standard's order: each level allows everything the ones before
 /// it do (`single` < `funneled` < `serialized` < `multiple`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -459,6 +474,15 @@ pub struct CaseParams {
     /// (`--buffers rotate`); absent when every iteration reused one set (the default).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub buffers: Option<BufferUse>,
+    /// replay: the trace's files, comma-separated, as given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace: Option<String>,
+    /// replay: each trace file's SHA-256 (hex), comma-separated in the files' order.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace_sha256: Option<String>,
+    /// replay: what runs between the collectives.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compute: Option<ReplayCompute>,
 }
 
 impl CaseParams {
@@ -493,6 +517,9 @@ impl CaseParams {
             nccl_algo: None,
             nccl_proto: None,
             buffers: None,
+            trace: None,
+            trace_sha256: None,
+            compute: None,
         }
     }
 

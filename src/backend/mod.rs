@@ -543,6 +543,25 @@ pub trait Backend {
         Err(Unsupported::NoOverlap(self.kind()))
     }
 
+    /// Sub-communicators for a replayed trace's process groups: one per group, its members
+    /// as ranks of the job in group-rank order. Every rank calls it with the same groups.
+    fn set_groups(&mut self, _groups: &[Vec<u32>]) -> BackendResult<()> {
+        Err(BackendError::Unsupported(format!(
+            "the {} backend has no sub-communicators yet (a trace's process groups)",
+            self.kind()
+        )))
+    }
+
+    /// Makes group `g` of [`Backend::set_groups`] (`None`: the whole job) the communicator
+    /// of the collectives that follow; [`Backend::device_index`] and
+    /// [`Backend::total_devices`] then count in it. Only its members select a group.
+    fn use_group(&mut self, g: Option<usize>) -> BackendResult<()> {
+        match g {
+            None => Ok(()),
+            Some(_) => self.set_groups(&[]),
+        }
+    }
+
     /// Sets how later [`Backend::allreduce_start`] calls run (no request may be in flight).
     fn set_overlap(&mut self, _settings: OverlapSettings) -> BackendResult<()> {
         Ok(())

@@ -66,6 +66,12 @@ pub enum NcclFunc {
     AllReduce,
     Send,
     Recv,
+    /// NCCL ≥ 2.28 (`AlltoAll`) and RCCL (`AllToAll`).
+    AllToAll,
+    /// NCCL ≥ 2.28.
+    Gather,
+    /// NCCL ≥ 2.28.
+    Scatter,
 }
 
 impl NcclFunc {
@@ -79,10 +85,17 @@ impl NcclFunc {
             NcclFunc::AllReduce => "AllReduce",
             NcclFunc::Send => "Send",
             NcclFunc::Recv => "Recv",
+            NcclFunc::AllToAll => "AllToAll",
+            NcclFunc::Gather => "Gather",
+            NcclFunc::Scatter => "Scatter",
         }
     }
 
     fn parse(s: &str) -> Option<NcclFunc> {
+        // NCCL 2.28 spells it `AlltoAll`, RCCL `AllToAll`.
+        if s == "AlltoAll" {
+            return Some(NcclFunc::AllToAll);
+        }
         [
             NcclFunc::Broadcast,
             NcclFunc::Reduce,
@@ -91,6 +104,9 @@ impl NcclFunc {
             NcclFunc::AllReduce,
             NcclFunc::Send,
             NcclFunc::Recv,
+            NcclFunc::AllToAll,
+            NcclFunc::Gather,
+            NcclFunc::Scatter,
         ]
         .into_iter()
         .find(|f| f.name() == s)
@@ -154,8 +170,16 @@ pub struct Call {
     pub op_count: u64,
     pub count: u64,
     pub datatype: u32,
+    /// `ncclRedOp_t` (Sum 0, Prod 1, Max 2, Min 3, Avg 4); absent where the line has none.
+    pub op: Option<u32>,
+    /// The root (rank in the communicator), or the peer of Send/Recv.
+    pub root: Option<u32>,
     pub comm: String,
     pub nranks: Option<u32>,
+    /// RCCL's trailing `task N globalrank G`: the rank in the job that made the call.
+    pub global_rank: Option<u32>,
+    /// RCCL's task number (its position within a group call).
+    pub task: Option<u32>,
 }
 
 /// What a recognised line says.
@@ -334,8 +358,12 @@ fn parse_call(msg: &str) -> Option<Event> {
         op_count,
         count: after("count")?.parse().ok()?,
         datatype: after("datatype")?.parse().ok()?,
+        op: after("op").and_then(|x| x.parse().ok()),
+        root: after("root").and_then(|x| x.parse().ok()),
         comm: after("comm")?.to_string(),
         nranks,
+        global_rank: after("globalrank").and_then(|x| x.parse().ok()),
+        task: after("task").and_then(|x| x.parse().ok()),
     }))
 }
 

@@ -17,6 +17,7 @@ mod compare;
 mod history;
 mod launch;
 mod links;
+mod replay;
 mod report;
 mod run;
 #[cfg(test)]
@@ -27,6 +28,7 @@ pub use self::compare::*;
 pub use self::history::*;
 pub use self::launch::*;
 pub use self::links::*;
+pub use self::replay::*;
 pub use self::report::*;
 pub use self::run::*;
 
@@ -63,6 +65,9 @@ pub struct Cli {
 pub enum Command {
     /// Measure collectives and GEMMs in this MPI job (start it with mpirun/srun, or alone as one rank).
     Run(Box<RunArgs>),
+    /// Replay a traced job's collectives (an NCCL/RCCL log or a PyTorch execution trace) in
+    /// this MPI job, in order, each validated; compute as the recorded gaps (docs/replay.md).
+    Replay(Box<ReplayArgs>),
     /// Show the launches and cases a sweep spec expands to (nothing runs).
     Plan(PlanArgs),
     /// Run a sweep spec on this machine: one mpirun per launch, every finished case kept.

@@ -24,7 +24,7 @@ pub enum InPlaceChoice {
 #[command(after_help = EXIT_CODES)]
 pub struct RunArgs {
     /// Workloads: allreduce, reduce, broadcast, allgather, reduce_scatter, alltoall, matmul,
-    /// batch_matmul, ddp_step.
+    /// batch_matmul, ddp_step (replay: `scalebench replay TRACE`).
     #[arg(
         short,
         long = "workload",
@@ -292,6 +292,7 @@ impl From<&RunArgs> for crate::plan::Request {
             fault: a.fault.clone(),
             nccl_algo: a.nccl_algo,
             nccl_proto: a.nccl_proto,
+            replay: None,
         }
     }
 }

@@ -75,7 +75,7 @@ pub fn counts(
                 },
             }
         }
-        Workload::Matmul | Workload::BatchMatmul | Workload::DdpStep => {
+        Workload::Matmul | Workload::BatchMatmul | Workload::DdpStep | Workload::Replay => {
             unreachable!("not a collective")
         }
     };

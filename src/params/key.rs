@@ -35,6 +35,9 @@ pub enum ParamKey {
     NcclAlgo,
     NcclProto,
     Buffers,
+    Trace,
+    TraceSha256,
+    Compute,
 }
 
 impl ParamKey {
@@ -66,6 +69,9 @@ impl ParamKey {
         ParamKey::NcclAlgo,
         ParamKey::NcclProto,
         ParamKey::Buffers,
+        ParamKey::Trace,
+        ParamKey::TraceSha256,
+        ParamKey::Compute,
     ];
 
     /// The key as the canonical text writes it (the ids hash this text, so it never changes).
@@ -97,6 +103,9 @@ impl ParamKey {
             ParamKey::NcclAlgo => "nccl_algo",
             ParamKey::NcclProto => "nccl_proto",
             ParamKey::Buffers => "buffers",
+            ParamKey::Trace => "trace",
+            ParamKey::TraceSha256 => "trace_sha256",
+            ParamKey::Compute => "compute",
         }
     }
 
@@ -166,6 +175,12 @@ impl CaseParams {
         }
         if let Some(b) = self.buffers {
             v.push((ParamKey::Buffers, b.name().to_string()));
+        }
+        // replay only: the digest makes a changed trace a different case.
+        if self.trace.is_some() {
+            v.push((ParamKey::Trace, opt(&self.trace)));
+            v.push((ParamKey::TraceSha256, opt(&self.trace_sha256)));
+            v.push((ParamKey::Compute, opt(&self.compute)));
         }
         v
     }

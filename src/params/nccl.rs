@@ -211,7 +211,7 @@ pub fn algos_of(w: Workload) -> Option<&'static [NcclAlgo]> {
         }
         Workload::Allgather | Workload::ReduceScatter => Some(&[Ring, CollnetDirect, Nvls, Pat]),
         Workload::Broadcast | Workload::Reduce => Some(&[Ring]),
-        Workload::Alltoall | Workload::Matmul | Workload::BatchMatmul => None,
+        Workload::Alltoall | Workload::Matmul | Workload::BatchMatmul | Workload::Replay => None,
     }
 }
 

@@ -52,6 +52,15 @@ impl CaseChecker {
 
     /// `Err` for the first reason `c` cannot run.
     pub fn check(&mut self, c: &CaseParams) -> Result<(), CaseProblem> {
+        if c.workload == Workload::Replay && c.trace.is_none() {
+            // A spec's `replay` has no trace key yet: only `scalebench replay TRACE` makes one.
+            return Err(CaseProblem {
+                key: CheckKey::Workload,
+                message: "replay needs its trace: run `scalebench replay TRACE…` (a spec's \
+                          replay workload with `trace = \"path\"` is not implemented yet)"
+                    .into(),
+            });
+        }
         if c.workload != Workload::DdpStep {
             return Ok(());
         }

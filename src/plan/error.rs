@@ -78,6 +78,13 @@ pub enum PlanError {
     /// `--nccl-algo` / `--nccl-proto` on a backend that does not use NCCL.
     #[error("{0}")]
     NcclNeedsCuda(String),
+    /// A trace `replay` cannot read or replay (names the file and the record).
+    #[error(transparent)]
+    Trace(#[from] crate::trace::TraceError),
+    #[error("trace {}: a comma in a trace's path is not supported (the case lists its files comma-separated): rename or link the file", .0.display())]
+    ReplayPath(PathBuf),
+    #[error("--workload replay: a replay needs its trace: run `scalebench replay TRACE…`")]
+    ReplayNeedsTrace,
     #[error("--sizes {}: {source}", format_bytes(*.bytes))]
     Sizes {
         bytes: u64,

@@ -20,6 +20,7 @@ use crate::params::{
 use crate::topology::binding::Reserved;
 use crate::units::Bytes;
 pub use error::{PlanError, Result, ThreadLevelError};
+pub mod replay;
 
 /// `scalebench run`'s options as typed values, not yet checked: what the user asked for.
 /// [`RunOptions::from_request`] checks the case options; `run` resolves the launch options.
@@ -75,6 +76,8 @@ pub struct Request {
     pub nccl_algo: Option<NcclAlgo>,
     /// `--nccl-proto`: NCCL_PROTO for the launch.
     pub nccl_proto: Option<NcclProto>,
+    /// `scalebench replay`: the trace (then the workload options are not used).
+    pub replay: Option<replay::ReplayRequest>,
 }
 
 impl Default for Request {
@@ -118,6 +121,7 @@ impl Default for Request {
             fault: None,
             nccl_algo: None,
             nccl_proto: None,
+            replay: None,
         }
     }
 }
@@ -147,6 +151,8 @@ pub struct RunOptions {
     pub threads_per_device: u32,
     pub fault: Option<String>,
     pub settings: RunSettings,
+    /// `scalebench replay`: the checked trace.
+    pub replay: Option<replay::ReplayOptions>,
 }
 
 fn nonempty<T>(v: &[T], option: &'static str) -> Result<()> {
@@ -163,6 +169,9 @@ impl RunOptions {
         check_limits(a)?;
         check_buffer_offset(a)?;
         check_nccl(a)?;
+        if a.replay.is_none() && a.workloads.contains(&Workload::Replay) {
+            return Err(PlanError::ReplayNeedsTrace);
+        }
         if let Some(f) = &a.fault {
             if Fault::parse(f).is_none() {
                 return Err(PlanError::UnknownFault { fault: f.clone() });
@@ -193,6 +202,7 @@ impl RunOptions {
             buffers: dedup(&a.buffers),
             threads_per_device: a.threads_per_device,
             fault: a.fault.clone(),
+            replay: a.replay.as_ref().map(replay::options).transpose()?,
             settings: RunSettings {
                 policy: IterPolicy {
                     iters: a.iters,
@@ -572,6 +582,9 @@ fn expand_unchecked(o: &RunOptions, shape: LaunchShape) -> Result<Vec<CaseParams
         nccl_proto: shape.nccl_proto,
         ..CaseParams::new(Workload::Allreduce, shape.nodes, shape.devices_per_node)
     };
+    if let Some(r) = &o.replay {
+        return Ok(vec![replay::case(r, base, shape)]);
+    }
     for &w in &o.workloads {
         for &dtype in &o.dtypes {
             let ops: Vec<Option<ReduceOp>> = if w.has_op() {

@@ -298,6 +298,10 @@ impl Point {
             nccl_proto: self.nccl_proto,
             // Reuse is the default and unnamed (ids as before the axis); collectives only.
             buffers: (coll && self.buffers == BufferUse::Rotate).then_some(BufferUse::Rotate),
+            // replay cases come from `scalebench replay` (plan::replay_case), not the axes.
+            trace: None,
+            trace_sha256: None,
+            compute: None,
         }
     }
 }

@@ -7,6 +7,7 @@ pub(crate) mod ddp;
 pub mod environment;
 pub mod io;
 pub mod links;
+pub mod replay;
 pub(crate) mod representative;
 pub mod schema;
 pub mod validate;

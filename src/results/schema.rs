@@ -528,6 +528,10 @@ pub struct CaseResult {
     /// (definitions in [`crate::results::ddp`]); absent for other workloads.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ddp: Option<crate::results::ddp::DdpMetrics>,
+    /// replay: the trace replayed and rank 0's collectives (see [`crate::results::replay`]);
+    /// absent for other workloads.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replay: Option<crate::results::replay::ReplayRecord>,
     /// Reasons specific to this case that its measurement may not represent its set-up (e.g.
     /// its GEMM threads oversubscribe the cores, the CPU clock changed while it ran); the
     /// launch's own reasons apply too. Empty when none applies.

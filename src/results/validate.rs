@@ -198,6 +198,18 @@ fn case_problems(c: &CaseResult, report: &mut dyn FnMut(String, String)) {
             );
         }
     }
+    if let Some(r) = &c.replay {
+        for (k, why) in r.problems() {
+            report(k, why);
+        }
+        let digests: Vec<&str> = r.files.iter().map(|f| f.sha256.as_str()).collect();
+        if c.params.trace_sha256.as_deref() != Some(&digests.join(",")) {
+            report(
+                "replay.files".into(),
+                "the digests differ from params.trace_sha256: the record is not of the case's trace".into(),
+            );
+        }
+    }
     match &c.timing {
         Some(t) => timing_problems(c, t, report),
         None if c.status == CaseStatus::Ok => report(

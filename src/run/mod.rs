@@ -86,6 +86,7 @@ pub fn record(
         phases: Vec::new(),
         telemetry: Vec::new(),
         ddp: None,
+        replay: None,
         unrepresentative: Vec::new(),
         buffers: None,
         rotation: None,
@@ -113,6 +114,7 @@ pub fn record(
     r.tolerance = m.tolerance;
     r.phases = m.phases;
     r.ddp = m.ddp;
+    r.replay = m.replay;
     r.buffers = m.buffers;
     r.rotation = m.rotation;
     if m.wrong > 0 {

@@ -76,7 +76,7 @@ impl Layout<'_> {
                     p.input(j as u32, (d as usize * base + i) as u64)
                 })
             }
-            Workload::Matmul | Workload::BatchMatmul | Workload::DdpStep => {
+            Workload::Matmul | Workload::BatchMatmul | Workload::DdpStep | Workload::Replay => {
                 unreachable!("not a collective")
             }
         }
@@ -209,6 +209,7 @@ pub fn run<B: Backend, C: HostComm>(
         recv_count: Some(cnt.recv_count),
         flops_total: None,
         ddp: None,
+        replay: None,
         phases: Vec::new(),
         buffers,
         rotation: rotation.filter(|_| comm.is_root()),
@@ -384,4 +385,73 @@ pub(super) fn placement<B: Backend, C: HostComm>(
         recv_page_offsets_bytes: r,
         recv_minus_send_mod_page_bytes: d,
     })
+}
+
+/// One collective of a replayed trace, set up as a case of this file is: its call, buffers
+/// with exactly predictable inputs, and the same validation (`workload::replay`).
+pub(super) struct Single<Buf> {
+    call: CollectiveCall,
+    pattern: Pattern,
+    root: u32,
+    tol: f64,
+    bufs: Buffers<Buf>,
+}
+
+impl<Buf> Single<Buf> {
+    /// Allocates and fills the buffers of `call` (its `devices` the group's size, its root
+    /// a rank of the group) on the group now selected in the backend.
+    pub(super) fn new<B: Backend<Buf = Buf>>(
+        backend: &mut B,
+        call: CollectiveCall,
+        off: BufferOffset,
+    ) -> Result<Self, BackendError> {
+        let op = call.op.filter(|_| call.workload.has_op());
+        let pattern = Pattern::new(call.dtype, op, call.devices);
+        let tol = op.map_or(0.0, |o| backend.reduction_tolerance(call.dtype, o));
+        let mut bufs = alloc_buffers(backend, &call, off)?;
+        let root = call.root.unwrap_or(0);
+        let layout = Layout {
+            call: &call,
+            pattern: &pattern,
+            root,
+        };
+        layout.reset(backend, false, &mut bufs.send, &mut bufs.recv)?;
+        Ok(Single {
+            call,
+            pattern,
+            root,
+            tol,
+            bufs,
+        })
+    }
+
+    /// The collective once (timed by the caller).
+    pub(super) fn issue<B: Backend<Buf = Buf>>(
+        &mut self,
+        backend: &mut B,
+    ) -> Result<(), BackendError> {
+        backend.collective(&self.call, &self.bufs.send, &mut self.bufs.recv)?;
+        backend.synchronize()
+    }
+
+    /// Fresh inputs (device 0's first one off by one under `--fault corrupt`), one
+    /// collective, every output element compared: the wrong ones here.
+    pub(super) fn check<B: Backend<Buf = Buf>>(
+        &mut self,
+        backend: &mut B,
+        corrupt: bool,
+    ) -> Result<u64, BackendError> {
+        let layout = Layout {
+            call: &self.call,
+            pattern: &self.pattern,
+            root: self.root,
+        };
+        layout.checked_once(
+            backend,
+            corrupt,
+            self.tol,
+            &mut self.bufs.send,
+            &mut self.bufs.recv,
+        )
+    }
 }

@@ -11,6 +11,7 @@ pub(crate) mod ddp;
 pub mod gemm_check;
 pub mod matmul;
 pub mod pattern;
+pub mod replay;
 pub mod rotation;
 
 use crate::backend::{Backend, BackendError, DeviceError};
@@ -37,6 +38,8 @@ pub struct Measured {
     pub phases: Vec<PhaseResult>,
     /// ddp_step's figures (rank 0 only).
     pub ddp: Option<crate::results::ddp::DdpMetrics>,
+    /// replay's record (rank 0 only).
+    pub replay: Option<crate::results::replay::ReplayRecord>,
     /// Where the benchmark buffers sat (collectives on host memory; root only).
     pub buffers: Option<BufferPlacement>,
     /// The buffer sets the timed iterations rotated through (`--buffers rotate`; root only).
@@ -140,6 +143,7 @@ pub fn run_case<B: Backend, C: HostComm>(
         Workload::Matmul => matmul::run(backend, comm, params, settings),
         Workload::BatchMatmul => batch::run(backend, comm, params, settings),
         Workload::DdpStep => ddp::run(backend, comm, params, settings, fault),
+        Workload::Replay => replay::run(backend, comm, params, settings),
         _ => collective::run(backend, comm, params, settings, fault),
     }
 }

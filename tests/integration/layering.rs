@@ -32,13 +32,13 @@ const ALLOWED: &[(&str, &[&str])] = &[
         "error",
         &[
             "results", "params", "units", "present", "exit", "topology", "config", "plan",
-            "report", "compare", "history", "run", "launch", "links",
+            "report", "compare", "history", "run", "launch", "links", "trace",
         ],
     ),
     (
         "plan",
         &[
-            "config", "params", "results", "topology", "host", "units", "exit",
+            "config", "params", "results", "topology", "host", "units", "exit", "trace",
         ],
     ),
     ("comm", &["host", "params", "units"]),
@@ -48,6 +48,9 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "comm", "host", "params", "results", "topology", "stats", "units",
         ],
     ),
+    // Traces of real jobs (NCCL/RCCL logs, PyTorch execution traces) read into one model:
+    // pure; the NCCL log lines through backend::nccl_log's parser.
+    ("trace", &["backend", "params", "units"]),
     (
         "measure",
         &[
@@ -57,14 +60,15 @@ const ALLOWED: &[(&str, &[&str])] = &[
     (
         "workload",
         &[
-            "backend", "comm", "measure", "host", "params", "results", "stats", "topology", "units",
+            "backend", "comm", "measure", "host", "params", "results", "stats", "topology",
+            "units", "trace",
         ],
     ),
     (
         "run",
         &[
             "plan", "config", "topology", "backend", "comm", "workload", "measure", "host",
-            "params", "results", "stats", "units", "exit", "links",
+            "params", "results", "stats", "units", "exit", "links", "trace",
             // the nccl-tests layout its live table shares with the report's per-size tables
             "present",
         ],
@@ -73,7 +77,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
         "launch",
         &[
             "config", "plan", "run", "workload", "topology", "params", "results", "stats", "units",
-            "exit",
+            "exit", "trace",
         ],
     ),
     // The presentation layer (a document → text, Markdown, HTML) knows no results.

@@ -42,6 +42,7 @@ mod nccl_capture;
 mod nccl_report;
 mod noise;
 mod readers;
+mod replay;
 mod report;
 mod report_browser;
 mod report_ceilings;

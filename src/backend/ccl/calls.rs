@@ -152,7 +152,7 @@ pub(crate) fn plan(call: &CollectiveCall, device: u32) -> Result<Vec<Call>, Plan
             }]
         }
         Workload::Alltoall => alltoall(call)?,
-        Workload::Matmul | Workload::BatchMatmul | Workload::DdpStep => {
+        Workload::Matmul | Workload::BatchMatmul | Workload::DdpStep | Workload::Replay => {
             return Err(PlanError::NotCollective(call.workload))
         }
     })

@@ -67,7 +67,7 @@ impl CpuBackend {
             Workload::Alltoall => {
                 raw::prepare_alltoall(comm, size, src, buf, call.recv_count / size)
             }
-            Workload::Matmul | Workload::BatchMatmul | Workload::DdpStep => {
+            Workload::Matmul | Workload::BatchMatmul | Workload::DdpStep | Workload::Replay => {
                 unreachable!("not a collective")
             }
         }

@@ -66,7 +66,7 @@ impl CpuBackend {
             Workload::Allgather => allgather(team, &h, s0, call.send_count)?,
             Workload::ReduceScatter => reduce_scatter(team, &h, s0, call.recv_count)?,
             Workload::Alltoall => alltoall(team, &h, s0, s1, call.recv_count / h.n)?,
-            Workload::Matmul | Workload::BatchMatmul | Workload::DdpStep => {
+            Workload::Matmul | Workload::BatchMatmul | Workload::DdpStep | Workload::Replay => {
                 unreachable!("not a collective")
             }
         }

@@ -29,7 +29,7 @@ use super::gemm::{self as providers, CblasScalar, GemmEngine};
 use super::team::{Team, SPIN};
 use super::{
     alignment_policy, Backend, BackendError, BackendResult, BufferOffset, CollectiveCall,
-    DevicePlan, GemmBatch, HostBuf, OverlapSettings, PreparedCollective, Unsupported,
+    DeviceError, DevicePlan, GemmBatch, HostBuf, OverlapSettings, PreparedCollective, Unsupported,
 };
 use crate::params::{BackendKind, CaseParams, Dtype, ReduceOp, Workload};
 use crate::results::schema::{
@@ -68,6 +68,11 @@ pub struct CpuBackend {
     /// Where the progress thread goes if one starts, and whether that is a spare core (see
     /// `topology::binding::progress_thread_cpus`).
     progress_cpus: (Vec<u32>, bool),
+    /// A replayed trace's sub-communicators (`None` where this rank is not a member).
+    groups: Vec<Option<SimpleCommunicator>>,
+    /// The group whose communicator sits in `comm` now, and the job's rank and size.
+    active: Option<usize>,
+    whole: (u32, u32),
 }
 
 impl CpuBackend {
@@ -114,7 +119,11 @@ impl CpuBackend {
             warnings,
             overlap: overlap::State::default(),
             progress_cpus,
+            groups: Vec::new(),
+            active: None,
+            whole: (0, 0),
         };
+        b.whole = (b.rank, b.size);
         b.check_binding();
         Ok(b)
     }
@@ -475,6 +484,60 @@ impl Backend for CpuBackend {
         len: usize,
     ) -> BackendResult<()> {
         overlap::copy_within(self, dst, dst_at, src, src_at, len)
+    }
+
+    // One MPI_Comm_split per group (collective over the job: every rank calls it for every
+    // group, members with colour 0 and their position as key, the others undefined).
+    fn set_groups(&mut self, groups: &[Vec<u32>]) -> BackendResult<()> {
+        self.use_group(None)?;
+        if self.g > 1 {
+            return Err(BackendError::Unsupported(
+                "sub-communicators on the hybrid topology (one rank driving several devices) \
+                 are not replayed yet: use --topology pure"
+                    .into(),
+            ));
+        }
+        self.groups.clear();
+        for members in groups {
+            let at = members.iter().position(|&r| r == self.rank);
+            let color = match at {
+                Some(_) => mpi::topology::Color::with_value(0),
+                None => mpi::topology::Color::undefined(),
+            };
+            let key = at.map_or(0, |i| i as i32);
+            self.groups
+                .push(self.comm.split_by_color_with_key(color, key));
+        }
+        Ok(())
+    }
+
+    fn use_group(&mut self, g: Option<usize>) -> BackendResult<()> {
+        if self.active == g {
+            return Ok(());
+        }
+        // Back to the job's communicator first, then into the group's.
+        if let Some(a) = self.active.take() {
+            if let Some(slot) = self.groups.get_mut(a) {
+                if let Some(c) = slot.as_mut() {
+                    std::mem::swap(&mut self.comm, c);
+                }
+            }
+            (self.rank, self.size) = self.whole;
+        }
+        let Some(g) = g else { return Ok(()) };
+        match self.groups.get_mut(g).and_then(Option::as_mut) {
+            Some(c) => {
+                std::mem::swap(&mut self.comm, c);
+                self.rank = self.comm.rank() as u32;
+                self.size = self.comm.size() as u32;
+                self.active = Some(g);
+                Ok(())
+            }
+            None => Err(BackendError::Device(DeviceError::Check(format!(
+                "rank {} is not a member of group {g}",
+                self.whole.0
+            )))),
+        }
     }
 
     fn synchronize(&mut self) -> BackendResult<()> {

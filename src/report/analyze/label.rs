@@ -61,6 +61,9 @@ pub fn pretty_pair(k: ParamKey, v: &str) -> Option<String> {
         ParamKey::NcclAlgo => format!("algo={v}"),
         ParamKey::NcclProto => format!("proto={v}"),
         ParamKey::Buffers => format!("buffers={v}"),
+        ParamKey::Compute => format!("compute={v}"),
+        ParamKey::Trace => format!("trace={v}"),
+        ParamKey::TraceSha256 => return None,
         ParamKey::Root
         | ParamKey::Batch
         | ParamKey::Collect

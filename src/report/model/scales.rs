@@ -110,7 +110,7 @@ pub(crate) fn forms(w: Workload) -> &'static [Form] {
         Workload::Allgather | Workload::ReduceScatter => GATHER_SCATTER,
         Workload::Alltoall => ALLTOALL,
         Workload::Broadcast | Workload::Reduce => ROOTED,
-        Workload::Matmul | Workload::BatchMatmul | Workload::DdpStep => &[],
+        Workload::Matmul | Workload::BatchMatmul | Workload::DdpStep | Workload::Replay => &[],
     }
 }
 

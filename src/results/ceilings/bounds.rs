@@ -33,7 +33,9 @@ pub fn traffic_bytes_per_busbw_byte(w: Workload, ranks: u32) -> Option<f64> {
         Workload::Allgather | Workload::Alltoall => (n, 2.0),
         Workload::Broadcast => (n - 1.0, 2.0),
         Workload::Reduce => (n - 1.0, 3.0),
-        Workload::Matmul | Workload::BatchMatmul | Workload::DdpStep => return None,
+        Workload::Matmul | Workload::BatchMatmul | Workload::DdpStep | Workload::Replay => {
+            return None
+        }
     };
     Some(senders * per_byte)
 }

@@ -299,6 +299,53 @@ pub struct Case {
     pub nccl: Option<NcclCapture>,
     #[serde(default)]
     pub peak: Vec<PeakFraction>,
+    /// Optional: a replay case's trace and collectives (`src/results/replay.rs`).
+    #[serde(default)]
+    pub replay: Option<Replay>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Replay {
+    pub format: String,
+    pub files: Vec<ReplayFile>,
+    pub ranks: u32,
+    pub groups: Vec<ReplayGroup>,
+    pub compute: String,
+    pub calls_total: u64,
+    pub step_s: f64,
+    pub comm_s: f64,
+    pub compute_s: f64,
+    pub calls: Vec<ReplayCall>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReplayFile {
+    pub path: String,
+    pub sha256: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReplayGroup {
+    pub name: String,
+    pub ranks: Vec<u32>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReplayCall {
+    pub record: String,
+    pub collective: String,
+    pub dtype: String,
+    pub op: Option<String>,
+    pub root: Option<u32>,
+    pub group: usize,
+    pub send_count: u64,
+    pub recv_count: u64,
+    pub gap_before_s: Option<f64>,
+    pub mean_s: f64,
 }
 
 #[derive(Debug, Deserialize)]
@@ -386,6 +433,10 @@ pub struct Params {
     pub nccl_proto: Option<String>,
     /// `rotate` where the timed iterations rotated through buffer sets; absent: reused.
     pub buffers: Option<String>,
+    /// replay: the trace's files and their SHA-256s (comma-separated), and `gaps`/`none`.
+    pub trace: Option<String>,
+    pub trace_sha256: Option<String>,
+    pub compute: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
