@@ -195,9 +195,16 @@ fn how_sure(a: &Analysis<'_>) -> String {
         ));
     }
     if !a.problems.is_empty() {
+        // by status: a case the plan skipped is not a failure, and says so
+        let mut by: BTreeMap<&str, usize> = BTreeMap::new();
+        for &i in &a.problems {
+            *by.entry(a.entries[i].case.status.name()).or_default() += 1;
+        }
+        let each: Vec<String> = by.iter().map(|(k, n)| format!("{n} {k}")).collect();
         apart.push(format!(
-            "{} not ok (see Problems)",
-            count(a.problems.len(), "case", "cases")
+            "{} not measured ({}; see Problems)",
+            count(a.problems.len(), "case", "cases"),
+            each.join(", ")
         ));
     }
     // Repeats across runs are the runs above, not something set apart.
